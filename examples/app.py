@@ -1,0 +1,150 @@
+"""Example stacks: Neuron inference on ECS Managed Instances, on EC2, and a mixed cluster.
+
+Each stack deploys alone::
+
+    npx cdk deploy NeuronInferenceManaged
+
+Context (``-c key=value``): ``modelId`` (Hugging Face model served by vLLM,
+default TinyLlama/TinyLlama-1.1B-Chat-v1.0) and ``inf1ImageTag`` (tag of the
+Inf1 serving image pushed to the mixed stack's ECR repository, default v1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack, Validations  # noqa: E402
+from aws_cdk import aws_ecr as ecr  # noqa: E402
+from aws_cdk import aws_ecs as ecs  # noqa: E402
+from constructs import Construct  # noqa: E402
+
+from neuron_constructs import (  # noqa: E402
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronService,
+)
+
+DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+VLLM_REPOSITORY = "huggingface-vllm-inference-neuronx"
+VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
+"""The AWS Deep Learning Container the ECS Neuron guide's managed example runs."""
+DLC_ACCOUNT = "763104351884"
+VLLM_PORT = 8080
+
+
+def vllm_container_options(scope: Construct, *, model_id: str, tensor_parallel_size: int) -> dict[str, Any]:
+    """Options for a vLLM Neuron inference container serving ``model_id`` on port 8080.
+
+    The image's entrypoint downloads the model, compiles it for Neuron and
+    serves an OpenAI-compatible API. The execution role gets pull access to
+    the AWS Deep Learning Containers repository only.
+    """
+    repository = ecr.Repository.from_repository_attributes(
+        scope, "VllmRepository",
+        repository_name=VLLM_REPOSITORY,
+        repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{VLLM_REPOSITORY}",
+    )
+    return {
+        "image": ecs.ContainerImage.from_ecr_repository(repository, VLLM_TAG),
+        "command": [
+            "--model", model_id,
+            "--port", str(VLLM_PORT),
+            "--tensor-parallel-size", str(tensor_parallel_size),
+            "--allow-non-cached-model",
+        ],
+        "port_mappings": [ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)],
+        "essential": True,
+    }
+
+
+class NeuronInferenceManaged(Stack):
+    """vLLM on Inferentia2/Trainium through ECS Managed Instances, managed device allocation."""
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_managed_instances_capacity("ManagedInstances")
+        self.task_definition = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
+        self.task_definition.add_neuron_container(
+            "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
+        )
+        self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+
+
+class NeuronInferenceEc2(Stack):
+    """vLLM on an inf2.xlarge Auto Scaling group, manual /dev/neuron0 mapping."""
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
+        self.task_definition = ManualNeuronTaskDefinition(
+            self, "Vllm", instance_type="inf2.xlarge", cpu=4096, memory_mib=12288
+        )
+        self.task_definition.add_neuron_container(
+            "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
+        )
+        self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+
+
+class NeuronMixedCluster(Stack):
+    """One cluster: Managed Instances, trn1.32xlarge, inf1.xlarge (EC2 only) and a non-Neuron group."""
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, inf1_image_tag: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_managed_instances_capacity("ManagedInstances", instance_types=["inf2.*"])
+        self.neuron.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=1)
+        self.neuron.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=2)
+        self.neuron.add_non_neuron_capacity("General", instance_type="m7i.large", max_capacity=2)
+
+        managed = ManagedNeuronTaskDefinition(self, "Inf2Vllm", cpu=8192, memory_mib=16384)
+        managed.add_neuron_container("vllm", **vllm_container_options(managed, model_id=model_id, tensor_parallel_size=2))
+        NeuronService(self, "Inf2Service", cluster=self.neuron, task_definition=managed)
+
+        trn1 = ManualNeuronTaskDefinition(self, "Trn1Vllm", instance_type="trn1.32xlarge", cpu=122880, memory_mib=458752)
+        trn1.add_neuron_container("vllm", **vllm_container_options(trn1, model_id=model_id, tensor_parallel_size=32))
+        NeuronService(self, "Trn1Service", cluster=self.neuron, task_definition=trn1)
+
+        self.inf1_repository = ecr.Repository(
+            self, "Inf1ServingImages",
+            image_scan_on_push=True,
+            image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+        )
+        inf1 = ManualNeuronTaskDefinition(self, "Inf1Serving", instance_type="inf1.xlarge", cpu=4096, memory_mib=6144)
+        inf1.add_neuron_container(
+            "serving",
+            image=ecs.ContainerImage.from_ecr_repository(self.inf1_repository, inf1_image_tag),
+            port_mappings=[ecs.PortMapping(container_port=8500, host_port=8500)],
+        )
+        NeuronService(self, "Inf1Service", cluster=self.neuron, task_definition=inf1)
+
+
+def build_app(app: App | None = None) -> App:
+    """The example app: three independent stacks, byte-stable templates."""
+    app = app or App(analytics_reporting=False)
+    model_id = str(app.node.try_get_context("modelId") or DEFAULT_MODEL_ID)
+    inf1_image_tag = str(app.node.try_get_context("inf1ImageTag") or "v1")
+
+    def synthesizer() -> DefaultStackSynthesizer:
+        return DefaultStackSynthesizer(generate_bootstrap_version_rule=False)
+
+    NeuronInferenceManaged(app, "NeuronInferenceManaged", model_id=model_id, synthesizer=synthesizer())
+    NeuronInferenceEc2(app, "NeuronInferenceEc2", model_id=model_id, synthesizer=synthesizer())
+    NeuronMixedCluster(
+        app, "NeuronMixedCluster", model_id=model_id, inf1_image_tag=inf1_image_tag, synthesizer=synthesizer()
+    )
+    if app.node.try_get_context("cdkNag") in (True, "true"):
+        from cdk_nag import AwsSolutionsChecks
+
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

@@ -1,0 +1,185 @@
+"""Cluster capacity for Neuron: ECS Managed Instances and EC2 Auto Scaling groups.
+
+Both are built by :class:`~neuron_constructs.cluster.NeuronCluster`; the
+classes here hold what each capacity created, as public attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Size, Validations
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from neuron_constructs import compliance, rules
+from neuron_constructs.catalog import NeuronInstanceType
+
+__all__ = [
+    "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
+    "DEFAULT_MANAGED_INSTANCES_TYPES",
+    "DEFAULT_ROOT_VOLUME_GIB",
+    "NEURON_AMI_PARAMETER",
+    "AutoScalingCapacity",
+    "ManagedInstancesCapacity",
+]
+
+NEURON_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+"""SSM parameter holding the ECS-optimized Amazon Linux 2023 (Neuron) AMI id."""
+
+DEFAULT_ROOT_VOLUME_GIB = 100
+"""Root volume size: Neuron framework images are large (AWS blueprints use 100 GiB)."""
+
+DEFAULT_MANAGED_INSTANCES_ACCELERATORS = rules.MANAGED_INSTANCES_ACCELERATORS
+DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
+
+_ACCELERATOR_NAMES = {
+    "inferentia2": ec2.AcceleratorName.INFERENTIA2,
+    "trainium": ec2.AcceleratorName.TRAINIUM,
+    "trainium2": ec2.AcceleratorName.TRAINIUM2,
+}
+
+
+class ManagedInstancesCapacity(Construct):
+    """An ECS Managed Instances capacity provider that launches only Neuron instances.
+
+    instanceRequirements: acceleratorManufacturers ``amazon-web-services``,
+    the given acceleratorNames and allowedInstanceTypes; vCPU and memory
+    minimums are the smallest of the catalog types both selectors admit.
+    Managed Instances bring an AMI with the Neuron driver; no AMI is set.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: ecs.Cluster,
+        subnets: Sequence[ec2.ISubnet],
+        accelerators: Sequence[str] = DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+        instance_types: Sequence[str] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
+            self.node.path, accelerators, instance_types
+        )
+        """Catalog types this capacity may launch."""
+        self.allowed_instance_type_patterns: tuple[str, ...] = tuple(instance_types)
+        if security_groups:
+            self.security_groups = list(security_groups)
+        else:
+            group = ec2.SecurityGroup(
+                self, "SecurityGroup", vpc=cluster.vpc,
+                description="Neuron Managed Instances: outbound only (image pulls, ECS, CloudWatch)",
+                allow_all_outbound=True,
+            )
+            self.security_groups = [group]
+        smallest_vcpus = min(t.vcpus for t in self.instance_types)
+        smallest_memory = min(t.memory_gib for t in self.instance_types)
+        self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
+            self, "Provider",
+            subnets=list(subnets),
+            security_groups=self.security_groups,
+            capacity_option_type=capacity_option_type,
+            monitoring=ecs.InstanceMonitoring.DETAILED,
+            task_volume_storage=Size.gibibytes(task_volume_gib),
+            propagate_tags=ecs.PropagateManagedInstancesTags.CAPACITY_PROVIDER,
+            instance_requirements=ec2.InstanceRequirementsConfig(
+                v_cpu_count_min=smallest_vcpus,
+                memory_min=Size.gibibytes(smallest_memory),
+                accelerator_manufacturers=[ec2.AcceleratorManufacturer.AWS],
+                accelerator_names=[_ACCELERATOR_NAMES[a] for a in accelerators],
+                allowed_instance_types=list(instance_types),
+            ),
+        )
+        cluster.add_managed_instances_capacity_provider(self.capacity_provider)
+        compliance.acknowledge_managed_instances_capacity(self.capacity_provider)
+
+
+class AutoScalingCapacity(Construct):
+    """An EC2 Auto Scaling group registered with the cluster as a capacity provider.
+
+    Built from an EC2 launch template (never a LaunchConfiguration): IMDSv2
+    required, detailed monitoring, an encrypted gp3 root volume, ECS managed
+    scaling and managed termination protection, instances in private subnets,
+    and containers blocked from the instance role.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: ecs.Cluster,
+        instance_type: str,
+        machine_image: ec2.IMachineImage,
+        vpc_subnets: ec2.SubnetSelection,
+        min_capacity: int,
+        max_capacity: int,
+        root_volume_gib: int,
+        neuron: NeuronInstanceType | None,
+    ) -> None:
+        super().__init__(scope, id)
+        rules.check_capacity_size(self.node.path, min_capacity, max_capacity)
+        if neuron is not None and root_volume_gib < DEFAULT_ROOT_VOLUME_GIB:
+            Validations.of(self).add_warning(
+                rules.SMALL_ROOT_VOLUME.warning_id,
+                rules.SMALL_ROOT_VOLUME.message(self.node.path, f"root_volume_gib={root_volume_gib}"),
+            )
+        self.neuron_instance_type = neuron
+        """Catalog entry of the instance type, ``None`` for non-Neuron capacity."""
+        self.instance_type = ec2.InstanceType(instance_type)
+        self.security_group = ec2.SecurityGroup(
+            self, "SecurityGroup", vpc=cluster.vpc,
+            description=f"ECS container instances ({instance_type}): outbound only",
+            allow_all_outbound=True,
+        )
+        self.role = iam.Role(
+            self, "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"ECS container instances ({instance_type}) of {cluster.node.path}",
+        )
+        self.launch_template = ec2.LaunchTemplate(
+            self, "LaunchTemplate",
+            instance_type=self.instance_type,
+            machine_image=machine_image,
+            user_data=ec2.UserData.for_linux(),
+            role=self.role,
+            security_group=self.security_group,
+            require_imdsv2=True,
+            detailed_monitoring=True,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name="/dev/xvda",
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        root_volume_gib, volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True, delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        self.auto_scaling_group = autoscaling.AutoScalingGroup(
+            self, "Group",
+            vpc=cluster.vpc,
+            vpc_subnets=vpc_subnets,
+            launch_template=self.launch_template,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+        )
+        self.capacity_provider = ecs.AsgCapacityProvider(
+            self, "Provider",
+            auto_scaling_group=self.auto_scaling_group,
+            enable_managed_scaling=True,
+            enable_managed_termination_protection=True,
+            enable_managed_draining=True,
+        )
+        cluster.add_asg_capacity_provider(
+            self.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
+        )
+        compliance.acknowledge_auto_scaling_capacity(self)

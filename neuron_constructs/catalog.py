@@ -1,0 +1,220 @@
+"""The Neuron instance catalog: instance type -> chips -> ``/dev/neuronN``.
+
+Pure data, no AWS CDK import, so command-line tooling can read it without
+starting the CDK's JavaScript runtime.
+
+Sources
+-------
+* vCPUs, memory, chips and device paths: the Amazon ECS developer guide page
+  "Amazon ECS task definitions for AWS Neuron machine learning workloads".
+* trn1n.32xlarge and EFA counts: Neuron docs, "How to prepare trn1.32xlarge for
+  multi-node execution" (trn1.32xlarge 8 EFA devices, trn1n.32xlarge 16,
+  trn1.2xlarge none).
+* NeuronCores and accelerator memory per chip: the Neuron architecture pages
+  (inf1-arch, inf2-arch, trn1-arch, trn2-arch).
+* Device topology: the Neuron scheduler extension (aws-neuron-sdk,
+  ``deploy/infrastructure/scheduler.rst``): inf1/inf2 chips form a ring and a
+  container gets contiguous devices; trn1/trn1n 32xlarge chips form a 2D torus
+  and a container takes 1, 4, 8 or 16 devices; one device or all devices is
+  always valid.
+
+A figure with no public source is ``None`` rather than a guess.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from neuron_constructs.errors import NeuronConfigurationError
+
+__all__ = ["Accelerator", "DeviceTopology", "NeuronInstanceType"]
+
+Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]
+
+
+class DeviceTopology(Enum):
+    """How an instance's Neuron chips are wired, which decides valid device sets."""
+
+    SINGLE = "single"
+    """One chip: the only valid set is ``{0}``."""
+    RING = "ring"
+    """inf1/inf2: chips form a ring; a container takes contiguous devices."""
+    TORUS_2D = "2d-torus"
+    """trn1/trn1n 32xlarge: a 2D torus; a container takes 1, 4, 8 or 16 devices."""
+    UNPUBLISHED = "unpublished"
+    """No public allocation rule (trn2): only one device or all devices are known-good."""
+
+
+# Per-chip facts by accelerator: (NeuronCores per chip, accelerator GiB per chip).
+_PER_CHIP: dict[Accelerator, tuple[int, int]] = {
+    "inferentia": (4, 8),
+    "inferentia2": (2, 32),
+    "trainium": (2, 32),
+    "trainium2": (8, 96),
+}
+
+_TORUS_DEVICE_COUNTS = (1, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class NeuronInstanceType:
+    """One EC2 instance type with AWS Neuron accelerators.
+
+    Get entries with :meth:`of` or :meth:`all`; the constructor is not the
+    public way in.
+    """
+
+    name: str
+    family: str
+    vcpus: int
+    memory_gib: int
+    chips: int
+    accelerator: Accelerator
+    efa_interfaces: int | None
+    """EFA devices; 0 where the type has none, ``None`` where no public figure is known."""
+
+    @property
+    def device_paths(self) -> tuple[str, ...]:
+        """Host paths of the Neuron devices, ``("/dev/neuron0", ...)``."""
+        return tuple(f"/dev/neuron{i}" for i in range(self.chips))
+
+    @property
+    def neuron_cores_per_chip(self) -> int:
+        """Physical NeuronCores per chip (trn2: 8, or 4 logical cores with LNC=2)."""
+        return _PER_CHIP[self.accelerator][0]
+
+    @property
+    def accelerator_memory_gib_per_chip(self) -> int:
+        """Accelerator (HBM) memory per chip, GiB."""
+        return _PER_CHIP[self.accelerator][1]
+
+    @property
+    def neuron_cores(self) -> int:
+        """NeuronCores on the whole instance."""
+        return self.chips * self.neuron_cores_per_chip
+
+    @property
+    def supports_managed_instances(self) -> bool:
+        """False for inf1: Amazon ECS runs Inf1 only on the EC2 launch type."""
+        return self.accelerator != "inferentia"
+
+    @property
+    def cpu_units(self) -> int:
+        """Task CPU units the whole instance offers (1 vCPU = 1024 units)."""
+        return self.vcpus * 1024
+
+    @property
+    def memory_mib(self) -> int:
+        """Nominal instance memory, MiB (ECS registers somewhat less)."""
+        return self.memory_gib * 1024
+
+    @property
+    def topology(self) -> DeviceTopology:
+        """How the chips are wired; decides :meth:`is_valid_device_set`."""
+        if self.chips == 1:
+            return DeviceTopology.SINGLE
+        if self.accelerator in ("inferentia", "inferentia2"):
+            return DeviceTopology.RING
+        if self.accelerator == "trainium":
+            return DeviceTopology.TORUS_2D
+        return DeviceTopology.UNPUBLISHED
+
+    def is_valid_device_set(self, devices: Sequence[int]) -> bool:
+        """Whether the Neuron topology rules would hand out exactly these chips.
+
+        Indices must already be in range and distinct. One device or every
+        device is always valid; a ring wants contiguous indices; a 2D torus
+        wants 1, 4, 8 or 16 devices (taken contiguously, as the scheduler
+        extension hands them out); trn2 has no published rule, so
+        only those two always-valid sets count as valid.
+        """
+        count = len(devices)
+        if count in (1, self.chips):
+            return True
+        ordered = sorted(devices)
+        contiguous = ordered == list(range(ordered[0], ordered[0] + count))
+        if self.topology is DeviceTopology.RING:
+            return contiguous
+        if self.topology is DeviceTopology.TORUS_2D:
+            return contiguous and count in _TORUS_DEVICE_COUNTS
+        return False
+
+    @classmethod
+    def of(cls, name: str) -> NeuronInstanceType:
+        """The catalog entry for ``name`` (e.g. ``"trn1.32xlarge"``).
+
+        Raises
+        ------
+        NeuronConfigurationError
+            for an unknown or non-Neuron type, naming the closest known types.
+        """
+        entry = _BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
+        if entry is None:
+            from neuron_constructs.rules import UNKNOWN_INSTANCE_TYPE
+
+            raise UNKNOWN_INSTANCE_TYPE.error(
+                "NeuronInstanceType",
+                f"{name!r} is not a Neuron instance type in the catalog",
+                closest=", ".join(closest_instance_types(str(name))),
+            )
+        return entry
+
+    @classmethod
+    def all(cls) -> tuple[NeuronInstanceType, ...]:
+        """Every catalog entry, inf1 first, in catalog order."""
+        return _CATALOG
+
+    @classmethod
+    def matching(cls, pattern: str) -> tuple[NeuronInstanceType, ...]:
+        """Entries whose name matches an EC2 ``allowedInstanceTypes`` pattern.
+
+        EC2 patterns use ``*`` as a wildcard (``"inf*"``, ``"trn1.*"``,
+        ``"inf2.48xlarge"``).
+        """
+        import fnmatch
+
+        lowered = pattern.lower()
+        return tuple(e for e in _CATALOG if fnmatch.fnmatchcase(e.name, lowered))
+
+
+def closest_instance_types(name: str, limit: int = 3) -> list[str]:
+    """Catalog names closest to ``name``, for "did you mean" messages."""
+    names = [e.name for e in _CATALOG]
+    close = difflib.get_close_matches(name.lower(), names, n=limit, cutoff=0.0)
+    return close or names[:limit]
+
+
+def _entry(
+    name: str, vcpus: int, memory_gib: int, chips: int, accelerator: Accelerator, efa: int | None
+) -> NeuronInstanceType:
+    return NeuronInstanceType(
+        name=name,
+        family=name.split(".", 1)[0],
+        vcpus=vcpus,
+        memory_gib=memory_gib,
+        chips=chips,
+        accelerator=accelerator,
+        efa_interfaces=efa,
+    )
+
+
+_CATALOG: tuple[NeuronInstanceType, ...] = (
+    _entry("inf1.xlarge", 4, 8, 1, "inferentia", None),
+    _entry("inf1.2xlarge", 8, 16, 1, "inferentia", None),
+    _entry("inf1.6xlarge", 24, 48, 4, "inferentia", None),
+    _entry("inf1.24xlarge", 96, 192, 16, "inferentia", None),
+    _entry("inf2.xlarge", 4, 16, 1, "inferentia2", None),
+    _entry("inf2.8xlarge", 32, 128, 1, "inferentia2", None),
+    _entry("inf2.24xlarge", 96, 384, 6, "inferentia2", None),
+    _entry("inf2.48xlarge", 192, 768, 12, "inferentia2", None),
+    _entry("trn1.2xlarge", 8, 32, 1, "trainium", 0),
+    _entry("trn1.32xlarge", 128, 512, 16, "trainium", 8),
+    _entry("trn1n.32xlarge", 128, 512, 16, "trainium", 16),
+    _entry("trn2.48xlarge", 192, 2048, 16, "trainium2", None),
+)
+
+_BY_NAME: dict[str, NeuronInstanceType] = {e.name: e for e in _CATALOG}

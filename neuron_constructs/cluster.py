@@ -1,0 +1,194 @@
+"""``NeuronCluster``: an ECS cluster with Neuron capacity, secure by default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import RemovalPolicy, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from neuron_constructs import rules
+from neuron_constructs.capacity import (
+    DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+    DEFAULT_MANAGED_INSTANCES_TYPES,
+    DEFAULT_ROOT_VOLUME_GIB,
+    AutoScalingCapacity,
+    ManagedInstancesCapacity,
+)
+
+__all__ = ["NeuronCluster"]
+
+DEFAULT_MAX_CAPACITY = 2
+"""Auto Scaling groups default to at most two instances: Neuron instances are costly."""
+
+
+class NeuronCluster(Construct):
+    """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
+
+    Defaults: a new VPC (2 AZs, one NAT gateway, VPC flow logs to CloudWatch
+    Logs kept one month) unless ``vpc`` is given; Container Insights on.
+    Capacity is added with :meth:`add_managed_instances_capacity`,
+    :meth:`add_ec2_capacity` and :meth:`add_non_neuron_capacity`; one cluster
+    may hold several at once (Trn1, Trn2, Inf1, Inf2 and others), as ECS allows.
+
+    Attributes
+    ----------
+    cluster: the ``ecs.Cluster``.
+    vpc: the VPC the cluster and its capacity use.
+    managed_instances_capacities / auto_scaling_capacities: what was added, in order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc | None = None,
+        cluster_name: str | None = None,
+        container_insights: bool = True,
+        capacity_subnets: ec2.SubnetSelection | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
+        self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+        )
+        """Subnets capacity launches into. Default: private subnets with egress."""
+        self.cluster = ecs.Cluster(
+            self, "Cluster",
+            vpc=self.vpc,
+            cluster_name=cluster_name,
+            container_insights_v2=(
+                ecs.ContainerInsights.ENABLED if container_insights else ecs.ContainerInsights.DISABLED
+            ),
+        )
+        self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
+        self.auto_scaling_capacities: list[AutoScalingCapacity] = []
+
+    def select_capacity_subnets(self) -> list[ec2.ISubnet]:
+        """The subnets :attr:`capacity_subnets` selects in :attr:`vpc`."""
+        selection = self.capacity_subnets
+        fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
+        return list(self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields}).subnets)
+
+    def _create_vpc(self) -> ec2.Vpc:
+        vpc = ec2.Vpc(
+            self, "Vpc",
+            max_azs=2,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
+            ],
+        )
+        flow_logs = logs.LogGroup(
+            self, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+        vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+        return vpc
+
+    def add_managed_instances_capacity(
+        self,
+        id: str,
+        *,
+        accelerators: Sequence[str] | None = None,
+        instance_types: Sequence[str] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    ) -> ecs.ManagedInstancesCapacityProvider:
+        """Add ECS Managed Instances capacity that launches only Neuron instances.
+
+        Parameters
+        ----------
+        accelerators: acceleratorNames; default ``inferentia2``, ``trainium``, ``trainium2``.
+            ``inferentia`` (Inf1) is refused: ECS runs Inf1 only on the EC2 launch type.
+        instance_types: allowedInstanceTypes patterns; default ``("inf*", "trn*")``.
+            A pattern that selects only Inf1, or no catalog type, is refused.
+        capacity_option_type: on-demand (default) or spot.
+        task_volume_gib: task storage per instance; default 100 GiB for Neuron images.
+        """
+        capacity = ManagedInstancesCapacity(
+            self, id,
+            cluster=self.cluster,
+            subnets=self.select_capacity_subnets(),
+            accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+            instance_types=instance_types,
+            capacity_option_type=capacity_option_type,
+            task_volume_gib=task_volume_gib,
+            security_groups=security_groups,
+        )
+        self.managed_instances_capacities.append(capacity)
+        return capacity.capacity_provider
+
+    def add_ec2_capacity(
+        self,
+        id: str,
+        *,
+        instance_type: str,
+        min_capacity: int = 0,
+        max_capacity: int = DEFAULT_MAX_CAPACITY,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        machine_image: ec2.IMachineImage | None = None,
+    ) -> ecs.AsgCapacityProvider:
+        """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI.
+
+        Parameters
+        ----------
+        instance_type: a catalog Neuron type (``"inf2.xlarge"``, ``"trn1.32xlarge"``...).
+        min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it).
+        root_volume_gib: encrypted gp3 root volume; default 100 GiB (a warning below that).
+        machine_image: pin an AMI instead of resolving
+            ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
+            at deploy time (gives a warning: the pin must carry the Neuron driver and be kept current).
+        """
+        neuron = rules.instance_type_at(f"{self.node.path}/{id}", instance_type)
+        capacity = AutoScalingCapacity(
+            self, id,
+            cluster=self.cluster,
+            instance_type=neuron.name,
+            machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
+            vpc_subnets=self.capacity_subnets,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            root_volume_gib=root_volume_gib,
+            neuron=neuron,
+        )
+        if machine_image is not None:
+            Validations.of(capacity).add_warning(
+                rules.PINNED_AMI.warning_id,
+                rules.PINNED_AMI.message(capacity.node.path, "machine_image pins an AMI"),
+            )
+        self.auto_scaling_capacities.append(capacity)
+        return capacity.capacity_provider
+
+    def add_non_neuron_capacity(
+        self,
+        id: str,
+        *,
+        instance_type: str,
+        min_capacity: int = 0,
+        max_capacity: int = DEFAULT_MAX_CAPACITY,
+        root_volume_gib: int = 30,
+    ) -> ecs.AsgCapacityProvider:
+        """Add an Auto Scaling group of a non-Neuron type on the standard ECS AL2023 AMI.
+
+        For the CPU-only parts of an ML system (gateways, pre-processing) in the
+        same cluster; same launch-template hardening as :meth:`add_ec2_capacity`.
+        """
+        capacity = AutoScalingCapacity(
+            self, id,
+            cluster=self.cluster,
+            instance_type=instance_type,
+            machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
+            vpc_subnets=self.capacity_subnets,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            root_volume_gib=root_volume_gib,
+            neuron=None,
+        )
+        self.auto_scaling_capacities.append(capacity)
+        return capacity.capacity_provider

@@ -1,0 +1,365 @@
+"""Typed task definitions for the two ways ECS hands a container Neuron devices.
+
+* :class:`ManagedNeuronTaskDefinition` - managed allocation: one container gets
+  ``resourceRequirements: [{type: NeuronDevice, value: ALL}]``; ECS Managed
+  Instances only; one Neuron task per instance.
+* :class:`ManualNeuronTaskDefinition` - manual mapping: ``/dev/neuronN``
+  through ``linuxParameters.devices``; specific to one instance type, pinned
+  there with a ``memberOf`` placement constraint.
+
+Rules that a single call breaks raise at that call; rules about the finished
+task definition (what ends up in its rendered container definitions, however
+it got there) fail ``cdk synth`` through ``node.add_validation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import jsii
+from aws_cdk import IAspect, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct, IConstruct, IValidation
+
+from neuron_constructs import compliance, rules
+from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.l1_overrides import require_all_neuron_devices
+
+__all__ = ["ManagedNeuronTaskDefinition", "ManualNeuronTaskDefinition", "NeuronTaskDefinition"]
+
+_MANAGED_INSTANCES_NETWORK_MODES = (ecs.NetworkMode.AWS_VPC, ecs.NetworkMode.HOST)
+
+
+class NeuronTaskDefinition(Construct):
+    """What both Neuron task definitions share: the wrapped ``ecs.TaskDefinition``,
+    a log group for their containers, and the synth-time checks.
+
+    Attributes
+    ----------
+    task_definition: the ``ecs.TaskDefinition``.
+    log_group: CloudWatch Logs group every container logs to unless given ``logging=``.
+    neuron_containers: containers that received Neuron devices, in order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        compatibility: ecs.Compatibility,
+        network_mode: ecs.NetworkMode,
+        cpu: int | None,
+        memory_mib: int | None,
+        family: str | None,
+        task_role: iam.IRole | None,
+        execution_role: iam.IRole | None,
+        volumes: Sequence[ecs.Volume] | None,
+        placement_constraints: Sequence[ecs.PlacementConstraint] | None,
+        log_retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, id)
+        self.task_definition = ecs.TaskDefinition(
+            self, "TaskDefinition",
+            compatibility=compatibility,
+            network_mode=network_mode,
+            cpu=str(cpu) if cpu is not None else None,
+            memory_mib=str(memory_mib) if memory_mib is not None else None,
+            family=family,
+            task_role=task_role,
+            execution_role=execution_role,
+            volumes=list(volumes) if volumes else None,
+            placement_constraints=list(placement_constraints) if placement_constraints else None,
+        )
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.neuron_containers: list[ecs.ContainerDefinition] = []
+        compliance.acknowledge_execution_role(self)
+        self.node.add_validation(_RenderedContainerChecks(self))
+        from aws_cdk import Aspects
+
+        Aspects.of(self).add(_WarnWithoutNeuronContainer(self))
+
+    @property
+    def uses_managed_allocation(self) -> bool:
+        """True when containers get devices through ``NeuronDevice = ALL``."""
+        return False
+
+    @property
+    def is_managed_instances_compatible(self) -> bool:
+        """Whether the task definition validates against ECS Managed Instances."""
+        return bool(self.task_definition.is_managed_instances_compatible)
+
+    @property
+    def is_ec2_compatible(self) -> bool:
+        """Whether the task definition validates against the EC2 launch type."""
+        return bool(self.task_definition.is_ec2_compatible)
+
+    def add_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
+        """Add a container without Neuron devices (a sidecar).
+
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``;
+        ``logging`` defaults to awslogs into :attr:`log_group`.
+        """
+        if self.is_managed_instances_compatible:
+            for option, field in rules.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
+                if options.get(option):
+                    raise rules.MANAGED_INSTANCES_FIELD.error(
+                        f"{self.node.path}/{id}", f"{option} is set", field=field
+                    )
+        options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
+        return self.task_definition.add_container(id, **options)
+
+    def _check_neuron_container_options(self, id: str, options: dict[str, Any]) -> None:
+        for option, field in rules.NEURON_CONTAINER_FORBIDDEN_OPTIONS.items():
+            if options.get(option):
+                raise rules.NEURON_CONTAINER_RESOURCES.error(f"{self.node.path}/{id}", f"{option} is set", field=field)
+
+
+class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
+    """A Managed Instances task definition whose Neuron container gets every device.
+
+    ECS discovers the instance's Neuron devices and gives the task exclusive
+    access to all of them, so one Neuron task runs per instance.
+
+    Parameters
+    ----------
+    cpu, memory_mib: task size (CPU units, MiB); required by Managed Instances.
+    network_mode: ``awsvpc`` (default) or ``host``; Managed Instances take no other.
+    ipc_mode, inference_accelerators: refused (Managed Instances reject them);
+        present so the refusal names the rule instead of a ``TypeError``.
+    log_retention: container logs retention; default one month.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cpu: int,
+        memory_mib: int,
+        network_mode: ecs.NetworkMode = ecs.NetworkMode.AWS_VPC,
+        family: str | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        volumes: Sequence[ecs.Volume] | None = None,
+        ipc_mode: ecs.IpcMode | None = None,
+        inference_accelerators: Sequence[ecs.InferenceAccelerator] | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        path = f"{scope.node.path}/{id}"
+        if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
+            raise rules.MANAGED_INSTANCES_FIELD.error(path, f"network_mode={network_mode.value}", field="network_mode")
+        if ipc_mode is not None:
+            raise rules.MANAGED_INSTANCES_FIELD.error(path, "ipc_mode is set", field="ipc_mode")
+        if inference_accelerators:
+            raise rules.MANAGED_INSTANCES_FIELD.error(path, "inference_accelerators is set", field="inference_accelerators")
+        largest = max(
+            (t for t in NeuronInstanceType.all() if t.supports_managed_instances), key=lambda t: (t.vcpus, t.memory_gib)
+        )
+        rules.check_task_size(path, largest, cpu, memory_mib)
+        super().__init__(
+            scope, id,
+            compatibility=ecs.Compatibility.MANAGED_INSTANCES,
+            network_mode=network_mode,
+            cpu=cpu,
+            memory_mib=memory_mib,
+            family=family,
+            task_role=task_role,
+            execution_role=execution_role,
+            volumes=volumes,
+            placement_constraints=None,
+            log_retention=log_retention,
+        )
+
+    @property
+    def uses_managed_allocation(self) -> bool:
+        return True
+
+    @property
+    def neuron_container(self) -> ecs.ContainerDefinition | None:
+        """The container with ``NeuronDevice = ALL``, once added."""
+        return self.neuron_containers[0] if self.neuron_containers else None
+
+    def add_neuron_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
+        """Add the task's one Neuron container: ``NeuronDevice = ALL``.
+
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``.
+        Refused: a second Neuron container (NEURON005), ``gpu_count`` or
+        inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
+        """
+        path = f"{self.node.path}/{id}"
+        if self.neuron_containers:
+            raise rules.ONE_NEURON_CONTAINER.error(
+                path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
+            )
+        self._check_neuron_container_options(id, options)
+        container = self.add_container(id, **options)
+        require_all_neuron_devices(self.task_definition, container)
+        self.neuron_containers.append(container)
+        return container
+
+
+class ManualNeuronTaskDefinition(NeuronTaskDefinition):
+    """A task definition that maps chosen ``/dev/neuronN`` devices of one instance type.
+
+    The task definition carries the placement constraint
+    ``memberOf attribute:ecs.instance-type == <type>``, as ECS requires for
+    manual mapping on the EC2 launch type.
+
+    Parameters
+    ----------
+    instance_type: a catalog Neuron type; the task runs only there.
+    devices: chip indices to map; default every chip of the type. Indices out
+        of range or repeated are refused; sets the Neuron topology would never
+        hand out (non-contiguous on inf1/inf2, other than 1/4/8/16 on
+        trn1/trn1n 32xlarge) give warning ``neuron-constructs:NEURON101``.
+    cpu, memory_mib: task size; refused beyond the instance (NEURON012).
+    compatibility: ``EC2`` (default), ``MANAGED_INSTANCES`` or
+        ``EC2_AND_MANAGED_INSTANCES``; Inf1 only on EC2.
+    network_mode: default ``bridge`` on EC2, ``awsvpc`` when Managed
+        Instances compatible (they take only awsvpc or host).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: str | NeuronInstanceType,
+        devices: Iterable[int] | None = None,
+        cpu: int | None = None,
+        memory_mib: int | None = None,
+        compatibility: ecs.Compatibility = ecs.Compatibility.EC2,
+        network_mode: ecs.NetworkMode | None = None,
+        family: str | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        volumes: Sequence[ecs.Volume] | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        path = f"{scope.node.path}/{id}"
+        self.instance_type: NeuronInstanceType = (
+            instance_type if isinstance(instance_type, NeuronInstanceType) else rules.instance_type_at(path, instance_type)
+        )
+        instance = self.instance_type
+        on_managed_instances = compatibility in (
+            ecs.Compatibility.MANAGED_INSTANCES,
+            ecs.Compatibility.EC2_AND_MANAGED_INSTANCES,
+        )
+        if on_managed_instances and not instance.supports_managed_instances:
+            raise rules.INF1_ON_MANAGED_INSTANCES.error(path, f"compatibility={compatibility.value} with {instance.name}")
+        if network_mode is None:
+            network_mode = ecs.NetworkMode.AWS_VPC if on_managed_instances else ecs.NetworkMode.BRIDGE
+        if on_managed_instances and network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
+            raise rules.MANAGED_INSTANCES_FIELD.error(path, f"network_mode={network_mode.value}", field="network_mode")
+        self.devices: tuple[int, ...] = rules.check_device_indices(
+            path, instance, range(instance.chips) if devices is None else devices
+        )
+        """Chip indices this task maps."""
+        topology_warning = rules.device_topology_warning(path, instance, self.devices)
+        memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
+        super().__init__(
+            scope, id,
+            compatibility=compatibility,
+            network_mode=network_mode,
+            cpu=cpu,
+            memory_mib=memory_mib,
+            family=family,
+            task_role=task_role,
+            execution_role=execution_role,
+            volumes=volumes,
+            placement_constraints=[
+                ecs.PlacementConstraint.member_of(f"attribute:ecs.instance-type == {instance.name}")
+            ],
+            log_retention=log_retention,
+        )
+        if topology_warning:
+            Validations.of(self).add_warning(rules.DEVICE_TOPOLOGY.warning_id, topology_warning)
+        if memory_warning:
+            Validations.of(self).add_warning(rules.MEMORY_NEAR_INSTANCE_TOTAL.warning_id, memory_warning)
+        self._mapped: dict[int, str] = {}
+
+    @property
+    def device_paths(self) -> tuple[str, ...]:
+        """``/dev/neuronN`` paths this task maps."""
+        return tuple(f"/dev/neuron{i}" for i in self.devices)
+
+    def add_neuron_container(
+        self, id: str, *, devices: Iterable[int] | None = None, **options: Any
+    ) -> ecs.ContainerDefinition:
+        """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
+
+        Each device is mapped with the same host and container path, read and
+        write. ``devices`` (default: every device of the task) must be a subset
+        of the task's devices, and no device goes to two containers.
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``; a
+        given ``linux_parameters`` is extended, not replaced.
+        """
+        path = f"{self.node.path}/{id}"
+        self._check_neuron_container_options(id, options)
+        chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
+        for index in chosen:
+            if index not in self.devices:
+                raise rules.DEVICE_INDEX_RANGE.error(
+                    path, f"device {index} is not among the task's devices {list(self.devices)}",
+                    last=self.instance_type.chips - 1, instance_type=self.instance_type.name, chips=self.instance_type.chips,
+                )
+            if index in self._mapped:
+                raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")
+        linux_parameters = options.pop("linux_parameters", None) or ecs.LinuxParameters(self, f"{id}LinuxParameters")
+        linux_parameters.add_devices(
+            *[
+                ecs.Device(
+                    host_path=f"/dev/neuron{i}",
+                    container_path=f"/dev/neuron{i}",
+                    permissions=[ecs.DevicePermission.READ, ecs.DevicePermission.WRITE],
+                )
+                for i in chosen
+            ]
+        )
+        linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
+        container = self.add_container(id, linux_parameters=linux_parameters, **options)
+        self._mapped.update({i: id for i in chosen})
+        self.neuron_containers.append(container)
+        return container
+
+
+@jsii.implements(IValidation)
+class _RenderedContainerChecks:
+    """Synth-time rules on the rendered container definitions (NEURON005/006/007)."""
+
+    def __init__(self, owner: NeuronTaskDefinition) -> None:
+        self._owner = owner
+
+    def validate(self) -> list[str]:
+        owner = self._owner
+        resource = owner.task_definition.node.default_child
+        assert isinstance(resource, ecs.CfnTaskDefinition)
+        rendered = Stack.of(owner).resolve(resource.container_definitions) or []
+        neuron_names = [c.container_name for c in owner.neuron_containers] if owner.uses_managed_allocation else []
+        return rules.rendered_container_problems(
+            owner.node.path,
+            rendered,
+            managed_instances=owner.is_managed_instances_compatible,
+            neuron_device_containers=neuron_names,
+        )
+
+
+@jsii.implements(IAspect)
+class _WarnWithoutNeuronContainer:
+    """NEURON104: a Neuron task definition that never got a Neuron container."""
+
+    def __init__(self, owner: NeuronTaskDefinition) -> None:
+        self._owner = owner
+
+    def visit(self, node: IConstruct) -> None:
+        owner = self._owner
+        if node.node.path == owner.node.path and not owner.neuron_containers:
+            Validations.of(owner).add_warning(
+                rules.NO_NEURON_CONTAINER.warning_id,
+                rules.NO_NEURON_CONTAINER.message(owner.node.path, "no container has Neuron devices"),
+            )
