@@ -152,7 +152,9 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
     ) -> None:
         path = f"{scope.node.path}/{id}"
         if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
-            raise rules.MANAGED_INSTANCES_FIELD.error(path, f"network_mode={network_mode.value}", field="network_mode")
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path, f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)", field="network_mode"
+            )
         if ipc_mode is not None:
             raise rules.MANAGED_INSTANCES_FIELD.error(path, "ipc_mode is set", field="ipc_mode")
         if inference_accelerators:
@@ -255,7 +257,9 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         if network_mode is None:
             network_mode = ecs.NetworkMode.AWS_VPC if on_managed_instances else ecs.NetworkMode.BRIDGE
         if on_managed_instances and network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
-            raise rules.MANAGED_INSTANCES_FIELD.error(path, f"network_mode={network_mode.value}", field="network_mode")
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path, f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)", field="network_mode"
+            )
         self.devices: tuple[int, ...] = rules.check_device_indices(
             path, instance, range(instance.chips) if devices is None else devices
         )

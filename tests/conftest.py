@@ -1,0 +1,52 @@
+"""Shared fixtures: the example app is synthesized once per session, with cdk-nag on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_PINNED_NODE = ROOT / "node_modules" / ".bin" / "node"
+if _PINNED_NODE.exists():
+    # The pinned Node.js 22 runs jsii: no end-of-life banner, same runtime as the cdk CLI.
+    os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
+sys.path.insert(0, str(ROOT / "examples"))
+
+from aws_cdk import App, Stack, cx_api  # noqa: E402
+
+EXAMPLE_STACKS = ("NeuronInferenceManaged", "NeuronInferenceEc2", "NeuronMixedCluster")
+
+
+@pytest.fixture(scope="session")
+def example_app() -> App:
+    """The example app with cdk-nag's AwsSolutions pack as a validation plugin."""
+    from app import build_app
+
+    return build_app(App(analytics_reporting=False, context={"cdkNag": "true"}))
+
+
+@pytest.fixture(scope="session")
+def example_assembly(example_app: App) -> cx_api.CloudAssembly:
+    """One synthesis of every example stack; fails if cdk-nag reports an unacknowledged finding."""
+    return example_app.synth()
+
+
+@pytest.fixture(scope="session")
+def templates(example_assembly: cx_api.CloudAssembly) -> dict[str, dict[str, Any]]:
+    """Synthesized CloudFormation templates by stack name."""
+    return {name: example_assembly.get_stack_by_name(name).template for name in EXAMPLE_STACKS}
+
+
+@pytest.fixture(scope="session")
+def example_stacks(example_app: App, example_assembly: cx_api.CloudAssembly) -> dict[str, Stack]:
+    """The example ``Stack`` objects (after synthesis), by name."""
+    return {name: example_app.node.find_child(name) for name in EXAMPLE_STACKS}  # type: ignore[misc]
+
+
+def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    """The template's resources of one CloudFormation type, by logical id."""
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}

@@ -1,0 +1,267 @@
+"""One case per ECS Neuron rule: the input that breaks it and the error text it gets.
+
+Errors raise ``NeuronConfigurationError`` at the call; the rules that only the
+finished task definition shows fail ``synth`` with the same message text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Annotations, Match
+
+from neuron_constructs import (
+    RULES,
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronService,
+)
+from neuron_constructs import rules as r
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+def new_stack() -> Stack:
+    return Stack(App(analytics_reporting=False), "Test")
+
+
+def managed(stack: Stack, id: str = "Managed") -> ManagedNeuronTaskDefinition:
+    return ManagedNeuronTaskDefinition(stack, id, cpu=4096, memory_mib=8192)
+
+
+def synth(stack: Stack) -> None:
+    App.of(stack).synth()  # type: ignore[union-attr]
+
+
+def _unknown_type(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "Task", instance_type="inf2.2xlarge")
+
+
+def _inf1_by_pattern(s: Stack) -> None:
+    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["inf1.*"])
+
+
+def _inf1_by_accelerator(s: Stack) -> None:
+    NeuronCluster(s, "C").add_managed_instances_capacity("MI", accelerators=["inferentia"])
+
+
+def _inf1_manual_on_managed_instances(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf1.xlarge", compatibility=ecs.Compatibility.MANAGED_INSTANCES)
+
+
+def _non_neuron_managed_instances(s: Stack) -> None:
+    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["g5.*"])
+
+
+def _capacity_bounds(s: Stack) -> None:
+    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", min_capacity=3, max_capacity=2)
+
+
+def _second_neuron_container(s: Stack) -> None:
+    task = managed(s)
+    task.add_neuron_container("first", image=IMAGE)
+    task.add_neuron_container("second", image=IMAGE)
+
+
+def _device_mapping_in_managed_task(s: Stack) -> None:
+    task = managed(s)
+    task.add_neuron_container("model", image=IMAGE)
+    params = ecs.LinuxParameters(s, "Params")
+    params.add_devices(ecs.Device(host_path="/dev/neuron0"))
+    task.add_container("sidecar", image=IMAGE, linux_parameters=params)
+    synth(s)
+
+
+def _shared_memory_in_managed_task(s: Stack) -> None:
+    task = managed(s)
+    task.add_neuron_container("model", image=IMAGE, linux_parameters=ecs.LinuxParameters(s, "P", shared_memory_size=1024))
+    synth(s)
+
+
+def _docker_labels_in_managed_task(s: Stack) -> None:
+    managed(s).add_neuron_container("model", image=IMAGE, docker_labels={"team": "ml"})
+
+
+def _bridge_in_managed_task(s: Stack) -> None:
+    ManagedNeuronTaskDefinition(s, "T", cpu=1024, memory_mib=2048, network_mode=ecs.NetworkMode.BRIDGE)
+
+
+def _ipc_mode_in_managed_task(s: Stack) -> None:
+    ManagedNeuronTaskDefinition(s, "T", cpu=1024, memory_mib=2048, ipc_mode=ecs.IpcMode.HOST)
+
+
+def _managed_task_on_auto_scaling_capacity(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    provider = cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    task = managed(s)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, capacity=provider)
+
+
+def _device_out_of_range(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.24xlarge", devices=[0, 6])
+
+
+def _duplicate_device(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.24xlarge", devices=[1, 1])
+
+
+def _device_in_two_containers(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.24xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("a", image=IMAGE, devices=[0, 1])
+    task.add_neuron_container("b", image=IMAGE, devices=[1])
+
+
+def _no_devices(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", devices=[])
+
+
+def _cpu_beyond_instance(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", cpu=8192)
+
+
+def _memory_beyond_instance(s: Stack) -> None:
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf1.xlarge", memory_mib=16384)
+
+
+def _managed_task_beyond_largest_instance(s: Stack) -> None:
+    ManagedNeuronTaskDefinition(s, "T", cpu=4096, memory_mib=4 * 1024 * 1024)
+
+
+def _gpu_on_neuron_container(s: Stack) -> None:
+    managed(s).add_neuron_container("model", image=IMAGE, gpu_count=1)
+
+
+def _no_matching_capacity(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.8xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task)
+
+
+def _ambiguous_capacity(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
+    cluster.add_managed_instances_capacity("Trn", instance_types=["trn*"])
+    task = managed(s)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task)
+
+
+CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
+    (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
+    (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
+    (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_accelerator, r"accelerator 'inferentia' \(Inf1\) was requested"),
+    (r.INF1_ON_MANAGED_INSTANCES, _inf1_manual_on_managed_instances, r"compatibility=MANAGED_INSTANCES with inf1"),
+    (r.NON_NEURON_MANAGED_INSTANCES, _non_neuron_managed_instances, r"'g5.\*' matches no catalog type"),
+    (r.CAPACITY_SIZE, _capacity_bounds, r"Test/C/Inf2: min_capacity=3, max_capacity=2"),
+    (r.ONE_NEURON_CONTAINER, _second_neuron_container, r"Test/Managed/second: 'first' already has NeuronDevice"),
+    (r.MIXED_DEVICE_MODES, _device_mapping_in_managed_task, r"Test/Managed/sidecar: container maps \['/dev/neuron0'\]"),
+    (r.MANAGED_INSTANCES_FIELD, _shared_memory_in_managed_task, r"linuxParameters.sharedMemorySize is set"),
+    (r.MANAGED_INSTANCES_FIELD, _docker_labels_in_managed_task, r"Test/Managed/model: docker_labels is set"),
+    (r.MANAGED_INSTANCES_FIELD, _bridge_in_managed_task, r"Test/T: network_mode=BRIDGE \(Managed Instances take AWS_VPC or HOST\)"),
+    (r.MANAGED_INSTANCES_FIELD, _ipc_mode_in_managed_task, r"Test/T: ipc_mode is set"),
+    (r.MANAGED_ALLOCATION_CAPACITY, _managed_task_on_auto_scaling_capacity, r"Test/Svc: capacity= is an Auto Scaling"),
+    (r.DEVICE_INDEX_RANGE, _device_out_of_range, r"device 6 does not exist on inf2.24xlarge.*indices 0..5"),
+    (r.DUPLICATE_DEVICE, _duplicate_device, r"device 1 is listed twice in \[1, 1\]"),
+    (r.DUPLICATE_DEVICE, _device_in_two_containers, r"Test/T/b: device 1 is already mapped by 'a'"),
+    (r.NO_DEVICES, _no_devices, r"Test/T: devices is empty"),
+    (r.TASK_EXCEEDS_INSTANCE, _cpu_beyond_instance, r"cpu=8192 exceeds the 4096 CPU units of inf2.xlarge"),
+    (r.TASK_EXCEEDS_INSTANCE, _memory_beyond_instance, r"memory_mib=16384 exceeds the 8192 MiB of inf1.xlarge"),
+    (r.TASK_EXCEEDS_INSTANCE, _managed_task_beyond_largest_instance, r"exceeds the 2097152 MiB of trn2.48xlarge"),
+    (r.NEURON_CONTAINER_RESOURCES, _gpu_on_neuron_container, r"Test/Managed/model: gpu_count is set"),
+    (r.NO_MATCHING_CAPACITY, _no_matching_capacity, r"the cluster has no inf2.8xlarge capacity for Test/T"),
+    (r.AMBIGUOUS_CAPACITY, _ambiguous_capacity, r"2 capacities fit.*pass capacity= one of: Inf2, Trn"),
+]
+
+
+@pytest.mark.parametrize(("rule", "build", "text"), CASES, ids=[f"{c[0].id}-{c[1].__name__[1:]}" for c in CASES])
+def test_rule_violation_names_path_rule_and_fix(rule: r.Rule, build: Callable[[Stack], None], text: str) -> None:
+    with pytest.raises((NeuronConfigurationError, RuntimeError)) as raised:
+        build(new_stack())
+    message = str(raised.value)
+    assert f"[{rule.id}: {rule.aws_rule}]" in message
+    assert "Fix: " in message
+    assert re.search(text, message), message
+
+
+def test_every_error_rule_has_a_case() -> None:
+    covered = {rule.id for rule, _, _ in CASES}
+    assert covered == {rule.id for rule in RULES if rule.severity == "error"}
+
+
+def test_call_time_rules_raise_the_library_error() -> None:
+    with pytest.raises(NeuronConfigurationError):
+        _device_out_of_range(new_stack())
+
+
+# ---------------------------------------------------------------- warnings ---
+
+
+def warnings_of(stack: Stack, rule: r.Rule) -> list[str]:
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(rule.id))
+    return [str(message.entry.data) for message in found]
+
+
+def test_non_contiguous_inf2_devices_warn_with_an_acknowledgeable_id() -> None:
+    s = new_stack()
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 2, 4], memory_mib=8192)
+    found = warnings_of(s, r.DEVICE_TOPOLOGY)
+    assert len(found) == 1
+    assert found[0].startswith("Test/T: devices [0, 2, 4] on inf2.48xlarge (ring topology)")
+    assert "devices=[0, 1, 2]" in found[0]
+    assert found[0].endswith(f"[ack: Annotation::{r.DEVICE_TOPOLOGY.warning_id}]")
+
+
+def test_trn1_device_count_outside_1_4_8_16_warns() -> None:
+    s = new_stack()
+    ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[0, 1, 2], memory_mib=8192)
+    assert "devices=[0, 1, 2, 3]" in str(warnings_of(s, r.DEVICE_TOPOLOGY))
+
+
+def test_acknowledged_topology_warning_is_silent() -> None:
+    from aws_cdk import Acknowledgment, Validations
+
+    s = new_stack()
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[0, 1, 2], memory_mib=8192)
+    Validations.of(task).acknowledge(Acknowledgment(id=r.DEVICE_TOPOLOGY.warning_id, reason="3-way tensor parallel"))
+    assert warnings_of(s, r.DEVICE_TOPOLOGY) == []
+
+
+def test_topology_friendly_sets_do_not_warn() -> None:
+    s = new_stack()
+    ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[4, 5, 6, 7], memory_mib=8192)
+    ManualNeuronTaskDefinition(s, "U", instance_type="inf2.48xlarge", devices=[3, 4, 5], memory_mib=8192)
+    assert warnings_of(s, r.DEVICE_TOPOLOGY) == []
+
+
+def test_small_root_volume_and_pinned_ami_warn() -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    s = new_stack()
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity(
+        "Inf2", instance_type="inf2.xlarge", root_volume_gib=40,
+        machine_image=ec2.MachineImage.generic_linux({"us-east-1": "ami-0123456789abcdef0"}),
+    )
+    assert "root_volume_gib=40" in str(warnings_of(s, r.SMALL_ROOT_VOLUME))
+    assert "machine_image pins an AMI" in str(warnings_of(s, r.PINNED_AMI))
+
+
+def test_memory_near_instance_total_warns() -> None:
+    s = new_stack()
+    ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=16000)
+    assert "within 10 %" in str(warnings_of(s, r.MEMORY_NEAR_INSTANCE_TOTAL))
+
+
+def test_task_definition_without_neuron_container_warns_at_synth() -> None:
+    s = new_stack()
+    managed(s).add_container("only-a-sidecar", image=IMAGE)
+    assert "no container has Neuron devices" in str(warnings_of(s, r.NO_NEURON_CONTAINER))
