@@ -17,12 +17,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack, Validations  # noqa: E402
-from aws_cdk import aws_ecr as ecr  # noqa: E402
-from aws_cdk import aws_ecs as ecs  # noqa: E402
-from constructs import Construct  # noqa: E402
+from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct
 
-from neuron_constructs import (  # noqa: E402
+from neuron_constructs import (
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronCluster,
@@ -45,16 +45,20 @@ def vllm_container_options(scope: Construct, *, model_id: str, tensor_parallel_s
     the AWS Deep Learning Containers repository only.
     """
     repository = ecr.Repository.from_repository_attributes(
-        scope, "VllmRepository",
+        scope,
+        "VllmRepository",
         repository_name=VLLM_REPOSITORY,
         repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{VLLM_REPOSITORY}",
     )
     return {
         "image": ecs.ContainerImage.from_ecr_repository(repository, VLLM_TAG),
         "command": [
-            "--model", model_id,
-            "--port", str(VLLM_PORT),
-            "--tensor-parallel-size", str(tensor_parallel_size),
+            "--model",
+            model_id,
+            "--port",
+            str(VLLM_PORT),
+            "--tensor-parallel-size",
+            str(tensor_parallel_size),
             "--allow-non-cached-model",
         ],
         "port_mappings": [ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)],
@@ -104,15 +108,20 @@ class NeuronMixedCluster(Stack):
         self.neuron.add_non_neuron_capacity("General", instance_type="m7i.large", max_capacity=2)
 
         managed = ManagedNeuronTaskDefinition(self, "Inf2Vllm", cpu=8192, memory_mib=16384)
-        managed.add_neuron_container("vllm", **vllm_container_options(managed, model_id=model_id, tensor_parallel_size=2))
+        managed.add_neuron_container(
+            "vllm", **vllm_container_options(managed, model_id=model_id, tensor_parallel_size=2)
+        )
         NeuronService(self, "Inf2Service", cluster=self.neuron, task_definition=managed)
 
-        trn1 = ManualNeuronTaskDefinition(self, "Trn1Vllm", instance_type="trn1.32xlarge", cpu=122880, memory_mib=458752)
+        trn1 = ManualNeuronTaskDefinition(
+            self, "Trn1Vllm", instance_type="trn1.32xlarge", cpu=122880, memory_mib=458752
+        )
         trn1.add_neuron_container("vllm", **vllm_container_options(trn1, model_id=model_id, tensor_parallel_size=32))
         NeuronService(self, "Trn1Service", cluster=self.neuron, task_definition=trn1)
 
         self.inf1_repository = ecr.Repository(
-            self, "Inf1ServingImages",
+            self,
+            "Inf1ServingImages",
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
         )

@@ -75,7 +75,9 @@ class ManagedInstancesCapacity(Construct):
             self.security_groups = list(security_groups)
         else:
             group = ec2.SecurityGroup(
-                self, "SecurityGroup", vpc=cluster.vpc,
+                self,
+                "SecurityGroup",
+                vpc=cluster.vpc,
                 description="Neuron Managed Instances: outbound only (image pulls, ECS, CloudWatch)",
                 allow_all_outbound=True,
             )
@@ -83,7 +85,8 @@ class ManagedInstancesCapacity(Construct):
         smallest_vcpus = min(t.vcpus for t in self.instance_types)
         smallest_memory = min(t.memory_gib for t in self.instance_types)
         self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
-            self, "Provider",
+            self,
+            "Provider",
             subnets=list(subnets),
             security_groups=self.security_groups,
             capacity_option_type=capacity_option_type,
@@ -136,17 +139,21 @@ class AutoScalingCapacity(Construct):
         """Catalog entry of the instance type, ``None`` for non-Neuron capacity."""
         self.instance_type = ec2.InstanceType(instance_type)
         self.security_group = ec2.SecurityGroup(
-            self, "SecurityGroup", vpc=cluster.vpc,
+            self,
+            "SecurityGroup",
+            vpc=cluster.vpc,
             description=f"ECS container instances ({instance_type}): outbound only",
             allow_all_outbound=True,
         )
         self.role = iam.Role(
-            self, "InstanceRole",
+            self,
+            "InstanceRole",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"ECS container instances ({instance_type}) of {cluster.node.path}",
         )
         self.launch_template = ec2.LaunchTemplate(
-            self, "LaunchTemplate",
+            self,
+            "LaunchTemplate",
             instance_type=self.instance_type,
             machine_image=machine_image,
             user_data=ec2.UserData.for_linux(),
@@ -158,14 +165,17 @@ class AutoScalingCapacity(Construct):
                 ec2.BlockDevice(
                     device_name="/dev/xvda",
                     volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib, volume_type=ec2.EbsDeviceVolumeType.GP3,
-                        encrypted=True, delete_on_termination=True,
+                        root_volume_gib,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
                     ),
                 )
             ],
         )
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
-            self, "Group",
+            self,
+            "Group",
             vpc=cluster.vpc,
             vpc_subnets=vpc_subnets,
             launch_template=self.launch_template,
@@ -173,7 +183,8 @@ class AutoScalingCapacity(Construct):
             max_capacity=max_capacity,
         )
         self.capacity_provider = ecs.AsgCapacityProvider(
-            self, "Provider",
+            self,
+            "Provider",
             auto_scaling_group=self.auto_scaling_group,
             enable_managed_scaling=True,
             enable_managed_termination_protection=True,

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from neuron_constructs.errors import NeuronConfigurationError
-
 __all__ = ["Accelerator", "DeviceTopology", "NeuronInstanceType"]
 
 Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]

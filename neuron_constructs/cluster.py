@@ -53,12 +53,11 @@ class NeuronCluster(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
-        self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(
-            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-        )
+        self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         """Subnets capacity launches into. Default: private subnets with egress."""
         self.cluster = ecs.Cluster(
-            self, "Cluster",
+            self,
+            "Cluster",
             vpc=self.vpc,
             cluster_name=cluster_name,
             container_insights_v2=(
@@ -76,7 +75,8 @@ class NeuronCluster(Construct):
 
     def _create_vpc(self) -> ec2.Vpc:
         vpc = ec2.Vpc(
-            self, "Vpc",
+            self,
+            "Vpc",
             max_azs=2,
             nat_gateways=1,
             subnet_configuration=[
@@ -112,7 +112,8 @@ class NeuronCluster(Construct):
         task_volume_gib: task storage per instance; default 100 GiB for Neuron images.
         """
         capacity = ManagedInstancesCapacity(
-            self, id,
+            self,
+            id,
             cluster=self.cluster,
             subnets=self.select_capacity_subnets(),
             accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
@@ -147,7 +148,8 @@ class NeuronCluster(Construct):
         """
         neuron = rules.instance_type_at(f"{self.node.path}/{id}", instance_type)
         capacity = AutoScalingCapacity(
-            self, id,
+            self,
+            id,
             cluster=self.cluster,
             instance_type=neuron.name,
             machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
@@ -180,7 +182,8 @@ class NeuronCluster(Construct):
         same cluster; same launch-template hardening as :meth:`add_ec2_capacity`.
         """
         capacity = AutoScalingCapacity(
-            self, id,
+            self,
+            id,
             cluster=self.cluster,
             instance_type=instance_type,
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),

@@ -29,37 +29,53 @@ def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
 
 def acknowledge_managed_instances_capacity(provider: IConstruct) -> None:
     """The roles aws-cdk-lib's ``ManagedInstancesCapacityProvider`` creates."""
-    _acknowledge(provider, {
-        "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonECSInfrastructureRolePolicyForManagedInstances]":
-            "ECS Managed Instances require this AWS managed policy on the infrastructure role; ECS keeps it "
-            "current as the service adds the EC2 actions it needs to launch and drain instances.",
-        "IAM5[Resource::*]":
-            "Instance role: ecs:DiscoverPollEndpoint supports no resource-level permissions.",
-        f"IAM5[Resource::{_CONTAINER_INSTANCES}]":
-            "Instance role: ecs:Poll, StartTelemetrySession and PutSystemLogEvents act on container instances "
-            "whose ARNs exist only after the instances register; scoped to this account and region.",
-    })
+    infrastructure_policy = "arn:<AWS::Partition>:iam::aws:policy/AmazonECSInfrastructureRolePolicyForManagedInstances"
+    _acknowledge(
+        provider,
+        {
+            f"IAM4[Policy::{infrastructure_policy}]": (
+                "ECS Managed Instances require this AWS managed policy on the infrastructure role; ECS keeps it "
+                "current as the service adds the EC2 actions it needs to launch and drain instances."
+            ),
+            "IAM5[Resource::*]": "Instance role: ecs:DiscoverPollEndpoint supports no resource-level permissions.",
+            f"IAM5[Resource::{_CONTAINER_INSTANCES}]": (
+                "Instance role: ecs:Poll, StartTelemetrySession and PutSystemLogEvents act on container "
+                "instances whose ARNs exist only after the instances register; scoped to this account and region."
+            ),
+        },
+    )
 
 
 def acknowledge_auto_scaling_capacity(capacity: IConstruct) -> None:
     """The ECS agent policy aws-cdk-lib attaches to a capacity's instance role, and ASG notifications."""
-    _acknowledge(capacity, {
-        "IAM5[Resource::*]":
-            "ECS agent on the instance: ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken and "
-            "logs:CreateLogStream-style agent calls support no resource-level permissions.",
-        "IAM5[Action::ecs:Submit*]":
-            "ECS agent reports task and container state (SubmitTaskStateChange, SubmitContainerStateChange, "
-            "SubmitAttachmentStateChanges) for this cluster only; aws-cdk-lib grants them as one prefix.",
-        "AS3":
-            "Scaling is driven by ECS managed scaling; activity is recorded in the Auto Scaling activity "
-            "history and ECS service events, so no SNS notification topic is kept.",
-    })
+    _acknowledge(
+        capacity,
+        {
+            "IAM5[Resource::*]": (
+                "ECS agent on the instance: ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken and "
+                "logs:CreateLogStream-style agent calls support no resource-level permissions."
+            ),
+            "IAM5[Action::ecs:Submit*]": (
+                "ECS agent reports task and container state (SubmitTaskStateChange, "
+                "SubmitContainerStateChange, SubmitAttachmentStateChanges) for this cluster only; "
+                "aws-cdk-lib grants them as one prefix."
+            ),
+            "AS3": (
+                "Scaling is driven by ECS managed scaling; activity is recorded in the Auto Scaling activity "
+                "history and ECS service events, so no SNS notification topic is kept."
+            ),
+        },
+    )
 
 
 def acknowledge_execution_role(task_definition: IConstruct) -> None:
     """The task execution role: pulling images from ECR needs ecr:GetAuthorizationToken."""
-    _acknowledge(task_definition, {
-        "IAM5[Resource::*]":
-            "Task execution role: ecr:GetAuthorizationToken supports no resource-level permissions; image "
-            "pulls themselves are scoped to the task's repositories.",
-    })
+    _acknowledge(
+        task_definition,
+        {
+            "IAM5[Resource::*]": (
+                "Task execution role: ecr:GetAuthorizationToken supports no resource-level permissions; "
+                "image pulls themselves are scoped to the task's repositories."
+            ),
+        },
+    )

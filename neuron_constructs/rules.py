@@ -268,7 +268,9 @@ def check_managed_instances_selection(
         if name == "inferentia":
             raise INF1_ON_MANAGED_INSTANCES.error(path, "accelerator 'inferentia' (Inf1) was requested")
         if name not in MANAGED_INSTANCES_ACCELERATORS:
-            raise NON_NEURON_MANAGED_INSTANCES.error(path, f"accelerator {name!r} is not a Neuron accelerator", allowed=allowed)
+            raise NON_NEURON_MANAGED_INSTANCES.error(
+                path, f"accelerator {name!r} is not a Neuron accelerator", allowed=allowed
+            )
     admitted: list[NeuronInstanceType] = []
     for pattern in instance_types:
         matches = NeuronInstanceType.matching(pattern)
@@ -277,7 +279,8 @@ def check_managed_instances_selection(
         usable = [m for m in matches if m.accelerator in accelerators]
         if not usable:
             raise NON_NEURON_MANAGED_INSTANCES.error(
-                path, f"instance type {pattern!r} matches no catalog type with accelerators {list(accelerators)}",
+                path,
+                f"instance type {pattern!r} matches no catalog type with accelerators {list(accelerators)}",
                 allowed=allowed,
             )
         admitted.extend(u for u in usable if u not in admitted)
@@ -299,8 +302,11 @@ def check_device_indices(path: str, instance: NeuronInstanceType, devices: Itera
     for index in chosen:
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < instance.chips:
             raise DEVICE_INDEX_RANGE.error(
-                path, f"device {index!r} does not exist on {instance.name}",
-                last=instance.chips - 1, instance_type=instance.name, chips=instance.chips,
+                path,
+                f"device {index!r} does not exist on {instance.name}",
+                last=instance.chips - 1,
+                instance_type=instance.name,
+                chips=instance.chips,
             )
         if index in seen:
             raise DUPLICATE_DEVICE.error(path, f"device {index} is listed twice in {list(chosen)}")
@@ -326,17 +332,24 @@ def check_task_size(path: str, instance: NeuronInstanceType, cpu: int | None, me
     """NEURON012 (error beyond the instance) and NEURON103 (warning text near its memory total)."""
     if cpu is not None and cpu > instance.cpu_units:
         raise TASK_EXCEEDS_INSTANCE.error(
-            path, f"cpu={cpu} exceeds the {instance.cpu_units} CPU units of {instance.name}",
-            limit=instance.cpu_units, unit="CPU units", instance_type=instance.name,
+            path,
+            f"cpu={cpu} exceeds the {instance.cpu_units} CPU units of {instance.name}",
+            limit=instance.cpu_units,
+            unit="CPU units",
+            instance_type=instance.name,
         )
     if memory_mib is not None and memory_mib > instance.memory_mib:
         raise TASK_EXCEEDS_INSTANCE.error(
-            path, f"memory_mib={memory_mib} exceeds the {instance.memory_mib} MiB of {instance.name}",
-            limit=instance.memory_mib, unit="MiB", instance_type=instance.name,
+            path,
+            f"memory_mib={memory_mib} exceeds the {instance.memory_mib} MiB of {instance.name}",
+            limit=instance.memory_mib,
+            unit="MiB",
+            instance_type=instance.name,
         )
     if memory_mib is not None and memory_mib > instance.memory_mib * 0.9:
         return MEMORY_NEAR_INSTANCE_TOTAL.message(
-            path, f"memory_mib={memory_mib} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
+            path,
+            f"memory_mib={memory_mib} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
             nominal_mib=instance.memory_mib,
         )
     return None
@@ -372,7 +385,9 @@ def rendered_container_problems(
         assert isinstance(linux, dict)
         devices = linux.get("devices") or []
         neuron_paths = [
-            d.get("hostPath") for d in devices if isinstance(d, dict) and str(d.get("hostPath", "")).startswith("/dev/neuron")
+            d.get("hostPath")
+            for d in devices
+            if isinstance(d, dict) and str(d.get("hostPath", "")).startswith("/dev/neuron")
         ]
         if neuron_device_containers and neuron_paths:
             problems.append(MIXED_DEVICE_MODES.message(f"{path}/{name}", f"container maps {neuron_paths}"))
@@ -380,12 +395,16 @@ def rendered_container_problems(
             for field in MANAGED_INSTANCES_REJECTED_LINUX_FIELDS:
                 if linux.get(field):
                     problems.append(
-                        MANAGED_INSTANCES_FIELD.message(f"{path}/{name}", f"linuxParameters.{field} is set", field=field)
+                        MANAGED_INSTANCES_FIELD.message(
+                            f"{path}/{name}", f"linuxParameters.{field} is set", field=field
+                        )
                     )
             if container.get("dockerLabels"):
                 problems.append(
                     MANAGED_INSTANCES_FIELD.message(f"{path}/{name}", "dockerLabels is set", field="docker_labels")
                 )
     if len(neuron_device_containers) > 1:
-        problems.append(ONE_NEURON_CONTAINER.message(path, f"containers {list(neuron_device_containers)} ask for NeuronDevice"))
+        problems.append(
+            ONE_NEURON_CONTAINER.message(path, f"containers {list(neuron_device_containers)} ask for NeuronDevice")
+        )
     return problems

@@ -14,6 +14,7 @@ upstream documents; services on Auto Scaling capacity use ``Ec2Service``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import AspectPriority, Aspects, IAspect
@@ -72,9 +73,11 @@ class NeuronService(Construct):
         self.task_definition = task_definition
         self.capacity: Capacity = self._choose_capacity(cluster, task_definition, capacity)
         strategy = [
-            ecs.CapacityProviderStrategy(capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1)
+            ecs.CapacityProviderStrategy(
+                capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1
+            )
         ]
-        common = dict(
+        common: dict[str, Any] = dict(
             cluster=cluster.cluster,
             task_definition=task_definition.task_definition,
             desired_count=desired_count,
@@ -85,19 +88,27 @@ class NeuronService(Construct):
             circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
         )
         awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
-        networking = (
-            dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups)
-            if awsvpc
-            else {}
+        networking: dict[str, Any] = (
+            dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
         )
         self.service: ecs.BaseService
         if isinstance(self.capacity, ManagedInstancesCapacity):
             self.service = ecs.FargateService(self, "Service", assign_public_ip=False, **common, **networking)
         else:
-            self.service = ecs.Ec2Service(self, "Service", **common, **networking)
+            pinned = None
+            if (
+                isinstance(task_definition, ManualNeuronTaskDefinition)
+                and task_definition.is_managed_instances_compatible
+            ):
+                # The task-level memberOf constraint is dropped for Managed Instances compatible task
+                # definitions; keep the instance-type pin on the service instead.
+                pinned = [task_definition.instance_type_constraint]
+            self.service = ecs.Ec2Service(self, "Service", placement_constraints=pinned, **common, **networking)
         # ECS refuses a strategy naming a provider not yet associated with the cluster; aws-cdk-lib creates
         # the association in an aspect, so the dependency is added by an aspect that runs after it.
-        Aspects.of(self).add(_AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY)
+        Aspects.of(self).add(
+            _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
+        )
 
     def _choose_capacity(
         self, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityProvider | None
@@ -120,13 +131,22 @@ class NeuronService(Construct):
             assert isinstance(task_definition, ManualNeuronTaskDefinition)
             instance = task_definition.instance_type
             fitting = [
-                c for c in candidates
-                if (isinstance(c, AutoScalingCapacity) and c.neuron_instance_type == instance
-                    and task_definition.is_ec2_compatible)
-                or (isinstance(c, ManagedInstancesCapacity) and instance in c.instance_types
-                    and task_definition.is_managed_instances_compatible)
+                c
+                for c in candidates
+                if (
+                    isinstance(c, AutoScalingCapacity)
+                    and c.neuron_instance_type == instance
+                    and task_definition.is_ec2_compatible
+                )
+                # aws-cdk-lib drops task-level placement constraints from Managed Instances compatible task
+                # definitions, so on Managed Instances the capacity itself must launch only this type.
+                or (
+                    isinstance(c, ManagedInstancesCapacity)
+                    and c.instance_types == (instance,)
+                    and task_definition.is_managed_instances_compatible
+                )
             ]
-            wanted = f"{instance.name} capacity"
+            wanted = f"{instance.name} capacity (Auto Scaling, or Managed Instances admitting only {instance.name})"
         if not fitting:
             raise rules.NO_MATCHING_CAPACITY.error(
                 path, f"the cluster has no {wanted} for {task_definition.node.path}", wanted=wanted

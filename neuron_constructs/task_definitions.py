@@ -62,7 +62,8 @@ class NeuronTaskDefinition(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.task_definition = ecs.TaskDefinition(
-            self, "TaskDefinition",
+            self,
+            "TaskDefinition",
             compatibility=compatibility,
             network_mode=network_mode,
             cpu=str(cpu) if cpu is not None else None,
@@ -73,9 +74,7 @@ class NeuronTaskDefinition(Construct):
             volumes=list(volumes) if volumes else None,
             placement_constraints=list(placement_constraints) if placement_constraints else None,
         )
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         compliance.acknowledge_execution_role(self)
         self.node.add_validation(_RenderedContainerChecks(self))
@@ -107,9 +106,7 @@ class NeuronTaskDefinition(Construct):
         if self.is_managed_instances_compatible:
             for option, field in rules.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
                 if options.get(option):
-                    raise rules.MANAGED_INSTANCES_FIELD.error(
-                        f"{self.node.path}/{id}", f"{option} is set", field=field
-                    )
+                    raise rules.MANAGED_INSTANCES_FIELD.error(f"{self.node.path}/{id}", f"{option} is set", field=field)
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
         return self.task_definition.add_container(id, **options)
 
@@ -153,18 +150,23 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         path = f"{scope.node.path}/{id}"
         if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
             raise rules.MANAGED_INSTANCES_FIELD.error(
-                path, f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)", field="network_mode"
+                path,
+                f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
+                field="network_mode",
             )
         if ipc_mode is not None:
             raise rules.MANAGED_INSTANCES_FIELD.error(path, "ipc_mode is set", field="ipc_mode")
         if inference_accelerators:
-            raise rules.MANAGED_INSTANCES_FIELD.error(path, "inference_accelerators is set", field="inference_accelerators")
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path, "inference_accelerators is set", field="inference_accelerators"
+            )
         largest = max(
             (t for t in NeuronInstanceType.all() if t.supports_managed_instances), key=lambda t: (t.vcpus, t.memory_gib)
         )
         rules.check_task_size(path, largest, cpu, memory_mib)
         super().__init__(
-            scope, id,
+            scope,
+            id,
             compatibility=ecs.Compatibility.MANAGED_INSTANCES,
             network_mode=network_mode,
             cpu=cpu,
@@ -245,7 +247,9 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
     ) -> None:
         path = f"{scope.node.path}/{id}"
         self.instance_type: NeuronInstanceType = (
-            instance_type if isinstance(instance_type, NeuronInstanceType) else rules.instance_type_at(path, instance_type)
+            instance_type
+            if isinstance(instance_type, NeuronInstanceType)
+            else rules.instance_type_at(path, instance_type)
         )
         instance = self.instance_type
         on_managed_instances = compatibility in (
@@ -253,12 +257,16 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ecs.Compatibility.EC2_AND_MANAGED_INSTANCES,
         )
         if on_managed_instances and not instance.supports_managed_instances:
-            raise rules.INF1_ON_MANAGED_INSTANCES.error(path, f"compatibility={compatibility.value} with {instance.name}")
+            raise rules.INF1_ON_MANAGED_INSTANCES.error(
+                path, f"compatibility={compatibility.value} with {instance.name}"
+            )
         if network_mode is None:
             network_mode = ecs.NetworkMode.AWS_VPC if on_managed_instances else ecs.NetworkMode.BRIDGE
         if on_managed_instances and network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
             raise rules.MANAGED_INSTANCES_FIELD.error(
-                path, f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)", field="network_mode"
+                path,
+                f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
+                field="network_mode",
             )
         self.devices: tuple[int, ...] = rules.check_device_indices(
             path, instance, range(instance.chips) if devices is None else devices
@@ -267,7 +275,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         topology_warning = rules.device_topology_warning(path, instance, self.devices)
         memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
         super().__init__(
-            scope, id,
+            scope,
+            id,
             compatibility=compatibility,
             network_mode=network_mode,
             cpu=cpu,
@@ -276,9 +285,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             task_role=task_role,
             execution_role=execution_role,
             volumes=volumes,
-            placement_constraints=[
-                ecs.PlacementConstraint.member_of(f"attribute:ecs.instance-type == {instance.name}")
-            ],
+            placement_constraints=[self.instance_type_constraint],
             log_retention=log_retention,
         )
         if topology_warning:
@@ -286,6 +293,11 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         if memory_warning:
             Validations.of(self).add_warning(rules.MEMORY_NEAR_INSTANCE_TOTAL.warning_id, memory_warning)
         self._mapped: dict[int, str] = {}
+
+    @property
+    def instance_type_constraint(self) -> ecs.PlacementConstraint:
+        """``memberOf attribute:ecs.instance-type == <type>``: the one type this task fits."""
+        return ecs.PlacementConstraint.member_of(f"attribute:ecs.instance-type == {self.instance_type.name}")
 
     @property
     def device_paths(self) -> tuple[str, ...]:
@@ -309,8 +321,11 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         for index in chosen:
             if index not in self.devices:
                 raise rules.DEVICE_INDEX_RANGE.error(
-                    path, f"device {index} is not among the task's devices {list(self.devices)}",
-                    last=self.instance_type.chips - 1, instance_type=self.instance_type.name, chips=self.instance_type.chips,
+                    path,
+                    f"device {index} is not among the task's devices {list(self.devices)}",
+                    last=self.instance_type.chips - 1,
+                    instance_type=self.instance_type.name,
+                    chips=self.instance_type.chips,
                 )
             if index in self._mapped:
                 raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")

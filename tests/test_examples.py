@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import EXAMPLE_STACKS, resources
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from conftest import EXAMPLE_STACKS, resources
 from neuron_constructs.capacity import NEURON_AMI_PARAMETER
 
 NEURON_DEVICE_ALL = [{"Type": "NeuronDevice", "Value": "ALL"}]
@@ -83,13 +83,15 @@ def test_managed_service_uses_the_managed_instances_strategy(templates: dict[str
     template = templates["NeuronInferenceManaged"]
     (service,) = resources(template, "AWS::ECS::Service").values()
     (provider_id,) = resources(template, "AWS::ECS::CapacityProvider")
-    assert service["Properties"]["CapacityProviderStrategy"] == [{"CapacityProvider": {"Ref": provider_id}, "Weight": 1}]
+    assert service["Properties"]["CapacityProviderStrategy"] == [
+        {"CapacityProvider": {"Ref": provider_id}, "Weight": 1}
+    ]
     assert "LaunchType" not in service["Properties"]
 
 
 def test_ec2_stack_resolves_the_neuron_ami_from_ssm(templates: dict[str, dict[str, Any]]) -> None:
     template = templates["NeuronInferenceEc2"]
-    (parameter_id, parameter), = template["Parameters"].items()
+    ((parameter_id, parameter),) = template["Parameters"].items()
     assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", "Default": NEURON_AMI_PARAMETER}
     assert NEURON_AMI_PARAMETER == "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
     (launch_template,) = resources(template, "AWS::EC2::LaunchTemplate").values()
@@ -150,7 +152,9 @@ def test_mixed_cluster_holds_every_capacity_kind(templates: dict[str, dict[str, 
     providers = resources(template, "AWS::ECS::CapacityProvider").values()
     managed = [p for p in providers if "ManagedInstancesProvider" in p["Properties"]]
     assert len(managed) == 1
-    requirements = managed[0]["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
+    requirements = managed[0]["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"][
+        "InstanceRequirements"
+    ]
     assert requirements["AllowedInstanceTypes"] == ["inf2.*"]
 
 
@@ -170,8 +174,7 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
         for s in resources(template, "AWS::ECS::Service").values()
     }
     neuron_providers = {
-        pid for pid, p in providers.items()
-        if "ManagedInstancesProvider" in p["Properties"] or "General" not in pid
+        pid for pid, p in providers.items() if "ManagedInstancesProvider" in p["Properties"] or "General" not in pid
     }
     assert used == neuron_providers
     devices = {

@@ -80,7 +80,9 @@ def _device_mapping_in_managed_task(s: Stack) -> None:
 
 def _shared_memory_in_managed_task(s: Stack) -> None:
     task = managed(s)
-    task.add_neuron_container("model", image=IMAGE, linux_parameters=ecs.LinuxParameters(s, "P", shared_memory_size=1024))
+    task.add_neuron_container(
+        "model", image=IMAGE, linux_parameters=ecs.LinuxParameters(s, "P", shared_memory_size=1024)
+    )
     synth(s)
 
 
@@ -166,7 +168,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.MIXED_DEVICE_MODES, _device_mapping_in_managed_task, r"Test/Managed/sidecar: container maps \['/dev/neuron0'\]"),
     (r.MANAGED_INSTANCES_FIELD, _shared_memory_in_managed_task, r"linuxParameters.sharedMemorySize is set"),
     (r.MANAGED_INSTANCES_FIELD, _docker_labels_in_managed_task, r"Test/Managed/model: docker_labels is set"),
-    (r.MANAGED_INSTANCES_FIELD, _bridge_in_managed_task, r"Test/T: network_mode=BRIDGE \(Managed Instances take AWS_VPC or HOST\)"),
+    (
+        r.MANAGED_INSTANCES_FIELD,
+        _bridge_in_managed_task,
+        r"Test/T: network_mode=BRIDGE \(Managed Instances take AWS_VPC or HOST\)",
+    ),
     (r.MANAGED_INSTANCES_FIELD, _ipc_mode_in_managed_task, r"Test/T: ipc_mode is set"),
     (r.MANAGED_ALLOCATION_CAPACITY, _managed_task_on_auto_scaling_capacity, r"Test/Svc: capacity= is an Auto Scaling"),
     (r.DEVICE_INDEX_RANGE, _device_out_of_range, r"device 6 does not exist on inf2.24xlarge.*indices 0..5"),
@@ -177,7 +183,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.TASK_EXCEEDS_INSTANCE, _memory_beyond_instance, r"memory_mib=16384 exceeds the 8192 MiB of inf1.xlarge"),
     (r.TASK_EXCEEDS_INSTANCE, _managed_task_beyond_largest_instance, r"exceeds the 2097152 MiB of trn2.48xlarge"),
     (r.NEURON_CONTAINER_RESOURCES, _gpu_on_neuron_container, r"Test/Managed/model: gpu_count is set"),
-    (r.NO_MATCHING_CAPACITY, _no_matching_capacity, r"the cluster has no inf2.8xlarge capacity for Test/T"),
+    (
+        r.NO_MATCHING_CAPACITY,
+        _no_matching_capacity,
+        r"the cluster has no inf2.8xlarge capacity \(Auto Scaling, or Managed Instances admitting only "
+        r"inf2.8xlarge\) for Test/T",
+    ),
     (r.AMBIGUOUS_CAPACITY, _ambiguous_capacity, r"2 capacities fit.*pass capacity= one of: Inf2, Trn"),
 ]
 
@@ -248,7 +259,9 @@ def test_small_root_volume_and_pinned_ami_warn() -> None:
     s = new_stack()
     cluster = NeuronCluster(s, "C")
     cluster.add_ec2_capacity(
-        "Inf2", instance_type="inf2.xlarge", root_volume_gib=40,
+        "Inf2",
+        instance_type="inf2.xlarge",
+        root_volume_gib=40,
         machine_image=ec2.MachineImage.generic_linux({"us-east-1": "ami-0123456789abcdef0"}),
     )
     assert "root_volume_gib=40" in str(warnings_of(s, r.SMALL_ROOT_VOLUME))

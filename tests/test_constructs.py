@@ -1,0 +1,165 @@
+"""Construct behaviour beyond the rules: rendering, defaults, composition."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Template
+from conftest import ROOT, resources
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronInstanceType,
+    NeuronService,
+)
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+def template_of(stack: Stack) -> dict[str, Any]:
+    return Template.from_stack(stack).to_json()  # type: ignore[no-any-return]
+
+
+def task_containers(stack: Stack) -> list[dict[str, Any]]:
+    (task,) = resources(template_of(stack), "AWS::ECS::TaskDefinition").values()
+    return task["Properties"]["ContainerDefinitions"]  # type: ignore[no-any-return]
+
+
+def test_neuron_device_requirement_lands_on_the_neuron_container_after_sidecars() -> None:
+    stack = Stack(App(), "S")
+    task = ManagedNeuronTaskDefinition(stack, "T", cpu=4096, memory_mib=8192)
+    task.add_container("proxy", image=IMAGE)
+    task.task_definition.add_container("plain", image=IMAGE)
+    task.add_neuron_container("model", image=IMAGE)
+    proxy, plain, model = task_containers(stack)
+    assert "ResourceRequirements" not in proxy and "ResourceRequirements" not in plain
+    assert model["Name"] == "model"
+    assert model["ResourceRequirements"] == [{"Type": "NeuronDevice", "Value": "ALL"}]
+    assert task.neuron_container is not None
+
+
+def test_manual_task_maps_every_chip_by_default() -> None:
+    stack = Stack(App(), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.24xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    (container,) = task_containers(stack)
+    assert [d["HostPath"] for d in container["LinuxParameters"]["Devices"]] == [f"/dev/neuron{i}" for i in range(6)]
+    assert task.device_paths == NeuronInstanceType.of("inf2.24xlarge").device_paths
+
+
+def test_manual_task_extends_given_linux_parameters() -> None:
+    stack = Stack(App(), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn1.32xlarge", devices=[4, 5, 6, 7], memory_mib=8192)
+    params = ecs.LinuxParameters(stack, "P", init_process_enabled=True)
+    task.add_neuron_container("model", image=IMAGE, linux_parameters=params)
+    (container,) = task_containers(stack)
+    assert container["LinuxParameters"]["InitProcessEnabled"] is True
+    assert [d["ContainerPath"] for d in container["LinuxParameters"]["Devices"]] == [
+        "/dev/neuron4",
+        "/dev/neuron5",
+        "/dev/neuron6",
+        "/dev/neuron7",
+    ]
+
+
+def test_manual_task_on_managed_instances_needs_a_capacity_of_only_its_type() -> None:
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
+    exact = cluster.add_managed_instances_capacity("Inf2Large", instance_types=["inf2.8xlarge"])
+    task = ManualNeuronTaskDefinition(
+        stack, "T", instance_type="inf2.8xlarge", memory_mib=8192, compatibility=ecs.Compatibility.MANAGED_INSTANCES
+    )
+    task.add_neuron_container("model", image=IMAGE)
+    service = NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+    assert isinstance(service.service, ecs.FargateService)
+    assert service.capacity.capacity_provider is exact
+    (props,) = [t["Properties"] for t in resources(template_of(stack), "AWS::ECS::TaskDefinition").values()]
+    assert props["NetworkMode"] == "awsvpc"
+    assert props["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]
+
+
+def test_manual_task_refuses_managed_instances_capacity_of_several_types() -> None:
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
+    task = ManualNeuronTaskDefinition(
+        stack, "T", instance_type="inf2.8xlarge", memory_mib=8192, compatibility=ecs.Compatibility.MANAGED_INSTANCES
+    )
+    with pytest.raises(NeuronConfigurationError, match=r"admitting only inf2\.8xlarge"):
+        NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+
+
+def test_ec2_and_managed_instances_task_keeps_its_pin_on_the_ec2_service() -> None:
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    task = ManualNeuronTaskDefinition(
+        stack,
+        "T",
+        instance_type="inf2.xlarge",
+        memory_mib=8192,
+        compatibility=ecs.Compatibility.EC2_AND_MANAGED_INSTANCES,
+    )
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+    (service,) = resources(template_of(stack), "AWS::ECS::Service").values()
+    assert service["Properties"]["PlacementConstraints"] == [
+        {"Type": "memberOf", "Expression": "attribute:ecs.instance-type == inf2.xlarge"}
+    ]
+
+
+def test_service_picks_the_capacity_of_the_tasks_instance_type() -> None:
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    trn1 = cluster.add_ec2_capacity("Trn1", instance_type="trn1.2xlarge")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn1.2xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    service = NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+    assert isinstance(service.service, ecs.Ec2Service)
+    assert service.capacity.capacity_provider is trn1
+
+
+def test_capacity_from_another_cluster_is_refused() -> None:
+    stack = Stack(App(), "S")
+    cluster, other = NeuronCluster(stack, "C"), NeuronCluster(stack, "D")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    foreign = other.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    with pytest.raises(NeuronConfigurationError, match=r"not a capacity of this NeuronCluster\. \[NEURON014"):
+        NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=foreign)
+
+
+def test_existing_vpc_is_used_and_insights_can_be_turned_off() -> None:
+    stack = Stack(App(), "S")
+    vpc = ec2.Vpc(stack, "Mine", max_azs=2)
+    cluster = NeuronCluster(stack, "C", vpc=vpc, container_insights=False)
+    assert cluster.vpc is vpc
+    template = template_of(stack)
+    assert len(resources(template, "AWS::EC2::VPC")) == 1
+    (ecs_cluster,) = resources(template, "AWS::ECS::Cluster").values()
+    assert {"Name": "containerInsights", "Value": "disabled"} in ecs_cluster["Properties"]["ClusterSettings"]
+
+
+def test_unknown_capacity_type_is_refused_with_the_construct_path() -> None:
+    stack = Stack(App(), "S")
+    with pytest.raises(NeuronConfigurationError, match=r"^S/C/Gpu: 'g5.xlarge' is not a Neuron instance type"):
+        NeuronCluster(stack, "C").add_ec2_capacity("Gpu", instance_type="g5.xlarge")
+
+
+def test_catalog_and_rules_import_without_the_cdk() -> None:
+    code = (
+        "import sys, neuron_constructs as n; n.NeuronInstanceType.of('inf2.xlarge'); n.RULES;"
+        "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
