@@ -1,0 +1,73 @@
+"""The README's catalog and rule tables, generated from the code.
+
+``python -m neuron_constructs.tables README.md`` rewrites the tables between
+their ``<!-- name:start -->`` / ``<!-- name:end -->`` markers; a test keeps
+the README equal to this output.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.rules import RULES
+
+__all__ = ["catalog_table", "rewrite", "rules_table"]
+
+
+def _unknown(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def catalog_table() -> str:
+    """Markdown table of every catalog entry."""
+    rows = [
+        "| type | vCPUs | memory GiB | chips | devices | accelerator | NeuronCores | HBM GiB/chip | EFA "
+        "| topology | Managed Instances |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        devices = e.device_paths[0] if e.chips == 1 else f"{e.device_paths[0]} … {e.device_paths[-1]}"
+        rows.append(
+            f"| {e.name} | {e.vcpus} | {e.memory_gib} | {e.chips} | {devices} | {e.accelerator} | {e.neuron_cores} "
+            f"| {e.accelerator_memory_gib_per_chip} | {_unknown(e.efa_interfaces)} | {e.topology.value} "
+            f"| {'yes' if e.supports_managed_instances else 'no (EC2 only)'} |"
+        )
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """Escape what Markdown would read as table or emphasis syntax."""
+    return text.replace("|", "\\|").replace("*", "\\*")
+
+
+def rules_table() -> str:
+    """Markdown table of every rule: id, what is refused or warned about, the AWS rule, the fix."""
+    rows = ["| id | kind | input | AWS rule | fix |", "|---|---|---|---|---|"]
+    for rule in RULES:
+        kind = "error" if rule.severity == "error" else f"warning `{rule.warning_id}`"
+        fix = re.sub(r"\{(\w+)\}", r"`<\1>`", _cell(rule.fix))
+        rows.append(f"| {rule.id} | {kind} | {rule.title} | {_cell(rule.aws_rule)} | {fix} |")
+    return "\n".join(rows)
+
+
+TABLES = {"catalog": catalog_table, "rules": rules_table}
+
+
+def rewrite(text: str) -> str:
+    """``text`` with every marked table replaced by its generated content."""
+    for name, render in TABLES.items():
+        start, end = f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
+        head, found, rest = text.partition(start)
+        _, found_end, tail = rest.partition(end)
+        if not (found and found_end):
+            raise ValueError(f"missing {start.strip()} / {end.strip()} markers")
+        text = head + start + render() + end + tail
+    return text
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path.write_text(rewrite(path.read_text()))
