@@ -8,10 +8,19 @@ definition's ``AWS::ECS::TaskDefinition``.
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from aws_cdk import CfnResource
 from aws_cdk import aws_ecs as ecs
 
-__all__ = ["NEURON_DEVICE_REQUIREMENT", "container_index", "require_all_neuron_devices"]
+__all__ = [
+    "NEURON_DEVICE_REQUIREMENT",
+    "container_index",
+    "neuron_device_containers",
+    "require_all_neuron_devices",
+]
+
+_REQUESTED: WeakKeyDictionary[ecs.TaskDefinition, list[str]] = WeakKeyDictionary()
 
 NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
 """ECS managed Neuron device allocation: the container gets every device of its instance."""
@@ -34,3 +43,9 @@ def require_all_neuron_devices(task_definition: ecs.TaskDefinition, container: e
     assert isinstance(resource, CfnResource)
     index = container_index(task_definition, container)
     resource.add_property_override(f"ContainerDefinitions.{index}.ResourceRequirements", [NEURON_DEVICE_REQUIREMENT])
+    _REQUESTED.setdefault(task_definition, []).append(container.container_name)
+
+
+def neuron_device_containers(task_definition: ecs.TaskDefinition) -> tuple[str, ...]:
+    """Names of the containers given ``NeuronDevice = ALL`` here, in order."""
+    return tuple(_REQUESTED.get(task_definition, ()))

@@ -390,7 +390,12 @@ def rendered_container_problems(
             if isinstance(d, dict) and str(d.get("hostPath", "")).startswith("/dev/neuron")
         ]
         if neuron_device_containers and neuron_paths:
-            problems.append(MIXED_DEVICE_MODES.message(f"{path}/{name}", f"container maps {neuron_paths}"))
+            problems.append(
+                MIXED_DEVICE_MODES.message(
+                    f"{path}/{name}",
+                    f"container maps {neuron_paths} while {list(neuron_device_containers)} ask for NeuronDevice",
+                )
+            )
         if managed_instances:
             for field in MANAGED_INSTANCES_REJECTED_LINUX_FIELDS:
                 if linux.get(field):

@@ -26,7 +26,7 @@ from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs import compliance, rules
 from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.l1_overrides import require_all_neuron_devices
+from neuron_constructs.l1_overrides import neuron_device_containers, require_all_neuron_devices
 
 __all__ = ["ManagedNeuronTaskDefinition", "ManualNeuronTaskDefinition", "NeuronTaskDefinition"]
 
@@ -359,7 +359,7 @@ class _RenderedContainerChecks:
         resource = owner.task_definition.node.default_child
         assert isinstance(resource, ecs.CfnTaskDefinition)
         rendered = Stack.of(owner).resolve(resource.container_definitions) or []
-        neuron_names = [c.container_name for c in owner.neuron_containers] if owner.uses_managed_allocation else []
+        neuron_names = neuron_device_containers(owner.task_definition)
         return rules.rendered_container_problems(
             owner.node.path,
             rendered,

@@ -78,6 +78,15 @@ def _device_mapping_in_managed_task(s: Stack) -> None:
     synth(s)
 
 
+def _neuron_device_in_manual_task(s: Stack) -> None:
+    from neuron_constructs.l1_overrides import require_all_neuron_devices
+
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    container = task.add_neuron_container("model", image=IMAGE)
+    require_all_neuron_devices(task.task_definition, container)
+    synth(s)
+
+
 def _shared_memory_in_managed_task(s: Stack) -> None:
     task = managed(s)
     task.add_neuron_container(
@@ -166,6 +175,7 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.CAPACITY_SIZE, _capacity_bounds, r"Test/C/Inf2: min_capacity=3, max_capacity=2"),
     (r.ONE_NEURON_CONTAINER, _second_neuron_container, r"Test/Managed/second: 'first' already has NeuronDevice"),
     (r.MIXED_DEVICE_MODES, _device_mapping_in_managed_task, r"Test/Managed/sidecar: container maps \['/dev/neuron0'\]"),
+    (r.MIXED_DEVICE_MODES, _neuron_device_in_manual_task, r"Test/T/model: container maps .* ask for NeuronDevice"),
     (r.MANAGED_INSTANCES_FIELD, _shared_memory_in_managed_task, r"linuxParameters.sharedMemorySize is set"),
     (r.MANAGED_INSTANCES_FIELD, _docker_labels_in_managed_task, r"Test/Managed/model: docker_labels is set"),
     (
