@@ -11,11 +11,7 @@ Inf1 serving image pushed to the mixed stack's ECR repository, default v1).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_ecr as ecr
