@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import IAspect, RemovalPolicy, Stack, Validations
+from aws_cdk import Aspects, IAspect, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -78,8 +78,6 @@ class NeuronTaskDefinition(Construct):
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         compliance.acknowledge_execution_role(self)
         self.node.add_validation(_RenderedContainerChecks(self))
-        from aws_cdk import Aspects
-
         Aspects.of(self).add(_WarnWithoutNeuronContainer(self))
 
     @property
