@@ -150,16 +150,14 @@ class NeuronInstanceType:
         NeuronConfigurationError
             for an unknown or non-Neuron type, naming the closest known types.
         """
-        entry = _BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
-        if entry is None:
-            from neuron_constructs.rules import UNKNOWN_INSTANCE_TYPE
+        from neuron_constructs.rules import instance_type_at
 
-            raise UNKNOWN_INSTANCE_TYPE.error(
-                "NeuronInstanceType",
-                f"{name!r} is not a Neuron instance type in the catalog",
-                closest=", ".join(closest_instance_types(str(name))),
-            )
-        return entry
+        return instance_type_at("NeuronInstanceType", name)
+
+    @classmethod
+    def find(cls, name: str) -> NeuronInstanceType | None:
+        """The catalog entry for ``name`` (case and surrounding blanks ignored), or ``None``."""
+        return _BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
 
     @classmethod
     def all(cls) -> tuple[NeuronInstanceType, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from neuron_constructs.catalog import DeviceTopology, NeuronInstanceType
+from neuron_constructs.catalog import DeviceTopology, NeuronInstanceType, closest_instance_types
 from neuron_constructs.errors import NeuronConfigurationError
 
 __all__ = ["RULES", "Rule"]
@@ -245,11 +245,15 @@ MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
 
 
 def instance_type_at(path: str, name: str) -> NeuronInstanceType:
-    """:meth:`NeuronInstanceType.of`, with the construct path in the error."""
-    try:
-        return NeuronInstanceType.of(name)
-    except NeuronConfigurationError as exc:
-        raise NeuronConfigurationError(str(exc).replace("NeuronInstanceType:", f"{path}:", 1)) from None
+    """NEURON001: the catalog entry for ``name``, or an error naming ``path`` and the closest types."""
+    entry = NeuronInstanceType.find(name)
+    if entry is None:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path,
+            f"{name!r} is not a Neuron instance type in the catalog",
+            closest=", ".join(closest_instance_types(str(name))),
+        )
+    return entry
 
 
 def check_managed_instances_selection(
@@ -360,10 +364,7 @@ MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS = {
     "inference_accelerator_resources": "inferenceAccelerator resources",
 }
 MANAGED_INSTANCES_REJECTED_LINUX_FIELDS = ("sharedMemorySize", "tmpfs")
-NEURON_CONTAINER_FORBIDDEN_OPTIONS = {
-    "gpu_count": "gpu_count",
-    "inference_accelerator_resources": "inference_accelerator_resources",
-}
+NEURON_CONTAINER_FORBIDDEN_OPTIONS = ("gpu_count", "inference_accelerator_resources")
 
 
 def rendered_container_problems(

@@ -109,9 +109,9 @@ class NeuronTaskDefinition(Construct):
         return self.task_definition.add_container(id, **options)
 
     def _check_neuron_container_options(self, id: str, options: dict[str, Any]) -> None:
-        for option, field in rules.NEURON_CONTAINER_FORBIDDEN_OPTIONS.items():
+        for option in rules.NEURON_CONTAINER_FORBIDDEN_OPTIONS:
             if options.get(option):
-                raise rules.NEURON_CONTAINER_RESOURCES.error(f"{self.node.path}/{id}", f"{option} is set", field=field)
+                raise rules.NEURON_CONTAINER_RESOURCES.error(f"{self.node.path}/{id}", f"{option} is set", field=option)
 
 
 class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
