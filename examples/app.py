@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import App, Aws, CfnOutput, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
@@ -115,9 +115,12 @@ class NeuronMixedCluster(Stack):
         trn1.add_neuron_container("vllm", **vllm_container_options(trn1, model_id=model_id, tensor_parallel_size=32))
         NeuronService(self, "Trn1Service", cluster=self.neuron, task_definition=trn1)
 
+        # A fixed, lowercase name: the place users push their Inf1 image to. It is retained when
+        # the stack is deleted (it holds user images); delete it by hand to redeploy from scratch.
         self.inf1_repository = ecr.Repository(
             self,
             "Inf1ServingImages",
+            repository_name=f"{self.stack_name.lower()}/inf1-serving",
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
         )
@@ -128,6 +131,12 @@ class NeuronMixedCluster(Stack):
             port_mappings=[ecs.PortMapping(container_port=8500, host_port=8500)],
         )
         NeuronService(self, "Inf1Service", cluster=self.neuron, task_definition=inf1)
+        CfnOutput(
+            self,
+            "Inf1RepositoryUri",
+            value=self.inf1_repository.repository_uri,
+            description=f"Push the Inf1 serving image here with the tag {inf1_image_tag}",
+        )
 
 
 def build_app(app: App | None = None) -> App:

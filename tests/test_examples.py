@@ -220,3 +220,16 @@ def test_cdk_nag_would_catch_an_unacknowledged_finding() -> None:
     sqs.Queue(Stack(app, "Unencrypted"), "Queue", encryption=sqs.QueueEncryption.UNENCRYPTED)
     with pytest.raises(RuntimeError, match="AwsSolutions-SQS"):
         app.synth()
+
+
+def test_mixed_stack_names_its_inf1_repository_and_outputs_its_uri(templates: dict[str, dict[str, Any]]) -> None:
+    template = templates["NeuronMixedCluster"]
+    ((logical_id, repository),) = resources(template, "AWS::ECR::Repository").items()
+    properties = repository["Properties"]
+    # ECR names must be lowercase; a fixed name is where users push the image the Inf1 task runs.
+    assert properties["RepositoryName"] == "neuronmixedcluster/inf1-serving"
+    assert properties["ImageTagMutability"] == "IMMUTABLE"
+    assert properties["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert repository["DeletionPolicy"] == "Retain"
+    output = template["Outputs"]["Inf1RepositoryUri"]
+    assert {"Ref": logical_id} in output["Value"]["Fn::Join"][1]
