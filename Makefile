@@ -1,7 +1,7 @@
 # neuron_constructs: every target installs what it needs first (Python venv + pinned Node.js 22 and CDK CLI).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
-.DEFAULT_GOAL := synth
+.DEFAULT_GOAL := deploy-local
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,9 +13,10 @@ export PATH := $(NODE_BIN):$(BIN):$(PATH)
 export JSII_NODE := $(NODE_BIN)/node
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-STACKS := NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster
+STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster
+CDK_ARGS ?=
 
-.PHONY: install synth test check readme-tables clean
+.PHONY: install deploy-local synth test check deploy destroy readme-tables clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -27,6 +28,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+## Deploy the example stacks with the pinned cdk CLI to a fresh local AWS endpoint (moto on 127.0.0.1):
+## bootstrap, deploy, print what was created, stop the endpoint. No AWS account or credentials.
+deploy-local: install
+	$(BIN)/python -m neuron_constructs.local_endpoint --context cdkNag=true $(STACKS)
 
 ## Synthesize every example stack through the pinned cdk CLI with cdk-nag on, then cfn-lint each template.
 synth: install
@@ -43,6 +49,16 @@ check: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+## Deploy the example stacks to the AWS account and region of your own credentials (never the default).
+deploy: install
+	cdk bootstrap --context cdkNag=true
+	cdk deploy --context cdkNag=true $(STACKS) $(CDK_ARGS)
+	$(BIN)/python -m neuron_constructs.deployment_report $(STACKS)
+
+## Delete the example stacks from that account (asks for confirmation; CDK_ARGS=--force does not).
+destroy: install
+	cdk destroy $(STACKS) $(CDK_ARGS)
 
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install

@@ -157,9 +157,10 @@ def test_unknown_capacity_type_is_refused_with_the_construct_path() -> None:
         NeuronCluster(stack, "C").add_ec2_capacity("Gpu", instance_type="g5.xlarge")
 
 
-def test_catalog_and_rules_import_without_the_cdk() -> None:
+def test_catalog_rules_and_tooling_import_without_the_cdk() -> None:
     code = (
         "import sys, neuron_constructs as n; n.NeuronInstanceType.of('inf2.xlarge'); n.RULES;"
+        "import neuron_constructs.local_endpoint, neuron_constructs.deployment_report;"
         "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,354 @@
+"""What a deployed stack created, read back through the AWS APIs (boto3), next to what its template asked.
+
+For every ECS cluster, capacity (Auto Scaling group with its launch template, capacity
+provider), task definition (with its Neuron settings) and service in a CloudFormation stack,
+one line from the live API. Anything the template declares that the endpoint did not create,
+or a property it did not keep, is listed as a gap, so a partial emulator (moto) is never
+mistaken for AWS. Works against AWS itself too: ``python -m neuron_constructs.deployment_report
+STACK...`` after ``cdk deploy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Gap", "ReportItem", "StackReport", "describe_stack", "describe_stacks", "format_reports", "main"]
+
+NEURON_DEVICE_PREFIX = "/dev/neuron"
+
+ClientFactory = Callable[[str], Any]
+"""``service name -> boto3 client``, e.g. ``boto3.client``."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something the template asks for that the endpoint did not create or did not keep.
+
+    ``attribute`` is ``"resource"`` when the whole resource is missing, else the property.
+    """
+
+    resource_type: str
+    logical_id: str
+    attribute: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    """One created resource: its kind (cluster, capacity, task definition, service), name and settings."""
+
+    kind: str
+    name: str
+    details: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StackReport:
+    name: str
+    status: str
+    resources_declared: int
+    resources_created: int
+    items: list[ReportItem] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+
+def _template(cloudformation: Any, stack_name: str) -> dict[str, Any]:
+    body = cloudformation.get_template(StackName=stack_name, TemplateStage="Processed")["TemplateBody"]
+    return json.loads(body) if isinstance(body, str) else dict(body)
+
+
+def _created_resources(cloudformation: Any, stack_name: str) -> dict[str, dict[str, Any]]:
+    created: dict[str, dict[str, Any]] = {}
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name):
+        for summary in page["StackResourceSummaries"]:
+            if summary.get("LogicalResourceId") and summary.get("PhysicalResourceId"):
+                created[summary["LogicalResourceId"]] = summary
+    return created
+
+
+def _ref(value: Any) -> str | None:
+    return value.get("Ref") if isinstance(value, dict) else None
+
+
+class _StackReader:
+    """Reads one stack: the template says what to look for, the live APIs say what is there."""
+
+    def __init__(self, clients: ClientFactory, stack_name: str) -> None:
+        self.clients = clients
+        cloudformation = clients("cloudformation")
+        self.stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+        self.template = _template(cloudformation, stack_name)
+        self.declared: dict[str, dict[str, Any]] = self.template.get("Resources", {})
+        self.created = _created_resources(cloudformation, stack_name)
+        self.parameters = {
+            p["ParameterKey"]: p.get("ResolvedValue") or p.get("ParameterValue", "")
+            for p in self.stack.get("Parameters", [])
+        }
+        self.items: list[ReportItem] = []
+        self.gaps: list[Gap] = []
+
+    def physical_id(self, logical_id: str) -> str | None:
+        summary = self.created.get(logical_id)
+        return summary["PhysicalResourceId"] if summary else None
+
+    def gap(self, logical_id: str, detail: str = "not created", *, attribute: str = "resource") -> None:
+        self.gaps.append(Gap(self.declared[logical_id]["Type"], logical_id, attribute, detail))
+
+    def compare(self, logical_id: str, what: str, asked: Any, live: Any) -> None:
+        if asked not in (None, [], "") and asked != live:
+            self.gap(logical_id, f"{what}: template asks {asked!r}, the endpoint reports {live!r}", attribute=what)
+
+    def read(self) -> StackReport:
+        readers = {
+            "AWS::ECS::Cluster": self.cluster,
+            "AWS::AutoScaling::AutoScalingGroup": self.auto_scaling_group,
+            "AWS::ECS::CapacityProvider": self.capacity_provider,
+            "AWS::ECS::TaskDefinition": self.task_definition,
+            "AWS::ECS::Service": self.service,
+        }
+        for logical_id, resource in self.declared.items():
+            physical_id = self.physical_id(logical_id)
+            reader = readers.get(resource["Type"])
+            if reader is not None:
+                reader(logical_id, resource.get("Properties", {}), physical_id)
+            elif physical_id is None:
+                self.gap(logical_id)
+        self.items.append(
+            ReportItem(
+                "iam",
+                "created",
+                (self.count("AWS::IAM::Role", "role"), self.count("AWS::IAM::InstanceProfile", "instance profile")),
+            )
+        )
+        self.outputs()
+        return StackReport(
+            name=self.stack["StackName"],
+            status=self.stack["StackStatus"],
+            resources_declared=len(self.declared),
+            resources_created=sum(1 for k in self.declared if k in self.created),
+            items=self.items,
+            gaps=self.gaps,
+        )
+
+    def count(self, resource_type: str, noun: str) -> str:
+        n = sum(1 for k, r in self.declared.items() if r["Type"] == resource_type and k in self.created)
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    def outputs(self) -> None:
+        live = {o["OutputKey"]: o.get("OutputValue", "") for o in self.stack.get("Outputs", [])}
+        for key in self.template.get("Outputs", {}):
+            if key in live:
+                self.items.append(ReportItem("output", key, (live[key],)))
+            else:
+                self.gaps.append(Gap("Output", key, "resource", "not reported by DescribeStacks"))
+
+    def cluster(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        cluster = self.clients("ecs").describe_clusters(clusters=[physical_id], include=["SETTINGS"])["clusters"][0]
+        settings = {s["name"]: s["value"] for s in cluster.get("settings", [])}
+        asked = {s["Name"]: s["Value"] for s in properties.get("ClusterSettings", [])}
+        self.compare(logical_id, "containerInsights", asked.get("containerInsights"), settings.get("containerInsights"))
+        insights = settings.get("containerInsights", "not reported")
+        self.items.append(
+            ReportItem("cluster", cluster["clusterName"], (cluster["status"], f"containerInsights {insights}"))
+        )
+
+    def auto_scaling_group(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        group = self.clients("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[physical_id])
+        group = group["AutoScalingGroups"][0]
+        details = [f"{group['MinSize']}..{group['MaxSize']} instances (desired {group['DesiredCapacity']})"]
+        template_ref = group.get("LaunchTemplate")
+        if template_ref:
+            version = self.clients("ec2").describe_launch_template_versions(
+                LaunchTemplateId=template_ref["LaunchTemplateId"], Versions=[str(template_ref["Version"])]
+            )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+            details += self._launch_template_details(version)
+        else:
+            details.append("no launch template")
+        self.items.append(ReportItem("capacity", f"Auto Scaling group {group['AutoScalingGroupName']}", tuple(details)))
+
+    def _launch_template_details(self, data: dict[str, Any]) -> list[str]:
+        image = data.get("ImageId", "?")
+        source = self._ami_source(image)
+        mappings: list[dict[str, Any]] = data.get("BlockDeviceMappings", [])
+        root: dict[str, Any] = mappings[0].get("Ebs", {}) if mappings else {}
+        tokens = data.get("MetadataOptions", {}).get("HttpTokens", "optional")
+        return [
+            data.get("InstanceType", "?"),
+            f"AMI {image}" + (f" from SSM {source}" if source else ""),
+            "IMDSv2 required" if tokens == "required" else f"IMDS HttpTokens {tokens}",
+            f"root {root.get('VolumeSize', '?')} GiB {root.get('VolumeType', '?')}"
+            + (" encrypted" if root.get("Encrypted") else " NOT encrypted"),
+        ]
+
+    def _ami_source(self, image_id: str) -> str | None:
+        """The SSM parameter path whose resolved value is ``image_id``, if a stack parameter says so."""
+        for key, parameter in self.template.get("Parameters", {}).items():
+            if "AWS::SSM::Parameter::Value" in parameter.get("Type", "") and self.parameters.get(key) == image_id:
+                return str(parameter.get("Default"))
+        return None
+
+    def capacity_provider(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if "ManagedInstancesProvider" in properties:
+            requirements = properties["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
+            details = (
+                "ECS Managed Instances",
+                "accelerators " + ", ".join(requirements.get("AcceleratorNames", [])),
+                "instance types " + ", ".join(requirements.get("AllowedInstanceTypes", ["any"])),
+            )
+        else:
+            group = properties.get("AutoScalingGroupProvider", {})
+            scaling = group.get("ManagedScaling", {}).get("Status", "DISABLED")
+            details = (
+                f"Auto Scaling group {_ref(group.get('AutoScalingGroupArn')) or '?'}",
+                f"managed scaling {scaling}",
+                f"termination protection {group.get('ManagedTerminationProtection', 'DISABLED')}",
+            )
+        if physical_id is None:
+            self.gap(logical_id, "not created (" + "; ".join(details) + ")")
+            return
+        self.items.append(ReportItem("capacity", f"capacity provider {physical_id}", details))
+
+    def task_definition(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        task = self.clients("ecs").describe_task_definition(taskDefinition=physical_id)["taskDefinition"]
+        compatibilities = task.get("requiresCompatibilities") or task.get("compatibilities", [])
+        self.compare(logical_id, "requiresCompatibilities", properties.get("RequiresCompatibilities"), compatibilities)
+        self.compare(logical_id, "networkMode", properties.get("NetworkMode"), task.get("networkMode"))
+        self.compare(logical_id, "cpu", properties.get("Cpu"), task.get("cpu"))
+        self.compare(logical_id, "memory", properties.get("Memory"), task.get("memory"))
+        asked_constraints = [
+            f"{c['Type']} {c.get('Expression', '')}".strip() for c in properties.get("PlacementConstraints", [])
+        ]
+        constraints = [f"{c['type']} {c.get('expression', '')}".strip() for c in task.get("placementConstraints", [])]
+        self.compare(logical_id, "placementConstraints", asked_constraints, constraints)
+        details = [
+            "/".join(compatibilities) or "no compatibilities",
+            f"network {task.get('networkMode', '?')}",
+            f"cpu {task.get('cpu') or 'not reported'}, memory {task.get('memory') or 'not reported'} MiB",
+        ]
+        details += [_container_neuron_settings(c) for c in task["containerDefinitions"]]
+        details += [f"placement {c}" for c in constraints]
+        name = f"{task['family']}:{task['revision']}"
+        self.items.append(ReportItem("task definition", name, tuple(details)))
+
+    def service(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        cluster_id = _ref(properties.get("Cluster"))
+        cluster = self.physical_id(cluster_id) if cluster_id else None
+        if physical_id is None or cluster is None:
+            self.gap(logical_id)
+            return
+        service = self.clients("ecs").describe_services(cluster=cluster, services=[physical_id])["services"][0]
+        strategy = [
+            f"{item['capacityProvider']} (weight {item.get('weight', 0)})"
+            for item in service.get("capacityProviderStrategy", [])
+        ]
+        asked = properties.get("CapacityProviderStrategy", [])
+        if asked and not strategy:
+            providers = ", ".join(_ref(item.get("CapacityProvider")) or "?" for item in asked)
+            self.gap(
+                logical_id, f"capacityProviderStrategy ({providers}) not kept", attribute="capacityProviderStrategy"
+            )
+        placement = (
+            "capacity provider " + ", ".join(strategy) if strategy else f"launch type {service.get('launchType')}"
+        )
+        task = service["taskDefinition"].rsplit("/", 1)[-1]
+        details = (f"desired {service['desiredCount']}", task, placement)
+        self.items.append(ReportItem("service", service["serviceName"], details))
+
+
+def _container_neuron_settings(container: dict[str, Any]) -> str:
+    """``name: NeuronDevice=ALL`` (managed), ``name: /dev/neuron0 (read,write)`` (manual), or no devices."""
+    name = container["name"]
+    managed = [r["value"] for r in container.get("resourceRequirements", []) if r["type"] == "NeuronDevice"]
+    linux = container.get("linuxParameters", {})
+    devices = [d for d in linux.get("devices", []) if d.get("hostPath", "").startswith(NEURON_DEVICE_PREFIX)]
+    capabilities = linux.get("capabilities", {}).get("add", [])
+    if managed:
+        return f"{name}: NeuronDevice={managed[0]}"
+    if devices:
+        permissions = sorted({p for d in devices for p in d.get("permissions", [])})
+        paths = _device_ranges([d["hostPath"] for d in devices])
+        return f"{name}: {paths} ({'/'.join(permissions) or 'no permissions'})" + (
+            f" + {','.join(capabilities)}" if capabilities else ""
+        )
+    return f"{name}: no Neuron devices"
+
+
+def _device_ranges(host_paths: Sequence[str]) -> str:
+    """``/dev/neuron0..15`` for contiguous runs, so a 16-device mapping reads at a glance."""
+    indices = [
+        int(p.removeprefix(NEURON_DEVICE_PREFIX)) for p in host_paths if p[len(NEURON_DEVICE_PREFIX) :].isdigit()
+    ]
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    parts = [f"{NEURON_DEVICE_PREFIX}{r[0]}" + (f"..{r[-1]}" if len(r) > 1 else "") for r in runs]
+    return ", ".join(parts)
+
+
+def describe_stack(clients: ClientFactory, stack_name: str) -> StackReport:
+    """Read one deployed stack through the AWS APIs that ``clients`` returns."""
+    return _StackReader(clients, stack_name).read()
+
+
+def describe_stacks(clients: ClientFactory, stack_names: Iterable[str]) -> list[StackReport]:
+    return [describe_stack(clients, name) for name in stack_names]
+
+
+def format_reports(reports: Sequence[StackReport], *, endpoint: str = "AWS") -> str:
+    """A readable summary: one block per stack, the gaps last in each."""
+    lines: list[str] = []
+    for report in reports:
+        lines.append("")
+        lines.append(
+            f"{report.name}: {report.status}, {report.resources_created} of {report.resources_declared} "
+            "resources created"
+        )
+        for item in report.items:
+            lines.append(f"  {item.kind:<16} {item.name}: " + "; ".join(item.details))
+        if report.gaps:
+            lines.append(f"  declared in the template, but not created or not kept by {endpoint}:")
+            lines += [f"    {gap.resource_type} {gap.logical_id}: {gap.detail}" for gap in report.gaps]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m neuron_constructs.deployment_report",
+        description="Print what deployed CloudFormation stacks created: ECS clusters, capacity, "
+        "task definitions with their Neuron settings, services.",
+    )
+    parser.add_argument("stacks", nargs="+", help="stack names")
+    parser.add_argument("--region", help="AWS region (default: from the environment)")
+    args = parser.parse_args(argv)
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    session = boto3.Session(region_name=args.region)
+    try:
+        print(format_reports(describe_stacks(session.client, args.stacks)))
+    except (BotoCoreError, ClientError) as error:
+        print(f"could not read the stacks: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

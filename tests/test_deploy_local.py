@@ -1,0 +1,354 @@
+"""End to end: the real cdk CLI deploys every example stack to a fresh local endpoint (moto on 127.0.0.1).
+
+What a user would check after a deploy is read back through boto3. moto does not create
+every resource or keep every property; each such gap, as the deployment report lists it, is
+asserted on the synthesized template instead (``TEMPLATE_CHECKS``), and a gap nobody has
+accounted for fails the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import EXAMPLE_STACKS, ROOT, resources
+
+from neuron_constructs.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.deployment_report import Gap, StackReport, describe_stacks, format_reports
+from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, local_aws_endpoint
+
+STANDARD_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id"
+CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
+
+# The instance type of every Auto Scaling group's launch template, and the AMI parameter it must use.
+EXPECTED_GROUPS = {
+    "NeuronInferenceManaged": {},
+    "NeuronInferenceEc2": {"inf2.xlarge": NEURON_AMI_PARAMETER},
+    "NeuronMixedCluster": {
+        "trn1.32xlarge": NEURON_AMI_PARAMETER,
+        "inf1.xlarge": NEURON_AMI_PARAMETER,
+        "m7i.large": STANDARD_AMI_PARAMETER,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    endpoint: LocalAwsEndpoint
+    stack_names: list[str]
+    reports: dict[str, StackReport]
+
+    def physical_ids(self, stack: str, resource_type: str) -> dict[str, str]:
+        """Logical id -> physical id of the created resources of one type."""
+        summaries = self.endpoint.client("cloudformation").list_stack_resources(StackName=stack)
+        return {
+            s["LogicalResourceId"]: s["PhysicalResourceId"]
+            for s in summaries["StackResourceSummaries"]
+            if s.get("ResourceType") == resource_type and s.get("PhysicalResourceId")
+        }
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """One fresh local endpoint with every example stack deployed by the pinned cdk CLI."""
+    if not CDK_CLI.exists():
+        pytest.fail(f"{CDK_CLI} is missing: run make install (npm ci) first")
+    cloud_assembly = tmp_path_factory.mktemp("cdk.out")
+    with local_aws_endpoint(log=cloud_assembly.parent / "moto.log") as endpoint:
+        names = deploy_app(endpoint, app_dir=ROOT, cdk=str(CDK_CLI), output=cloud_assembly)
+        reports = describe_stacks(endpoint.client, names)
+        yield Deployment(endpoint, names, {r.name: r for r in reports})
+
+
+def test_every_example_stack_deploys(deployment: Deployment) -> None:
+    assert sorted(deployment.stack_names) == sorted(EXAMPLE_STACKS)
+    for name in EXAMPLE_STACKS:
+        assert deployment.reports[name].status == "CREATE_COMPLETE", name
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_ecs_cluster_exists(stack: str, deployment: Deployment) -> None:
+    (cluster_name,) = deployment.physical_ids(stack, "AWS::ECS::Cluster").values()
+    (cluster,) = deployment.endpoint.client("ecs").describe_clusters(clusters=[cluster_name])["clusters"]
+    assert cluster["status"] == "ACTIVE"
+    assert cluster["clusterName"].startswith(f"{stack}-NeuronCluster")
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_launch_templates_use_the_ami_ssm_resolves_and_the_right_instance_type(
+    stack: str, deployment: Deployment
+) -> None:
+    ssm = deployment.endpoint.client("ssm")
+    autoscaling = deployment.endpoint.client("autoscaling")
+    ec2 = deployment.endpoint.client("ec2")
+    seen: dict[str, str] = {}
+    for group_name in deployment.physical_ids(stack, "AWS::AutoScaling::AutoScalingGroup").values():
+        (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])["AutoScalingGroups"]
+        assert "LaunchConfigurationName" not in group
+        reference = group["LaunchTemplate"]
+        (version,) = ec2.describe_launch_template_versions(
+            LaunchTemplateId=reference["LaunchTemplateId"], Versions=[reference["Version"]]
+        )["LaunchTemplateVersions"]
+        data = version["LaunchTemplateData"]
+        seen[data["InstanceType"]] = data["ImageId"]
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
+    expected = {
+        instance_type: ssm.get_parameter(Name=parameter)["Parameter"]["Value"]
+        for instance_type, parameter in EXPECTED_GROUPS[stack].items()
+    }
+    assert seen == expected
+    neuron_ami = ssm.get_parameter(Name=NEURON_AMI_PARAMETER)["Parameter"]["Value"]
+    assert neuron_ami.startswith("ami-")
+
+
+def _container_devices(container: dict[str, Any], *, live: bool) -> tuple[list[Any], list[Any]]:
+    """(NeuronDevice requirements, Neuron device mappings) of a template or live container definition."""
+    if live:
+        requirements = [(r["type"], r["value"]) for r in container.get("resourceRequirements", [])]
+        devices = [
+            (d["hostPath"], d.get("containerPath"), sorted(d["permissions"]))
+            for d in container.get("linuxParameters", {}).get("devices", [])
+        ]
+    else:
+        requirements = [(r["Type"], r["Value"]) for r in container.get("ResourceRequirements", [])]
+        devices = [
+            (d["HostPath"], d.get("ContainerPath"), sorted(d["Permissions"]))
+            for d in container.get("LinuxParameters", {}).get("Devices", [])
+        ]
+    return [r for r in requirements if r[0] == "NeuronDevice"], devices
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_task_definitions_keep_their_neuron_devices(
+    stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
+) -> None:
+    ecs = deployment.endpoint.client("ecs")
+    live_ids = deployment.physical_ids(stack, "AWS::ECS::TaskDefinition")
+    declared = resources(templates[stack], "AWS::ECS::TaskDefinition")
+    assert set(live_ids) == set(declared)
+    for logical_id, resource in declared.items():
+        live = ecs.describe_task_definition(taskDefinition=live_ids[logical_id])["taskDefinition"]
+        live_containers = {c["name"]: c for c in live["containerDefinitions"]}
+        for container in resource["Properties"]["ContainerDefinitions"]:
+            assert _container_devices(live_containers[container["Name"]], live=True) == _container_devices(
+                container, live=False
+            )
+
+
+def _neuron_settings(deployment: Deployment, stack: str) -> list[tuple[list[Any], list[Any]]]:
+    ecs = deployment.endpoint.client("ecs")
+    settings = []
+    for arn in deployment.physical_ids(stack, "AWS::ECS::TaskDefinition").values():
+        for container in ecs.describe_task_definition(taskDefinition=arn)["taskDefinition"]["containerDefinitions"]:
+            requirements, devices = _container_devices(container, live=True)
+            if requirements or devices:
+                settings.append((requirements, [d[0] for d in devices]))
+    return sorted(settings, key=lambda s: (len(s[0]), len(s[1])))
+
+
+def test_managed_allocation_survives_the_deploy(deployment: Deployment) -> None:
+    assert _neuron_settings(deployment, "NeuronInferenceManaged") == [([("NeuronDevice", "ALL")], [])]
+
+
+def test_manual_mappings_survive_the_deploy(deployment: Deployment) -> None:
+    assert _neuron_settings(deployment, "NeuronInferenceEc2") == [([], ["/dev/neuron0"])]
+    mixed = _neuron_settings(deployment, "NeuronMixedCluster")
+    assert ([], ["/dev/neuron0"]) in mixed  # inf1.xlarge: one chip
+    assert ([], [f"/dev/neuron{i}" for i in range(16)]) in mixed  # trn1.32xlarge: every chip
+    assert ([("NeuronDevice", "ALL")], []) in mixed  # Managed Instances
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_iam_roles_and_instance_profiles_exist(
+    stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
+) -> None:
+    iam = deployment.endpoint.client("iam")
+    roles = deployment.physical_ids(stack, "AWS::IAM::Role")
+    assert set(roles) == set(resources(templates[stack], "AWS::IAM::Role"))
+    for role_name in roles.values():
+        assert iam.get_role(RoleName=role_name)["Role"]["RoleName"] == role_name
+    profiles = deployment.physical_ids(stack, "AWS::IAM::InstanceProfile")
+    assert set(profiles) == set(resources(templates[stack], "AWS::IAM::InstanceProfile"))
+    assert profiles, "every example stack has instance capacity"
+    for profile_name in profiles.values():
+        profile = iam.get_instance_profile(InstanceProfileName=profile_name)["InstanceProfile"]
+        role_names = {r["RoleName"] for r in profile["Roles"]}
+        assert role_names and role_names <= set(roles.values())
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_services_run_their_task_definitions(stack: str, deployment: Deployment) -> None:
+    ecs = deployment.endpoint.client("ecs")
+    (cluster,) = deployment.physical_ids(stack, "AWS::ECS::Cluster").values()
+    task_definitions = set(deployment.physical_ids(stack, "AWS::ECS::TaskDefinition").values())
+    services = deployment.physical_ids(stack, "AWS::ECS::Service").values()
+    assert services
+    for service in ecs.describe_services(cluster=cluster, services=list(services))["services"]:
+        assert service["status"] == "ACTIVE"
+        assert service["desiredCount"] == 1
+        assert service["taskDefinition"] in task_definitions
+
+
+# --- What moto does not do, asserted on the synthesized template -----------------------------------
+
+Check = Callable[[dict[str, Any], dict[str, Any]], None]
+
+
+def _check_capacity_provider(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2 has no AWS::ECS::CapacityProvider.
+    if "ManagedInstancesProvider" in properties:
+        requirements = properties["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
+        assert requirements["AcceleratorManufacturers"] == ["amazon-web-services"]
+        assert all(t.startswith(("inf", "trn")) for t in requirements["AllowedInstanceTypes"])
+    else:
+        provider = properties["AutoScalingGroupProvider"]
+        assert provider["ManagedScaling"]["Status"] == "ENABLED"
+        assert provider["ManagedTerminationProtection"] == "ENABLED"
+        assert provider["AutoScalingGroupArn"]["Ref"] in resources(template, "AWS::AutoScaling::AutoScalingGroup")
+
+
+def _check_association(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2 has no AWS::ECS::ClusterCapacityProviderAssociations.
+    providers = resources(template, "AWS::ECS::CapacityProvider")
+    assert properties["CapacityProviders"] and all(p["Ref"] in providers for p in properties["CapacityProviders"])
+    assert properties["Cluster"]["Ref"] in resources(template, "AWS::ECS::Cluster")
+
+
+def _check_container_insights(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's CloudFormation handler ignores ClusterSettings.
+    assert {"Name": "containerInsights", "Value": "enabled"} in properties["ClusterSettings"]
+
+
+def _check_placement_constraints(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's CloudFormation handler drops a task definition's PlacementConstraints.
+    (constraint,) = properties["PlacementConstraints"]
+    assert constraint["Type"] == "memberOf"
+    assert constraint["Expression"].startswith("attribute:ecs.instance-type == ")
+
+
+def _check_managed_instances_task(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto drops RequiresCompatibilities, NetworkMode and task-level Cpu/Memory when created by CloudFormation.
+    assert properties["RequiresCompatibilities"] in (["MANAGED_INSTANCES"], ["EC2"], ["EC2", "MANAGED_INSTANCES"])
+    if properties["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]:
+        assert properties["NetworkMode"] == "awsvpc"
+    assert int(properties["Cpu"]) > 0 and int(properties["Memory"]) > 0
+
+
+def _check_service_strategy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's CloudFormation handler drops a service's CapacityProviderStrategy.
+    (strategy,) = properties["CapacityProviderStrategy"]
+    assert strategy["CapacityProvider"]["Ref"] in resources(template, "AWS::ECS::CapacityProvider")
+    assert "LaunchType" not in properties
+
+
+def _check_output(template: dict[str, Any], output: dict[str, Any]) -> None:
+    # moto does not report the Outputs of a stack created through a change set.
+    assert "Fn::Join" in output["Value"] and output["Description"]
+
+
+TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
+    ("AWS::ECS::CapacityProvider", "resource"): _check_capacity_provider,
+    ("AWS::ECS::ClusterCapacityProviderAssociations", "resource"): _check_association,
+    ("AWS::ECS::Cluster", "containerInsights"): _check_container_insights,
+    ("AWS::ECS::TaskDefinition", "placementConstraints"): _check_placement_constraints,
+    ("AWS::ECS::TaskDefinition", "requiresCompatibilities"): _check_managed_instances_task,
+    ("AWS::ECS::TaskDefinition", "networkMode"): _check_managed_instances_task,
+    ("AWS::ECS::TaskDefinition", "cpu"): _check_managed_instances_task,
+    ("AWS::ECS::TaskDefinition", "memory"): _check_managed_instances_task,
+    ("AWS::ECS::Service", "capacityProviderStrategy"): _check_service_strategy,
+    ("Output", "resource"): _check_output,
+}
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_every_gap_is_asserted_on_the_template(
+    stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
+) -> None:
+    template = templates[stack]
+    gaps: list[Gap] = deployment.reports[stack].gaps
+    unaccounted = [g for g in gaps if (g.resource_type, g.attribute) not in TEMPLATE_CHECKS]
+    assert not unaccounted, f"new gaps between the template and the local endpoint: {unaccounted}"
+    for gap in gaps:
+        if gap.resource_type == "Output":
+            declared = template["Outputs"][gap.logical_id]
+        else:
+            declared = template["Resources"][gap.logical_id]["Properties"]
+        TEMPLATE_CHECKS[(gap.resource_type, gap.attribute)](template, declared)
+
+
+def test_capacity_providers_are_reported_as_gaps_not_hidden(deployment: Deployment) -> None:
+    gaps = deployment.reports["NeuronMixedCluster"].gaps
+    providers = {g.logical_id for g in gaps if g.resource_type == "AWS::ECS::CapacityProvider"}
+    assert len(providers) == 4  # Managed Instances, trn1.32xlarge, inf1.xlarge, the non-Neuron group
+    text = format_reports([deployment.reports["NeuronMixedCluster"]], endpoint="moto")
+    assert "not created or not kept by moto" in text
+    assert "AWS::ECS::CapacityProvider" in text
+    assert "accelerators inferentia2, trainium, trainium2" in text
+
+
+def test_report_shows_neuron_settings_per_task_definition(deployment: Deployment) -> None:
+    text = format_reports([deployment.reports["NeuronMixedCluster"]])
+    assert "vllm: NeuronDevice=ALL" in text
+    assert "vllm: /dev/neuron0..15 (read/write) + IPC_LOCK" in text
+    assert "serving: /dev/neuron0 (read/write) + IPC_LOCK" in text
+    assert f"from SSM {NEURON_AMI_PARAMETER}" in text
+
+
+# --- The endpoint itself -----------------------------------------------------------------------------
+
+
+def _accepts_connections(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_endpoint_is_stopped_on_exit_and_on_error() -> None:
+    with local_aws_endpoint() as endpoint:
+        assert _accepts_connections(endpoint.port)
+        assert endpoint.client("sts").get_caller_identity()["Account"]
+    assert not _accepts_connections(endpoint.port)
+
+    with pytest.raises(RuntimeError, match="boom"), local_aws_endpoint() as failing:
+        raise RuntimeError("boom")
+    assert not _accepts_connections(failing.port)
+
+
+def test_environment_talks_only_to_the_loopback_endpoint() -> None:
+    endpoint = LocalAwsEndpoint(port=4566)
+    env = endpoint.environment({"AWS_PROFILE": "production", "AWS_SESSION_TOKEN": "x", "PATH": os.defpath})
+    assert "AWS_PROFILE" not in env and "AWS_SESSION_TOKEN" not in env
+    assert env["PATH"] == os.defpath
+    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:4566"
+    assert env["AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION"] == "http://localhost:4566"
+    assert env["AWS_EC2_METADATA_DISABLED"] == "true"
+    assert env["CDK_DISABLE_CLI_TELEMETRY"] == "true" and env["CDK_DISABLE_VERSION_CHECK"] == "true"
+    assert env["AWS_CONFIG_FILE"] == os.devnull == env["AWS_SHARED_CREDENTIALS_FILE"]
+
+
+def test_examples_have_one_group_per_expected_instance_type(templates: dict[str, dict[str, Any]]) -> None:
+    for stack, groups in EXPECTED_GROUPS.items():
+        launch_templates = resources(templates[stack], "AWS::EC2::LaunchTemplate").values()
+        assert sorted(lt["Properties"]["LaunchTemplateData"]["InstanceType"] for lt in launch_templates) == sorted(
+            groups
+        )
+
+
+def _normalised(text: str) -> list[str]:
+    """Report lines without what changes per run: generated name suffixes and the port."""
+    text = re.sub(r"-[A-Z0-9]{10,}(?=[:;\s]|$)", "-…", text, flags=re.M)
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
+def test_readme_shows_the_report_deploy_local_prints(deployment: Deployment) -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = readme.split("## Deploying locally", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    printed = format_reports([deployment.reports["NeuronInferenceEc2"]], endpoint=deployment.endpoint.label)
+    assert _normalised(sample) == _normalised(printed)
