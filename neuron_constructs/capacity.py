@@ -16,6 +16,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from neuron_constructs import compliance, rules
+from neuron_constructs.ami import NEURON_AMI_IMAGE_ID_PARAMETER
 from neuron_constructs.catalog import NeuronInstanceType
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "ManagedInstancesCapacity",
 ]
 
-NEURON_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+NEURON_AMI_PARAMETER = NEURON_AMI_IMAGE_ID_PARAMETER
 """SSM parameter holding the ECS-optimized Amazon Linux 2023 (Neuron) AMI id."""
 
 DEFAULT_ROOT_VOLUME_GIB = 100

@@ -141,6 +141,24 @@ class NeuronInstanceType:
             return contiguous and count in _TORUS_DEVICE_COUNTS
         return False
 
+    def to_json(self) -> dict[str, object]:
+        """Every fact of this entry, JSON-ready (``None`` where no public figure exists)."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "vcpus": self.vcpus,
+            "memory_gib": self.memory_gib,
+            "chips": self.chips,
+            "device_paths": list(self.device_paths),
+            "accelerator": self.accelerator,
+            "neuron_cores": self.neuron_cores,
+            "neuron_cores_per_chip": self.neuron_cores_per_chip,
+            "accelerator_memory_gib_per_chip": self.accelerator_memory_gib_per_chip,
+            "efa_interfaces": self.efa_interfaces,
+            "topology": self.topology.value,
+            "supports_managed_instances": self.supports_managed_instances,
+        }
+
     @classmethod
     def of(cls, name: str) -> NeuronInstanceType:
         """The catalog entry for ``name`` (e.g. ``"trn1.32xlarge"``).

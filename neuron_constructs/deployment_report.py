@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuron_constructs.inspection import device_index, format_device_paths
+
 __all__ = ["Gap", "ReportItem", "StackReport", "describe_stack", "describe_stacks", "format_reports", "main"]
 
 NEURON_DEVICE_PREFIX = "/dev/neuron"
@@ -280,26 +282,12 @@ def _container_neuron_settings(container: dict[str, Any]) -> str:
         return f"{name}: NeuronDevice={managed[0]}"
     if devices:
         permissions = sorted({p for d in devices for p in d.get("permissions", [])})
-        paths = _device_ranges([d["hostPath"] for d in devices])
+        indices = (device_index(d["hostPath"]) for d in devices)
+        paths = format_device_paths(i for i in indices if i is not None)
         return f"{name}: {paths} ({'/'.join(permissions) or 'no permissions'})" + (
             f" + {','.join(capabilities)}" if capabilities else ""
         )
     return f"{name}: no Neuron devices"
-
-
-def _device_ranges(host_paths: Sequence[str]) -> str:
-    """``/dev/neuron0..15`` for contiguous runs, so a 16-device mapping reads at a glance."""
-    indices = [
-        int(p.removeprefix(NEURON_DEVICE_PREFIX)) for p in host_paths if p[len(NEURON_DEVICE_PREFIX) :].isdigit()
-    ]
-    runs: list[list[int]] = []
-    for index in indices:
-        if runs and index == runs[-1][-1] + 1:
-            runs[-1].append(index)
-        else:
-            runs.append([index])
-    parts = [f"{NEURON_DEVICE_PREFIX}{r[0]}" + (f"..{r[-1]}" if len(r) > 1 else "") for r in runs]
-    return ", ".join(parts)
 
 
 def describe_stack(clients: ClientFactory, stack_name: str) -> StackReport:

@@ -14,27 +14,55 @@ from pathlib import Path
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.rules import RULES
 
-__all__ = ["catalog_table", "rewrite", "rules_table"]
+__all__ = ["CATALOG_HEADERS", "catalog_rows", "catalog_table", "rewrite", "rules_table"]
 
 
 def _unknown(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
-def catalog_table() -> str:
-    """Markdown table of every catalog entry."""
-    rows = [
-        "| type | vCPUs | memory GiB | chips | devices | accelerator | NeuronCores | HBM GiB/chip | EFA "
-        "| topology | Managed Instances |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+CATALOG_HEADERS = (
+    "type",
+    "vCPUs",
+    "memory GiB",
+    "chips",
+    "devices",
+    "accelerator",
+    "NeuronCores",
+    "HBM GiB/chip",
+    "EFA",
+    "topology",
+    "Managed Instances",
+)
+
+
+def catalog_rows() -> list[tuple[str, ...]]:
+    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (README table and ``neuron-ecs catalog``)."""
+    rows: list[tuple[str, ...]] = []
     for e in NeuronInstanceType.all():
         devices = e.device_paths[0] if e.chips == 1 else f"{e.device_paths[0]} … {e.device_paths[-1]}"
         rows.append(
-            f"| {e.name} | {e.vcpus} | {e.memory_gib} | {e.chips} | {devices} | {e.accelerator} | {e.neuron_cores} "
-            f"| {e.accelerator_memory_gib_per_chip} | {_unknown(e.efa_interfaces)} | {e.topology.value} "
-            f"| {'yes' if e.supports_managed_instances else 'no (EC2 only)'} |"
+            (
+                e.name,
+                str(e.vcpus),
+                str(e.memory_gib),
+                str(e.chips),
+                devices,
+                e.accelerator,
+                str(e.neuron_cores),
+                str(e.accelerator_memory_gib_per_chip),
+                _unknown(e.efa_interfaces),
+                e.topology.value,
+                "yes" if e.supports_managed_instances else "no (EC2 only)",
+            )
         )
+    return rows
+
+
+def catalog_table() -> str:
+    """Markdown table of every catalog entry."""
+    rows = ["| " + " | ".join(CATALOG_HEADERS) + " |", "|" + "---|" * len(CATALOG_HEADERS)]
+    rows += ["| " + " | ".join(row) + " |" for row in catalog_rows()]
     return "\n".join(rows)
 
 

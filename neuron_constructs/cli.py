@@ -1,0 +1,319 @@
+"""``neuron-ecs``: the instance catalog, the recommended Neuron AMI, and where every Neuron device went.
+
+Commands::
+
+    neuron-ecs catalog [--json]
+    neuron-ecs ami [--region R] [--json]
+    neuron-ecs inspect --cluster NAME [--region R] [--json]
+
+Exit status: 0 clean, 3 when ``inspect`` finds a device held by two tasks on one instance,
+2 for usage errors, 1 when AWS cannot answer (the message says why, in a sentence).
+Tables are aligned text; on a terminal the headers are bold and findings coloured (unless
+``NO_COLOR`` is set); piped output is plain. ``catalog`` imports neither boto3 nor the AWS CDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from neuron_constructs.inspection import ClusterInspection
+
+__all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_AWS_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONFLICT = 3
+
+_REQUIRED_PERMISSIONS = {
+    "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
+    "and ecs:DescribeTaskDefinition",
+    "ami": "ssm:GetParameters on the public /aws/service/ecs/* parameters",
+}
+_FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "unregistered": "33", "idle": "33"}
+
+
+class _Output:
+    """Plain text, or bold headers and coloured findings on a terminal."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.styled = stream.isatty() and "NO_COLOR" not in os.environ
+
+    def style(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.styled else text
+
+    def line(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+        rows = [tuple(r) for r in rows]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+        self.line(self.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), "1"))
+        for row in rows:
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _compact(ids: Iterable[str]) -> str:
+    """``0-3, 6`` for device ids that are indices; the ids as given otherwise; ``-`` for none."""
+    from neuron_constructs.inspection import device_index, index_runs
+
+    ids = list(ids)
+    indices = [device_index(i) for i in ids]
+    if not ids:
+        return "-"
+    if any(i is None for i in indices):
+        return ", ".join(ids)
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in index_runs(i for i in indices if i is not None))
+
+
+def _print_json(document: Any, out: _Output) -> None:
+    out.line(json.dumps(document, indent=2, sort_keys=False))
+
+
+# --- catalog -------------------------------------------------------------------------------------
+
+
+def _catalog(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.catalog import NeuronInstanceType
+    from neuron_constructs.tables import CATALOG_HEADERS, catalog_rows
+
+    if args.json:
+        _print_json([entry.to_json() for entry in NeuronInstanceType.all()], out)
+    else:
+        out.table(CATALOG_HEADERS, catalog_rows())
+    return EXIT_OK
+
+
+# --- ami -----------------------------------------------------------------------------------------
+
+
+def _session(args: argparse.Namespace) -> Any:
+    import boto3
+
+    return boto3.Session(region_name=args.region)
+
+
+def _region(session: Any) -> str:
+    from botocore.exceptions import NoRegionError
+
+    if not session.region_name:
+        raise NoRegionError()
+    return str(session.region_name)
+
+
+def _ami(args: argparse.Namespace, out: _Output) -> int:
+    from botocore.config import Config
+
+    from neuron_constructs.ami import NEURON_AMI_PARAMETER_PATH, resolve_neuron_ami
+
+    session = _session(args)
+    region = _region(session)
+    ssm = session.client(
+        "ssm", endpoint_url=args.endpoint_url, config=Config(retries={"mode": "standard", "total_max_attempts": 5})
+    )
+    ami = resolve_neuron_ami(ssm, region)
+    if args.json:
+        _print_json(ami.to_json(), out)
+        return EXIT_OK
+    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI', '1')} in {region}")
+    out.line(f"  image id   {ami.image_id}")
+    for key, value in ami.details.items():
+        if key != "image_id":
+            out.line(f"  {key:<10} {value}" if len(key) <= 10 else f"  {key}: {value}")
+    if ami.parse_error:
+        out.line(
+            out.style(f"  note: {ami.parse_error}; the image id is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33")
+        )
+    return EXIT_OK
+
+
+# --- inspect -------------------------------------------------------------------------------------
+
+
+def _inspect(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.inspection import ecs_client, inspect_cluster
+
+    session = _session(args)
+    _region(session)
+    client = ecs_client(session=session, region=session.region_name, endpoint_url=args.endpoint_url)
+    inspection = inspect_cluster(client, args.cluster)
+    if args.json:
+        _print_json(inspection.to_json(), out)
+    else:
+        _print_inspection(inspection, out)
+    return EXIT_CONFLICT if inspection.has_conflict else EXIT_OK
+
+
+def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
+    instances = {i.arn: i for i in inspection.container_instances}
+    out.line(
+        f"{out.style('Cluster ' + inspection.cluster, '1')}: {len(instances)} container instances, "
+        f"{len(inspection.tasks)} tasks"
+    )
+    out.line()
+    out.table(
+        ("CONTAINER INSTANCE", "EC2 INSTANCE", "TYPE", "NEURON DEVICES REGISTERED", "REMAINING"),
+        (
+            (
+                i.arn.rsplit("/", 1)[-1],
+                i.ec2_instance_id or "-",
+                i.instance_type or "-",
+                _compact(i.neuron_devices.registered),
+                _compact(i.neuron_devices.remaining),
+            )
+            for i in inspection.container_instances
+        ),
+    )
+    out.line()
+    rows = []
+    for task in inspection.tasks:
+        instance = instances.get(task.container_instance_arn or "")
+        where = (instance.ec2_instance_id if instance else None) or (task.container_instance_arn or "-").rsplit("/")[-1]
+        for container in task.containers or ():
+            if container.neuron_device_ids:
+                devices = f"neuronDeviceIds {_compact(container.neuron_device_ids)}"
+            elif container.device_paths:
+                devices = f"/dev/neuron {_compact(container.device_paths)} (mapped)"
+            else:
+                devices = "-"
+            rows.append(
+                (task.arn.rsplit("/", 1)[-1], task.task_definition.rsplit("/", 1)[-1], where, container.name, devices)
+            )
+    out.table(("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES"), rows)
+    out.line()
+    if not inspection.findings:
+        out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")
+    for finding in inspection.findings:
+        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def _explain(error: BaseException, command: str, args: argparse.Namespace) -> str | None:
+    """A sentence for an AWS error, or ``None`` if ``error`` is not one."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+    )
+
+    from neuron_constructs.ami import AmiNotPublishedError
+
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "your region"
+    if isinstance(error, AmiNotPublishedError):
+        return str(error)
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return (
+            "No AWS credentials were found: set AWS_PROFILE (and run aws sso login if it uses SSO), "
+            "or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+        )
+    if isinstance(error, NoRegionError):
+        return "No AWS region is set: pass --region or set AWS_REGION."
+    if isinstance(error, EndpointConnectionError):
+        return (
+            f"Could not connect to {error.kwargs.get('endpoint_url')}: check the region, the network or --endpoint-url."
+        )
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        message = error.response.get("Error", {}).get("Message", "")
+        operation = error.operation_name
+        if code == "ClusterNotFoundException":
+            return (
+                f"Cluster {args.cluster!r} was not found in {region}: check the name and region "
+                f"(aws ecs list-clusters --region {region})."
+            )
+        if "AccessDenied" in code or code in ("UnauthorizedOperation", "UnrecognizedClientException"):
+            return (
+                f"Access denied for {operation} in {region}: neuron-ecs {command} needs "
+                f"{_REQUIRED_PERMISSIONS[command]}. AWS said: {message}"
+            )
+        if code in ("ExpiredTokenException", "ExpiredToken", "InvalidClientTokenId"):
+            return f"Your AWS credentials were refused ({code}): refresh them and try again."
+        if code in ("ThrottlingException", "TooManyRequestsException"):
+            return f"AWS kept throttling {operation} after retries: try again in a minute."
+        return f"AWS refused {operation} in {region} ({code}): {message}"
+    if isinstance(error, BotoCoreError):
+        return f"The AWS SDK could not complete the request: {error}"
+    return None
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neuron-ecs",
+        description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
+        "and which task holds which Neuron device.",
+        epilog="Exit status: 0 clean, 3 a device held by two tasks on one instance, 2 usage error, 1 AWS error.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    catalog = commands.add_parser("catalog", help="the Neuron instance types: chips, devices, NeuronCores, topology")
+    catalog.add_argument("--json", action="store_true", help="print JSON")
+
+    def aws_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--region", help="AWS region (default: from the environment or profile)")
+        sub.add_argument("--endpoint-url", help="a different endpoint, e.g. the local one of make deploy-local")
+        sub.add_argument("--json", action="store_true", help="print JSON")
+
+    ami = commands.add_parser("ami", help="the recommended ECS Amazon Linux 2023 Neuron AMI in a region")
+    aws_options(ami)
+
+    inspect = commands.add_parser(
+        "inspect", help="container instances, tasks and their Neuron devices; conflicts and idle devices"
+    )
+    inspect.add_argument("--cluster", required=True, help="cluster name or ARN")
+    aws_options(inspect)
+    return parser
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
+    "catalog": _catalog,
+    "ami": _ami,
+    "inspect": _inspect,
+}
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+    """Run ``neuron-ecs``; returns the exit status."""
+    out = _Output(stdout or sys.stdout)
+    err = stderr or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
+        return int(exit_.code or 0)
+    try:
+        return _COMMANDS[args.command](args, out)
+    except Exception as error:
+        if args.command == "catalog":
+            raise
+        sentence = _explain(error, args.command, args)
+        if sentence is None:
+            raise
+        err.write(f"neuron-ecs {args.command}: {sentence}\n")
+        return EXIT_AWS_ERROR
+
+
+def run() -> None:
+    """Console-script entry point."""
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # e.g. neuron-ecs catalog | head
+        sys.stderr.close()
+        sys.exit(EXIT_OK)
+
+
+if __name__ == "__main__":
+    run()
