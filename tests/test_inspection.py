@@ -167,7 +167,9 @@ def test_unknown_cluster_error_is_raised_unchanged(client: Any) -> None:
 
     with Stubber(client) as stubber:
         stubber.add_client_error(
-            "list_container_instances", service_error_code="ClusterNotFoundException", service_message="Cluster not found."
+            "list_container_instances",
+            service_error_code="ClusterNotFoundException",
+            service_message="Cluster not found.",
         )
         with pytest.raises(ClientError, match="ClusterNotFoundException"):
             inspect_cluster(client, CLUSTER)

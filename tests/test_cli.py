@@ -1,0 +1,271 @@
+"""``neuron-ecs`` end to end, in process: moto for multi-call flows, Stubber where moto cannot say it.
+
+moto does not model Neuron devices; ``moto_fleet.build_fleet`` writes ``NEURON_DEVICES`` and
+``neuronDeviceIds`` into its backend objects directly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from moto_fleet import TaskSpec, build_fleet
+
+from neuron_constructs import ami as ami_module
+from neuron_constructs import inspection
+from neuron_constructs.ami import (
+    NEURON_AMI_IMAGE_ID_PARAMETER,
+    NEURON_AMI_PARAMETER_PATH,
+    AmiNotPublishedError,
+    resolve_neuron_ami,
+)
+from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
+
+REGION = "us-east-1"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run(*argv: str, stdout: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = stdout or io.StringIO(), io.StringIO()
+    status = main(list(argv), stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        yield boto3.Session(region_name=REGION)
+
+
+# --- catalog ---------------------------------------------------------------------------------------
+
+
+def test_catalog_lists_every_type_plain_when_piped() -> None:
+    status, out, _ = run("catalog")
+    assert status == EXIT_OK
+    assert "\033[" not in out
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["type", "vCPUs", "memory", "GiB"]
+    assert [line.split()[0] for line in lines[1:]] == [e.name for e in NeuronInstanceType.all()]
+
+
+def test_catalog_on_a_terminal_has_a_bold_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    _, out, _ = run("catalog", stdout=Terminal())
+    assert out.startswith("\033[1mtype")
+    monkeypatch.setenv("NO_COLOR", "1")
+    _, plain, _ = run("catalog", stdout=Terminal())
+    assert "\033[" not in plain
+
+
+def test_catalog_json_is_every_entry() -> None:
+    status, out, _ = run("catalog", "--json")
+    entries = json.loads(out)
+    assert status == EXIT_OK
+    assert [e["name"] for e in entries] == [e.name for e in NeuronInstanceType.all()]
+    trn1 = next(e for e in entries if e["name"] == "trn1.32xlarge")
+    assert trn1["chips"] == 16 and trn1["device_paths"][-1] == "/dev/neuron15" and trn1["topology"] == "2d-torus"
+
+
+def test_catalog_starts_neither_the_cdk_nor_boto3() -> None:
+    code = (
+        "import sys; from neuron_constructs.cli import main; main(['catalog']);"
+        "loaded = [m for m in ('aws_cdk', 'jsii', 'boto3', 'botocore') if m in sys.modules];"
+        "assert not loaded, loaded"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Node" not in result.stderr
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "neuron-ecs"
+    result = subprocess.run([str(script), "catalog"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and "trn2.48xlarge" in result.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["inspect"], ["bogus"], ["catalog", "--cluster", "x"]])
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    assert main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == EXIT_USAGE
+
+
+# --- ami -------------------------------------------------------------------------------------------
+
+
+def _ssm_stub(parameters: dict[str, str], invalid: list[str] | None = None) -> Any:
+    session = boto3.Session(aws_access_key_id="stub", aws_secret_access_key="stub", region_name=REGION)
+    client = session.client("ssm")
+    stubber = Stubber(client)
+    response: dict[str, Any] = {
+        "Parameters": [{"Name": k, "Type": "String", "Value": v} for k, v in parameters.items()]
+    }
+    if invalid:
+        response["InvalidParameters"] = invalid
+    stubber.add_response(
+        "get_parameters",
+        response,
+        {"Names": [NEURON_AMI_PARAMETER_PATH, NEURON_AMI_IMAGE_ID_PARAMETER]},
+    )
+    stubber.activate()
+    return client
+
+
+def test_ami_json_value_is_parsed_in_one_call() -> None:
+    value = {
+        "image_id": "ami-0123456789abcdef0",
+        "image_name": "al2023-ami-ecs-neuron-hvm-2023.0.20261101-kernel-6.1-x86_64",
+        "ecs_agent_version": "1.110.0",
+        "os": "Amazon Linux 2023",
+    }
+    client = _ssm_stub({NEURON_AMI_PARAMETER_PATH: json.dumps(value), NEURON_AMI_IMAGE_ID_PARAMETER: value["image_id"]})
+    ami = resolve_neuron_ami(client, REGION)
+    assert ami.image_id == "ami-0123456789abcdef0"
+    assert ami.details["ecs_agent_version"] == "1.110.0"
+    assert ami.parse_error is None
+
+
+def test_ami_without_json_value_falls_back_to_image_id() -> None:
+    client = _ssm_stub({NEURON_AMI_PARAMETER_PATH: "{'image_id': 'ami-1'}", NEURON_AMI_IMAGE_ID_PARAMETER: "ami-1"})
+    ami = resolve_neuron_ami(client, REGION)
+    assert ami.image_id == "ami-1" and ami.details == {}
+    assert ami.parse_error is not None and "is not JSON" in ami.parse_error
+
+
+def test_region_without_the_parameters_raises_a_sentence() -> None:
+    client = _ssm_stub({}, invalid=[NEURON_AMI_PARAMETER_PATH, NEURON_AMI_IMAGE_ID_PARAMETER])
+    with pytest.raises(AmiNotPublishedError, match=r"^Region us-east-1 does not publish .* pass --region"):
+        resolve_neuron_ami(client, REGION)
+
+
+def test_ami_on_the_local_endpoint_value_says_what_could_not_be_parsed(aws: boto3.Session) -> None:
+    image_id = aws.client("ssm").get_parameter(Name=NEURON_AMI_IMAGE_ID_PARAMETER)["Parameter"]["Value"]
+    status, out, err = run("ami")
+    assert status == EXIT_OK and not err
+    assert f"image id   {image_id}" in out
+    assert f"note: the value of {NEURON_AMI_PARAMETER_PATH} is not JSON" in out
+    status, out, _ = run("ami", "--json")
+    document = json.loads(out)
+    assert document["image_id"] == image_id and "is not JSON" in document["parse_error"]
+
+
+def test_ami_cli_names_a_region_without_the_parameter(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unpublished(ssm: Any, region: str) -> Any:
+        raise AmiNotPublishedError(region)
+
+    monkeypatch.setattr(ami_module, "resolve_neuron_ami", unpublished)
+    status, out, err = run("ami", "--region", "eu-south-2")
+    assert status == EXIT_AWS_ERROR and not out
+    assert err.startswith("neuron-ecs ami: Region eu-south-2 does not publish /aws/service/ecs/optimized-ami/")
+
+
+# --- inspect ---------------------------------------------------------------------------------------
+
+
+def test_inspect_clean_cluster_exits_0(aws: boto3.Session) -> None:
+    fleet = build_fleet(
+        aws,
+        cluster="neuron",
+        instance_types=["inf2.24xlarge", "trn1.32xlarge"],
+        tasks=[
+            *(TaskSpec(f"slice{i}", on_instances=[0], mapped_devices=[2 * i, 2 * i + 1]) for i in range(3)),
+            TaskSpec("training", on_instances=[1], managed_device_ids=[list(range(16))]),
+        ],
+    )
+    status, out, err = run("inspect", "--cluster", "neuron")
+    assert (status, err) == (EXIT_OK, "")
+    assert "Cluster neuron: 2 container instances, 4 tasks" in out
+    for instance_id in fleet.ec2_instance_ids:
+        assert instance_id in out
+    assert "neuronDeviceIds 0-15" in out
+    assert "/dev/neuron 4-5 (mapped)" in out
+    assert out.rstrip().endswith("No findings: no device is held twice, every task's devices exist, nothing idle.")
+
+
+def test_inspect_conflict_exits_3_and_json_names_it(aws: boto3.Session) -> None:
+    build_fleet(
+        aws,
+        cluster="neuron",
+        instance_types=["inf2.48xlarge"],
+        tasks=[
+            TaskSpec("model-a", on_instances=[0], mapped_devices=[0, 1]),
+            TaskSpec("model-a-copy", on_instances=[0], mapped_devices=[0, 1]),
+        ],
+    )
+    status, out, _ = run("inspect", "--cluster", "neuron")
+    assert status == EXIT_CONFLICT
+    assert "conflict: " in out and "/dev/neuron0 is held by 2 tasks" in out
+    status, out, _ = run("inspect", "--cluster", "neuron", "--json")
+    document = json.loads(out)
+    assert status == EXIT_CONFLICT
+    assert set(document) == {"container_instances", "tasks", "findings"}
+    assert [f["kind"] for f in document["findings"]] == ["conflict", "conflict", "idle"]
+    (instance,) = document["container_instances"]
+    assert set(instance) == {"arn", "ec2_instance_id", "instance_type", "neuron_devices"}
+    assert instance["neuron_devices"]["registered"] == [str(i) for i in range(12)]
+    assert {c["name"] for t in document["tasks"] for c in t["containers"]} == {"model"}
+    assert all(t["containers"][0]["device_paths"] == ["/dev/neuron0", "/dev/neuron1"] for t in document["tasks"])
+
+
+def test_inspect_unknown_cluster_is_a_sentence(aws: boto3.Session) -> None:
+    status, out, err = run("inspect", "--cluster", "nope")
+    assert status == EXIT_AWS_ERROR and not out
+    assert err == (
+        "neuron-ecs inspect: Cluster 'nope' was not found in us-east-1: check the name and region "
+        "(aws ecs list-clusters --region us-east-1).\n"
+    )
+
+
+def test_no_credentials_is_a_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    status, _, err = run("inspect", "--cluster", "neuron", "--region", REGION)
+    assert status == EXIT_AWS_ERROR
+    assert err.startswith("neuron-ecs inspect: No AWS credentials were found: set AWS_PROFILE")
+
+
+def test_access_denied_names_the_permissions(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = boto3.Session(aws_access_key_id="stub", aws_secret_access_key="stub", region_name=REGION)
+    client = inspection.ecs_client(session=session, region=REGION)
+    stubber = Stubber(client)
+    stubber.add_client_error(
+        "list_container_instances",
+        service_error_code="AccessDeniedException",
+        service_message="User: arn:aws:iam::123456789012:user/dev is not authorized to perform: "
+        "ecs:ListContainerInstances",
+        http_status_code=400,
+    )
+    stubber.activate()
+    monkeypatch.setattr(inspection, "ecs_client", lambda **_: client)
+    status, _, err = run("inspect", "--cluster", "neuron", "--region", REGION)
+    assert status == EXIT_AWS_ERROR
+    assert err.startswith(
+        "neuron-ecs inspect: Access denied for ListContainerInstances in us-east-1: neuron-ecs inspect needs "
+        "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks"
+    )
+    assert "Traceback" not in err
