@@ -161,9 +161,8 @@ def main() -> int:
         "runs": args.runs,
     }
     print(f"cluster: {instances} container instances, {tasks} tasks, {families} task definitions")
-    print(
-        f"calls measured on moto (one page per List call): {sum(inspection.api_calls.values())} {dict(inspection.api_calls)}"
-    )
+    measured = dict(inspection.api_calls)
+    print(f"calls measured on moto (one page per List call): {sum(measured.values())} {measured}")
     print(f"calls on ECS (List pages of {API_PAGE_SIZE}):           {sum(ecs_calls.values())} {ecs_calls}")
     print(f"inspect_cluster in process:          median {in_process:.3f} s over {args.runs} runs")
     print(f"  of which find_problems:            median {analysis:.4f} s (the rest is the server and HTTP)")
