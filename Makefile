@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster
 CDK_ARGS ?=
 
-.PHONY: install deploy-local synth test check deploy destroy readme-tables clean
+.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect readme-tables clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -33,6 +33,10 @@ node_modules/.installed: package.json package-lock.json
 ## bootstrap, deploy, print what was created, stop the endpoint. No AWS account or credentials.
 deploy-local: install
 	$(BIN)/python -m neuron_constructs.local_endpoint --context cdkNag=true $(STACKS)
+
+## deploy-local, then keep the endpoint up until Ctrl-C, to look around with neuron-ecs or boto3.
+serve-local: install
+	$(BIN)/python -m neuron_constructs.local_endpoint --serve --context cdkNag=true $(STACKS)
 
 ## Synthesize every example stack through the pinned cdk CLI with cdk-nag on, then cfn-lint each template.
 synth: install
@@ -59,6 +63,10 @@ deploy: install
 ## Delete the example stacks from that account (asks for confirmation; CDK_ARGS=--force does not).
 destroy: install
 	cdk destroy $(STACKS) $(CDK_ARGS)
+
+## neuron-ecs inspect on 1,000 container instances and 5,000 tasks (local moto server), and its start-up.
+bench-inspect: install
+	$(BIN)/python benchmarks/inspect_benchmark.py
 
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -115,12 +116,18 @@ def main() -> int:
         env = {**os.environ, "AWS_ENDPOINT_URL": endpoint}
         command = [_console_script(), "inspect", "--cluster", "bench", "--json"]
 
+        cpu_seconds: list[float] = []
+
         def cli() -> None:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_seconds.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             assert result.returncode == 0, result.stderr
             assert len(json.loads(result.stdout)["tasks"]) == tasks
 
         console, _ = _median_seconds(args.runs, cli)
+        console_cpu = statistics.median(cpu_seconds)
     finally:
         server.stop()
 
@@ -156,6 +163,7 @@ def main() -> int:
         "inspect_in_process_median_seconds": round(in_process, 3),
         "find_problems_median_seconds": round(analysis, 4),
         "neuron_ecs_inspect_json_median_seconds": round(console, 3),
+        "neuron_ecs_inspect_json_cpu_median_seconds": round(console_cpu, 3),
         "neuron_ecs_catalog_median_seconds": round(catalog, 3),
         "import_aws_cdk_median_seconds": round(cdk_import, 3),
         "runs": args.runs,
@@ -167,6 +175,7 @@ def main() -> int:
     print(f"inspect_cluster in process:          median {in_process:.3f} s over {args.runs} runs")
     print(f"  of which find_problems:            median {analysis:.4f} s (the rest is the server and HTTP)")
     print(f"neuron-ecs inspect --json (process): median {console:.3f} s over {args.runs} runs")
+    print(f"  CPU time of that process:          median {console_cpu:.3f} s (the rest is waiting for moto)")
     print(f"neuron-ecs catalog (process):        median {catalog:.3f} s over {args.runs * 2} runs, no aws_cdk or boto3")
     print(f"python -c 'import aws_cdk' alone:    median {cdk_import:.3f} s ({cdk_import / catalog:.0f}x catalog)")
     if args.output:

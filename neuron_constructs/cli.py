@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from neuron_constructs.inspection import ClusterInspection
+    from neuron_constructs.inspection import ClusterInspection, ContainerInstance
 
 __all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -95,9 +95,10 @@ def _catalog(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _session(args: argparse.Namespace) -> Any:
+    """A boto3 session in ``--region``, else ``AWS_REGION`` (as the AWS CLI reads it), else the SDK's default."""
     import boto3
 
-    return boto3.Session(region_name=args.region)
+    return boto3.Session(region_name=args.region or os.environ.get("AWS_REGION") or None)
 
 
 def _region(session: Any) -> str:
@@ -128,9 +129,8 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
         if key != "image_id":
             out.line(f"  {key:<10} {value}" if len(key) <= 10 else f"  {key}: {value}")
     if ami.parse_error:
-        out.line(
-            out.style(f"  note: {ami.parse_error}; the image id is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33")
-        )
+        out.line(out.style(f"  note: {ami.parse_error}", "33"))
+        out.line(out.style(f"  the image id above is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33"))
     return EXIT_OK
 
 
@@ -158,6 +158,20 @@ def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
         f"{len(inspection.tasks)} tasks"
     )
     out.line()
+    if not instances:
+        out.line("No container instances (capacity providers launch them when tasks need them).")
+    else:
+        _instance_table(inspection, out)
+    out.line()
+    _task_table(inspection, instances, out)
+    out.line()
+    if not inspection.findings:
+        out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")
+    for finding in inspection.findings:
+        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
+
+
+def _instance_table(inspection: ClusterInspection, out: _Output) -> None:
     out.table(
         ("CONTAINER INSTANCE", "EC2 INSTANCE", "TYPE", "NEURON DEVICES REGISTERED", "REMAINING"),
         (
@@ -171,7 +185,12 @@ def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
             for i in inspection.container_instances
         ),
     )
-    out.line()
+
+
+def _task_table(inspection: ClusterInspection, instances: dict[str, ContainerInstance], out: _Output) -> None:
+    if not inspection.tasks:
+        out.line("No running tasks.")
+        return
     rows = []
     for task in inspection.tasks:
         instance = instances.get(task.container_instance_arn or "")
@@ -187,11 +206,6 @@ def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
                 (task.arn.rsplit("/", 1)[-1], task.task_definition.rsplit("/", 1)[-1], where, container.name, devices)
             )
     out.table(("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES"), rows)
-    out.line()
-    if not inspection.findings:
-        out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")
-    for finding in inspection.findings:
-        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
 
 
 # --- errors --------------------------------------------------------------------------------------

@@ -261,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from neuron_constructs.deployment_report import describe_stacks, format_reports
 
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored (`cmd &`)
     try:
         with local_aws_endpoint(region=args.region, log=args.server_log) as endpoint:
             print(f"local AWS endpoint (moto): {endpoint.url}", flush=True)
@@ -271,7 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(format_reports(reports, endpoint=endpoint.label), flush=True)
             if args.serve:
                 print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
-                for key in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+                for key in (
+                    "AWS_ENDPOINT_URL",
+                    "AWS_REGION",
+                    "AWS_DEFAULT_REGION",
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_SECRET_ACCESS_KEY",
+                ):
                     print(f"  export {key}={endpoint.environment()[key]}", flush=True)
                 with contextlib.suppress(KeyboardInterrupt):
                     while True:

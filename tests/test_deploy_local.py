@@ -8,6 +8,7 @@ accounted for fails the suite.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import socket
@@ -352,3 +353,22 @@ def test_readme_shows_the_report_deploy_local_prints(deployment: Deployment) -> 
     sample = readme.split("## Deploying locally", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     printed = format_reports([deployment.reports["NeuronInferenceEc2"]], endpoint=deployment.endpoint.label)
     assert _normalised(sample) == _normalised(printed)
+
+
+def test_readme_shows_what_neuron_ecs_prints_against_the_local_endpoint(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neuron_constructs.cli import main as neuron_ecs
+
+    for key, value in deployment.endpoint.environment().items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    (cluster,) = deployment.physical_ids("NeuronInferenceEc2", "AWS::ECS::Cluster").values()
+    transcript = []
+    for argv in (["ami"], ["inspect", "--cluster", cluster]):
+        out = io.StringIO()
+        assert neuron_ecs(argv, stdout=out, stderr=out) == 0
+        transcript.append(f"$ .venv/bin/neuron-ecs {' '.join(argv)}\n{out.getvalue()}")
+    readme = (ROOT / "README.md").read_text()
+    sample = readme.split("## `neuron-ecs`", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    assert _normalised(sample) == _normalised("".join(transcript))
