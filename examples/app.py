@@ -1,4 +1,4 @@
-"""Example stacks: Neuron inference on ECS Managed Instances, on EC2, and a mixed cluster.
+"""Example stacks: Neuron inference on ECS Managed Instances, on EC2, a mixed cluster, and sliced instances.
 
 Each stack deploys alone::
 
@@ -22,7 +22,9 @@ from neuron_constructs import (
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronCluster,
+    NeuronInstanceType,
     NeuronService,
+    SlicedNeuronService,
 )
 
 DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
@@ -33,12 +35,17 @@ DLC_ACCOUNT = "763104351884"
 VLLM_PORT = 8080
 
 
-def vllm_container_options(scope: Construct, *, model_id: str, tensor_parallel_size: int) -> dict[str, Any]:
+def vllm_container_options(
+    scope: Construct, *, model_id: str, tensor_parallel_size: int, dynamic_host_port: bool = False
+) -> dict[str, Any]:
     """Options for a vLLM Neuron inference container serving ``model_id`` on port 8080.
 
     The image's entrypoint downloads the model, compiles it for Neuron and
     serves an OpenAI-compatible API. The execution role gets pull access to
-    the AWS Deep Learning Containers repository only.
+    the AWS Deep Learning Containers repository only. ``tensor_parallel_size``
+    is the NeuronCores the model spans (chips x cores per chip). With
+    ``dynamic_host_port`` the bridge network picks the host port, so several
+    copies share an instance.
     """
     repository = ecr.Repository.from_repository_attributes(
         scope,
@@ -57,7 +64,11 @@ def vllm_container_options(scope: Construct, *, model_id: str, tensor_parallel_s
             str(tensor_parallel_size),
             "--allow-non-cached-model",
         ],
-        "port_mappings": [ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)],
+        "port_mappings": [
+            ecs.PortMapping(container_port=VLLM_PORT)
+            if dynamic_host_port
+            else ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)
+        ],
         "essential": True,
     }
 
@@ -90,6 +101,56 @@ class NeuronInferenceEc2(Stack):
             "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
         )
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+
+
+class NeuronSlicedInf2(Stack):
+    """Six 2-chip vLLM replicas on every inf2.48xlarge: one slice service per device pair."""
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        instance_type = NeuronInstanceType.of("inf2.48xlarge")
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_ec2_capacity("Inf2", instance_type=instance_type.name, max_capacity=2)
+        self.vllm = SlicedNeuronService(
+            self,
+            "Vllm",
+            cluster=self.neuron,
+            instance_type=instance_type.name,
+            devices_per_task=2,
+            instances=1,
+            container_name="vllm",
+            **vllm_container_options(
+                self,
+                model_id=model_id,
+                tensor_parallel_size=2 * instance_type.neuron_cores_per_chip,
+                dynamic_host_port=True,
+            ),
+        )
+
+
+class NeuronSlicedTrn1(Stack):
+    """Four 4-chip slices on every trn1.32xlarge (the 2D torus allows 1, 4, 8 or 16 chips)."""
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        instance_type = NeuronInstanceType.of("trn1.32xlarge")
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_ec2_capacity("Trn1", instance_type=instance_type.name, max_capacity=2)
+        self.vllm = SlicedNeuronService(
+            self,
+            "Vllm",
+            cluster=self.neuron,
+            instance_type=instance_type.name,
+            devices_per_task=4,
+            instances=2,
+            container_name="vllm",
+            **vllm_container_options(
+                self,
+                model_id=model_id,
+                tensor_parallel_size=4 * instance_type.neuron_cores_per_chip,
+                dynamic_host_port=True,
+            ),
+        )
 
 
 class NeuronMixedCluster(Stack):
@@ -153,6 +214,8 @@ def build_app(app: App | None = None) -> App:
     NeuronMixedCluster(
         app, "NeuronMixedCluster", model_id=model_id, inf1_image_tag=inf1_image_tag, synthesizer=synthesizer()
     )
+    NeuronSlicedInf2(app, "NeuronSlicedInf2", model_id=model_id, synthesizer=synthesizer())
+    NeuronSlicedTrn1(app, "NeuronSlicedTrn1", model_id=model_id, synthesizer=synthesizer())
     if app.node.try_get_context("cdkNag") in (True, "true"):
         from cdk_nag import AwsSolutionsChecks
 

@@ -17,6 +17,7 @@ from neuron_constructs.rules import RULES, Rule
 if TYPE_CHECKING:
     from neuron_constructs.cluster import NeuronCluster
     from neuron_constructs.services import NeuronService
+    from neuron_constructs.sliced_service import SlicedNeuronService
     from neuron_constructs.task_definitions import (
         ManagedNeuronTaskDefinition,
         ManualNeuronTaskDefinition,
@@ -33,11 +34,13 @@ __all__ = [
     "NeuronService",
     "NeuronTaskDefinition",
     "Rule",
+    "SlicedNeuronService",
 ]
 
 _LAZY = {
     "NeuronCluster": "neuron_constructs.cluster",
     "NeuronService": "neuron_constructs.services",
+    "SlicedNeuronService": "neuron_constructs.sliced_service",
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",

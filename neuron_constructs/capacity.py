@@ -138,6 +138,13 @@ class AutoScalingCapacity(Construct):
             )
         self.neuron_instance_type = neuron
         """Catalog entry of the instance type, ``None`` for non-Neuron capacity."""
+        self.min_capacity = min_capacity
+        self.max_capacity = max_capacity
+        """Bounds of the Auto Scaling group, in instances."""
+        self.services: list[Construct] = []
+        """The ``NeuronService`` s placed on this capacity, in creation order."""
+        self.sliced_by: Construct | None = None
+        """The ``SlicedNeuronService`` that owns this capacity's devices, if any."""
         self.instance_type = ec2.InstanceType(instance_type)
         self.security_group = ec2.SecurityGroup(
             self,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-__all__ = ["Accelerator", "DeviceTopology", "NeuronInstanceType"]
+__all__ = ["SCHEDULABLE_MEMORY_FRACTION", "Accelerator", "DeviceTopology", "NeuronInstanceType"]
 
 Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]
 
@@ -56,6 +56,12 @@ _PER_CHIP: dict[Accelerator, tuple[int, int]] = {
 }
 
 _TORUS_DEVICE_COUNTS = (1, 4, 8, 16)
+
+SCHEDULABLE_MEMORY_FRACTION = 0.9
+"""Share of nominal memory this library plans tasks into. ECS registers less than the nominal
+size (the kernel and platform keep some: an m4.large registers 7985 of 8192 MiB, per the AWS
+Batch memory-management guide), and AWS recommends a further 5 % buffer for the ECS agent and
+system processes; 10 % covers both."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,11 @@ class NeuronInstanceType:
         return self.memory_gib * 1024
 
     @property
+    def schedulable_memory_mib(self) -> int:
+        """Memory tasks are planned into: :data:`SCHEDULABLE_MEMORY_FRACTION` of :attr:`memory_mib`."""
+        return int(self.memory_mib * SCHEDULABLE_MEMORY_FRACTION)
+
+    @property
     def topology(self) -> DeviceTopology:
         """How the chips are wired; decides :meth:`is_valid_device_set`."""
         if self.chips == 1:
@@ -141,6 +152,20 @@ class NeuronInstanceType:
             return contiguous and count in _TORUS_DEVICE_COUNTS
         return False
 
+    def slice_sizes(self) -> tuple[int, ...]:
+        """Every ``devices_per_task`` that cuts the chips into equal contiguous slices the topology allows.
+
+        ``k`` qualifies when it divides :attr:`chips` and every slice ``[i*k, (i+1)*k)`` is a
+        valid device set: any divisor on a ring (inf1/inf2), 1/4/8/16 on the trn1/trn1n torus,
+        only 1 or every chip where no rule is published (trn2).
+        """
+        return tuple(
+            k
+            for k in range(1, self.chips + 1)
+            if self.chips % k == 0
+            and all(self.is_valid_device_set(range(i * k, (i + 1) * k)) for i in range(self.chips // k))
+        )
+
     def to_json(self) -> dict[str, object]:
         """Every fact of this entry, JSON-ready (``None`` where no public figure exists)."""
         return {
@@ -157,6 +182,7 @@ class NeuronInstanceType:
             "efa_interfaces": self.efa_interfaces,
             "topology": self.topology.value,
             "supports_managed_instances": self.supports_managed_instances,
+            "slice_sizes": list(self.slice_sizes()),
         }
 
     @classmethod

@@ -263,11 +263,23 @@ class _StackReader:
             self.gap(
                 logical_id, f"capacityProviderStrategy ({providers}) not kept", attribute="capacityProviderStrategy"
             )
+        asked_constraints = [
+            f"{c['Type']} {c.get('Expression', '')}".strip() for c in properties.get("PlacementConstraints", [])
+        ]
+        constraints = [
+            f"{c['type']} {c.get('expression', '')}".strip() for c in service.get("placementConstraints", [])
+        ]
+        self.compare(logical_id, "placementConstraints", asked_constraints, constraints)
+        asked_strategy = [
+            f"{p['Type']} {p.get('Field', '')}".strip() for p in properties.get("PlacementStrategies", [])
+        ]
+        placement_strategy = [f"{p['type']} {p.get('field', '')}".strip() for p in service.get("placementStrategy", [])]
+        self.compare(logical_id, "placementStrategy", asked_strategy, placement_strategy)
         placement = (
             "capacity provider " + ", ".join(strategy) if strategy else f"launch type {service.get('launchType')}"
         )
         task = service["taskDefinition"].rsplit("/", 1)[-1]
-        details = (f"desired {service['desiredCount']}", task, placement)
+        details = (f"desired {service['desiredCount']}", task, placement, *constraints, *placement_strategy)
         self.items.append(ReportItem("service", service["serviceName"], details))
 
 

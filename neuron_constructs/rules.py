@@ -13,7 +13,7 @@ generated from :data:`RULES`. No AWS CDK import here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -168,6 +168,52 @@ AMBIGUOUS_CAPACITY = Rule(
     "ECS guide: capacity provider strategies",
 )
 
+SLICE_SIZE = Rule(
+    "NEURON016",
+    "devices_per_task that does not slice the instance",
+    "a sliced service cuts an instance's chips into equal contiguous slices the Neuron topology hands out: "
+    "contiguous devices on inf1/inf2, 1, 4, 8 or 16 on trn1/trn1n 32xlarge, one or every device where no rule "
+    "is published (trn2)",
+    "use devices_per_task in {allowed} for {instance_type}",
+    NEURON_SCHEDULER,
+)
+SLICES_EXCEED_CAPACITY = Rule(
+    "NEURON017",
+    "More instances' worth of slices than the capacity can launch",
+    "distinctInstance places each task of a service on a different container instance, so a slice with N tasks "
+    "needs N instances of its type",
+    "pass instances from 0 to {max_capacity}, or raise max_capacity of {capacity} to at least {instances}",
+    "ECS guide: task placement constraints",
+)
+SLICE_HOST_PORT = Rule(
+    "NEURON018",
+    "Fixed host port in a sliced service",
+    "tasks on one instance cannot bind the same host port, and a sliced service runs one task per slice on "
+    "every instance",
+    "leave host_port unset so the bridge network maps a dynamic host port per task (register the slice "
+    "services with a load balancer target group), or use the awsvpc network mode",
+    "ECS guide: port mappings",
+)
+SLICE_RUNTIME_VARIABLE = Rule(
+    "NEURON019",
+    "Neuron runtime variable that contradicts a slice",
+    "inside a container NeuronCores keep the host's numbering (device N holds cores N*cores-per-chip onward), "
+    "and the runtime takes every core of the devices the container maps",
+    "leave NEURON_RT_VISIBLE_CORES unset (each slice's runtime takes its own {cores} cores) and keep "
+    "NEURON_RT_NUM_CORES at {cores} or less",
+    "Neuron containers guide: cores (aws-neuron-sdk build-run-neuron-container)",
+)
+
+SLICED_CAPACITY_SHARED = Rule(
+    "NEURON020",
+    "Capacity shared with a sliced service",
+    "ECS does not track manually mapped devices, so any other task on a sliced service's instances can map a "
+    "device a slice holds",
+    "give {sliced} its own Auto Scaling capacity (add_ec2_capacity with another id, pass capacity=), or run "
+    "{other} on another capacity",
+    ECS_NEURON_PAGE,
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -214,6 +260,16 @@ PINNED_AMI = Rule(
     ECS_NEURON_PAGE,
     severity="warning",
 )
+AWSVPC_WITHOUT_TRUNKING = Rule(
+    "NEURON106",
+    "awsvpc slices without ENI trunking",
+    "in the awsvpc network mode every task takes an elastic network interface of its instance; without ENI "
+    "trunking (account setting awsvpcTrunking, on instance types that support it) the ENI limit caps tasks "
+    "per instance",
+    "turn on awsvpcTrunking for the account and pass eni_trunking=True, or keep the bridge network mode",
+    "ECS guide: elastic network interface trunking",
+    severity="warning",
+)
 
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
@@ -231,11 +287,17 @@ RULES: tuple[Rule, ...] = (
     NEURON_CONTAINER_RESOURCES,
     NO_MATCHING_CAPACITY,
     AMBIGUOUS_CAPACITY,
+    SLICE_SIZE,
+    SLICES_EXCEED_CAPACITY,
+    SLICE_HOST_PORT,
+    SLICE_RUNTIME_VARIABLE,
+    SLICED_CAPACITY_SHARED,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
     NO_NEURON_CONTAINER,
     PINNED_AMI,
+    AWSVPC_WITHOUT_TRUNKING,
 )
 
 # ---------------------------------------------------------------- checks ---
@@ -350,13 +412,68 @@ def check_task_size(path: str, instance: NeuronInstanceType, cpu: int | None, me
             unit="MiB",
             instance_type=instance.name,
         )
-    if memory_mib is not None and memory_mib > instance.memory_mib * 0.9:
+    if memory_mib is not None and memory_mib > instance.schedulable_memory_mib:
         return MEMORY_NEAR_INSTANCE_TOTAL.message(
             path,
             f"memory_mib={memory_mib} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
             nominal_mib=instance.memory_mib,
         )
     return None
+
+
+def check_slice_size(path: str, instance: NeuronInstanceType, devices_per_task: int) -> int:
+    """NEURON016: the number of slices ``devices_per_task`` cuts ``instance`` into."""
+    allowed = instance.slice_sizes()
+    if devices_per_task not in allowed:
+        raise SLICE_SIZE.error(
+            path,
+            f"devices_per_task={devices_per_task!r} does not cut the {instance.chips} chips of {instance.name} "
+            "into equal slices its topology allows",
+            allowed=list(allowed),
+            instance_type=instance.name,
+        )
+    return instance.chips // devices_per_task
+
+
+def check_slice_capacity(path: str, instances: int, max_capacity: int, capacity: str) -> None:
+    """NEURON017: ``instances`` tasks per slice fit the Auto Scaling group's ``max_capacity``."""
+    if not 0 <= instances <= max_capacity:
+        raise SLICES_EXCEED_CAPACITY.error(
+            path,
+            f"instances={instances} but {capacity} launches 0 to {max_capacity} instances",
+            capacity=capacity,
+            instances=instances,
+            max_capacity=max_capacity,
+        )
+
+
+def check_slice_host_ports(path: str, network_mode: str, port_mappings: Iterable[tuple[int, int | None]]) -> None:
+    """NEURON018: no fixed host port where slices share the network (``network_mode``: bridge, host, awsvpc)."""
+    for container_port, host_port in port_mappings:
+        if network_mode == "host":
+            raise SLICE_HOST_PORT.error(
+                path, f"container port {container_port} is a host port in the host network mode"
+            )
+        if network_mode == "bridge" and host_port:
+            raise SLICE_HOST_PORT.error(path, f"host_port={host_port} in the bridge network mode")
+
+
+def check_slice_environment(path: str, environment: Mapping[str, str], cores_per_slice: int) -> None:
+    """NEURON019: no ``NEURON_RT_VISIBLE_CORES`` (it differs per slice), ``NEURON_RT_NUM_CORES`` within a slice."""
+    if "NEURON_RT_VISIBLE_CORES" in environment:
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"NEURON_RT_VISIBLE_CORES={environment['NEURON_RT_VISIBLE_CORES']} is the same in every slice, "
+            "but each slice holds other cores",
+            cores=cores_per_slice,
+        )
+    requested = environment.get("NEURON_RT_NUM_CORES")
+    if requested is not None and (not requested.isdigit() or int(requested) > cores_per_slice):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",
+            cores=cores_per_slice,
+        )
 
 
 MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS = {

@@ -72,6 +72,16 @@ class NeuronService(Construct):
         self.cluster = cluster
         self.task_definition = task_definition
         self.capacity: Capacity = self._choose_capacity(cluster, task_definition, capacity)
+        if isinstance(self.capacity, AutoScalingCapacity):
+            owner = self.capacity.sliced_by
+            if owner is not None and not self.node.path.startswith(f"{owner.node.path}/"):
+                raise rules.SLICED_CAPACITY_SHARED.error(
+                    self.node.path,
+                    f"{self.capacity.node.path} runs the sliced service {owner.node.path}",
+                    sliced=owner.node.path,
+                    other=self.node.path,
+                )
+            self.capacity.services.append(self)
         strategy = [
             ecs.CapacityProviderStrategy(
                 capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1

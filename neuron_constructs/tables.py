@@ -1,4 +1,4 @@
-"""The README's catalog and rule tables, generated from the code.
+"""The README's catalog, rule and density tables, generated from the code.
 
 ``python -m neuron_constructs.tables README.md`` rewrites the tables between
 their ``<!-- name:start -->`` / ``<!-- name:end -->`` markers; a test keeps
@@ -14,7 +14,7 @@ from pathlib import Path
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.rules import RULES
 
-__all__ = ["CATALOG_HEADERS", "catalog_rows", "catalog_table", "rewrite", "rules_table"]
+__all__ = ["CATALOG_HEADERS", "catalog_rows", "catalog_table", "density_table", "rewrite", "rules_table"]
 
 
 def _unknown(value: int | None) -> str:
@@ -66,6 +66,24 @@ def catalog_table() -> str:
     return "\n".join(rows)
 
 
+def density_table() -> str:
+    """Markdown table: tasks per instance and chips used, managed allocation against sliced services."""
+    rows = [
+        "| type | chips | managed allocation (NeuronDevice ALL) | SlicedNeuronService: devices_per_task → tasks "
+        "per instance | chips used when sliced |",
+        "|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        managed = (
+            (f"1 task holding all {e.chips} chips" if e.chips > 1 else "1 task holding the 1 chip")
+            if e.supports_managed_instances
+            else "not available (Inf1 runs on EC2 only)"
+        )
+        sliced = ", ".join(f"{k} → {e.chips // k}" for k in e.slice_sizes())
+        rows.append(f"| {e.name} | {e.chips} | {managed} | {sliced} | {e.chips} of {e.chips} |")
+    return "\n".join(rows)
+
+
 def _cell(text: str) -> str:
     """Escape what Markdown would read as table or emphasis syntax."""
     return text.replace("|", "\\|").replace("*", "\\*")
@@ -81,7 +99,7 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"catalog": catalog_table, "rules": rules_table}
+TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table}
 
 
 def rewrite(text: str) -> str:

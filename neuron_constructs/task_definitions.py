@@ -40,7 +40,8 @@ class NeuronTaskDefinition(Construct):
     Attributes
     ----------
     task_definition: the ``ecs.TaskDefinition``.
-    log_group: CloudWatch Logs group every container logs to unless given ``logging=``.
+    log_group: CloudWatch Logs group every container logs to unless given ``logging=``
+        (a new one kept ``log_retention``, or the ``log_group`` passed in).
     neuron_containers: containers that received Neuron devices, in order.
     """
 
@@ -59,6 +60,7 @@ class NeuronTaskDefinition(Construct):
         volumes: Sequence[ecs.Volume] | None,
         placement_constraints: Sequence[ecs.PlacementConstraint] | None,
         log_retention: logs.RetentionDays,
+        log_group: logs.ILogGroup | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.task_definition = ecs.TaskDefinition(
@@ -74,7 +76,9 @@ class NeuronTaskDefinition(Construct):
             volumes=list(volumes) if volumes else None,
             placement_constraints=list(placement_constraints) if placement_constraints else None,
         )
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
+            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         compliance.acknowledge_execution_role(self)
         self.node.add_validation(_RenderedContainerChecks(self))
@@ -224,6 +228,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         ``EC2_AND_MANAGED_INSTANCES``; Inf1 only on EC2.
     network_mode: default ``bridge`` on EC2, ``awsvpc`` when Managed
         Instances compatible (they take only awsvpc or host).
+    log_group: an existing log group for the containers; default a new one
+        kept ``log_retention`` (one month).
     """
 
     def __init__(
@@ -242,6 +248,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         execution_role: iam.IRole | None = None,
         volumes: Sequence[ecs.Volume] | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_group: logs.ILogGroup | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id}"
         self.instance_type: NeuronInstanceType = (
@@ -285,6 +292,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             volumes=volumes,
             placement_constraints=[self.instance_type_constraint],
             log_retention=log_retention,
+            log_group=log_group,
         )
         if topology_warning:
             Validations.of(self).add_warning(rules.DEVICE_TOPOLOGY.warning_id, topology_warning)

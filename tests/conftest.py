@@ -18,7 +18,13 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from aws_cdk import App, Stack, cx_api  # noqa: E402
 
-EXAMPLE_STACKS = ("NeuronInferenceManaged", "NeuronInferenceEc2", "NeuronMixedCluster")
+EXAMPLE_STACKS = (
+    "NeuronInferenceManaged",
+    "NeuronInferenceEc2",
+    "NeuronMixedCluster",
+    "NeuronSlicedInf2",
+    "NeuronSlicedTrn1",
+)
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,8 @@ EXPECTED_GROUPS = {
         "inf1.xlarge": NEURON_AMI_PARAMETER,
         "m7i.large": STANDARD_AMI_PARAMETER,
     },
+    "NeuronSlicedInf2": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
+    "NeuronSlicedTrn1": {"trn1.32xlarge": NEURON_AMI_PARAMETER},
 }
 
 
@@ -165,6 +167,15 @@ def test_manual_mappings_survive_the_deploy(deployment: Deployment) -> None:
     assert ([("NeuronDevice", "ALL")], []) in mixed  # Managed Instances
 
 
+@pytest.mark.parametrize(("stack", "chips", "per_task"), [("NeuronSlicedInf2", 12, 2), ("NeuronSlicedTrn1", 16, 4)])
+def test_sliced_task_definitions_survive_the_deploy(
+    stack: str, chips: int, per_task: int, deployment: Deployment
+) -> None:
+    slices = sorted(devices for _, devices in _neuron_settings(deployment, stack))
+    expected = sorted([f"/dev/neuron{d}" for d in range(i, i + per_task)] for i in range(0, chips, per_task))
+    assert slices == expected
+
+
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_iam_roles_and_instance_profiles_exist(
     stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
@@ -184,15 +195,23 @@ def test_iam_roles_and_instance_profiles_exist(
 
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
-def test_services_run_their_task_definitions(stack: str, deployment: Deployment) -> None:
+def test_services_run_their_task_definitions(
+    stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
+) -> None:
     ecs = deployment.endpoint.client("ecs")
     (cluster,) = deployment.physical_ids(stack, "AWS::ECS::Cluster").values()
     task_definitions = set(deployment.physical_ids(stack, "AWS::ECS::TaskDefinition").values())
-    services = deployment.physical_ids(stack, "AWS::ECS::Service").values()
+    services = deployment.physical_ids(stack, "AWS::ECS::Service")
     assert services
-    for service in ecs.describe_services(cluster=cluster, services=list(services))["services"]:
+    desired = {
+        logical_id: templates[stack]["Resources"][logical_id]["Properties"]["DesiredCount"] for logical_id in services
+    }
+    described = ecs.describe_services(cluster=cluster, services=list(services.values()))["services"]
+    by_arn = {service["serviceArn"]: service for service in described}
+    for logical_id, arn in services.items():
+        service = by_arn[arn]
         assert service["status"] == "ACTIVE"
-        assert service["desiredCount"] == 1
+        assert service["desiredCount"] == desired[logical_id] >= 1
         assert service["taskDefinition"] in task_definitions
 
 
@@ -248,6 +267,12 @@ def _check_service_strategy(template: dict[str, Any], properties: dict[str, Any]
     assert "LaunchType" not in properties
 
 
+def _check_service_placement(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's CloudFormation handler drops a service's PlacementConstraints and PlacementStrategies.
+    assert {"Type": "distinctInstance"} in properties["PlacementConstraints"]
+    assert {"Type": "binpack", "Field": "MEMORY"} in properties["PlacementStrategies"]
+
+
 def _check_output(template: dict[str, Any], output: dict[str, Any]) -> None:
     # moto does not report the Outputs of a stack created through a change set.
     assert "Fn::Join" in output["Value"] and output["Description"]
@@ -263,6 +288,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ECS::TaskDefinition", "cpu"): _check_managed_instances_task,
     ("AWS::ECS::TaskDefinition", "memory"): _check_managed_instances_task,
     ("AWS::ECS::Service", "capacityProviderStrategy"): _check_service_strategy,
+    ("AWS::ECS::Service", "placementConstraints"): _check_service_placement,
+    ("AWS::ECS::Service", "placementStrategy"): _check_service_placement,
     ("Output", "resource"): _check_output,
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
@@ -21,6 +22,7 @@ from neuron_constructs import (
     NeuronCluster,
     NeuronConfigurationError,
     NeuronService,
+    SlicedNeuronService,
 )
 from neuron_constructs import rules as r
 
@@ -166,6 +168,67 @@ def _ambiguous_capacity(s: Stack) -> None:
     NeuronService(s, "Svc", cluster=cluster, task_definition=task)
 
 
+def _sliced(s: Stack, instance_type: str = "inf2.48xlarge", max_capacity: int = 2, **options: Any) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Neuron", instance_type=instance_type, max_capacity=max_capacity)
+    options.setdefault("devices_per_task", 2)
+    SlicedNeuronService(s, "Sliced", cluster=cluster, instance_type=instance_type, image=IMAGE, **options)
+
+
+def _slice_not_dividing_chips(s: Stack) -> None:
+    _sliced(s, devices_per_task=5)
+
+
+def _slice_off_the_torus(s: Stack) -> None:
+    _sliced(s, instance_type="trn1.32xlarge", devices_per_task=2)
+
+
+def _more_instances_than_capacity(s: Stack) -> None:
+    _sliced(s, instances=3)
+
+
+def _auto_scaling_beyond_capacity(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
+    )
+    sliced.auto_scale(min_instances=1, max_instances=4)
+
+
+def _fixed_host_port_in_bridge(s: Stack) -> None:
+    _sliced(s, port_mappings=[ecs.PortMapping(container_port=8080, host_port=8080)])
+
+
+def _port_in_host_mode(s: Stack) -> None:
+    _sliced(s, network_mode=ecs.NetworkMode.HOST, port_mappings=[ecs.PortMapping(container_port=8080)])
+
+
+def _visible_cores_for_every_slice(s: Stack) -> None:
+    _sliced(s, environment={"NEURON_RT_VISIBLE_CORES": "0-3"})
+
+
+def _more_cores_than_a_slice(s: Stack) -> None:
+    _sliced(s, environment={"NEURON_RT_NUM_CORES": "8"})
+
+
+def _service_beside_slices(s: Stack) -> None:
+    _sliced(s)
+    cluster = s.node.find_child("C")
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Other", cluster=cluster, task_definition=task)  # type: ignore[arg-type]
+
+
+def _slices_beside_a_service(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Neuron", instance_type="trn1.32xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Other", cluster=cluster, task_definition=task)
+    SlicedNeuronService(s, "Sliced", cluster=cluster, instance_type="trn1.32xlarge", devices_per_task=4, image=IMAGE)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -200,6 +263,33 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"inf2.8xlarge\) for Test/T",
     ),
     (r.AMBIGUOUS_CAPACITY, _ambiguous_capacity, r"2 capacities fit.*pass capacity= one of: Inf2, Trn"),
+    (
+        r.SLICE_SIZE,
+        _slice_not_dividing_chips,
+        r"Test/Sliced: devices_per_task=5 does not cut the 12 chips of inf2.48xlarge.*"
+        r"use devices_per_task in \[1, 2, 3, 4, 6, 12\] for inf2.48xlarge",
+    ),
+    (r.SLICE_SIZE, _slice_off_the_torus, r"devices_per_task in \[1, 4, 8, 16\] for trn1.32xlarge"),
+    (
+        r.SLICES_EXCEED_CAPACITY,
+        _more_instances_than_capacity,
+        r"Test/Sliced: instances=3 but Test/C/Neuron launches 0 to 2 instances.*pass instances from 0 to 2",
+    ),
+    (r.SLICES_EXCEED_CAPACITY, _auto_scaling_beyond_capacity, r"instances=4 but Test/C/Neuron launches 0 to 2"),
+    (r.SLICE_HOST_PORT, _fixed_host_port_in_bridge, r"Test/Sliced: host_port=8080 in the bridge network mode"),
+    (r.SLICE_HOST_PORT, _port_in_host_mode, r"container port 8080 is a host port in the host network mode"),
+    (
+        r.SLICE_RUNTIME_VARIABLE,
+        _visible_cores_for_every_slice,
+        r"NEURON_RT_VISIBLE_CORES=0-3 is the same in every slice.*takes its own 4 cores",
+    ),
+    (r.SLICE_RUNTIME_VARIABLE, _more_cores_than_a_slice, r"NEURON_RT_NUM_CORES=8 but a slice holds 4 NeuronCores"),
+    (
+        r.SLICED_CAPACITY_SHARED,
+        _service_beside_slices,
+        r"Test/Other: Test/C/Neuron runs the sliced service Test/Sliced.*give Test/Sliced its own",
+    ),
+    (r.SLICED_CAPACITY_SHARED, _slices_beside_a_service, r"Test/Sliced: Test/C/Neuron already runs Test/Other"),
 ]
 
 
@@ -288,3 +378,17 @@ def test_task_definition_without_neuron_container_warns_at_synth() -> None:
     s = new_stack()
     managed(s).add_container("only-a-sidecar", image=IMAGE)
     assert "no container has Neuron devices" in str(warnings_of(s, r.NO_NEURON_CONTAINER))
+
+
+def test_awsvpc_slices_without_eni_trunking_warn() -> None:
+    s = new_stack()
+    _sliced(s, network_mode=ecs.NetworkMode.AWS_VPC)
+    (found,) = warnings_of(s, r.AWSVPC_WITHOUT_TRUNKING)
+    assert found.startswith("Test/Sliced: 6 awsvpc tasks per inf2.48xlarge without eni_trunking")
+    assert "pass eni_trunking=True" in found
+
+
+def test_awsvpc_slices_with_eni_trunking_do_not_warn() -> None:
+    s = new_stack()
+    _sliced(s, network_mode=ecs.NetworkMode.AWS_VPC, eni_trunking=True)
+    assert warnings_of(s, r.AWSVPC_WITHOUT_TRUNKING) == []

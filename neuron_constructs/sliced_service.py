@@ -1,0 +1,216 @@
+"""``SlicedNeuronService``: several models per Neuron instance, each on its own contiguous device slice.
+
+With managed allocation a task takes every device, so one task runs per instance. Manual
+mapping lets tasks share an instance, but ECS does not track ``linuxParameters.devices``: two
+copies of one task definition on one instance both map the same ``/dev/neuronN``. A sliced
+service makes collisions impossible by construction:
+
+* slice ``i`` is its own :class:`ManualNeuronTaskDefinition` mapping the contiguous devices
+  ``[i*k, (i+1)*k)`` (``k = devices_per_task``), pinned to the instance type (``memberOf``);
+* slice ``i`` runs as its own ECS service with ``distinctInstance``: ECS never puts two
+  tasks of one service on one instance, so no device is mapped twice, while different slices
+  share the instance;
+* every slice asks for ``1/slices`` of the instance's CPU units and of its schedulable memory
+  (:attr:`NeuronInstanceType.schedulable_memory_mib`, 90 % of nominal), so exactly one task
+  of each slice fits per instance and, with ``instances`` instances, every chip is used;
+* tasks are bin-packed by memory, so slices fill instances before new ones start.
+
+NeuronCore numbering (aws-neuron-sdk, "How to Build and Run a Neuron Container", section
+Cores): inside a container, NeuronCores keep the host's numbering; on an inf1.24xlarge
+(4 cores per chip) a container mapping ``/dev/neuron12`` and ``/dev/neuron13`` uses
+``NEURON_RT_VISIBLE_CORES=51,52``. By default the runtime takes every core of the devices the
+container maps, which is exactly its slice, so no runtime variable is set here; a shared
+``NEURON_RT_VISIBLE_CORES`` would be wrong for every slice but one and is refused (NEURON019),
+as is a ``NEURON_RT_NUM_CORES`` above one slice's cores.
+
+Networking: ``bridge`` (default) caps nothing, but ports must be dynamic (``host_port``
+unset), since every instance runs one task of each slice; register the slice services with a
+load balancer target group or Service Connect. ``awsvpc`` gives each task its own ENI, so
+without ENI trunking the instance's ENI limit caps tasks per instance (warning NEURON106 unless
+``eni_trunking=True`` says the account setting ``awsvpcTrunking`` is on). ``host`` is refused
+with port mappings: every slice would bind the same port.
+
+Deployments replace tasks in place: at most 100 % (an extra copy of a slice fits only on an
+extra instance) and by default at least 50 % healthy (0 % when ``instances`` is 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from neuron_constructs import compliance, rules
+from neuron_constructs.capacity import AutoScalingCapacity
+from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.cluster import NeuronCluster
+from neuron_constructs.services import NeuronService
+from neuron_constructs.task_definitions import ManualNeuronTaskDefinition
+
+__all__ = ["SlicedNeuronService"]
+
+_ECS_TASKS = "ecs-tasks.amazonaws.com"
+
+
+class SlicedNeuronService(Construct):
+    """One logical service that fills each instance of a Neuron type with ``chips / devices_per_task`` tasks.
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``.
+    instance_type: a catalog Neuron type.
+    devices_per_task: chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
+    image: the container image every slice runs.
+    instances: instances' worth of tasks, i.e. tasks per slice service; default 1. At most the
+        capacity's ``max_capacity`` (NEURON017).
+    network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
+    eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
+    capacity: the Auto Scaling capacity provider to use when the cluster has several of the type.
+    min_healthy_percent: deployment lower bound; default 50, or 0 when ``instances`` is 1.
+    container_name: default ``model``.
+    task_role, execution_role: shared by every slice; default one new role each.
+    log_retention: the shared log group's retention; default one month.
+    vpc_subnets, security_groups: for ``AWS_VPC``.
+    **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
+        environment, port_mappings, health_check, ...), the same for every slice.
+
+    Attributes
+    ----------
+    instance_type, devices_per_task, slices, instances: the layout.
+    cpu, memory_mib: what each slice's task asks for.
+    task_definitions: one :class:`ManualNeuronTaskDefinition` per slice, slice ``i`` at index ``i``.
+    services: one ``ecs.Ec2Service`` per slice.
+    capacity: the Auto Scaling capacity the slices run on.
+    log_group, task_role, execution_role: shared by every slice.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        instance_type: str,
+        devices_per_task: int,
+        image: ecs.ContainerImage,
+        instances: int = 1,
+        network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
+        eni_trunking: bool = False,
+        capacity: ecs.AsgCapacityProvider | None = None,
+        min_healthy_percent: int | None = None,
+        container_name: str = "model",
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        **container_options: Any,
+    ) -> None:
+        path = f"{scope.node.path}/{id}"
+        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        instance = self.instance_type
+        self.devices_per_task = devices_per_task
+        self.slices = rules.check_slice_size(path, instance, devices_per_task)
+        self.instances = instances
+        self.cpu = instance.cpu_units // self.slices
+        self.memory_mib = instance.schedulable_memory_mib // self.slices
+        cores = devices_per_task * instance.neuron_cores_per_chip
+        rules.check_slice_environment(path, container_options.get("environment") or {}, cores)
+        rules.check_slice_host_ports(
+            path,
+            str(network_mode.value).lower(),
+            [(m.container_port, m.host_port) for m in container_options.get("port_mappings") or ()],
+        )
+        super().__init__(scope, id)
+        if network_mode == ecs.NetworkMode.AWS_VPC and not eni_trunking:
+            Validations.of(self).add_warning(
+                rules.AWSVPC_WITHOUT_TRUNKING.warning_id,
+                rules.AWSVPC_WITHOUT_TRUNKING.message(
+                    path, f"{self.slices} awsvpc tasks per {instance.name} without eni_trunking"
+                ),
+            )
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.task_role = task_role or iam.Role(self, "TaskRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS))
+        self.execution_role = execution_role or iam.Role(
+            self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)
+        )
+        compliance.acknowledge_execution_role(self)
+
+        self.task_definitions: list[ManualNeuronTaskDefinition] = []
+        self.services: list[ecs.Ec2Service] = []
+        self.capacity: AutoScalingCapacity | None = None
+        if min_healthy_percent is None:
+            min_healthy_percent = 0 if instances <= 1 else 50
+        for index in range(self.slices):
+            task_definition = ManualNeuronTaskDefinition(
+                self,
+                f"Slice{index}",
+                instance_type=instance,
+                devices=range(index * devices_per_task, (index + 1) * devices_per_task),
+                cpu=self.cpu,
+                memory_mib=self.memory_mib,
+                network_mode=network_mode,
+                task_role=self.task_role,
+                execution_role=self.execution_role,
+                log_group=self.log_group,
+            )
+            options = dict(container_options)
+            options.setdefault(
+                "logging", ecs.LogDrivers.aws_logs(stream_prefix=f"slice{index}", log_group=self.log_group)
+            )
+            task_definition.add_neuron_container(container_name, image=image, **options)
+            service = NeuronService(
+                self,
+                f"Slice{index}Service",
+                cluster=cluster,
+                task_definition=task_definition,
+                desired_count=instances,
+                capacity=capacity,
+                min_healthy_percent=min_healthy_percent,
+                max_healthy_percent=100,
+                vpc_subnets=vpc_subnets,
+                security_groups=security_groups,
+            )
+            assert isinstance(service.capacity, AutoScalingCapacity) and isinstance(service.service, ecs.Ec2Service)
+            if self.capacity is None:
+                self.capacity = service.capacity
+                self._check_instances(instances)
+                self._claim(service.capacity)
+            ec2_service = service.service
+            ec2_service.add_placement_constraints(ecs.PlacementConstraint.distinct_instances())
+            ec2_service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
+            self.task_definitions.append(task_definition)
+            self.services.append(ec2_service)
+
+    def _claim(self, capacity: AutoScalingCapacity) -> None:
+        """NEURON020: the slices are the only tasks on their capacity."""
+        others = [s for s in capacity.services if not s.node.path.startswith(f"{self.node.path}/")]
+        if others:
+            raise rules.SLICED_CAPACITY_SHARED.error(
+                self.node.path,
+                f"{capacity.node.path} already runs {others[0].node.path}",
+                sliced=self.node.path,
+                other=others[0].node.path,
+            )
+        capacity.sliced_by = self
+
+    def _check_instances(self, instances: int) -> None:
+        assert self.capacity is not None
+        rules.check_slice_capacity(self.node.path, instances, self.capacity.max_capacity, self.capacity.node.path)
+
+    def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
+        """Scale every slice service together between ``min_instances`` and ``max_instances`` tasks.
+
+        Returns one scalable target per slice, in slice order; give each the same policy, e.g.
+        ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
+        ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017).
+        """
+        self._check_instances(max_instances)
+        self._check_instances(min_instances)
+        return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
