@@ -216,7 +216,7 @@ def deploy_app(
 ) -> list[str]:
     """``cdk bootstrap`` then ``cdk deploy`` (every stack unless ``stacks`` names some) to ``endpoint``.
 
-    Returns the names of the stacks the app deployed, in deployment order.
+    Returns the names of the deployed stacks: in the order of ``stacks``, else by creation time.
     """
     env = endpoint.environment()
     account = endpoint.client("sts").get_caller_identity()["Account"]
@@ -228,7 +228,8 @@ def deploy_app(
     run_cdk(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
     cloudformation = endpoint.client("cloudformation")
     deployed = [s for s in cloudformation.describe_stacks()["Stacks"] if s["StackName"] != "CDKToolkit"]
-    return [s["StackName"] for s in sorted(deployed, key=lambda s: s["CreationTime"])]
+    names = [s["StackName"] for s in sorted(deployed, key=lambda s: (s["CreationTime"], s["StackName"]))]
+    return [name for name in stacks if name in names] if stacks else names
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
