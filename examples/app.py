@@ -103,51 +103,42 @@ class NeuronInferenceEc2(Stack):
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
 
 
-class NeuronSlicedInf2(Stack):
-    """Six 2-chip vLLM replicas on every inf2.48xlarge: one slice service per device pair."""
+class NeuronSlicedVllm(Stack):
+    """vLLM replicas on contiguous device slices of one Neuron type: ``chips / devices_per_task`` per instance.
 
-    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+    The examples: six 2-chip replicas per inf2.48xlarge (``NeuronSlicedInf2``), four 4-chip
+    slices per trn1.32xlarge on two instances (``NeuronSlicedTrn1``; the trn1 torus allows
+    1, 4, 8 or 16 chips). Tensor parallelism spans the slice's NeuronCores.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        model_id: str,
+        instance_type: str,
+        capacity_id: str,
+        devices_per_task: int,
+        instances: int,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, id, **kwargs)
-        instance_type = NeuronInstanceType.of("inf2.48xlarge")
+        instance = NeuronInstanceType.of(instance_type)
         self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.add_ec2_capacity("Inf2", instance_type=instance_type.name, max_capacity=2)
+        self.neuron.add_ec2_capacity(capacity_id, instance_type=instance.name, max_capacity=2)
         self.vllm = SlicedNeuronService(
             self,
             "Vllm",
             cluster=self.neuron,
-            instance_type=instance_type.name,
-            devices_per_task=2,
-            instances=1,
+            instance_type=instance.name,
+            devices_per_task=devices_per_task,
+            instances=instances,
             container_name="vllm",
             **vllm_container_options(
                 self,
                 model_id=model_id,
-                tensor_parallel_size=2 * instance_type.neuron_cores_per_chip,
-                dynamic_host_port=True,
-            ),
-        )
-
-
-class NeuronSlicedTrn1(Stack):
-    """Four 4-chip slices on every trn1.32xlarge (the 2D torus allows 1, 4, 8 or 16 chips)."""
-
-    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
-        super().__init__(scope, id, **kwargs)
-        instance_type = NeuronInstanceType.of("trn1.32xlarge")
-        self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.add_ec2_capacity("Trn1", instance_type=instance_type.name, max_capacity=2)
-        self.vllm = SlicedNeuronService(
-            self,
-            "Vllm",
-            cluster=self.neuron,
-            instance_type=instance_type.name,
-            devices_per_task=4,
-            instances=2,
-            container_name="vllm",
-            **vllm_container_options(
-                self,
-                model_id=model_id,
-                tensor_parallel_size=4 * instance_type.neuron_cores_per_chip,
+                tensor_parallel_size=devices_per_task * instance.neuron_cores_per_chip,
                 dynamic_host_port=True,
             ),
         )
@@ -214,8 +205,20 @@ def build_app(app: App | None = None) -> App:
     NeuronMixedCluster(
         app, "NeuronMixedCluster", model_id=model_id, inf1_image_tag=inf1_image_tag, synthesizer=synthesizer()
     )
-    NeuronSlicedInf2(app, "NeuronSlicedInf2", model_id=model_id, synthesizer=synthesizer())
-    NeuronSlicedTrn1(app, "NeuronSlicedTrn1", model_id=model_id, synthesizer=synthesizer())
+    for name, instance_type, capacity_id, devices_per_task, instances in (
+        ("NeuronSlicedInf2", "inf2.48xlarge", "Inf2", 2, 1),
+        ("NeuronSlicedTrn1", "trn1.32xlarge", "Trn1", 4, 2),
+    ):
+        NeuronSlicedVllm(
+            app,
+            name,
+            model_id=model_id,
+            instance_type=instance_type,
+            capacity_id=capacity_id,
+            devices_per_task=devices_per_task,
+            instances=instances,
+            synthesizer=synthesizer(),
+        )
     if app.node.try_get_context("cdkNag") in (True, "true"):
         from cdk_nag import AwsSolutionsChecks
 
