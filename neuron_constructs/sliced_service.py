@@ -10,9 +10,11 @@ service makes collisions impossible by construction:
 * slice ``i`` runs as its own ECS service with ``distinctInstance``: ECS never puts two
   tasks of one service on one instance, so no device is mapped twice, while different slices
   share the instance;
-* every slice asks for ``1/slices`` of the instance's CPU units and of its schedulable memory
-  (:attr:`NeuronInstanceType.schedulable_memory_mib`, 90 % of nominal), so exactly one task
-  of each slice fits per instance and, with ``instances`` instances, every chip is used;
+* every slice asks for ``1/slices`` of the instance's CPU units (ECS registers 1,024 per vCPU
+  and the agent keeps none) and of its schedulable memory
+  (:attr:`NeuronInstanceType.schedulable_memory_mib`, 90 % of nominal: ECS registers less than
+  nominal and AWS recommends a buffer for the agent), so one task of each slice fits per
+  instance and, with ``instances`` instances, every chip is used;
 * tasks are bin-packed by memory, so slices fill instances before new ones start.
 
 NeuronCore numbering (aws-neuron-sdk, "How to Build and Run a Neuron Container", section
