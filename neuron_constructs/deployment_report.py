@@ -17,11 +17,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuron_constructs.inspection import device_index, format_device_paths
+from neuron_constructs.inspection import NEURON_DEVICE_PREFIX, device_index, format_device_paths
 
 __all__ = ["Gap", "ReportItem", "StackReport", "describe_stack", "describe_stacks", "format_reports", "main"]
-
-NEURON_DEVICE_PREFIX = "/dev/neuron"
 
 ClientFactory = Callable[[str], Any]
 """``service name -> boto3 client``, e.g. ``boto3.client``."""
@@ -104,6 +102,21 @@ class _StackReader:
     def compare(self, logical_id: str, what: str, asked: Any, live: Any) -> None:
         if asked not in (None, [], "") and asked != live:
             self.gap(logical_id, f"{what}: template asks {asked!r}, the endpoint reports {live!r}", attribute=what)
+
+    def compare_placement(
+        self, logical_id: str, what: str, asked: list[dict[str, str]], live: dict[str, Any], detail: str
+    ) -> list[str]:
+        """Compare the template's ``Type``/``Expression`` (or ``Field``) entries with the API's ``what`` list.
+
+        Returns the live entries as ``"<type> <detail>"`` text.
+        """
+
+        def text(entries: list[dict[str, str]], type_key: str, detail_key: str) -> list[str]:
+            return [f"{e[type_key]} {e.get(detail_key, '')}".strip() for e in entries]
+
+        live_text = text(live.get(what, []), "type", detail)
+        self.compare(logical_id, what, text(asked, "Type", detail.capitalize()), live_text)
+        return live_text
 
     def read(self) -> StackReport:
         readers = {
@@ -231,11 +244,9 @@ class _StackReader:
         self.compare(logical_id, "networkMode", properties.get("NetworkMode"), task.get("networkMode"))
         self.compare(logical_id, "cpu", properties.get("Cpu"), task.get("cpu"))
         self.compare(logical_id, "memory", properties.get("Memory"), task.get("memory"))
-        asked_constraints = [
-            f"{c['Type']} {c.get('Expression', '')}".strip() for c in properties.get("PlacementConstraints", [])
-        ]
-        constraints = [f"{c['type']} {c.get('expression', '')}".strip() for c in task.get("placementConstraints", [])]
-        self.compare(logical_id, "placementConstraints", asked_constraints, constraints)
+        constraints = self.compare_placement(
+            logical_id, "placementConstraints", properties.get("PlacementConstraints", []), task, "expression"
+        )
         details = [
             "/".join(compatibilities) or "no compatibilities",
             f"network {task.get('networkMode', '?')}",
@@ -263,18 +274,12 @@ class _StackReader:
             self.gap(
                 logical_id, f"capacityProviderStrategy ({providers}) not kept", attribute="capacityProviderStrategy"
             )
-        asked_constraints = [
-            f"{c['Type']} {c.get('Expression', '')}".strip() for c in properties.get("PlacementConstraints", [])
-        ]
-        constraints = [
-            f"{c['type']} {c.get('expression', '')}".strip() for c in service.get("placementConstraints", [])
-        ]
-        self.compare(logical_id, "placementConstraints", asked_constraints, constraints)
-        asked_strategy = [
-            f"{p['Type']} {p.get('Field', '')}".strip() for p in properties.get("PlacementStrategies", [])
-        ]
-        placement_strategy = [f"{p['type']} {p.get('field', '')}".strip() for p in service.get("placementStrategy", [])]
-        self.compare(logical_id, "placementStrategy", asked_strategy, placement_strategy)
+        constraints = self.compare_placement(
+            logical_id, "placementConstraints", properties.get("PlacementConstraints", []), service, "expression"
+        )
+        placement_strategy = self.compare_placement(
+            logical_id, "placementStrategy", properties.get("PlacementStrategies", []), service, "field"
+        )
         placement = (
             "capacity provider " + ", ".join(strategy) if strategy else f"launch type {service.get('launchType')}"
         )

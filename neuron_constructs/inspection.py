@@ -19,6 +19,7 @@ Uses boto3 only (no AWS CDK import), with botocore's standard retry mode for thr
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from neuron_constructs.catalog import NeuronInstanceType
 
 __all__ = [
     "API_PAGE_SIZE",
+    "NEURON_DEVICE_PREFIX",
     "ClusterInspection",
     "ContainerInstance",
     "Finding",
@@ -50,7 +52,7 @@ API_PAGE_SIZE = 100
 
 NEURON_DEVICES = "NEURON_DEVICES"
 INSTANCE_TYPE_ATTRIBUTE = "ecs.instance-type"
-_DEVICE_PREFIX = "/dev/neuron"
+NEURON_DEVICE_PREFIX = "/dev/neuron"
 _TRAILING_INDEX = re.compile(r"(\d+)$")
 
 FindingKind = Literal["conflict", "missing-device", "unregistered", "idle"]
@@ -165,15 +167,19 @@ def ecs_client(*, region: str | None = None, endpoint_url: str | None = None, se
     return session.client("ecs", region_name=region, endpoint_url=endpoint_url, config=config)
 
 
-def count_api_calls(client: Any) -> Counter[str]:
-    """A counter of the operations ``client`` calls from now on (one per call, not per retry)."""
+@contextlib.contextmanager
+def count_api_calls(client: Any) -> Iterator[Counter[str]]:
+    """Count the operations ``client`` calls inside the ``with`` block (one per call, not per retry)."""
     calls: Counter[str] = Counter()
 
     def count(model: Any, **_: Any) -> None:
         calls[model.name] += 1
 
     client.meta.events.register("before-parameter-build", count)
-    return calls
+    try:
+        yield calls
+    finally:
+        client.meta.events.unregister("before-parameter-build", count)
 
 
 def _batches(items: Sequence[str], size: int = API_PAGE_SIZE) -> Iterator[Sequence[str]]:
@@ -212,7 +218,7 @@ def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, tuple[str, 
     mapped: dict[str, tuple[str, ...]] = {}
     for container in task_definition.get("containerDefinitions", []):
         devices = container.get("linuxParameters", {}).get("devices", [])
-        paths = tuple(d["hostPath"] for d in devices if d.get("hostPath", "").startswith(_DEVICE_PREFIX))
+        paths = tuple(d["hostPath"] for d in devices if d.get("hostPath", "").startswith(NEURON_DEVICE_PREFIX))
         mapped[container["name"]] = paths
     return mapped
 
@@ -223,22 +229,22 @@ def inspect_cluster(client: Any, cluster: str, *, desired_status: str = "RUNNING
     ``desired_status`` selects the tasks (``RUNNING`` covers pending and running ones).
     Raises botocore's ``ClientError`` (e.g. ``ClusterNotFoundException``) unchanged.
     """
-    calls = count_api_calls(client)
-    instance_arns = _list_all(client, "list_container_instances", "containerInstanceArns", cluster=cluster)
-    instances: list[ContainerInstance] = []
-    for batch in _batches(instance_arns):
-        response = client.describe_container_instances(cluster=cluster, containerInstances=list(batch))
-        instances += [_container_instance(raw) for raw in response["containerInstances"]]
+    with count_api_calls(client) as calls:
+        instance_arns = _list_all(client, "list_container_instances", "containerInstanceArns", cluster=cluster)
+        instances: list[ContainerInstance] = []
+        for batch in _batches(instance_arns):
+            response = client.describe_container_instances(cluster=cluster, containerInstances=list(batch))
+            instances += [_container_instance(raw) for raw in response["containerInstances"]]
 
-    task_arns = _list_all(client, "list_tasks", "taskArns", cluster=cluster, desiredStatus=desired_status)
-    raw_tasks: list[Mapping[str, Any]] = []
-    for batch in _batches(task_arns):
-        raw_tasks += client.describe_tasks(cluster=cluster, tasks=list(batch))["tasks"]
+        task_arns = _list_all(client, "list_tasks", "taskArns", cluster=cluster, desiredStatus=desired_status)
+        raw_tasks: list[Mapping[str, Any]] = []
+        for batch in _batches(task_arns):
+            raw_tasks += client.describe_tasks(cluster=cluster, tasks=list(batch))["tasks"]
 
-    mapped_by_definition: dict[str, dict[str, tuple[str, ...]]] = {}
-    for arn in dict.fromkeys(t["taskDefinitionArn"] for t in raw_tasks):
-        definition = client.describe_task_definition(taskDefinition=arn)["taskDefinition"]
-        mapped_by_definition[arn] = _mapped_devices(definition)
+        mapped_by_definition: dict[str, dict[str, tuple[str, ...]]] = {}
+        for arn in dict.fromkeys(t["taskDefinitionArn"] for t in raw_tasks):
+            definition = client.describe_task_definition(taskDefinition=arn)["taskDefinition"]
+            mapped_by_definition[arn] = _mapped_devices(definition)
 
     tasks = [
         Task(
@@ -286,7 +292,7 @@ def index_runs(indices: Iterable[int]) -> list[tuple[int, int]]:
 
 def format_device_paths(indices: Iterable[int]) -> str:
     """``/dev/neuron0..2, /dev/neuron5``: device paths with contiguous runs folded."""
-    return ", ".join(f"{_DEVICE_PREFIX}{a}" + (f"..{b}" if b > a else "") for a, b in index_runs(indices))
+    return ", ".join(f"{NEURON_DEVICE_PREFIX}{a}" + (f"..{b}" if b > a else "") for a, b in index_runs(indices))
 
 
 def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task]) -> list[Finding]:
@@ -309,9 +315,10 @@ def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task])
     idle: list[Finding] = []
     for instance in instances:
         on_instance = tasks_by_instance.get(instance.arn, [])
+        held = {task.arn: task.device_indices() for task in on_instance}
         holders: dict[int, list[Task]] = defaultdict(list)
         for task in on_instance:
-            for index in task.device_indices():
+            for index in held[task.arn]:
                 holders[index].append(task)
         label = _instance_label(instance)
         for index, held_by in sorted(holders.items()):
@@ -320,7 +327,7 @@ def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task])
                 conflicts.append(
                     Finding(
                         "conflict",
-                        f"{label}: {_DEVICE_PREFIX}{index} is held by {len(held_by)} tasks: {names}; "
+                        f"{label}: {NEURON_DEVICE_PREFIX}{index} is held by {len(held_by)} tasks: {names}; "
                         "give each task definition different devices or keep one task per instance "
                         "(distinctInstance)",
                     )
@@ -328,7 +335,7 @@ def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task])
         catalog_entry = NeuronInstanceType.find(instance.instance_type or "")
         if catalog_entry is not None:
             for task in on_instance:
-                beyond = {i for i in task.device_indices() if i >= catalog_entry.chips}
+                beyond = {i for i in held[task.arn] if i >= catalog_entry.chips}
                 if beyond:
                     missing.append(
                         Finding(

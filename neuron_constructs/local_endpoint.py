@@ -269,10 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             stack_names = deploy_app(
                 endpoint, app_dir=args.app_dir, cdk=args.cdk, output=args.output, context=context, stacks=args.stacks
             )
-            reports = describe_stacks(lambda service: endpoint.client(service), stack_names)
+            reports = describe_stacks(endpoint.client, stack_names)
             print(format_reports(reports, endpoint=endpoint.label), flush=True)
             if args.serve:
                 print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
+                environment = endpoint.environment()
                 for key in (
                     "AWS_ENDPOINT_URL",
                     "AWS_REGION",
@@ -280,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "AWS_ACCESS_KEY_ID",
                     "AWS_SECRET_ACCESS_KEY",
                 ):
-                    print(f"  export {key}={endpoint.environment()[key]}", flush=True)
+                    print(f"  export {key}={environment[key]}", flush=True)
                 with contextlib.suppress(KeyboardInterrupt):
                     while True:
                         time.sleep(3600)

@@ -45,13 +45,14 @@ class Deployment:
     endpoint: LocalAwsEndpoint
     stack_names: list[str]
     reports: dict[str, StackReport]
+    stack_resources: dict[str, list[dict[str, Any]]]
+    """ListStackResources summaries per stack, read once after the deploy."""
 
     def physical_ids(self, stack: str, resource_type: str) -> dict[str, str]:
         """Logical id -> physical id of the created resources of one type."""
-        summaries = self.endpoint.client("cloudformation").list_stack_resources(StackName=stack)
         return {
             s["LogicalResourceId"]: s["PhysicalResourceId"]
-            for s in summaries["StackResourceSummaries"]
+            for s in self.stack_resources[stack]
             if s.get("ResourceType") == resource_type and s.get("PhysicalResourceId")
         }
 
@@ -65,7 +66,12 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     with local_aws_endpoint(log=cloud_assembly.parent / "moto.log") as endpoint:
         names = deploy_app(endpoint, app_dir=ROOT, cdk=str(CDK_CLI), output=cloud_assembly)
         reports = describe_stacks(endpoint.client, names)
-        yield Deployment(endpoint, names, {r.name: r for r in reports})
+        paginator = endpoint.client("cloudformation").get_paginator("list_stack_resources")
+        stack_resources = {
+            name: [r for page in paginator.paginate(StackName=name) for r in page["StackResourceSummaries"]]
+            for name in names
+        }
+        yield Deployment(endpoint, names, {r.name: r for r in reports}, stack_resources)
 
 
 def test_every_example_stack_deploys(deployment: Deployment) -> None:
