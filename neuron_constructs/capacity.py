@@ -23,9 +23,11 @@ __all__ = [
     "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
     "DEFAULT_MANAGED_INSTANCES_TYPES",
     "DEFAULT_ROOT_VOLUME_GIB",
+    "ECS_AGENT_SETTINGS",
     "NEURON_AMI_PARAMETER",
     "AutoScalingCapacity",
     "ManagedInstancesCapacity",
+    "warn_about_public_subnets",
 ]
 
 NEURON_AMI_PARAMETER = NEURON_AMI_IMAGE_ID_PARAMETER
@@ -37,11 +39,26 @@ DEFAULT_ROOT_VOLUME_GIB = 100
 DEFAULT_MANAGED_INSTANCES_ACCELERATORS = rules.MANAGED_INSTANCES_ACCELERATORS
 DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
 
+ECS_AGENT_SETTINGS = {"ECS_AWSVPC_BLOCK_IMDS": "true"}
+"""Written to ``/etc/ecs/ecs.config`` on every Auto Scaling instance: awsvpc tasks cannot reach the
+instance metadata service (the hop limit of 1 already keeps bridge-mode containers out)."""
+
 _ACCELERATOR_NAMES = {
     "inferentia2": ec2.AcceleratorName.INFERENTIA2,
     "trainium": ec2.AcceleratorName.TRAINIUM,
     "trainium2": ec2.AcceleratorName.TRAINIUM2,
 }
+
+
+def warn_about_public_subnets(owner: Construct, vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet]) -> None:
+    """NEURON108: a warning when capacity launches into subnets the VPC lists as public."""
+    public_ids = {s.node.path for s in vpc.public_subnets}
+    public = [s.node.path for s in subnets if s.node.path in public_ids]
+    if public:
+        Validations.of(owner).add_warning(
+            rules.PUBLIC_SUBNETS.warning_id,
+            rules.PUBLIC_SUBNETS.message(owner.node.path, f"instances launch into public subnets {public}"),
+        )
 
 
 class ManagedInstancesCapacity(Construct):
@@ -61,17 +78,21 @@ class ManagedInstancesCapacity(Construct):
         cluster: ecs.Cluster,
         subnets: Sequence[ec2.ISubnet],
         accelerators: Sequence[str] = DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
-        instance_types: Sequence[str] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
         capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
     ) -> None:
-        super().__init__(scope, id)
+        path = f"{scope.node.path}/{id}"
         self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
-            self.node.path, accelerators, instance_types
+            path, accelerators, instance_types
         )
         """Catalog types this capacity may launch."""
-        self.allowed_instance_type_patterns: tuple[str, ...] = tuple(instance_types)
+        super().__init__(scope, id)
+        self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
+        self.services: list[Construct] = []
+        """The ``NeuronService`` s placed on this capacity, in creation order."""
+        warn_about_public_subnets(self, cluster.vpc, subnets)
         if security_groups:
             self.security_groups = list(security_groups)
         else:
@@ -99,7 +120,7 @@ class ManagedInstancesCapacity(Construct):
                 memory_min=Size.gibibytes(smallest_memory),
                 accelerator_manufacturers=[ec2.AcceleratorManufacturer.AWS],
                 accelerator_names=[_ACCELERATOR_NAMES[a] for a in accelerators],
-                allowed_instance_types=list(instance_types),
+                allowed_instance_types=list(self.allowed_instance_type_patterns),
             ),
         )
         cluster.add_managed_instances_capacity_provider(self.capacity_provider)
@@ -109,10 +130,16 @@ class ManagedInstancesCapacity(Construct):
 class AutoScalingCapacity(Construct):
     """An EC2 Auto Scaling group registered with the cluster as a capacity provider.
 
-    Built from an EC2 launch template (never a LaunchConfiguration): IMDSv2
-    required, detailed monitoring, an encrypted gp3 root volume, ECS managed
-    scaling and managed termination protection, instances in private subnets,
-    and containers blocked from the instance role.
+    Built from an EC2 launch template (never a LaunchConfiguration): IMDSv2 required with a hop
+    limit of 1 (AL2023 AMIs default to 2, which lets bridge-mode containers reach the instance
+    role), ``ECS_AWSVPC_BLOCK_IMDS`` for awsvpc tasks, detailed monitoring, an encrypted gp3 root
+    volume, ECS managed scaling, draining and termination protection.
+
+    The instance role holds exactly what the ECS agent needs - register and deregister with this
+    cluster, report task state to it, poll it - and nothing on CloudWatch Logs or ECR: tasks log and
+    pull images with their execution role. aws-cdk-lib would add its own agent policy (with
+    ``logs:*`` and ``ecr:GetAuthorizationToken`` on ``*``) through the Auto Scaling group; the group
+    therefore sees the role as immutable. Grant the instances more through :attr:`role`.
     """
 
     def __init__(
@@ -123,7 +150,7 @@ class AutoScalingCapacity(Construct):
         cluster: ecs.Cluster,
         instance_type: str,
         machine_image: ec2.IMachineImage,
-        vpc_subnets: ec2.SubnetSelection,
+        subnets: Sequence[ec2.ISubnet],
         min_capacity: int,
         max_capacity: int,
         root_volume_gib: int,
@@ -146,6 +173,7 @@ class AutoScalingCapacity(Construct):
         self.sliced_by: Construct | None = None
         """The ``SlicedNeuronService`` that owns this capacity's devices, if any."""
         self.instance_type = ec2.InstanceType(instance_type)
+        warn_about_public_subnets(self, cluster.vpc, subnets)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -159,15 +187,19 @@ class AutoScalingCapacity(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"ECS container instances ({instance_type}) of {cluster.node.path}",
         )
+        _grant_ecs_agent(self.role, cluster)
+        user_data = ec2.UserData.for_linux()
+        user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in ECS_AGENT_SETTINGS.items()))
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
             instance_type=self.instance_type,
             machine_image=machine_image,
-            user_data=ec2.UserData.for_linux(),
-            role=self.role,
+            user_data=user_data,
+            role=self.role.without_policy_updates(),
             security_group=self.security_group,
             require_imdsv2=True,
+            http_put_response_hop_limit=1,
             detailed_monitoring=True,
             block_devices=[
                 ec2.BlockDevice(
@@ -185,7 +217,7 @@ class AutoScalingCapacity(Construct):
             self,
             "Group",
             vpc=cluster.vpc,
-            vpc_subnets=vpc_subnets,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
             launch_template=self.launch_template,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
@@ -202,3 +234,31 @@ class AutoScalingCapacity(Construct):
             self.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
         )
         compliance.acknowledge_auto_scaling_capacity(self)
+
+
+def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
+    """What the ECS container agent calls, scoped to ``cluster`` wherever ECS allows it."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="EcsAgentRegisterAndReport",
+            actions=[
+                "ecs:RegisterContainerInstance",
+                "ecs:DeregisterContainerInstance",
+                "ecs:SubmitAttachmentStateChanges",
+                "ecs:SubmitContainerStateChange",
+                "ecs:SubmitTaskStateChange",
+            ],
+            resources=[cluster.cluster_arn],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="EcsAgentPoll",
+            actions=["ecs:Poll", "ecs:StartTelemetrySession"],
+            resources=["*"],
+            conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(sid="EcsAgentDiscoverEndpoint", actions=["ecs:DiscoverPollEndpoint"], resources=["*"])
+    )

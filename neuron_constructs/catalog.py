@@ -24,12 +24,20 @@ A figure with no public source is ``None`` rather than a guess.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-__all__ = ["SCHEDULABLE_MEMORY_FRACTION", "Accelerator", "DeviceTopology", "NeuronInstanceType"]
+__all__ = [
+    "SCHEDULABLE_MEMORY_FRACTION",
+    "Accelerator",
+    "DeviceTopology",
+    "NeuronInstanceType",
+    "closest_instance_types",
+    "ec2_instance_types",
+]
 
 Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]
 
@@ -196,7 +204,7 @@ class NeuronInstanceType:
         """
         from neuron_constructs.rules import instance_type_at
 
-        return instance_type_at("NeuronInstanceType", name)
+        return instance_type_at("NeuronInstanceType", name, exact=False)
 
     @classmethod
     def find(cls, name: str) -> NeuronInstanceType | None:
@@ -221,9 +229,9 @@ class NeuronInstanceType:
         return tuple(e for e in _CATALOG if fnmatch.fnmatchcase(e.name, lowered))
 
 
-def closest_instance_types(name: str, limit: int = 3) -> list[str]:
-    """Catalog names closest to ``name``, for "did you mean" messages."""
-    names = [e.name for e in _CATALOG]
+def closest_instance_types(name: str, limit: int = 3, names: Sequence[str] | None = None) -> list[str]:
+    """Names closest to ``name`` (catalog names unless ``names`` is given), for "did you mean" messages."""
+    names = list(names) if names is not None else [e.name for e in _CATALOG]
     close = difflib.get_close_matches(name.lower(), names, n=limit, cutoff=0.0)
     return close or names[:limit]
 
@@ -258,3 +266,19 @@ _CATALOG: tuple[NeuronInstanceType, ...] = (
 )
 
 _BY_NAME: dict[str, NeuronInstanceType] = {e.name: e for e in _CATALOG}
+
+
+def ec2_instance_types() -> frozenset[str]:
+    """Every instance type the EC2 API lists (its ``InstanceType`` values, as botocore ships them).
+
+    Read from botocore's EC2 service model on first use (about 0.1 s), no AWS call.
+    """
+    return _ec2_instance_types()
+
+
+@functools.cache
+def _ec2_instance_types() -> frozenset[str]:
+    from botocore.loaders import Loader
+
+    model = Loader().load_service_model("ec2", "service-2")
+    return frozenset(model["shapes"]["InstanceType"]["enum"])

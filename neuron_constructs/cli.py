@@ -5,19 +5,27 @@ Commands::
     neuron-ecs catalog [--json]
     neuron-ecs ami [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--region R] [--json]
+    neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
 
-Exit status: 0 clean, 3 when ``inspect`` finds a device held by two tasks on one instance,
-2 for usage errors, 1 when AWS cannot answer (the message says why, in a sentence).
-Tables are aligned text; on a terminal the headers are bold and findings coloured (unless
-``NO_COLOR`` is set); piped output is plain. ``catalog`` imports neither boto3 nor the AWS CDK.
+Exit status: 0 clean, 3 when ``inspect`` finds a device held by two tasks on one instance or
+``lint`` finds an error, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url``
+included), 1 when AWS cannot answer (the message says why, in a sentence), 130 on Ctrl-C.
+Calls to AWS give up on an endpoint that does not answer within about 30 s (5 s to connect,
+10 s to read, 3 attempts); a long ``inspect`` prints progress on stderr. Tables are aligned
+text; on a terminal the headers are bold and findings coloured (unless ``NO_COLOR`` is set);
+piped output is plain, and a closed pipe (``| head``) keeps the exit status. ``catalog`` and
+``lint`` import neither boto3 nor the AWS CDK.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,21 +44,38 @@ _REQUIRED_PERMISSIONS = {
     "and ecs:DescribeTaskDefinition",
     "ami": "ssm:GetParameters on the public /aws/service/ecs/* parameters",
 }
-_FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "unregistered": "33", "idle": "33"}
+_FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "malformed": "31", "unregistered": "33", "idle": "33"}
+_REGION = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
+EXIT_INTERRUPTED = 130
+_PROGRESS_AFTER_S = 2.0
 
 
 class _Output:
-    """Plain text, or bold headers and coloured findings on a terminal."""
+    """Plain text, or bold headers and coloured findings on a terminal.
+
+    Once the reader closes the pipe (``| head``), further lines are dropped: the command still
+    finishes and returns its exit status.
+    """
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.styled = stream.isatty() and "NO_COLOR" not in os.environ
+        self.closed = False
 
     def style(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.styled else text
 
     def line(self, text: str = "") -> None:
-        self.stream.write(text + "\n")
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
 
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
         rows = [tuple(r) for r in rows]
@@ -110,15 +135,12 @@ def _region(session: Any) -> str:
 
 
 def _ami(args: argparse.Namespace, out: _Output) -> int:
-    from botocore.config import Config
-
     from neuron_constructs.ami import NEURON_AMI_PARAMETER_PATH, resolve_neuron_ami
+    from neuron_constructs.inspection import client_config
 
     session = _session(args)
     region = _region(session)
-    ssm = session.client(
-        "ssm", endpoint_url=args.endpoint_url, config=Config(retries={"mode": "standard", "total_max_attempts": 5})
-    )
+    ssm = session.client("ssm", endpoint_url=args.endpoint_url, config=client_config())
     ami = resolve_neuron_ami(ssm, region)
     if args.json:
         _print_json(ami.to_json(), out)
@@ -137,13 +159,44 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
 # --- inspect -------------------------------------------------------------------------------------
 
 
+class _Progress:
+    """A progress line on stderr once an inspection has run for a while, at most once a second."""
+
+    def __init__(self, stream: IO[str], *, after_s: float | None = None) -> None:
+        self.stream = stream
+        self.terminal = stream.isatty()
+        self.started = time.monotonic()
+        self.after_s = _PROGRESS_AFTER_S if after_s is None else after_s
+        self.shown = 0.0
+        self.last = ""
+
+    def __call__(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.started < self.after_s or (self.shown and now - self.shown < 1.0):
+            return
+        self.shown, self.last = now, message
+        end = "" if self.terminal else "\n"
+        prefix = "\r\033[K" if self.terminal else ""
+        self.stream.write(f"{prefix}neuron-ecs inspect: {message}{end}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.terminal and self.last:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
 def _inspect(args: argparse.Namespace, out: _Output) -> int:
     from neuron_constructs.inspection import ecs_client, inspect_cluster
 
     session = _session(args)
     _region(session)
     client = ecs_client(session=session, region=session.region_name, endpoint_url=args.endpoint_url)
-    inspection = inspect_cluster(client, args.cluster)
+    progress = _Progress(args.stderr)
+    try:
+        inspection = inspect_cluster(client, args.cluster, progress=progress)
+    finally:
+        progress.done()
     if args.json:
         _print_json(inspection.to_json(), out)
     else:
@@ -208,6 +261,26 @@ def _task_table(inspection: ClusterInspection, instances: dict[str, ContainerIns
     out.table(("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES"), rows)
 
 
+# --- lint ----------------------------------------------------------------------------------------
+
+
+def _lint(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.lint import lint_paths, write_findings, write_rules
+
+    if args.list_rules:
+        write_rules(out)
+        return EXIT_OK
+    if not args.templates:
+        raise _UsageError("lint needs at least one template file or directory")
+    findings = lint_paths(args.templates, ignore=args.ignore)
+    write_findings(findings, out, form="json" if args.json else args.format)
+    return EXIT_CONFLICT if any(f.finding.severity == "error" for f in findings) else EXIT_OK
+
+
+class _UsageError(ValueError):
+    """A usage error found after parsing (exit status 2)."""
+
+
 # --- errors --------------------------------------------------------------------------------------
 
 
@@ -216,17 +289,28 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
+        ConnectTimeoutError,
         EndpointConnectionError,
         NoCredentialsError,
         NoRegionError,
         PartialCredentialsError,
+        ReadTimeoutError,
     )
 
     from neuron_constructs.ami import AmiNotPublishedError
+    from neuron_constructs.inspection import CONNECT_TIMEOUT_S, MAX_ATTEMPTS, READ_TIMEOUT_S, UnexpectedResponseError
 
     region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "your region"
     if isinstance(error, AmiNotPublishedError):
         return str(error)
+    if isinstance(error, UnexpectedResponseError):
+        return f"The endpoint answered, but {error}: check --endpoint-url and any proxy in between."
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
+        waited = CONNECT_TIMEOUT_S if isinstance(error, ConnectTimeoutError) else READ_TIMEOUT_S
+        return (
+            f"{error.kwargs.get('endpoint_url')} did not answer within {waited} s, {MAX_ATTEMPTS} times: "
+            "check the network, the region or --endpoint-url."
+        )
     if isinstance(error, NoCredentialsError | PartialCredentialsError):
         return (
             "No AWS credentials were found: set AWS_PROFILE (and run aws sso login if it uses SSO), "
@@ -278,8 +362,10 @@ def _parser() -> argparse.ArgumentParser:
     catalog.add_argument("--json", action="store_true", help="print JSON")
 
     def aws_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--region", help="AWS region (default: from the environment or profile)")
-        sub.add_argument("--endpoint-url", help="a different endpoint, e.g. the local one of make deploy-local")
+        sub.add_argument("--region", type=_region_name, help="AWS region (default: from the environment or profile)")
+        sub.add_argument(
+            "--endpoint-url", type=_endpoint_url, help="a different endpoint, e.g. the local one of make deploy-local"
+        )
         sub.add_argument("--json", action="store_true", help="print JSON")
 
     ami = commands.add_parser("ami", help="the recommended ECS Amazon Linux 2023 Neuron AMI in a region")
@@ -290,13 +376,47 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--cluster", required=True, help="cluster name or ARN")
     aws_options(inspect)
+
+    lint = commands.add_parser(
+        "lint",
+        help="check CloudFormation templates (JSON, YAML, or directories of *.template.json) against the Neuron rules",
+    )
+    lint.add_argument("templates", nargs="*", metavar="TEMPLATE", help="template files or directories")
+    lint.add_argument("--json", action="store_true", help="print the findings as JSON")
+    lint.add_argument(
+        "--format", choices=("text", "parseable"), default="text", help="text (as cfn-lint prints) or parseable"
+    )
+    lint.add_argument(
+        "--ignore", action="append", default=[], metavar="RULE", help="a rule id (NEURON109 or W9209) to skip"
+    )
+    lint.add_argument("--list-rules", action="store_true", help="list the rules lint checks and exit")
     return parser
+
+
+def _region_name(value: str) -> str:
+    if not _REGION.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an AWS region name (like us-east-1)")
+    return value
+
+
+def _endpoint_url(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL (like http://127.0.0.1:5000)")
+    return value
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "catalog": _catalog,
     "ami": _ami,
     "inspect": _inspect,
+    "lint": _lint,
 }
 
 
@@ -305,13 +425,23 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     out = _Output(stdout or sys.stdout)
     err = stderr or sys.stderr
     try:
-        args = _parser().parse_args(argv)
+        with contextlib.redirect_stdout(out.stream), contextlib.redirect_stderr(err):
+            args = _parser().parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return int(exit_.code or 0)
+    args.stderr = err
     try:
         return _COMMANDS[args.command](args, out)
+    except KeyboardInterrupt:
+        err.write(f"\nneuron-ecs {args.command}: interrupted\n")
+        return EXIT_INTERRUPTED
     except Exception as error:
-        if args.command == "catalog":
+        from neuron_constructs.lint import LintUsageError
+
+        if isinstance(error, _UsageError | LintUsageError):
+            err.write(f"neuron-ecs {args.command}: {error}\n")
+            return EXIT_USAGE
+        if args.command in ("catalog", "lint"):
             raise
         sentence = _explain(error, args.command, args)
         if sentence is None:
@@ -321,12 +451,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: exit with :func:`main`'s status, even once stdout is closed."""
     try:
-        sys.exit(main())
-    except BrokenPipeError:  # e.g. neuron-ecs catalog | head
-        sys.stderr.close()
-        sys.exit(EXIT_OK)
+        status = main()
+    except KeyboardInterrupt:  # between commands, e.g. while importing
+        sys.stderr.write("\nneuron-ecs: interrupted\n")
+        status = EXIT_INTERRUPTED
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+    # A reader that closed the pipe early must not turn the exit into a flush error at shutdown.
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), sys.stdout.fileno())
+    sys.exit(status)
 
 
 if __name__ == "__main__":

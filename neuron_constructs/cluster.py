@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy, Validations
+from aws_cdk import Aws, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from neuron_constructs import rules
+from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import (
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
@@ -18,21 +20,47 @@ from neuron_constructs.capacity import (
     AutoScalingCapacity,
     ManagedInstancesCapacity,
 )
+from neuron_constructs.catalog import NeuronInstanceType, closest_instance_types, ec2_instance_types
+from neuron_constructs.inputs import COUNT, GP3_VOLUME_GIB, MANAGED_INSTANCES_STORAGE_GIB, checked
+from neuron_constructs.l1_overrides import drop_redundant_handler_dependency
+from neuron_constructs.log_groups import log_group
+from neuron_constructs.synth_checks import enable_template_checks
 
 __all__ = ["NeuronCluster"]
 
 DEFAULT_MAX_CAPACITY = 2
 """Auto Scaling groups default to at most two instances: Neuron instances are costly."""
 
+_RESTRICT_DEFAULT_SG_PROVIDER = "Custom::VpcRestrictDefaultSGCustomResourceProvider"
+_CAPACITY_RANGES = {
+    "min_capacity": COUNT,
+    "max_capacity": COUNT,
+    "root_volume_gib": GP3_VOLUME_GIB,
+    "task_volume_gib": MANAGED_INSTANCES_STORAGE_GIB,
+}
+
 
 class NeuronCluster(Construct):
     """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
 
-    Defaults: a new VPC (2 AZs, one NAT gateway, VPC flow logs to CloudWatch
-    Logs kept one month) unless ``vpc`` is given; Container Insights on.
-    Capacity is added with :meth:`add_managed_instances_capacity`,
-    :meth:`add_ec2_capacity` and :meth:`add_non_neuron_capacity`; one cluster
-    may hold several at once (Trn1, Trn2, Inf1, Inf2 and others), as ECS allows.
+    Defaults: a new VPC (2 AZs, one NAT gateway in public subnets that assign no public
+    addresses, VPC flow logs to CloudWatch Logs kept one month, the default security group
+    stripped of its rules) unless ``vpc`` is given; capacity in its private subnets; Container
+    Insights on. Capacity is added with
+    :meth:`add_managed_instances_capacity`, :meth:`add_ec2_capacity` and
+    :meth:`add_non_neuron_capacity`; one cluster may hold several at once (Trn1, Trn2, Inf1,
+    Inf2 and others), as ECS allows. Every template of the app is checked against the Neuron
+    rules at synth (:func:`~neuron_constructs.synth_checks.enable_template_checks`).
+
+    Parameters
+    ----------
+    vpc: the VPC to use; default a new one as above.
+    cluster_name: the ECS cluster name; default generated.
+    container_insights: Container Insights on the cluster; default True.
+    capacity_subnets: where capacity launches; default the private subnets with egress (a
+        selection of public subnets warns, NEURON108).
+    log_encryption_key: a customer managed KMS key for the flow log group; default CloudWatch
+        Logs' own encryption.
 
     Attributes
     ----------
@@ -41,6 +69,7 @@ class NeuronCluster(Construct):
     managed_instances_capacities / auto_scaling_capacities: what was added, in order.
     """
 
+    @checked(names=("cluster_name",))
     def __init__(
         self,
         scope: Construct,
@@ -50,8 +79,11 @@ class NeuronCluster(Construct):
         cluster_name: str | None = None,
         container_insights: bool = True,
         capacity_subnets: ec2.SubnetSelection | None = None,
+        log_encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id)
+        enable_template_checks(self)
+        self.log_encryption_key = log_encryption_key
         self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
         self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         """Subnets capacity launches into. Default: private subnets with egress."""
@@ -79,23 +111,47 @@ class NeuronCluster(Construct):
             "Vpc",
             max_azs=2,
             nat_gateways=1,
+            restrict_default_security_group=True,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                # Public subnets hold only the NAT gateway, which has its own Elastic IP.
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
+                ),
                 ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
             ],
         )
-        flow_logs = logs.LogGroup(
-            self, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        provider = Stack.of(self).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
+        if provider is not None:
+            compliance.acknowledge_default_security_group_restriction(provider)
+            drop_redundant_handler_dependency(provider)
+        flow_logs = log_group(
+            self, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=self.log_encryption_key
         )
-        vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+        # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
+        delivery_role = iam.Role(
+            self,
+            "VpcFlowLogsRole",
+            assumed_by=iam.ServicePrincipal(
+                "vpc-flow-logs.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:vpc-flow-log/*"
+                    },
+                },
+            ),
+            description="Delivers the VPC flow logs to CloudWatch Logs",
+        )
+        vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, delivery_role))
         return vpc
 
+    @checked(ranges=_CAPACITY_RANGES)
     def add_managed_instances_capacity(
         self,
         id: str,
         *,
         accelerators: Sequence[str] | None = None,
-        instance_types: Sequence[str] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
         capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
@@ -105,11 +161,12 @@ class NeuronCluster(Construct):
         Parameters
         ----------
         accelerators: acceleratorNames; default ``inferentia2``, ``trainium``, ``trainium2``.
-            ``inferentia`` (Inf1) is refused: ECS runs Inf1 only on the EC2 launch type.
-        instance_types: allowedInstanceTypes patterns; default ``("inf*", "trn*")``.
-            A pattern that selects only Inf1, or no catalog type, is refused.
+            ``inferentia`` (Inf1) is refused: ECS runs Inf1 only on the EC2 launch type (NEURON002).
+        instance_types: allowedInstanceTypes patterns or catalog entries; default ``("inf*", "trn*")``.
+            A pattern that selects only Inf1, or no catalog type, or is not lowercase, is refused (NEURON003).
         capacity_option_type: on-demand (default) or spot.
-        task_volume_gib: task storage per instance; default 100 GiB for Neuron images.
+        task_volume_gib: task storage per instance, at least 1 GiB; default 100 GiB for Neuron images.
+        security_groups: default a new group with no inbound rules.
         """
         capacity = ManagedInstancesCapacity(
             self,
@@ -125,11 +182,12 @@ class NeuronCluster(Construct):
         self.managed_instances_capacities.append(capacity)
         return capacity.capacity_provider
 
+    @checked(ranges=_CAPACITY_RANGES)
     def add_ec2_capacity(
         self,
         id: str,
         *,
-        instance_type: str,
+        instance_type: str | NeuronInstanceType,
         min_capacity: int = 0,
         max_capacity: int = DEFAULT_MAX_CAPACITY,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
@@ -139,9 +197,11 @@ class NeuronCluster(Construct):
 
         Parameters
         ----------
-        instance_type: a catalog Neuron type (``"inf2.xlarge"``, ``"trn1.32xlarge"``...).
-        min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it).
-        root_volume_gib: encrypted gp3 root volume; default 100 GiB (a warning below that).
+        instance_type: a catalog Neuron type (``"inf2.xlarge"``, ``NeuronInstanceType.of("trn1.32xlarge")``...),
+            spelled as EC2 spells it (NEURON001).
+        min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it), with
+            0 <= min <= max and max >= 1 (NEURON004).
+        root_volume_gib: encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
         machine_image: pin an AMI instead of resolving
             ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
             at deploy time (gives a warning: the pin must carry the Neuron driver and be kept current).
@@ -153,7 +213,7 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=neuron.name,
             machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
-            vpc_subnets=self.capacity_subnets,
+            subnets=self.select_capacity_subnets(),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
@@ -167,6 +227,7 @@ class NeuronCluster(Construct):
         self.auto_scaling_capacities.append(capacity)
         return capacity.capacity_provider
 
+    @checked(ranges=_CAPACITY_RANGES)
     def add_non_neuron_capacity(
         self,
         id: str,
@@ -180,14 +241,29 @@ class NeuronCluster(Construct):
 
         For the CPU-only parts of an ML system (gateways, pre-processing) in the
         same cluster; same launch-template hardening as :meth:`add_ec2_capacity`.
+        A Neuron type is refused (the standard AMI has no Neuron driver, NEURON030), and so is
+        a type the EC2 API does not list (NEURON031). Root volume default 30 GiB.
         """
+        path = f"{self.node.path}/{id}"
+        neuron = NeuronInstanceType.find(instance_type)
+        if neuron is not None:
+            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
+                path, f"{instance_type!r} is a Neuron type on the standard ECS AMI", instance_type=neuron.name
+            )
+        known = ec2_instance_types()
+        if instance_type not in known:
+            raise rules.UNKNOWN_EC2_TYPE.error(
+                path,
+                f"EC2 has no instance type {instance_type!r}",
+                closest=", ".join(closest_instance_types(instance_type, names=sorted(known))),
+            )
         capacity = AutoScalingCapacity(
             self,
             id,
             cluster=self.cluster,
             instance_type=instance_type,
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
-            vpc_subnets=self.capacity_subnets,
+            subnets=self.select_capacity_subnets(),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,

@@ -13,6 +13,7 @@ from constructs import IConstruct
 
 __all__ = [
     "acknowledge_auto_scaling_capacity",
+    "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
     "acknowledge_managed_instances_capacity",
 ]
@@ -47,18 +48,14 @@ def acknowledge_managed_instances_capacity(provider: IConstruct) -> None:
 
 
 def acknowledge_auto_scaling_capacity(capacity: IConstruct) -> None:
-    """The ECS agent policy aws-cdk-lib attaches to a capacity's instance role, and ASG notifications."""
+    """The ECS agent policy of a capacity's instance role, and ASG notifications."""
     _acknowledge(
         capacity,
         {
             "IAM5[Resource::*]": (
-                "ECS agent on the instance: ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken and "
-                "logs:CreateLogStream-style agent calls support no resource-level permissions."
-            ),
-            "IAM5[Action::ecs:Submit*]": (
-                "ECS agent reports task and container state (SubmitTaskStateChange, "
-                "SubmitContainerStateChange, SubmitAttachmentStateChanges) for this cluster only; "
-                "aws-cdk-lib grants them as one prefix."
+                "ECS agent on the instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, and "
+                "ecs:Poll and ecs:StartTelemetrySession act on container instances that exist only after they "
+                "register; the ecs:cluster condition holds those two to this cluster."
             ),
             "AS3": (
                 "Scaling is driven by ECS managed scaling; activity is recorded in the Auto Scaling activity "
@@ -76,6 +73,21 @@ def acknowledge_execution_role(task_definition: IConstruct) -> None:
             "IAM5[Resource::*]": (
                 "Task execution role: ecr:GetAuthorizationToken supports no resource-level permissions; "
                 "image pulls themselves are scoped to the task's repositories."
+            ),
+        },
+    )
+
+
+def acknowledge_default_security_group_restriction(provider: IConstruct) -> None:
+    """The Lambda function aws-cdk-lib runs to strip the rules of a VPC's default security group."""
+    basic_execution = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+    _acknowledge(
+        provider,
+        {
+            f"IAM4[Policy::{basic_execution}]": (
+                "aws-cdk-lib's custom resource that removes the default security group's rules writes its own "
+                "logs; the AWS managed basic execution policy grants exactly CreateLogGroup, CreateLogStream and "
+                "PutLogEvents."
             ),
         },
     )

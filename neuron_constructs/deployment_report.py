@@ -78,8 +78,9 @@ def _ref(value: Any) -> str | None:
 class _StackReader:
     """Reads one stack: the template says what to look for, the live APIs say what is there."""
 
-    def __init__(self, clients: ClientFactory, stack_name: str) -> None:
+    def __init__(self, clients: ClientFactory, stack_name: str, *, functions_run: bool = True) -> None:
         self.clients = clients
+        self.functions_run = functions_run
         cloudformation = clients("cloudformation")
         self.stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
         self.template = _template(cloudformation, stack_name)
@@ -133,6 +134,8 @@ class _StackReader:
                 reader(logical_id, resource.get("Properties", {}), physical_id)
             elif physical_id is None:
                 self.gap(logical_id)
+            elif str(resource["Type"]).startswith("Custom::") and not self.functions_run:
+                self.gap(logical_id, "marked created without running its Lambda function (the endpoint runs none)")
         self.items.append(
             ReportItem(
                 "iam",
@@ -197,11 +200,13 @@ class _StackReader:
         source = self._ami_source(image)
         mappings: list[dict[str, Any]] = data.get("BlockDeviceMappings", [])
         root: dict[str, Any] = mappings[0].get("Ebs", {}) if mappings else {}
-        tokens = data.get("MetadataOptions", {}).get("HttpTokens", "optional")
+        metadata = data.get("MetadataOptions", {})
+        tokens = metadata.get("HttpTokens", "optional")
+        hops = metadata.get("HttpPutResponseHopLimit", "the AMI's default")
         return [
             data.get("InstanceType", "?"),
             f"AMI {image}" + (f" from SSM {source}" if source else ""),
-            "IMDSv2 required" if tokens == "required" else f"IMDS HttpTokens {tokens}",
+            ("IMDSv2 required" if tokens == "required" else f"IMDS HttpTokens {tokens}") + f", hop limit {hops}",
             f"root {root.get('VolumeSize', '?')} GiB {root.get('VolumeType', '?')}"
             + (" encrypted" if root.get("Encrypted") else " NOT encrypted"),
         ]
@@ -307,13 +312,19 @@ def _container_neuron_settings(container: dict[str, Any]) -> str:
     return f"{name}: no Neuron devices"
 
 
-def describe_stack(clients: ClientFactory, stack_name: str) -> StackReport:
-    """Read one deployed stack through the AWS APIs that ``clients`` returns."""
-    return _StackReader(clients, stack_name).read()
+def describe_stack(clients: ClientFactory, stack_name: str, *, functions_run: bool = True) -> StackReport:
+    """Read one deployed stack through the AWS APIs that ``clients`` returns.
+
+    ``functions_run=False`` (the local endpoint) lists every custom resource as not run: the
+    endpoint marks them created without invoking their Lambda functions.
+    """
+    return _StackReader(clients, stack_name, functions_run=functions_run).read()
 
 
-def describe_stacks(clients: ClientFactory, stack_names: Iterable[str]) -> list[StackReport]:
-    return [describe_stack(clients, name) for name in stack_names]
+def describe_stacks(
+    clients: ClientFactory, stack_names: Iterable[str], *, functions_run: bool = True
+) -> list[StackReport]:
+    return [describe_stack(clients, name, functions_run=functions_run) for name in stack_names]
 
 
 def format_reports(reports: Sequence[StackReport], *, endpoint: str = "AWS") -> str:

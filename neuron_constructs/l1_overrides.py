@@ -1,29 +1,47 @@
 """The one place the library writes CloudFormation that aws-cdk-lib's L2s cannot.
 
-aws-cdk-lib 2.275 renders only ``GPU`` and ``InferenceAccelerator`` container
-resource requirements, so the ``NeuronDevice`` requirement of managed Neuron
-device allocation is written here as a property override on the task
-definition's ``AWS::ECS::TaskDefinition``.
+* aws-cdk-lib 2.275 renders only ``GPU`` and ``InferenceAccelerator`` container resource
+  requirements, so the ``NeuronDevice`` requirement of managed Neuron device allocation is
+  written here as a property override on the task definition's ``AWS::ECS::TaskDefinition``.
+* aws-cdk-lib's ``FargateService`` - the service class for ECS Managed Instances - takes no
+  placement constraints, while Managed Instances honour them: ``distinctInstance`` for a
+  manually mapped task on Managed Instances is set on its ``AWS::ECS::Service`` here.
+* aws-cdk-lib's custom resource provider that strips a VPC's default security group gives its
+  Lambda function a ``DependsOn`` on its role that the ``Fn::GetAtt`` of the role already implies
+  (cfn-lint W3005); the redundant ``DependsOn`` is removed here.
+* What a Neuron task definition declares (managed or manual allocation, its Neuron containers,
+  the instance type and devices of a manual one) is recorded in the resource's ``Metadata``
+  under :data:`~neuron_constructs.cfn_template.INTENT_METADATA_KEY`, so the template checks
+  (and ``neuron-ecs lint``) can tell when an escape hatch undid it.
 """
 
 from __future__ import annotations
 
-from weakref import WeakKeyDictionary
+from collections.abc import Mapping
 
 from aws_cdk import CfnResource
 from aws_cdk import aws_ecs as ecs
+from constructs import IConstruct
+
+from neuron_constructs.cfn_template import INTENT_METADATA_KEY
 
 __all__ = [
     "NEURON_DEVICE_REQUIREMENT",
     "container_index",
-    "neuron_device_containers",
+    "distinct_instances_on_managed_instances",
+    "drop_redundant_handler_dependency",
+    "record_intent",
     "require_all_neuron_devices",
 ]
 
-_REQUESTED: WeakKeyDictionary[ecs.TaskDefinition, list[str]] = WeakKeyDictionary()
-
 NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
 """ECS managed Neuron device allocation: the container gets every device of its instance."""
+
+
+def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
+    resource = task_definition.node.default_child
+    assert isinstance(resource, CfnResource)
+    return resource
 
 
 def container_index(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> int:
@@ -39,13 +57,26 @@ def container_index(task_definition: ecs.TaskDefinition, container: ecs.Containe
 
 def require_all_neuron_devices(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> None:
     """Give ``container`` ``resourceRequirements: [{type: NeuronDevice, value: ALL}]``."""
-    resource = task_definition.node.default_child
-    assert isinstance(resource, CfnResource)
     index = container_index(task_definition, container)
-    resource.add_property_override(f"ContainerDefinitions.{index}.ResourceRequirements", [NEURON_DEVICE_REQUIREMENT])
-    _REQUESTED.setdefault(task_definition, []).append(container.container_name)
+    _resource(task_definition).add_property_override(
+        f"ContainerDefinitions.{index}.ResourceRequirements", [NEURON_DEVICE_REQUIREMENT]
+    )
 
 
-def neuron_device_containers(task_definition: ecs.TaskDefinition) -> tuple[str, ...]:
-    """Names of the containers given ``NeuronDevice = ALL`` here, in order."""
-    return tuple(_REQUESTED.get(task_definition, ()))
+def record_intent(task_definition: ecs.TaskDefinition, intent: Mapping[str, object]) -> None:
+    """Write (or rewrite) what this Neuron task definition declares into its resource metadata."""
+    _resource(task_definition).add_metadata(INTENT_METADATA_KEY, dict(intent))
+
+
+def distinct_instances_on_managed_instances(service: ecs.FargateService) -> None:
+    """``distinctInstance`` on a Managed Instances service (aws-cdk-lib's ``FargateService`` has no API for it)."""
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.placement_constraints = [ecs.CfnService.PlacementConstraintProperty(type="distinctInstance")]
+
+
+def drop_redundant_handler_dependency(provider: IConstruct) -> None:
+    """Remove the ``DependsOn`` of a custom resource provider's handler on the role its ``Role`` already names."""
+    handler = provider.node.try_find_child("Handler")
+    if isinstance(handler, CfnResource):
+        handler.add_deletion_override("DependsOn")

@@ -178,7 +178,7 @@ def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None)
         endpoint = LocalAwsEndpoint(port=port, region=region)
         with open(log or os.devnull, "ab") as log_file:
             server = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "--host", LOOPBACK, "--port", str(port)],
+                [sys.executable, "-m", "neuron_constructs.local_moto", "--host", LOOPBACK, "--port", str(port)],
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stack_names = deploy_app(
                 endpoint, app_dir=args.app_dir, cdk=args.cdk, output=args.output, context=context, stacks=args.stacks
             )
-            reports = describe_stacks(endpoint.client, stack_names)
+            reports = describe_stacks(endpoint.client, stack_names, functions_run=False)
             print(format_reports(reports, endpoint=endpoint.label), flush=True)
             if args.serve:
                 print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)

@@ -37,6 +37,25 @@ class Rule:
     fix: str
     source: str
     severity: Literal["error", "warning"] = "error"
+    checked: Literal["call", "template", "both"] = "call"
+    """Where the rule runs: at the call that breaks it, on the synthesized template (every path, and
+    ``neuron-ecs lint``), or both."""
+
+    @property
+    def on_template(self) -> bool:
+        """Whether :mod:`neuron_constructs.template_checks` checks this rule on CloudFormation."""
+        return self.checked in ("template", "both")
+
+    @property
+    def at_call(self) -> bool:
+        """Whether the constructs check this rule at the call (or construct) that breaks it."""
+        return self.checked in ("call", "both")
+
+    @property
+    def cfn_lint_id(self) -> str:
+        """The id of this rule in the cfn-lint rule pack: ``E91NN`` for errors, ``W92NN`` for warnings."""
+        number = int(self.id.removeprefix("NEURON")) % 100
+        return f"E91{number:02d}" if self.severity == "error" else f"W92{number:02d}"
 
     @property
     def warning_id(self) -> str:
@@ -61,6 +80,7 @@ UNKNOWN_INSTANCE_TYPE = Rule(
     "only inf1, inf2, trn1, trn1n and trn2 instances carry Neuron devices",
     "use a catalog type; closest: {closest} (NeuronInstanceType.all() lists every type)",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 INF1_ON_MANAGED_INSTANCES = Rule(
     "NEURON002",
@@ -69,13 +89,15 @@ INF1_ON_MANAGED_INSTANCES = Rule(
     "drop inf1/'inferentia' from this Managed Instances capacity and run Inf1 through "
     "NeuronCluster.add_ec2_capacity(..., instance_type='inf1.xlarge') with a ManualNeuronTaskDefinition",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 NON_NEURON_MANAGED_INSTANCES = Rule(
     "NEURON003",
     "Managed Instances capacity that selects no Neuron instance",
     "Neuron capacity selects acceleratorManufacturers amazon-web-services, acceleratorNames "
     "inferentia2/trainium/trainium2 and allowedInstanceTypes inf*/trn*",
-    "use accelerators from {allowed} and instance-type patterns that match catalog types (e.g. 'inf2.*', 'trn*')",
+    "use accelerators from {allowed} and lowercase instance-type patterns that match catalog types "
+    "(e.g. 'inf2.*', 'trn*')",
     ECS_NEURON_PAGE,
 )
 CAPACITY_SIZE = Rule(
@@ -84,6 +106,7 @@ CAPACITY_SIZE = Rule(
     "an Auto Scaling group needs 0 <= min_capacity <= max_capacity and max_capacity >= 1",
     "pass min_capacity and max_capacity with 0 <= min <= max and max >= 1",
     "EC2 Auto Scaling API",
+    checked="both",
 )
 ONE_NEURON_CONTAINER = Rule(
     "NEURON005",
@@ -91,6 +114,7 @@ ONE_NEURON_CONTAINER = Rule(
     "at most one container definition in a task may specify the NeuronDevice resource requirement",
     "give the other containers .add_container (sidecars), or run them as a separate task",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 MIXED_DEVICE_MODES = Rule(
     "NEURON006",
@@ -100,6 +124,7 @@ MIXED_DEVICE_MODES = Rule(
     "remove the /dev/neuron* device mappings (managed allocation hands the container every device), "
     "or use ManualNeuronTaskDefinition for manual mapping",
     ECS_NEURON_PAGE,
+    checked="template",
 )
 MANAGED_INSTANCES_FIELD = Rule(
     "NEURON007",
@@ -108,6 +133,7 @@ MANAGED_INSTANCES_FIELD = Rule(
     "and dockerLabels, and take only the awsvpc or host network mode",
     "remove {field} from this task definition, or run it on EC2 capacity with a ManualNeuronTaskDefinition",
     ECS_MI_PARAMETERS_PAGE,
+    checked="both",
 )
 MANAGED_ALLOCATION_CAPACITY = Rule(
     "NEURON008",
@@ -116,6 +142,7 @@ MANAGED_ALLOCATION_CAPACITY = Rule(
     "place this service on a Managed Instances capacity (NeuronCluster.add_managed_instances_capacity), "
     "or map devices with a ManualNeuronTaskDefinition for EC2 capacity",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 DEVICE_INDEX_RANGE = Rule(
     "NEURON009",
@@ -123,6 +150,7 @@ DEVICE_INDEX_RANGE = Rule(
     "manual mapping names /dev/neuronN devices that exist on the instance type",
     "use chip indices 0..{last} for {instance_type} ({chips} chips)",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 DUPLICATE_DEVICE = Rule(
     "NEURON010",
@@ -130,6 +158,7 @@ DUPLICATE_DEVICE = Rule(
     "each Neuron device is mapped once per task",
     "list each chip index once",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 NO_DEVICES = Rule(
     "NEURON011",
@@ -141,16 +170,19 @@ NO_DEVICES = Rule(
 TASK_EXCEEDS_INSTANCE = Rule(
     "NEURON012",
     "Task larger than its instance",
-    "a task definition specific to one instance type cannot ask for more CPU or memory than that instance has",
+    "a task cannot ask for more CPU or memory than the instance types it can run on have",
     "ask for at most {limit} {unit} on {instance_type}",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 NEURON_CONTAINER_RESOURCES = Rule(
     "NEURON013",
-    "Other accelerator on a Neuron container",
-    "a Neuron container's resourceRequirements carry only NeuronDevice",
-    "remove {field} from the Neuron container",
+    "GPU or other accelerator in a Neuron task",
+    "Neuron instances carry no GPU or Elastic Inference accelerator, so a task that holds Neuron devices asks "
+    "for NeuronDevice only",
+    "remove {field} from this task",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 NO_MATCHING_CAPACITY = Rule(
     "NEURON014",
@@ -159,6 +191,7 @@ NO_MATCHING_CAPACITY = Rule(
     "Managed Instances",
     "add a capacity that fits ({wanted}) to the cluster, or pass capacity= one that does",
     ECS_NEURON_PAGE,
+    checked="both",
 )
 AMBIGUOUS_CAPACITY = Rule(
     "NEURON015",
@@ -167,7 +200,6 @@ AMBIGUOUS_CAPACITY = Rule(
     "pass capacity= one of: {names}",
     "ECS guide: capacity provider strategies",
 )
-
 SLICE_SIZE = Rule(
     "NEURON016",
     "devices_per_task that does not slice the instance",
@@ -179,11 +211,12 @@ SLICE_SIZE = Rule(
 )
 SLICES_EXCEED_CAPACITY = Rule(
     "NEURON017",
-    "More instances' worth of slices than the capacity can launch",
-    "distinctInstance places each task of a service on a different container instance, so a slice with N tasks "
-    "needs N instances of its type",
-    "pass instances from 0 to {max_capacity}, or raise max_capacity of {capacity} to at least {instances}",
+    "More tasks than instances under distinctInstance",
+    "distinctInstance places each task of a service on a different container instance, so a service with N "
+    "tasks needs N instances of its capacity",
+    "run from 0 to {max_capacity} tasks, or raise max_capacity of {capacity} to at least {instances}",
     "ECS guide: task placement constraints",
+    checked="both",
 )
 SLICE_HOST_PORT = Rule(
     "NEURON018",
@@ -193,25 +226,126 @@ SLICE_HOST_PORT = Rule(
     "leave host_port unset so the bridge network maps a dynamic host port per task (register the slice "
     "services with a load balancer target group), or use the awsvpc network mode",
     "ECS guide: port mappings",
+    checked="both",
 )
 SLICE_RUNTIME_VARIABLE = Rule(
     "NEURON019",
-    "Neuron runtime variable that contradicts a slice",
+    "Neuron runtime variable that contradicts the mapped devices",
     "inside a container NeuronCores keep the host's numbering (device N holds cores N*cores-per-chip onward), "
     "and the runtime takes every core of the devices the container maps",
-    "leave NEURON_RT_VISIBLE_CORES unset (each slice's runtime takes its own {cores} cores) and keep "
-    "NEURON_RT_NUM_CORES at {cores} or less",
+    "leave NEURON_RT_VISIBLE_CORES unset (the runtime takes the {cores} cores of the mapped devices) or name "
+    "only those cores, and keep NEURON_RT_NUM_CORES at {cores} or less",
     "Neuron containers guide: cores (aws-neuron-sdk build-run-neuron-container)",
+    checked="both",
 )
-
 SLICED_CAPACITY_SHARED = Rule(
     "NEURON020",
     "Capacity shared with a sliced service",
-    "ECS does not track manually mapped devices, so any other task on a sliced service's instances can map a "
-    "device a slice holds",
+    "ECS does not track manually mapped devices, and slices are sized to fill their instances, so any other "
+    "task on a sliced capacity either maps a device a slice holds or takes CPU and memory a slice needs",
     "give {sliced} its own Auto Scaling capacity (add_ec2_capacity with another id, pass capacity=), or run "
     "{other} on another capacity",
     ECS_NEURON_PAGE,
+    checked="both",
+)
+UNPINNED_MANUAL_TASK = Rule(
+    "NEURON021",
+    "Manually mapped task not pinned to one instance type",
+    "a manually mapped task definition must be specific to one instance type; on the EC2 launch type a "
+    "placement constraint memberOf attribute:ecs.instance-type == <type> keeps it there",
+    "pin it with memberOf 'attribute:ecs.instance-type == <type>' (ManualNeuronTaskDefinition does), or drop "
+    "the change that removed the pin",
+    ECS_NEURON_PAGE,
+    checked="template",
+)
+COPIES_SHARE_INSTANCE = Rule(
+    "NEURON022",
+    "Copies of a manually mapped task can share an instance",
+    "ECS does not track linuxParameters.devices, so two tasks of one service on one instance map the same "
+    "/dev/neuronN; the distinctInstance placement constraint (service level only) keeps them apart",
+    "add the distinctInstance placement constraint to the service (NeuronService does), or size the task above "
+    "half of {instance_type}",
+    "ECS guide: task placement constraints",
+    checked="template",
+)
+SHARED_DEVICE = Rule(
+    "NEURON023",
+    "Two services hold one device",
+    "ECS tracks NeuronDevice allocations but not linuxParameters.devices, so services that can share an "
+    "instance must map disjoint /dev/neuronN devices, and a manual mapping must not share a Managed Instances "
+    "capacity with managed allocation",
+    "give {other} devices disjoint from {first}'s (SlicedNeuronService does), or run it on another capacity",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+CONTAINERS_EXCEED_TASK = Rule(
+    "NEURON024",
+    "Containers ask for more than their task",
+    "the memory reserved for all containers of a task must be lower than the task memory, a container's memory "
+    "limit cannot exceed it, and the CPU reserved for all containers must be lower than the task cpu",
+    "lower the containers' {field} to {limit} in all, or raise the task's",
+    "ECS API reference: ContainerDefinition memory, memoryReservation and cpu",
+    checked="both",
+)
+NO_TASK_MEMORY = Rule(
+    "NEURON025",
+    "No memory for the task",
+    "a task on EC2 or Managed Instances needs a task-level memory value or a non-zero memory or "
+    "memoryReservation on each container",
+    "give the task definition memory_mib (and cpu), as ManagedNeuronTaskDefinition requires",
+    "ECS API reference: TaskDefinition memory",
+    checked="template",
+)
+WRONG_TYPE = Rule(
+    "NEURON026",
+    "Parameter of the wrong type",
+    "CloudFormation integer properties take whole numbers, list properties take lists, and each construct "
+    "parameter takes the type its signature names (a bool is not a number, a string is not a list)",
+    "pass {expected}",
+    "CloudFormation resource specification",
+)
+OUT_OF_RANGE = Rule(
+    "NEURON027",
+    "Value outside the range AWS accepts",
+    "task cpu is 128 to 196,608 CPU units, a container needs at least 6 MiB of memory, gp3 volumes are 1 to "
+    "65,536 GiB, Managed Instances task storage is at least 1 GiB, and counts of tasks and instances are whole "
+    "numbers of 0 or more",
+    "pass {name} from {minimum} to {maximum}",
+    "ECS API reference (TaskDefinition cpu, ContainerDefinition memory); EC2 API reference (gp3 VolumeSize)",
+)
+TOKEN_NOT_LITERAL = Rule(
+    "NEURON028",
+    "Deploy-time value where a rule needs a literal",
+    "the Neuron rules compare this value with the catalog and the other parameters at synth, but a CDK token "
+    "(a CfnParameter, an import, a resource attribute) is known only at deploy time",
+    "pass a literal {name}; to vary it per environment, read it from CDK context (app.node.try_get_context) or "
+    "an environment variable at synth",
+    "AWS CDK guide: tokens",
+)
+NEURON_CONTAINER_STRIPPED = Rule(
+    "NEURON029",
+    "Neuron container without its devices",
+    "a Neuron container gets devices through NeuronDevice = ALL (managed) or /dev/neuronN in "
+    "linuxParameters.devices (manual); without them it runs with no Neuron device",
+    "drop the escape hatch that removed its {field}, or add the container with add_container if it needs no device",
+    ECS_NEURON_PAGE,
+    checked="template",
+)
+NEURON_TYPE_WITHOUT_NEURON_AMI = Rule(
+    "NEURON030",
+    "Neuron instance on an AMI without the Neuron driver",
+    "the EC2 launch type runs Neuron instances on the ECS-optimized Amazon Linux 2023 (Neuron) AMI, which "
+    "carries the Neuron driver and runtime; the standard ECS AMI does not",
+    "use NeuronCluster.add_ec2_capacity(instance_type={instance_type!r}) for Neuron instances",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+UNKNOWN_EC2_TYPE = Rule(
+    "NEURON031",
+    "Instance type EC2 does not offer",
+    "EC2 launches only the instance types its API lists (the InstanceType values of the EC2 API)",
+    "use an EC2 instance type; closest: {closest}",
+    "EC2 API reference: InstanceType",
 )
 
 # -------------------------------------------------------------- warnings ---
@@ -224,6 +358,7 @@ DEVICE_TOPOLOGY = Rule(
     "map contiguous chips, e.g. devices={suggestion}; acknowledge this warning id if the set is deliberate",
     NEURON_SCHEDULER,
     severity="warning",
+    checked="both",
 )
 SMALL_ROOT_VOLUME = Rule(
     "NEURON102",
@@ -232,6 +367,7 @@ SMALL_ROOT_VOLUME = Rule(
     "pass root_volume_gib=100 or more",
     "ecs-blueprints vllm-inferentia",
     severity="warning",
+    checked="both",
 )
 MEMORY_NEAR_INSTANCE_TOTAL = Rule(
     "NEURON103",
@@ -242,6 +378,7 @@ MEMORY_NEAR_INSTANCE_TOTAL = Rule(
     "DescribeContainerInstances before relying on it",
     "ECS guide: container instance memory management",
     severity="warning",
+    checked="both",
 )
 NO_NEURON_CONTAINER = Rule(
     "NEURON104",
@@ -250,6 +387,7 @@ NO_NEURON_CONTAINER = Rule(
     "call add_neuron_container(...) on this task definition",
     ECS_NEURON_PAGE,
     severity="warning",
+    checked="both",
 )
 PINNED_AMI = Rule(
     "NEURON105",
@@ -259,6 +397,7 @@ PINNED_AMI = Rule(
     "make sure the pinned AMI carries the Neuron driver and runtime, and move it forward with each release",
     ECS_NEURON_PAGE,
     severity="warning",
+    checked="both",
 )
 AWSVPC_WITHOUT_TRUNKING = Rule(
     "NEURON106",
@@ -269,6 +408,49 @@ AWSVPC_WITHOUT_TRUNKING = Rule(
     "turn on awsvpcTrunking for the account and pass eni_trunking=True, or keep the bridge network mode",
     "ECS guide: elastic network interface trunking",
     severity="warning",
+)
+HOST_NETWORK = Rule(
+    "NEURON107",
+    "Host network mode on a Neuron task",
+    "in the host network mode a container shares the instance's network namespace, so neither the IMDS hop "
+    "limit nor ECS_AWSVPC_BLOCK_IMDS keeps it from the instance role's credentials",
+    "use the bridge or awsvpc network mode, or acknowledge this warning id if the container needs the host "
+    "network and may act as the instance role",
+    "ECS guide: task IAM roles (blocking instance metadata); AWS re:Post ecs-container-ec2-metadata",
+    severity="warning",
+    checked="both",
+)
+PUBLIC_SUBNETS = Rule(
+    "NEURON108",
+    "Capacity in public subnets",
+    "ECS container instances need no public address: they reach ECS, ECR and CloudWatch through a NAT "
+    "gateway or VPC endpoints, and instances in public subnets get one",
+    "pass capacity_subnets (or vpc_subnets) that select private subnets, e.g. "
+    "ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)",
+    "ECS best practices guide: networking",
+    severity="warning",
+    checked="both",
+)
+SECRET_IN_ENVIRONMENT = Rule(
+    "NEURON109",
+    "Secret-looking value in the environment",
+    "environment values are plain text in the task definition, readable by anyone who can describe it; ECS "
+    "injects Secrets Manager and SSM Parameter Store values through secrets",
+    "pass {name} as secrets={{{name!r}: ecs.Secret.from_secrets_manager(...)}}, or acknowledge this warning id "
+    "if the value is not secret",
+    "ECS guide: passing sensitive data to a container",
+    severity="warning",
+    checked="both",
+)
+METADATA_REACHABLE = Rule(
+    "NEURON110",
+    "Instance metadata reachable from containers",
+    "AMIs registered with IMDS support v2.0 (Amazon Linux 2023) launch with a hop limit of 2 unless the launch "
+    "template says otherwise; IMDSv2 with a hop limit of 1 keeps bridge-mode containers from the instance role",
+    "set MetadataOptions HttpTokens: required and HttpPutResponseHopLimit: 1 on the launch template",
+    "EC2 API reference: Image ImdsSupport, InstanceMetadataOptions",
+    severity="warning",
+    checked="template",
 )
 
 RULES: tuple[Rule, ...] = (
@@ -292,13 +474,30 @@ RULES: tuple[Rule, ...] = (
     SLICE_HOST_PORT,
     SLICE_RUNTIME_VARIABLE,
     SLICED_CAPACITY_SHARED,
+    UNPINNED_MANUAL_TASK,
+    COPIES_SHARE_INSTANCE,
+    SHARED_DEVICE,
+    CONTAINERS_EXCEED_TASK,
+    NO_TASK_MEMORY,
+    WRONG_TYPE,
+    OUT_OF_RANGE,
+    TOKEN_NOT_LITERAL,
+    NEURON_CONTAINER_STRIPPED,
+    NEURON_TYPE_WITHOUT_NEURON_AMI,
+    UNKNOWN_EC2_TYPE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
     NO_NEURON_CONTAINER,
     PINNED_AMI,
     AWSVPC_WITHOUT_TRUNKING,
+    HOST_NETWORK,
+    PUBLIC_SUBNETS,
+    SECRET_IN_ENVIRONMENT,
+    METADATA_REACHABLE,
 )
+BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+"""Every rule by its id."""
 
 # ---------------------------------------------------------------- checks ---
 
@@ -306,9 +505,20 @@ MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
 """Neuron accelerator names ECS Managed Instances can select (Inf1 excluded)."""
 
 
-def instance_type_at(path: str, name: str) -> NeuronInstanceType:
-    """NEURON001: the catalog entry for ``name``, or an error naming ``path`` and the closest types."""
+def instance_type_at(path: str, name: str | NeuronInstanceType, *, exact: bool = True) -> NeuronInstanceType:
+    """NEURON001: the catalog entry for ``name``, or an error naming ``path`` and the closest types.
+
+    A :class:`NeuronInstanceType` is taken as it is. With ``exact`` (what the constructs use) the
+    name must be spelled as EC2 spells it: ``'INF2.xlarge'`` is refused with the right spelling,
+    because it would reach the template as written.
+    """
+    if isinstance(name, NeuronInstanceType):
+        return name
     entry = NeuronInstanceType.find(name)
+    if entry is not None and exact and entry.name != name:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path, f"{name!r} is not how EC2 spells an instance type (lowercase, no blanks)", closest=repr(entry.name)
+        )
     if entry is None:
         raise UNKNOWN_INSTANCE_TYPE.error(
             path,
@@ -318,14 +528,20 @@ def instance_type_at(path: str, name: str) -> NeuronInstanceType:
     return entry
 
 
+def instance_type_patterns(instance_types: Sequence[str | NeuronInstanceType]) -> tuple[str, ...]:
+    """``allowedInstanceTypes`` patterns: catalog entries by name, strings as given."""
+    return tuple(t.name if isinstance(t, NeuronInstanceType) else t for t in instance_types)
+
+
 def check_managed_instances_selection(
-    path: str, accelerators: Sequence[str], instance_types: Sequence[str]
+    path: str, accelerators: Sequence[str], instance_types: Sequence[str | NeuronInstanceType]
 ) -> tuple[NeuronInstanceType, ...]:
     """NEURON002/003: the catalog types a Managed Instances capacity may launch.
 
     Returns the catalog entries both selectors admit; raises when Inf1 is
-    named (by accelerator or by a pattern that only Inf1 matches) or when a
-    selector admits no Neuron type.
+    named (by accelerator or by a pattern that only Inf1 matches), when a
+    selector admits no Neuron type, or when a pattern is not lowercase (EC2
+    matches instance types as written, and they are lowercase).
     """
     allowed = ", ".join(MANAGED_INSTANCES_ACCELERATORS)
     if not accelerators or not instance_types:
@@ -338,7 +554,13 @@ def check_managed_instances_selection(
                 path, f"accelerator {name!r} is not a Neuron accelerator", allowed=allowed
             )
     admitted: list[NeuronInstanceType] = []
-    for pattern in instance_types:
+    for pattern in instance_type_patterns(instance_types):
+        if pattern != pattern.strip().lower():
+            raise NON_NEURON_MANAGED_INSTANCES.error(
+                path,
+                f"instance type pattern {pattern!r} is not lowercase and unpadded as EC2 matches it",
+                allowed=allowed,
+            )
         matches = NeuronInstanceType.matching(pattern)
         if matches and all(m.accelerator == "inferentia" for m in matches):
             raise INF1_ON_MANAGED_INSTANCES.error(path, f"instance type {pattern!r} selects Inf1")
@@ -480,54 +702,4 @@ MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS = {
     "docker_labels": "dockerLabels",
     "inference_accelerator_resources": "inferenceAccelerator resources",
 }
-MANAGED_INSTANCES_REJECTED_LINUX_FIELDS = ("sharedMemorySize", "tmpfs")
 NEURON_CONTAINER_FORBIDDEN_OPTIONS = ("gpu_count", "inference_accelerator_resources")
-
-
-def rendered_container_problems(
-    path: str,
-    containers: Sequence[dict[str, object]],
-    *,
-    managed_instances: bool,
-    neuron_device_containers: Sequence[str],
-) -> list[str]:
-    """Synth-time checks on the rendered ``ContainerDefinitions`` (camelCase keys).
-
-    Catches what users add after construction (devices, tmpfs, labels) as well
-    as what went in through the plain aws-cdk-lib API.
-    """
-    problems: list[str] = []
-    for container in containers:
-        name = str(container.get("name", "?"))
-        linux = container.get("linuxParameters") or {}
-        assert isinstance(linux, dict)
-        devices = linux.get("devices") or []
-        neuron_paths = [
-            d.get("hostPath")
-            for d in devices
-            if isinstance(d, dict) and str(d.get("hostPath", "")).startswith("/dev/neuron")
-        ]
-        if neuron_device_containers and neuron_paths:
-            problems.append(
-                MIXED_DEVICE_MODES.message(
-                    f"{path}/{name}",
-                    f"container maps {neuron_paths} while {list(neuron_device_containers)} ask for NeuronDevice",
-                )
-            )
-        if managed_instances:
-            for field in MANAGED_INSTANCES_REJECTED_LINUX_FIELDS:
-                if linux.get(field):
-                    problems.append(
-                        MANAGED_INSTANCES_FIELD.message(
-                            f"{path}/{name}", f"linuxParameters.{field} is set", field=field
-                        )
-                    )
-            if container.get("dockerLabels"):
-                problems.append(
-                    MANAGED_INSTANCES_FIELD.message(f"{path}/{name}", "dockerLabels is set", field="docker_labels")
-                )
-    if len(neuron_device_containers) > 1:
-        problems.append(
-            ONE_NEURON_CONTAINER.message(path, f"containers {list(neuron_device_containers)} ask for NeuronDevice")
-        )
-    return problems

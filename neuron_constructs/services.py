@@ -25,9 +25,17 @@ from constructs import Construct, IConstruct
 from neuron_constructs import rules
 from neuron_constructs.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.task_definitions import ManualNeuronTaskDefinition, NeuronTaskDefinition
+from neuron_constructs.inputs import COUNT, MAXIMUM_PERCENT, MINIMUM_HEALTHY_PERCENT, checked
+from neuron_constructs.inspection import format_device_paths
+from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances
+from neuron_constructs.synth_checks import enable_template_checks
+from neuron_constructs.task_definitions import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronTaskDefinition,
+)
 
-__all__ = ["NeuronService"]
+__all__ = ["NeuronService", "capacity_for"]
 
 Capacity = ManagedInstancesCapacity | AutoScalingCapacity
 CapacityProvider = ecs.ManagedInstancesCapacityProvider | ecs.AsgCapacityProvider
@@ -36,14 +44,20 @@ CapacityProvider = ecs.ManagedInstancesCapacityProvider | ecs.AsgCapacityProvide
 class NeuronService(Construct):
     """An ECS service for a Neuron task definition, on capacity that fits it.
 
+    A service of a manually mapped task definition carries ``distinctInstance``: ECS does not
+    track ``linuxParameters.devices``, so two of its tasks on one instance - copies, or the new
+    and the old task of a rolling deployment - would map the same ``/dev/neuronN``. It therefore
+    runs at most one task per instance of its capacity (NEURON017), and a second service whose
+    devices overlap on the same capacity is refused (NEURON023).
+
     Parameters
     ----------
     cluster: the :class:`NeuronCluster`.
     task_definition: a managed or manual Neuron task definition.
-    desired_count: tasks to run; default 1.
+    desired_count: tasks to run, 0 or more; default 1.
     capacity: the capacity provider to use; default the one capacity of the
         cluster that fits (an error when none or several fit).
-    min_healthy_percent, max_healthy_percent: deployment bounds; default 100/200.
+    min_healthy_percent, max_healthy_percent: deployment bounds (0-100, at least 100); default 100/200.
     vpc_subnets, security_groups: awsvpc networking; default the cluster's
         capacity subnets and a new security group with no inbound rules.
 
@@ -53,6 +67,14 @@ class NeuronService(Construct):
     capacity: the capacity construct the service runs on.
     """
 
+    @checked(
+        ranges={
+            "desired_count": COUNT,
+            "min_healthy_percent": MINIMUM_HEALTHY_PERCENT,
+            "max_healthy_percent": MAXIMUM_PERCENT,
+        },
+        names=("service_name",),
+    )
     def __init__(
         self,
         scope: Construct,
@@ -69,19 +91,13 @@ class NeuronService(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        enable_template_checks(self)
         self.cluster = cluster
         self.task_definition = task_definition
-        self.capacity: Capacity = self._choose_capacity(cluster, task_definition, capacity)
-        if isinstance(self.capacity, AutoScalingCapacity):
-            owner = self.capacity.sliced_by
-            if owner is not None and not self.node.path.startswith(f"{owner.node.path}/"):
-                raise rules.SLICED_CAPACITY_SHARED.error(
-                    self.node.path,
-                    f"{self.capacity.node.path} runs the sliced service {owner.node.path}",
-                    sliced=owner.node.path,
-                    other=self.node.path,
-                )
-            self.capacity.services.append(self)
+        self.capacity: Capacity = capacity_for(self.node.path, cluster, task_definition, capacity)
+        self.desired_count = desired_count
+        self._check_placement()
+        self.capacity.services.append(self)
         strategy = [
             ecs.CapacityProviderStrategy(
                 capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1
@@ -105,67 +121,123 @@ class NeuronService(Construct):
         if isinstance(self.capacity, ManagedInstancesCapacity):
             self.service = ecs.FargateService(self, "Service", assign_public_ip=False, **common, **networking)
         else:
-            pinned = None
-            if (
-                isinstance(task_definition, ManualNeuronTaskDefinition)
-                and task_definition.is_managed_instances_compatible
-            ):
-                # The task-level memberOf constraint is dropped for Managed Instances compatible task
-                # definitions; keep the instance-type pin on the service instead.
-                pinned = [task_definition.instance_type_constraint]
-            self.service = ecs.Ec2Service(self, "Service", placement_constraints=pinned, **common, **networking)
+            # aws-cdk-lib's add_placement_constraints replaces what was there: every constraint goes in at once.
+            constraints: list[ecs.PlacementConstraint] = []
+            if isinstance(task_definition, ManualNeuronTaskDefinition):
+                if task_definition.is_managed_instances_compatible:
+                    # The task-level memberOf constraint is dropped for Managed Instances compatible task
+                    # definitions; keep the instance-type pin on the service instead.
+                    constraints.append(task_definition.instance_type_constraint)
+                constraints.append(ecs.PlacementConstraint.distinct_instances())
+            self.service = ecs.Ec2Service(
+                self, "Service", placement_constraints=constraints or None, **common, **networking
+            )
+        if isinstance(self.service, ecs.FargateService) and isinstance(task_definition, ManualNeuronTaskDefinition):
+            distinct_instances_on_managed_instances(self.service)
         # ECS refuses a strategy naming a provider not yet associated with the cluster; aws-cdk-lib creates
         # the association in an aspect, so the dependency is added by an aspect that runs after it.
         Aspects.of(self).add(
             _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
         )
 
-    def _choose_capacity(
-        self, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityProvider | None
-    ) -> Capacity:
-        path = self.node.path
-        candidates: list[Capacity] = [*cluster.managed_instances_capacities, *cluster.auto_scaling_capacities]
-        if requested is not None:
-            chosen = [c for c in candidates if c.capacity_provider is requested]
-            if not chosen:
-                raise rules.NO_MATCHING_CAPACITY.error(
-                    path, "capacity= is not a capacity of this NeuronCluster", wanted="a capacity added to the cluster"
+    def _check_placement(self) -> None:
+        """NEURON020/017/023/012: this service fits its capacity beside the services already there."""
+        capacity, task, path = self.capacity, self.task_definition, self.node.path
+        if isinstance(capacity, AutoScalingCapacity):
+            owner = capacity.sliced_by
+            if owner is not None and not path.startswith(f"{owner.node.path}/"):
+                raise rules.SLICED_CAPACITY_SHARED.error(
+                    path,
+                    f"{capacity.node.path} runs the sliced service {owner.node.path}",
+                    sliced=owner.node.path,
+                    other=path,
                 )
-            candidates = chosen
-        if task_definition.uses_managed_allocation:
-            fitting: list[Capacity] = [c for c in candidates if isinstance(c, ManagedInstancesCapacity)]
-            if not fitting and requested is not None:
-                raise rules.MANAGED_ALLOCATION_CAPACITY.error(path, "capacity= is an Auto Scaling group")
-            wanted = "Managed Instances capacity"
-        else:
-            assert isinstance(task_definition, ManualNeuronTaskDefinition)
-            instance = task_definition.instance_type
-            fitting = [
-                c
-                for c in candidates
-                if (
-                    isinstance(c, AutoScalingCapacity)
-                    and c.neuron_instance_type == instance
-                    and task_definition.is_ec2_compatible
+            if isinstance(task, ManualNeuronTaskDefinition) and self.desired_count > capacity.max_capacity:
+                raise rules.SLICES_EXCEED_CAPACITY.error(
+                    path,
+                    f"desired_count={self.desired_count} with distinctInstance, but {capacity.node.path} launches at "
+                    f"most {capacity.max_capacity} instances",
+                    max_capacity=capacity.max_capacity,
+                    capacity=capacity.node.path,
+                    instances=self.desired_count,
                 )
-                # aws-cdk-lib drops task-level placement constraints from Managed Instances compatible task
-                # definitions, so on Managed Instances the capacity itself must launch only this type.
-                or (
-                    isinstance(c, ManagedInstancesCapacity)
-                    and c.instance_types == (instance,)
-                    and task_definition.is_managed_instances_compatible
+        if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
+            largest = max(capacity.instance_types, key=lambda t: (t.cpu_units, t.memory_mib))
+            rules.check_task_size(path, largest, task.cpu, task.memory_mib)
+        for other in capacity.services:
+            assert isinstance(other, NeuronService)
+            overlap = _shared_devices(task, other.task_definition)
+            if overlap:
+                raise rules.SHARED_DEVICE.error(
+                    path,
+                    f"{other.node.path} on {capacity.node.path} also holds {overlap}",
+                    first=other.node.path,
+                    other=path,
                 )
-            ]
-            wanted = f"{instance.name} capacity (Auto Scaling, or Managed Instances admitting only {instance.name})"
-        if not fitting:
+
+
+def capacity_for(
+    path: str, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityProvider | None
+) -> Capacity:
+    """NEURON014/015/008: the one capacity of ``cluster`` that fits ``task_definition`` (or ``requested``)."""
+    candidates: list[Capacity] = [*cluster.managed_instances_capacities, *cluster.auto_scaling_capacities]
+    if requested is not None:
+        chosen = [c for c in candidates if c.capacity_provider is requested]
+        if not chosen:
             raise rules.NO_MATCHING_CAPACITY.error(
-                path, f"the cluster has no {wanted} for {task_definition.node.path}", wanted=wanted
+                path, "capacity= is not a capacity of this NeuronCluster", wanted="a capacity added to the cluster"
             )
-        if len(fitting) > 1:
-            raise rules.AMBIGUOUS_CAPACITY.error(
-                path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
+        candidates = chosen
+    if task_definition.uses_managed_allocation:
+        fitting: list[Capacity] = [c for c in candidates if isinstance(c, ManagedInstancesCapacity)]
+        if not fitting and requested is not None:
+            raise rules.MANAGED_ALLOCATION_CAPACITY.error(path, "capacity= is an Auto Scaling group")
+        wanted = "Managed Instances capacity"
+    else:
+        assert isinstance(task_definition, ManualNeuronTaskDefinition)
+        instance = task_definition.instance_type
+        fitting = [
+            c
+            for c in candidates
+            if (
+                isinstance(c, AutoScalingCapacity)
+                and c.neuron_instance_type == instance
+                and task_definition.is_ec2_compatible
             )
-        return fitting[0]
+            # aws-cdk-lib drops task-level placement constraints from Managed Instances compatible task
+            # definitions, so on Managed Instances the capacity itself must launch only this type.
+            or (
+                isinstance(c, ManagedInstancesCapacity)
+                and c.instance_types == (instance,)
+                and task_definition.is_managed_instances_compatible
+            )
+        ]
+        wanted = f"{instance.name} capacity (Auto Scaling, or Managed Instances admitting only {instance.name})"
+    if not fitting:
+        raise rules.NO_MATCHING_CAPACITY.error(
+            path, f"the cluster has no {wanted} for {task_definition.node.path}", wanted=wanted
+        )
+    if len(fitting) > 1:
+        raise rules.AMBIGUOUS_CAPACITY.error(
+            path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
+        )
+    return fitting[0]
+
+
+def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -> str | None:
+    """The devices two task definitions would both hold on one instance, in words; ``None`` if none."""
+    if isinstance(first, ManualNeuronTaskDefinition) and isinstance(second, ManualNeuronTaskDefinition):
+        both = set(first.devices) & set(second.devices)
+        return format_device_paths(both) if both else None
+    manual = first if isinstance(first, ManualNeuronTaskDefinition) else second
+    if isinstance(manual, ManualNeuronTaskDefinition) and (
+        first.uses_managed_allocation or second.uses_managed_allocation
+    ):
+        return (
+            f"{format_device_paths(manual.devices)} (mapped by hand beside NeuronDevice = ALL, which ECS hands every "
+            "device)"
+        )
+    return None
 
 
 @jsii.implements(IAspect)

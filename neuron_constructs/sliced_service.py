@@ -41,10 +41,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Validations
+from aws_cdk import Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -52,12 +53,16 @@ from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import AutoScalingCapacity
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.services import NeuronService
-from neuron_constructs.task_definitions import ManualNeuronTaskDefinition
+from neuron_constructs.inputs import COUNT, MINIMUM_HEALTHY_PERCENT, Range, checked, is_token
+from neuron_constructs.log_groups import log_group
+from neuron_constructs.services import NeuronService, capacity_for
+from neuron_constructs.synth_checks import enable_template_checks
+from neuron_constructs.task_definitions import CONTAINER_WHOLE_NUMBERS, ManualNeuronTaskDefinition, task_role
 
 __all__ = ["SlicedNeuronService"]
 
 _ECS_TASKS = "ecs-tasks.amazonaws.com"
+_RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
 
 
 class SlicedNeuronService(Construct):
@@ -66,18 +71,20 @@ class SlicedNeuronService(Construct):
     Parameters
     ----------
     cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``.
-    instance_type: a catalog Neuron type.
+    instance_type: a catalog Neuron type (name or entry).
     devices_per_task: chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
     image: the container image every slice runs.
-    instances: instances' worth of tasks, i.e. tasks per slice service; default 1. At most the
-        capacity's ``max_capacity`` (NEURON017).
+    instances: instances' worth of tasks, i.e. tasks per slice service, 0 or more; default 1. At most
+        the capacity's ``max_capacity`` (NEURON017).
     network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
     capacity: the Auto Scaling capacity provider to use when the cluster has several of the type.
-    min_healthy_percent: deployment lower bound; default 50, or 0 when ``instances`` is 1.
+    min_healthy_percent: deployment lower bound (0-100); default 50, or 0 when ``instances`` is 1.
     container_name: default ``model``.
-    task_role, execution_role: shared by every slice; default one new role each.
+    task_role, execution_role: shared by every slice; default one new role each (the task role
+        assumable only for this account's tasks).
     log_retention: the shared log group's retention; default one month.
+    log_encryption_key: customer managed KMS key for the shared log group; default none.
     vpc_subnets, security_groups: for ``AWS_VPC``.
     **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
         environment, port_mappings, health_check, ...), the same for every slice.
@@ -92,13 +99,18 @@ class SlicedNeuronService(Construct):
     log_group, task_role, execution_role: shared by every slice.
     """
 
+    @checked(
+        ranges={"instances": COUNT, "devices_per_task": Range(1), "min_healthy_percent": MINIMUM_HEALTHY_PERCENT},
+        options=ecs.ContainerDefinitionOptions,
+        whole_numbers=CONTAINER_WHOLE_NUMBERS,
+    )
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
         cluster: NeuronCluster,
-        instance_type: str,
+        instance_type: str | NeuronInstanceType,
         devices_per_task: int,
         image: ecs.ContainerImage,
         instances: int = 1,
@@ -110,6 +122,7 @@ class SlicedNeuronService(Construct):
         task_role: iam.IRole | None = None,
         execution_role: iam.IRole | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_encryption_key: kms.IKey | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         **container_options: Any,
@@ -123,13 +136,18 @@ class SlicedNeuronService(Construct):
         self.cpu = instance.cpu_units // self.slices
         self.memory_mib = instance.schedulable_memory_mib // self.slices
         cores = devices_per_task * instance.neuron_cores_per_chip
-        rules.check_slice_environment(path, container_options.get("environment") or {}, cores)
+        environment = container_options.get("environment") or {}
+        for variable in _RUNTIME_VARIABLES:
+            if is_token(environment.get(variable)):
+                raise rules.TOKEN_NOT_LITERAL.error(path, f"environment {variable} is a CDK token", name=variable)
+        rules.check_slice_environment(path, environment, cores)
         rules.check_slice_host_ports(
             path,
             str(network_mode.value).lower(),
             [(m.container_port, m.host_port) for m in container_options.get("port_mappings") or ()],
         )
         super().__init__(scope, id)
+        enable_template_checks(self)
         if network_mode == ecs.NetworkMode.AWS_VPC and not eni_trunking:
             Validations.of(self).add_warning(
                 rules.AWSVPC_WITHOUT_TRUNKING.warning_id,
@@ -137,18 +155,14 @@ class SlicedNeuronService(Construct):
                     path, f"{self.slices} awsvpc tasks per {instance.name} without eni_trunking"
                 ),
             )
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
-        self.task_role = task_role or iam.Role(self, "TaskRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS))
+        self.log_group = log_group(self, "Logs", retention=log_retention, encryption_key=log_encryption_key)
+        self.task_role = task_role or _slice_task_role(self)
         self.execution_role = execution_role or iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)
         )
         compliance.acknowledge_execution_role(self)
 
         self.task_definitions: list[ManualNeuronTaskDefinition] = []
-        self.services: list[ecs.Ec2Service] = []
-        self.capacity: AutoScalingCapacity | None = None
-        if min_healthy_percent is None:
-            min_healthy_percent = 0 if instances <= 1 else 50
         for index in range(self.slices):
             task_definition = ManualNeuronTaskDefinition(
                 self,
@@ -167,28 +181,32 @@ class SlicedNeuronService(Construct):
                 "logging", ecs.LogDrivers.aws_logs(stream_prefix=f"slice{index}", log_group=self.log_group)
             )
             task_definition.add_neuron_container(container_name, image=image, **options)
+            self.task_definitions.append(task_definition)
+
+        chosen = capacity_for(path, cluster, self.task_definitions[0], capacity)
+        assert isinstance(chosen, AutoScalingCapacity)
+        self.capacity: AutoScalingCapacity = chosen
+        self._check_instances(instances)
+        self._claim(chosen)
+        if min_healthy_percent is None:
+            min_healthy_percent = 0 if instances <= 1 else 50
+        self.services: list[ecs.Ec2Service] = []
+        for index, task_definition in enumerate(self.task_definitions):
             service = NeuronService(
                 self,
                 f"Slice{index}Service",
                 cluster=cluster,
                 task_definition=task_definition,
                 desired_count=instances,
-                capacity=capacity,
+                capacity=chosen.capacity_provider,
                 min_healthy_percent=min_healthy_percent,
                 max_healthy_percent=100,
                 vpc_subnets=vpc_subnets,
                 security_groups=security_groups,
             )
-            assert isinstance(service.capacity, AutoScalingCapacity) and isinstance(service.service, ecs.Ec2Service)
-            if self.capacity is None:
-                self.capacity = service.capacity
-                self._check_instances(instances)
-                self._claim(service.capacity)
-            ec2_service = service.service
-            ec2_service.add_placement_constraints(ecs.PlacementConstraint.distinct_instances())
-            ec2_service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
-            self.task_definitions.append(task_definition)
-            self.services.append(ec2_service)
+            assert isinstance(service.service, ecs.Ec2Service)
+            service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
+            self.services.append(service.service)
 
     def _claim(self, capacity: AutoScalingCapacity) -> None:
         """NEURON020: the slices are the only tasks on their capacity."""
@@ -203,16 +221,29 @@ class SlicedNeuronService(Construct):
         capacity.sliced_by = self
 
     def _check_instances(self, instances: int) -> None:
-        assert self.capacity is not None
         rules.check_slice_capacity(self.node.path, instances, self.capacity.max_capacity, self.capacity.node.path)
 
+    @checked(ranges={"min_instances": COUNT, "max_instances": COUNT})
     def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
         """Scale every slice service together between ``min_instances`` and ``max_instances`` tasks.
 
         Returns one scalable target per slice, in slice order; give each the same policy, e.g.
         ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
-        ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017).
+        ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
+        ``min_instances``.
         """
         self._check_instances(max_instances)
         self._check_instances(min_instances)
+        if min_instances > max_instances:
+            raise rules.OUT_OF_RANGE.error(
+                self.node.path,
+                f"min_instances={min_instances} is above max_instances={max_instances}",
+                name="min_instances",
+                minimum=0,
+                maximum=max_instances,
+            )
         return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
+
+
+def _slice_task_role(owner: Construct) -> iam.Role:
+    return task_role(owner, "TaskRole")

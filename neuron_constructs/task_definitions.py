@@ -7,41 +7,85 @@
   through ``linuxParameters.devices``; specific to one instance type, pinned
   there with a ``memberOf`` placement constraint.
 
-Rules that a single call breaks raise at that call; rules about the finished
-task definition (what ends up in its rendered container definitions, however
-it got there) fail ``cdk synth`` through ``node.add_validation``.
+Rules a single call breaks raise at that call. Rules about the finished task definition (what
+ends up in its containers, however it got there: devices, ``tmpfs`` or labels added later,
+containers added through the plain aws-cdk-lib API, escape hatches) are checked on the
+synthesized template (:mod:`neuron_constructs.template_checks`) and fail ``cdk synth``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Aspects, IAspect, RemovalPolicy, Stack, Validations
+from aws_cdk import Aspects, Aws, IAspect, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct, IConstruct
 
 from neuron_constructs import compliance, rules
 from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.l1_overrides import neuron_device_containers, require_all_neuron_devices
+from neuron_constructs.inputs import CONTAINER_CPU, CONTAINER_MEMORY, TASK_CPU, TASK_MEMORY, checked
+from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
+from neuron_constructs.log_groups import log_group
+from neuron_constructs.synth_checks import enable_template_checks
+from neuron_constructs.template_checks import secret_like
 
-__all__ = ["ManagedNeuronTaskDefinition", "ManualNeuronTaskDefinition", "NeuronTaskDefinition"]
+__all__ = [
+    "CONTAINER_WHOLE_NUMBERS",
+    "ManagedNeuronTaskDefinition",
+    "ManualNeuronTaskDefinition",
+    "NeuronTaskDefinition",
+    "task_role",
+]
 
 _MANAGED_INSTANCES_NETWORK_MODES = (ecs.NetworkMode.AWS_VPC, ecs.NetworkMode.HOST)
+_TASK_RANGES = {"cpu": TASK_CPU, "memory_mib": TASK_MEMORY}
+CONTAINER_WHOLE_NUMBERS = ("cpu", "memory_limit_mib", "memory_reservation_mib", "gpu_count")
+"""Container options that CloudFormation takes as integers."""
+_CONTAINER_RANGES = {
+    "cpu": CONTAINER_CPU,
+    "memory_limit_mib": CONTAINER_MEMORY,
+    "memory_reservation_mib": CONTAINER_MEMORY,
+}
+_ECS_TASKS = "ecs-tasks.amazonaws.com"
+_OTHER_ACCELERATOR_OPTIONS = ("gpu_count", "inference_accelerator_resources")
+
+
+def task_role(scope: Construct, id: str) -> iam.Role:
+    """A task role ECS can assume only for tasks of this account and region.
+
+    ECS documents ``aws:SourceAccount`` and ``aws:SourceArn`` (``arn:...:ecs:<region>:<account>:*``)
+    on the task role's trust policy against the confused-deputy problem.
+    """
+    return iam.Role(
+        scope,
+        id,
+        assumed_by=iam.ServicePrincipal(
+            _ECS_TASKS,
+            conditions={
+                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:ecs:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"},
+            },
+        ),
+    )
 
 
 class NeuronTaskDefinition(Construct):
     """What both Neuron task definitions share: the wrapped ``ecs.TaskDefinition``,
-    a log group for their containers, and the synth-time checks.
+    a log group for their containers, a task role, and the checks.
 
     Attributes
     ----------
     task_definition: the ``ecs.TaskDefinition``.
     log_group: CloudWatch Logs group every container logs to unless given ``logging=``
-        (a new one kept ``log_retention``, or the ``log_group`` passed in).
+        (a new one kept ``log_retention``, optionally encrypted with ``log_encryption_key``,
+        or the ``log_group`` passed in).
+    task_role: the role the containers act as; default a new one ECS assumes only for this
+        account's tasks (``aws:SourceAccount`` / ``aws:SourceArn``).
     neuron_containers: containers that received Neuron devices, in order.
     """
 
@@ -61,8 +105,11 @@ class NeuronTaskDefinition(Construct):
         placement_constraints: Sequence[ecs.PlacementConstraint] | None,
         log_retention: logs.RetentionDays,
         log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id)
+        enable_template_checks(self)
+        self.task_role: iam.IRole = task_role or _new_task_role(self)
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -71,18 +118,24 @@ class NeuronTaskDefinition(Construct):
             cpu=str(cpu) if cpu is not None else None,
             memory_mib=str(memory_mib) if memory_mib is not None else None,
             family=family,
-            task_role=task_role,
+            task_role=self.task_role,
             execution_role=execution_role,
             volumes=list(volumes) if volumes else None,
             placement_constraints=list(placement_constraints) if placement_constraints else None,
         )
-        self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
+        self.log_group: logs.ILogGroup = log_group or _log_group(self, log_retention, log_encryption_key)
         self.neuron_containers: list[ecs.ContainerDefinition] = []
+        self._cpu, self._memory_mib = cpu, memory_mib
+        self._reserved_memory_mib = 0
+        self._reserved_cpu = 0
         compliance.acknowledge_execution_role(self)
-        self.node.add_validation(_RenderedContainerChecks(self))
-        Aspects.of(self).add(_WarnWithoutNeuronContainer(self))
+        if network_mode == ecs.NetworkMode.HOST:
+            Validations.of(self).add_warning(
+                rules.HOST_NETWORK.warning_id,
+                rules.HOST_NETWORK.message(self.node.path, "network_mode=HOST"),
+            )
+        self._record_intent()
+        Aspects.of(self).add(_SynthWarnings(self))
 
     @property
     def uses_managed_allocation(self) -> bool:
@@ -99,23 +152,62 @@ class NeuronTaskDefinition(Construct):
         """Whether the task definition validates against the EC2 launch type."""
         return bool(self.task_definition.is_ec2_compatible)
 
+    def _intent(self) -> dict[str, object]:
+        return {"neuronContainers": [c.container_name for c in self.neuron_containers]}
+
+    def _record_intent(self) -> None:
+        record_intent(self.task_definition, self._intent())
+
+    @checked(
+        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
+    )
     def add_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
         """Add a container without Neuron devices (a sidecar).
 
-        Takes the keyword options of ``ecs.TaskDefinition.add_container``;
-        ``logging`` defaults to awslogs into :attr:`log_group`.
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``; ``logging`` defaults
+        to awslogs into :attr:`log_group`. Refused: GPU or inference accelerator requests
+        (NEURON013: Neuron instances have neither), fields Managed Instances reject (NEURON007),
+        containers that together reserve more memory or CPU than the task (NEURON024).
         """
+        return self._add(id, options)
+
+    def _add(self, id: str, options: dict[str, Any]) -> ecs.ContainerDefinition:
+        path = f"{self.node.path}/{id}"
+        for option in _OTHER_ACCELERATOR_OPTIONS:
+            if options.get(option):
+                raise rules.NEURON_CONTAINER_RESOURCES.error(path, f"{option} is set", field=option)
         if self.is_managed_instances_compatible:
             for option, field in rules.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
                 if options.get(option):
-                    raise rules.MANAGED_INSTANCES_FIELD.error(f"{self.node.path}/{id}", f"{option} is set", field=field)
+                    raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
+        self._reserve(path, options)
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
         return self.task_definition.add_container(id, **options)
 
-    def _check_neuron_container_options(self, id: str, options: dict[str, Any]) -> None:
-        for option in rules.NEURON_CONTAINER_FORBIDDEN_OPTIONS:
-            if options.get(option):
-                raise rules.NEURON_CONTAINER_RESOURCES.error(f"{self.node.path}/{id}", f"{option} is set", field=option)
+    def _reserve(self, path: str, options: Mapping[str, Any]) -> None:
+        """NEURON024: the containers added here fit the task's memory and CPU."""
+        memory = options.get("memory_reservation_mib") or options.get("memory_limit_mib") or 0
+        limit = options.get("memory_limit_mib") or 0
+        if self._memory_mib is not None and (
+            self._reserved_memory_mib + memory > self._memory_mib or limit > self._memory_mib
+        ):
+            raise rules.CONTAINERS_EXCEED_TASK.error(
+                path,
+                f"containers would reserve {max(self._reserved_memory_mib + memory, limit)} MiB of memory, the task "
+                f"has {self._memory_mib} MiB",
+                field="memory",
+                limit=f"{self._memory_mib} MiB",
+            )
+        cpu = options.get("cpu") or 0
+        if self._cpu is not None and self._reserved_cpu + cpu > self._cpu:
+            raise rules.CONTAINERS_EXCEED_TASK.error(
+                path,
+                f"containers would reserve {self._reserved_cpu + cpu} CPU units, the task has {self._cpu}",
+                field="cpu",
+                limit=f"{self._cpu} CPU units",
+            )
+        self._reserved_memory_mib += memory
+        self._reserved_cpu += cpu
 
 
 class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
@@ -126,13 +218,16 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
 
     Parameters
     ----------
-    cpu, memory_mib: task size (CPU units, MiB); required by Managed Instances.
-    network_mode: ``awsvpc`` (default) or ``host``; Managed Instances take no other.
+    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); required. Refused
+        beyond the largest Managed Instances Neuron type (NEURON012).
+    network_mode: ``awsvpc`` (default) or ``host`` (warns, NEURON107); Managed Instances take no other.
     ipc_mode, inference_accelerators: refused (Managed Instances reject them);
         present so the refusal names the rule instead of a ``TypeError``.
     log_retention: container logs retention; default one month.
+    log_encryption_key: customer managed KMS key for the container log group; default none.
     """
 
+    @checked(ranges=_TASK_RANGES, names=("family",))
     def __init__(
         self,
         scope: Construct,
@@ -148,6 +243,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         ipc_mode: ecs.IpcMode | None = None,
         inference_accelerators: Sequence[ecs.InferenceAccelerator] | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_encryption_key: kms.IKey | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id}"
         if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
@@ -179,6 +275,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             volumes=volumes,
             placement_constraints=None,
             log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
         )
 
     @property
@@ -186,10 +283,28 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         return True
 
     @property
+    def cpu(self) -> int:
+        """Task CPU units."""
+        assert self._cpu is not None
+        return self._cpu
+
+    @property
+    def memory_mib(self) -> int:
+        """Task memory, MiB."""
+        assert self._memory_mib is not None
+        return self._memory_mib
+
+    @property
     def neuron_container(self) -> ecs.ContainerDefinition | None:
         """The container with ``NeuronDevice = ALL``, once added."""
         return self.neuron_containers[0] if self.neuron_containers else None
 
+    def _intent(self) -> dict[str, object]:
+        return {"allocation": "managed", **super()._intent()}
+
+    @checked(
+        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
+    )
     def add_neuron_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
@@ -202,10 +317,10 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             raise rules.ONE_NEURON_CONTAINER.error(
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
             )
-        self._check_neuron_container_options(id, options)
-        container = self.add_container(id, **options)
+        container = self._add(id, options)
         require_all_neuron_devices(self.task_definition, container)
         self.neuron_containers.append(container)
+        self._record_intent()
         return container
 
 
@@ -214,24 +329,28 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
 
     The task definition carries the placement constraint
     ``memberOf attribute:ecs.instance-type == <type>``, as ECS requires for
-    manual mapping on the EC2 launch type.
+    manual mapping on the EC2 launch type. ECS does not track these devices: a
+    :class:`~neuron_constructs.services.NeuronService` keeps two copies off one
+    instance with ``distinctInstance``.
 
     Parameters
     ----------
-    instance_type: a catalog Neuron type; the task runs only there.
+    instance_type: a catalog Neuron type (name or entry); the task runs only there.
     devices: chip indices to map; default every chip of the type. Indices out
         of range or repeated are refused; sets the Neuron topology would never
         hand out (non-contiguous on inf1/inf2, other than 1/4/8/16 on
         trn1/trn1n 32xlarge) give warning ``neuron-constructs:NEURON101``.
-    cpu, memory_mib: task size; refused beyond the instance (NEURON012).
+    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); refused beyond
+        the instance (NEURON012), warned within 10 % of its memory (NEURON103).
     compatibility: ``EC2`` (default), ``MANAGED_INSTANCES`` or
         ``EC2_AND_MANAGED_INSTANCES``; Inf1 only on EC2.
     network_mode: default ``bridge`` on EC2, ``awsvpc`` when Managed
-        Instances compatible (they take only awsvpc or host).
+        Instances compatible (they take only awsvpc or host); ``host`` warns (NEURON107).
     log_group: an existing log group for the containers; default a new one
-        kept ``log_retention`` (one month).
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
     """
 
+    @checked(ranges=_TASK_RANGES, names=("family",))
     def __init__(
         self,
         scope: Construct,
@@ -249,13 +368,10 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         volumes: Sequence[ecs.Volume] | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id}"
-        self.instance_type: NeuronInstanceType = (
-            instance_type
-            if isinstance(instance_type, NeuronInstanceType)
-            else rules.instance_type_at(path, instance_type)
-        )
+        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
         instance = self.instance_type
         on_managed_instances = compatibility in (
             ecs.Compatibility.MANAGED_INSTANCES,
@@ -279,6 +395,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         """Chip indices this task maps."""
         topology_warning = rules.device_topology_warning(path, instance, self.devices)
         memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
+        self._mapped: dict[int, str] = {}
         super().__init__(
             scope,
             id,
@@ -293,12 +410,12 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             placement_constraints=[self.instance_type_constraint],
             log_retention=log_retention,
             log_group=log_group,
+            log_encryption_key=log_encryption_key,
         )
         if topology_warning:
             Validations.of(self).add_warning(rules.DEVICE_TOPOLOGY.warning_id, topology_warning)
         if memory_warning:
             Validations.of(self).add_warning(rules.MEMORY_NEAR_INSTANCE_TOTAL.warning_id, memory_warning)
-        self._mapped: dict[int, str] = {}
 
     @property
     def instance_type_constraint(self) -> ecs.PlacementConstraint:
@@ -310,6 +427,27 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         """``/dev/neuronN`` paths this task maps."""
         return tuple(f"/dev/neuron{i}" for i in self.devices)
 
+    @property
+    def cpu(self) -> int | None:
+        """Task CPU units, if set."""
+        return self._cpu
+
+    @property
+    def memory_mib(self) -> int | None:
+        """Task memory, MiB, if set."""
+        return self._memory_mib
+
+    def _intent(self) -> dict[str, object]:
+        return {
+            "allocation": "manual",
+            "instanceType": self.instance_type.name,
+            "devices": list(self.devices),
+            **super()._intent(),
+        }
+
+    @checked(
+        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
+    )
     def add_neuron_container(
         self, id: str, *, devices: Iterable[int] | None = None, **options: Any
     ) -> ecs.ContainerDefinition:
@@ -322,7 +460,6 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         given ``linux_parameters`` is extended, not replaced.
         """
         path = f"{self.node.path}/{id}"
-        self._check_neuron_container_options(id, options)
         chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
         for index in chosen:
             if index not in self.devices:
@@ -347,44 +484,53 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ]
         )
         linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
-        container = self.add_container(id, linux_parameters=linux_parameters, **options)
+        container = self._add(id, {**options, "linux_parameters": linux_parameters})
         self._mapped.update({i: id for i in chosen})
         self.neuron_containers.append(container)
+        self._record_intent()
         return container
 
 
-@jsii.implements(IValidation)
-class _RenderedContainerChecks:
-    """Synth-time rules on the rendered container definitions (NEURON005/006/007)."""
+def _new_task_role(owner: Construct) -> iam.Role:
+    return task_role(owner, "TaskRole")
 
-    def __init__(self, owner: NeuronTaskDefinition) -> None:
-        self._owner = owner
 
-    def validate(self) -> list[str]:
-        owner = self._owner
-        resource = owner.task_definition.node.default_child
-        assert isinstance(resource, ecs.CfnTaskDefinition)
-        rendered = Stack.of(owner).resolve(resource.container_definitions) or []
-        neuron_names = neuron_device_containers(owner.task_definition)
-        return rules.rendered_container_problems(
-            owner.node.path,
-            rendered,
-            managed_instances=owner.is_managed_instances_compatible,
-            neuron_device_containers=neuron_names,
-        )
+def _log_group(owner: Construct, retention: logs.RetentionDays, key: kms.IKey | None) -> logs.ILogGroup:
+    return log_group(owner, "Logs", retention=retention, encryption_key=key)
 
 
 @jsii.implements(IAspect)
-class _WarnWithoutNeuronContainer:
-    """NEURON104: a Neuron task definition that never got a Neuron container."""
+class _SynthWarnings:
+    """Warnings only the finished task definition shows, raised once all user code has run.
+
+    NEURON104: a Neuron task definition that never got a Neuron container.
+    NEURON109: an environment variable whose name says it holds a secret (``add_environment``
+    calls after construction included).
+    """
 
     def __init__(self, owner: NeuronTaskDefinition) -> None:
         self._owner = owner
 
     def visit(self, node: IConstruct) -> None:
         owner = self._owner
-        if node.node.path == owner.node.path and not owner.neuron_containers:
+        if node.node.path != owner.node.path:
+            return
+        if not owner.neuron_containers:
             Validations.of(owner).add_warning(
                 rules.NO_NEURON_CONTAINER.warning_id,
                 rules.NO_NEURON_CONTAINER.message(owner.node.path, "no container has Neuron devices"),
             )
+        resource = owner.task_definition.node.default_child
+        assert isinstance(resource, ecs.CfnTaskDefinition)
+        for container in Stack.of(owner).resolve(resource.container_definitions) or []:
+            for variable in container.get("environment") or []:
+                name, value = variable.get("name", ""), variable.get("value")
+                if secret_like(name) and value:
+                    Validations.of(owner).add_warning(
+                        rules.SECRET_IN_ENVIRONMENT.warning_id,
+                        rules.SECRET_IN_ENVIRONMENT.message(
+                            f"{owner.node.path}/{container.get('name')}",
+                            f"environment variable {name} holds its value in plain text",
+                            name=name,
+                        ),
+                    )

@@ -29,16 +29,24 @@ EXAMPLE_STACKS = (
 
 @pytest.fixture(scope="session")
 def example_app() -> App:
-    """The example app with cdk-nag's AwsSolutions pack as a validation plugin."""
-    from app import build_app
+    """The example app with cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs (report only)."""
+    from compliance_report import nag_app
 
-    return build_app(App(analytics_reporting=False, context={"cdkNag": "true"}))
+    return nag_app()
 
 
 @pytest.fixture(scope="session")
 def example_assembly(example_app: App) -> cx_api.CloudAssembly:
-    """One synthesis of every example stack; fails if cdk-nag reports an unacknowledged finding."""
+    """One synthesis of every example stack, with the validation report of every plugin."""
     return example_app.synth()
+
+
+@pytest.fixture(scope="session")
+def validation_report(example_assembly: cx_api.CloudAssembly) -> dict[str, Any]:
+    """``validation-report.json`` of that synthesis: cdk-nag's packs and the Neuron template checks."""
+    import json
+
+    return json.loads((Path(example_assembly.directory) / "validation-report.json").read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -269,3 +269,145 @@ def test_access_denied_names_the_permissions(monkeypatch: pytest.MonkeyPatch) ->
         "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks"
     )
     assert "Traceback" not in err
+
+
+# --- the CLI never breaks ----------------------------------------------------------------------------
+
+
+class _Server:
+    """A local HTTP endpoint that answers every request with ``body`` (200), or never answers (``hang``)."""
+
+    def __init__(self, *, body: bytes = b"", hang: bool = False) -> None:
+        import http.server
+        import threading
+
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                if hang:
+                    server.release.wait(60)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/html")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.release = threading.Event()
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["inspect", "--cluster", "c", "--endpoint-url", "not a url"], "'not a url' is not an http(s) URL"),
+        (["inspect", "--cluster", "c", "--endpoint-url", "http://[::1"], "is not an http(s) URL"),
+        (["ami", "--endpoint-url", "ftp://127.0.0.1:21"], "is not an http(s) URL"),
+        (["inspect", "--cluster", "c", "--region", "us east 1"], "'us east 1' is not an AWS region name"),
+    ],
+)
+def test_malformed_endpoint_or_region_is_a_usage_error(argv: list[str], message: str) -> None:
+    status, _, err = run(*argv)
+    assert status == EXIT_USAGE and message in err and "Traceback" not in err
+
+
+def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> None:
+    server = _Server(body=b"<html>captive portal</html>")
+    try:
+        status, out, err = run("inspect", "--cluster", "c", "--region", REGION, "--endpoint-url", server.url)
+    finally:
+        server.close()
+    assert status == EXIT_AWS_ERROR and not out
+    assert err == (
+        "neuron-ecs inspect: The endpoint answered, but ListContainerInstances returned a response that is not the "
+        "ECS API's: no containerInstanceArns list in it: check --endpoint-url and any proxy in between.\n"
+    )
+
+
+def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
+    fake_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setattr(inspection, "READ_TIMEOUT_S", 1)
+    monkeypatch.setattr(inspection, "MAX_ATTEMPTS", 2)
+    server = _Server(hang=True)
+    started = time.monotonic()
+    try:
+        status, _, err = run("inspect", "--cluster", "c", "--region", REGION, "--endpoint-url", server.url)
+    finally:
+        server.close()
+    assert status == EXIT_AWS_ERROR
+    assert err.startswith(f"neuron-ecs inspect: {server.url}/ did not answer within 1 s, 2 times")
+    assert time.monotonic() - started < 10
+
+
+def test_ctrl_c_exits_130_without_a_traceback(fake_credentials: None) -> None:
+    import os
+    import signal
+    import time
+
+    server = _Server(hang=True)
+    script = Path(sys.executable).parent / "neuron-ecs"
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    try:
+        process = subprocess.Popen(
+            [str(script), "inspect", "--cluster", "c", "--region", REGION, "--endpoint-url", server.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        time.sleep(1.5)  # started, and waiting for the endpoint
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        server.close()
+    assert process.returncode == 130
+    assert "Traceback" not in err and "interrupted" in err
+
+
+def test_a_closed_pipe_keeps_the_exit_status(tmp_path: Path) -> None:
+    from cfn import ecs_template, manual_task, with_resources
+
+    broken = {f"Task{i}": manual_task("inf2.2xlarge") for i in range(400)}  # an error each, 100 KiB of output
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(with_resources(ecs_template(), **broken)))
+    script = Path(sys.executable).parent / "neuron-ecs"
+    result = subprocess.run(
+        ["bash", "-c", f'"{script}" lint "{path}" | head -c 20; echo "status=${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+    )
+    assert result.stdout.endswith("status=3\n"), result.stdout
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_a_long_inspection_shows_progress_on_stderr(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuron_constructs import cli
+
+    build_fleet(aws, cluster="neuron", instance_types=["inf2.xlarge"] * 3, tasks=[])
+    monkeypatch.setattr(cli, "_PROGRESS_AFTER_S", 0.0)
+    status, out, err = run("inspect", "--cluster", "neuron")
+    assert status == EXIT_OK and "Cluster neuron: 3 container instances" in out
+    assert err.startswith("neuron-ecs inspect: listed 3 containerInstanceArns\n")

@@ -114,7 +114,8 @@ def test_ec2_and_managed_instances_task_keeps_its_pin_on_the_ec2_service() -> No
     NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
     (service,) = resources(template_of(stack), "AWS::ECS::Service").values()
     assert service["Properties"]["PlacementConstraints"] == [
-        {"Type": "memberOf", "Expression": "attribute:ecs.instance-type == inf2.xlarge"}
+        {"Type": "memberOf", "Expression": "attribute:ecs.instance-type == inf2.xlarge"},
+        {"Type": "distinctInstance"},
     ]
 
 

@@ -276,7 +276,17 @@ def _check_service_strategy(template: dict[str, Any], properties: dict[str, Any]
 def _check_service_placement(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto's CloudFormation handler drops a service's PlacementConstraints and PlacementStrategies.
     assert {"Type": "distinctInstance"} in properties["PlacementConstraints"]
-    assert {"Type": "binpack", "Field": "MEMORY"} in properties["PlacementStrategies"]
+    assert properties.get("PlacementStrategies", [{"Type": "binpack", "Field": "MEMORY"}]) == [
+        {"Type": "binpack", "Field": "MEMORY"}
+    ]
+
+
+def _check_default_security_group_restriction(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto runs no Lambda function: the local endpoint marks the custom resource created without running it.
+    (vpc_id,) = resources(template, "AWS::EC2::VPC")
+    assert properties["DefaultSecurityGroupId"] == {"Fn::GetAtt": [vpc_id, "DefaultSecurityGroup"]}
+    handler = properties["ServiceToken"]["Fn::GetAtt"][0]
+    assert template["Resources"][handler]["Type"] == "AWS::Lambda::Function"
 
 
 def _check_output(template: dict[str, Any], output: dict[str, Any]) -> None:
@@ -296,6 +306,7 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ECS::Service", "capacityProviderStrategy"): _check_service_strategy,
     ("AWS::ECS::Service", "placementConstraints"): _check_service_placement,
     ("AWS::ECS::Service", "placementStrategy"): _check_service_placement,
+    ("Custom::VpcRestrictDefaultSG", "resource"): _check_default_security_group_restriction,
     ("Output", "resource"): _check_output,
 }
 

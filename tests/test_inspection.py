@@ -209,9 +209,10 @@ def test_json_document_has_the_documented_shape(client: Any) -> None:
     }
 
 
-def test_standard_retry_mode_is_configured(client: Any) -> None:
-    retries = client.meta.config.retries
-    assert retries["mode"] == "standard" and retries["total_max_attempts"] == 5
+def test_standard_retry_mode_and_short_timeouts_are_configured(client: Any) -> None:
+    config = client.meta.config
+    assert config.retries == {"mode": "standard", "total_max_attempts": 3}
+    assert (config.connect_timeout, config.read_timeout) == (5, 10)
 
 
 # --- find_problems: pure --------------------------------------------------------------------------
@@ -294,3 +295,40 @@ def test_device_index(device: str, index: int | None) -> None:
 def test_device_runs_fold() -> None:
     assert index_runs([5, 0, 1, 2, 2]) == [(0, 2), (5, 5)]
     assert format_device_paths([0, 1, 2, 5]) == "/dev/neuron0..2, /dev/neuron5"
+
+
+@pytest.mark.parametrize(
+    ("resource", "problem"),
+    [
+        ({"name": "NEURON_DEVICES", "type": "INTEGER", "integerValue": 12}, "NEURON_DEVICES is a INTEGER resource"),
+        (
+            {"name": "NEURON_DEVICES", "type": "STRINGSET", "stringSetValue": ["0", "gpu1"]},
+            "NEURON_DEVICES holds ids that name no device: ['gpu1']",
+        ),
+        (
+            {"name": "NEURON_DEVICES", "type": "STRINGSET", "stringSetValue": ["0", "0"]},
+            "NEURON_DEVICES lists ['0'] more than once",
+        ),
+    ],
+)
+def test_a_malformed_neuron_devices_registration_is_a_finding(resource: dict[str, Any], problem: str) -> None:
+    from neuron_constructs.inspection import _container_instance
+
+    raw = {
+        "containerInstanceArn": "arn:aws:ecs:us-east-1:123456789012:container-instance/neuron/abc",
+        "ec2InstanceId": "i-abc",
+        "attributes": [{"name": "ecs.instance-type", "value": "inf2.xlarge"}],
+        "registeredResources": [resource],
+        "remainingResources": [],
+    }
+    instance = _container_instance(raw)
+    (finding,) = [f for f in find_problems([instance], []) if f.kind in ("malformed", "unregistered")]
+    assert finding.kind == "malformed"
+    assert finding.message.startswith(f"i-abc (inf2.xlarge): registered: {problem}")
+
+
+def test_a_response_without_the_ecs_fields_raises_unexpected_response() -> None:
+    from neuron_constructs.inspection import UnexpectedResponseError, _container_instance
+
+    with pytest.raises(UnexpectedResponseError, match="DescribeContainerInstances returned a response"):
+        _container_instance({"ec2InstanceId": "i-abc"})

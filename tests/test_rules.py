@@ -1,7 +1,8 @@
-"""One case per ECS Neuron rule: the input that breaks it and the error text it gets.
+"""One case per rule checked at the call: the input that breaks it and the error text it gets.
 
-Errors raise ``NeuronConfigurationError`` at the call; the rules that only the
-finished task definition shows fail ``synth`` with the same message text.
+Errors raise ``NeuronConfigurationError`` at the call that broke them. The rules checked on the
+template are in ``test_template_checks.py`` (hand-written templates) and ``test_every_path.py``
+(the library's own templates, broken through each path).
 """
 
 from __future__ import annotations
@@ -69,32 +70,6 @@ def _second_neuron_container(s: Stack) -> None:
     task = managed(s)
     task.add_neuron_container("first", image=IMAGE)
     task.add_neuron_container("second", image=IMAGE)
-
-
-def _device_mapping_in_managed_task(s: Stack) -> None:
-    task = managed(s)
-    task.add_neuron_container("model", image=IMAGE)
-    params = ecs.LinuxParameters(s, "Params")
-    params.add_devices(ecs.Device(host_path="/dev/neuron0"))
-    task.add_container("sidecar", image=IMAGE, linux_parameters=params)
-    synth(s)
-
-
-def _neuron_device_in_manual_task(s: Stack) -> None:
-    from neuron_constructs.l1_overrides import require_all_neuron_devices
-
-    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=8192)
-    container = task.add_neuron_container("model", image=IMAGE)
-    require_all_neuron_devices(task.task_definition, container)
-    synth(s)
-
-
-def _shared_memory_in_managed_task(s: Stack) -> None:
-    task = managed(s)
-    task.add_neuron_container(
-        "model", image=IMAGE, linux_parameters=ecs.LinuxParameters(s, "P", shared_memory_size=1024)
-    )
-    synth(s)
 
 
 def _docker_labels_in_managed_task(s: Stack) -> None:
@@ -229,6 +204,85 @@ def _slices_beside_a_service(s: Stack) -> None:
     SlicedNeuronService(s, "Sliced", cluster=cluster, instance_type="trn1.32xlarge", devices_per_task=4, image=IMAGE)
 
 
+def _misspelled_type(s: Stack) -> None:
+    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="INF2.xlarge")
+
+
+def _upper_case_pattern(s: Stack) -> None:
+    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["INF2.*"])
+
+
+def _string_for_a_pattern_list(s: Stack) -> None:
+    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types="inf2.*")  # type: ignore[arg-type]
+
+
+def _sidecar_with_a_gpu(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    task.add_container("sidecar", image=IMAGE, gpu_count=1)
+
+
+def _manual_service(s: Stack, *, desired_count: int = 1, max_capacity: int = 2) -> tuple[NeuronCluster, Any]:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=max_capacity)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=desired_count)
+    return cluster, task
+
+
+def _more_copies_than_instances(s: Stack) -> None:
+    _manual_service(s, desired_count=3)
+
+
+def _two_services_of_one_manual_task(s: Stack) -> None:
+    cluster, task = _manual_service(s)
+    NeuronService(s, "Again", cluster=cluster, task_definition=task)
+
+
+def _overlapping_devices_on_one_capacity(s: Stack) -> None:
+    cluster, _ = _manual_service(s)
+    other = ManualNeuronTaskDefinition(s, "U", instance_type="inf2.48xlarge", devices=[1, 2], memory_mib=8192)
+    other.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Other", cluster=cluster, task_definition=other)
+
+
+def _container_memory_above_task(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=4096)
+    task.add_neuron_container("model", image=IMAGE, memory_limit_mib=8192)
+
+
+def _managed_task_larger_than_its_capacity(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_managed_instances_capacity("Small", instance_types=["inf2.xlarge"])
+    task = ManagedNeuronTaskDefinition(s, "T", cpu=8192, memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task)
+
+
+def _neuron_type_as_non_neuron_capacity(s: Stack) -> None:
+    NeuronCluster(s, "C").add_non_neuron_capacity("Cpu", instance_type="inf2.xlarge")
+
+
+def _instance_type_ec2_does_not_offer(s: Stack) -> None:
+    NeuronCluster(s, "C").add_non_neuron_capacity("Cpu", instance_type="m7i.huge")
+
+
+def _bool_for_cpu(s: Stack) -> None:
+    ManagedNeuronTaskDefinition(s, "T", cpu=True, memory_mib=8192)  # type: ignore[arg-type]
+
+
+def _cpu_below_ecs_minimum(s: Stack) -> None:
+    ManagedNeuronTaskDefinition(s, "T", cpu=64, memory_mib=8192)
+
+
+def _parameter_for_max_capacity(s: Stack) -> None:
+    from aws_cdk import CfnParameter
+
+    limit = CfnParameter(s, "Max", type="Number", default=2).value_as_number
+    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=limit)  # type: ignore[arg-type]
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -237,9 +291,6 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.NON_NEURON_MANAGED_INSTANCES, _non_neuron_managed_instances, r"'g5.\*' matches no catalog type"),
     (r.CAPACITY_SIZE, _capacity_bounds, r"Test/C/Inf2: min_capacity=3, max_capacity=2"),
     (r.ONE_NEURON_CONTAINER, _second_neuron_container, r"Test/Managed/second: 'first' already has NeuronDevice"),
-    (r.MIXED_DEVICE_MODES, _device_mapping_in_managed_task, r"Test/Managed/sidecar: container maps \['/dev/neuron0'\]"),
-    (r.MIXED_DEVICE_MODES, _neuron_device_in_manual_task, r"Test/T/model: container maps .* ask for NeuronDevice"),
-    (r.MANAGED_INSTANCES_FIELD, _shared_memory_in_managed_task, r"linuxParameters.sharedMemorySize is set"),
     (r.MANAGED_INSTANCES_FIELD, _docker_labels_in_managed_task, r"Test/Managed/model: docker_labels is set"),
     (
         r.MANAGED_INSTANCES_FIELD,
@@ -273,7 +324,7 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.SLICES_EXCEED_CAPACITY,
         _more_instances_than_capacity,
-        r"Test/Sliced: instances=3 but Test/C/Neuron launches 0 to 2 instances.*pass instances from 0 to 2",
+        r"Test/Sliced: instances=3 but Test/C/Neuron launches 0 to 2 instances.*run from 0 to 2 tasks",
     ),
     (r.SLICES_EXCEED_CAPACITY, _auto_scaling_beyond_capacity, r"instances=4 but Test/C/Neuron launches 0 to 2"),
     (r.SLICE_HOST_PORT, _fixed_host_port_in_bridge, r"Test/Sliced: host_port=8080 in the bridge network mode"),
@@ -281,7 +332,7 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.SLICE_RUNTIME_VARIABLE,
         _visible_cores_for_every_slice,
-        r"NEURON_RT_VISIBLE_CORES=0-3 is the same in every slice.*takes its own 4 cores",
+        r"NEURON_RT_VISIBLE_CORES=0-3 is the same in every slice.*takes the 4 cores of the mapped devices",
     ),
     (r.SLICE_RUNTIME_VARIABLE, _more_cores_than_a_slice, r"NEURON_RT_NUM_CORES=8 but a slice holds 4 NeuronCores"),
     (
@@ -290,6 +341,69 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/Other: Test/C/Neuron runs the sliced service Test/Sliced.*give Test/Sliced its own",
     ),
     (r.SLICED_CAPACITY_SHARED, _slices_beside_a_service, r"Test/Sliced: Test/C/Neuron already runs Test/Other"),
+    (
+        r.UNKNOWN_INSTANCE_TYPE,
+        _misspelled_type,
+        r"Test/C/Inf2: 'INF2.xlarge' is not how EC2 spells.*closest: 'inf2.xlarge'",
+    ),
+    (
+        r.NON_NEURON_MANAGED_INSTANCES,
+        _upper_case_pattern,
+        r"Test/C/MI: instance type pattern 'INF2.\*' is not lowercase",
+    ),
+    (r.NEURON_CONTAINER_RESOURCES, _sidecar_with_a_gpu, r"Test/T/sidecar: gpu_count is set"),
+    (
+        r.SLICES_EXCEED_CAPACITY,
+        _more_copies_than_instances,
+        r"Test/Svc: desired_count=3 with distinctInstance, but Test/C/Inf2 launches at most 2 instances",
+    ),
+    (
+        r.SHARED_DEVICE,
+        _two_services_of_one_manual_task,
+        r"Test/Again: Test/Svc on Test/C/Inf2 also holds /dev/neuron0..1.*give Test/Again devices disjoint",
+    ),
+    (
+        r.SHARED_DEVICE,
+        _overlapping_devices_on_one_capacity,
+        r"Test/Other: Test/Svc on Test/C/Inf2 also holds /dev/neuron1",
+    ),
+    (
+        r.CONTAINERS_EXCEED_TASK,
+        _container_memory_above_task,
+        r"Test/T/model: containers would reserve 8192 MiB of memory, the task has 4096 MiB",
+    ),
+    (
+        r.TASK_EXCEEDS_INSTANCE,
+        _managed_task_larger_than_its_capacity,
+        r"Test/Svc: cpu=8192 exceeds the 4096 CPU units of inf2.xlarge",
+    ),
+    (
+        r.NEURON_TYPE_WITHOUT_NEURON_AMI,
+        _neuron_type_as_non_neuron_capacity,
+        r"Test/C/Cpu: 'inf2.xlarge' is a Neuron type on the standard ECS AMI"
+        r".*add_ec2_capacity\(instance_type='inf2.xlarge'\)",
+    ),
+    (
+        r.UNKNOWN_EC2_TYPE,
+        _instance_type_ec2_does_not_offer,
+        r"Test/C/Cpu: EC2 has no instance type 'm7i.huge'.*m7i.large",
+    ),
+    (
+        r.WRONG_TYPE,
+        _string_for_a_pattern_list,
+        r"Test/C/MI: instance_types='inf2.\*' is a string.*Fix: pass instance_types as a list of",
+    ),
+    (r.WRONG_TYPE, _bool_for_cpu, r"Test/T: cpu=True is a bool.*pass cpu as a whole number"),
+    (
+        r.OUT_OF_RANGE,
+        _cpu_below_ecs_minimum,
+        r"Test/T: cpu=64 is below the minimum of 128.*pass cpu from 128 to 196,608",
+    ),
+    (
+        r.TOKEN_NOT_LITERAL,
+        _parameter_for_max_capacity,
+        r"Test/C/Inf2: max_capacity is a CDK token, a value known only at deploy time.*pass a literal max_capacity",
+    ),
 ]
 
 
@@ -303,9 +417,9 @@ def test_rule_violation_names_path_rule_and_fix(rule: r.Rule, build: Callable[[S
     assert re.search(text, message), message
 
 
-def test_every_error_rule_has_a_case() -> None:
+def test_every_rule_checked_at_the_call_has_a_case() -> None:
     covered = {rule.id for rule, _, _ in CASES}
-    assert covered == {rule.id for rule in RULES if rule.severity == "error"}
+    assert covered == {rule.id for rule in RULES if rule.severity == "error" and rule.at_call}
 
 
 def test_call_time_rules_raise_the_library_error() -> None:

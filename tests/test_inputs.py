@@ -1,0 +1,277 @@
+"""Strict inputs: every public parameter is checked for type and range before anything is built.
+
+Each case is a call a user could make; it must be refused with the rule-style message naming the
+parameter (never a raw ``TypeError`` from jsii, never a nonsense number in the fix), or, for an
+unknown option, a ``TypeError`` that names the method and the options it takes. The checks run
+before anything is built, so the cases share one stack and one cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_cdk import App, CfnParameter, Stack
+from aws_cdk import aws_ecs as ecs
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronInstanceType,
+    NeuronService,
+    SlicedNeuronService,
+)
+from neuron_constructs import rules as r
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+class World:
+    """One stack with a cluster holding an inf2.48xlarge and an inf2.xlarge group, and a manual task."""
+
+    def __init__(self) -> None:
+        self.stack = Stack(App(analytics_reporting=False), "In")
+        self.cluster = NeuronCluster(self.stack, "C")
+        self.cluster.add_ec2_capacity("Big", instance_type="inf2.48xlarge", max_capacity=2)
+        self.cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=2)
+        self.task = ManualNeuronTaskDefinition(self.stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+        self.task.add_neuron_container("model", image=IMAGE)
+        self.count = 0
+
+    def id(self) -> str:
+        self.count += 1
+        return f"X{self.count}"
+
+    def token(self, kind: str = "Number") -> Any:
+        parameter = CfnParameter(self.stack, self.id(), type=kind, default="1" if kind == "Number" else "inf2.xlarge")
+        return parameter.value_as_number if kind == "Number" else parameter.value_as_string
+
+
+@pytest.fixture(scope="module")
+def world() -> World:
+    return World()
+
+
+def managed(w: World, **kwargs: Any) -> None:
+    kwargs.setdefault("cpu", 4096)
+    kwargs.setdefault("memory_mib", 8192)
+    ManagedNeuronTaskDefinition(w.stack, w.id(), **kwargs)
+
+
+def manual(w: World, **kwargs: Any) -> None:
+    kwargs.setdefault("instance_type", "inf2.xlarge")
+    ManualNeuronTaskDefinition(w.stack, w.id(), **kwargs)
+
+
+def ec2_capacity(w: World, **kwargs: Any) -> None:
+    kwargs.setdefault("instance_type", "inf2.xlarge")
+    w.cluster.add_ec2_capacity(w.id(), **kwargs)
+
+
+def sliced(w: World, **kwargs: Any) -> None:
+    kwargs.setdefault("instance_type", "inf2.48xlarge")
+    kwargs.setdefault("devices_per_task", 2)
+    kwargs.setdefault("image", IMAGE)
+    SlicedNeuronService(w.stack, w.id(), cluster=w.cluster, **kwargs)
+
+
+def service(w: World, **kwargs: Any) -> None:
+    kwargs.setdefault("task_definition", w.task)
+    kwargs.setdefault("cluster", w.cluster)
+    NeuronService(w.stack, w.id(), **kwargs)
+
+
+Case = tuple[str, Callable[[World], None], r.Rule, str]
+
+CASES: list[Case] = [
+    # -- sizes that can never work
+    ("cpu=0", lambda w: managed(w, cpu=0), r.OUT_OF_RANGE, r"cpu=0 is below the minimum of 128"),
+    ("cpu=64", lambda w: managed(w, cpu=64), r.OUT_OF_RANGE, r"cpu=64 is below the minimum of 128"),
+    ("cpu=True", lambda w: managed(w, cpu=True), r.WRONG_TYPE, r"cpu=True is a bool"),
+    ("cpu=2048.5", lambda w: managed(w, cpu=2048.5), r.WRONG_TYPE, r"cpu=2048.5 is a float.*whole number"),
+    ("cpu=300000", lambda w: manual(w, cpu=300_000), r.OUT_OF_RANGE, r"cpu=300000 is above the maximum of 196608"),
+    ("memory_mib=4", lambda w: managed(w, memory_mib=4), r.OUT_OF_RANGE, r"memory_mib=4 is below the minimum of 6"),
+    ("memory_mib='4096'", lambda w: manual(w, memory_mib="4096"), r.WRONG_TYPE, r"memory_mib='4096' is a string"),
+    ("desired_count=-3", lambda w: service(w, desired_count=-3), r.OUT_OF_RANGE, r"desired_count=-3 is below"),
+    ("desired_count=1.0", lambda w: service(w, desired_count=1.0), r.WRONG_TYPE, r"desired_count=1.0 is a float"),
+    ("root 0 GiB", lambda w: ec2_capacity(w, root_volume_gib=0), r.OUT_OF_RANGE, r"root_volume_gib=0 is below.*gp3"),
+    (
+        "root 100,000 GiB",
+        lambda w: ec2_capacity(w, root_volume_gib=100_000),
+        r.OUT_OF_RANGE,
+        r"root_volume_gib=100000 is above the maximum of 65536.*from 1 to 65,536",
+    ),
+    (
+        "task volume 0",
+        lambda w: w.cluster.add_managed_instances_capacity(w.id(), task_volume_gib=0),
+        r.OUT_OF_RANGE,
+        r"task_volume_gib=0 is below the minimum of 1",
+    ),
+    ("max_capacity=2.5", lambda w: ec2_capacity(w, max_capacity=2.5), r.WRONG_TYPE, r"max_capacity=2.5 is a float"),
+    ("min_capacity=-1", lambda w: ec2_capacity(w, min_capacity=-1), r.OUT_OF_RANGE, r"min_capacity=-1 is below"),
+    ("instances=1.5", lambda w: sliced(w, instances=1.5), r.WRONG_TYPE, r"instances=1.5 is a float"),
+    ("instances=-1", lambda w: sliced(w, instances=-1), r.OUT_OF_RANGE, r"instances=-1 is below"),
+    ("devices_per_task=True", lambda w: sliced(w, devices_per_task=True), r.WRONG_TYPE, r"devices_per_task=True"),
+    ("devices_per_task=0", lambda w: sliced(w, devices_per_task=0), r.OUT_OF_RANGE, r"devices_per_task=0 is below"),
+    (
+        "min_healthy_percent=150",
+        lambda w: service(w, min_healthy_percent=150),
+        r.OUT_OF_RANGE,
+        r"min_healthy_percent=150 is above the maximum of 100",
+    ),
+    (
+        "max_healthy_percent=50",
+        lambda w: service(w, max_healthy_percent=50),
+        r.OUT_OF_RANGE,
+        r"max_healthy_percent=50 is below the minimum of 100",
+    ),
+    (
+        "container memory 4 MiB",
+        lambda w: w.task.add_container(w.id(), image=IMAGE, memory_limit_mib=4),
+        r.OUT_OF_RANGE,
+        r"memory_limit_mib=4 is below the minimum of 6",
+    ),
+    (
+        "container cpu 1.5",
+        lambda w: w.task.add_container(w.id(), image=IMAGE, cpu=1.5),
+        r.WRONG_TYPE,
+        r"cpu=1.5 is a float",
+    ),
+    # -- types
+    ("a string for a list", lambda w: manual(w, devices="01"), r.WRONG_TYPE, r"devices='01' is a string"),
+    (
+        "a string for accelerators",
+        lambda w: w.cluster.add_managed_instances_capacity(w.id(), accelerators="inferentia2"),
+        r.WRONG_TYPE,
+        r"accelerators='inferentia2' is a string.*list of strings",
+    ),
+    (
+        "a string for command",
+        lambda w: w.task.add_container(w.id(), image=IMAGE, command="serve --port 80"),
+        r.WRONG_TYPE,
+        r"command='serve --port 80' is a string.*list of strings",
+    ),
+    ("a VPC id for vpc", lambda w: NeuronCluster(w.stack, w.id(), vpc="vpc-0123"), r.WRONG_TYPE, r"vpc='vpc-0123'"),
+    (
+        "an image name for image",
+        lambda w: sliced(w, image="busybox"),
+        r.WRONG_TYPE,
+        r"image='busybox' is a string.*aws_ecs.ContainerImage",
+    ),
+    (
+        "a plain task definition",
+        lambda w: service(w, task_definition=w.task.task_definition),
+        r.WRONG_TYPE,
+        r"task_definition=.* is an aws_ecs.TaskDefinition"
+        r".*pass task_definition as a neuron_constructs.NeuronTaskDefinition",
+    ),
+    (
+        "a cluster that is not a NeuronCluster",
+        lambda w: service(w, cluster=w.cluster.cluster),
+        r.WRONG_TYPE,
+        r"cluster=.* is an aws_ecs.Cluster.*pass cluster as a neuron_constructs.NeuronCluster",
+    ),
+    ("a number for a name", lambda w: ec2_capacity(w, instance_type=42), r.WRONG_TYPE, r"instance_type=42 is an int"),
+    (
+        "a string for a bool",
+        lambda w: NeuronCluster(w.stack, w.id(), container_insights="yes"),
+        r.WRONG_TYPE,
+        r"container_insights='yes' is a string.*True or False",
+    ),
+    (
+        "a string for the environment",
+        lambda w: w.task.add_container(w.id(), image=IMAGE, environment={"PORT": 8080}),
+        r.WRONG_TYPE,
+        r"environment=\{'PORT': 8080\}",
+    ),
+    # -- tokens
+    (
+        "a CfnParameter instance type",
+        lambda w: ec2_capacity(w, instance_type=w.token("String")),
+        r.TOKEN_NOT_LITERAL,
+        r"instance_type is a CDK token",
+    ),
+    ("a CfnParameter cpu", lambda w: managed(w, cpu=w.token()), r.TOKEN_NOT_LITERAL, r"cpu is a CDK token"),
+    (
+        "a CfnParameter desired count",
+        lambda w: service(w, desired_count=w.token()),
+        r.TOKEN_NOT_LITERAL,
+        r"desired_count is a CDK token",
+    ),
+    (
+        "a CfnParameter instances",
+        lambda w: sliced(w, instances=w.token()),
+        r.TOKEN_NOT_LITERAL,
+        r"instances is a CDK token",
+    ),
+    (
+        "a CfnParameter NEURON_RT_NUM_CORES",
+        lambda w: sliced(w, environment={"NEURON_RT_NUM_CORES": w.token("String")}),
+        r.TOKEN_NOT_LITERAL,
+        r"environment NEURON_RT_NUM_CORES is a CDK token",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "rule", "text"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_refused_with_the_rule(
+    world: World, build: Callable[[World], None], rule: r.Rule, text: str
+) -> None:
+    with pytest.raises(NeuronConfigurationError) as raised:
+        build(world)
+    message = str(raised.value)
+    assert re.search(text, message), message
+    assert f"[{rule.id}: {rule.aws_rule}] Fix: " in message
+    assert "e+" not in message  # no token number like -1.888e+289 anywhere
+
+
+def test_unknown_container_option_names_the_method_and_the_options(world: World) -> None:
+    with pytest.raises(TypeError) as raised:
+        world.task.add_neuron_container("late", image=IMAGE, health_check_grace_period=60)  # type: ignore[call-arg]
+    message = str(raised.value)
+    assert message.startswith("ManualNeuronTaskDefinition.add_neuron_container() got an unexpected keyword argument")
+    assert "'health_check_grace_period'" in message and "memory_limit_mib" in message
+
+
+def test_unknown_sliced_option_names_the_class(world: World) -> None:
+    with pytest.raises(TypeError, match=r"^SlicedNeuronService\(\) got an unexpected keyword argument 'desired_count'"):
+        sliced(world, desired_count=2)
+
+
+def test_missing_required_argument_names_the_class(world: World) -> None:
+    with pytest.raises(TypeError, match=r"^ManagedNeuronTaskDefinition: missing a required argument: 'memory_mib'"):
+        ManagedNeuronTaskDefinition(world.stack, world.id(), cpu=1024)  # type: ignore[call-arg]
+
+
+def test_catalog_entries_are_accepted_wherever_an_instance_type_is(world: World) -> None:
+    big = NeuronInstanceType.of("inf2.48xlarge")
+    cluster = NeuronCluster(world.stack, world.id())
+    cluster.add_ec2_capacity("Big", instance_type=big, max_capacity=1)
+    cluster.add_managed_instances_capacity("Mi", instance_types=[NeuronInstanceType.of("inf2.8xlarge")])
+    sliced_service = SlicedNeuronService(
+        world.stack, world.id(), cluster=cluster, instance_type=big, devices_per_task=6, image=IMAGE
+    )
+    assert sliced_service.instance_type is big and len(sliced_service.services) == 2
+    assert cluster.managed_instances_capacities[0].allowed_instance_type_patterns == ("inf2.8xlarge",)
+
+
+def test_tokens_are_fine_where_no_rule_reads_them(world: World) -> None:
+    task = ManagedNeuronTaskDefinition(world.stack, world.id(), cpu=1024, memory_mib=2048, family=world.token("String"))
+    task.add_neuron_container("model", image=IMAGE, environment={"MODEL_ID": world.token("String")})
+    assert task.neuron_container is not None
+
+
+def test_auto_scale_bounds_are_checked(world: World) -> None:
+    cluster = NeuronCluster(world.stack, world.id())
+    cluster.add_ec2_capacity("Big", instance_type="inf2.48xlarge", max_capacity=3)
+    sliced_service = SlicedNeuronService(
+        world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=12, image=IMAGE
+    )
+    with pytest.raises(NeuronConfigurationError, match=r"min_instances=3 is above max_instances=1"):
+        sliced_service.auto_scale(min_instances=3, max_instances=1)
+    with pytest.raises(NeuronConfigurationError, match=r"\[NEURON026"):
+        sliced_service.auto_scale(min_instances=0, max_instances=True)  # type: ignore[arg-type]

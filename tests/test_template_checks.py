@@ -1,0 +1,401 @@
+"""The template checks, rule by rule, on hand-written CloudFormation (no AWS CDK): a compliant template
+finds nothing, and each broken one gets exactly its rule with the rule-style message."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from cfn import STANDARD_AMI, container, ecs_template, managed_task, manual_task, service, with_resources
+
+from neuron_constructs import rules as r
+from neuron_constructs.cfn_template import parse_template
+from neuron_constructs.template_checks import TEMPLATE_CHECKS, check_template, secret_like
+
+BASE = ecs_template()
+
+
+def slices(count: int = 6, size: int = 2, **service_extra: Any) -> dict[str, dict[str, Any]]:
+    """``count`` slice task definitions of ``size`` devices on inf2.48xlarge, each with a distinctInstance service."""
+    resources: dict[str, dict[str, Any]] = {}
+    for i in range(count):
+        resources[f"Slice{i}"] = manual_task(devices=list(range(i * size, (i + 1) * size)))
+        resources[f"Slice{i}Service"] = service(f"Slice{i}", **service_extra)
+    return resources
+
+
+def _sidecar_on_a_slice() -> dict[str, Any]:
+    template = with_resources(BASE, **slices())
+    template["Resources"]["Slice0"]["Metadata"] = _intent("manual", instanceType="inf2.48xlarge", devices=[0, 1])
+    template["Resources"]["Slice0"]["Properties"]["ContainerDefinitions"].append(container("sidecar", devices=[2]))
+    return template
+
+
+def _mi_task(**overrides: Any) -> dict[str, Any]:
+    return with_resources(BASE, Task=managed_task(**overrides), Svc=service("Task", capacity="Mi", distinct=False))
+
+
+def _ami(parameter: str | None = None, literal: str | None = None) -> dict[str, Any]:
+    template = with_resources(BASE)
+    data = template["Resources"]["LaunchTemplate"]["Properties"]["LaunchTemplateData"]
+    if parameter:
+        template["Parameters"]["Ami"]["Default"] = parameter
+    if literal:
+        data["ImageId"] = literal
+    return template
+
+
+def _launch_data(**changes: Any) -> dict[str, Any]:
+    template = with_resources(BASE)
+    template["Resources"]["LaunchTemplate"]["Properties"]["LaunchTemplateData"].update(changes)
+    return template
+
+
+def _public_subnet() -> dict[str, Any]:
+    template = with_resources(BASE)
+    template["Resources"]["PrivateSubnet"]["Properties"]["MapPublicIpOnLaunch"] = True
+    return template
+
+
+def _intent(allocation: str, **task: Any) -> dict[str, Any]:
+    return {"NeuronConstructs": {"allocation": allocation, "neuronContainers": ["model"], **task}}
+
+
+CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
+    (
+        r.UNKNOWN_INSTANCE_TYPE,
+        with_resources(BASE, Task=manual_task("inf2.2xlarge")),
+        r"Task: the task maps Neuron devices but is pinned to 'inf2.2xlarge'",
+    ),
+    (
+        r.INF1_ON_MANAGED_INSTANCES,
+        with_resources(
+            BASE,
+            Mi={
+                "Type": "AWS::ECS::CapacityProvider",
+                "Properties": {
+                    "ManagedInstancesProvider": {
+                        "InstanceLaunchTemplate": {"InstanceRequirements": {"AcceleratorNames": ["inferentia"]}}
+                    }
+                },
+            },
+        ),
+        r"Mi: accelerator 'inferentia' \(Inf1\)",
+    ),
+    (r.CAPACITY_SIZE, ecs_template(max_size=0), r"Group: MinSize 0, MaxSize 0"),
+    (
+        r.ONE_NEURON_CONTAINER,
+        _mi_task(
+            ContainerDefinitions=[
+                container(name, ResourceRequirements=[{"Type": "NeuronDevice", "Value": "ALL"}]) for name in "ab"
+            ]
+        ),
+        r"Task: containers \['a', 'b'\] ask for NeuronDevice",
+    ),
+    (
+        r.MIXED_DEVICE_MODES,
+        _mi_task(
+            ContainerDefinitions=[
+                container("model", ResourceRequirements=[{"Type": "NeuronDevice", "Value": "ALL"}]),
+                container("sidecar", devices=[0]),
+            ]
+        ),
+        r"Task/sidecar: container maps \['/dev/neuron0'\] while \['model'\] ask for NeuronDevice",
+    ),
+    (r.MANAGED_INSTANCES_FIELD, _mi_task(NetworkMode="bridge"), r"Task: network mode bridge on a Managed Instances"),
+    (
+        r.MANAGED_ALLOCATION_CAPACITY,
+        with_resources(BASE, Task=managed_task(RequiresCompatibilities=["EC2"]), Svc=service("Task", distinct=False)),
+        r"NeuronDevice in a task definition compatible with \['EC2'\] only",
+    ),
+    (
+        r.DEVICE_INDEX_RANGE,
+        with_resources(BASE, Task=manual_task(devices=[11, 12])),
+        r"Task/model: /dev/neuron12 does not exist on inf2.48xlarge.*indices 0..11",
+    ),
+    (
+        r.DEVICE_INDEX_RANGE,
+        _sidecar_on_a_slice(),
+        r"Slice0: its containers map /dev/neuron2, outside the devices \[0, 1\]",
+    ),
+    (r.SHARED_DEVICE, _sidecar_on_a_slice(), r"Slice1Service: it and Slice0Service both map /dev/neuron2"),
+    (
+        r.DUPLICATE_DEVICE,
+        with_resources(
+            BASE, Task=manual_task(containers=[container("a", devices=[0, 1]), container("b", devices=[1])])
+        ),
+        r"Task: /dev/neuron1 is mapped 2 times \(containers \['a', 'b'\]\)",
+    ),
+    (
+        r.TASK_EXCEEDS_INSTANCE,
+        with_resources(BASE, Task=manual_task("inf2.xlarge", [0], cpu=8192)),
+        r"Task: cpu 8192 exceeds the 4096 CPU units of inf2.xlarge",
+    ),
+    (
+        r.TASK_EXCEEDS_INSTANCE,
+        with_resources(
+            ecs_template(),
+            Task=managed_task(cpu=4096, memory=900_000),
+            Svc=service("Task", capacity="Mi", distinct=False),
+        ),
+        r"memory 900000 MiB exceeds the 786432 MiB of inf2.48xlarge \(the largest type its capacity admits\)",
+    ),
+    (
+        r.NEURON_CONTAINER_RESOURCES,
+        with_resources(
+            BASE,
+            Task=manual_task(
+                containers=[
+                    container(devices=[0]),
+                    container("gpu", ResourceRequirements=[{"Type": "GPU", "Value": "1"}]),
+                ]
+            ),
+        ),
+        r"Task/gpu: resourceRequirements ask for GPU in a task that holds Neuron devices",
+    ),
+    (
+        r.NO_MATCHING_CAPACITY,
+        with_resources(BASE, Task=manual_task("inf2.xlarge", [0]), Svc=service("Task")),
+        r"Svc: its task maps devices of inf2.xlarge, but no capacity in its strategy launches inf2.xlarge",
+    ),
+    (
+        r.SLICES_EXCEED_CAPACITY,
+        with_resources(BASE, Task=manual_task(), Svc=service("Task", count=3)),
+        r"Svc: 3 tasks with distinctInstance, but Group launches at most 2 instances",
+    ),
+    (
+        r.SLICE_HOST_PORT,
+        with_resources(
+            BASE,
+            **{
+                **slices(),
+                "Slice1": manual_task(
+                    devices=[2, 3],
+                    containers=[container(devices=[2, 3], PortMappings=[{"ContainerPort": 80, "HostPort": 80}])],
+                ),
+                "Slice2": manual_task(
+                    devices=[4, 5],
+                    containers=[container(devices=[4, 5], PortMappings=[{"ContainerPort": 80, "HostPort": 80}])],
+                ),
+            },
+        ),
+        r"host port 80 is bound by Slice2Service and Slice1Service",
+    ),
+    (
+        r.SLICE_RUNTIME_VARIABLE,
+        with_resources(
+            BASE,
+            Task=manual_task(
+                devices=[2, 3],
+                containers=[
+                    container(devices=[2, 3], Environment=[{"Name": "NEURON_RT_VISIBLE_CORES", "Value": "0-3"}])
+                ],
+            ),
+        ),
+        r"Task/model: NEURON_RT_VISIBLE_CORES=0-3 but the container maps /dev/neuron2, /dev/neuron3, "
+        r"which hold cores 4-7",
+    ),
+    (
+        r.SLICED_CAPACITY_SHARED,
+        with_resources(
+            BASE, **slices(), Other=manual_task("inf2.48xlarge", containers=[container()]), OtherSvc=service("Other")
+        ),
+        r"OtherSvc: it runs on Asg, whose slices .* hold every chip",
+    ),
+    (
+        r.UNPINNED_MANUAL_TASK,
+        with_resources(BASE, Task=manual_task(None), Svc=service("Task")),
+        r"Task: it maps /dev/neuron devices but no memberOf constraint pins it to one instance type",
+    ),
+    (
+        r.COPIES_SHARE_INSTANCE,
+        with_resources(BASE, Task=manual_task(), Svc=service("Task", distinct=False, count=2)),
+        r"Svc: its tasks map /dev/neuron0, /dev/neuron1 and nothing keeps two of them off one instance",
+    ),
+    (
+        r.SHARED_DEVICE,
+        with_resources(BASE, Task=manual_task(), A=service("Task"), B=service("Task")),
+        r"B: it and A both map /dev/neuron0, /dev/neuron1 \(the same task definition\)",
+    ),
+    (
+        r.SHARED_DEVICE,
+        with_resources(
+            BASE,
+            Manual=manual_task(
+                "inf2.48xlarge", [0], RequiresCompatibilities=["MANAGED_INSTANCES"], NetworkMode="awsvpc"
+            ),
+            Managed=managed_task(),
+            A=service("Manual", capacity="Mi"),
+            B=service("Managed", capacity="Mi", distinct=False),
+        ),
+        r"one maps /dev/neuron0 by hand and the other asks for NeuronDevice = ALL",
+    ),
+    (
+        r.CONTAINERS_EXCEED_TASK,
+        with_resources(BASE, Task=manual_task(memory=1024, containers=[container(devices=[0], Memory=2048)])),
+        r"Task: containers reserve 2048 MiB of memory, the task has 1024 MiB",
+    ),
+    (
+        r.NO_TASK_MEMORY,
+        _mi_task(Memory=None, Cpu=None),
+        r"Task: no task-level memory, and containers \['model'\] set neither memory nor memoryReservation",
+    ),
+    (
+        r.NEURON_CONTAINER_STRIPPED,
+        with_resources(BASE, Task={**managed_task(ContainerDefinitions=[container()]), "Metadata": _intent("managed")}),
+        r"Task/model: the Neuron container of a managed task definition no longer asks for NeuronDevice = ALL",
+    ),
+    (
+        r.NEURON_TYPE_WITHOUT_NEURON_AMI,
+        _ami(parameter=STANDARD_AMI),
+        r"LaunchTemplate: inf2.48xlarge boots the standard ECS AMI",
+    ),
+    (
+        r.DEVICE_TOPOLOGY,
+        with_resources(BASE, Task=manual_task(devices=[0, 2, 4])),
+        r"Task: devices \[0, 2, 4\] on inf2.48xlarge \(ring topology\)",
+    ),
+    (
+        r.SMALL_ROOT_VOLUME,
+        _launch_data(BlockDeviceMappings=[{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 30}}]),
+        r"LaunchTemplate: root volume of 30 GiB",
+    ),
+    (
+        r.MEMORY_NEAR_INSTANCE_TOTAL,
+        with_resources(BASE, Task=manual_task("inf2.xlarge", [0], memory=16000, cpu=4096)),
+        r"Task: memory 16000 MiB is within 10 %",
+    ),
+    (
+        r.NO_NEURON_CONTAINER,
+        with_resources(
+            BASE,
+            Task={**manual_task(containers=[container()]), "Metadata": {"NeuronConstructs": {"neuronContainers": []}}},
+        ),
+        r"Task: no container has Neuron devices",
+    ),
+    (r.PINNED_AMI, _ami(literal="ami-0123456789abcdef0"), r"LaunchTemplate: inf2.48xlarge boots ami-0123456789abcdef0"),
+    (
+        r.HOST_NETWORK,
+        with_resources(BASE, Task=manual_task(NetworkMode="host")),
+        r"Task: the host network mode gives the containers the instance's network",
+    ),
+    (r.PUBLIC_SUBNETS, _public_subnet(), r"Group: it launches into public subnets \['PrivateSubnet'\]"),
+    (
+        r.SECRET_IN_ENVIRONMENT,
+        with_resources(
+            BASE,
+            Task=manual_task(containers=[container(devices=[0], Environment=[{"Name": "HF_TOKEN", "Value": "hf_x"}])]),
+        ),
+        r"Task/model: environment variable HF_TOKEN holds its value in plain text.*secrets=\{'HF_TOKEN'",
+    ),
+    (
+        r.METADATA_REACHABLE,
+        _launch_data(MetadataOptions={"HttpTokens": "required"}),
+        r"LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit unset",
+    ),
+]
+
+
+def test_a_compliant_template_has_no_findings() -> None:
+    template = with_resources(BASE, **slices(), Managed=managed_task(), ManagedSvc=service("Managed", capacity="Mi"))
+    assert check_template(template) == []
+
+
+@pytest.mark.parametrize(("rule", "template", "text"), CASES, ids=[f"{c[0].id}-{i}" for i, c in enumerate(CASES)])
+def test_broken_template_names_the_rule(rule: r.Rule, template: dict[str, Any], text: str) -> None:
+    findings = check_template(template)
+    mine = [f for f in findings if f.rule is rule]
+    assert mine, [f.message for f in findings]
+    message = next((f.message for f in mine if re.search(text, f.message)), mine[0].message)
+    assert re.search(text, message), message
+    assert f"[{rule.id}: {rule.aws_rule}] Fix: " in message
+    assert "{" not in message.split("Fix: ")[1] or rule is r.SECRET_IN_ENVIRONMENT
+
+
+def test_every_template_rule_has_a_check_and_a_case() -> None:
+    on_template = {rule.id for rule in r.RULES if rule.on_template}
+    assert set(TEMPLATE_CHECKS) == on_template
+    assert {rule.id for rule, _, _ in CASES} == on_template
+
+
+def test_errors_come_before_warnings() -> None:
+    template = with_resources(_launch_data(MetadataOptions={}), Task=manual_task("inf2.2xlarge"))
+    severities = [f.severity for f in check_template(template)]
+    assert severities == sorted(severities, key=lambda s: s != "error") and "warning" in severities
+
+
+def test_cfn_lint_ignore_checks_metadata_silences_a_rule_for_one_resource() -> None:
+    template = _public_subnet()
+    assert [f.logical_id for f in check_template(template)] == ["Group", "Mi"]
+    template["Resources"]["Group"]["Metadata"] = {"cfn-lint": {"config": {"ignore_checks": ["W9208"]}}}
+    assert [f.logical_id for f in check_template(template)] == ["Mi"]
+
+
+def test_unknown_values_are_skipped_not_guessed() -> None:
+    task = manual_task(cpu=1024)
+    task["Properties"]["Cpu"] = {"Ref": "TaskCpu"}
+    task["Properties"]["ContainerDefinitions"][0]["LinuxParameters"]["Devices"][0]["HostPath"] = {"Ref": "Device"}
+    assert check_template(with_resources(BASE, Task=task, Svc=service("Task"))) == []
+
+
+def test_yaml_short_forms_are_read_with_their_lines() -> None:
+    loaded = parse_template(
+        "Resources:\n"
+        "  Task:\n"
+        "    Type: AWS::ECS::TaskDefinition\n"
+        "    Properties:\n"
+        "      PlacementConstraints:\n"
+        "        - {Type: memberOf, Expression: 'attribute:ecs.instance-type == inf2.xlarge'}\n"
+        "      Cpu: !Ref TaskCpu\n"
+        "      ContainerDefinitions:\n"
+        "        - Name: model\n"
+        "          Image: !Sub '${AWS::AccountId}.dkr.ecr.us-east-1.amazonaws.com/x'\n"
+        "          LinuxParameters:\n"
+        "            Devices:\n"
+        "              - HostPath: /dev/neuron3\n"
+    )
+    assert loaded.template["Resources"]["Task"]["Properties"]["Cpu"] == {"Ref": "TaskCpu"}
+    (finding,) = [f for f in check_template(loaded) if f.rule is r.DEVICE_INDEX_RANGE]
+    assert loaded.location(finding.location) == (13, 17)  # the /dev/neuron3 entry
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True),
+        ("HUGGING_FACE_HUB_TOKEN", True),
+        ("DB_PASSWORD", True),
+        ("API_KEY", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("OPENAI_APIKEY", True),
+        ("HF_TOKEN_PATH", False),
+        ("SECRET_ARN", False),
+        ("MODEL_ID", False),
+        ("NEURON_RT_NUM_CORES", False),
+        ("KEYBOARD", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert secret_like(name) is secret
+
+
+def test_a_subnet_routed_to_an_internet_gateway_is_public() -> None:
+    template = with_resources(
+        BASE,
+        Gateway={"Type": "AWS::EC2::InternetGateway", "Properties": {}},
+        Routes={"Type": "AWS::EC2::RouteTable", "Properties": {}},
+        Default={
+            "Type": "AWS::EC2::Route",
+            "Properties": {
+                "RouteTableId": {"Ref": "Routes"},
+                "DestinationCidrBlock": "0.0.0.0/0",
+                "GatewayId": {"Ref": "Gateway"},
+            },
+        },
+        Association={
+            "Type": "AWS::EC2::SubnetRouteTableAssociation",
+            "Properties": {"SubnetId": {"Ref": "PrivateSubnet"}, "RouteTableId": {"Ref": "Routes"}},
+        },
+    )
+    assert [f.logical_id for f in check_template(template) if f.rule is r.PUBLIC_SUBNETS] == ["Group", "Mi"]
