@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect bench-slices readme-tables clean
+.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect bench-slices readme-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -43,11 +43,12 @@ synth: install
 	rm -rf cdk.out
 	cdk synth --quiet --context cdkNag=true
 	cfn-lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
-	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint: clean)"
+	neuron-ecs lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
+	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint and neuron-ecs lint: clean)"
 
-## Lint, type-check and run the test suite.
+## Lint, type-check and run the test suite (two workers; the local deploy runs beside the rest).
 test: install check
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 check: install
 	$(BIN)/ruff check .
@@ -75,6 +76,10 @@ bench-slices: install
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install
 	$(BIN)/python -m neuron_constructs.tables README.md
+
+## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the README's table.
+compliance-report: install
+	$(BIN)/python examples/compliance_report.py README.md
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

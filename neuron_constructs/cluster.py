@@ -232,7 +232,7 @@ class NeuronCluster(Construct):
         self,
         id: str,
         *,
-        instance_type: str,
+        instance_type: str | NeuronInstanceType,
         min_capacity: int = 0,
         max_capacity: int = DEFAULT_MAX_CAPACITY,
         root_volume_gib: int = 30,
@@ -245,6 +245,8 @@ class NeuronCluster(Construct):
         a type the EC2 API does not list (NEURON031). Root volume default 30 GiB.
         """
         path = f"{self.node.path}/{id}"
+        if isinstance(instance_type, NeuronInstanceType):
+            instance_type = instance_type.name
         neuron = NeuronInstanceType.find(instance_type)
         if neuron is not None:
             raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(

@@ -214,15 +214,19 @@ def deploy_app(
     context: Mapping[str, str] | None = None,
     stacks: Sequence[str] = (),
 ) -> list[str]:
-    """``cdk bootstrap`` then ``cdk deploy`` (every stack unless ``stacks`` names some) to ``endpoint``.
+    """``cdk synth`` once, then ``cdk bootstrap`` and ``cdk deploy`` of that cloud assembly (every stack
+    unless ``stacks`` names some) to ``endpoint``.
 
     Returns the names of the deployed stacks: in the order of ``stacks``, else by creation time.
     """
     env = endpoint.environment()
     account = endpoint.client("sts").get_caller_identity()["Account"]
-    common = ["--no-notices", *(["--output", str(output)] if output else [])]
+    assembly = (output or app_dir / "cdk.out").resolve()
+    synth = ["synth", "--quiet", "--no-notices", "--output", str(assembly)]
     for key, value in (context or {}).items():
-        common += ["--context", f"{key}={value}"]
+        synth += ["--context", f"{key}={value}"]
+    run_cdk(cdk, synth, env=env, cwd=app_dir)
+    common = ["--no-notices", "--app", str(assembly)]
     run_cdk(cdk, ["bootstrap", *common, f"aws://{account}/{endpoint.region}"], env=env, cwd=app_dir)
     selection = list(stacks) or ["--all"]
     run_cdk(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)

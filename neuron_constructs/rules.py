@@ -425,7 +425,7 @@ PUBLIC_SUBNETS = Rule(
     "Capacity in public subnets",
     "ECS container instances need no public address: they reach ECS, ECR and CloudWatch through a NAT "
     "gateway or VPC endpoints, and instances in public subnets get one",
-    "pass capacity_subnets (or vpc_subnets) that select private subnets, e.g. "
+    "pass NeuronCluster(capacity_subnets=...) a selection of private subnets, e.g. "
     "ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)",
     "ECS best practices guide: networking",
     severity="warning",
@@ -436,8 +436,8 @@ SECRET_IN_ENVIRONMENT = Rule(
     "Secret-looking value in the environment",
     "environment values are plain text in the task definition, readable by anyone who can describe it; ECS "
     "injects Secrets Manager and SSM Parameter Store values through secrets",
-    "pass {name} as secrets={{{name!r}: ecs.Secret.from_secrets_manager(...)}}, or acknowledge this warning id "
-    "if the value is not secret",
+    "pass {name} through secrets= (ecs.Secret.from_secrets_manager or ecs.Secret.from_ssm_parameter), or "
+    "acknowledge this warning id if the value is not secret",
     "ECS guide: passing sensitive data to a container",
     severity="warning",
     checked="both",

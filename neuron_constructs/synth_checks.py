@@ -27,7 +27,6 @@ from aws_cdk import (
     PolicyValidationPluginReport,
     PolicyViolatingResource,
     PolicyViolation,
-    Resource,
     Stack,
     Stage,
     Validations,
@@ -119,7 +118,7 @@ class _ConstructPaths:
 def _owner_path(element: CfnElement) -> str:
     """The path of the L2 that owns an L1 (``.../Service``, not ``.../Service/Service``), else the L1's."""
     parent = element.node.scope
-    if isinstance(parent, Resource):
+    if parent is not None and not isinstance(parent, Stack):
         own = [c for c in parent.node.children if isinstance(c, CfnElement)]
         if len(own) == 1:
             return parent.node.path

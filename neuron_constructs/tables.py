@@ -89,13 +89,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("*", "\\*")
 
 
+_CHECKED = {"call": "at the call", "template": "on the template", "both": "both"}
+
+
 def rules_table() -> str:
-    """Markdown table of every rule: id, what is refused or warned about, the AWS rule, the fix."""
-    rows = ["| id | kind | input | AWS rule | fix |", "|---|---|---|---|---|"]
+    """Markdown table of every rule: id, kind, where it is checked, what it catches, the AWS rule, the fix."""
+    rows = ["| id | kind | checked | input | AWS rule | fix |", "|---|---|---|---|---|---|"]
     for rule in RULES:
         kind = "error" if rule.severity == "error" else f"warning `{rule.warning_id}`"
-        fix = re.sub(r"\{(\w+)\}", r"`<\1>`", _cell(rule.fix))
-        rows.append(f"| {rule.id} | {kind} | {rule.title} | {_cell(rule.aws_rule)} | {fix} |")
+        checked = _CHECKED[rule.checked] + (f" ({rule.cfn_lint_id})" if rule.on_template else "")
+        fix = re.sub(r"\{\{?(\w+)(!r)?\}\}?", r"`<\1>`", _cell(rule.fix))
+        rows.append(f"| {rule.id} | {kind} | {checked} | {rule.title} | {_cell(rule.aws_rule)} | {fix} |")
     return "\n".join(rows)
 
 

@@ -306,7 +306,7 @@ def _check_task_size(t: EcsTemplate, out: _Report) -> None:
 
 def _check_other_accelerators(t: EcsTemplate, out: _Report) -> None:
     for task in t.task_definitions.values():
-        if not (task.managed_allocation or task.manual_mapping):
+        if not task.is_neuron:
             continue
         if task.inference_accelerators:
             out.add(
@@ -692,16 +692,27 @@ def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], li
 
 def _check_sliced_capacity(t: EcsTemplate, out: _Report) -> None:
     for capacity, slices, others in _sliced_groups(t):
-        sliced = ", ".join(t.path_of(s.logical_id) for s in slices)
+        paths = [t.path_of(s.logical_id) for s in slices]
+        owner = "/".join(_common_prefix([p.split("/") for p in paths])) or "the sliced service"
         for other in others:
             out.add(
                 r.SLICED_CAPACITY_SHARED,
                 other.logical_id,
                 _properties("CapacityProviderStrategy"),
-                f"it runs on {t.path_of(capacity.logical_id)}, whose slices ({sliced}) hold every chip",
-                sliced=t.path_of(slices[0].logical_id).rsplit("/", 2)[0],
+                f"it runs on {t.path_of(capacity.logical_id)}, whose {len(slices)} slice services ({', '.join(paths)}) "
+                "hold every chip",
+                sliced=owner,
                 other=t.path_of(other.logical_id),
             )
+
+
+def _common_prefix(paths: Sequence[Sequence[str]]) -> list[str]:
+    prefix: list[str] = []
+    for parts in zip(*paths, strict=False):
+        if len(set(parts)) != 1:
+            break
+        prefix.append(parts[0])
+    return prefix
 
 
 def _fixed_host_ports(t: EcsTemplate, service: Service) -> set[int]:
@@ -717,20 +728,19 @@ def _fixed_host_ports(t: EcsTemplate, service: Service) -> set[int]:
 
 
 def _check_slice_host_ports(t: EcsTemplate, out: _Report) -> None:
+    """A sliced service's slices are one service's replicas, all on every instance: host ports stay dynamic."""
     for _capacity, slices, _others in _sliced_groups(t):
-        bound: dict[int, str] = {}
         for service in slices:
-            for port in sorted(_fixed_host_ports(t, service)):
-                if port in bound:
-                    out.add(
-                        r.SLICE_HOST_PORT,
-                        service.task_definition or service.logical_id,
-                        _properties("ContainerDefinitions"),
-                        f"host port {port} is bound by {t.path_of(service.logical_id)} and {bound[port]}, which run "
-                        "on every instance together",
-                    )
-                else:
-                    bound[port] = t.path_of(service.logical_id)
+            ports = sorted(_fixed_host_ports(t, service))
+            if ports:
+                task = service.task_definition or service.logical_id
+                out.add(
+                    r.SLICE_HOST_PORT,
+                    task,
+                    _properties("ContainerDefinitions"),
+                    f"host port {', '.join(map(str, ports))} of a slice that runs on every instance beside the other "
+                    f"{len(slices) - 1} slices",
+                )
 
 
 # --- warnings ------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     cloud_assembly = tmp_path_factory.mktemp("cdk.out")
     with local_aws_endpoint(log=cloud_assembly.parent / "moto.log") as endpoint:
         names = deploy_app(endpoint, app_dir=ROOT, cdk=str(CDK_CLI), output=cloud_assembly)
-        reports = describe_stacks(endpoint.client, names)
+        reports = describe_stacks(endpoint.client, names, functions_run=False)
         paginator = endpoint.client("cloudformation").get_paginator("list_stack_resources")
         stack_resources = {
             name: [r for page in paginator.paginate(StackName=name) for r in page["StackResourceSummaries"]]

@@ -162,9 +162,10 @@ def break_sliced_inf2(app: App) -> Stack:
 
 def break_sliced_trn1(app: App) -> Stack:
     stack = _sliced(app, "NeuronSlicedTrn1")
-    # library, after construction: every slice binds host port 9000
-    for task in stack.vllm.task_definitions:
-        task.neuron_containers[0].add_port_mappings(ecs.PortMapping(container_port=9000, host_port=9000))
+    # library, after construction: a slice binds host port 9000
+    stack.vllm.task_definitions[0].neuron_containers[0].add_port_mappings(
+        ecs.PortMapping(container_port=9000, host_port=9000)
+    )
     # plain aws-cdk-lib: NeuronDevice = ALL on the Auto Scaling capacity (escape hatch inside a plain task)
     plain = _plain_task(stack, "Managed", instance_type="trn1.32xlarge")
     _l1(plain).add_property_override(
@@ -220,7 +221,7 @@ BREAKS: dict[str, tuple[Callable[[App], Stack], list[tuple[r.Rule, str]]]] = {
     "NeuronSlicedTrn1": (
         break_sliced_trn1,
         [
-            (r.SLICE_HOST_PORT, r"host port 9000 is bound by"),
+            (r.SLICE_HOST_PORT, r"NeuronSlicedTrn1/Vllm/Slice0/TaskDefinition: host port 9000 of a slice"),
             (r.MANAGED_ALLOCATION_CAPACITY, r"NeuronSlicedTrn1/Managed: NeuronDevice in a task definition"),
             (r.SLICES_EXCEED_CAPACITY, r"NeuronSlicedTrn1/Vllm/Slice0Service/Service: 5 tasks with distinctInstance"),
         ],

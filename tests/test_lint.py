@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from cfn import container, ecs_template, manual_task, service, with_resources
-from conftest import EXAMPLE_STACKS, ROOT, resources
+from conftest import ROOT, resources
 
 from neuron_constructs.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 
@@ -176,7 +176,5 @@ def test_the_cfn_lint_rule_pack_reports_the_same_findings(broken: Path, example_
     rules = get_rules(["neuron_constructs.cfn_lint_rules"], [], [])
     broken_matches = lint(broken.read_text(), rules=rules, config=ManualArgs(regions=["us-east-1"]))
     assert sorted(m.rule.id for m in broken_matches if m.rule.id.startswith(("E91", "W92"))) == ["E9121", "W9209"]
-    for name in EXAMPLE_STACKS:
-        text = (example_dir / f"{name}.template.json").read_text()
-        matches = lint(text, rules=rules, config=ManualArgs(regions=["us-east-1"]))
-        assert [m.rule.id for m in matches] == []
+    clean = (example_dir / "NeuronSlicedInf2.template.json").read_text()
+    assert [m.rule.id for m in lint(clean, rules=rules, config=ManualArgs(regions=["us-east-1"]))] == []

@@ -506,3 +506,73 @@ def test_awsvpc_slices_with_eni_trunking_do_not_warn() -> None:
     s = new_stack()
     _sliced(s, network_mode=ecs.NetworkMode.AWS_VPC, eni_trunking=True)
     assert warnings_of(s, r.AWSVPC_WITHOUT_TRUNKING) == []
+
+
+def test_host_network_warns_that_containers_reach_the_instance_role() -> None:
+    s = new_stack()
+    ManualNeuronTaskDefinition(
+        s, "T", instance_type="inf2.xlarge", memory_mib=8192, network_mode=ecs.NetworkMode.HOST
+    ).add_neuron_container("model", image=IMAGE)
+    (found,) = warnings_of(s, r.HOST_NETWORK)
+    assert found.startswith("Test/T: network_mode=HOST.")
+    assert "neither the IMDS hop limit nor ECS_AWSVPC_BLOCK_IMDS keeps it from the instance role" in found
+
+
+def test_public_capacity_subnets_warn() -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    s = new_stack()
+    cluster = NeuronCluster(s, "C", capacity_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC))
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    cluster.add_managed_instances_capacity("Mi")
+    found = warnings_of(s, r.PUBLIC_SUBNETS)
+    assert len(found) == 2
+    assert found[0].startswith("Test/C/Inf2: instances launch into public subnets ['Test/C/Vpc/PublicSubnet1'")
+
+
+def test_private_capacity_subnets_do_not_warn() -> None:
+    s = new_stack()
+    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    assert warnings_of(s, r.PUBLIC_SUBNETS) == []
+
+
+def test_secret_looking_environment_warns_at_the_call_and_after_construction() -> None:
+    s = new_stack()
+    task = managed(s)
+    container = task.add_neuron_container("model", image=IMAGE, environment={"HF_TOKEN": "hf_abc", "MODEL": "x"})
+    container.add_environment("DB_PASSWORD", "hunter2")
+    found = warnings_of(s, r.SECRET_IN_ENVIRONMENT)
+    assert [f.split(":")[0] for f in found] == ["Test/Managed/model", "Test/Managed/model"]
+    assert "HF_TOKEN holds its value in plain text" in found[0] and "DB_PASSWORD" in found[1]
+    assert "Fix: pass HF_TOKEN through secrets= (ecs.Secret.from_secrets_manager" in found[0]
+
+
+def test_secrets_through_secrets_do_not_warn() -> None:
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    s = new_stack()
+    token = secretsmanager.Secret(s, "Token")
+    managed(s).add_neuron_container("model", image=IMAGE, secrets={"HF_TOKEN": ecs.Secret.from_secrets_manager(token)})
+    assert warnings_of(s, r.SECRET_IN_ENVIRONMENT) == []
+
+
+def test_log_groups_can_use_a_customer_managed_key() -> None:
+    import json
+
+    from aws_cdk import aws_kms as kms
+    from aws_cdk.assertions import Template
+
+    s = new_stack()
+    key = kms.Key(s, "Key", enable_key_rotation=True)
+    NeuronCluster(s, "C", log_encryption_key=key)
+    task = ManagedNeuronTaskDefinition(s, "T", cpu=1024, memory_mib=2048, log_encryption_key=key)
+    task.add_neuron_container("model", image=IMAGE)
+    template = Template.from_stack(s).to_json()
+    groups = [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]
+    assert len(groups) == 2
+    assert all(g["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["Key961B73FD", "Arn"]} for g in groups)
+    (policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
+    statements = policy["Properties"]["KeyPolicy"]["Statement"]
+    logs = [st for st in statements if st.get("Sid") == "AllowCloudWatchLogsOfThisAccount"]
+    assert len(logs) == 1  # once per key, however many log groups use it
+    assert "kms:EncryptionContext:aws:logs:arn" in json.dumps(logs[0]["Condition"])
