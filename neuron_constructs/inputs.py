@@ -186,7 +186,9 @@ def _shown(value: object) -> str:
 
 def _problem_type(name: str, value: object) -> str:
     kind = _class_name(type(value))
-    if isinstance(value, bool):
+    if value is None:
+        kind = "None"
+    elif isinstance(value, bool):
         kind = "a bool"
     elif isinstance(value, str):
         kind = "a string"
@@ -196,7 +198,7 @@ def _problem_type(name: str, value: object) -> str:
         kind = "an int"
     elif isinstance(value, list | tuple):
         kind = "a list"
-    return f"{name}={_shown(value)} is {kind}"
+    return f"{name} is None" if value is None else f"{name}={_shown(value)} is {kind}"
 
 
 def check_value(
@@ -216,7 +218,8 @@ def check_value(
     if not literal and is_token(value):
         return
     if not conforms(value, annotation):
-        raise rules.WRONG_TYPE.error(path, _problem_type(name, value), expected=f"{name} as {describe(annotation)}")
+        where, item, wanted = _mismatch(name, value, annotation)
+        raise rules.WRONG_TYPE.error(path, _problem_type(where, item), expected=f"{where} as {describe(wanted)}")
     bounds = ranges.get(name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):
         low, high = bounds.minimum, bounds.maximum
@@ -230,6 +233,36 @@ def check_value(
                 minimum=low,
                 maximum=f"{high:,}" if high is not None else "any larger value",
             )
+
+
+def _element_types(annotation: Any) -> tuple[Any, Any] | None:
+    """(key type, item type) of a list or dict annotation (key ``None`` for a list), else ``None``."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    for candidate in (annotation, *options):
+        origin, args = typing.get_origin(candidate), typing.get_args(candidate)
+        if origin in (collections.abc.Mapping, dict) and len(args) == 2:
+            return args[0], args[1]
+        if origin in (collections.abc.Sequence, collections.abc.Iterable, list, tuple) and args:
+            return None, args[0]
+    return None
+
+
+def _mismatch(name: str, value: object, annotation: Any) -> tuple[str, object, Any]:
+    """The first item of a list or dict that does not fit (``devices[0]``), else the value itself."""
+    elements = _element_types(annotation)
+    if elements is not None:
+        key_type, item_type = elements
+        if isinstance(value, Mapping) and key_type is not None:
+            for key, item in value.items():
+                if not conforms(key, key_type):
+                    return f"{name} key", key, key_type
+                if not conforms(item, item_type):
+                    return f"{name}[{key!r}]", item, item_type
+        elif isinstance(value, list | tuple) and key_type is None:
+            for index, item in enumerate(value):
+                if not conforms(item, item_type):
+                    return f"{name}[{index}]", item, item_type
+    return name, value, annotation
 
 
 @functools.cache
@@ -286,11 +319,19 @@ def checked(
 
         @functools.wraps(function)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            owner = args[0] if args else None
+            called = label
+            if owner is not None and function.__name__ != "__init__" and type(owner).__name__ != label.split(".")[0]:
+                called = f"{type(owner).__name__}.{function.__name__}"
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as error:
-                raise TypeError(f"{label}: {error}") from None
+                raise TypeError(f"{called}: {error}") from None
             hints = _hints(function)
+            scope = bound.arguments.get("scope", Construct)
+            if scope is not Construct and not isinstance(scope, Construct):
+                where = str(bound.arguments.get("id", called))
+                check_value(where, "scope", scope, Construct)
             path = _path(bound)
             for name, value in bound.arguments.items():
                 if name in ("self", "scope") or name == variadic or name not in hints:
@@ -301,7 +342,13 @@ def checked(
                 check_value(path, name, value, hints[name], ranges=declared_ranges, literal=name not in token_ok)
             if variadic and options is not None:
                 _check_options(
-                    label, path, bound.arguments.get(variadic, {}), options, integral, declared_option_ranges
+                    called,
+                    path,
+                    bound.arguments.get(variadic, {}),
+                    options,
+                    integral,
+                    declared_option_ranges,
+                    explicit=frozenset(signature.parameters),
                 )
             return function(*args, **kwargs)
 
@@ -317,8 +364,14 @@ def _check_options(
     struct: type,
     integral: frozenset[str],
     ranges: Mapping[str, Range],
+    *,
+    explicit: frozenset[str] = frozenset(),
 ) -> None:
     fields = _struct_fields(struct)
+    required = [n for n, p in inspect.signature(vars(struct)["__init__"]).parameters.items() if p.default is p.empty]
+    missing = [n for n in required if n != "self" and n not in given and n not in explicit]
+    if missing:
+        raise TypeError(f"{label}() missing the required option {missing[0]!r} ({describe(fields[missing[0]])})")
     unknown = sorted(set(given) - set(fields))
     if unknown:
         raise TypeError(

@@ -186,8 +186,16 @@ CASES: list[Case] = [
         "a string for the environment",
         lambda w: w.task.add_container(w.id(), image=IMAGE, environment={"PORT": 8080}),
         r.WRONG_TYPE,
-        r"environment=\{'PORT': 8080\}",
+        r"environment\['PORT'\]=8080 is an int",
     ),
+    (
+        "an int in the environment",
+        lambda w: sliced(w, environment={"NEURON_RT_NUM_CORES": 4}),
+        r.WRONG_TYPE,
+        r"environment\['NEURON_RT_NUM_CORES'\]=4 is an int.*pass environment\['NEURON_RT_NUM_CORES'\] as a string",
+    ),
+    ("None among the devices", lambda w: manual(w, devices=[0, None]), r.WRONG_TYPE, r"devices\[1\] is None"),
+    ("no scope", lambda w: NeuronCluster(None, w.id()), r.WRONG_TYPE, r"scope is None.*constructs.Construct"),
     # -- tokens
     (
         "a CfnParameter instance type",
@@ -240,6 +248,13 @@ def test_unknown_container_option_names_the_method_and_the_options(world: World)
 def test_unknown_sliced_option_names_the_class(world: World) -> None:
     with pytest.raises(TypeError, match=r"^SlicedNeuronService\(\) got an unexpected keyword argument 'desired_count'"):
         sliced(world, desired_count=2)
+
+
+def test_missing_image_names_the_method(world: World) -> None:
+    with pytest.raises(
+        TypeError, match=r"^ManualNeuronTaskDefinition.add_container\(\) missing the required option 'image'"
+    ):
+        world.task.add_container(world.id())
 
 
 def test_missing_required_argument_names_the_class(world: World) -> None:
