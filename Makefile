@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect bench-slices readme-tables compliance-report clean
+.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect bench-slices bench-lint readme-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -68,6 +68,10 @@ destroy: install
 ## neuron-ecs inspect on 1,000 container instances and 5,000 tasks (local moto server), and its start-up.
 bench-inspect: install
 	$(BIN)/python benchmarks/inspect_benchmark.py
+
+## neuron-ecs lint on the example templates (whole process) and the template checks in process (medians).
+bench-lint: install
+	$(BIN)/python benchmarks/lint_benchmark.py
 
 ## Synth time of one stack as sliced services grow from 1 to 64 (medians, ms per added service).
 bench-slices: install

@@ -179,22 +179,23 @@ def whole_number(value: Any) -> int | None:
     return None
 
 
-def cpu_units(value: Any) -> int | None:
-    """Task cpu as CPU units: ``"4096"``, ``4096`` or ``"4 vCPU"``."""
+def _scaled(value: Any, unit: re.Pattern[str]) -> int | None:
+    """A whole number, or ``<n> <unit>`` (vCPU, GB) as 1024 of the base unit each."""
     number = whole_number(value)
     if number is not None:
         return number
-    match = _CPU_UNITS.match(value) if isinstance(value, str) else None
+    match = unit.match(value) if isinstance(value, str) else None
     return int(float(match.group(1)) * 1024) if match else None
+
+
+def cpu_units(value: Any) -> int | None:
+    """Task cpu as CPU units: ``"4096"``, ``4096`` or ``"4 vCPU"``."""
+    return _scaled(value, _CPU_UNITS)
 
 
 def memory_mib(value: Any) -> int | None:
     """Task memory in MiB: ``"16384"``, ``16384`` or ``"16 GB"``."""
-    number = whole_number(value)
-    if number is not None:
-        return number
-    match = _MEMORY_GB.match(value) if isinstance(value, str) else None
-    return int(float(match.group(1)) * 1024) if match else None
+    return _scaled(value, _MEMORY_GB)
 
 
 def pinned_instance_types(expression: Any) -> frozenset[str] | None:
@@ -654,9 +655,8 @@ class EcsTemplate:
         """Instance types a service's tasks may run on: its pins, its task's pins and its capacities agree."""
         types: frozenset[str] | None = service.pinned_types
         task = self.task_definitions.get(service.task_definition or "")
-        for pin in (task.pinned_types if task else None,):
-            if pin is not None:
-                types = pin if types is None else types & pin
+        if task is not None and task.pinned_types is not None:
+            types = task.pinned_types if types is None else types & task.pinned_types
         capacities = self.service_capacities(service)
         if capacities and all(c.instance_types is not None for c in capacities):
             launched = frozenset().union(*(c.instance_types or frozenset() for c in capacities))
@@ -672,10 +672,6 @@ def _pattern_matches(pattern: str, name: str) -> bool:
     import fnmatch
 
     return fnmatch.fnmatchcase(name, pattern)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return whole_number(value)
 
 
 def _container(index: int, raw: Mapping[str, Any]) -> Container:
@@ -698,7 +694,7 @@ def _container(index: int, raw: Mapping[str, Any]) -> Container:
         if isinstance(e, dict) and isinstance(e.get("Name"), str)
     }
     ports = tuple(
-        (_int_or_none(p.get("ContainerPort")), _int_or_none(p.get("HostPort")))
+        (whole_number(p.get("ContainerPort")), whole_number(p.get("HostPort")))
         for p in raw.get("PortMappings") or []
         if isinstance(p, dict)
     )
