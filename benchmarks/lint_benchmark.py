@@ -30,9 +30,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     os.environ.setdefault("JSII_NODE", str(ROOT / "node_modules" / ".bin" / "node"))
+    from app import build_app
     from aws_cdk import App
 
-    from app import build_app
     from neuron_constructs.template_checks import check_template
 
     with tempfile.TemporaryDirectory() as outdir:
