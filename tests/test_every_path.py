@@ -247,3 +247,87 @@ def test_the_template_check_names_every_broken_rule(example: str) -> None:
 
 def test_an_untouched_example_synthesizes(example_assembly: Any) -> None:
     assert {s.stack_name for s in example_assembly.stacks} >= set(BREAKS)
+
+
+def _mistakes_after_construction(app: App) -> dict[str, tuple[r.Rule, str]]:
+    """One stack per mistake made through the library after construction or an escape hatch."""
+    from aws_cdk import Stack as PlainStack
+
+    from neuron_constructs import (
+        ManagedNeuronTaskDefinition,
+        ManualNeuronTaskDefinition,
+        NeuronCluster,
+        NeuronService,
+        SlicedNeuronService,
+    )
+
+    expected: dict[str, tuple[r.Rule, str]] = {}
+
+    stack = PlainStack(app, "SidecarOnASlice")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    sliced = SlicedNeuronService(
+        stack, "Sliced", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=2, image=IMAGE
+    )
+    sliced.task_definitions[0].add_container("sidecar", image=IMAGE, linux_parameters=_devices(stack, "Peek", 2))
+    expected[stack.stack_name] = (
+        r.DEVICE_INDEX_RANGE,
+        r"Sliced/Slice0/TaskDefinition: its containers map /dev/neuron2",
+    )
+
+    for name, override, rule, text in (
+        ("BridgeOnManagedInstances", ("NetworkMode", "bridge"), r.MANAGED_INSTANCES_FIELD, r"network mode bridge"),
+        (
+            "NeuronDeviceRemoved",
+            ("ContainerDefinitions.0.ResourceRequirements", []),
+            r.NEURON_CONTAINER_STRIPPED,
+            r"T/TaskDefinition/model: the Neuron container of a managed task definition no longer asks",
+        ),
+    ):
+        stack = PlainStack(app, name)
+        cluster = NeuronCluster(stack, "C")
+        cluster.add_managed_instances_capacity("Mi")
+        task = ManagedNeuronTaskDefinition(stack, "T", cpu=1024, memory_mib=2048)
+        task.add_neuron_container("model", image=IMAGE)
+        NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+        _l1(task.task_definition).add_property_override(*override)
+        expected[name] = (rule, text)
+
+    stack = PlainStack(app, "GpuOnAManualTask")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=2048)
+    task.add_neuron_container("model", image=IMAGE)
+    _l1(task.task_definition).add_property_override(
+        "ContainerDefinitions.0.ResourceRequirements", [{"Type": "GPU", "Value": "1"}]
+    )
+    expected[stack.stack_name] = (
+        r.NEURON_CONTAINER_RESOURCES,
+        r"T/TaskDefinition/model: resourceRequirements ask for GPU",
+    )
+    return expected
+
+
+def test_mistakes_after_construction_and_through_escape_hatches_fail_synth() -> None:
+    app = App(analytics_reporting=False)
+    expected = _mistakes_after_construction(app)
+    with pytest.raises(RuntimeError) as raised:
+        app.synth()
+    blocks = str(raised.value).split("\n\n")
+    for stack, (rule, text) in expected.items():
+        mine = [b for b in blocks if f"FATAL {stack}/" in b and f"Rule NeuronConstructs::{rule.id}" in b]
+        assert any(re.search(text, b) for b in mine), f"{stack}: {rule.id} {text!r} not in\n{raised.value}"
+
+
+def test_copies_of_a_manual_task_get_distinct_instances() -> None:
+    from aws_cdk.assertions import Template
+
+    from neuron_constructs import ManualNeuronTaskDefinition, NeuronCluster, NeuronService
+
+    stack = Stack(App(analytics_reporting=False), "Copies")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=1024)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, desired_count=3)  # three fit on one instance
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ECS::Service", {"DesiredCount": 3, "PlacementConstraints": [{"Type": "distinctInstance"}]}
+    )
