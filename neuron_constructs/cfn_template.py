@@ -32,6 +32,7 @@ __all__ = [
     "Service",
     "TaskDefinition",
     "TemplateError",
+    "combine_templates",
     "load_template",
     "parse_template",
 ]
@@ -44,6 +45,9 @@ NEURON_DEVICE_PATH = re.compile(r"^/dev/neuron(\d+)$")
 _INSTANCE_TYPE_PIN = re.compile(r"^\s*attribute:ecs\.instance-type\s*(==|in)\s*(.+?)\s*$")
 _CPU_UNITS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*vcpu\s*$", re.IGNORECASE)
 _MEMORY_GB = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*gb\s*$", re.IGNORECASE)
+_RESOLVE_SSM = re.compile(r"^(?:\{\{)?resolve:ssm:([^:}]+)(?::\d+)?(?:\}\})?$")
+"""An ``ImageId`` EC2 resolves from SSM at launch (``resolve:ssm:/path``) or CloudFormation at deploy
+(``{{resolve:ssm:/path}}``)."""
 
 
 class TemplateError(ValueError):
@@ -351,14 +355,25 @@ class Service:
     pinned_types: frozenset[str] | None
     max_tasks: int | None
     """The most tasks it runs: the larger of its desired count and its Application Auto Scaling maximum."""
+    minimum_healthy_percent: int = 100
+    """``DeploymentConfiguration.MinimumHealthyPercent`` (ECS's default for a replica service: 100)."""
 
 
 class EcsTemplate:
     """The ECS and EC2 resources of one template, parsed once for every check."""
 
-    def __init__(self, loaded: LoadedTemplate, *, name: str = "template", construct_paths: Any = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedTemplate,
+        *,
+        name: str = "template",
+        construct_paths: Any = None,
+        origin: Mapping[str, tuple[str, str]] | None = None,
+    ) -> None:
         self.loaded = loaded
         self.name = name
+        self.origin = dict(origin or {})
+        """For a combined template: each logical id's template name and logical id there."""
         self.resources: dict[str, dict[str, Any]] = {
             k: v for k, v in (loaded.template.get("Resources") or {}).items() if isinstance(v, dict)
         }
@@ -385,7 +400,7 @@ class EcsTemplate:
             found = self._construct_paths(logical_id)
             if found:
                 return str(found).removesuffix("/Resource")
-        return logical_id
+        return self.origin.get(logical_id, ("", logical_id))[1]
 
     def ignored_checks(self, logical_id: str) -> tuple[str, ...]:
         """Rule ids a resource's ``Metadata.cfn-lint.config.ignore_checks`` lists (cfn-lint's convention)."""
@@ -415,6 +430,9 @@ class EcsTemplate:
         if target and isinstance(self.parameters.get(target), dict):
             default = self.parameters[target].get("Default")
             parameter = default if isinstance(default, str) else None
+        resolved = _RESOLVE_SSM.match(image) if isinstance(image, str) else None
+        if resolved:
+            parameter, image = resolved.group(1), None
         root = None
         for mapping in data.get("BlockDeviceMappings") or []:
             if isinstance(mapping, dict) and mapping.get("DeviceName") in ("/dev/xvda", "/dev/sda1"):
@@ -612,7 +630,10 @@ class EcsTemplate:
         daemon = properties.get("SchedulingStrategy") == "DAEMON"
         if desired is None and not daemon and "DesiredCount" not in properties:
             desired = 1  # CloudFormation's default for a REPLICA service
+        deployment = properties.get("DeploymentConfiguration")
+        healthy = whole_number(deployment.get("MinimumHealthyPercent")) if isinstance(deployment, dict) else None
         return Service(
+            minimum_healthy_percent=100 if healthy is None else healthy,
             logical_id=logical_id,
             cluster=cluster,
             task_definition=ref_target(properties.get("TaskDefinition")),
@@ -719,3 +740,58 @@ def _container(index: int, raw: Mapping[str, Any]) -> Container:
         memory_reservation=whole_number(raw.get("MemoryReservation")),
         managed_instances_rejected=tuple(rejected),
     )
+
+
+# --- several templates as one ---------------------------------------------------------------------
+
+ID_SEPARATOR = "|"
+"""Joins a template's name and a logical id in a combined template (no logical id contains it)."""
+
+
+def combine_templates(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+    """One template holding every resource of ``templates`` (by name), and where each came from.
+
+    Logical ids become ``<name>|<id>`` and every ``Ref``/``Fn::GetAtt`` is renamed with them; an
+    ``Fn::ImportValue`` of an export another template declares becomes that output's value, so a
+    service in one stack and the capacity or task definition it names in another are checked
+    together, as one app deploys them.
+    """
+    exports: dict[str, Any] = {}
+    for name, template in templates.items():
+        for output in (template.get("Outputs") or {}).values():
+            export = output.get("Export") if isinstance(output, Mapping) else None
+            export_name = export.get("Name") if isinstance(export, Mapping) else None
+            if isinstance(export_name, str):
+                exports[export_name] = _renamed(output.get("Value"), name, _local_ids(template), {})
+    combined: dict[str, Any] = {"Resources": {}, "Parameters": {}}
+    origin: dict[str, tuple[str, str]] = {}
+    for name, template in templates.items():
+        local = _local_ids(template)
+        for section in ("Resources", "Parameters"):
+            for logical_id, body in (template.get(section) or {}).items():
+                combined_id = f"{name}{ID_SEPARATOR}{logical_id}"
+                combined[section][combined_id] = _renamed(body, name, local, exports)
+                origin[combined_id] = (name, logical_id)
+    return combined, origin
+
+
+def _local_ids(template: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(template.get("Resources") or {}) | frozenset(template.get("Parameters") or {})
+
+
+def _renamed(value: Any, name: str, local: frozenset[str], exports: Mapping[str, Any]) -> Any:
+    if isinstance(value, list):
+        return [_renamed(v, name, local, exports) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    if len(value) == 1:
+        ((key, inner),) = value.items()
+        if key == "Ref" and isinstance(inner, str) and inner in local:
+            return {"Ref": f"{name}{ID_SEPARATOR}{inner}"}
+        if key == "Fn::GetAtt":
+            parts = inner.split(".", 1) if isinstance(inner, str) else inner
+            if isinstance(parts, list) and parts and parts[0] in local:
+                return {"Fn::GetAtt": [f"{name}{ID_SEPARATOR}{parts[0]}", *parts[1:]]}
+        if key == "Fn::ImportValue" and isinstance(inner, str) and inner in exports:
+            return exports[inner]
+    return {k: _renamed(v, name, local, exports) for k, v in value.items()}

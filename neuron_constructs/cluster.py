@@ -25,6 +25,8 @@ from neuron_constructs.inputs import COUNT, GP3_VOLUME_GIB, MANAGED_INSTANCES_ST
 from neuron_constructs.l1_overrides import drop_redundant_handler_dependency
 from neuron_constructs.log_groups import log_group
 from neuron_constructs.synth_checks import enable_template_checks
+from neuron_constructs.template_checks import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
+from neuron_constructs.template_checks import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
 
 __all__ = ["NeuronCluster"]
 
@@ -38,6 +40,17 @@ _CAPACITY_RANGES = {
     "root_volume_gib": GP3_VOLUME_GIB,
     "task_volume_gib": MANAGED_INSTANCES_STORAGE_GIB,
 }
+
+
+def _check_machine_image(capacity: Construct, neuron: NeuronInstanceType, image: ec2.IMachineImage) -> None:
+    """NEURON105: a warning unless the image resolves the recommended Neuron AMI's parameter at launch."""
+    parameter = getattr(image, "parameter_name", None)
+    if isinstance(parameter, str) and NEURON_ECS_AMI.match(parameter):
+        return
+    what = f"machine_image resolves {parameter}" if isinstance(parameter, str) else "machine_image pins an AMI"
+    Validations.of(capacity).add_warning(
+        rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(capacity.node.path, f"{what} for {neuron.name}")
+    )
 
 
 class NeuronCluster(Construct):
@@ -99,11 +112,34 @@ class NeuronCluster(Construct):
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
 
-    def select_capacity_subnets(self) -> list[ec2.ISubnet]:
-        """The subnets :attr:`capacity_subnets` selects in :attr:`vpc`."""
+    def select_capacity_subnets(self, path: str | None = None) -> list[ec2.ISubnet]:
+        """The subnets :attr:`capacity_subnets` selects in :attr:`vpc` (NEURON033 when it selects none)."""
         selection = self.capacity_subnets
         fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
-        return list(self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields}).subnets)
+        try:
+            subnets = list(self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields}).subnets)
+        except RuntimeError as error:  # aws-cdk-lib: "There are no 'Private' subnet groups in this VPC"
+            subnets, reason = [], str(error).split(": ", 1)[-1].split("\n", 1)[0]
+        else:
+            reason = "it selects no subnet"
+        if not subnets:
+            available = sorted(
+                {
+                    kind
+                    for kind, group in (
+                        ("PUBLIC", self.vpc.public_subnets),
+                        ("PRIVATE_WITH_EGRESS", self.vpc.private_subnets),
+                        ("PRIVATE_ISOLATED", self.vpc.isolated_subnets),
+                    )
+                    if group
+                }
+            )
+            raise rules.NO_SUBNETS.error(
+                path or self.node.path,
+                f"capacity_subnets selects nothing in {self.vpc.node.path}: {reason}",
+                available=", ".join(available) or "none",
+            )
+        return subnets
 
     def _create_vpc(self) -> ec2.Vpc:
         vpc = ec2.Vpc(
@@ -172,7 +208,7 @@ class NeuronCluster(Construct):
             self,
             id,
             cluster=self.cluster,
-            subnets=self.select_capacity_subnets(),
+            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
             accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
             instance_types=instance_types,
             capacity_option_type=capacity_option_type,
@@ -207,23 +243,27 @@ class NeuronCluster(Construct):
             at deploy time (gives a warning: the pin must carry the Neuron driver and be kept current).
         """
         neuron = rules.instance_type_at(f"{self.node.path}/{id}", instance_type)
+        parameter = getattr(machine_image, "parameter_name", None)
+        if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
+            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
+                f"{self.node.path}/{id}",
+                f"machine_image resolves {parameter}, the standard ECS AMI",
+                instance_type=neuron.name,
+            )
         capacity = AutoScalingCapacity(
             self,
             id,
             cluster=self.cluster,
             instance_type=neuron.name,
             machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
-            subnets=self.select_capacity_subnets(),
+            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
             neuron=neuron,
         )
         if machine_image is not None:
-            Validations.of(capacity).add_warning(
-                rules.PINNED_AMI.warning_id,
-                rules.PINNED_AMI.message(capacity.node.path, "machine_image pins an AMI"),
-            )
+            _check_machine_image(capacity, neuron, machine_image)
         self.auto_scaling_capacities.append(capacity)
         return capacity.capacity_provider
 
@@ -265,7 +305,7 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=instance_type,
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
-            subnets=self.select_capacity_subnets(),
+            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,

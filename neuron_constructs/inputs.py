@@ -160,12 +160,27 @@ def describe(annotation: Any) -> str:
     if annotation is str:
         return "a string"
     if origin in (collections.abc.Sequence, collections.abc.Iterable, list, tuple, collections.abc.Collection):
-        return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
+        return f"a list of {_plural(args[0])}" if args else "a list"
     if origin in (collections.abc.Mapping, dict):
-        return "a dict" + (f" of {describe(args[0])} to {describe(args[1])}" if len(args) == 2 else "")
+        return f"a dict of {_plural(args[0])} to {_plural(args[1])}" if len(args) == 2 else "a dict"
     if isinstance(annotation, type):
         return _class_name(annotation)
-    return str(annotation)
+    return "any value" if annotation is Any else str(annotation)
+
+
+def _plural(annotation: Any) -> str:
+    """What many values of ``annotation`` are: ``whole numbers``, ``strings``, ``aws_ec2.ISecurityGroup objects``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_plural(a) for a in args if a is not type(None)))
+    named = {int: "whole numbers", float: "numbers", str: "strings", bool: "True or False values"}
+    if annotation in named:
+        return str(named[annotation])
+    if annotation is Any or annotation is object:
+        return "any values"
+    if isinstance(annotation, type):
+        return _class_name(annotation).split(" ", 1)[1].removeprefix("member of ") + " objects"
+    return describe(annotation)
 
 
 def _class_name(kind: type) -> str:
@@ -323,6 +338,13 @@ def checked(
             called = label
             if owner is not None and function.__name__ != "__init__" and type(owner).__name__ != label.split(".")[0]:
                 called = f"{type(owner).__name__}.{function.__name__}"
+            if variadic is None:
+                unknown = [k for k in kwargs if k not in signature.parameters]
+                if unknown:
+                    raise TypeError(
+                        f"{called}() got an unexpected keyword argument {unknown[0]!r}"
+                        + _did_you_mean(unknown[0], [p for p in signature.parameters if p not in ("self", "scope")])
+                    )
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as error:
@@ -357,6 +379,13 @@ def checked(
     return decorate
 
 
+def _did_you_mean(name: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _check_options(
     label: str,
     path: str,
@@ -375,7 +404,8 @@ def _check_options(
     unknown = sorted(set(given) - set(fields))
     if unknown:
         raise TypeError(
-            f"{label}() got an unexpected keyword argument {unknown[0]!r}; it takes the options of "
+            f"{label}() got an unexpected keyword argument {unknown[0]!r}"
+            f"{_did_you_mean(unknown[0], sorted(fields))}; it takes the options of "
             f"{struct.__module__.replace('aws_cdk.', '')}.{struct.__name__}: {', '.join(sorted(fields))}"
         )
     for name, value in given.items():

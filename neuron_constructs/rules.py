@@ -292,9 +292,10 @@ NO_TASK_MEMORY = Rule(
     "No memory for the task",
     "a task on EC2 or Managed Instances needs a task-level memory value or a non-zero memory or "
     "memoryReservation on each container",
-    "give the task definition memory_mib (and cpu), as ManagedNeuronTaskDefinition requires",
+    "give the task definition memory_mib (and cpu), as ManagedNeuronTaskDefinition requires, or the container "
+    "memory_limit_mib or memory_reservation_mib",
     "ECS API reference: TaskDefinition memory",
-    checked="template",
+    checked="both",
 )
 WRONG_TYPE = Rule(
     "NEURON026",
@@ -346,6 +347,48 @@ UNKNOWN_EC2_TYPE = Rule(
     "EC2 launches only the instance types its API lists (the InstanceType values of the EC2 API)",
     "use an EC2 instance type; closest: {closest}",
     "EC2 API reference: InstanceType",
+)
+DEPLOYMENT_WITHOUT_ROOM = Rule(
+    "NEURON032",
+    "Rolling deployment with no instance to spare",
+    "with distinctInstance each instance holds one task of the service, so a deployment that keeps "
+    "minimumHealthyPercent of the tasks running starts the new tasks on spare instances; when every instance the "
+    "capacity can launch already runs one, the deployment never proceeds and the circuit breaker rolls it back",
+    "pass min_healthy_percent={percent} or less (ECS then replaces tasks in place), or raise max_capacity of "
+    "{capacity} above {desired}",
+    "ECS guide: rolling update deployments (minimumHealthyPercent, maximumPercent)",
+    checked="both",
+)
+NO_SUBNETS = Rule(
+    "NEURON033",
+    "No subnets for the capacity",
+    "an Auto Scaling group or a Managed Instances capacity launches into at least one subnet of its VPC",
+    "pass NeuronCluster(capacity_subnets=...) a selection the VPC has ({available})",
+    "EC2 Auto Scaling API: VPCZoneIdentifier",
+)
+NETWORK_OPTION_IGNORED = Rule(
+    "NEURON034",
+    "Network option the network mode ignores",
+    "subnets, security groups and public IP assignment belong to awsvpc tasks; bridge and host tasks use their "
+    "instance's network interface and security group",
+    "drop {option}, or use the awsvpc network mode (then the option applies to the tasks' own interfaces)",
+    "ECS guide: task networking",
+)
+SECOND_SCALING_TARGET = Rule(
+    "NEURON035",
+    "Second scalable target for one service",
+    "Application Auto Scaling registers one scalable target per service and dimension",
+    "call auto_scale once and add every scaling policy to the targets it returned",
+    "Application Auto Scaling API: RegisterScalableTarget",
+)
+UNDECLARED_DEVICE = Rule(
+    "NEURON036",
+    "Device the task definition was not declared with",
+    "tasks that share an instance (the slices of a sliced service, services on one capacity) stay apart only when "
+    "each task definition maps just the devices it declares",
+    "map only {declared}, or declare the device in the task definition's devices=",
+    ECS_NEURON_PAGE,
+    checked="both",
 )
 
 # -------------------------------------------------------------- warnings ---
@@ -485,6 +528,11 @@ RULES: tuple[Rule, ...] = (
     NEURON_CONTAINER_STRIPPED,
     NEURON_TYPE_WITHOUT_NEURON_AMI,
     UNKNOWN_EC2_TYPE,
+    DEPLOYMENT_WITHOUT_ROOM,
+    NO_SUBNETS,
+    NETWORK_OPTION_IGNORED,
+    SECOND_SCALING_TARGET,
+    UNDECLARED_DEVICE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -48,7 +48,10 @@ class NeuronService(Construct):
     track ``linuxParameters.devices``, so two of its tasks on one instance - copies, or the new
     and the old task of a rolling deployment - would map the same ``/dev/neuronN``. It therefore
     runs at most one task per instance of its capacity (NEURON017), and a second service whose
-    devices overlap on the same capacity is refused (NEURON023).
+    devices overlap on the same capacity is refused (NEURON023). When its tasks fill every instance
+    the Auto Scaling capacity can launch, a rolling deployment has no spare instance for a new task,
+    so ECS must stop an old one first: the default minimum healthy percent is then
+    ``(desired - 1) / desired`` (0 % for one task), and a higher one is refused (NEURON032).
 
     Parameters
     ----------
@@ -57,9 +60,11 @@ class NeuronService(Construct):
     desired_count: tasks to run, 0 or more; default 1.
     capacity: the capacity provider to use; default the one capacity of the
         cluster that fits (an error when none or several fit).
-    min_healthy_percent, max_healthy_percent: deployment bounds (0-100, at least 100); default 100/200.
-    vpc_subnets, security_groups: awsvpc networking; default the cluster's
-        capacity subnets and a new security group with no inbound rules.
+    min_healthy_percent: deployment lower bound, 0-100 and below ``max_healthy_percent``; default 100,
+        or what lets a deployment proceed on full capacity (above).
+    max_healthy_percent: deployment upper bound, at least 100; default 200.
+    vpc_subnets, security_groups: awsvpc networking only (refused otherwise, NEURON034); default the
+        cluster's capacity subnets and a new security group with no inbound rules.
 
     Attributes
     ----------
@@ -85,7 +90,7 @@ class NeuronService(Construct):
         desired_count: int = 1,
         capacity: CapacityProvider | None = None,
         service_name: str | None = None,
-        min_healthy_percent: int = 100,
+        min_healthy_percent: int | None = None,
         max_healthy_percent: int = 200,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
@@ -97,6 +102,16 @@ class NeuronService(Construct):
         self.capacity: Capacity = capacity_for(self.node.path, cluster, task_definition, capacity)
         self.desired_count = desired_count
         self._check_placement()
+        min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
+        awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
+        for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
+            if value is not None and not awsvpc:
+                raise rules.NETWORK_OPTION_IGNORED.error(
+                    self.node.path,
+                    f"{option} is set, but {task_definition.node.path} uses the "
+                    f"{str(task_definition.task_definition.network_mode.value).lower()} network mode",
+                    option=option,
+                )
         self.capacity.services.append(self)
         strategy = [
             ecs.CapacityProviderStrategy(
@@ -113,7 +128,6 @@ class NeuronService(Construct):
             max_healthy_percent=max_healthy_percent,
             circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
         )
-        awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
         networking: dict[str, Any] = (
             dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
         )
@@ -139,6 +153,33 @@ class NeuronService(Construct):
         Aspects.of(self).add(
             _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
         )
+
+    def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
+        """NEURON032 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
+        capacity, path, desired = self.capacity, self.node.path, self.desired_count
+        instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
+        full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
+        largest = (desired - 1) * 100 // desired if full else 100
+        if requested is None:
+            return min(largest, maximum - 1)
+        if requested >= maximum:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"min_healthy_percent={requested} is not below max_healthy_percent={maximum}",
+                name="min_healthy_percent",
+                minimum=0,
+                maximum=maximum - 1,
+            )
+        if requested > largest:
+            raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
+                path,
+                f"desired_count={desired} with distinctInstance fills the {instances} instances "
+                f"{capacity.node.path} can launch, and min_healthy_percent={requested} keeps every task running",
+                percent=largest,
+                capacity=capacity.node.path,
+                desired=desired,
+            )
+        return requested
 
     def _check_placement(self) -> None:
         """NEURON020/017/023/012: this service fits its capacity beside the services already there."""

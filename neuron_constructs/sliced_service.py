@@ -53,7 +53,7 @@ from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import AutoScalingCapacity
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.inputs import COUNT, MINIMUM_HEALTHY_PERCENT, Range, checked, is_token
+from neuron_constructs.inputs import COUNT, Range, checked, is_token
 from neuron_constructs.log_groups import log_group
 from neuron_constructs.services import NeuronService, capacity_for
 from neuron_constructs.synth_checks import enable_template_checks
@@ -79,7 +79,8 @@ class SlicedNeuronService(Construct):
     network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
     capacity: the Auto Scaling capacity provider to use when the cluster has several of the type.
-    min_healthy_percent: deployment lower bound (0-100); default 50, or 0 when ``instances`` is 1.
+    min_healthy_percent: deployment lower bound (0-99: slices deploy with a 100 % maximum); default 50, or 0
+        when ``instances`` is 1.
     container_name: default ``model``.
     task_role, execution_role: shared by every slice; default one new role each (the task role
         assumable only for this account's tasks).
@@ -100,7 +101,11 @@ class SlicedNeuronService(Construct):
     """
 
     @checked(
-        ranges={"instances": COUNT, "devices_per_task": Range(1), "min_healthy_percent": MINIMUM_HEALTHY_PERCENT},
+        ranges={
+            "instances": COUNT,
+            "devices_per_task": Range(1),
+            "min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with"),
+        },
         options=ecs.ContainerDefinitionOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
     )
@@ -191,6 +196,7 @@ class SlicedNeuronService(Construct):
         if min_healthy_percent is None:
             min_healthy_percent = 0 if instances <= 1 else 50
         self.services: list[ecs.Ec2Service] = []
+        self._scaled = False
         for index, task_definition in enumerate(self.task_definitions):
             service = NeuronService(
                 self,
@@ -232,6 +238,8 @@ class SlicedNeuronService(Construct):
         ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
         ``min_instances``.
         """
+        if self._scaled:
+            raise rules.SECOND_SCALING_TARGET.error(self.node.path, "auto_scale was already called")
         self._check_instances(max_instances)
         self._check_instances(min_instances)
         if min_instances > max_instances:
@@ -242,6 +250,7 @@ class SlicedNeuronService(Construct):
                 minimum=0,
                 maximum=max_instances,
             )
+        self._scaled = True
         return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
 
 

@@ -1,15 +1,19 @@
 """The template checks at ``cdk synth``: an aws-cdk-lib validation plugin.
 
-:class:`NeuronTemplateChecks` runs :func:`~neuron_constructs.template_checks.check_template`
-on every template of a stage after synthesis. Every error of a Neuron rule fails the synth, with
-the rule's message and the construct path of the resource; a template-check error cannot be
-acknowledged (ECS or the Neuron runtime would not accept the result). Warnings stay where the
-constructs raise them, as acknowledgeable CDK warnings.
+:class:`NeuronTemplateChecks` runs :func:`~neuron_constructs.template_checks.check_templates` on
+every template of an app after synthesis - nested stacks included, and all stacks together, so a
+service in one stack and the capacity or task definition it imports from another are checked as
+one - and reports each finding with the construct path of its resource:
+
+* errors fail the synth; they cannot be acknowledged (ECS or the Neuron runtime would not accept
+  the result);
+* warnings print and let the synth pass, unless the construct already raised the same warning
+  or it was acknowledged on the resource or an ancestor
+  (``Validations.of(scope).acknowledge(Acknowledgment(id="neuron-constructs:NEURON1NN", ...))``).
 
 Every construct of this library calls :func:`enable_template_checks`, so an app that uses one
 checks all of its stacks, including services and task definitions made with plain aws-cdk-lib
-or changed through escape hatches. An app that uses none of them can call it once on its
-``App``.
+or changed through escape hatches. An app that uses none of them calls it once on its ``App``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 from weakref import WeakSet
 
 import jsii
@@ -24,6 +29,7 @@ from aws_cdk import (
     CfnElement,
     IPolicyValidationContext,
     IPolicyValidationPlugin,
+    NestedStack,
     PolicyValidationPluginReport,
     PolicyViolatingResource,
     PolicyViolation,
@@ -33,8 +39,8 @@ from aws_cdk import (
 )
 from constructs import IConstruct
 
-from neuron_constructs.rules import RULES
-from neuron_constructs.template_checks import check_template
+from neuron_constructs.rules import RULES, Rule
+from neuron_constructs.template_checks import Finding, check_templates
 
 __all__ = ["PLUGIN_NAME", "NeuronTemplateChecks", "enable_template_checks"]
 
@@ -42,6 +48,7 @@ PLUGIN_NAME = "NeuronConstructs"
 """How validation reports name these checks."""
 
 _ENABLED: WeakSet[Stage] = WeakSet()
+_NESTED_SUFFIX = ".nested.template.json"
 
 
 def _version() -> str:
@@ -53,7 +60,7 @@ def _version() -> str:
 
 @jsii.implements(IPolicyValidationPlugin)
 class NeuronTemplateChecks:
-    """The Neuron rules' template checks as a validation plugin (errors only; severity ``fatal``)."""
+    """The Neuron rules' template checks as a validation plugin (errors ``fatal``, warnings ``warning``)."""
 
     @property
     def name(self) -> str:
@@ -65,58 +72,93 @@ class NeuronTemplateChecks:
 
     @property
     def rule_ids(self) -> list[str]:
-        return [rule.id for rule in RULES if rule.on_template and rule.severity == "error"]
+        return [rule.id for rule in RULES if rule.on_template]
 
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        violations: list[PolicyViolation] = []
+        files: dict[str, Path] = {}
         for stack in context.stack_templates:
-            template = json.loads(Path(stack.template_path).read_text())
-            paths = _ConstructPaths(context.app_construct, stack.stack_construct_path)
-            for finding in check_template(template, severities=("error",), construct_paths=paths):
-                violations.append(
-                    PolicyViolation(
-                        rule_name=finding.rule.id,
-                        description=finding.message,
-                        severity="fatal",
-                        fix=finding.message.rsplit("Fix: ", 1)[-1],
-                        violating_resources=[
-                            PolicyViolatingResource(
-                                resource_logical_id=finding.logical_id,
-                                template_path=stack.template_path,
-                                locations=["/".join(str(p) for p in finding.location[2:])],
-                            )
-                        ],
-                    )
-                )
-        return PolicyValidationPluginReport(success=not violations, violations=violations)
+            files[stack.stack_construct_path] = Path(stack.template_path)
+        for directory in {path.parent for path in list(files.values())}:
+            for nested in sorted(directory.glob(f"*{_NESTED_SUFFIX}")):
+                files[nested.name] = nested
+        templates = {name: json.loads(path.read_text()) for name, path in files.items()}
+        tree = _Tree(context.app_construct)
+        violations: list[PolicyViolation] = []
+        for finding in check_templates(templates, construct_paths=tree.construct_path):
+            if finding.severity == "warning" and tree.already_told(finding):
+                continue
+            violations.append(_violation(finding, files[finding.template]))
+        return PolicyValidationPluginReport(
+            success=not any(v.severity == "fatal" for v in violations), violations=violations
+        )
 
 
-class _ConstructPaths:
-    """Logical id -> construct path for one stack, read from the construct tree on first use."""
+def _violation(finding: Finding, template_path: Path) -> PolicyViolation:
+    error = finding.severity == "error"
+    return PolicyViolation(
+        rule_name=finding.rule.id,
+        description=finding.message,
+        severity="fatal" if error else "warning",
+        fix=finding.message.rsplit("Fix: ", 1)[-1],
+        violating_resources=[
+            PolicyViolatingResource(
+                resource_logical_id=finding.logical_id,
+                template_path=str(template_path),
+                locations=["/".join(str(p) for p in finding.location[2:])],
+            )
+        ],
+    )
 
-    def __init__(self, app: IConstruct, stack_path: str) -> None:
+
+class _Tree:
+    """What the construct tree says about a template's resources, read on first use."""
+
+    def __init__(self, app: IConstruct) -> None:
         self._app = app
-        self._stack_path = stack_path
-        self._paths: dict[str, str] | None = None
+        self._paths: dict[str, dict[str, str]] | None = None
+        self._constructs: dict[str, IConstruct] = {}
 
-    def __call__(self, logical_id: str) -> str | None:
+    def construct_path(self, template: str, logical_id: str) -> str | None:
+        """The path of the L2 that owns ``logical_id`` in ``template`` (a stack path or a nested template file)."""
         if self._paths is None:
             self._paths = self._read()
-        return self._paths.get(logical_id)
+        return self._paths.get(template, {}).get(logical_id)
 
-    def _read(self) -> dict[str, str]:
-        stack = next((c for c in self._app.node.find_all() if c.node.path == self._stack_path), None)
-        if not isinstance(stack, Stack):
-            return {}
-        paths: dict[str, str] = {}
-        for construct in stack.node.find_all():
-            if isinstance(construct, CfnElement) and Stack.of(construct) is stack:
-                paths[str(stack.resolve(construct.logical_id))] = _owner_path(construct)
+    def already_told(self, finding: Finding) -> bool:
+        """Whether the construct raised this warning itself, or it was acknowledged on it or an ancestor."""
+        path = self.construct_path(finding.template, finding.logical_id)
+        if path is None:
+            return False
+        rule: Rule = finding.rule
+        names = {rule.warning_id, f"Annotation::{rule.warning_id}", f"{PLUGIN_NAME}::{rule.id}"}
+        parts = path.split("/")
+        for end in range(len(parts), 0, -1):
+            construct = self._constructs.get("/".join(parts[:end]))
+            if construct is None:
+                continue
+            for entry in construct.node.metadata:
+                data = json.dumps(entry.data) if not isinstance(entry.data, str) else entry.data
+                if entry.type == "aws:cdk:warning" and rule.warning_id in data:
+                    return True
+                acknowledged = entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+                if acknowledged and isinstance(entry.data, dict) and names & set(entry.data):
+                    return True
+        return False
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        paths: dict[str, dict[str, str]] = {}
+        for construct in self._app.node.find_all():
+            self._constructs[construct.node.path] = construct
+            if not isinstance(construct, CfnElement):
+                continue
+            stack = Stack.of(construct)
+            template = stack.template_file if isinstance(stack, NestedStack) else stack.node.path
+            paths.setdefault(template, {})[str(stack.resolve(construct.logical_id))] = _owner_path(construct)
         return paths
 
 
 def _owner_path(element: CfnElement) -> str:
-    """The path of the L2 that owns an L1 (``.../Service``, not ``.../Service/Service``), else the L1's."""
+    """The path of the construct that owns an L1 (``.../Service``, not ``.../Service/Service``), else the L1's."""
     parent = element.node.scope
     if parent is not None and not isinstance(parent, Stack):
         own = [c for c in parent.node.children if isinstance(c, CfnElement)]
@@ -126,8 +168,11 @@ def _owner_path(element: CfnElement) -> str:
 
 
 def enable_template_checks(scope: IConstruct) -> None:
-    """Check every template of the outermost stage around ``scope`` at synth (once per stage)."""
-    stage = Stage.of(scope)
+    """Check every template of the app around ``scope`` (an ``App``, a ``Stage`` or any construct) at synth.
+
+    Registers :class:`NeuronTemplateChecks` once on the outermost stage.
+    """
+    stage: Any = scope if Stage.is_stage(scope) else Stage.of(scope)
     if stage is None:
         return
     while (outer := Stage.of(stage)) is not None:

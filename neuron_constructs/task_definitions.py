@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Aspects, Aws, IAspect, Stack, Validations
+from aws_cdk import Aspects, Aws, IAspect, Size, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -29,6 +29,7 @@ from constructs import Construct, IConstruct
 from neuron_constructs import compliance, rules
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.inputs import CONTAINER_CPU, CONTAINER_MEMORY, TASK_CPU, TASK_MEMORY, checked
+from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.log_groups import log_group
 from neuron_constructs.synth_checks import enable_template_checks
@@ -206,8 +207,24 @@ class NeuronTaskDefinition(Construct):
                 field="cpu",
                 limit=f"{self._cpu} CPU units",
             )
+        if self._memory_mib is None and not memory:
+            raise rules.NO_TASK_MEMORY.error(
+                path, "neither the task definition nor this container sets any memory (memory_mib, memory_limit_mib)"
+            )
         self._reserved_memory_mib += memory
         self._reserved_cpu += cpu
+        instance = self._instance()
+        if instance is not None:
+            rules.check_task_size(
+                path,
+                instance,
+                self._cpu if self._cpu is not None else self._reserved_cpu,
+                self._memory_mib if self._memory_mib is not None else self._reserved_memory_mib,
+            )
+
+    def _instance(self) -> NeuronInstanceType | None:
+        """The one instance type the task is specific to, if any (manual mapping)."""
+        return None
 
 
 class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
@@ -377,6 +394,12 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ecs.Compatibility.MANAGED_INSTANCES,
             ecs.Compatibility.EC2_AND_MANAGED_INSTANCES,
         )
+        if not on_managed_instances and compatibility != ecs.Compatibility.EC2:
+            raise rules.NO_MATCHING_CAPACITY.error(
+                path,
+                f"compatibility={compatibility.value}: Fargate has no Neuron devices",
+                wanted="EC2 or Managed Instances capacity of " + instance.name,
+            )
         if on_managed_instances and not instance.supports_managed_instances:
             raise rules.INF1_ON_MANAGED_INSTANCES.error(
                 path, f"compatibility={compatibility.value} with {instance.name}"
@@ -437,6 +460,9 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         """Task memory, MiB, if set."""
         return self._memory_mib
 
+    def _instance(self) -> NeuronInstanceType | None:
+        return self.instance_type
+
     def _intent(self) -> dict[str, object]:
         return {
             "allocation": "manual",
@@ -455,24 +481,23 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
-        of the task's devices, and no device goes to two containers.
-        Takes the keyword options of ``ecs.TaskDefinition.add_container``; a
-        given ``linux_parameters`` is extended, not replaced.
+        of the task's devices (NEURON036), and no device goes to two containers (NEURON010).
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``; a given
+        ``linux_parameters`` is copied as it is at the call and the copy gets the devices and
+        ``IPC_LOCK``, so one object can serve several containers or slices.
         """
         path = f"{self.node.path}/{id}"
         chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
         for index in chosen:
             if index not in self.devices:
-                raise rules.DEVICE_INDEX_RANGE.error(
+                raise rules.UNDECLARED_DEVICE.error(
                     path,
-                    f"device {index} is not among the task's devices {list(self.devices)}",
-                    last=self.instance_type.chips - 1,
-                    instance_type=self.instance_type.name,
-                    chips=self.instance_type.chips,
+                    f"device {index} is not among the devices {list(self.devices)} of {self.node.path}",
+                    declared=format_device_paths(self.devices),
                 )
             if index in self._mapped:
                 raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")
-        linux_parameters = options.pop("linux_parameters", None) or ecs.LinuxParameters(self, f"{id}LinuxParameters")
+        linux_parameters = _copy_linux_parameters(self, f"{id}LinuxParameters", options.pop("linux_parameters", None))
         linux_parameters.add_devices(
             *[
                 ecs.Device(
@@ -489,6 +514,46 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._record_intent()
         return container
+
+
+def _copy_linux_parameters(scope: Construct, id: str, given: ecs.LinuxParameters | None) -> ecs.LinuxParameters:
+    """A new ``LinuxParameters`` with everything ``given`` holds now (or an empty one)."""
+    if given is None:
+        return ecs.LinuxParameters(scope, id)
+    held = Stack.of(given).resolve(given.render_linux_parameters()) or {}
+    swap = held.get("maxSwap")
+    copy = ecs.LinuxParameters(
+        scope,
+        id,
+        init_process_enabled=held.get("initProcessEnabled"),
+        shared_memory_size=held.get("sharedMemorySize"),
+        max_swap=Size.mebibytes(swap) if swap is not None else None,
+        swappiness=held.get("swappiness"),
+    )
+    capabilities = held.get("capabilities") or {}
+    copy.add_capabilities(*(ecs.Capability(c) for c in capabilities.get("add") or []))
+    copy.drop_capabilities(*(ecs.Capability(c) for c in capabilities.get("drop") or []))
+    copy.add_devices(
+        *(
+            ecs.Device(
+                host_path=d["hostPath"],
+                container_path=d.get("containerPath"),
+                permissions=[ecs.DevicePermission(p) for p in d.get("permissions") or []] or None,
+            )
+            for d in held.get("devices") or []
+        )
+    )
+    copy.add_tmpfs(
+        *(
+            ecs.Tmpfs(
+                container_path=t["containerPath"],
+                size=t["size"],
+                mount_options=[ecs.TmpfsMountOption(m) for m in t.get("mountOptions") or []] or None,
+            )
+            for t in held.get("tmpfs") or []
+        )
+    )
+    return copy
 
 
 def _new_task_role(owner: Construct) -> iam.Role:

@@ -14,10 +14,11 @@ synth), by ``neuron-ecs lint`` on any template file, and as a cfn-lint rule pack
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -29,16 +30,18 @@ from neuron_constructs.cfn_template import (
     EcsTemplate,
     LoadedTemplate,
     Service,
+    TaskDefinition,
+    combine_templates,
 )
 from neuron_constructs.rules import Rule
 
-__all__ = ["TEMPLATE_CHECKS", "Finding", "check_template", "secret_like"]
+__all__ = ["TEMPLATE_CHECKS", "Finding", "check_template", "check_templates", "secret_like"]
 
 STANDARD_ECS_AMI_PARAMETERS = re.compile(
     r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(recommended|[^/]+/recommended)"
 )
 NEURON_AMI_PARAMETERS = re.compile(r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(neuron|inf)/")
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|(^|_)KEY$|API_?KEY)")
+_SECRET_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "APIKEY"})
 _NOT_A_SECRET_SUFFIX = ("_ARN", "_ID", "_NAME", "_PATH", "_FILE", "_URL", "_URI", "_REGION", "_ENDPOINT")
 
 
@@ -51,6 +54,8 @@ class Finding:
     location: tuple[str | int, ...]
     """Path into the template, from ``Resources``."""
     message: str
+    template: str = "template"
+    """Which template, when several are checked together (:func:`check_templates`)."""
 
     @property
     def severity(self) -> str:
@@ -58,9 +63,20 @@ class Finding:
 
 
 def secret_like(name: str) -> bool:
-    """Whether an environment variable name looks like it holds a secret (``HF_TOKEN``, ``DB_PASSWORD``, ``*_KEY``)."""
+    """Whether an environment variable name says it holds a secret.
+
+    A ``_``-separated word ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``, ``APIKEY`` (``HF_TOKEN``,
+    ``DB_PASSWORD``), or a name ending in ``KEY`` other than a public key (``API_KEY``,
+    ``AWS_SECRET_ACCESS_KEY``); not ``MAX_TOKENS``, ``TOKENIZERS_PARALLELISM`` or ``SSH_PUBLIC_KEY``, and not a
+    name that points at a secret (``*_ARN``, ``*_PATH``, ``*_FILE``...).
+    """
     upper = name.upper()
-    return bool(_SECRET_NAME.search(upper)) and not upper.endswith(_NOT_A_SECRET_SUFFIX)
+    if upper.endswith(_NOT_A_SECRET_SUFFIX):
+        return False
+    words = upper.split("_")
+    if _SECRET_WORDS & set(words):
+        return True
+    return words[-1].endswith("KEY") and words[-1] != "MONKEY" and "PUBLIC" not in words
 
 
 class _Report:
@@ -205,22 +221,27 @@ def _check_managed_allocation_capacity(t: EcsTemplate, out: _Report) -> None:
                 )
 
 
-def _check_device_range(t: EcsTemplate, out: _Report) -> None:
+def _check_undeclared_devices(t: EcsTemplate, out: _Report) -> None:
     for task in t.task_definitions.values():
         instance = task.instance_type
         declared = task.intent.get("devices")
-        if isinstance(declared, list) and instance is not None:
-            extra = sorted(task.devices - {d for d in declared if isinstance(d, int)})
+        if isinstance(declared, list):
+            known = {d for d in declared if isinstance(d, int)}
+            extra = sorted(i for i in task.devices - known if instance is None or i < instance.chips)
             if extra:
                 out.add(
-                    r.DEVICE_INDEX_RANGE,
+                    r.UNDECLARED_DEVICE,
                     task.logical_id,
                     _properties("ContainerDefinitions"),
-                    f"its containers map {_devices_text(extra)}, outside the devices {declared} it was declared with",
-                    last=instance.chips - 1,
-                    instance_type=instance.name,
-                    chips=instance.chips,
+                    f"its containers map {_devices_text(extra)}, outside the devices {sorted(known)} it was "
+                    "declared with",
+                    declared=_devices_text(known),
                 )
+
+
+def _check_device_range(t: EcsTemplate, out: _Report) -> None:
+    for task in t.task_definitions.values():
+        instance = task.instance_type
         for container in task.containers:
             beyond = [
                 (position, path)
@@ -269,8 +290,18 @@ def _managed_instances_limits(capacities: Iterable[Capacity]) -> NeuronInstanceT
     return max(admitted, key=lambda t: (t.cpu_units, t.memory_mib)) if admitted else None
 
 
+def _size(task: TaskDefinition) -> tuple[int | None, int | None]:
+    """CPU units and MiB a task asks for: task-level values, else what its containers reserve."""
+    cpu = task.cpu if task.cpu is not None else sum(c.cpu or 0 for c in task.containers) or None
+    memory = task.memory
+    if memory is None:
+        memory = sum(c.memory_reservation or c.memory or 0 for c in task.containers) or None
+    return cpu, memory
+
+
 def _check_task_size(t: EcsTemplate, out: _Report) -> None:
     for task in t.task_definitions.values():
+        cpu, memory = _size(task)
         limits: list[tuple[NeuronInstanceType, str]] = []
         if task.manual_mapping and task.instance_type is not None:
             limits.append((task.instance_type, task.logical_id))
@@ -282,22 +313,22 @@ def _check_task_size(t: EcsTemplate, out: _Report) -> None:
                     limits.append((largest, service.logical_id))
         for instance, where in limits:
             largest_note = "" if where == task.logical_id else " (the largest type its capacity admits)"
-            if task.cpu is not None and task.cpu > instance.cpu_units:
+            if cpu is not None and cpu > instance.cpu_units:
                 out.add(
                     r.TASK_EXCEEDS_INSTANCE,
                     task.logical_id,
                     _properties("Cpu"),
-                    f"cpu {task.cpu} exceeds the {instance.cpu_units} CPU units of {instance.name}{largest_note}",
+                    f"cpu {cpu} exceeds the {instance.cpu_units} CPU units of {instance.name}{largest_note}",
                     limit=instance.cpu_units,
                     unit="CPU units",
                     instance_type=instance.name,
                 )
-            if task.memory is not None and task.memory > instance.memory_mib:
+            if memory is not None and memory > instance.memory_mib:
                 out.add(
                     r.TASK_EXCEEDS_INSTANCE,
                     task.logical_id,
                     _properties("Memory"),
-                    f"memory {task.memory} MiB exceeds the {instance.memory_mib} MiB of {instance.name}{largest_note}",
+                    f"memory {memory} MiB exceeds the {instance.memory_mib} MiB of {instance.name}{largest_note}",
                     limit=instance.memory_mib,
                     unit="MiB",
                     instance_type=instance.name,
@@ -387,6 +418,33 @@ def _check_distinct_instance_count(t: EcsTemplate, out: _Report) -> None:
                 capacity=capacity,
                 instances=service.max_tasks,
             )
+
+
+def _check_deployment_room(t: EcsTemplate, out: _Report) -> None:
+    for service in t.services.values():
+        task = t.task_definitions.get(service.task_definition or "")
+        limit = _capacity_limit(t, service)
+        if task is None or not task.manual_mapping or not service.distinct_instance or limit is None:
+            continue
+        maximum, capacity = limit
+        desired = service.desired_count or 0
+        healthy = service.minimum_healthy_percent
+        if 0 < maximum <= desired and math.ceil(desired * healthy / 100) >= desired:
+            out.add(
+                r.DEPLOYMENT_WITHOUT_ROOM,
+                service.logical_id,
+                _properties("DeploymentConfiguration"),
+                f"{desired} tasks with distinctInstance on {capacity}, which launches at most {maximum} instances, "
+                f"and a minimum healthy percent of {healthy}",
+                percent=_room_percent(desired),
+                capacity=capacity,
+                desired=desired,
+            )
+
+
+def _room_percent(desired: int) -> int:
+    """The largest minimum healthy percent that lets ECS stop one of ``desired`` tasks first."""
+    return max(0, (desired - 1) * 100 // desired)
 
 
 def _parse_cores(text: str) -> set[int] | None:
@@ -908,6 +966,8 @@ TEMPLATE_CHECKS: dict[str, Callable[[EcsTemplate, _Report], None]] = {
     r.NEURON_CONTAINER_RESOURCES.id: _check_other_accelerators,
     r.NO_MATCHING_CAPACITY.id: _check_capacity_fits,
     r.SLICES_EXCEED_CAPACITY.id: _check_distinct_instance_count,
+    r.DEPLOYMENT_WITHOUT_ROOM.id: _check_deployment_room,
+    r.UNDECLARED_DEVICE.id: _check_undeclared_devices,
     r.SLICE_HOST_PORT.id: _check_slice_host_ports,
     r.SLICE_RUNTIME_VARIABLE.id: _check_runtime_variables,
     r.SLICED_CAPACITY_SHARED.id: _check_sliced_capacity,
@@ -949,6 +1009,47 @@ def check_template(
     """
     loaded = template if isinstance(template, LoadedTemplate) else LoadedTemplate(template)
     model = EcsTemplate(loaded, name=name, construct_paths=construct_paths)
+    return [replace(f, template=name) for f in _run(model, severities, only, ignore)]
+
+
+def check_templates(
+    templates: Mapping[str, LoadedTemplate | dict[str, Any]],
+    *,
+    severities: Sequence[str] = ("error", "warning"),
+    only: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    construct_paths: Callable[[str, str], str | None] | None = None,
+) -> list[Finding]:
+    """The template checks on the templates of one app at once (stacks that reference each other's
+    exports), each finding naming its template and its logical id there.
+
+    ``construct_paths(template, logical_id)`` maps to construct paths as in :func:`check_template`.
+    """
+    if len(templates) == 1:
+        ((name, template),) = templates.items()
+        paths = (lambda logical_id: construct_paths(name, logical_id)) if construct_paths else None
+        return check_template(
+            template, name=name, severities=severities, only=only, ignore=ignore, construct_paths=paths
+        )
+    plain = {n: (t.template if isinstance(t, LoadedTemplate) else t) for n, t in templates.items()}
+    combined, origin = combine_templates(plain)
+
+    def combined_paths(logical_id: str) -> str | None:
+        return construct_paths(*origin[logical_id]) if construct_paths and logical_id in origin else None
+
+    model = EcsTemplate(LoadedTemplate(combined), construct_paths=combined_paths, origin=origin)
+    found: list[Finding] = []
+    for finding in _run(model, severities, only, ignore):
+        name, logical_id = origin.get(finding.logical_id, ("template", finding.logical_id))
+        location = ("Resources", logical_id, *finding.location[2:])
+        found.append(replace(finding, logical_id=logical_id, location=location, template=name))
+    order = {name: i for i, name in enumerate(templates)}
+    return sorted(found, key=lambda f: (f.severity != "error", order.get(f.template, 0)))
+
+
+def _run(
+    model: EcsTemplate, severities: Sequence[str], only: Iterable[str] | None, ignore: Iterable[str]
+) -> list[Finding]:
     report = _Report(model)
     wanted = set(only) if only is not None else None
     skipped = set(ignore)

@@ -271,7 +271,7 @@ def _mistakes_after_construction(app: App) -> dict[str, tuple[r.Rule, str]]:
     )
     sliced.task_definitions[0].add_container("sidecar", image=IMAGE, linux_parameters=_devices(stack, "Peek", 2))
     expected[stack.stack_name] = (
-        r.DEVICE_INDEX_RANGE,
+        r.UNDECLARED_DEVICE,
         r"Sliced/Slice0/TaskDefinition: its containers map /dev/neuron2",
     )
 

@@ -276,6 +276,54 @@ def _cpu_below_ecs_minimum(s: Stack) -> None:
     ManagedNeuronTaskDefinition(s, "T", cpu=64, memory_mib=8192)
 
 
+def _manual_task_without_any_memory(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge")
+    task.add_neuron_container("model", image=IMAGE)
+
+
+def _deployment_with_no_spare_instance(s: Stack) -> None:
+    _manual_service(s, desired_count=2, max_capacity=2)
+    cluster = s.node.find_child("C")
+    task = s.node.find_child("T")
+    other = NeuronCluster(s, "D")
+    other.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronService(s, "Full", cluster=other, task_definition=task, desired_count=2, min_healthy_percent=100)
+    assert cluster
+
+
+def _public_only_vpc(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    vpc = ec2.Vpc(s, "V", subnet_configuration=[ec2.SubnetConfiguration(name="Pub", subnet_type=ec2.SubnetType.PUBLIC)])
+    NeuronCluster(s, "C", vpc=vpc).add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+
+
+def _security_groups_in_bridge_mode(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    cluster, task = _manual_service(s)
+    group = ec2.SecurityGroup(s, "G", vpc=cluster.vpc)
+    other = ManualNeuronTaskDefinition(s, "U", instance_type="inf2.48xlarge", devices=[4], memory_mib=1024)
+    other.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Bridge", cluster=cluster, task_definition=other, security_groups=[group])
+    assert task
+
+
+def _auto_scale_twice(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
+    )
+    sliced.auto_scale(min_instances=1, max_instances=2)
+    sliced.auto_scale(min_instances=1, max_instances=2)
+
+
+def _device_outside_the_task(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.24xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, devices=[5])
+
+
 def _parameter_for_max_capacity(s: Stack) -> None:
     from aws_cdk import CfnParameter
 
@@ -398,6 +446,29 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.OUT_OF_RANGE,
         _cpu_below_ecs_minimum,
         r"Test/T: cpu=64 is below the minimum of 128.*pass cpu from 128 to 196,608",
+    ),
+    (
+        r.NO_TASK_MEMORY,
+        _manual_task_without_any_memory,
+        r"Test/T/model: neither the task definition nor this container sets any memory",
+    ),
+    (
+        r.DEPLOYMENT_WITHOUT_ROOM,
+        _deployment_with_no_spare_instance,
+        r"Test/Full: desired_count=2 with distinctInstance fills the 2 instances Test/D/Inf2 can launch.*"
+        r"pass min_healthy_percent=50 or less",
+    ),
+    (r.NO_SUBNETS, _public_only_vpc, r"Test/C/Inf2: capacity_subnets selects nothing in Test/V.*PUBLIC"),
+    (
+        r.NETWORK_OPTION_IGNORED,
+        _security_groups_in_bridge_mode,
+        r"Test/Bridge: security_groups is set, but Test/U uses the bridge network mode",
+    ),
+    (r.SECOND_SCALING_TARGET, _auto_scale_twice, r"Test/Sliced: auto_scale was already called"),
+    (
+        r.UNDECLARED_DEVICE,
+        _device_outside_the_task,
+        r"Test/T/model: device 5 is not among the devices \[0, 1\] of Test/T.*map only /dev/neuron0..1",
     ),
     (
         r.TOKEN_NOT_LITERAL,

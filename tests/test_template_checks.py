@@ -115,9 +115,15 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         r"Task/model: /dev/neuron12 does not exist on inf2.48xlarge.*indices 0..11",
     ),
     (
-        r.DEVICE_INDEX_RANGE,
+        r.UNDECLARED_DEVICE,
         _sidecar_on_a_slice(),
-        r"Slice0: its containers map /dev/neuron2, outside the devices \[0, 1\]",
+        r"Slice0: its containers map /dev/neuron2, outside the devices \[0, 1\].*map only /dev/neuron0, /dev/neuron1",
+    ),
+    (
+        r.DEPLOYMENT_WITHOUT_ROOM,
+        with_resources(BASE, Task=manual_task(), Svc=service("Task", count=2)),
+        r"Svc: 2 tasks with distinctInstance on Group, which launches at most 2 instances, and a minimum healthy "
+        r"percent of 100.*pass min_healthy_percent=50 or less",
     ),
     (r.SHARED_DEVICE, _sidecar_on_a_slice(), r"Slice1Service: it and Slice0Service both map /dev/neuron2"),
     (
@@ -375,6 +381,13 @@ def test_yaml_short_forms_are_read_with_their_lines() -> None:
         ("MODEL_ID", False),
         ("NEURON_RT_NUM_CORES", False),
         ("KEYBOARD", False),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("MAX_NUM_BATCHED_TOKENS", False),
+        ("MAX_TOKENS", False),
+        ("SSH_PUBLIC_KEY", False),
+        ("PUBLIC_KEY", False),
+        ("GITHUB_PAT_TOKEN", True),
+        ("DB_PASS", True),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
