@@ -375,10 +375,10 @@ class EcsTemplate:
         self.origin = dict(origin or {})
         """For a combined template: each logical id's template name and logical id there."""
         self.resources: dict[str, dict[str, Any]] = {
-            k: v for k, v in (loaded.template.get("Resources") or {}).items() if isinstance(v, dict)
+            k: v for k, v in _dict(loaded.template.get("Resources")).items() if isinstance(v, dict)
         }
         self._construct_paths = construct_paths
-        self.parameters: dict[str, Any] = dict(loaded.template.get("Parameters") or {})
+        self.parameters: dict[str, Any] = _dict(loaded.template.get("Parameters"))
         self.launch_templates = {lid: self._launch_template(lid, r) for lid, r in self._of("AWS::EC2::LaunchTemplate")}
         self.groups = dict(self._of("AWS::AutoScaling::AutoScalingGroup"))
         self.capacities = {lid: self._capacity(lid, r) for lid, r in self._of("AWS::ECS::CapacityProvider")}
@@ -405,8 +405,8 @@ class EcsTemplate:
     def ignored_checks(self, logical_id: str) -> tuple[str, ...]:
         """Rule ids a resource's ``Metadata.cfn-lint.config.ignore_checks`` lists (cfn-lint's convention)."""
         metadata = self.resources.get(logical_id, {}).get("Metadata")
-        config = metadata.get("cfn-lint", {}).get("config", {}) if isinstance(metadata, dict) else {}
-        ignored = config.get("ignore_checks", []) if isinstance(config, dict) else []
+        config = _dict(_dict(_dict(metadata).get("cfn-lint")).get("config"))
+        ignored = config.get("ignore_checks", [])
         return tuple(str(i) for i in ignored) if isinstance(ignored, list) else ()
 
     # -- parsing
@@ -417,12 +417,13 @@ class EcsTemplate:
                 yield logical_id, resource
 
     @staticmethod
-    def _properties(resource: Mapping[str, Any]) -> dict[str, Any]:
+    def properties(resource: Mapping[str, Any]) -> dict[str, Any]:
+        """A resource's ``Properties``, empty when absent or malformed."""
         properties = resource.get("Properties")
         return properties if isinstance(properties, dict) else {}
 
     def _launch_template(self, logical_id: str, resource: dict[str, Any]) -> LaunchTemplate:
-        data = self._properties(resource).get("LaunchTemplateData")
+        data = self.properties(resource).get("LaunchTemplateData")
         data = data if isinstance(data, dict) else {}
         image = data.get("ImageId")
         parameter = None
@@ -434,7 +435,7 @@ class EcsTemplate:
         if resolved:
             parameter, image = resolved.group(1), None
         root = None
-        for mapping in data.get("BlockDeviceMappings") or []:
+        for mapping in _list(data.get("BlockDeviceMappings")):
             if isinstance(mapping, dict) and mapping.get("DeviceName") in ("/dev/xvda", "/dev/sda1"):
                 ebs = mapping.get("Ebs")
                 root = whole_number(ebs.get("VolumeSize")) if isinstance(ebs, dict) else None
@@ -450,7 +451,7 @@ class EcsTemplate:
         )
 
     def group_launch_template(self, group: Mapping[str, Any]) -> LaunchTemplate | None:
-        properties = self._properties(group)
+        properties = self.properties(group)
         specification = properties.get("LaunchTemplate")
         if not isinstance(specification, dict):
             policy = properties.get("MixedInstancesPolicy")
@@ -465,7 +466,7 @@ class EcsTemplate:
         return None
 
     def group_instance_types(self, group: Mapping[str, Any]) -> frozenset[str] | None:
-        properties = self._properties(group)
+        properties = self.properties(group)
         policy = properties.get("MixedInstancesPolicy")
         launch = policy.get("LaunchTemplate") if isinstance(policy, dict) else None
         overrides = launch.get("Overrides") if isinstance(launch, dict) else None
@@ -476,14 +477,14 @@ class EcsTemplate:
         return frozenset({template.instance_type}) if template and template.instance_type else None
 
     def _capacity(self, logical_id: str, resource: dict[str, Any]) -> Capacity:
-        properties = self._properties(resource)
+        properties = self.properties(resource)
         name = properties.get("Name") if isinstance(properties.get("Name"), str) else None
         asg_provider = properties.get("AutoScalingGroupProvider")
         if isinstance(asg_provider, dict):
             group_id = ref_target(asg_provider.get("AutoScalingGroupArn"))
             group = self.groups.get(group_id or "")
             types = self.group_instance_types(group) if group else None
-            group_properties = self._properties(group) if group else {}
+            group_properties = self.properties(group) if group else {}
             subnets = group_properties.get("VPCZoneIdentifier")
             return Capacity(
                 logical_id=logical_id,
@@ -501,8 +502,8 @@ class EcsTemplate:
         launch = launch if isinstance(launch, dict) else {}
         requirements = launch.get("InstanceRequirements")
         requirements = requirements if isinstance(requirements, dict) else {}
-        accelerators = tuple(str(a) for a in requirements.get("AcceleratorNames") or () if isinstance(a, str))
-        patterns = tuple(str(p) for p in requirements.get("AllowedInstanceTypes") or () if isinstance(p, str))
+        accelerators = tuple(str(a) for a in _list(requirements.get("AcceleratorNames")) if isinstance(a, str))
+        patterns = tuple(str(p) for p in _list(requirements.get("AllowedInstanceTypes")) if isinstance(p, str))
         admitted = tuple(
             t
             for t in NeuronInstanceType.all()
@@ -528,14 +529,14 @@ class EcsTemplate:
         )
 
     def _task_definition(self, logical_id: str, resource: dict[str, Any]) -> TaskDefinition:
-        properties = self._properties(resource)
+        properties = self.properties(resource)
         compatibilities = frozenset(
-            str(c) for c in properties.get("RequiresCompatibilities") or ["EC2"] if isinstance(c, str)
+            str(c) for c in (_list(properties.get("RequiresCompatibilities")) or ["EC2"]) if isinstance(c, str)
         )
         network_mode = properties.get("NetworkMode")
         pins: list[frozenset[str] | None] = []
         expressions: list[str] = []
-        for constraint in properties.get("PlacementConstraints") or []:
+        for constraint in _list(properties.get("PlacementConstraints")):
             if isinstance(constraint, dict) and constraint.get("Type") == "memberOf":
                 expression = constraint.get("Expression")
                 if isinstance(expression, str) and "ecs.instance-type" in expression:
@@ -553,7 +554,7 @@ class EcsTemplate:
             network_mode=network_mode.lower() if isinstance(network_mode, str) else "bridge",
             cpu=cpu_units(properties.get("Cpu")),
             memory=memory_mib(properties.get("Memory")),
-            containers=tuple(_container(index, c) for index, c in enumerate(containers or []) if isinstance(c, dict)),
+            containers=tuple(_container(index, c) for index, c in enumerate(_list(containers)) if isinstance(c, dict)),
             pinned_types=pinned,
             pin_expressions=tuple(expressions),
             ipc_mode=properties.get("IpcMode") is not None,
@@ -564,7 +565,7 @@ class EcsTemplate:
     def _cluster_defaults(self) -> dict[str, tuple[str, ...] | None]:
         defaults: dict[str, tuple[str, ...] | None] = {}
         for _, resource in self._of("AWS::ECS::ClusterCapacityProviderAssociations"):
-            properties = self._properties(resource)
+            properties = self.properties(resource)
             strategy = properties.get("DefaultCapacityProviderStrategy")
             providers = self._strategy_capacities(strategy) if isinstance(strategy, list) else None
             defaults[_key(properties.get("Cluster"))] = providers[0] if providers else None
@@ -593,12 +594,12 @@ class EcsTemplate:
     def _scaling_maximums(self) -> dict[str, int]:
         maximums: dict[str, int] = {}
         for _, resource in self._of("AWS::ApplicationAutoScaling::ScalableTarget"):
-            properties = self._properties(resource)
+            properties = self.properties(resource)
             if properties.get("ScalableDimension") != "ecs:service:DesiredCount":
                 continue
             resource_id = properties.get("ResourceId")
             parts = resource_id.get("Fn::Join") if isinstance(resource_id, dict) else None
-            targets = [ref_target(p) for p in parts[1]] if isinstance(parts, list) and len(parts) == 2 else []
+            targets = [ref_target(p) for p in _list(parts[1])] if isinstance(parts, list) and len(parts) == 2 else []
             maximum = whole_number(properties.get("MaxCapacity"))
             for target in targets:
                 if target and maximum is not None and self.resources.get(target, {}).get("Type") == "AWS::ECS::Service":
@@ -606,7 +607,7 @@ class EcsTemplate:
         return maximums
 
     def _service(self, logical_id: str, resource: dict[str, Any], scaling_max: int | None) -> Service:
-        properties = self._properties(resource)
+        properties = self.properties(resource)
         cluster = _key(properties.get("Cluster"))
         strategy = properties.get("CapacityProviderStrategy")
         launch_type = properties.get("LaunchType") if isinstance(properties.get("LaunchType"), str) else None
@@ -619,7 +620,7 @@ class EcsTemplate:
             capacities = self._default_strategies.get(cluster)
         else:
             capacities = None
-        constraints = [c for c in properties.get("PlacementConstraints") or [] if isinstance(c, dict)]
+        constraints = [c for c in _list(properties.get("PlacementConstraints")) if isinstance(c, dict)]
         pinned: frozenset[str] | None = None
         for constraint in constraints:
             if constraint.get("Type") == "memberOf":
@@ -685,6 +686,16 @@ class EcsTemplate:
         return types
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` if the template holds a list there, else nothing (a malformed value is skipped, not fatal)."""
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if the template holds a mapping there, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
@@ -701,22 +712,22 @@ def _container(index: int, raw: Mapping[str, Any]) -> Container:
     paths: list[str] = []
     positions: list[int] = []
     indices: list[int | None] = []
-    for position, device in enumerate(linux.get("Devices") or []):
+    for position, device in enumerate(_list(linux.get("Devices"))):
         host = device.get("HostPath") if isinstance(device, dict) else None
         if isinstance(host, str) and host.startswith("/dev/neuron"):
             paths.append(host)
             positions.append(position)
             match = NEURON_DEVICE_PATH.match(host)
             indices.append(int(match.group(1)) if match else None)
-    requirements = [r for r in raw.get("ResourceRequirements") or [] if isinstance(r, dict)]
+    requirements = [r for r in _list(raw.get("ResourceRequirements")) if isinstance(r, dict)]
     environment = {
         str(e.get("Name")): e.get("Value")
-        for e in raw.get("Environment") or []
+        for e in _list(raw.get("Environment"))
         if isinstance(e, dict) and isinstance(e.get("Name"), str)
     }
     ports = tuple(
         (whole_number(p.get("ContainerPort")), whole_number(p.get("HostPort")))
-        for p in raw.get("PortMappings") or []
+        for p in _list(raw.get("PortMappings"))
         if isinstance(p, dict)
     )
     rejected = [f"linuxParameters.{f}" for f in ("SharedMemorySize", "Tmpfs") if linux.get(f)]
@@ -758,7 +769,7 @@ def combine_templates(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[
     """
     exports: dict[str, Any] = {}
     for name, template in templates.items():
-        for output in (template.get("Outputs") or {}).values():
+        for output in _dict(template.get("Outputs")).values():
             export = output.get("Export") if isinstance(output, Mapping) else None
             export_name = export.get("Name") if isinstance(export, Mapping) else None
             if isinstance(export_name, str):
@@ -768,7 +779,7 @@ def combine_templates(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[
     for name, template in templates.items():
         local = _local_ids(template)
         for section in ("Resources", "Parameters"):
-            for logical_id, body in (template.get(section) or {}).items():
+            for logical_id, body in _dict(template.get(section)).items():
                 combined_id = f"{name}{ID_SEPARATOR}{logical_id}"
                 combined[section][combined_id] = _renamed(body, name, local, exports)
                 origin[combined_id] = (name, logical_id)
@@ -776,7 +787,7 @@ def combine_templates(templates: Mapping[str, Mapping[str, Any]]) -> tuple[dict[
 
 
 def _local_ids(template: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(template.get("Resources") or {}) | frozenset(template.get("Parameters") or {})
+    return frozenset(_dict(template.get("Resources"))) | frozenset(_dict(template.get("Parameters")))
 
 
 def _renamed(value: Any, name: str, local: frozenset[str], exports: Mapping[str, Any]) -> Any:

@@ -272,9 +272,13 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
         return EXIT_OK
     if not args.templates:
         raise _UsageError("lint needs at least one template file or directory")
-    findings = lint_paths(args.templates, ignore=args.ignore)
-    write_findings(findings, out, form="json" if args.json else args.format)
-    return EXIT_CONFLICT if any(f.finding.severity == "error" for f in findings) else EXIT_OK
+    result = lint_paths(args.templates, ignore=args.ignore)
+    write_findings(result.findings, out, form="json" if args.json else args.format)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs lint: {problem}\n")
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if any(f.finding.severity == "error" for f in result.findings) else EXIT_OK
 
 
 class _UsageError(ValueError):

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from neuron_constructs.cfn_template import LoadedTemplate, TemplateError, load_template
 from neuron_constructs.rules import BY_ID
-from neuron_constructs.template_checks import Finding, check_template
+from neuron_constructs.template_checks import Finding, check_templates
 
-__all__ = ["LintFinding", "LintUsageError", "lint_paths", "template_files", "write_findings"]
+__all__ = ["LintFinding", "LintResult", "LintUsageError", "lint_paths", "template_files", "write_findings"]
 
 
 class Writer(Protocol):
@@ -70,26 +70,40 @@ def template_files(paths: Iterable[str]) -> list[Path]:
             if not found:
                 raise LintUsageError(f"{name}: a directory with no *.template.json in it")
             files += found
-        elif path.is_file():
+        elif path.exists():
             files.append(path)
         else:
             raise LintUsageError(f"{name}: no such file or directory")
     return files
 
 
-def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> list[LintFinding]:
-    """Every finding in every template ``paths`` name, file by file, errors first in each."""
+@dataclass(frozen=True)
+class LintResult:
+    """The findings, and the files that could not be read as templates (each with why)."""
+
+    findings: list[LintFinding]
+    unreadable: list[str]
+
+
+def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> LintResult:
+    """Every finding in the templates ``paths`` name, checked together as one app's stacks (a service in
+    one and the capacity it imports from another are checked as one); errors first, file by file.
+
+    A file that is not a template is reported in ``unreadable`` and the others are still checked.
+    """
     ignored = {_rule_id(i) for i in ignore}
-    found: list[LintFinding] = []
+    loaded: dict[str, LoadedTemplate] = {}
+    unreadable: list[str] = []
     for path in template_files(paths):
         try:
-            loaded: LoadedTemplate = load_template(path)
+            loaded[str(path)] = load_template(path)
         except TemplateError as error:
-            raise LintUsageError(f"{path}: {error}") from error
-        for finding in check_template(loaded, name=str(path), ignore=ignored):
-            line, column = loaded.location(finding.location)
-            found.append(LintFinding(str(path), line, column, finding))
-    return found
+            unreadable.append(f"{path}: {error}")
+    found = [
+        LintFinding(finding.template, *loaded[finding.template].location(finding.location), finding)
+        for finding in check_templates(loaded, ignore=ignored)
+    ]
+    return LintResult(found, unreadable)
 
 
 def _rule_id(name: str) -> str:

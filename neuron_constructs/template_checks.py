@@ -636,7 +636,7 @@ def _check_intent(t: EcsTemplate, out: _Report) -> None:
             continue
         by_name = {c.name: c for c in task.containers}
         for name in declared:
-            container = by_name.get(name)
+            container = by_name.get(name) if isinstance(name, str) else None
             if container is None:
                 continue
             if task.intent.get("allocation") == "managed" and not container.wants_all_neuron_devices:
@@ -694,7 +694,7 @@ def _check_group_bounds(t: EcsTemplate, out: _Report) -> None:
         types = t.group_instance_types(group)
         if not types or not all(NeuronInstanceType.find(n) for n in types):
             continue
-        properties = group.get("Properties") or {}
+        properties = t.properties(group)
         low, high = whole_number(properties.get("MinSize")), whole_number(properties.get("MaxSize"))
         if low is not None and high is not None and (low < 0 or high < 1 or low > high):
             out.add(r.CAPACITY_SIZE, logical_id, _properties("MaxSize"), f"MinSize {low}, MaxSize {high}")
@@ -883,7 +883,7 @@ def _public_subnets(t: EcsTemplate) -> set[str]:
     from neuron_constructs.cfn_template import ref_target
 
     def of(kind: str) -> dict[str, dict[str, Any]]:
-        return {k: v.get("Properties") or {} for k, v in t.resources.items() if v.get("Type") == kind}
+        return {k: t.properties(v) for k, v in t.resources.items() if v.get("Type") == kind}
 
     gateways = set(of("AWS::EC2::InternetGateway"))
     to_internet = {

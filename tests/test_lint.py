@@ -178,3 +178,39 @@ def test_the_cfn_lint_rule_pack_reports_the_same_findings(broken: Path, example_
     assert sorted(m.rule.id for m in broken_matches if m.rule.id.startswith(("E91", "W92"))) == ["E9121", "W9209"]
     clean = (example_dir / "NeuronSlicedInf2.template.json").read_text()
     assert [m.rule.id for m in lint(clean, rules=rules, config=ManualArgs(regions=["us-east-1"]))] == []
+
+
+def test_templates_linted_together_resolve_each_others_exports(tmp_path: Path) -> None:
+    base = ecs_template()
+    base["Outputs"] = {"Provider": {"Value": {"Ref": "Asg"}, "Export": {"Name": "Base:Provider"}}}
+    base["Resources"].update(with_resources({"Resources": {}}, Task=manual_task())["Resources"])
+    other = {
+        "Resources": {
+            "Task": manual_task(),
+            "Svc": service("Task", capacity=None, distinct=False, count=2),
+        }
+    }
+    other["Resources"]["Svc"]["Properties"].pop("LaunchType")
+    other["Resources"]["Svc"]["Properties"]["CapacityProviderStrategy"] = [
+        {"CapacityProvider": {"Fn::ImportValue": "Base:Provider"}, "Weight": 1}
+    ]
+    (tmp_path / "Base.template.json").write_text(json.dumps(base))
+    (tmp_path / "Other.template.json").write_text(json.dumps(other))
+    status, out, _ = run("lint", "--format", "parseable", str(tmp_path))
+    assert status == EXIT_CONFLICT
+    lines = [line for line in out.splitlines() if ":E9122:" in line]
+    assert len(lines) == 1 and lines[0].startswith(str(tmp_path / "Other.template.json"))
+
+
+def test_an_unreadable_file_is_a_usage_error_and_the_others_are_still_checked(broken: Path, tmp_path: Path) -> None:
+    (tmp_path / "Empty.template.json").write_text("")
+    (tmp_path / "Broken.template.json").write_text(broken.read_text())
+    status, out, err = run("lint", str(tmp_path))
+    assert status == EXIT_USAGE
+    assert out.startswith("E9121 ")
+    assert "Empty.template.json: the file is empty" in err
+
+
+def test_a_device_file_is_read_not_refused() -> None:
+    status, _, err = run("lint", "/dev/null")
+    assert status == EXIT_USAGE and "the file is empty" in err

@@ -413,3 +413,35 @@ def test_a_subnet_routed_to_an_internet_gateway_is_public() -> None:
         },
     )
     assert [f.logical_id for f in check_template(template) if f.rule is r.PUBLIC_SUBNETS] == ["Group", "Mi"]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def test_malformed_values_anywhere_are_skipped_never_a_crash(templates: dict[str, dict[str, Any]]) -> None:
+    """Every value of every example template, replaced in turn by values of the wrong kind."""
+    import copy
+    import random
+
+    junk: list[Any] = [5, "x", None, True, [], {}, [5], {"Ref": 5}, {"Fn::Join": ["/", 5]}, {"Fn::GetAtt": 5}, -1]
+    rng = random.Random(20261130)
+    checked = 0
+    for name, template in templates.items():
+        paths = [p for p in _paths(template) if p[0] in ("Resources", "Parameters", "Outputs")]
+        for path in [("Resources",), *rng.sample(paths, min(len(paths), 100))]:
+            broken = copy.deepcopy(template)
+            parent = broken
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = rng.choice(junk)
+            check_template(broken, name=name)
+            checked += 1
+    assert checked >= 500

@@ -1,0 +1,221 @@
+"""The template checks at ``cdk synth``: where they run (any app, nested stacks, stacks that import from each
+other), how warnings behave, and what the library's own constructs do with the inputs around them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from aws_cdk import Acknowledgment, App, NestedStack, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Template
+
+from neuron_constructs import (
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronService,
+    SlicedNeuronService,
+)
+from neuron_constructs import rules as r
+from neuron_constructs.synth_checks import enable_template_checks
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+def _plain_copies(scope: Any, cluster: ecs.ICluster, provider_name: str, id: str = "Copies") -> None:
+    """A plain aws-cdk-lib service: two copies of a task mapping /dev/neuron0, no distinctInstance."""
+    task = ecs.TaskDefinition(
+        scope,
+        f"{id}Task",
+        compatibility=ecs.Compatibility.EC2,
+        memory_mib="1024",
+        placement_constraints=[ecs.PlacementConstraint.member_of("attribute:ecs.instance-type == inf2.48xlarge")],
+    )
+    devices = ecs.LinuxParameters(scope, f"{id}Devices")
+    devices.add_devices(ecs.Device(host_path="/dev/neuron0"))
+    task.add_container("plain", image=IMAGE, memory_limit_mib=512, linux_parameters=devices)
+    ecs.Ec2Service(
+        scope,
+        id,
+        cluster=cluster,
+        task_definition=task,
+        desired_count=2,
+        min_healthy_percent=50,
+        capacity_provider_strategies=[ecs.CapacityProviderStrategy(capacity_provider=provider_name, weight=1)],
+    )
+
+
+def _report(app: App) -> str:
+    with pytest.raises(RuntimeError) as raised:
+        app.synth()
+    return str(raised.value)
+
+
+def _plain_app() -> App:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Plain")
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0))
+    cluster.add_capacity("Inf2", instance_type=ec2.InstanceType("inf2.48xlarge"))
+    _plain_copies(stack, cluster, "SomeProvider")
+    return app
+
+
+def test_an_app_without_library_constructs_turns_the_checks_on_with_one_call() -> None:
+    _plain_app().synth()  # nothing checks the template yet
+    app = _plain_app()
+    enable_template_checks(app)
+    enable_template_checks(app)  # once per app, however often it is called
+    report = _report(app)
+    assert report.count("Rule NeuronConstructs::NEURON022") == 1
+    assert "FATAL Plain/Copies: its tasks map /dev/neuron0" in report
+
+
+def test_nested_stacks_are_checked() -> None:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Parent")
+    nested = NestedStack(stack, "Services")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    _plain_copies(nested, cluster.cluster, capacity.capacity_provider_name)
+    report = _report(app)
+    assert "Rule NeuronConstructs::NEURON022" in report
+    assert re.search(r"FATAL Parent/Services/Copies: its tasks map /dev/neuron0", report), report
+
+
+def test_stacks_that_import_from_each_other_are_checked_together() -> None:
+    app = App(analytics_reporting=False)
+    base = Stack(app, "Base")
+    cluster = NeuronCluster(base, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        base, "Sliced", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=6, image=IMAGE
+    )
+    other = Stack(app, "Other")
+    _plain_copies(other, cluster.cluster, sliced.capacity.capacity_provider.capacity_provider_name, id="Intruder")
+    report = _report(app)
+    assert "FATAL Other/Intruder: it runs on Base/C/Inf2/Provider, whose 2 slice services" in report
+    assert "FATAL Other/Intruder: it and Base/Sliced/Slice0Service/Service both map /dev/neuron0" in report
+
+
+def _warnings(app: App) -> list[str]:
+    """The Neuron template checks' warnings in the synth's validation report (the CLI prints them)."""
+    import json
+    from pathlib import Path
+
+    report = json.loads((Path(app.synth().directory) / "validation-report.json").read_text())
+    plugin = next((p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs"), None)
+    assert plugin is None or plugin["conclusion"] == "success"
+    return [v["description"] for v in (plugin["violations"] if plugin else []) if v["severity"] == "warning"]
+
+
+def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None:
+    def build(acknowledge: bool) -> App:
+        app = App(analytics_reporting=False)
+        stack = Stack(app, "W")
+        cluster = NeuronCluster(stack, "C")
+        cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", root_volume_gib=40)
+        (capacity,) = cluster.auto_scaling_capacities
+        launch_template = capacity.node.find_child("LaunchTemplate").node.default_child
+        launch_template.add_property_override("LaunchTemplateData.MetadataOptions.HttpPutResponseHopLimit", 2)
+        if acknowledge:
+            Validations.of(capacity).acknowledge(
+                Acknowledgment(id=r.METADATA_REACHABLE.warning_id, reason="the instances run no container")
+            )
+        return app
+
+    warnings = _warnings(build(acknowledge=False))
+    assert [w.split(". [")[0] for w in warnings] == [
+        "W/C/Inf2/LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit 2"
+    ]  # NEURON102 is not repeated: the capacity raised it already, as an acknowledgeable CDK warning
+    assert _warnings(build(acknowledge=True)) == []
+
+
+def test_container_level_sizes_count_against_the_instance() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge")
+    with pytest.raises(NeuronConfigurationError, match=r"S/T/model: memory_mib=20000 exceeds the 16384 MiB of inf2"):
+        task.add_neuron_container("model", image=IMAGE, memory_limit_mib=20000)
+
+
+def test_a_standard_ami_resolved_at_launch_is_refused_for_neuron_capacity() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    image = ec2.MachineImage.resolve_ssm_parameter_at_launch(
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id"
+    )
+    with pytest.raises(
+        NeuronConfigurationError, match=r"\[NEURON030: .*add_ec2_capacity\(instance_type='inf2.xlarge'\)"
+    ):
+        NeuronCluster(stack, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", machine_image=image)
+
+
+def test_the_neuron_ami_resolved_at_launch_needs_no_warning() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = Stack(App(analytics_reporting=False), "S")
+    image = ec2.MachineImage.resolve_ssm_parameter_at_launch(
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    )
+    NeuronCluster(stack, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", machine_image=image)
+    assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON105")) == []
+
+
+def test_one_linux_parameters_object_serves_every_slice() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    shared = ecs.LinuxParameters(stack, "Shm", shared_memory_size=4096, init_process_enabled=True)
+    SlicedNeuronService(
+        stack,
+        "V",
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        devices_per_task=6,
+        image=IMAGE,
+        linux_parameters=shared,
+    )
+    template = Template.from_stack(stack).to_json()
+    slices = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
+    linux = [s["Properties"]["ContainerDefinitions"][0]["LinuxParameters"] for s in slices]
+    assert [[d["HostPath"] for d in p["Devices"]] for p in linux] == [
+        [f"/dev/neuron{i}" for i in range(6)],
+        [f"/dev/neuron{i}" for i in range(6, 12)],
+    ]
+    assert all(p["SharedMemorySize"] == 4096 and p["InitProcessEnabled"] for p in linux)
+    assert Stack.of(shared).resolve(shared.render_linux_parameters()).get("devices") is None  # left as given
+
+
+def test_fargate_is_refused_for_a_neuron_task() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    with pytest.raises(NeuronConfigurationError, match=r"S/T: compatibility=FARGATE: Fargate has no Neuron devices"):
+        ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", compatibility=ecs.Compatibility.FARGATE)
+
+
+def test_a_sliced_service_deploys_below_its_100_percent_maximum() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    with pytest.raises(NeuronConfigurationError, match=r"min_healthy_percent=100 is above the maximum of 99"):
+        SlicedNeuronService(
+            stack,
+            "V",
+            cluster=cluster,
+            instance_type="inf2.48xlarge",
+            devices_per_task=6,
+            image=IMAGE,
+            min_healthy_percent=100,
+        )
+
+
+def test_one_task_on_one_instance_deploys_by_replacing_it() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ECS::Service", {"DeploymentConfiguration": {"MinimumHealthyPercent": 0, "MaximumPercent": 200}}
+    )
