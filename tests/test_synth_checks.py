@@ -162,20 +162,21 @@ def test_the_neuron_ami_resolved_at_launch_needs_no_warning() -> None:
     assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON105")) == []
 
 
-def test_one_linux_parameters_object_serves_every_slice() -> None:
+def _two_slices(**options: Any) -> Stack:
+    """An inf2.48xlarge group and a sliced service of two 6-chip slices on it."""
     stack = Stack(App(analytics_reporting=False), "S")
     cluster = NeuronCluster(stack, "C")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
-    shared = ecs.LinuxParameters(stack, "Shm", shared_memory_size=4096, init_process_enabled=True)
     SlicedNeuronService(
-        stack,
-        "V",
-        cluster=cluster,
-        instance_type="inf2.48xlarge",
-        devices_per_task=6,
-        image=IMAGE,
-        linux_parameters=shared,
+        stack, "V", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=6, image=IMAGE, **options
     )
+    return stack
+
+
+def test_one_linux_parameters_object_serves_every_slice() -> None:
+    holder = Stack(App(analytics_reporting=False), "Holder")
+    shared = ecs.LinuxParameters(holder, "Shm", shared_memory_size=4096, init_process_enabled=True)
+    stack = _two_slices(linux_parameters=shared)
     template = Template.from_stack(stack).to_json()
     slices = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
     linux = [s["Properties"]["ContainerDefinitions"][0]["LinuxParameters"] for s in slices]
@@ -194,19 +195,8 @@ def test_fargate_is_refused_for_a_neuron_task() -> None:
 
 
 def test_a_sliced_service_deploys_below_its_100_percent_maximum() -> None:
-    stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
-    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
     with pytest.raises(NeuronConfigurationError, match=r"min_healthy_percent=100 is above the maximum of 99"):
-        SlicedNeuronService(
-            stack,
-            "V",
-            cluster=cluster,
-            instance_type="inf2.48xlarge",
-            devices_per_task=6,
-            image=IMAGE,
-            min_healthy_percent=100,
-        )
+        _two_slices(min_healthy_percent=100)
 
 
 def test_one_task_on_one_instance_deploys_by_replacing_it() -> None:
