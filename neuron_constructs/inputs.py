@@ -286,8 +286,9 @@ def _hints(function: Callable[..., Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _struct_fields(struct: type) -> dict[str, Any]:
-    return {k: v for k, v in typing.get_type_hints(vars(struct)["__init__"]).items() if k != "return"}
+def _option_fields(options: type) -> dict[str, Any]:
+    """The annotated fields of a ``TypedDict`` of options."""
+    return dict(typing.get_type_hints(options))
 
 
 def _path(bound: inspect.BoundArguments) -> str:
@@ -319,8 +320,8 @@ def checked(
     """Check a function's arguments against its annotations before it runs.
 
     ``ranges``: inclusive bounds per parameter; ``names``: parameters that only name things and
-    may be tokens; ``options``: the aws-cdk-lib struct whose fields ``**kwargs`` must be (with
-    ``whole_numbers`` among them required to be ints, and ``option_ranges`` their bounds).
+    may be tokens; ``options``: the ``TypedDict`` (:mod:`neuron_constructs.options`) whose fields
+    ``**kwargs`` must be (with ``whole_numbers`` among them literals, and ``option_ranges`` their bounds).
     """
     declared_ranges = dict(ranges or {})
     token_ok = frozenset(names)
@@ -348,7 +349,7 @@ def checked(
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as error:
-                raise TypeError(f"{called}: {error}") from None
+                raise TypeError(f"{called}() {error}") from None
             hints = _hints(function)
             scope = bound.arguments.get("scope", Construct)
             if scope is not Construct and not isinstance(scope, Construct):
@@ -396,17 +397,17 @@ def _check_options(
     *,
     explicit: frozenset[str] = frozenset(),
 ) -> None:
-    fields = _struct_fields(struct)
-    required = [n for n, p in inspect.signature(vars(struct)["__init__"]).parameters.items() if p.default is p.empty]
-    missing = [n for n in required if n != "self" and n not in given and n not in explicit]
+    fields = _option_fields(struct)
+    required = sorted(getattr(struct, "__required_keys__", frozenset()))
+    missing = [n for n in required if n not in given and n not in explicit]
     if missing:
         raise TypeError(f"{label}() missing the required option {missing[0]!r} ({describe(fields[missing[0]])})")
     unknown = sorted(set(given) - set(fields))
     if unknown:
+        valid = sorted({*fields, *(e for e in explicit if e not in ("self", "scope", "id"))})
         raise TypeError(
             f"{label}() got an unexpected keyword argument {unknown[0]!r}"
-            f"{_did_you_mean(unknown[0], sorted(fields))}; it takes the options of "
-            f"{struct.__module__.replace('aws_cdk.', '')}.{struct.__name__}: {', '.join(sorted(fields))}"
+            f"{_did_you_mean(unknown[0], valid)}; it takes: {', '.join(valid)}"
         )
     for name, value in given.items():
         if value is None:

@@ -21,6 +21,7 @@ from aws_cdk import AspectPriority, Aspects, IAspect
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct
+from typing_extensions import Unpack
 
 from neuron_constructs import rules
 from neuron_constructs.capacity import AutoScalingCapacity, ManagedInstancesCapacity
@@ -28,6 +29,7 @@ from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.inputs import COUNT, MAXIMUM_PERCENT, MINIMUM_HEALTHY_PERCENT, checked
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances
+from neuron_constructs.options import ServiceOptions
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.task_definitions import (
     ManagedNeuronTaskDefinition,
@@ -35,10 +37,12 @@ from neuron_constructs.task_definitions import (
     NeuronTaskDefinition,
 )
 
-__all__ = ["NeuronService", "capacity_for"]
+__all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for"]
 
 Capacity = ManagedInstancesCapacity | AutoScalingCapacity
-CapacityProvider = ecs.ManagedInstancesCapacityProvider | ecs.AsgCapacityProvider
+"""A capacity of a :class:`NeuronCluster`, as its ``add_*_capacity`` methods return it."""
+CapacityChoice = Capacity | ecs.ManagedInstancesCapacityProvider | ecs.AsgCapacityProvider
+"""What ``capacity=`` takes: a capacity, or its ``capacity_provider``."""
 
 
 class NeuronService(Construct):
@@ -65,6 +69,9 @@ class NeuronService(Construct):
     max_healthy_percent: deployment upper bound, at least 100; default 200.
     vpc_subnets, security_groups: awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
+    **service_options: passed to the ECS service as given (:class:`~neuron_constructs.options.ServiceOptions`:
+        execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
+        with rollback - health check grace period...).
 
     Attributes
     ----------
@@ -79,6 +86,7 @@ class NeuronService(Construct):
             "max_healthy_percent": MAXIMUM_PERCENT,
         },
         names=("service_name",),
+        options=ServiceOptions,
     )
     def __init__(
         self,
@@ -88,12 +96,13 @@ class NeuronService(Construct):
         cluster: NeuronCluster,
         task_definition: NeuronTaskDefinition,
         desired_count: int = 1,
-        capacity: CapacityProvider | None = None,
+        capacity: CapacityChoice | None = None,
         service_name: str | None = None,
         min_healthy_percent: int | None = None,
         max_healthy_percent: int = 200,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        **service_options: Unpack[ServiceOptions],
     ) -> None:
         super().__init__(scope, id)
         enable_template_checks(self)
@@ -118,16 +127,17 @@ class NeuronService(Construct):
                 capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1
             )
         ]
-        common: dict[str, Any] = dict(
-            cluster=cluster.cluster,
-            task_definition=task_definition.task_definition,
-            desired_count=desired_count,
-            service_name=service_name,
-            capacity_provider_strategies=strategy,
-            min_healthy_percent=min_healthy_percent,
-            max_healthy_percent=max_healthy_percent,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
-        )
+        common: dict[str, Any] = {
+            "circuit_breaker": ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+            **service_options,
+            "cluster": cluster.cluster,
+            "task_definition": task_definition.task_definition,
+            "desired_count": desired_count,
+            "service_name": service_name,
+            "capacity_provider_strategies": strategy,
+            "min_healthy_percent": min_healthy_percent,
+            "max_healthy_percent": max_healthy_percent,
+        }
         networking: dict[str, Any] = (
             dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
         )
@@ -218,12 +228,12 @@ class NeuronService(Construct):
 
 
 def capacity_for(
-    path: str, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityProvider | None
+    path: str, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityChoice | None
 ) -> Capacity:
     """NEURON014/015/008: the one capacity of ``cluster`` that fits ``task_definition`` (or ``requested``)."""
     candidates: list[Capacity] = [*cluster.managed_instances_capacities, *cluster.auto_scaling_capacities]
     if requested is not None:
-        chosen = [c for c in candidates if c.capacity_provider is requested]
+        chosen = [c for c in candidates if requested is c or c.capacity_provider is requested]
         if not chosen:
             raise rules.NO_MATCHING_CAPACITY.error(
                 path, "capacity= is not a capacity of this NeuronCluster", wanted="a capacity added to the cluster"

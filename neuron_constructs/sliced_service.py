@@ -48,6 +48,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from typing_extensions import Unpack
 
 from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import AutoScalingCapacity
@@ -55,9 +56,10 @@ from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.inputs import COUNT, Range, checked, is_token
 from neuron_constructs.log_groups import log_group
+from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.services import NeuronService, capacity_for
 from neuron_constructs.synth_checks import enable_template_checks
-from neuron_constructs.task_definitions import CONTAINER_WHOLE_NUMBERS, ManualNeuronTaskDefinition, task_role
+from neuron_constructs.task_definitions import ManualNeuronTaskDefinition, task_role
 
 __all__ = ["SlicedNeuronService"]
 
@@ -78,17 +80,19 @@ class SlicedNeuronService(Construct):
         the capacity's ``max_capacity`` (NEURON017).
     network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
-    capacity: the Auto Scaling capacity provider to use when the cluster has several of the type.
+    capacity: the Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
     min_healthy_percent: deployment lower bound (0-99: slices deploy with a 100 % maximum); default 50, or 0
         when ``instances`` is 1.
-    container_name: default ``model``.
+    container_name (in ``container_options``): the container's name in every slice; default ``model``.
     task_role, execution_role: shared by every slice; default one new role each (the task role
         assumable only for this account's tasks).
     log_retention: the shared log group's retention; default one month.
     log_encryption_key: customer managed KMS key for the shared log group; default none.
     vpc_subnets, security_groups: for ``AWS_VPC``.
+    service_options: passed to every slice's ECS service (:class:`~neuron_constructs.options.ServiceOptions`).
     **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
-        environment, port_mappings, health_check, ...), the same for every slice.
+        environment, port_mappings, health_check, ... :class:`~neuron_constructs.options.ContainerOptions`),
+        the same for every slice.
 
     Attributes
     ----------
@@ -106,7 +110,7 @@ class SlicedNeuronService(Construct):
             "devices_per_task": Range(1),
             "min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with"),
         },
-        options=ecs.ContainerDefinitionOptions,
+        options=ContainerOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
     )
     def __init__(
@@ -121,16 +125,16 @@ class SlicedNeuronService(Construct):
         instances: int = 1,
         network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
         eni_trunking: bool = False,
-        capacity: ecs.AsgCapacityProvider | None = None,
+        capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None = None,
         min_healthy_percent: int | None = None,
-        container_name: str = "model",
         task_role: iam.IRole | None = None,
         execution_role: iam.IRole | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_encryption_key: kms.IKey | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        **container_options: Any,
+        service_options: ServiceOptions | None = None,
+        **container_options: Unpack[ContainerOptions],
     ) -> None:
         path = f"{scope.node.path}/{id}"
         self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
@@ -149,7 +153,7 @@ class SlicedNeuronService(Construct):
         rules.check_slice_host_ports(
             path,
             str(network_mode.value).lower(),
-            [(m.container_port, m.host_port) for m in container_options.get("port_mappings") or ()],
+            [_ports(m) for m in container_options.get("port_mappings") or ()],
         )
         super().__init__(scope, id)
         enable_template_checks(self)
@@ -181,11 +185,12 @@ class SlicedNeuronService(Construct):
                 execution_role=self.execution_role,
                 log_group=self.log_group,
             )
-            options = dict(container_options)
+            options: dict[str, Any] = dict(container_options)
             options.setdefault(
                 "logging", ecs.LogDrivers.aws_logs(stream_prefix=f"slice{index}", log_group=self.log_group)
             )
-            task_definition.add_neuron_container(container_name, image=image, **options)
+            name = str(options.pop("container_name", "model"))
+            task_definition.add_neuron_container(name, image=image, **options)
             self.task_definitions.append(task_definition)
 
         chosen = capacity_for(path, cluster, self.task_definitions[0], capacity)
@@ -209,6 +214,7 @@ class SlicedNeuronService(Construct):
                 max_healthy_percent=100,
                 vpc_subnets=vpc_subnets,
                 security_groups=security_groups,
+                **(service_options or {}),
             )
             assert isinstance(service.service, ecs.Ec2Service)
             service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
@@ -252,6 +258,13 @@ class SlicedNeuronService(Construct):
             )
         self._scaled = True
         return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
+
+
+def _ports(mapping: ecs.PortMapping | dict[str, Any]) -> tuple[int, int | None]:
+    """(container port, host port) of a port mapping given as the struct or as its dict."""
+    if isinstance(mapping, dict):
+        return int(mapping.get("container_port", 0)), mapping.get("host_port")
+    return int(mapping.container_port), int(mapping.host_port) if mapping.host_port is not None else None
 
 
 def _slice_task_role(owner: Construct) -> iam.Role:

@@ -25,6 +25,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
+from typing_extensions import Unpack
 
 from neuron_constructs import compliance, rules
 from neuron_constructs.catalog import NeuronInstanceType
@@ -32,11 +33,11 @@ from neuron_constructs.inputs import CONTAINER_CPU, CONTAINER_MEMORY, TASK_CPU, 
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.log_groups import log_group
+from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.template_checks import secret_like
 
 __all__ = [
-    "CONTAINER_WHOLE_NUMBERS",
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
     "NeuronTaskDefinition",
@@ -45,8 +46,6 @@ __all__ = [
 
 _MANAGED_INSTANCES_NETWORK_MODES = (ecs.NetworkMode.AWS_VPC, ecs.NetworkMode.HOST)
 _TASK_RANGES = {"cpu": TASK_CPU, "memory_mib": TASK_MEMORY}
-CONTAINER_WHOLE_NUMBERS = ("cpu", "memory_limit_mib", "memory_reservation_mib", "gpu_count")
-"""Container options that CloudFormation takes as integers."""
 _CONTAINER_RANGES = {
     "cpu": CONTAINER_CPU,
     "memory_limit_mib": CONTAINER_MEMORY,
@@ -159,20 +158,22 @@ class NeuronTaskDefinition(Construct):
     def _record_intent(self) -> None:
         record_intent(self.task_definition, self._intent())
 
-    @checked(
-        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
-    )
-    def add_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
+    def add_container(
+        self, id: str, *, image: ecs.ContainerImage, **options: Unpack[ContainerOptions]
+    ) -> ecs.ContainerDefinition:
         """Add a container without Neuron devices (a sidecar).
 
-        Takes the keyword options of ``ecs.TaskDefinition.add_container``; ``logging`` defaults
-        to awslogs into :attr:`log_group`. Refused: GPU or inference accelerator requests
-        (NEURON013: Neuron instances have neither), fields Managed Instances reject (NEURON007),
-        containers that together reserve more memory or CPU than the task (NEURON024).
+        Takes the image and the keyword options of ``ecs.TaskDefinition.add_container``
+        (:class:`~neuron_constructs.options.ContainerOptions`); ``logging`` defaults to awslogs into
+        :attr:`log_group`. Refused: GPU or inference accelerator requests (NEURON013: Neuron
+        instances have neither), fields Managed Instances reject (NEURON007), containers that together
+        reserve more memory or CPU than the task (NEURON024) or its instance (NEURON012), no memory
+        anywhere (NEURON025).
         """
-        return self._add(id, options)
+        return self._add(id, image, dict(options))
 
-    def _add(self, id: str, options: dict[str, Any]) -> ecs.ContainerDefinition:
+    def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
         path = f"{self.node.path}/{id}"
         for option in _OTHER_ACCELERATOR_OPTIONS:
             if options.get(option):
@@ -183,7 +184,7 @@ class NeuronTaskDefinition(Construct):
                     raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
         self._reserve(path, options)
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
-        return self.task_definition.add_container(id, **options)
+        return self.task_definition.add_container(id, image=image, **options)
 
     def _reserve(self, path: str, options: Mapping[str, Any]) -> None:
         """NEURON024: the containers added here fit the task's memory and CPU."""
@@ -319,10 +320,10 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
     def _intent(self) -> dict[str, object]:
         return {"allocation": "managed", **super()._intent()}
 
-    @checked(
-        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
-    )
-    def add_neuron_container(self, id: str, **options: Any) -> ecs.ContainerDefinition:
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
+    def add_neuron_container(
+        self, id: str, *, image: ecs.ContainerImage, **options: Unpack[ContainerOptions]
+    ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
         Takes the keyword options of ``ecs.TaskDefinition.add_container``.
@@ -334,7 +335,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             raise rules.ONE_NEURON_CONTAINER.error(
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
             )
-        container = self._add(id, options)
+        container = self._add(id, image, dict(options))
         require_all_neuron_devices(self.task_definition, container)
         self.neuron_containers.append(container)
         self._record_intent()
@@ -471,11 +472,14 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             **super()._intent(),
         }
 
-    @checked(
-        options=ecs.ContainerDefinitionOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES
-    )
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
     def add_neuron_container(
-        self, id: str, *, devices: Iterable[int] | None = None, **options: Any
+        self,
+        id: str,
+        *,
+        image: ecs.ContainerImage,
+        devices: Iterable[int] | None = None,
+        **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
@@ -497,7 +501,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 )
             if index in self._mapped:
                 raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")
-        linux_parameters = _copy_linux_parameters(self, f"{id}LinuxParameters", options.pop("linux_parameters", None))
+        linux_parameters = _copy_linux_parameters(self, f"{id}LinuxParameters", options.get("linux_parameters"))
         linux_parameters.add_devices(
             *[
                 ecs.Device(
@@ -509,7 +513,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ]
         )
         linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
-        container = self._add(id, {**options, "linux_parameters": linux_parameters})
+        container = self._add(id, image, {**options, "linux_parameters": linux_parameters})
         self._mapped.update({i: id for i in chosen})
         self.neuron_containers.append(container)
         self._record_intent()

@@ -252,13 +252,13 @@ def test_unknown_sliced_option_names_the_class(world: World) -> None:
 
 def test_missing_image_names_the_method(world: World) -> None:
     with pytest.raises(
-        TypeError, match=r"^ManualNeuronTaskDefinition.add_container\(\) missing the required option 'image'"
+        TypeError, match=r"^ManualNeuronTaskDefinition.add_container\(\) missing a required argument: 'image'"
     ):
         world.task.add_container(world.id())
 
 
 def test_missing_required_argument_names_the_class(world: World) -> None:
-    with pytest.raises(TypeError, match=r"^ManagedNeuronTaskDefinition: missing a required argument: 'memory_mib'"):
+    with pytest.raises(TypeError, match=r"^ManagedNeuronTaskDefinition\(\) missing a required argument: 'memory_mib'"):
         ManagedNeuronTaskDefinition(world.stack, world.id(), cpu=1024)  # type: ignore[call-arg]
 
 
