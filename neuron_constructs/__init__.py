@@ -1,13 +1,35 @@
 """AWS CDK constructs for AWS Neuron (Inferentia, Trainium) workloads on Amazon ECS.
 
-The catalog, the rules and the error type load without the AWS CDK; the
-constructs load on first use, so tooling that needs only the catalog never
-starts the CDK's JavaScript runtime.
+Constructs
+----------
+NeuronCluster
+    An ECS cluster with Neuron capacity: ``add_managed_instances_capacity`` (returns a
+    ManagedInstancesCapacity), ``add_ec2_capacity`` and ``add_non_neuron_capacity`` (return an
+    AutoScalingCapacity); CapacityReservation for reserved capacity.
+ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition
+    The two ways ECS hands a container Neuron devices: ``NeuronDevice = ALL`` on Managed Instances,
+    or ``/dev/neuronN`` mapped for one instance type.
+NeuronService, SlicedNeuronService
+    A service on the capacity that fits its task definition; several models per instance on
+    contiguous device slices.
+
+Knowledge (no AWS CDK needed)
+-----------------------------
+NeuronInstanceType (the catalog), RULES and Rule (every rule, with its id, AWS sentence and fix),
+NeuronConfigurationError (what a broken rule raises).
+
+Typed options: ContainerOptions, ServiceOptions. The template checks at synth:
+``neuron_constructs.synth_checks.enable_template_checks``; on any template: ``neuron-ecs lint``.
+
+The catalog, the rules and the error type load without the AWS CDK; the constructs load on
+first use, so tooling that needs only the catalog never starts the CDK's JavaScript runtime
+(``dir()`` and ``help()`` still list every name).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from neuron_constructs.catalog import NeuronInstanceType
@@ -15,9 +37,12 @@ from neuron_constructs.errors import NeuronConfigurationError
 from neuron_constructs.rules import RULES, Rule
 
 if TYPE_CHECKING:
+    from neuron_constructs.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
     from neuron_constructs.cluster import NeuronCluster
+    from neuron_constructs.options import ContainerOptions, ServiceOptions
     from neuron_constructs.services import NeuronService
     from neuron_constructs.sliced_service import SlicedNeuronService
+    from neuron_constructs.synth_checks import enable_template_checks
     from neuron_constructs.task_definitions import (
         ManagedNeuronTaskDefinition,
         ManualNeuronTaskDefinition,
@@ -26,6 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RULES",
+    "AutoScalingCapacity",
+    "CapacityReservation",
+    "ContainerOptions",
+    "ManagedInstancesCapacity",
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
     "NeuronCluster",
@@ -34,16 +63,24 @@ __all__ = [
     "NeuronService",
     "NeuronTaskDefinition",
     "Rule",
+    "ServiceOptions",
     "SlicedNeuronService",
+    "enable_template_checks",
 ]
 
 _LAZY = {
-    "NeuronCluster": "neuron_constructs.cluster",
-    "NeuronService": "neuron_constructs.services",
-    "SlicedNeuronService": "neuron_constructs.sliced_service",
+    "AutoScalingCapacity": "neuron_constructs.capacity",
+    "CapacityReservation": "neuron_constructs.capacity",
+    "ContainerOptions": "neuron_constructs.options",
+    "ManagedInstancesCapacity": "neuron_constructs.capacity",
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
+    "NeuronCluster": "neuron_constructs.cluster",
+    "NeuronService": "neuron_constructs.services",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",
+    "ServiceOptions": "neuron_constructs.options",
+    "SlicedNeuronService": "neuron_constructs.sliced_service",
+    "enable_template_checks": "neuron_constructs.synth_checks",
 }
 
 
@@ -54,3 +91,9 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, loaded or not (so ``dir()``, ``help()`` and completion see the constructs)."""
+    modules = {name for name, value in globals().items() if isinstance(value, ModuleType) and not name.startswith("_")}
+    return sorted({*__all__, *modules})

@@ -7,6 +7,8 @@ classes here hold what each capacity created, as public attributes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from aws_cdk import Size, Validations
 from aws_cdk import aws_autoscaling as autoscaling
@@ -18,6 +20,7 @@ from constructs import Construct
 from neuron_constructs import compliance, rules
 from neuron_constructs.ami import NEURON_AMI_IMAGE_ID_PARAMETER
 from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
 
 __all__ = [
     "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
@@ -26,6 +29,7 @@ __all__ = [
     "ECS_AGENT_SETTINGS",
     "NEURON_AMI_PARAMETER",
     "AutoScalingCapacity",
+    "CapacityReservation",
     "ManagedInstancesCapacity",
     "warn_about_public_subnets",
 ]
@@ -38,6 +42,56 @@ DEFAULT_ROOT_VOLUME_GIB = 100
 
 DEFAULT_MANAGED_INSTANCES_ACCELERATORS = rules.MANAGED_INSTANCES_ACCELERATORS
 DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
+
+
+@dataclass(frozen=True)
+class CapacityReservation:
+    """Reserved capacity for a Neuron capacity: where scarce instances come from.
+
+    Build one with a class method:
+
+    * :meth:`on_demand` - an On-Demand Capacity Reservation, by id (Auto Scaling capacity);
+    * :meth:`on_demand_group` - the reservations of a Capacity Reservation resource group (Auto
+      Scaling capacity, and the only kind ECS Managed Instances take);
+    * :meth:`capacity_block` - an EC2 Capacity Block for ML, by id (Auto Scaling capacity of
+      trn1.32xlarge or trn2.48xlarge). EC2 terminates the block's instances 30 minutes before it
+      ends: scale the service and the group to zero before then.
+
+    ``fallback_to_on_demand`` (reservations only): launch On-Demand instances when the reservation
+    is full (``capacity-reservations-first``); default False, so instances launch only into the
+    reservation (``capacity-reservations-only``).
+    """
+
+    kind: Literal["on-demand", "on-demand-group", "capacity-block"]
+    target: str
+    """The reservation id (``cr-...``) or the resource group ARN."""
+    fallback_to_on_demand: bool = False
+
+    @classmethod
+    def on_demand(cls, reservation_id: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
+        """An On-Demand Capacity Reservation by id."""
+        return cls("on-demand", _text("reservation_id", reservation_id), bool(fallback_to_on_demand))
+
+    @classmethod
+    def on_demand_group(cls, group_arn: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
+        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN."""
+        return cls("on-demand-group", _text("group_arn", group_arn), bool(fallback_to_on_demand))
+
+    @classmethod
+    def capacity_block(cls, reservation_id: str) -> CapacityReservation:
+        """An EC2 Capacity Block for ML by its reservation id (blocks cannot be grouped)."""
+        return cls("capacity-block", _text("reservation_id", reservation_id))
+
+    def describe(self) -> str:
+        names = {"on-demand": "On-Demand Capacity Reservation", "on-demand-group": "reservation group"}
+        return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise rules.WRONG_TYPE.error("CapacityReservation", f"{name}={value!r}", expected=f"{name} as a string")
+    return value
+
 
 ECS_AGENT_SETTINGS = {"ECS_AWSVPC_BLOCK_IMDS": "true"}
 """Written to ``/etc/ecs/ecs.config`` on every Auto Scaling instance: awsvpc tasks cannot reach the
@@ -64,10 +118,22 @@ def warn_about_public_subnets(owner: Construct, vpc: ec2.IVpc, subnets: Sequence
 class ManagedInstancesCapacity(Construct):
     """An ECS Managed Instances capacity provider that launches only Neuron instances.
 
-    instanceRequirements: acceleratorManufacturers ``amazon-web-services``,
-    the given acceleratorNames and allowedInstanceTypes; vCPU and memory
-    minimums are the smallest of the catalog types both selectors admit.
-    Managed Instances bring an AMI with the Neuron driver; no AMI is set.
+    instanceRequirements: acceleratorManufacturers ``amazon-web-services``, the given
+    acceleratorNames and allowedInstanceTypes; vCPU and memory minimums are the smallest of the
+    catalog types both selectors admit. Managed Instances bring an AMI with the Neuron driver; no
+    AMI is set. Built by :meth:`NeuronCluster.add_managed_instances_capacity`.
+
+    Attributes
+    ----------
+    capacity_provider: the ``ecs.ManagedInstancesCapacityProvider``.
+    security_group: the instances' security group (the first of ``security_groups``).
+    security_groups: every security group the instances get.
+    role: the instances' IAM role (ECS agent calls), from ``instance_profile``.
+    instance_profile: the instances' ``iam.IInstanceProfile``.
+    infrastructure_role: the role ECS uses to launch and drain the instances.
+    instance_types: the catalog types it may launch.
+    capacity_reservation: the reservation it launches into, if any.
+    services: the ``NeuronService`` s placed on it, in creation order.
     """
 
     def __init__(
@@ -82,19 +148,30 @@ class ManagedInstancesCapacity(Construct):
         capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        capacity_reservation: CapacityReservation | None = None,
     ) -> None:
         path = f"{scope.node.path}/{id}"
         self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
             path, accelerators, instance_types
         )
-        """Catalog types this capacity may launch."""
+        if capacity_reservation is not None:
+            if capacity_reservation.kind != "on-demand-group":
+                raise rules.MANAGED_INSTANCES_RESERVATION.error(
+                    path,
+                    f"capacity_reservation is the {capacity_reservation.describe()}",
+                    reservation=capacity_reservation.describe(),
+                )
+            if capacity_option_type == ecs.CapacityOptionType.SPOT:
+                raise rules.SPOT_WITH_RESERVATION.error(
+                    path, f"capacity_option_type=SPOT with the {capacity_reservation.describe()}"
+                )
         super().__init__(scope, id)
         self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
+        self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
-        """The ``NeuronService`` s placed on this capacity, in creation order."""
         warn_about_public_subnets(self, cluster.vpc, subnets)
         if security_groups:
-            self.security_groups = list(security_groups)
+            self.security_groups: list[ec2.ISecurityGroup] = list(security_groups)
         else:
             group = ec2.SecurityGroup(
                 self,
@@ -104,6 +181,7 @@ class ManagedInstancesCapacity(Construct):
                 allow_all_outbound=True,
             )
             self.security_groups = [group]
+        self.security_group: ec2.ISecurityGroup = self.security_groups[0]
         smallest_vcpus = min(t.vcpus for t in self.instance_types)
         smallest_memory = min(t.memory_gib for t in self.instance_types)
         self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
@@ -123,6 +201,17 @@ class ManagedInstancesCapacity(Construct):
                 allowed_instance_types=list(self.allowed_instance_type_patterns),
             ),
         )
+        self.infrastructure_role: iam.IRole = self.capacity_provider.infrastructure_role
+        self.instance_profile: iam.IInstanceProfile = self.capacity_provider.ec2_instance_profile
+        role = self.instance_profile.role
+        assert role is not None  # aws-cdk-lib's default profile always has its role
+        self.role: iam.IRole = role
+        if capacity_reservation is not None:
+            reserve_managed_instances_capacity(
+                self.capacity_provider,
+                group_arn=capacity_reservation.target,
+                fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
+            )
         cluster.add_managed_instances_capacity_provider(self.capacity_provider)
         compliance.acknowledge_managed_instances_capacity(self.capacity_provider)
 
@@ -133,13 +222,33 @@ class AutoScalingCapacity(Construct):
     Built from an EC2 launch template (never a LaunchConfiguration): IMDSv2 required with a hop
     limit of 1 (AL2023 AMIs default to 2, which lets bridge-mode containers reach the instance
     role), ``ECS_AWSVPC_BLOCK_IMDS`` for awsvpc tasks, detailed monitoring, an encrypted gp3 root
-    volume, ECS managed scaling, draining and termination protection.
+    volume, ECS managed scaling, draining and termination protection. Built by
+    :meth:`NeuronCluster.add_ec2_capacity` and :meth:`NeuronCluster.add_non_neuron_capacity`.
 
     The instance role holds exactly what the ECS agent needs - register and deregister with this
     cluster, report task state to it, poll it - and nothing on CloudWatch Logs or ECR: tasks log and
     pull images with their execution role. aws-cdk-lib would add its own agent policy (with
     ``logs:*`` and ``ecr:GetAuthorizationToken`` on ``*``) through the Auto Scaling group; the group
     therefore sees the role as immutable. Grant the instances more through :attr:`role`.
+
+    Spot (``spot=True``): the launch template requests Spot Instances, the group rebalances capacity
+    ahead of interruptions, and the ECS agent drains an instance on its interruption notice
+    (``ECS_ENABLE_SPOT_INSTANCE_DRAINING``). A :class:`CapacityReservation` launches the group into an
+    On-Demand Capacity Reservation (set on the group) or a Capacity Block (set on the launch template).
+
+    Attributes
+    ----------
+    capacity_provider: the ``ecs.AsgCapacityProvider``.
+    auto_scaling_group: the ``autoscaling.AutoScalingGroup``.
+    launch_template: the ``ec2.LaunchTemplate``.
+    security_group: the instances' security group (outbound only).
+    role: the instances' IAM role.
+    instance_type: the ``ec2.InstanceType``; ``neuron_instance_type`` its catalog entry (``None`` for
+        non-Neuron capacity).
+    min_capacity, max_capacity: the group's bounds, in instances.
+    spot, capacity_reservation: how the instances are bought.
+    services: the ``NeuronService`` s placed on it, in creation order.
+    sliced_by: the ``SlicedNeuronService`` that owns its devices, if any.
     """
 
     def __init__(
@@ -155,23 +264,33 @@ class AutoScalingCapacity(Construct):
         max_capacity: int,
         root_volume_gib: int,
         neuron: NeuronInstanceType | None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
     ) -> None:
+        path = f"{scope.node.path}/{id}"
+        rules.check_capacity_size(path, min_capacity, max_capacity)
+        if spot and capacity_reservation is not None:
+            raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
+        block = capacity_reservation is not None and capacity_reservation.kind == "capacity-block"
+        if block and (neuron is None or not neuron.offers_capacity_blocks):
+            raise rules.CAPACITY_BLOCK_TYPE.error(
+                path,
+                f"a Capacity Block of {instance_type}, which Capacity Blocks do not offer",
+                instance_type=instance_type,
+            )
         super().__init__(scope, id)
-        rules.check_capacity_size(self.node.path, min_capacity, max_capacity)
         if neuron is not None and root_volume_gib < DEFAULT_ROOT_VOLUME_GIB:
             Validations.of(self).add_warning(
                 rules.SMALL_ROOT_VOLUME.warning_id,
                 rules.SMALL_ROOT_VOLUME.message(self.node.path, f"root_volume_gib={root_volume_gib}"),
             )
         self.neuron_instance_type = neuron
-        """Catalog entry of the instance type, ``None`` for non-Neuron capacity."""
         self.min_capacity = min_capacity
         self.max_capacity = max_capacity
-        """Bounds of the Auto Scaling group, in instances."""
+        self.spot = spot
+        self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
-        """The ``NeuronService`` s placed on this capacity, in creation order."""
         self.sliced_by: Construct | None = None
-        """The ``SlicedNeuronService`` that owns this capacity's devices, if any."""
         self.instance_type = ec2.InstanceType(instance_type)
         warn_about_public_subnets(self, cluster.vpc, subnets)
         self.security_group = ec2.SecurityGroup(
@@ -188,8 +307,9 @@ class AutoScalingCapacity(Construct):
             description=f"ECS container instances ({instance_type}) of {cluster.node.path}",
         )
         _grant_ecs_agent(self.role, cluster)
+        settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
         user_data = ec2.UserData.for_linux()
-        user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in ECS_AGENT_SETTINGS.items()))
+        user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
@@ -201,6 +321,7 @@ class AutoScalingCapacity(Construct):
             require_imdsv2=True,
             http_put_response_hop_limit=1,
             detailed_monitoring=True,
+            spot_options=ec2.LaunchTemplateSpotOptions() if spot else None,
             block_devices=[
                 ec2.BlockDevice(
                     device_name="/dev/xvda",
@@ -221,7 +342,16 @@ class AutoScalingCapacity(Construct):
             launch_template=self.launch_template,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
+            capacity_rebalance=True if spot else None,
         )
+        if capacity_reservation is not None:
+            reserve_auto_scaling_capacity(
+                self.auto_scaling_group,
+                self.launch_template,
+                kind=capacity_reservation.kind,
+                target=capacity_reservation.target,
+                fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
+            )
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,
             "Provider",

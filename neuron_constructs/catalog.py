@@ -12,6 +12,8 @@ Sources
   trn1.2xlarge none).
 * NeuronCores and accelerator memory per chip: the Neuron architecture pages
   (inf1-arch, inf2-arch, trn1-arch, trn2-arch).
+* Capacity Blocks for ML: the EC2 guide "Capacity Blocks for ML" lists trn1.32xlarge and
+  trn2.48xlarge (trn2 in us-east-2) among the instance types Capacity Blocks offer; no Inferentia type.
 * Device topology: the Neuron scheduler extension (aws-neuron-sdk,
   ``deploy/infrastructure/scheduler.rst``): inf1/inf2 chips form a ring and a
   container gets contiguous devices; trn1/trn1n 32xlarge chips form a 2D torus
@@ -64,6 +66,7 @@ _PER_CHIP: dict[Accelerator, tuple[int, int]] = {
 }
 
 _TORUS_DEVICE_COUNTS = (1, 4, 8, 16)
+_CAPACITY_BLOCK_TYPES = frozenset({"trn1.32xlarge", "trn2.48xlarge"})
 
 SCHEDULABLE_MEMORY_FRACTION = 0.9
 """Share of nominal memory this library plans tasks into. ECS registers less than the nominal
@@ -113,6 +116,11 @@ class NeuronInstanceType:
     def supports_managed_instances(self) -> bool:
         """False for inf1: Amazon ECS runs Inf1 only on the EC2 launch type."""
         return self.accelerator != "inferentia"
+
+    @property
+    def offers_capacity_blocks(self) -> bool:
+        """Whether EC2 Capacity Blocks for ML offer this type (trn1.32xlarge, trn2.48xlarge)."""
+        return self.name in _CAPACITY_BLOCK_TYPES
 
     @property
     def cpu_units(self) -> int:

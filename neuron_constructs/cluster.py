@@ -18,6 +18,7 @@ from neuron_constructs.capacity import (
     DEFAULT_MANAGED_INSTANCES_TYPES,
     DEFAULT_ROOT_VOLUME_GIB,
     AutoScalingCapacity,
+    CapacityReservation,
     ManagedInstancesCapacity,
 )
 from neuron_constructs.catalog import NeuronInstanceType, closest_instance_types, ec2_instance_types
@@ -112,9 +113,12 @@ class NeuronCluster(Construct):
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
 
-    def select_capacity_subnets(self, path: str | None = None) -> list[ec2.ISubnet]:
-        """The subnets :attr:`capacity_subnets` selects in :attr:`vpc` (NEURON033 when it selects none)."""
-        selection = self.capacity_subnets
+    def select_capacity_subnets(
+        self, path: str | None = None, selection: ec2.SubnetSelection | None = None
+    ) -> list[ec2.ISubnet]:
+        """The subnets ``selection`` (default :attr:`capacity_subnets`) selects in :attr:`vpc`; NEURON033 for none."""
+        option = "vpc_subnets" if selection is not None else "capacity_subnets"
+        selection = selection or self.capacity_subnets
         fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
         try:
             subnets = list(self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields}).subnets)
@@ -136,7 +140,7 @@ class NeuronCluster(Construct):
             )
             raise rules.NO_SUBNETS.error(
                 path or self.node.path,
-                f"capacity_subnets selects nothing in {self.vpc.node.path}: {reason}",
+                f"{option} selects nothing in {self.vpc.node.path}: {reason}",
                 available=", ".join(available) or "none",
             )
         return subnets
@@ -189,10 +193,12 @@ class NeuronCluster(Construct):
         accelerators: Sequence[str] | None = None,
         instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
         capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        capacity_reservation: CapacityReservation | None = None,
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-    ) -> ecs.ManagedInstancesCapacityProvider:
-        """Add ECS Managed Instances capacity that launches only Neuron instances.
+        vpc_subnets: ec2.SubnetSelection | None = None,
+    ) -> ManagedInstancesCapacity:
+        """Add ECS Managed Instances capacity that launches only Neuron instances; returns it.
 
         Parameters
         ----------
@@ -201,22 +207,27 @@ class NeuronCluster(Construct):
         instance_types: allowedInstanceTypes patterns or catalog entries; default ``("inf*", "trn*")``.
             A pattern that selects only Inf1, or no catalog type, or is not lowercase, is refused (NEURON003).
         capacity_option_type: on-demand (default) or spot.
+        capacity_reservation: launch into the On-Demand Capacity Reservations of a resource group
+            (``CapacityReservation.on_demand_group``; capacity option RESERVED); a reservation id or a
+            Capacity Block is refused (NEURON039), and so is spot with a reservation (NEURON037).
         task_volume_gib: task storage per instance, at least 1 GiB; default 100 GiB for Neuron images.
         security_groups: default a new group with no inbound rules.
+        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
         """
         capacity = ManagedInstancesCapacity(
             self,
             id,
             cluster=self.cluster,
-            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
+            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}", vpc_subnets),
             accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
             instance_types=instance_types,
             capacity_option_type=capacity_option_type,
+            capacity_reservation=capacity_reservation,
             task_volume_gib=task_volume_gib,
             security_groups=security_groups,
         )
         self.managed_instances_capacities.append(capacity)
-        return capacity.capacity_provider
+        return capacity
 
     @checked(ranges=_CAPACITY_RANGES)
     def add_ec2_capacity(
@@ -228,8 +239,11 @@ class NeuronCluster(Construct):
         max_capacity: int = DEFAULT_MAX_CAPACITY,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         machine_image: ec2.IMachineImage | None = None,
-    ) -> ecs.AsgCapacityProvider:
-        """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI.
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> AutoScalingCapacity:
+        """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
 
         Parameters
         ----------
@@ -238,17 +252,22 @@ class NeuronCluster(Construct):
         min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it), with
             0 <= min <= max and max >= 1 (NEURON004).
         root_volume_gib: encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
-        machine_image: pin an AMI instead of resolving
+        machine_image: an AMI instead of resolving
             ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
-            at deploy time (gives a warning: the pin must carry the Neuron driver and be kept current).
+            at deploy time: warns unless it resolves that same parameter (NEURON105); the standard ECS AMI
+            is refused (NEURON030).
+        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
+        spot: Spot Instances, with capacity rebalancing and ECS Spot draining; default False.
+        capacity_reservation: an On-Demand Capacity Reservation (``CapacityReservation.on_demand``,
+            ``.on_demand_group``) or an EC2 Capacity Block for ML (``.capacity_block``; trn1.32xlarge and
+            trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
         """
-        neuron = rules.instance_type_at(f"{self.node.path}/{id}", instance_type)
+        path = f"{self.node.path}/{id}"
+        neuron = rules.instance_type_at(path, instance_type)
         parameter = getattr(machine_image, "parameter_name", None)
         if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
             raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
-                f"{self.node.path}/{id}",
-                f"machine_image resolves {parameter}, the standard ECS AMI",
-                instance_type=neuron.name,
+                path, f"machine_image resolves {parameter}, the standard ECS AMI", instance_type=neuron.name
             )
         capacity = AutoScalingCapacity(
             self,
@@ -256,16 +275,18 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=neuron.name,
             machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
-            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
+            subnets=self.select_capacity_subnets(path, vpc_subnets),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
             neuron=neuron,
+            spot=spot,
+            capacity_reservation=capacity_reservation,
         )
         if machine_image is not None:
             _check_machine_image(capacity, neuron, machine_image)
         self.auto_scaling_capacities.append(capacity)
-        return capacity.capacity_provider
+        return capacity
 
     @checked(ranges=_CAPACITY_RANGES)
     def add_non_neuron_capacity(
@@ -276,13 +297,16 @@ class NeuronCluster(Construct):
         min_capacity: int = 0,
         max_capacity: int = DEFAULT_MAX_CAPACITY,
         root_volume_gib: int = 30,
-    ) -> ecs.AsgCapacityProvider:
-        """Add an Auto Scaling group of a non-Neuron type on the standard ECS AL2023 AMI.
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> AutoScalingCapacity:
+        """Add an Auto Scaling group of a non-Neuron type on the standard ECS AL2023 AMI; returns it.
 
-        For the CPU-only parts of an ML system (gateways, pre-processing) in the
-        same cluster; same launch-template hardening as :meth:`add_ec2_capacity`.
-        A Neuron type is refused (the standard AMI has no Neuron driver, NEURON030), and so is
-        a type the EC2 API does not list (NEURON031). Root volume default 30 GiB.
+        For the CPU-only parts of an ML system (gateways, pre-processing) in the same cluster; same
+        launch-template hardening and choices as :meth:`add_ec2_capacity`. A Neuron type is refused
+        (the standard AMI has no Neuron driver, NEURON030), and so is a type the EC2 API does not list
+        (NEURON031). Root volume default 30 GiB.
         """
         path = f"{self.node.path}/{id}"
         if isinstance(instance_type, NeuronInstanceType):
@@ -305,11 +329,13 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=instance_type,
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
-            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}"),
+            subnets=self.select_capacity_subnets(path, vpc_subnets),
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
             neuron=None,
+            spot=spot,
+            capacity_reservation=capacity_reservation,
         )
         self.auto_scaling_capacities.append(capacity)
-        return capacity.capacity_provider
+        return capacity

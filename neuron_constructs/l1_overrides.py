@@ -9,6 +9,11 @@
 * aws-cdk-lib's custom resource provider that strips a VPC's default security group gives its
   Lambda function a ``DependsOn`` on its role that the ``Fn::GetAtt`` of the role already implies
   (cfn-lint W3005); the redundant ``DependsOn`` is removed here.
+* aws-cdk-lib's ``LaunchTemplate``, ``AutoScalingGroup`` and ``ManagedInstancesCapacityProvider``
+  have no property for reserved capacity: an On-Demand Capacity Reservation is set on the Auto
+  Scaling group (``CapacityReservationSpecification``), a Capacity Block on the launch template
+  (``InstanceMarketOptions.MarketType: capacity-block`` and its reservation), a reservation group on
+  a Managed Instances provider (``CapacityOptionType: RESERVED`` and ``CapacityReservations``).
 * What a Neuron task definition declares (managed or manual allocation, its Neuron containers,
   the instance type and devices of a manual one) is recorded in the resource's ``Metadata``
   under :data:`~neuron_constructs.cfn_template.INTENT_METADATA_KEY`, so the template checks
@@ -32,6 +37,8 @@ __all__ = [
     "drop_redundant_handler_dependency",
     "record_intent",
     "require_all_neuron_devices",
+    "reserve_auto_scaling_capacity",
+    "reserve_managed_instances_capacity",
 ]
 
 NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
@@ -80,3 +87,51 @@ def drop_redundant_handler_dependency(provider: IConstruct) -> None:
     handler = provider.node.try_find_child("Handler")
     if isinstance(handler, CfnResource):
         handler.add_deletion_override("DependsOn")
+
+
+def reserve_auto_scaling_capacity(
+    group: IConstruct,
+    launch_template: IConstruct,
+    *,
+    kind: str,
+    target: str,
+    fallback_to_on_demand: bool,
+) -> None:
+    """Launch the group into a Capacity Block (``kind`` capacity-block, on the launch template) or an
+    On-Demand Capacity Reservation or reservation group (``on-demand``/``on-demand-group``, on the group)."""
+    if kind == "capacity-block":
+        template = launch_template.node.default_child
+        assert isinstance(template, CfnResource)
+        template.add_property_override("LaunchTemplateData.InstanceMarketOptions", {"MarketType": "capacity-block"})
+        template.add_property_override(
+            "LaunchTemplateData.CapacityReservationSpecification",
+            {"CapacityReservationTarget": {"CapacityReservationId": target}},
+        )
+        return
+    resource = group.node.default_child
+    assert isinstance(resource, CfnResource)
+    key = "CapacityReservationIds" if kind == "on-demand" else "CapacityReservationResourceGroupArns"
+    resource.add_property_override(
+        "CapacityReservationSpecification",
+        {
+            "CapacityReservationPreference": (
+                "capacity-reservations-first" if fallback_to_on_demand else "capacity-reservations-only"
+            ),
+            "CapacityReservationTarget": {key: [target]},
+        },
+    )
+
+
+def reserve_managed_instances_capacity(provider: IConstruct, *, group_arn: str, fallback_to_on_demand: bool) -> None:
+    """Launch Managed Instances into the Capacity Reservations of a resource group (capacity option RESERVED)."""
+    resource = provider.node.default_child
+    assert isinstance(resource, CfnResource)
+    base = "ManagedInstancesProvider.InstanceLaunchTemplate"
+    resource.add_property_override(f"{base}.CapacityOptionType", "RESERVED")
+    resource.add_property_override(
+        f"{base}.CapacityReservations",
+        {
+            "ReservationGroupArn": group_arn,
+            "ReservationPreference": "RESERVATIONS_FIRST" if fallback_to_on_demand else "RESERVATIONS_ONLY",
+        },
+    )

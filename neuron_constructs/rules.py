@@ -390,6 +390,33 @@ UNDECLARED_DEVICE = Rule(
     ECS_NEURON_PAGE,
     checked="both",
 )
+SPOT_WITH_RESERVATION = Rule(
+    "NEURON037",
+    "Spot capacity with reserved capacity",
+    "an instance launches in one market: Spot, a Capacity Block (market type capacity-block), or On-Demand, which "
+    "On-Demand Capacity Reservations hold",
+    "drop spot=True to use the reservation, or drop capacity_reservation= to run on Spot",
+    "EC2 API reference: InstanceMarketOptionsRequest MarketType, CapacityReservationSpecification",
+)
+CAPACITY_BLOCK_TYPE = Rule(
+    "NEURON038",
+    "Capacity Block for a type Capacity Blocks do not offer",
+    "EC2 Capacity Blocks for ML offer trn1.32xlarge and trn2.48xlarge among the Neuron types (and P GPU types); "
+    "an Auto Scaling group targets one block, with one instance type and no mixed instances policy",
+    "use an On-Demand Capacity Reservation for {instance_type}, or a Capacity Block of trn1.32xlarge or trn2.48xlarge",
+    "EC2 guide: Capacity Blocks for ML; EC2 Auto Scaling guide: Use Capacity Blocks for machine learning workloads",
+)
+MANAGED_INSTANCES_RESERVATION = Rule(
+    "NEURON039",
+    "Reservation Managed Instances cannot target",
+    "ECS Managed Instances launch into reservations through a Capacity Reservation resource group "
+    "(CapacityReservations.ReservationGroupArn with capacity option type RESERVED); a single reservation id, or a "
+    "Capacity Block (which cannot be put in a resource group), is not accepted",
+    "pass CapacityReservation.on_demand_group(<resource group ARN>), or use Auto Scaling capacity "
+    "(add_ec2_capacity) for {reservation}",
+    "ECS API reference: InstanceLaunchTemplate capacityOptionType, CapacityReservationRequest; EC2 guide: "
+    "Capacity Blocks for ML",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -533,6 +560,9 @@ RULES: tuple[Rule, ...] = (
     NETWORK_OPTION_IGNORED,
     SECOND_SCALING_TARGET,
     UNDECLARED_DEVICE,
+    SPOT_WITH_RESERVATION,
+    CAPACITY_BLOCK_TYPE,
+    MANAGED_INSTANCES_RESERVATION,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -82,7 +82,7 @@ def test_manual_task_on_managed_instances_needs_a_capacity_of_only_its_type() ->
     task.add_neuron_container("model", image=IMAGE)
     service = NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
     assert isinstance(service.service, ecs.FargateService)
-    assert service.capacity.capacity_provider is exact
+    assert service.capacity is exact
     (props,) = [t["Properties"] for t in resources(template_of(stack), "AWS::ECS::TaskDefinition").values()]
     assert props["NetworkMode"] == "awsvpc"
     assert props["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]
@@ -128,7 +128,7 @@ def test_service_picks_the_capacity_of_the_tasks_instance_type() -> None:
     task.add_neuron_container("model", image=IMAGE)
     service = NeuronService(stack, "Svc", cluster=cluster, task_definition=task)
     assert isinstance(service.service, ecs.Ec2Service)
-    assert service.capacity.capacity_provider is trn1
+    assert service.capacity is trn1
 
 
 def test_capacity_from_another_cluster_is_refused() -> None:

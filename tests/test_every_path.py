@@ -177,7 +177,7 @@ def break_sliced_trn1(app: App) -> Stack:
         "ManagedOnEc2",
         cluster=stack.neuron.cluster,
         task_definition=plain,
-        capacity_provider_strategies=_strategy(other),
+        capacity_provider_strategies=_strategy(other.capacity_provider),
         min_healthy_percent=100,
     )
     # escape hatch: slice 0 asks for more tasks than the group has instances

@@ -324,6 +324,33 @@ def _device_outside_the_task(s: Stack) -> None:
     task.add_neuron_container("model", image=IMAGE, devices=[5])
 
 
+def _spot_with_a_reservation(s: Stack) -> None:
+    from neuron_constructs import CapacityReservation
+
+    NeuronCluster(s, "C").add_ec2_capacity(
+        "Trn1",
+        instance_type="trn1.32xlarge",
+        spot=True,
+        capacity_reservation=CapacityReservation.capacity_block("cr-0123456789abcdef0"),
+    )
+
+
+def _capacity_block_of_inf2(s: Stack) -> None:
+    from neuron_constructs import CapacityReservation
+
+    NeuronCluster(s, "C").add_ec2_capacity(
+        "Inf2", instance_type="inf2.48xlarge", capacity_reservation=CapacityReservation.capacity_block("cr-0abc")
+    )
+
+
+def _reservation_id_on_managed_instances(s: Stack) -> None:
+    from neuron_constructs import CapacityReservation
+
+    NeuronCluster(s, "C").add_managed_instances_capacity(
+        "Mi", capacity_reservation=CapacityReservation.on_demand("cr-0123456789abcdef0")
+    )
+
+
 def _parameter_for_max_capacity(s: Stack) -> None:
     from aws_cdk import CfnParameter
 
@@ -469,6 +496,22 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.UNDECLARED_DEVICE,
         _device_outside_the_task,
         r"Test/T/model: device 5 is not among the devices \[0, 1\] of Test/T.*map only /dev/neuron0..1",
+    ),
+    (
+        r.SPOT_WITH_RESERVATION,
+        _spot_with_a_reservation,
+        r"Test/C/Trn1: spot=True with the Capacity Block cr-0123456789abcdef0",
+    ),
+    (
+        r.CAPACITY_BLOCK_TYPE,
+        _capacity_block_of_inf2,
+        r"Test/C/Inf2: a Capacity Block of inf2.48xlarge, which Capacity Blocks do not offer",
+    ),
+    (
+        r.MANAGED_INSTANCES_RESERVATION,
+        _reservation_id_on_managed_instances,
+        r"Test/C/Mi: capacity_reservation is the On-Demand Capacity Reservation cr-0123456789abcdef0.*"
+        r"pass CapacityReservation.on_demand_group",
     ),
     (
         r.TOKEN_NOT_LITERAL,

@@ -79,7 +79,7 @@ def test_nested_stacks_are_checked() -> None:
     nested = NestedStack(stack, "Services")
     cluster = NeuronCluster(stack, "C")
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
-    _plain_copies(nested, cluster.cluster, capacity.capacity_provider_name)
+    _plain_copies(nested, cluster.cluster, capacity.capacity_provider.capacity_provider_name)
     report = _report(app)
     assert "Rule NeuronConstructs::NEURON022" in report
     assert re.search(r"FATAL Parent/Services/Copies: its tasks map /dev/neuron0", report), report

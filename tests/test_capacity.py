@@ -1,0 +1,150 @@
+"""Capacity a team chooses: the objects ``add_*_capacity`` return, subnets, Spot, On-Demand Capacity
+Reservations, Capacity Blocks for ML and reserved Managed Instances, read from the synthesized template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Template
+
+from neuron_constructs import (
+    AutoScalingCapacity,
+    CapacityReservation,
+    ManagedInstancesCapacity,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronService,
+    SlicedNeuronService,
+)
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+BLOCK = "cr-0123456789abcdef0"
+GROUP = "arn:aws:resource-groups:us-east-1:111122223333:group/neuron-reservations"
+
+
+def _only(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    (resource,) = [r for r in template["Resources"].values() if r["Type"] == kind]
+    return resource["Properties"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def choices() -> dict[str, Any]:
+    """One stack per choice, synthesized together; the returned capacity objects by name."""
+    app = App(analytics_reporting=False)
+    made: dict[str, Any] = {"app": app}
+    for name, options in {
+        "Spot": {"instance_type": "inf2.xlarge", "spot": True},
+        "Block": {"instance_type": "trn1.32xlarge", "capacity_reservation": CapacityReservation.capacity_block(BLOCK)},
+        "Odcr": {"instance_type": "inf2.48xlarge", "capacity_reservation": CapacityReservation.on_demand(BLOCK)},
+        "Group": {
+            "instance_type": "inf2.48xlarge",
+            "capacity_reservation": CapacityReservation.on_demand_group(GROUP, fallback_to_on_demand=True),
+        },
+        "Public": {
+            "instance_type": "inf2.xlarge",
+            "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC),
+        },
+    }.items():
+        stack = Stack(app, name)
+        made[name] = NeuronCluster(stack, "C").add_ec2_capacity("Neuron", **options)
+    stack = Stack(app, "Reserved")
+    made["Reserved"] = NeuronCluster(stack, "C").add_managed_instances_capacity(
+        "Mi", capacity_reservation=CapacityReservation.on_demand_group(GROUP)
+    )
+    assembly = app.synth()
+    made["templates"] = {s.stack_name: s.template for s in assembly.stacks}
+    return made
+
+
+def test_add_ec2_capacity_returns_the_capacity_with_its_parts(choices: dict[str, Any]) -> None:
+    capacity = choices["Spot"]
+    assert isinstance(capacity, AutoScalingCapacity)
+    assert isinstance(capacity.capacity_provider, ecs.AsgCapacityProvider)
+    assert isinstance(capacity.launch_template, ec2.LaunchTemplate)
+    assert isinstance(capacity.security_group, ec2.SecurityGroup)
+    assert isinstance(capacity.role, iam.Role)
+    assert capacity.instance_type.to_string() == "inf2.xlarge"
+    assert capacity.neuron_instance_type is not None and capacity.neuron_instance_type.chips == 1
+    assert capacity.auto_scaling_group.node.path == "Spot/C/Neuron/Group"
+
+
+def test_add_managed_instances_capacity_returns_the_capacity_with_its_parts(choices: dict[str, Any]) -> None:
+    capacity = choices["Reserved"]
+    assert isinstance(capacity, ManagedInstancesCapacity)
+    assert isinstance(capacity.capacity_provider, ecs.ManagedInstancesCapacityProvider)
+    assert capacity.security_group is capacity.security_groups[0]
+    assert capacity.infrastructure_role.node.path == "Reserved/C/Mi/Provider/ProviderRole"
+    assert capacity.role.node.path == "Reserved/C/Mi/Provider/InstanceRole"
+    assert capacity.instance_profile.node.path == "Reserved/C/Mi/Provider/InstanceProfile"
+
+
+def test_spot_requests_spot_rebalances_and_drains(choices: dict[str, Any]) -> None:
+    template = choices["templates"]["Spot"]
+    data = _only(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"]["MarketType"] == "spot"
+    assert "ECS_ENABLE_SPOT_INSTANCE_DRAINING=true" in str(data["UserData"])
+    assert _only(template, "AWS::AutoScaling::AutoScalingGroup")["CapacityRebalance"] is True
+
+
+def test_a_capacity_block_is_the_launch_templates_market_and_reservation(choices: dict[str, Any]) -> None:
+    data = _only(choices["templates"]["Block"], "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"] == {"CapacityReservationTarget": {"CapacityReservationId": BLOCK}}
+    group = _only(choices["templates"]["Block"], "AWS::AutoScaling::AutoScalingGroup")
+    assert "MixedInstancesPolicy" not in group  # Capacity Blocks take no mixed instances group
+
+
+def test_on_demand_reservations_are_on_the_group(choices: dict[str, Any]) -> None:
+    odcr = _only(choices["templates"]["Odcr"], "AWS::AutoScaling::AutoScalingGroup")
+    assert odcr["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationIds": [BLOCK]},
+    }
+    group = _only(choices["templates"]["Group"], "AWS::AutoScaling::AutoScalingGroup")
+    assert group["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-first",
+        "CapacityReservationTarget": {"CapacityReservationResourceGroupArns": [GROUP]},
+    }
+
+
+def test_reserved_managed_instances(choices: dict[str, Any]) -> None:
+    provider = _only(choices["templates"]["Reserved"], "AWS::ECS::CapacityProvider")
+    launch = provider["ManagedInstancesProvider"]["InstanceLaunchTemplate"]
+    assert launch["CapacityOptionType"] == "RESERVED"
+    assert launch["CapacityReservations"] == {
+        "ReservationGroupArn": GROUP,
+        "ReservationPreference": "RESERVATIONS_ONLY",
+    }
+
+
+def test_vpc_subnets_choose_where_one_capacity_launches(choices: dict[str, Any]) -> None:
+    template = choices["templates"]["Public"]
+    subnets = _only(template, "AWS::AutoScaling::AutoScalingGroup")["VPCZoneIdentifier"]
+    public = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::EC2::Subnet" and "Public" in k]
+    assert sorted(s["Ref"] for s in subnets) == sorted(public)
+
+
+def test_the_returned_capacity_is_what_capacity_takes() -> None:
+    stack = Stack(App(analytics_reporting=False), "S")
+    cluster = NeuronCluster(stack, "C")
+    first = cluster.add_ec2_capacity("A", instance_type="inf2.48xlarge")
+    second = cluster.add_ec2_capacity("B", instance_type="inf2.48xlarge")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=1024)
+    task.add_neuron_container("model", image=IMAGE)
+    assert NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=second).capacity is second
+    sliced = SlicedNeuronService(
+        stack, "Sliced", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=6, image=IMAGE, capacity=first
+    )
+    assert sliced.capacity is first
+    template = Template.from_stack(stack).to_json()
+    strategies = [
+        r["Properties"]["CapacityProviderStrategy"][0]["CapacityProvider"]["Ref"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::ECS::Service"
+    ]
+    assert len(set(strategies)) == 2
