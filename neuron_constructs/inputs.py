@@ -86,9 +86,15 @@ def is_token(value: object) -> bool:
 
 
 def _implements(value: object, interface: type) -> bool:
+    """A jsii interface is implemented by a class that declares it, or by an object jsii hands back for one
+    (``Vpc.from_lookup``, ``Role.from_role_arn``: a proxy of the interface, alone or among several)."""
     delegates = getattr(value, "_delegates", None)
     candidates = delegates if isinstance(delegates, list) else [value]
+    proxy_class = getattr(interface, "__jsii_proxy_class__", None)
+    proxy = proxy_class() if callable(proxy_class) else None
     for candidate in candidates:
+        if isinstance(proxy, type) and isinstance(candidate, proxy):
+            return True
         for klass in type(candidate).__mro__:
             if klass is interface:
                 return True

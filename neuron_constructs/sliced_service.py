@@ -55,7 +55,7 @@ from neuron_constructs.capacity import AutoScalingCapacity
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.inputs import COUNT, Range, checked, is_token
-from neuron_constructs.log_groups import log_group
+from neuron_constructs.log_groups import log_group as new_log_group
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.services import NeuronService, capacity_for
 from neuron_constructs.synth_checks import enable_template_checks
@@ -86,8 +86,8 @@ class SlicedNeuronService(Construct):
     container_name (in ``container_options``): the container's name in every slice; default ``model``.
     task_role, execution_role: shared by every slice; default one new role each (the task role
         assumable only for this account's tasks).
-    log_retention: the shared log group's retention; default one month.
-    log_encryption_key: customer managed KMS key for the shared log group; default none.
+    log_group: an existing log group every slice logs to; default a new one kept ``log_retention``
+        (one month), encrypted with ``log_encryption_key`` if given.
     vpc_subnets, security_groups: for ``AWS_VPC``.
     service_options: passed to every slice's ECS service (:class:`~neuron_constructs.options.ServiceOptions`).
     **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
@@ -129,6 +129,7 @@ class SlicedNeuronService(Construct):
         min_healthy_percent: int | None = None,
         task_role: iam.IRole | None = None,
         execution_role: iam.IRole | None = None,
+        log_group: logs.ILogGroup | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_encryption_key: kms.IKey | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
@@ -164,7 +165,9 @@ class SlicedNeuronService(Construct):
                     path, f"{self.slices} awsvpc tasks per {instance.name} without eni_trunking"
                 ),
             )
-        self.log_group = log_group(self, "Logs", retention=log_retention, encryption_key=log_encryption_key)
+        self.log_group: logs.ILogGroup = log_group or new_log_group(
+            self, "Logs", retention=log_retention, encryption_key=log_encryption_key
+        )
         self.task_role = task_role or _slice_task_role(self)
         self.execution_role = execution_role or iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)

@@ -241,8 +241,10 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
     network_mode: ``awsvpc`` (default) or ``host`` (warns, NEURON107); Managed Instances take no other.
     ipc_mode, inference_accelerators: refused (Managed Instances reject them);
         present so the refusal names the rule instead of a ``TypeError``.
-    log_retention: container logs retention; default one month.
-    log_encryption_key: customer managed KMS key for the container log group; default none.
+    task_role, execution_role: default one new role each (the task role trusts ECS for this
+        account's tasks only; the execution role is aws-cdk-lib's, given pull and log rights as used).
+    log_group: an existing log group for the containers; default a new one
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
     """
 
     @checked(ranges=_TASK_RANGES, names=("family",))
@@ -260,6 +262,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         volumes: Sequence[ecs.Volume] | None = None,
         ipc_mode: ecs.IpcMode | None = None,
         inference_accelerators: Sequence[ecs.InferenceAccelerator] | None = None,
+        log_group: logs.ILogGroup | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
@@ -293,6 +296,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             volumes=volumes,
             placement_constraints=None,
             log_retention=log_retention,
+            log_group=log_group,
             log_encryption_key=log_encryption_key,
         )
 

@@ -290,3 +290,64 @@ def test_auto_scale_bounds_are_checked(world: World) -> None:
         sliced_service.auto_scale(min_instances=3, max_instances=1)
     with pytest.raises(NeuronConfigurationError, match=r"\[NEURON026"):
         sliced_service.auto_scale(min_instances=0, max_instances=True)  # type: ignore[arg-type]
+
+
+def test_imported_resources_are_accepted_everywhere() -> None:
+    """What ``from_*`` methods return (jsii interface proxies) passes the type checks: existing VPCs, roles,
+    keys, log groups and security groups are how most teams use the library."""
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_logs as logs
+
+    stack = Stack(App(analytics_reporting=False), "Imported")
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=["us-east-1a", "us-east-1b"],
+        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+    )
+    key = kms.Key.from_key_arn(
+        stack, "Key", "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    )
+    group = ec2.SecurityGroup.from_security_group_id(stack, "Sg", "sg-0123456789abcdef0")
+    task_role = iam.Role.from_role_arn(stack, "TaskRole", "arn:aws:iam::111122223333:role/model")
+    execution_role = iam.Role.from_role_name(stack, "ExecutionRole", "model-execution")
+    log_group = logs.LogGroup.from_log_group_name(stack, "Logs", "/teams/model")
+
+    cluster = NeuronCluster(stack, "C", vpc=vpc, log_encryption_key=key)
+    managed = cluster.add_managed_instances_capacity("Managed", security_groups=[group])
+    assert managed.security_group is group
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManagedNeuronTaskDefinition(
+        stack,
+        "Task",
+        cpu=4096,
+        memory_mib=8192,
+        task_role=task_role,
+        execution_role=execution_role,
+        log_group=log_group,
+    )
+    task.add_neuron_container("model", image=IMAGE)
+    assert task.task_role is task_role
+    NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+    sliced = SlicedNeuronService(
+        stack,
+        "Sliced",
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        devices_per_task=6,
+        image=IMAGE,
+        task_role=task_role,
+    )
+    assert sliced.services
+    assert sliced.log_group is not log_group and task.log_group is log_group
+
+    template = stack.node.root.synth().get_stack_by_name("Imported").template
+    subnets = [
+        r["Properties"]["VPCZoneIdentifier"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"
+    ]
+    assert subnets == [["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]]
