@@ -357,6 +357,19 @@ class Service:
     """The most tasks it runs: the larger of its desired count and its Application Auto Scaling maximum."""
     minimum_healthy_percent: int = 100
     """``DeploymentConfiguration.MinimumHealthyPercent`` (ECS's default for a replica service: 100)."""
+    maximum_percent: int = 200
+    """``DeploymentConfiguration.MaximumPercent`` (ECS's default for a replica service: 200)."""
+    min_tasks: int | None = None
+    """The fewest tasks it runs: the smaller of its desired count and its Application Auto Scaling minimum."""
+    rolling: bool = True
+    """Whether ECS deploys it with rolling updates (the ECS deployment controller and strategy, a replica service)."""
+
+    @property
+    def task_counts(self) -> range:
+        """Every task count it may run (none when either end is unknown)."""
+        if self.min_tasks is None or self.max_tasks is None:
+            return range(0)
+        return range(self.min_tasks, self.max_tasks + 1)
 
 
 class EcsTemplate:
@@ -384,8 +397,8 @@ class EcsTemplate:
         self.capacities = {lid: self._capacity(lid, r) for lid, r in self._of("AWS::ECS::CapacityProvider")}
         self.task_definitions = {lid: self._task_definition(lid, r) for lid, r in self._of("AWS::ECS::TaskDefinition")}
         self._default_strategies = self._cluster_defaults()
-        scaling_max = self._scaling_maximums()
-        self.services = {lid: self._service(lid, r, scaling_max.get(lid)) for lid, r in self._of("AWS::ECS::Service")}
+        scaling = self._scaling_ranges()
+        self.services = {lid: self._service(lid, r, scaling.get(lid)) for lid, r in self._of("AWS::ECS::Service")}
 
     # -- paths and locations
 
@@ -591,8 +604,10 @@ class EcsTemplate:
                 return None
         return tuple(found), fargate
 
-    def _scaling_maximums(self) -> dict[str, int]:
-        maximums: dict[str, int] = {}
+    def _scaling_ranges(self) -> dict[str, tuple[int | None, int]]:
+        """Service logical id -> (lowest MinCapacity, highest MaxCapacity) of its DesiredCount scalable targets;
+        ``None`` for a minimum that is not a number."""
+        ranges: dict[str, tuple[int | None, int]] = {}
         for _, resource in self._of("AWS::ApplicationAutoScaling::ScalableTarget"):
             properties = self.properties(resource)
             if properties.get("ScalableDimension") != "ecs:service:DesiredCount":
@@ -601,12 +616,15 @@ class EcsTemplate:
             parts = resource_id.get("Fn::Join") if isinstance(resource_id, dict) else None
             targets = [ref_target(p) for p in _list(parts[1])] if isinstance(parts, list) and len(parts) == 2 else []
             maximum = whole_number(properties.get("MaxCapacity"))
+            minimum = whole_number(properties.get("MinCapacity"))
             for target in targets:
-                if target and maximum is not None and self.resources.get(target, {}).get("Type") == "AWS::ECS::Service":
-                    maximums[target] = max(maximum, maximums.get(target, 0))
-        return maximums
+                if not target or maximum is None or self.resources.get(target, {}).get("Type") != "AWS::ECS::Service":
+                    continue
+                low, high = ranges.get(target, (minimum, maximum))
+                ranges[target] = (None if low is None or minimum is None else min(low, minimum), max(high, maximum))
+        return ranges
 
-    def _service(self, logical_id: str, resource: dict[str, Any], scaling_max: int | None) -> Service:
+    def _service(self, logical_id: str, resource: dict[str, Any], scaling: tuple[int | None, int] | None) -> Service:
         properties = self.properties(resource)
         cluster = _key(properties.get("Cluster"))
         strategy = properties.get("CapacityProviderStrategy")
@@ -632,9 +650,18 @@ class EcsTemplate:
         if desired is None and not daemon and "DesiredCount" not in properties:
             desired = 1  # CloudFormation's default for a REPLICA service
         deployment = properties.get("DeploymentConfiguration")
-        healthy = whole_number(deployment.get("MinimumHealthyPercent")) if isinstance(deployment, dict) else None
+        deployment = deployment if isinstance(deployment, dict) else {}
+        healthy = whole_number(deployment.get("MinimumHealthyPercent"))
+        maximum = whole_number(deployment.get("MaximumPercent"))
+        controller = properties.get("DeploymentController")
+        controller_type = controller.get("Type", "ECS") if isinstance(controller, dict) else "ECS"
+        scaling_min, scaling_max = scaling if scaling is not None else (desired, None)
+        counts = [c for c in (desired, scaling_min, scaling_max) if c is not None]
         return Service(
             minimum_healthy_percent=100 if healthy is None else healthy,
+            maximum_percent=200 if maximum is None else maximum,
+            min_tasks=None if scaling_min is None or desired is None else max(1, min(counts)),
+            rolling=not daemon and controller_type == "ECS" and deployment.get("Strategy", "ROLLING") == "ROLLING",
             logical_id=logical_id,
             cluster=cluster,
             task_definition=ref_target(properties.get("TaskDefinition")),

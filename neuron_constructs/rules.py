@@ -417,6 +417,16 @@ MANAGED_INSTANCES_RESERVATION = Rule(
     "ECS API reference: InstanceLaunchTemplate capacityOptionType, CapacityReservationRequest; EC2 guide: "
     "Capacity Blocks for ML",
 )
+DEPLOYMENT_STALLS = Rule(
+    "NEURON040",
+    "Rolling deployment that can neither start nor stop a task",
+    "during a rolling deployment ECS runs at most maximumPercent of the desired count (rounded down) and keeps "
+    "minimumHealthyPercent of it (rounded up) running; when the first leaves no room above the desired count and the "
+    "second none below it, no task is ever started or stopped and the deployment never completes",
+    "pass min_healthy_percent={percent}, or {more_room}",
+    "ECS API reference: DeploymentConfiguration (maximumPercent, minimumHealthyPercent)",
+    checked="both",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -563,6 +573,7 @@ RULES: tuple[Rule, ...] = (
     SPOT_WITH_RESERVATION,
     CAPACITY_BLOCK_TYPE,
     MANAGED_INSTANCES_RESERVATION,
+    DEPLOYMENT_STALLS,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -781,3 +792,37 @@ MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS = {
     "inference_accelerator_resources": "inferenceAccelerator resources",
 }
 NEURON_CONTAINER_FORBIDDEN_OPTIONS = ("gpu_count", "inference_accelerator_resources")
+
+
+def room_to_stop(tasks: int) -> int:
+    """The largest minimum healthy percent that lets ECS stop one of ``tasks`` tasks (rounded up, it stays below)."""
+    return max(0, (tasks - 1) * 100 // tasks)
+
+
+def room_to_start(tasks: int) -> int:
+    """The smallest maximum percent that lets ECS start one task beyond ``tasks`` (rounded down, it reaches above)."""
+    return -(-(tasks + 1) * 100 // tasks)
+
+
+def deployment_stalls(tasks: int, minimum_healthy_percent: int, maximum_percent: int) -> bool:
+    """NEURON040: with ``tasks`` desired, a rolling deployment can neither start a task nor stop one."""
+    return tasks > 0 and tasks * maximum_percent // 100 <= tasks and -(-tasks * minimum_healthy_percent // 100) >= tasks
+
+
+def check_deployment_percents(
+    path: str, task_counts: Iterable[int], minimum: int, maximum: int, *, maximum_fixed: bool = False
+) -> None:
+    """NEURON040 for every task count a service may run; ``maximum_fixed``: the caller cannot change the maximum
+    (sliced services deploy with 100 %), so the other fix is more tasks."""
+    for tasks in task_counts:
+        if deployment_stalls(tasks, minimum, maximum):
+            upper = "the 100 % maximum slices deploy with" if maximum_fixed else f"max_healthy_percent={maximum}"
+            raise DEPLOYMENT_STALLS.error(
+                path,
+                f"with {tasks} task{'s' if tasks != 1 else ''}, {upper} starts none beyond "
+                f"{'them' if tasks != 1 else 'it'} and min_healthy_percent={minimum} stops none",
+                percent=room_to_stop(tasks) if tasks == 1 else f"{room_to_stop(tasks)} or less",
+                more_room=f"never run fewer than {tasks + 1} tasks"
+                if maximum_fixed
+                else f"max_healthy_percent={room_to_start(tasks)} or more",
+            )

@@ -65,7 +65,9 @@ class NeuronService(Construct):
     capacity: the capacity provider to use; default the one capacity of the
         cluster that fits (an error when none or several fit).
     min_healthy_percent: deployment lower bound, 0-100 and below ``max_healthy_percent``; default 100,
-        or what lets a deployment proceed on full capacity (above).
+        or what lets a deployment proceed on full capacity (above) or under ``max_healthy_percent``: ECS
+        rounds the minimum up and the maximum down, and with no room on either side a rolling deployment
+        never starts (NEURON040; e.g. one task deploys with 0 % when the maximum is 100 %).
     max_healthy_percent: deployment upper bound, at least 100; default 200.
     vpc_subnets, security_groups: awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
@@ -165,11 +167,13 @@ class NeuronService(Construct):
         )
 
     def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
-        """NEURON032 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
+        """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
         capacity, path, desired = self.capacity, self.node.path, self.desired_count
         instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
         full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
-        largest = (desired - 1) * 100 // desired if full else 100
+        largest = rules.room_to_stop(desired) if full else 100
+        if desired and rules.deployment_stalls(desired, 100, maximum):
+            largest = min(largest, rules.room_to_stop(desired))
         if requested is None:
             return min(largest, maximum - 1)
         if requested >= maximum:
@@ -180,6 +184,7 @@ class NeuronService(Construct):
                 minimum=0,
                 maximum=maximum - 1,
             )
+        rules.check_deployment_percents(path, [desired], requested, maximum)
         if requested > largest:
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,

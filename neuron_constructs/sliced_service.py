@@ -82,7 +82,8 @@ class SlicedNeuronService(Construct):
     eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
     capacity: the Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
     min_healthy_percent: deployment lower bound (0-99: slices deploy with a 100 % maximum); default 50, or 0
-        when ``instances`` is 1.
+        when ``instances`` is 1. ECS rounds it up, so it must let one task stop at every task count the
+        service runs (NEURON040): 0 for one task, at most 50 for two.
     container_name (in ``container_options``): the container's name in every slice; default ``model``.
     task_role, execution_role: shared by every slice; default one new role each (the task role
         assumable only for this account's tasks).
@@ -203,6 +204,8 @@ class SlicedNeuronService(Construct):
         self._claim(chosen)
         if min_healthy_percent is None:
             min_healthy_percent = 0 if instances <= 1 else 50
+        rules.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
+        self.min_healthy_percent = min_healthy_percent
         self.services: list[ecs.Ec2Service] = []
         self._scaled = False
         for index, task_definition in enumerate(self.task_definitions):
@@ -245,7 +248,9 @@ class SlicedNeuronService(Construct):
         Returns one scalable target per slice, in slice order; give each the same policy, e.g.
         ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
         ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
-        ``min_instances``.
+        ``min_instances``. Slices deploy with a 100 % maximum, so a count ECS cannot stop one task of under
+        the service's ``min_healthy_percent`` is refused (NEURON040): scaling to one instance needs
+        ``min_healthy_percent=0``.
         """
         if self._scaled:
             raise rules.SECOND_SCALING_TARGET.error(self.node.path, "auto_scale was already called")
@@ -259,6 +264,13 @@ class SlicedNeuronService(Construct):
                 minimum=0,
                 maximum=max_instances,
             )
+        rules.check_deployment_percents(
+            self.node.path,
+            range(max(1, min_instances), max_instances + 1),
+            self.min_healthy_percent,
+            100,
+            maximum_fixed=True,
+        )
         self._scaled = True
         return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
 

@@ -426,25 +426,45 @@ def _check_deployment_room(t: EcsTemplate, out: _Report) -> None:
         limit = _capacity_limit(t, service)
         if task is None or not task.manual_mapping or not service.distinct_instance or limit is None:
             continue
+        if not service.rolling:
+            continue
         maximum, capacity = limit
         desired = service.desired_count or 0
+        # the fewest tasks that fill every instance: the desired count, or a count auto scaling reaches
+        full = desired if desired >= maximum else maximum if maximum in service.task_counts else 0
         healthy = service.minimum_healthy_percent
-        if 0 < maximum <= desired and math.ceil(desired * healthy / 100) >= desired:
+        if 0 < maximum <= full and math.ceil(full * healthy / 100) >= full:
+            scaled = "" if full == desired else " (auto scaling reaches that many)"
             out.add(
                 r.DEPLOYMENT_WITHOUT_ROOM,
                 service.logical_id,
                 _properties("DeploymentConfiguration"),
-                f"{desired} tasks with distinctInstance on {capacity}, which launches at most {maximum} instances, "
-                f"and a minimum healthy percent of {healthy}",
-                percent=_room_percent(desired),
+                f"{full} tasks{scaled} with distinctInstance on {capacity}, which launches at most {maximum} "
+                f"instances, and a minimum healthy percent of {healthy}",
+                percent=r.room_to_stop(full),
                 capacity=capacity,
-                desired=desired,
+                desired=full,
             )
 
 
-def _room_percent(desired: int) -> int:
-    """The largest minimum healthy percent that lets ECS stop one of ``desired`` tasks first."""
-    return max(0, (desired - 1) * 100 // desired)
+def _check_deployment_stalls(t: EcsTemplate, out: _Report) -> None:
+    for service in t.services.values():
+        if not service.rolling:
+            continue
+        minimum, maximum = service.minimum_healthy_percent, service.maximum_percent
+        stalled = next((n for n in service.task_counts[:10_000] if r.deployment_stalls(n, minimum, maximum)), None)
+        if stalled is None:
+            continue
+        scaled = "" if stalled == service.desired_count else " (a count its auto scaling reaches)"
+        out.add(
+            r.DEPLOYMENT_STALLS,
+            service.logical_id,
+            _properties("DeploymentConfiguration"),
+            f"with {stalled} task{'s' if stalled != 1 else ''}{scaled}, a maximum percent of {maximum} starts none "
+            f"beyond them and a minimum healthy percent of {minimum} stops none",
+            percent=r.room_to_stop(stalled) if stalled == 1 else f"{r.room_to_stop(stalled)} or less",
+            more_room=f"max_healthy_percent={r.room_to_start(stalled)} or more",
+        )
 
 
 def _parse_cores(text: str) -> set[int] | None:
@@ -967,6 +987,7 @@ TEMPLATE_CHECKS: dict[str, Callable[[EcsTemplate, _Report], None]] = {
     r.NO_MATCHING_CAPACITY.id: _check_capacity_fits,
     r.SLICES_EXCEED_CAPACITY.id: _check_distinct_instance_count,
     r.DEPLOYMENT_WITHOUT_ROOM.id: _check_deployment_room,
+    r.DEPLOYMENT_STALLS.id: _check_deployment_stalls,
     r.UNDECLARED_DEVICE.id: _check_undeclared_devices,
     r.SLICE_HOST_PORT.id: _check_slice_host_ports,
     r.SLICE_RUNTIME_VARIABLE.id: _check_runtime_variables,

@@ -291,6 +291,14 @@ def _deployment_with_no_spare_instance(s: Stack) -> None:
     assert cluster
 
 
+def _one_task_with_no_room_either_side(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", cpu=1024, memory_mib=2048)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Stuck", cluster=cluster, task_definition=task, min_healthy_percent=50, max_healthy_percent=100)
+
+
 def _public_only_vpc(s: Stack) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -484,6 +492,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _deployment_with_no_spare_instance,
         r"Test/Full: desired_count=2 with distinctInstance fills the 2 instances Test/D/Inf2 can launch.*"
         r"pass min_healthy_percent=50 or less",
+    ),
+    (
+        r.DEPLOYMENT_STALLS,
+        _one_task_with_no_room_either_side,
+        r"Test/Stuck: with 1 task, max_healthy_percent=100 starts none beyond it and min_healthy_percent=50 stops "
+        r"none.*pass min_healthy_percent=0, or max_healthy_percent=200 or more",
     ),
     (r.NO_SUBNETS, _public_only_vpc, r"Test/C/Inf2: capacity_subnets selects nothing in Test/V.*PUBLIC"),
     (
@@ -690,3 +704,21 @@ def test_log_groups_can_use_a_customer_managed_key() -> None:
     logs = [st for st in statements if st.get("Sid") == "AllowCloudWatchLogsOfThisAccount"]
     assert len(logs) == 1  # once per key, however many log groups use it
     assert "kms:EncryptionContext:aws:logs:arn" in json.dumps(logs[0]["Condition"])
+
+
+@pytest.mark.parametrize(("desired", "maximum", "minimum"), [(1, 100, 0), (3, 100, 66), (1, 150, 0), (4, 150, 100)])
+def test_default_minimum_leaves_a_deployment_room_under_any_maximum(desired: int, maximum: int, minimum: int) -> None:
+    """ECS rounds the minimum up and the maximum down: the default minimum lets one task stop whenever the maximum
+    lets none start (NEURON040), and stays 100 % (ECS's default) otherwise."""
+    from aws_cdk.assertions import Template
+
+    s = new_stack()
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=desired + 1)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", cpu=1024, memory_mib=2048)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=desired, max_healthy_percent=maximum)
+    (service,) = Template.from_stack(s).find_resources("AWS::ECS::Service").values()
+    configuration = service["Properties"]["DeploymentConfiguration"]
+    assert (configuration["MinimumHealthyPercent"], configuration["MaximumPercent"]) == (minimum, maximum)
+    assert not r.deployment_stalls(desired, minimum, maximum)

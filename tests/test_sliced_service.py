@@ -22,7 +22,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from conftest import resources
 
-from neuron_constructs import NeuronCluster, NeuronInstanceType, SlicedNeuronService
+from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 INSTANCES = 3
@@ -303,11 +303,37 @@ def test_construct_exposes_its_layout(inf2_slices: SlicedNeuronService) -> None:
 
 
 def test_auto_scale_scales_every_slice_together(inf2_slices: SlicedNeuronService) -> None:
-    targets = inf2_slices.auto_scale(min_instances=1, max_instances=4)
+    targets = inf2_slices.auto_scale(min_instances=2, max_instances=4)
     assert len(targets) == 3
     for target in targets:
         target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)
     template = App.of(inf2_slices).synth().get_stack_by_name("Test").template  # type: ignore[union-attr]
     scalable = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
-    assert sorted((t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"]) for t in scalable) == [(1, 4)] * 3
+    assert sorted((t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"]) for t in scalable) == [(2, 4)] * 3
     assert len(resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy")) == 3
+
+
+def test_scaling_to_one_instance_needs_a_minimum_of_zero(inf2_slices: SlicedNeuronService) -> None:
+    """Slices deploy with a 100 % maximum; ECS rounds the default 50 % of one task up to one, so nothing
+    could stop or start (NEURON040). With min_healthy_percent=0 the same range is accepted."""
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"Test/Sliced: with 1 task, the 100 % maximum slices deploy "
+        r"with starts none beyond it and min_healthy_percent=50 stops none.*\[NEURON040: .*"
+        r"Fix: pass min_healthy_percent=0, or never run fewer than 2 tasks",
+    ):
+        inf2_slices.auto_scale(min_instances=1, max_instances=4)
+    stack = Stack(App(analytics_reporting=False), "Zero")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=4)
+    sliced = SlicedNeuronService(
+        stack,
+        "Sliced",
+        cluster=cluster,
+        instance_type="inf2.24xlarge",
+        devices_per_task=2,
+        image=IMAGE,
+        instances=2,
+        min_healthy_percent=0,
+    )
+    assert len(sliced.auto_scale(min_instances=1, max_instances=4)) == 3

@@ -25,6 +25,20 @@ def slices(count: int = 6, size: int = 2, **service_extra: Any) -> dict[str, dic
     return resources
 
 
+def _scaling(service: str, minimum: int, maximum: int) -> dict[str, Any]:
+    """An Application Auto Scaling target on the desired count of ``service``, as aws-cdk-lib writes it."""
+    return {
+        "Type": "AWS::ApplicationAutoScaling::ScalableTarget",
+        "Properties": {
+            "MinCapacity": minimum,
+            "MaxCapacity": maximum,
+            "ResourceId": {"Fn::Join": ["", ["service/", {"Ref": "Cluster"}, "/", {"Fn::GetAtt": [service, "Name"]}]]},
+            "ScalableDimension": "ecs:service:DesiredCount",
+            "ServiceNamespace": "ecs",
+        },
+    }
+
+
 def _sidecar_on_a_slice() -> dict[str, Any]:
     template = with_resources(BASE, **slices())
     template["Resources"]["Slice0"]["Metadata"] = _intent("manual", instanceType="inf2.48xlarge", devices=[0, 1])
@@ -124,6 +138,32 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         with_resources(BASE, Task=manual_task(), Svc=service("Task", count=2)),
         r"Svc: 2 tasks with distinctInstance on Group, which launches at most 2 instances, and a minimum healthy "
         r"percent of 100.*pass min_healthy_percent=50 or less",
+    ),
+    (
+        r.DEPLOYMENT_WITHOUT_ROOM,
+        with_resources(BASE, Task=manual_task(), Svc=service("Task"), Scaling=_scaling("Svc", 1, 2)),
+        r"Svc: 2 tasks \(auto scaling reaches that many\) with distinctInstance on Group.*"
+        r"pass min_healthy_percent=50 or less",
+    ),
+    (
+        r.DEPLOYMENT_STALLS,
+        with_resources(
+            BASE,
+            Task=manual_task(),
+            Svc=service("Task", DeploymentConfiguration={"MinimumHealthyPercent": 99, "MaximumPercent": 100}),
+        ),
+        r"Svc: with 1 task, a maximum percent of 100 starts none beyond them and a minimum healthy percent of 99 "
+        r"stops none.*pass min_healthy_percent=0, or max_healthy_percent=200 or more",
+    ),
+    (
+        r.DEPLOYMENT_STALLS,
+        with_resources(
+            BASE,
+            Task=manual_task(),
+            Svc=service("Task", count=3, DeploymentConfiguration={"MinimumHealthyPercent": 50, "MaximumPercent": 100}),
+            Scaling=_scaling("Svc", 1, 3),
+        ),
+        r"Svc: with 1 task \(a count its auto scaling reaches\).*pass min_healthy_percent=0",
     ),
     (r.SHARED_DEVICE, _sidecar_on_a_slice(), r"Slice1Service: it and Slice0Service both map /dev/neuron2"),
     (
