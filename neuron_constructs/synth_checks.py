@@ -6,9 +6,11 @@ service in one stack and the capacity or task definition it imports from another
 one - and reports each finding with the construct path of its resource:
 
 * errors fail the synth; they cannot be acknowledged (ECS or the Neuron runtime would not accept
-  the result);
+  the result). The cdk CLI reports validation failures only for the stacks it selects, and a bare
+  ``cdk synth`` selects no stack inside a ``Stage`` (the layout of CDK Pipelines): for errors
+  there the app itself exits with status 1 once it has synthesized, after printing them;
 * warnings print and let the synth pass, unless the construct already raised the same warning
-  or it was acknowledged on the resource or an ancestor
+  or it was acknowledged on the resource or an ancestor up to the App
   (``Validations.of(scope).acknowledge(Acknowledgment(id="neuron-constructs:NEURON1NN", ...))``).
 
 Every construct of this library calls :func:`enable_template_checks`, so an app that uses one
@@ -18,7 +20,10 @@ or changed through escape hatches. An app that uses none of them calls it once o
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -48,6 +53,8 @@ PLUGIN_NAME = "NeuronConstructs"
 """How validation reports name these checks."""
 
 _ENABLED: WeakSet[Stage] = WeakSet()
+_CLI_REPORTS_FAILURES = "@aws-cdk/core:failSynthOnValidationErrors"
+"""Set to false by the cdk CLI, which then reports validation failures itself - for the stacks it selected only."""
 _NESTED_SUFFIX = ".nested.template.json"
 
 
@@ -84,13 +91,38 @@ class NeuronTemplateChecks:
         templates = {name: json.loads(path.read_text()) for name, path in files.items()}
         tree = _Tree(context.app_construct)
         violations: list[PolicyViolation] = []
+        unreported: list[str] = []
         for finding in check_templates(templates, construct_paths=tree.construct_path):
             if finding.severity == "warning" and tree.already_told(finding):
                 continue
             violations.append(_violation(finding, files[finding.template]))
+            if finding.severity == "error" and files[finding.template].parent.name.startswith("assembly-"):
+                unreported.append(finding.message)
+        if unreported and context.app_construct.node.try_get_context(_CLI_REPORTS_FAILURES) is False:
+            _fail_when_the_app_exits(
+                f"{len(unreported)} Neuron rule error{'s' if len(unreported) > 1 else ''} in stacks inside a Stage, "
+                "which the cdk CLI reports only for the stacks it is asked for (a bare `cdk synth`, as CDK Pipelines "
+                "run it, would pass):\n" + "\n".join(unreported)
+            )
         return PolicyValidationPluginReport(
             success=not any(v.severity == "fatal" for v in violations), violations=violations
         )
+
+
+def _fail_when_the_app_exits(message: str) -> None:
+    """Exit the app with status 1 once it has finished, after printing ``message``.
+
+    A validation plugin cannot fail the synth itself under the cdk CLI (aws-cdk-lib records an exception
+    from a plugin as that plugin's failure, which the CLI again shows only for selected stacks).
+    """
+
+    def fail() -> None:
+        sys.stdout.flush()
+        sys.stderr.write(f"neuron_constructs: {message}\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+    atexit.register(fail)
 
 
 def _violation(finding: Finding, template_path: Path) -> PolicyViolation:
@@ -132,7 +164,7 @@ class _Tree:
         rule: Rule = finding.rule
         names = {rule.warning_id, f"Annotation::{rule.warning_id}", f"{PLUGIN_NAME}::{rule.id}"}
         parts = path.split("/")
-        for end in range(len(parts), 0, -1):
+        for end in range(len(parts), -1, -1):  # ... down to the App itself (path "")
             construct = self._constructs.get("/".join(parts[:end]))
             if construct is None:
                 continue

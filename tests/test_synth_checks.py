@@ -18,6 +18,7 @@ from neuron_constructs import (
     NeuronConfigurationError,
     NeuronService,
     SlicedNeuronService,
+    synth_checks,
 )
 from neuron_constructs import rules as r
 from neuron_constructs.synth_checks import enable_template_checks
@@ -112,7 +113,7 @@ def _warnings(app: App) -> list[str]:
 
 
 def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None:
-    def build(acknowledge: bool) -> App:
+    def build(acknowledge: str | None) -> App:
         app = App(analytics_reporting=False)
         stack = Stack(app, "W")
         cluster = NeuronCluster(stack, "C")
@@ -121,22 +122,27 @@ def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None
         launch_template = capacity.node.find_child("LaunchTemplate").node.default_child
         launch_template.add_property_override("LaunchTemplateData.MetadataOptions.HttpPutResponseHopLimit", 2)
         if acknowledge:
-            Validations.of(capacity).acknowledge(
+            Validations.of(capacity if acknowledge == "capacity" else app).acknowledge(
                 Acknowledgment(id=r.METADATA_REACHABLE.warning_id, reason="the instances run no container")
             )
         return app
 
-    warnings = _warnings(build(acknowledge=False))
+    warnings = _warnings(build(acknowledge=None))
     assert [w.split(". [")[0] for w in warnings] == [
         "W/C/Inf2/LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit 2"
     ]  # NEURON102 is not repeated: the capacity raised it already, as an acknowledgeable CDK warning
-    assert _warnings(build(acknowledge=True)) == []
+    assert _warnings(build(acknowledge="capacity")) == []
+    assert _warnings(build(acknowledge="app")) == []  # any scope above it, up to the App
 
 
 def test_container_level_sizes_count_against_the_instance() -> None:
     stack = Stack(App(analytics_reporting=False), "S")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge")
-    with pytest.raises(NeuronConfigurationError, match=r"S/T/model: memory_mib=20000 exceeds the 16384 MiB of inf2"):
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"S/T/model: its containers' memory_limit_mib/memory_reservation_mib \(20000 MiB in total\) exceeds "
+        r"the 16384 MiB of inf2",
+    ):
         task.add_neuron_container("model", image=IMAGE, memory_limit_mib=20000)
 
 
@@ -209,3 +215,27 @@ def test_one_task_on_one_instance_deploys_by_replacing_it() -> None:
     Template.from_stack(stack).has_resource_properties(
         "AWS::ECS::Service", {"DeploymentConfiguration": {"MinimumHealthyPercent": 0, "MaximumPercent": 200}}
     )
+
+
+def test_errors_in_a_stage_fail_the_app_under_the_cdk_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cdk CLI asks apps not to fail on validation errors and reports them for the stacks it selected; a bare
+    ``cdk synth`` selects no stack inside a Stage (CDK Pipelines), so for those the app exits 1 itself."""
+    from aws_cdk import Stage
+
+    failures: list[str] = []
+    monkeypatch.setattr(synth_checks, "_fail_when_the_app_exits", failures.append)
+
+    def build(*, in_stage: bool) -> None:
+        app = App(analytics_reporting=False, context={"@aws-cdk/core:failSynthOnValidationErrors": False})
+        stack = Stack(Stage(app, "Prod") if in_stage else app, "S")
+        cluster = NeuronCluster(stack, "C")
+        capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+        _plain_copies(stack, cluster.cluster, capacity.capacity_provider.capacity_provider_name)
+        app.synth()
+
+    build(in_stage=False)  # a top-level stack: the CLI reports it
+    assert failures == []
+    build(in_stage=True)
+    (message,) = failures
+    assert message.startswith("1 Neuron rule error in stacks inside a Stage")
+    assert "Prod/S/Copies" in message and "[NEURON022: " in message
