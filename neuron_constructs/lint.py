@@ -61,12 +61,13 @@ class LintFinding:
 
 
 def template_files(paths: Iterable[str]) -> list[Path]:
-    """The template files ``paths`` name: files as given, directories' ``*.template.json``."""
+    """The template files ``paths`` name: files as given, directories' ``*.template.json``, including those of
+    the nested cloud assemblies of Stages (``cdk.out/assembly-Prod/``)."""
     files: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            found = sorted(path.glob("*.template.json"))
+            found = sorted(path.glob("*.template.json")) + sorted(path.glob("assembly-*/**/*.template.json"))
             if not found:
                 raise LintUsageError(f"{name}: a directory with no *.template.json in it")
             files += found

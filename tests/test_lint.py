@@ -214,3 +214,13 @@ def test_an_unreadable_file_is_a_usage_error_and_the_others_are_still_checked(br
 def test_a_device_file_is_read_not_refused() -> None:
     status, _, err = run("lint", "/dev/null")
     assert status == EXIT_USAGE and "the file is empty" in err
+
+
+def test_a_stage_assembly_inside_cdk_out_is_linted(broken: Path, tmp_path: Path) -> None:
+    """A Stage writes its stacks to ``cdk.out/assembly-<Stage>/``; linting ``cdk.out`` reaches them."""
+    stage = tmp_path / "assembly-Prod"
+    stage.mkdir()
+    (stage / broken.name).write_text(broken.read_text())
+    status, out, _ = run("lint", str(tmp_path))
+    assert status == EXIT_CONFLICT
+    assert "assembly-Prod/NeuronSlicedInf2.template.json" in out
