@@ -41,8 +41,12 @@ STANDARD_ECS_AMI_PARAMETERS = re.compile(
     r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(recommended|[^/]+/recommended)"
 )
 NEURON_AMI_PARAMETERS = re.compile(r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(neuron|inf)/")
-_SECRET_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "APIKEY"})
+_SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "APIKEY"})
 _NOT_A_SECRET_SUFFIX = ("_ARN", "_ID", "_NAME", "_PATH", "_FILE", "_URL", "_URI", "_REGION", "_ENDPOINT")
+_NOT_A_SECRET_NAMES = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
+"""Names that by convention hold a file path."""
+_KEYS_THAT_ARE_NOT_SECRETS = frozenset({"PUBLIC", "S3", "CACHE", "OBJECT", "PARTITION", "SORT", "PRIMARY", "ROUTING"})
+"""A word before ``KEY`` that makes it a name, not a credential (``MODEL_S3_KEY``, ``CACHE_KEY``)."""
 
 
 @dataclass(frozen=True)
@@ -65,18 +69,22 @@ class Finding:
 def secret_like(name: str) -> bool:
     """Whether an environment variable name says it holds a secret.
 
-    A ``_``-separated word ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``, ``APIKEY`` (``HF_TOKEN``,
-    ``DB_PASSWORD``), or a name ending in ``KEY`` other than a public key (``API_KEY``,
-    ``AWS_SECRET_ACCESS_KEY``); not ``MAX_TOKENS``, ``TOKENIZERS_PARALLELISM`` or ``SSH_PUBLIC_KEY``, and not a
-    name that points at a secret (``*_ARN``, ``*_PATH``, ``*_FILE``...).
+    A word (``_``-separated or camelCase) ``SECRET``, ``PASSWORD``, ``CREDENTIALS``, ``APIKEY`` anywhere
+    (``DB_PASSWORD``, ``PGPASSWORD``), ``TOKEN`` as the last word (``HF_TOKEN``, ``hfToken``), or a last word
+    ending in ``KEY`` (``API_KEY``, ``AWS_SECRET_ACCESS_KEY``); not ``MAX_TOKENS``,
+    ``NEURON_TOKEN_GEN_BUCKETS``, ``TOKENIZERS_PARALLELISM``, ``SSH_PUBLIC_KEY`` or ``MODEL_S3_KEY``, and not a
+    name that points at a secret (``*_ARN``, ``*_PATH``, ``*_FILE``, ``GOOGLE_APPLICATION_CREDENTIALS``...).
     """
-    upper = name.upper()
-    if upper.endswith(_NOT_A_SECRET_SUFFIX):
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).upper().split("_")
+    upper = "_".join(words)
+    if upper.endswith(_NOT_A_SECRET_SUFFIX) or upper in _NOT_A_SECRET_NAMES:
         return False
-    words = upper.split("_")
-    if _SECRET_WORDS & set(words):
+    if _SECRET_WORDS & set(words) or any(w.endswith(("PASSWORD", "PASSWD")) for w in words):
         return True
-    return words[-1].endswith("KEY") and words[-1] != "MONKEY" and "PUBLIC" not in words
+    last = words[-1]
+    if last == "TOKEN":
+        return True
+    return last.endswith("KEY") and last != "MONKEY" and not _KEYS_THAT_ARE_NOT_SECRETS & set(words)
 
 
 class _Report:
@@ -507,7 +515,7 @@ def _check_runtime_variables(t: EcsTemplate, out: _Report) -> None:
             number = container.environment.get("NEURON_RT_NUM_CORES")
             if isinstance(number, str | int) and not isinstance(number, bool):
                 text = str(number)
-                if not text.isdigit() or int(text) > len(held):
+                if not text.isdigit() or not 1 <= int(text) <= len(held):
                     out.add(
                         r.SLICE_RUNTIME_VARIABLE,
                         task.logical_id,

@@ -428,6 +428,12 @@ def test_yaml_short_forms_are_read_with_their_lines() -> None:
         ("PUBLIC_KEY", False),
         ("GITHUB_PAT_TOKEN", True),
         ("DB_PASS", True),
+        ("PGPASSWORD", True),
+        ("hfToken", True),
+        ("NEURON_TOKEN_GEN_BUCKETS", False),
+        ("MODEL_S3_KEY", False),
+        ("CACHE_KEY", False),
+        ("GOOGLE_APPLICATION_CREDENTIALS", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
