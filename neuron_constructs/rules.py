@@ -234,7 +234,7 @@ SLICE_RUNTIME_VARIABLE = Rule(
     "inside a container NeuronCores keep the host's numbering (device N holds cores N*cores-per-chip onward), "
     "and the runtime takes every core of the devices the container maps",
     "leave NEURON_RT_VISIBLE_CORES unset (the runtime takes the {cores} cores of the mapped devices) or name "
-    "only those cores, and keep NEURON_RT_NUM_CORES at {cores} or less",
+    "only those cores, and keep NEURON_RT_NUM_CORES from 1 to {cores}",
     "Neuron containers guide: cores (aws-neuron-sdk build-run-neuron-container)",
     checked="both",
 )
@@ -705,12 +705,28 @@ def device_topology_warning(path: str, instance: NeuronInstanceType, devices: Se
     )
 
 
-def check_task_size(path: str, instance: NeuronInstanceType, cpu: int | None, memory_mib: int | None) -> str | None:
-    """NEURON012 (error beyond the instance) and NEURON103 (warning text near its memory total)."""
+def check_task_size(
+    path: str,
+    instance: NeuronInstanceType,
+    cpu: int | None,
+    memory_mib: int | None,
+    *,
+    cpu_from_containers: bool = False,
+    memory_from_containers: bool = False,
+) -> str | None:
+    """NEURON012 (error beyond the instance) and NEURON103 (warning text near its memory total).
+
+    ``*_from_containers``: the task sets no size, so the value is what its containers ask for."""
+    cpu_text = f"its containers' cpu ({cpu} in total)" if cpu_from_containers else f"cpu={cpu}"
+    memory_text = (
+        f"its containers' memory_limit_mib/memory_reservation_mib ({memory_mib} MiB in total)"
+        if memory_from_containers
+        else f"memory_mib={memory_mib}"
+    )
     if cpu is not None and cpu > instance.cpu_units:
         raise TASK_EXCEEDS_INSTANCE.error(
             path,
-            f"cpu={cpu} exceeds the {instance.cpu_units} CPU units of {instance.name}",
+            f"{cpu_text} exceeds the {instance.cpu_units} CPU units of {instance.name}",
             limit=instance.cpu_units,
             unit="CPU units",
             instance_type=instance.name,
@@ -718,7 +734,7 @@ def check_task_size(path: str, instance: NeuronInstanceType, cpu: int | None, me
     if memory_mib is not None and memory_mib > instance.memory_mib:
         raise TASK_EXCEEDS_INSTANCE.error(
             path,
-            f"memory_mib={memory_mib} exceeds the {instance.memory_mib} MiB of {instance.name}",
+            f"{memory_text} exceeds the {instance.memory_mib} MiB of {instance.name}",
             limit=instance.memory_mib,
             unit="MiB",
             instance_type=instance.name,
@@ -726,7 +742,7 @@ def check_task_size(path: str, instance: NeuronInstanceType, cpu: int | None, me
     if memory_mib is not None and memory_mib > instance.schedulable_memory_mib:
         return MEMORY_NEAR_INSTANCE_TOTAL.message(
             path,
-            f"memory_mib={memory_mib} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
+            f"{memory_text} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
             nominal_mib=instance.memory_mib,
         )
     return None
@@ -779,7 +795,7 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
             cores=cores_per_slice,
         )
     requested = environment.get("NEURON_RT_NUM_CORES")
-    if requested is not None and (not requested.isdigit() or int(requested) > cores_per_slice):
+    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= cores_per_slice):
         raise SLICE_RUNTIME_VARIABLE.error(
             path,
             f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",

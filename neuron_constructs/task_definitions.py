@@ -221,6 +221,8 @@ class NeuronTaskDefinition(Construct):
                 instance,
                 self._cpu if self._cpu is not None else self._reserved_cpu,
                 self._memory_mib if self._memory_mib is not None else self._reserved_memory_mib,
+                cpu_from_containers=self._cpu is None,
+                memory_from_containers=self._memory_mib is None,
             )
 
     def _instance(self) -> NeuronInstanceType | None:

@@ -722,3 +722,10 @@ def test_default_minimum_leaves_a_deployment_room_under_any_maximum(desired: int
     configuration = service["Properties"]["DeploymentConfiguration"]
     assert (configuration["MinimumHealthyPercent"], configuration["MaximumPercent"]) == (minimum, maximum)
     assert not r.deployment_stalls(desired, minimum, maximum)
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-1", "5"])
+def test_a_slice_takes_from_one_core_to_all_of_its_cores(value: str) -> None:
+    with pytest.raises(NeuronConfigurationError, match=rf"NEURON_RT_NUM_CORES={value} but a slice holds 4 NeuronCores"):
+        r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": value}, 4)
+    r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": "4"}, 4)
