@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test check deploy destroy bench-inspect bench-slices bench-lint readme-tables compliance-report clean
+.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint readme-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -46,11 +46,18 @@ synth: install
 	neuron-ecs lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
 	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint and neuron-ecs lint: clean)"
 
-## Lint, type-check and run the test suite (two workers; the local deploy runs beside the rest).
-test: install check
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+## Everything CI runs: lint, the test suite, and the end-to-end deploys.
+test-all: test test-e2e
 
-check: install
+## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
+test: install lint
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not e2e"
+
+## End to end: the cdk CLI deploys the example stacks, and a team app built on the wheel, to local endpoints.
+test-e2e: install
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m e2e
+
+lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import functools
 import importlib.util
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -38,16 +42,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import boto3
 
+    from neuron_constructs.deployment_report import StackReport
+
 __all__ = [
+    "DeployedStack",
     "LocalAwsEndpoint",
     "LocalEndpointError",
     "deploy_app",
+    "describe_deployed",
     "local_aws_endpoint",
     "main",
 ]
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_REGION = "us-east-1"
+DEFAULT_ACCOUNT = "123456789012"
+"""The account moto answers for credentials it does not know."""
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _STARTUP_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 10.0
@@ -72,11 +82,37 @@ class LocalEndpointError(RuntimeError):
 class LocalAwsEndpoint:
     """A running moto server on the loopback interface.
 
-    ``url`` uses 127.0.0.1; :meth:`environment` is what a process needs to talk to it.
+    ``url`` uses 127.0.0.1; :meth:`environment` is what a process needs to talk to it. The fake
+    credentials act in :attr:`account`; :meth:`credentials` issues credentials for any other account
+    (an assumed role, which moto grants), so stacks with an explicit ``env`` deploy there.
     """
 
     port: int
     region: str = DEFAULT_REGION
+    cdk_home: str = ""
+    """A fresh CDK CLI home for this endpoint (the CLI caches which account an access key belongs to)."""
+    _issued: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def account(self) -> str:
+        """The account the fake credentials act in (moto's default account)."""
+        return DEFAULT_ACCOUNT
+
+    def credentials(self, account: str | None = None) -> dict[str, str]:
+        """``AWS_*`` credential variables acting in ``account`` (default :attr:`account`) on this endpoint."""
+        if account in (None, self.account):
+            return dict(FAKE_CREDENTIALS)
+        if account not in self._issued:
+            sts = self.session().client("sts", endpoint_url=self.url)
+            issued = sts.assume_role(
+                RoleArn=f"arn:aws:iam::{account}:role/neuron-constructs-local-endpoint", RoleSessionName="deploy-local"
+            )["Credentials"]
+            self._issued[account] = {
+                "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": issued["SessionToken"],
+            }
+        return dict(self._issued[account])
 
     @property
     def url(self) -> str:
@@ -87,10 +123,12 @@ class LocalAwsEndpoint:
         """How reports name this endpoint."""
         return f"the local endpoint {self.url} (moto)"
 
-    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """``base`` (default: this process's environment) pointed at this endpoint only."""
+    def environment(self, base: Mapping[str, str] | None = None, *, account: str | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) pointed at this endpoint only, acting in ``account``."""
         env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _INHERITED_AWS_SETTINGS}
-        env.update(FAKE_CREDENTIALS)
+        env.update(self.credentials(account))
+        if self.cdk_home:
+            env["CDK_HOME"] = self.cdk_home
         env.update(
             {
                 "AWS_REGION": self.region,
@@ -110,19 +148,21 @@ class LocalAwsEndpoint:
         )
         return env
 
-    def session(self) -> boto3.Session:
-        """A boto3 session with the fake credentials and this endpoint's region."""
+    def session(self, *, account: str | None = None, region: str | None = None) -> boto3.Session:
+        """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default :attr:`region`)."""
         import boto3
 
+        credentials = self.credentials(account) if account not in (None, self.account) else FAKE_CREDENTIALS
         return boto3.Session(
-            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            region_name=self.region,
+            aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
+            region_name=region or self.region,
         )
 
-    def client(self, service: str) -> Any:
-        """A boto3 client for ``service`` on this endpoint."""
-        return self.session().client(service, endpoint_url=self.url)
+    def client(self, service: str, *, account: str | None = None, region: str | None = None) -> Any:
+        """A boto3 client for ``service`` on this endpoint, acting in ``account`` and ``region``."""
+        return self.session(account=account, region=region).client(service, endpoint_url=self.url)
 
 
 def _free_loopback_port() -> int:
@@ -173,9 +213,14 @@ def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None)
         raise LocalEndpointError(
             "moto is not installed: install the local extra with pip install 'neuron-constructs[local]'."
         )
+    with tempfile.TemporaryDirectory(prefix="neuron-constructs-cdk-home-") as cdk_home:
+        yield from _serve(region=region, log=log, cdk_home=cdk_home)
+
+
+def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAwsEndpoint]:
     for _attempt in range(3):  # another process may take the free port between probe and bind
         port = _free_loopback_port()
-        endpoint = LocalAwsEndpoint(port=port, region=region)
+        endpoint = LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
         with open(log or os.devnull, "ab") as log_file:
             server = subprocess.Popen(
                 [sys.executable, "-m", "neuron_constructs.local_moto", "--host", LOOPBACK, "--port", str(port)],
@@ -194,15 +239,121 @@ def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None)
     raise LocalEndpointError(f"the moto server did not start on {LOOPBACK} within {_STARTUP_TIMEOUT_S:.0f} s.")
 
 
-def run_cdk(cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> None:
-    """Run the ``cdk`` CLI; a non-zero exit becomes :class:`LocalEndpointError`."""
+def run_cdk(
+    cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, capture: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``cdk`` CLI; a non-zero exit becomes :class:`LocalEndpointError` (unless ``capture``)."""
     command = [cdk, *args]
     try:
-        result = subprocess.run(command, env=dict(env), cwd=cwd, check=False)
+        result = subprocess.run(command, env=dict(env), cwd=cwd, check=False, text=True, capture_output=capture)
     except FileNotFoundError as error:
         raise LocalEndpointError(f"the cdk CLI was not found ({cdk}): run npm ci, or pass --cdk PATH.") from error
-    if result.returncode != 0:
+    if result.returncode != 0 and not capture:
         raise LocalEndpointError(f"{' '.join(command)} exited with status {result.returncode}.")
+    return result
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    """A stack of the app and the account and region it deployed to."""
+
+    name: str
+    account: str
+    region: str
+
+
+def stack_environments(assembly: Path, endpoint: LocalAwsEndpoint) -> dict[str, tuple[str, str]]:
+    """Stack name -> (account, region) from a cloud assembly; an environment-agnostic stack gets the endpoint's."""
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    found: dict[str, tuple[str, str]] = {}
+    for artifact in (manifest.get("artifacts") or {}).values():
+        if artifact.get("type") != "aws:cloudformation:stack":
+            continue
+        environment = str(artifact.get("environment", "aws://unknown-account/unknown-region"))
+        account, _, region = environment.removeprefix("aws://").partition("/")
+        name = (artifact.get("properties") or {}).get("stackName") or artifact.get("displayName", "")
+        found[str(name)] = (
+            endpoint.account if account in ("", "unknown-account") else account,
+            endpoint.region if region in ("", "unknown-region") else region,
+        )
+    return found
+
+
+_ANSWERED_LOOKUPS = ("availability-zones",)
+"""Context lookups the endpoint answers: the zone names of a region are the same in every account."""
+_LOOKUP_ROUNDS = 5
+
+
+def _missing(assembly: Path) -> list[dict[str, Any]]:
+    manifest_path = assembly / "manifest.json"
+    if not manifest_path.exists():
+        return []
+    missing = json.loads(manifest_path.read_text()).get("missing") or []
+    return [m for m in missing if isinstance(m, dict)]
+
+
+def missing_lookups(assembly: Path) -> list[str]:
+    """The context lookups (``from_lookup``) the app asked for and the assembly could not answer."""
+    return [f"{m.get('provider')} ({m.get('key')})" for m in _missing(assembly)]
+
+
+@contextlib.contextmanager
+def _context_file_with(app_dir: Path, values: Mapping[str, Any]) -> Iterator[None]:
+    """The app's ``cdk.context.json`` with ``values`` added while the block runs, then exactly as it was."""
+    path = app_dir / "cdk.context.json"
+    original = path.read_bytes() if path.exists() else None
+    if not values:
+        yield
+        return
+    try:
+        recorded = json.loads(original) if original else {}
+    except json.JSONDecodeError as error:
+        raise LocalEndpointError(f"{path} is not valid JSON: {error}") from error
+    path.write_text(json.dumps({**recorded, **values}, indent=2))
+    try:
+        yield
+    finally:
+        if original is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(original)
+
+
+def _availability_zones(endpoint: LocalAwsEndpoint, props: Mapping[str, Any]) -> list[str]:
+    """What the CLI's availability-zones provider records: the available zone names of that account and region."""
+    ec2 = endpoint.client("ec2", account=str(props.get("account")), region=str(props.get("region")))
+    zones = ec2.describe_availability_zones()["AvailabilityZones"]
+    return [str(z["ZoneName"]) for z in zones if z.get("State") == "available"]
+
+
+def _synth(endpoint: LocalAwsEndpoint, cdk: str, app_dir: Path, assembly: Path, context: Mapping[str, str]) -> None:
+    """``cdk synth`` without lookups, answering availability-zone lookups from the endpoint (the app's
+    ``cdk.context.json`` is left as it was); any other lookup is refused with what to do."""
+    synth = ["synth", "--quiet", "--no-notices", "--no-lookups", "--output", str(assembly)]
+    for key, value in context.items():
+        synth += ["--context", f"{key}={value}"]
+    answers: dict[str, Any] = {}
+    for _round in range(_LOOKUP_ROUNDS):
+        with _context_file_with(app_dir, answers):
+            result = run_cdk(cdk, synth, env=endpoint.environment(), cwd=app_dir, capture=True)
+        missing = _missing(assembly)
+        unanswerable = [m for m in missing if m.get("provider") not in _ANSWERED_LOOKUPS]
+        if unanswerable:
+            raise LocalEndpointError(
+                "the app needs context lookups a local endpoint cannot answer: "
+                + "; ".join(f"{m.get('provider')} ({m.get('key')})" for m in unanswerable)
+                + ". Run `cdk synth` once against your AWS account to record them in cdk.context.json (commit "
+                "it), or give the constructs their values instead of looking them up "
+                "(e.g. ec2.Vpc.from_vpc_attributes)."
+            )
+        fresh = [m for m in missing if m.get("key") not in answers]
+        if not fresh:
+            break
+        for lookup in fresh:
+            answers[str(lookup["key"])] = _availability_zones(endpoint, lookup.get("props") or {})
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise LocalEndpointError(f"cdk synth exited with status {result.returncode}.")
 
 
 def deploy_app(
@@ -213,27 +364,57 @@ def deploy_app(
     output: Path | None = None,
     context: Mapping[str, str] | None = None,
     stacks: Sequence[str] = (),
-) -> list[str]:
-    """``cdk synth`` once, then ``cdk bootstrap`` and ``cdk deploy`` of that cloud assembly (every stack
-    unless ``stacks`` names some) to ``endpoint``.
+) -> list[DeployedStack]:
+    """``cdk synth`` once, bootstrap every account and region its stacks name, then ``cdk deploy`` that
+    cloud assembly (every stack unless ``stacks`` names some) to ``endpoint``.
 
-    Returns the names of the deployed stacks: in the order of ``stacks``, else by creation time.
+    A stack with an explicit ``env`` deploys to that account and region on the endpoint; the CLI
+    works in each account through credentials the endpoint issues for it. The availability zones
+    such a stack looks up are the endpoint's for that region, used for this synth only: the app's
+    ``cdk.context.json`` is left as it was. An app that needs any other context lookup
+    (``Vpc.from_lookup`` and the like, not recorded in ``cdk.context.json``) is refused before
+    anything deploys: the endpoint would answer with made-up resources, and the CLI would record
+    them in the app's ``cdk.context.json``.
+
+    Returns the deployed stacks: in the order of ``stacks``, else by creation time.
     """
     env = endpoint.environment()
-    account = endpoint.client("sts").get_caller_identity()["Account"]
     assembly = (output or app_dir / "cdk.out").resolve()
-    synth = ["synth", "--quiet", "--no-notices", "--output", str(assembly)]
-    for key, value in (context or {}).items():
-        synth += ["--context", f"{key}={value}"]
-    run_cdk(cdk, synth, env=env, cwd=app_dir)
+    _synth(endpoint, cdk, app_dir, assembly, context or {})
+    environments = stack_environments(assembly, endpoint)
     common = ["--no-notices", "--app", str(assembly)]
-    run_cdk(cdk, ["bootstrap", *common, f"aws://{account}/{endpoint.region}"], env=env, cwd=app_dir)
+    for account, region in sorted(set(environments.values())):
+        bootstrap = ["bootstrap", *common, f"aws://{account}/{region}"]
+        run_cdk(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
     selection = list(stacks) or ["--all"]
     run_cdk(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
-    cloudformation = endpoint.client("cloudformation")
-    deployed = [s for s in cloudformation.describe_stacks()["Stacks"] if s["StackName"] != "CDKToolkit"]
-    names = [s["StackName"] for s in sorted(deployed, key=lambda s: (s["CreationTime"], s["StackName"]))]
-    return [name for name in stacks if name in names] if stacks else names
+    deployed: list[tuple[Any, DeployedStack]] = []
+    for account, region in sorted(set(environments.values())):
+        cloudformation = endpoint.client("cloudformation", account=account, region=region)
+        for stack in cloudformation.describe_stacks()["Stacks"]:
+            if stack["StackName"] != "CDKToolkit":
+                deployed.append((stack["CreationTime"], DeployedStack(stack["StackName"], account, region)))
+    ordered = [d for _, d in sorted(deployed, key=lambda item: (item[0], item[1].name))]
+    if stacks:
+        return [d for name in stacks for d in ordered if d.name == name]
+    return ordered
+
+
+def describe_deployed(endpoint: LocalAwsEndpoint, deployed: Sequence[DeployedStack]) -> list[StackReport]:
+    """What each deployed stack created, read in its own account and region; others are named with theirs."""
+    from neuron_constructs.deployment_report import describe_stack
+
+    reports = []
+    for stack in deployed:
+        report = describe_stack(
+            functools.partial(endpoint.client, account=stack.account, region=stack.region),
+            stack.name,
+            functions_run=False,
+        )
+        if (stack.account, stack.region) != (endpoint.account, endpoint.region):
+            report = dataclasses.replace(report, name=f"{stack.name} (aws://{stack.account}/{stack.region})")
+        reports.append(report)
+    return reports
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -263,29 +444,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(context) != len(args.context):
         parser.error("--context takes KEY=VALUE")
 
-    from neuron_constructs.deployment_report import describe_stacks, format_reports
+    from neuron_constructs.deployment_report import format_reports
 
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored (`cmd &`)
     try:
         with local_aws_endpoint(region=args.region, log=args.server_log) as endpoint:
             print(f"local AWS endpoint (moto): {endpoint.url}", flush=True)
-            stack_names = deploy_app(
+            deployed = deploy_app(
                 endpoint, app_dir=args.app_dir, cdk=args.cdk, output=args.output, context=context, stacks=args.stacks
             )
-            reports = describe_stacks(endpoint.client, stack_names, functions_run=False)
-            print(format_reports(reports, endpoint=endpoint.label), flush=True)
+            print(format_reports(describe_deployed(endpoint, deployed), endpoint=endpoint.label), flush=True)
             if args.serve:
                 print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
                 environment = endpoint.environment()
-                for key in (
-                    "AWS_ENDPOINT_URL",
-                    "AWS_REGION",
-                    "AWS_DEFAULT_REGION",
-                    "AWS_ACCESS_KEY_ID",
-                    "AWS_SECRET_ACCESS_KEY",
-                ):
+                for key in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
                     print(f"  export {key}={environment[key]}", flush=True)
+                for account in sorted({endpoint.account, *(d.account for d in deployed)}):
+                    print(f"  # to act in account {account}:", flush=True)
+                    for key, value in endpoint.credentials(account).items():
+                        print(f"  export {key}={value}", flush=True)
                 with contextlib.suppress(KeyboardInterrupt):
                     while True:
                         time.sleep(3600)

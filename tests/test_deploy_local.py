@@ -20,11 +20,12 @@ import pytest
 from conftest import EXAMPLE_STACKS, ROOT, resources
 
 from neuron_constructs.capacity import NEURON_AMI_PARAMETER
-from neuron_constructs.deployment_report import Gap, StackReport, describe_stacks, format_reports
-from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, local_aws_endpoint
+from neuron_constructs.deployment_report import Gap, StackReport, format_reports
+from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
 
 STANDARD_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id"
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
+pytestmark = pytest.mark.e2e
 
 # The instance type of every Auto Scaling group's launch template, and the AMI parameter it must use.
 EXPECTED_GROUPS = {
@@ -64,8 +65,10 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         pytest.fail(f"{CDK_CLI} is missing: run make install (npm ci) first")
     cloud_assembly = tmp_path_factory.mktemp("cdk.out")
     with local_aws_endpoint(log=cloud_assembly.parent / "moto.log") as endpoint:
-        names = deploy_app(endpoint, app_dir=ROOT, cdk=str(CDK_CLI), output=cloud_assembly)
-        reports = describe_stacks(endpoint.client, names, functions_run=False)
+        deployed = deploy_app(endpoint, app_dir=ROOT, cdk=str(CDK_CLI), output=cloud_assembly)
+        names = [stack.name for stack in deployed]
+        assert {(stack.account, stack.region) for stack in deployed} == {(endpoint.account, endpoint.region)}
+        reports = describe_deployed(endpoint, deployed)
         paginator = endpoint.client("cloudformation").get_paginator("list_stack_resources")
         stack_resources = {
             name: [r for page in paginator.paginate(StackName=name) for r in page["StackResourceSummaries"]]

@@ -19,7 +19,8 @@ def test_readme_commands_are_make_targets() -> None:
     readme = (ROOT / "README.md").read_text()
     top = readme.split("```bash", 1)[1].split("```", 1)[0]
     targets = re.findall(r"^make (\S+)", top, re.M)
-    assert targets == ["deploy-local", "test"]
+    assert targets == ["deploy-local", "test-all"]
+    assert "make test-all" in (ROOT / ".ci" / "run").read_text()  # CI runs the README's test command
     makefile = (ROOT / "Makefile").read_text()
     for target in targets:
         assert re.search(rf"^{target}:", makefile, re.M)
