@@ -20,6 +20,7 @@ from constructs import Construct
 from neuron_constructs import compliance, rules
 from neuron_constructs.ami import NEURON_AMI_IMAGE_ID_PARAMETER
 from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.inputs import construct_path, remember_path
 from neuron_constructs.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
 
 __all__ = [
@@ -104,14 +105,19 @@ _ACCELERATOR_NAMES = {
 }
 
 
-def warn_about_public_subnets(owner: Construct, vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet]) -> None:
-    """NEURON108: a warning when capacity launches into subnets the VPC lists as public."""
-    public_ids = {s.node.path for s in vpc.public_subnets}
-    public = [s.node.path for s in subnets if s.node.path in public_ids]
+def warn_about_public_subnets(
+    owner: Construct, vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], *, any_public: bool | None = None
+) -> None:
+    """NEURON108: a warning when capacity launches into subnets the VPC lists as public (``any_public``: whether
+    any is, when the subnet selection already said)."""
+    if any_public is False:
+        return
+    public_ids = {construct_path(s) for s in vpc.public_subnets}
+    public = [construct_path(s) for s in subnets if construct_path(s) in public_ids]
     if public:
         Validations.of(owner).add_warning(
             rules.PUBLIC_SUBNETS.warning_id,
-            rules.PUBLIC_SUBNETS.message(owner.node.path, f"instances launch into public subnets {public}"),
+            rules.PUBLIC_SUBNETS.message(construct_path(owner), f"instances launch into public subnets {public}"),
         )
 
 
@@ -143,6 +149,7 @@ class ManagedInstancesCapacity(Construct):
         *,
         cluster: ecs.Cluster,
         subnets: Sequence[ec2.ISubnet],
+        public_subnets: bool | None = None,
         accelerators: Sequence[str] = DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
         instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
         capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
@@ -150,7 +157,7 @@ class ManagedInstancesCapacity(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         capacity_reservation: CapacityReservation | None = None,
     ) -> None:
-        path = f"{scope.node.path}/{id}"
+        path = f"{construct_path(scope)}/{id}"
         self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
             path, accelerators, instance_types
         )
@@ -166,10 +173,11 @@ class ManagedInstancesCapacity(Construct):
                     path, f"capacity_option_type=SPOT with the {capacity_reservation.describe()}"
                 )
         super().__init__(scope, id)
+        remember_path(self, scope, id)
         self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
         self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
-        warn_about_public_subnets(self, cluster.vpc, subnets)
+        warn_about_public_subnets(self, cluster.vpc, subnets, any_public=public_subnets)
         if security_groups:
             self.security_groups: list[ec2.ISecurityGroup] = list(security_groups)
         else:
@@ -260,6 +268,7 @@ class AutoScalingCapacity(Construct):
         instance_type: str,
         machine_image: ec2.IMachineImage,
         subnets: Sequence[ec2.ISubnet],
+        public_subnets: bool | None = None,
         min_capacity: int,
         max_capacity: int,
         root_volume_gib: int,
@@ -267,7 +276,7 @@ class AutoScalingCapacity(Construct):
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
     ) -> None:
-        path = f"{scope.node.path}/{id}"
+        path = f"{construct_path(scope)}/{id}"
         rules.check_capacity_size(path, min_capacity, max_capacity)
         if spot and capacity_reservation is not None:
             raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
@@ -279,10 +288,11 @@ class AutoScalingCapacity(Construct):
                 instance_type=instance_type,
             )
         super().__init__(scope, id)
+        remember_path(self, scope, id)
         if neuron is not None and root_volume_gib < DEFAULT_ROOT_VOLUME_GIB:
             Validations.of(self).add_warning(
                 rules.SMALL_ROOT_VOLUME.warning_id,
-                rules.SMALL_ROOT_VOLUME.message(self.node.path, f"root_volume_gib={root_volume_gib}"),
+                rules.SMALL_ROOT_VOLUME.message(construct_path(self), f"root_volume_gib={root_volume_gib}"),
             )
         self.neuron_instance_type = neuron
         self.min_capacity = min_capacity
@@ -292,7 +302,7 @@ class AutoScalingCapacity(Construct):
         self.services: list[Construct] = []
         self.sliced_by: Construct | None = None
         self.instance_type = ec2.InstanceType(instance_type)
-        warn_about_public_subnets(self, cluster.vpc, subnets)
+        warn_about_public_subnets(self, cluster.vpc, subnets, any_public=public_subnets)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -304,7 +314,7 @@ class AutoScalingCapacity(Construct):
             self,
             "InstanceRole",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"ECS container instances ({instance_type}) of {cluster.node.path}",
+            description=f"ECS container instances ({instance_type}) of {construct_path(cluster)}",
         )
         _grant_ecs_agent(self.role, cluster)
         settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}

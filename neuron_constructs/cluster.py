@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from aws_cdk import Aws, Stack, Validations
+from aws_cdk import Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -22,7 +23,15 @@ from neuron_constructs.capacity import (
     ManagedInstancesCapacity,
 )
 from neuron_constructs.catalog import NeuronInstanceType, closest_instance_types, ec2_instance_types
-from neuron_constructs.inputs import COUNT, GP3_VOLUME_GIB, MANAGED_INSTANCES_STORAGE_GIB, checked
+from neuron_constructs.inputs import (
+    COUNT,
+    GP3_VOLUME_GIB,
+    MANAGED_INSTANCES_STORAGE_GIB,
+    aws,
+    checked,
+    construct_path,
+    remember_path,
+)
 from neuron_constructs.l1_overrides import drop_redundant_handler_dependency
 from neuron_constructs.log_groups import log_group
 from neuron_constructs.synth_checks import enable_template_checks
@@ -50,8 +59,15 @@ def _check_machine_image(capacity: Construct, neuron: NeuronInstanceType, image:
         return
     what = f"machine_image resolves {parameter}" if isinstance(parameter, str) else "machine_image pins an AMI"
     Validations.of(capacity).add_warning(
-        rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(capacity.node.path, f"{what} for {neuron.name}")
+        rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(construct_path(capacity), f"{what} for {neuron.name}")
     )
+
+
+class _Subnets(NamedTuple):
+    """Subnets a capacity launches into, and whether any is public."""
+
+    subnets: list[ec2.ISubnet]
+    has_public: bool
 
 
 class NeuronCluster(Construct):
@@ -96,9 +112,13 @@ class NeuronCluster(Construct):
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id)
-        enable_template_checks(self)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
         self.log_encryption_key = log_encryption_key
         self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
+        # the VPC made here has one private subnet group: the default selection needs no lookup
+        self._default_selection_is_private = vpc is None and capacity_subnets is None
+        self._private_subnets: list[ec2.ISubnet] | None = None
         self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         """Subnets capacity launches into. Default: private subnets with egress."""
         self.cluster = ecs.Cluster(
@@ -110,6 +130,7 @@ class NeuronCluster(Construct):
                 ecs.ContainerInsights.ENABLED if container_insights else ecs.ContainerInsights.DISABLED
             ),
         )
+        remember_path(self.cluster, self, "Cluster")
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
 
@@ -117,16 +138,24 @@ class NeuronCluster(Construct):
         self, path: str | None = None, selection: ec2.SubnetSelection | None = None
     ) -> list[ec2.ISubnet]:
         """The subnets ``selection`` (default :attr:`capacity_subnets`) selects in :attr:`vpc`; NEURON033 for none."""
+        return list(self._select_subnets(path, selection).subnets)
+
+    def _select_subnets(self, path: str | None, selection: ec2.SubnetSelection | None) -> _Subnets:
+        if selection is None and self._default_selection_is_private:
+            if self._private_subnets is None:
+                self._private_subnets = list(self.vpc.private_subnets)
+            return _Subnets(self._private_subnets, has_public=False)
         option = "vpc_subnets" if selection is not None else "capacity_subnets"
         selection = selection or self.capacity_subnets
         fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
+        selected: ec2.SelectedSubnets | None = None
         try:
-            subnets = list(self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields}).subnets)
+            selected = self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields})
         except RuntimeError as error:  # aws-cdk-lib: "There are no 'Private' subnet groups in this VPC"
-            subnets, reason = [], str(error).split(": ", 1)[-1].split("\n", 1)[0]
+            reason = str(error).split(": ", 1)[-1].split("\n", 1)[0]
         else:
             reason = "it selects no subnet"
-        if not subnets:
+        if selected is None or not selected.subnets:
             available = sorted(
                 {
                     kind
@@ -139,11 +168,11 @@ class NeuronCluster(Construct):
                 }
             )
             raise rules.NO_SUBNETS.error(
-                path or self.node.path,
-                f"{option} selects nothing in {self.vpc.node.path}: {reason}",
+                path or construct_path(self),
+                f"{option} selects nothing in {construct_path(self.vpc)}: {reason}",
                 available=", ".join(available) or "none",
             )
-        return subnets
+        return _Subnets(list(selected.subnets), has_public=bool(selected.has_public))
 
     def _create_vpc(self) -> ec2.Vpc:
         vpc = ec2.Vpc(
@@ -174,9 +203,9 @@ class NeuronCluster(Construct):
             assumed_by=iam.ServicePrincipal(
                 "vpc-flow-logs.amazonaws.com",
                 conditions={
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "StringEquals": {"aws:SourceAccount": aws().account_id},
                     "ArnLike": {
-                        "aws:SourceArn": f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:vpc-flow-log/*"
+                        "aws:SourceArn": f"arn:{aws().partition}:ec2:{aws().region}:{aws().account_id}:vpc-flow-log/*"
                     },
                 },
             ),
@@ -218,7 +247,8 @@ class NeuronCluster(Construct):
             self,
             id,
             cluster=self.cluster,
-            subnets=self.select_capacity_subnets(f"{self.node.path}/{id}", vpc_subnets),
+            subnets=(selected := self._select_subnets(f"{construct_path(self)}/{id}", vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
             accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
             instance_types=instance_types,
             capacity_option_type=capacity_option_type,
@@ -262,7 +292,7 @@ class NeuronCluster(Construct):
             ``.on_demand_group``) or an EC2 Capacity Block for ML (``.capacity_block``; trn1.32xlarge and
             trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
         """
-        path = f"{self.node.path}/{id}"
+        path = f"{construct_path(self)}/{id}"
         neuron = rules.instance_type_at(path, instance_type)
         parameter = getattr(machine_image, "parameter_name", None)
         if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
@@ -275,7 +305,8 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=neuron.name,
             machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
-            subnets=self.select_capacity_subnets(path, vpc_subnets),
+            subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
@@ -308,7 +339,7 @@ class NeuronCluster(Construct):
         (the standard AMI has no Neuron driver, NEURON030), and so is a type the EC2 API does not list
         (NEURON031). Root volume default 30 GiB.
         """
-        path = f"{self.node.path}/{id}"
+        path = f"{construct_path(self)}/{id}"
         if isinstance(instance_type, NeuronInstanceType):
             instance_type = instance_type.name
         neuron = NeuronInstanceType.find(instance_type)
@@ -329,7 +360,8 @@ class NeuronCluster(Construct):
             cluster=self.cluster,
             instance_type=instance_type,
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
-            subnets=self.select_capacity_subnets(path, vpc_subnets),
+            subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,

@@ -2,13 +2,13 @@
 
 Every finding the library cannot fix is acknowledged here, on the construct
 that owns the resource, with the exact finding id cdk-nag reports and a reason
-specific to that resource. Acknowledgements use aws-cdk-lib's own
-``Validations`` API, so the library does not depend on cdk-nag.
+specific to that resource. Acknowledgements are aws-cdk-lib's own (the
+``aws:cdk:acknowledged-rules`` metadata ``Validations.acknowledge`` writes), so the
+library does not depend on cdk-nag.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Validations
 from constructs import IConstruct
 
 __all__ = [
@@ -19,12 +19,18 @@ __all__ = [
 ]
 
 _PACK = "AwsSolutions::AwsSolutions"
+_ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
+"""``Validations.ACKNOWLEDGED_RULES_METADATA_KEY`` (a test keeps the two equal)."""
 _CONTAINER_INSTANCES = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:container-instance/*"
 
 
 def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
-    Validations.of(scope).acknowledge(
-        *(Acknowledgment(id=f"{_PACK}-{finding}", reason=reason) for finding, reason in findings.items())
+    """What ``Validations.of(scope).acknowledge(...)`` records, as one metadata entry: the CDK collects every
+    ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack trace per rule (as ``acknowledge``
+    does) is most of a small stack's synth time."""
+    scope.node.add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {f"{_PACK}-{finding}": reason for finding, reason in findings.items()},
     )
 
 

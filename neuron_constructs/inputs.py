@@ -18,6 +18,7 @@ options it takes.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import functools
 import inspect
 import types
@@ -28,7 +29,7 @@ from enum import Enum
 from typing import Any, ParamSpec, TypeVar
 
 from aws_cdk import Token
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from neuron_constructs import rules
 
@@ -46,8 +47,10 @@ __all__ = [
     "check_value",
     "checked",
     "conforms",
+    "construct_path",
     "describe",
     "is_token",
+    "remember_path",
 ]
 
 P = ParamSpec("P")
@@ -223,7 +226,7 @@ def _problem_type(name: str, value: object) -> str:
 
 
 def check_value(
-    path: str,
+    path: str | _PathOf,
     name: str,
     value: object,
     annotation: Any,
@@ -234,13 +237,13 @@ def check_value(
     """Refuse ``value`` for parameter ``name`` unless it has the annotated type and range."""
     if literal and is_token(value):
         raise rules.TOKEN_NOT_LITERAL.error(
-            path, f"{name} is a CDK token, a value known only at deploy time", name=name
+            str(path), f"{name} is a CDK token, a value known only at deploy time", name=name
         )
     if not literal and is_token(value):
         return
     if not conforms(value, annotation):
         where, item, wanted = _mismatch(name, value, annotation)
-        raise rules.WRONG_TYPE.error(path, _problem_type(where, item), expected=f"{where} as {describe(wanted)}")
+        raise rules.WRONG_TYPE.error(str(path), _problem_type(where, item), expected=f"{where} as {describe(wanted)}")
     bounds = ranges.get(name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):
         low, high = bounds.minimum, bounds.maximum
@@ -248,7 +251,7 @@ def check_value(
             limit = f"below the minimum of {low}" if value < low else f"above the maximum of {high}"
             why = f" ({bounds.why})" if bounds.why else ""
             raise rules.OUT_OF_RANGE.error(
-                path,
+                str(path),
                 f"{name}={value} is {limit}{why}",
                 name=name,
                 minimum=low,
@@ -297,15 +300,60 @@ def _option_fields(options: type) -> dict[str, Any]:
     return dict(typing.get_type_hints(options))
 
 
+class _PathOf:
+    """The construct path a call's messages name, worked out only when a message is written (reading a
+    construct path is a call into the CDK's JavaScript runtime)."""
+
+    def __init__(self, bound: inspect.BoundArguments) -> None:
+        self._bound = bound
+        self._path: str | None = None
+
+    def __str__(self) -> str:
+        if self._path is None:
+            self._path = _path(self._bound)
+        return self._path
+
+
 def _path(bound: inspect.BoundArguments) -> str:
     arguments = bound.arguments
     scope, id_ = arguments.get("scope"), arguments.get("id")
     owner = arguments.get("self")
     if isinstance(scope, Construct) and owner is not None and not _constructed(owner):
-        return f"{scope.node.path}/{id_}"
+        return f"{construct_path(scope)}/{id_}"
     if isinstance(owner, Construct) and _constructed(owner):
-        return f"{owner.node.path}/{id_}" if isinstance(id_, str) and "id" in arguments else owner.node.path
+        return f"{construct_path(owner)}/{id_}" if isinstance(id_, str) and "id" in arguments else construct_path(owner)
     return str(id_ or "")
+
+
+class PseudoParameters(typing.NamedTuple):
+    partition: str
+    region: str
+    account_id: str
+
+
+@functools.cache
+def aws() -> PseudoParameters:
+    """``Aws.PARTITION``, ``Aws.REGION`` and ``Aws.ACCOUNT_ID``: the same tokens in every app, read once."""
+    from aws_cdk import Aws
+
+    return PseudoParameters(str(Aws.PARTITION), str(Aws.REGION), str(Aws.ACCOUNT_ID))
+
+
+def construct_path(construct: IConstruct) -> str:
+    """``construct.node.path``, read from the CDK's runtime once per construct (paths never change)."""
+    cached = getattr(construct, "_neuron_constructs_path", None)
+    if cached is None:
+        cached = str(construct.node.path)
+        with contextlib.suppress(AttributeError):
+            construct._neuron_constructs_path = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def remember_path(construct: IConstruct, scope: IConstruct, id: str) -> None:
+    """Record the path of ``construct``, just made as ``id`` in ``scope``, from its scope's (asked once)."""
+    parent = construct_path(scope)
+    with contextlib.suppress(AttributeError):
+        construct._neuron_constructs_path = f"{parent}/{id}" if parent else id  # type: ignore[attr-defined]
 
 
 def _constructed(owner: object) -> bool:
@@ -361,7 +409,7 @@ def checked(
             if scope is not Construct and not isinstance(scope, Construct):
                 where = str(bound.arguments.get("id", called))
                 check_value(where, "scope", scope, Construct)
-            path = _path(bound)
+            path = _PathOf(bound)
             for name, value in bound.arguments.items():
                 if name in ("self", "scope") or name == variadic or name not in hints:
                     continue
@@ -395,7 +443,7 @@ def _did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 def _check_options(
     label: str,
-    path: str,
+    path: str | _PathOf,
     given: Mapping[str, Any],
     struct: type,
     integral: frozenset[str],

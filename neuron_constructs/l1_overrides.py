@@ -29,6 +29,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
 from neuron_constructs.cfn_template import INTENT_METADATA_KEY
+from neuron_constructs.inputs import construct_path
 
 __all__ = [
     "NEURON_DEVICE_REQUIREMENT",
@@ -46,8 +47,12 @@ NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
 
 
 def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
-    resource = task_definition.node.default_child
-    assert isinstance(resource, CfnResource)
+    """The task definition's L1, looked up once per task definition."""
+    resource = getattr(task_definition, "_neuron_constructs_resource", None)
+    if resource is None:
+        resource = task_definition.node.default_child
+        assert isinstance(resource, CfnResource)
+        setattr(task_definition, "_neuron_constructs_resource", resource)  # noqa: B010 (a Python attribute)
     return resource
 
 
@@ -58,7 +63,7 @@ def container_index(task_definition: ecs.TaskDefinition, container: ecs.Containe
     order among the task definition's children.
     """
     containers = [c for c in task_definition.node.children if isinstance(c, ecs.ContainerDefinition)]
-    paths = [c.node.path for c in containers]
+    paths = [construct_path(c) for c in containers]
     return paths.index(container.node.path)
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from weakref import WeakSet
 
-from aws_cdk import Aws, RemovalPolicy
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from neuron_constructs.inputs import aws
 
 __all__ = ["allow_cloudwatch_logs", "log_group"]
 
@@ -29,13 +31,13 @@ def allow_cloudwatch_logs(key: kms.IKey) -> None:
     key.add_to_resource_policy(
         iam.PolicyStatement(
             sid="AllowCloudWatchLogsOfThisAccount",
-            principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+            principals=[iam.ServicePrincipal(f"logs.{aws().region}.amazonaws.com")],
             actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
             resources=["*"],
             conditions={
                 "ArnLike": {
                     "kms:EncryptionContext:aws:logs:arn": (
-                        f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
+                        f"arn:{aws().partition}:logs:{aws().region}:{aws().account_id}:log-group:*"
                     )
                 }
             },

@@ -26,7 +26,14 @@ from typing_extensions import Unpack
 from neuron_constructs import rules
 from neuron_constructs.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.inputs import COUNT, MAXIMUM_PERCENT, MINIMUM_HEALTHY_PERCENT, checked
+from neuron_constructs.inputs import (
+    COUNT,
+    MAXIMUM_PERCENT,
+    MINIMUM_HEALTHY_PERCENT,
+    checked,
+    construct_path,
+    remember_path,
+)
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances
 from neuron_constructs.options import ServiceOptions
@@ -107,10 +114,11 @@ class NeuronService(Construct):
         **service_options: Unpack[ServiceOptions],
     ) -> None:
         super().__init__(scope, id)
-        enable_template_checks(self)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
         self.cluster = cluster
         self.task_definition = task_definition
-        self.capacity: Capacity = capacity_for(self.node.path, cluster, task_definition, capacity)
+        self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
         self.desired_count = desired_count
         self._check_placement()
         min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
@@ -118,8 +126,8 @@ class NeuronService(Construct):
         for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
             if value is not None and not awsvpc:
                 raise rules.NETWORK_OPTION_IGNORED.error(
-                    self.node.path,
-                    f"{option} is set, but {task_definition.node.path} uses the "
+                    construct_path(self),
+                    f"{option} is set, but {construct_path(task_definition)} uses the "
                     f"{str(task_definition.task_definition.network_mode.value).lower()} network mode",
                     option=option,
                 )
@@ -162,13 +170,14 @@ class NeuronService(Construct):
             distinct_instances_on_managed_instances(self.service)
         # ECS refuses a strategy naming a provider not yet associated with the cluster; aws-cdk-lib creates
         # the association in an aspect, so the dependency is added by an aspect that runs after it.
-        Aspects.of(self).add(
+        # (on the service's L1 alone, which has no children: one visit per synth)
+        Aspects.of(self.service.node.find_child("Service")).add(
             _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
         )
 
     def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
         """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
-        capacity, path, desired = self.capacity, self.node.path, self.desired_count
+        capacity, path, desired = self.capacity, construct_path(self), self.desired_count
         instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
         full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
         largest = rules.room_to_stop(desired) if full else 100
@@ -189,32 +198,32 @@ class NeuronService(Construct):
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,
                 f"desired_count={desired} with distinctInstance fills the {instances} instances "
-                f"{capacity.node.path} can launch, and min_healthy_percent={requested} keeps every task running",
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={requested} keeps every task running",
                 percent=largest,
-                capacity=capacity.node.path,
+                capacity=construct_path(capacity),
                 desired=desired,
             )
         return requested
 
     def _check_placement(self) -> None:
         """NEURON020/017/023/012: this service fits its capacity beside the services already there."""
-        capacity, task, path = self.capacity, self.task_definition, self.node.path
+        capacity, task, path = self.capacity, self.task_definition, construct_path(self)
         if isinstance(capacity, AutoScalingCapacity):
             owner = capacity.sliced_by
-            if owner is not None and not path.startswith(f"{owner.node.path}/"):
+            if owner is not None and not path.startswith(f"{construct_path(owner)}/"):
                 raise rules.SLICED_CAPACITY_SHARED.error(
                     path,
-                    f"{capacity.node.path} runs the sliced service {owner.node.path}",
-                    sliced=owner.node.path,
+                    f"{construct_path(capacity)} runs the sliced service {construct_path(owner)}",
+                    sliced=construct_path(owner),
                     other=path,
                 )
             if isinstance(task, ManualNeuronTaskDefinition) and self.desired_count > capacity.max_capacity:
                 raise rules.SLICES_EXCEED_CAPACITY.error(
                     path,
-                    f"desired_count={self.desired_count} with distinctInstance, but {capacity.node.path} launches at "
-                    f"most {capacity.max_capacity} instances",
+                    f"desired_count={self.desired_count} with distinctInstance, but {construct_path(capacity)} "
+                    f"launches at most {capacity.max_capacity} instances",
                     max_capacity=capacity.max_capacity,
-                    capacity=capacity.node.path,
+                    capacity=construct_path(capacity),
                     instances=self.desired_count,
                 )
         if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
@@ -226,8 +235,8 @@ class NeuronService(Construct):
             if overlap:
                 raise rules.SHARED_DEVICE.error(
                     path,
-                    f"{other.node.path} on {capacity.node.path} also holds {overlap}",
-                    first=other.node.path,
+                    f"{construct_path(other)} on {construct_path(capacity)} also holds {overlap}",
+                    first=construct_path(other),
                     other=path,
                 )
 
@@ -271,7 +280,7 @@ def capacity_for(
         wanted = f"{instance.name} capacity (Auto Scaling, or Managed Instances admitting only {instance.name})"
     if not fitting:
         raise rules.NO_MATCHING_CAPACITY.error(
-            path, f"the cluster has no {wanted} for {task_definition.node.path}", wanted=wanted
+            path, f"the cluster has no {wanted} for {construct_path(task_definition)}", wanted=wanted
         )
     if len(fitting) > 1:
         raise rules.AMBIGUOUS_CAPACITY.error(
@@ -305,8 +314,6 @@ class _AfterCapacityAssociations:
         self._cluster = cluster
 
     def visit(self, node: IConstruct) -> None:
-        if node.node.path != self._service.node.path:
-            return
         for child in self._cluster.node.children:
             if isinstance(child, ecs.CfnClusterCapacityProviderAssociations):
                 self._service.node.add_dependency(child)

@@ -54,7 +54,7 @@ from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import AutoScalingCapacity
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.inputs import COUNT, Range, checked, is_token
+from neuron_constructs.inputs import COUNT, Range, checked, construct_path, is_token, remember_path
 from neuron_constructs.log_groups import log_group as new_log_group
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.services import NeuronService, capacity_for
@@ -138,7 +138,7 @@ class SlicedNeuronService(Construct):
         service_options: ServiceOptions | None = None,
         **container_options: Unpack[ContainerOptions],
     ) -> None:
-        path = f"{scope.node.path}/{id}"
+        path = f"{construct_path(scope)}/{id}"
         self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
         instance = self.instance_type
         self.devices_per_task = devices_per_task
@@ -158,7 +158,8 @@ class SlicedNeuronService(Construct):
             [_ports(m) for m in container_options.get("port_mappings") or ()],
         )
         super().__init__(scope, id)
-        enable_template_checks(self)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
         if network_mode == ecs.NetworkMode.AWS_VPC and not eni_trunking:
             Validations.of(self).add_warning(
                 rules.AWSVPC_WITHOUT_TRUNKING.warning_id,
@@ -228,18 +229,20 @@ class SlicedNeuronService(Construct):
 
     def _claim(self, capacity: AutoScalingCapacity) -> None:
         """NEURON020: the slices are the only tasks on their capacity."""
-        others = [s for s in capacity.services if not s.node.path.startswith(f"{self.node.path}/")]
+        others = [s for s in capacity.services if not construct_path(s).startswith(f"{construct_path(self)}/")]
         if others:
             raise rules.SLICED_CAPACITY_SHARED.error(
-                self.node.path,
-                f"{capacity.node.path} already runs {others[0].node.path}",
-                sliced=self.node.path,
+                construct_path(self),
+                f"{construct_path(capacity)} already runs {others[0].node.path}",
+                sliced=construct_path(self),
                 other=others[0].node.path,
             )
         capacity.sliced_by = self
 
     def _check_instances(self, instances: int) -> None:
-        rules.check_slice_capacity(self.node.path, instances, self.capacity.max_capacity, self.capacity.node.path)
+        rules.check_slice_capacity(
+            construct_path(self), instances, self.capacity.max_capacity, construct_path(self.capacity)
+        )
 
     @checked(ranges={"min_instances": COUNT, "max_instances": COUNT})
     def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
@@ -253,19 +256,19 @@ class SlicedNeuronService(Construct):
         ``min_healthy_percent=0``.
         """
         if self._scaled:
-            raise rules.SECOND_SCALING_TARGET.error(self.node.path, "auto_scale was already called")
+            raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "auto_scale was already called")
         self._check_instances(max_instances)
         self._check_instances(min_instances)
         if min_instances > max_instances:
             raise rules.OUT_OF_RANGE.error(
-                self.node.path,
+                construct_path(self),
                 f"min_instances={min_instances} is above max_instances={max_instances}",
                 name="min_instances",
                 minimum=0,
                 maximum=max_instances,
             )
         rules.check_deployment_percents(
-            self.node.path,
+            construct_path(self),
             range(max(1, min_instances), max_instances + 1),
             self.min_healthy_percent,
             100,

@@ -21,9 +21,13 @@ or changed through escape hatches. An app that uses none of them calls it once o
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import json
 import os
+import re
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -58,7 +62,9 @@ _CLI_REPORTS_FAILURES = "@aws-cdk/core:failSynthOnValidationErrors"
 _NESTED_SUFFIX = ".nested.template.json"
 
 
+@functools.cache
 def _version() -> str:
+    """The installed package's version (reading package metadata takes milliseconds: once per process)."""
     try:
         return metadata.version("neuron-constructs")
     except metadata.PackageNotFoundError:
@@ -82,14 +88,15 @@ class NeuronTemplateChecks:
         return [rule.id for rule in RULES if rule.on_template]
 
     def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        files: dict[str, Path] = {}
-        for stack in context.stack_templates:
-            files[stack.stack_construct_path] = Path(stack.template_path)
+        app = context.app_construct
+        files = _stack_templates(Path(app.outdir)) if isinstance(app, Stage) else {}
+        if not files:
+            files = {stack.stack_construct_path: Path(stack.template_path) for stack in context.stack_templates}
         for directory in {path.parent for path in list(files.values())}:
             for nested in sorted(directory.glob(f"*{_NESTED_SUFFIX}")):
                 files[nested.name] = nested
         templates = {name: json.loads(path.read_text()) for name, path in files.items()}
-        tree = _Tree(context.app_construct)
+        tree = _Tree(lambda: app)
         violations: list[PolicyViolation] = []
         unreported: list[str] = []
         for finding in check_templates(templates, construct_paths=tree.construct_path):
@@ -98,7 +105,7 @@ class NeuronTemplateChecks:
             violations.append(_violation(finding, files[finding.template]))
             if finding.severity == "error" and files[finding.template].parent.name.startswith("assembly-"):
                 unreported.append(finding.message)
-        if unreported and context.app_construct.node.try_get_context(_CLI_REPORTS_FAILURES) is False:
+        if unreported and app.node.try_get_context(_CLI_REPORTS_FAILURES) is False:
             _fail_when_the_app_exits(
                 f"{len(unreported)} Neuron rule error{'s' if len(unreported) > 1 else ''} in stacks inside a Stage, "
                 "which the cdk CLI reports only for the stacks it is asked for (a bare `cdk synth`, as CDK Pipelines "
@@ -107,6 +114,23 @@ class NeuronTemplateChecks:
         return PolicyValidationPluginReport(
             success=not any(v.severity == "fatal" for v in violations), violations=violations
         )
+
+
+def _stack_templates(assembly: Path) -> dict[str, Path]:
+    """Stack construct path -> template file of every stack in a cloud assembly and its Stages' assemblies, read
+    from the manifests (what ``IPolicyValidationContext.stack_templates`` lists, without a call per field)."""
+    try:
+        manifest = json.loads((assembly / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, Path] = {}
+    for artifact in (manifest.get("artifacts") or {}).values():
+        properties = artifact.get("properties") or {}
+        if artifact.get("type") == "aws:cloudformation:stack" and properties.get("templateFile"):
+            found[str(artifact.get("displayName"))] = assembly / properties["templateFile"]
+        elif artifact.get("type") == "cdk:cloud-assembly" and properties.get("directoryName"):
+            found.update(_stack_templates(assembly / properties["directoryName"]))
+    return found
 
 
 def _fail_when_the_app_exits(message: str) -> None:
@@ -145,8 +169,8 @@ def _violation(finding: Finding, template_path: Path) -> PolicyViolation:
 class _Tree:
     """What the construct tree says about a template's resources, read on first use."""
 
-    def __init__(self, app: IConstruct) -> None:
-        self._app = app
+    def __init__(self, app: Callable[[], IConstruct]) -> None:
+        self._app = app  # asked for only when a finding needs the tree
         self._paths: dict[str, dict[str, str]] | None = None
         self._constructs: dict[str, IConstruct] = {}
 
@@ -163,6 +187,8 @@ class _Tree:
             return False
         rule: Rule = finding.rule
         names = {rule.warning_id, f"Annotation::{rule.warning_id}", f"{PLUGIN_NAME}::{rule.id}"}
+        # a warning about one item (a variable) was raised for that item only
+        item = re.search(r"environment variable \S+ ", finding.message) if rule.id == "NEURON109" else None
         parts = path.split("/")
         for end in range(len(parts), -1, -1):  # ... down to the App itself (path "")
             construct = self._constructs.get("/".join(parts[:end]))
@@ -170,7 +196,7 @@ class _Tree:
                 continue
             for entry in construct.node.metadata:
                 data = json.dumps(entry.data) if not isinstance(entry.data, str) else entry.data
-                if entry.type == "aws:cdk:warning" and rule.warning_id in data:
+                if entry.type == "aws:cdk:warning" and rule.warning_id in data and (not item or item[0] in data):
                     return True
                 acknowledged = entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
                 if acknowledged and isinstance(entry.data, dict) and names & set(entry.data):
@@ -179,7 +205,7 @@ class _Tree:
 
     def _read(self) -> dict[str, dict[str, str]]:
         paths: dict[str, dict[str, str]] = {}
-        for construct in self._app.node.find_all():
+        for construct in self._app().node.find_all():
             self._constructs[construct.node.path] = construct
             if not isinstance(construct, CfnElement):
                 continue
@@ -199,12 +225,26 @@ def _owner_path(element: CfnElement) -> str:
     return element.node.path
 
 
+def _root(scope: IConstruct) -> IConstruct:
+    """The root of the tree ``scope`` is in, remembered on ``scope`` (a construct's scope is usually its Stack,
+    shared by the constructs beside it: asked once)."""
+    root = getattr(scope, "_neuron_constructs_root", None)
+    if root is None:
+        root = scope.node.root
+        with contextlib.suppress(AttributeError):
+            setattr(scope, "_neuron_constructs_root", root)  # noqa: B010 (a Python attribute on a jsii object)
+    return root
+
+
 def enable_template_checks(scope: IConstruct) -> None:
     """Check every template of the app around ``scope`` (an ``App``, a ``Stage`` or any construct) at synth.
 
-    Registers :class:`NeuronTemplateChecks` once on the outermost stage.
+    Registers :class:`NeuronTemplateChecks` once on the outermost stage (the ``App``).
     """
-    stage: Any = scope if Stage.is_stage(scope) else Stage.of(scope)
+    root: Any = _root(scope)
+    if root in _ENABLED:  # the common case, on every construct of the library
+        return
+    stage: Any = root if Stage.is_stage(root) else scope if Stage.is_stage(scope) else Stage.of(scope)
     if stage is None:
         return
     while (outer := Stage.of(stage)) is not None:

@@ -15,21 +15,30 @@ synthesized template (:mod:`neuron_constructs.template_checks`) and fail ``cdk s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import jsii
-from aws_cdk import Aspects, Aws, IAspect, Size, Stack, Validations
+from aws_cdk import Size, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from constructs import Construct, IConstruct
+from constructs import Construct
 from typing_extensions import Unpack
 
 from neuron_constructs import compliance, rules
 from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.inputs import CONTAINER_CPU, CONTAINER_MEMORY, TASK_CPU, TASK_MEMORY, checked
+from neuron_constructs.inputs import (
+    CONTAINER_CPU,
+    CONTAINER_MEMORY,
+    TASK_CPU,
+    TASK_MEMORY,
+    aws,
+    checked,
+    construct_path,
+    remember_path,
+)
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.log_groups import log_group
@@ -67,8 +76,8 @@ def task_role(scope: Construct, id: str) -> iam.Role:
         assumed_by=iam.ServicePrincipal(
             _ECS_TASKS,
             conditions={
-                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:ecs:{Aws.REGION}:{Aws.ACCOUNT_ID}:*"},
+                "StringEquals": {"aws:SourceAccount": aws().account_id},
+                "ArnLike": {"aws:SourceArn": f"arn:{aws().partition}:ecs:{aws().region}:{aws().account_id}:*"},
             },
         ),
     )
@@ -108,7 +117,8 @@ class NeuronTaskDefinition(Construct):
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id)
-        enable_template_checks(self)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
         self.task_role: iam.IRole = task_role or _new_task_role(self)
         self.task_definition = ecs.TaskDefinition(
             self,
@@ -132,22 +142,21 @@ class NeuronTaskDefinition(Construct):
         if network_mode == ecs.NetworkMode.HOST:
             Validations.of(self).add_warning(
                 rules.HOST_NETWORK.warning_id,
-                rules.HOST_NETWORK.message(self.node.path, "network_mode=HOST"),
+                rules.HOST_NETWORK.message(construct_path(self), "network_mode=HOST"),
             )
         self._record_intent()
-        Aspects.of(self).add(_SynthWarnings(self))
 
     @property
     def uses_managed_allocation(self) -> bool:
         """True when containers get devices through ``NeuronDevice = ALL``."""
         return False
 
-    @property
+    @functools.cached_property
     def is_managed_instances_compatible(self) -> bool:
         """Whether the task definition validates against ECS Managed Instances."""
         return bool(self.task_definition.is_managed_instances_compatible)
 
-    @property
+    @functools.cached_property
     def is_ec2_compatible(self) -> bool:
         """Whether the task definition validates against the EC2 launch type."""
         return bool(self.task_definition.is_ec2_compatible)
@@ -174,7 +183,7 @@ class NeuronTaskDefinition(Construct):
         return self._add(id, image, dict(options))
 
     def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
-        path = f"{self.node.path}/{id}"
+        path = f"{construct_path(self)}/{id}"
         for option in _OTHER_ACCELERATOR_OPTIONS:
             if options.get(option):
                 raise rules.NEURON_CONTAINER_RESOURCES.error(path, f"{option} is set", field=option)
@@ -183,8 +192,20 @@ class NeuronTaskDefinition(Construct):
                 if options.get(option):
                     raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
         self._reserve(path, options)
+        self._warn_about_secrets(path, options.get("environment") or {})
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
         return self.task_definition.add_container(id, image=image, **options)
+
+    def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:
+        """NEURON109 for the environment given here; variables added later are found in the template at synth."""
+        for name, value in environment.items():
+            if secret_like(name) and value:
+                Validations.of(self).add_warning(
+                    rules.SECRET_IN_ENVIRONMENT.warning_id,
+                    rules.SECRET_IN_ENVIRONMENT.message(
+                        path, f"environment variable {name} holds its value in plain text", name=name
+                    ),
+                )
 
     def _reserve(self, path: str, options: Mapping[str, Any]) -> None:
         """NEURON024: the containers added here fit the task's memory and CPU."""
@@ -268,7 +289,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
-        path = f"{scope.node.path}/{id}"
+        path = f"{construct_path(scope)}/{id}"
         if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
             raise rules.MANAGED_INSTANCES_FIELD.error(
                 path,
@@ -336,7 +357,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
-        path = f"{self.node.path}/{id}"
+        path = f"{construct_path(self)}/{id}"
         if self.neuron_containers:
             raise rules.ONE_NEURON_CONTAINER.error(
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
@@ -394,7 +415,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         log_group: logs.ILogGroup | None = None,
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
-        path = f"{scope.node.path}/{id}"
+        path = f"{construct_path(scope)}/{id}"
         self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
         instance = self.instance_type
         on_managed_instances = compatibility in (
@@ -496,13 +517,13 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         ``linux_parameters`` is copied as it is at the call and the copy gets the devices and
         ``IPC_LOCK``, so one object can serve several containers or slices.
         """
-        path = f"{self.node.path}/{id}"
+        path = f"{construct_path(self)}/{id}"
         chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
         for index in chosen:
             if index not in self.devices:
                 raise rules.UNDECLARED_DEVICE.error(
                     path,
-                    f"device {index} is not among the devices {list(self.devices)} of {self.node.path}",
+                    f"device {index} is not among the devices {list(self.devices)} of {construct_path(self)}",
                     declared=format_device_paths(self.devices),
                 )
             if index in self._mapped:
@@ -572,40 +593,3 @@ def _new_task_role(owner: Construct) -> iam.Role:
 
 def _log_group(owner: Construct, retention: logs.RetentionDays, key: kms.IKey | None) -> logs.ILogGroup:
     return log_group(owner, "Logs", retention=retention, encryption_key=key)
-
-
-@jsii.implements(IAspect)
-class _SynthWarnings:
-    """Warnings only the finished task definition shows, raised once all user code has run.
-
-    NEURON104: a Neuron task definition that never got a Neuron container.
-    NEURON109: an environment variable whose name says it holds a secret (``add_environment``
-    calls after construction included).
-    """
-
-    def __init__(self, owner: NeuronTaskDefinition) -> None:
-        self._owner = owner
-
-    def visit(self, node: IConstruct) -> None:
-        owner = self._owner
-        if node.node.path != owner.node.path:
-            return
-        if not owner.neuron_containers:
-            Validations.of(owner).add_warning(
-                rules.NO_NEURON_CONTAINER.warning_id,
-                rules.NO_NEURON_CONTAINER.message(owner.node.path, "no container has Neuron devices"),
-            )
-        resource = owner.task_definition.node.default_child
-        assert isinstance(resource, ecs.CfnTaskDefinition)
-        for container in Stack.of(owner).resolve(resource.container_definitions) or []:
-            for variable in container.get("environment") or []:
-                name, value = variable.get("name", ""), variable.get("value")
-                if secret_like(name) and value:
-                    Validations.of(owner).add_warning(
-                        rules.SECRET_IN_ENVIRONMENT.warning_id,
-                        rules.SECRET_IN_ENVIRONMENT.message(
-                            f"{owner.node.path}/{container.get('name')}",
-                            f"environment variable {name} holds its value in plain text",
-                            name=name,
-                        ),
-                    )

@@ -403,11 +403,17 @@ def _check_capacity_fits(t: EcsTemplate, out: _Report) -> None:
             )
 
 
-def _capacity_limit(t: EcsTemplate, service: Service) -> tuple[int, str] | None:
+def _capacity_limit(t: EcsTemplate, service: Service) -> tuple[int, list[str]] | None:
+    """The most instances the service's Auto Scaling capacity launches, and the groups' logical ids."""
     capacities = t.service_capacities(service)
     if not capacities or any(c.kind != "auto-scaling" or c.max_size is None for c in capacities):
         return None
-    return sum(c.max_size or 0 for c in capacities), ", ".join(t.path_of(c.group or c.logical_id) for c in capacities)
+    return sum(c.max_size or 0 for c in capacities), [c.group or c.logical_id for c in capacities]
+
+
+def _named(t: EcsTemplate, logical_ids: list[str]) -> str:
+    """Resources by construct path, for a message (looked up only when there is one to write)."""
+    return ", ".join(t.path_of(logical_id) for logical_id in logical_ids)
 
 
 def _check_distinct_instance_count(t: EcsTemplate, out: _Report) -> None:
@@ -415,8 +421,9 @@ def _check_distinct_instance_count(t: EcsTemplate, out: _Report) -> None:
         limit = _capacity_limit(t, service)
         if not service.distinct_instance or service.max_tasks is None or limit is None:
             continue
-        maximum, capacity = limit
+        maximum, groups = limit
         if service.max_tasks > maximum:
+            capacity = _named(t, groups)
             out.add(
                 r.SLICES_EXCEED_CAPACITY,
                 service.logical_id,
@@ -436,12 +443,13 @@ def _check_deployment_room(t: EcsTemplate, out: _Report) -> None:
             continue
         if not service.rolling:
             continue
-        maximum, capacity = limit
+        maximum, groups = limit
         desired = service.desired_count or 0
         # the fewest tasks that fill every instance: the desired count, or a count auto scaling reaches
         full = desired if desired >= maximum else maximum if maximum in service.task_counts else 0
         healthy = service.minimum_healthy_percent
         if 0 < maximum <= full and math.ceil(full * healthy / 100) >= full:
+            capacity = _named(t, groups)
             scaled = "" if full == desired else " (auto scaling reaches that many)"
             out.add(
                 r.DEPLOYMENT_WITHOUT_ROOM,
@@ -778,6 +786,8 @@ def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], li
 
 def _check_sliced_capacity(t: EcsTemplate, out: _Report) -> None:
     for capacity, slices, others in _sliced_groups(t):
+        if not others:
+            continue
         paths = [t.path_of(s.logical_id) for s in slices]
         owner = "/".join(_common_prefix([p.split("/") for p in paths])) or "the sliced service"
         for other in others:
@@ -838,6 +848,8 @@ def _check_topology(t: EcsTemplate, out: _Report) -> None:
         devices = sorted(task.devices)
         if instance is None or not devices or any(i >= instance.chips for i in devices):
             continue
+        if not r.device_topology_warning("", instance, devices):
+            continue  # (the construct path is looked up only for a warning)
         warning = r.device_topology_warning(t.path_of(task.logical_id), instance, devices)
         if warning:
             out.findings.append(

@@ -64,3 +64,13 @@ def example_stacks(example_app: App, example_assembly: cx_api.CloudAssembly) -> 
 def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
     """The template's resources of one CloudFormation type, by logical id."""
     return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}
+
+
+def synth_warnings(app: App) -> list[str]:
+    """The Neuron template checks' warnings in the app's validation report (what the CLI prints at synth)."""
+    import json
+
+    report = json.loads((Path(app.synth().directory) / "validation-report.json").read_text())
+    plugin = next((p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs"), None)
+    assert plugin is None or plugin["conclusion"] == "success"
+    return [v["description"] for v in (plugin["violations"] if plugin else []) if v["severity"] == "warning"]

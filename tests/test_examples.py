@@ -223,6 +223,16 @@ def test_cdk_nag_ran_and_every_finding_is_fixed_or_acknowledged(validation_repor
     assert all(len(v["reason"]) > 40 for v in plugin["suppressedViolations"])
 
 
+def test_acknowledgments_are_written_where_the_cdk_reads_them() -> None:
+    """The library writes acknowledgments as the metadata ``Validations.acknowledge`` writes, in one entry per
+    construct (the cdk-nag report above shows them honoured)."""
+    from aws_cdk import Validations
+
+    from neuron_constructs import compliance
+
+    assert compliance._ACKNOWLEDGED_RULES == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+
+
 def test_every_nist_finding_left_open_has_a_reason(validation_report: dict[str, Any]) -> None:
     from compliance_report import NIST_PACK, OPEN_NIST_FINDINGS, counts
 

@@ -11,6 +11,7 @@ from aws_cdk import Acknowledgment, App, NestedStack, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
+from conftest import synth_warnings
 
 from neuron_constructs import (
     ManualNeuronTaskDefinition,
@@ -101,17 +102,6 @@ def test_stacks_that_import_from_each_other_are_checked_together() -> None:
     assert "FATAL Other/Intruder: it and Base/Sliced/Slice0Service/Service both map /dev/neuron0" in report
 
 
-def _warnings(app: App) -> list[str]:
-    """The Neuron template checks' warnings in the synth's validation report (the CLI prints them)."""
-    import json
-    from pathlib import Path
-
-    report = json.loads((Path(app.synth().directory) / "validation-report.json").read_text())
-    plugin = next((p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs"), None)
-    assert plugin is None or plugin["conclusion"] == "success"
-    return [v["description"] for v in (plugin["violations"] if plugin else []) if v["severity"] == "warning"]
-
-
 def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None:
     def build(acknowledge: str | None) -> App:
         app = App(analytics_reporting=False)
@@ -127,12 +117,12 @@ def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None
             )
         return app
 
-    warnings = _warnings(build(acknowledge=None))
+    warnings = synth_warnings(build(acknowledge=None))
     assert [w.split(". [")[0] for w in warnings] == [
         "W/C/Inf2/LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit 2"
     ]  # NEURON102 is not repeated: the capacity raised it already, as an acknowledgeable CDK warning
-    assert _warnings(build(acknowledge="capacity")) == []
-    assert _warnings(build(acknowledge="app")) == []  # any scope above it, up to the App
+    assert synth_warnings(build(acknowledge="capacity")) == []
+    assert synth_warnings(build(acknowledge="app")) == []  # any scope above it, up to the App
 
 
 def test_container_level_sizes_count_against_the_instance() -> None:
