@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint readme-tables compliance-report clean
+.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth readme-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -51,7 +51,7 @@ test-all: test test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
 test: install lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not e2e"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not e2e"
 
 ## End to end: the cdk CLI deploys the example stacks, and a team app built on the wheel, to local endpoints.
 test-e2e: install
@@ -83,6 +83,10 @@ bench-lint: install
 ## Synth time of one stack as sliced services grow from 1 to 64 (medians, ms per added service).
 bench-slices: install
 	$(BIN)/python benchmarks/slice_synth_benchmark.py
+
+## Synth time of the library's EC2 inference stack against the same resources in plain aws-cdk-lib (warm and cold).
+bench-synth: install
+	$(BIN)/python benchmarks/synth_overhead_benchmark.py
 
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install

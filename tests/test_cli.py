@@ -286,6 +286,7 @@ class _Server:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
+                server.requested.set()
                 if hang:
                     server.release.wait(60)
                     return
@@ -299,6 +300,7 @@ class _Server:
                 pass
 
         self.release = threading.Event()
+        self.requested = threading.Event()
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -349,7 +351,7 @@ def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
 ) -> None:
     import time
 
-    monkeypatch.setattr(inspection, "READ_TIMEOUT_S", 1)
+    monkeypatch.setattr(inspection, "READ_TIMEOUT_S", 0.4)
     monkeypatch.setattr(inspection, "MAX_ATTEMPTS", 2)
     server = _Server(hang=True)
     started = time.monotonic()
@@ -358,7 +360,7 @@ def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
     finally:
         server.close()
     assert status == EXIT_AWS_ERROR
-    assert err.startswith(f"neuron-ecs inspect: {server.url}/ did not answer within 1 s, 2 times")
+    assert err.startswith(f"neuron-ecs inspect: {server.url}/ did not answer within 0.4 s, 2 times")
     assert time.monotonic() - started < 10
 
 
@@ -378,7 +380,8 @@ def test_ctrl_c_exits_130_without_a_traceback(fake_credentials: None) -> None:
             text=True,
             env=env,
         )
-        time.sleep(1.5)  # started, and waiting for the endpoint
+        assert server.requested.wait(20)  # started, and waiting for the endpoint
+        time.sleep(0.1)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=20)
     finally:
