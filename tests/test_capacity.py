@@ -56,6 +56,18 @@ def choices() -> dict[str, Any]:
     made["Reserved"] = NeuronCluster(stack, "C").add_managed_instances_capacity(
         "Mi", capacity_reservation=CapacityReservation.on_demand_group(GROUP)
     )
+    everything = NeuronCluster(Stack(app, "Everything"), "C")  # every choice in one cluster, for cfn-lint
+    everything.add_ec2_capacity("Spot", instance_type="inf2.xlarge", spot=True)
+    everything.add_ec2_capacity(
+        "Block", instance_type="trn1.32xlarge", capacity_reservation=CapacityReservation.capacity_block(BLOCK)
+    )
+    everything.add_ec2_capacity(
+        "Odcr", instance_type="inf2.48xlarge", capacity_reservation=CapacityReservation.on_demand(BLOCK)
+    )
+    everything.add_ec2_capacity(
+        "Group", instance_type="inf2.24xlarge", capacity_reservation=CapacityReservation.on_demand_group(GROUP)
+    )
+    everything.add_managed_instances_capacity("Mi", capacity_reservation=CapacityReservation.on_demand_group(GROUP))
     assembly = app.synth()
     made["templates"] = {s.stack_name: s.template for s in assembly.stacks}
     return made
@@ -148,3 +160,20 @@ def test_the_returned_capacity_is_what_capacity_takes() -> None:
         if r["Type"] == "AWS::ECS::Service"
     ]
     assert len(set(strategies)) == 2
+
+
+def test_every_capacity_choice_passes_cfn_lint(choices: dict[str, Any]) -> None:
+    """Spot, a Capacity Block, an On-Demand Capacity Reservation, a reservation group and reserved Managed
+    Instances in one template: what the L1 overrides write is what the CloudFormation schemas accept."""
+    import json
+
+    from cfnlint.api import ManualArgs, lint
+
+    template = choices["templates"]["Everything"]
+    assert len(_all(template, "AWS::AutoScaling::AutoScalingGroup")) == 4
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []
+
+
+def _all(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == kind]
