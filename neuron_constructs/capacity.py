@@ -84,6 +84,7 @@ class CapacityReservation:
         return cls("capacity-block", _text("reservation_id", reservation_id))
 
     def describe(self) -> str:
+        """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
         names = {"on-demand": "On-Demand Capacity Reservation", "on-demand-group": "reservation group"}
         return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
 
@@ -128,6 +129,10 @@ class ManagedInstancesCapacity(Construct):
     acceleratorNames and allowedInstanceTypes; vCPU and memory minimums are the smallest of the
     catalog types both selectors admit. Managed Instances bring an AMI with the Neuron driver; no
     AMI is set. Built by :meth:`NeuronCluster.add_managed_instances_capacity`.
+
+    Parameters are those of :meth:`NeuronCluster.add_managed_instances_capacity`, plus ``cluster``
+    (the ``ecs.Cluster``), ``subnets`` (the subnets the cluster selected) and ``public_subnets`` (whether
+    any of them is public, for NEURON108; default: worked out from the VPC).
 
     Attributes
     ----------
@@ -243,6 +248,10 @@ class AutoScalingCapacity(Construct):
     ahead of interruptions, and the ECS agent drains an instance on its interruption notice
     (``ECS_ENABLE_SPOT_INSTANCE_DRAINING``). A :class:`CapacityReservation` launches the group into an
     On-Demand Capacity Reservation (set on the group) or a Capacity Block (set on the launch template).
+
+    Parameters are those of :meth:`NeuronCluster.add_ec2_capacity`, plus ``cluster``, ``machine_image``,
+    ``neuron`` (the catalog entry, ``None`` for non-Neuron capacity), ``subnets`` and ``public_subnets`` as
+    for :class:`ManagedInstancesCapacity`.
 
     Attributes
     ----------

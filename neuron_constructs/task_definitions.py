@@ -325,6 +325,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
 
     @property
     def uses_managed_allocation(self) -> bool:
+        """True: the Neuron container gets every device through ``NeuronDevice = ALL``."""
         return True
 
     @property
