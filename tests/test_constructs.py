@@ -166,3 +166,17 @@ def test_catalog_rules_and_tooling_import_without_the_cdk() -> None:
         "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_dir_and_help_list_every_public_name() -> None:
+    """The constructs load lazily (the catalog and the rules import without the CDK), yet ``dir()``, ``help()``
+    and completion see every public name."""
+    import pydoc
+
+    import neuron_constructs
+
+    assert set(neuron_constructs.__all__) <= set(dir(neuron_constructs))
+    text = pydoc.render_doc(neuron_constructs, renderer=pydoc.plaintext)
+    for name in neuron_constructs.__all__:
+        assert name in text, name
+    assert "class NeuronCluster(constructs.Construct)" in text
