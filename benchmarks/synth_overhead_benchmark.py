@@ -6,8 +6,9 @@ Both stacks serve one model on an inf2.xlarge Auto Scaling group: a VPC with flo
 closed default security group, a cluster with Container Insights, a launch template on the
 Neuron AMI (IMDSv2, hop limit 1, encrypted gp3 root), the group and its capacity provider, a
 task definition mapping ``/dev/neuron0`` with its log group and roles, and a service with
-``distinctInstance``. The benchmark checks that both templates hold the same resources (type
-by type) before it times anything.
+``distinctInstance`` that waits for the cluster's capacity provider association. The
+benchmark checks that both templates hold the same resources (type by type) before it times
+anything.
 
 * warm: in one process, after a warm-up, construction + synthesis of each stack alternately,
   ``--runs`` times, with Python's garbage collector run between (not during) runs; the ratio of
@@ -164,7 +165,7 @@ def plain_stack(app: Any) -> Any:
         port_mappings=[ecs.PortMapping(container_port=8080, host_port=8080)],
         logging=ecs.LogDrivers.aws_logs(stream_prefix="model", log_group=task_logs),
     )
-    ecs.Ec2Service(
+    service = ecs.Ec2Service(
         stack,
         "Service",
         cluster=cluster,
@@ -177,6 +178,8 @@ def plain_stack(app: Any) -> Any:
             ecs.CapacityProviderStrategy(capacity_provider=provider.capacity_provider_name, weight=1)
         ],
     )
+    # ECS refuses a strategy naming a provider not yet associated with the cluster: wait for the association
+    service.node.add_dependency(cluster)
     return stack
 
 

@@ -182,14 +182,15 @@ class ManagedInstancesCapacity(Construct):
         self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
         self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
-        warn_about_public_subnets(self, cluster.vpc, subnets, any_public=public_subnets)
+        vpc = cluster.vpc
+        warn_about_public_subnets(self, vpc, subnets, any_public=public_subnets)
         if security_groups:
             self.security_groups: list[ec2.ISecurityGroup] = list(security_groups)
         else:
             group = ec2.SecurityGroup(
                 self,
                 "SecurityGroup",
-                vpc=cluster.vpc,
+                vpc=vpc,
                 description="Neuron Managed Instances: outbound only (image pulls, ECS, CloudWatch)",
                 allow_all_outbound=True,
             )
@@ -311,11 +312,12 @@ class AutoScalingCapacity(Construct):
         self.services: list[Construct] = []
         self.sliced_by: Construct | None = None
         self.instance_type = ec2.InstanceType(instance_type)
-        warn_about_public_subnets(self, cluster.vpc, subnets, any_public=public_subnets)
+        vpc = cluster.vpc
+        warn_about_public_subnets(self, vpc, subnets, any_public=public_subnets)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
-            vpc=cluster.vpc,
+            vpc=vpc,
             description=f"ECS container instances ({instance_type}): outbound only",
             allow_all_outbound=True,
         )
@@ -356,7 +358,7 @@ class AutoScalingCapacity(Construct):
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",
-            vpc=cluster.vpc,
+            vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
             launch_template=self.launch_template,
             min_capacity=min_capacity,
@@ -387,6 +389,7 @@ class AutoScalingCapacity(Construct):
 
 def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
     """What the ECS container agent calls, scoped to ``cluster`` wherever ECS allows it."""
+    cluster_arn = cluster.cluster_arn
     role.add_to_policy(
         iam.PolicyStatement(
             sid="EcsAgentRegisterAndReport",
@@ -397,7 +400,7 @@ def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
                 "ecs:SubmitContainerStateChange",
                 "ecs:SubmitTaskStateChange",
             ],
-            resources=[cluster.cluster_arn],
+            resources=[cluster_arn],
         )
     )
     role.add_to_policy(
@@ -405,7 +408,7 @@ def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
             sid="EcsAgentPoll",
             actions=["ecs:Poll", "ecs:StartTelemetrySession"],
             resources=["*"],
-            conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
+            conditions={"ArnEquals": {"ecs:cluster": cluster_arn}},
         )
     )
     role.add_to_policy(

@@ -135,6 +135,8 @@ class NeuronTaskDefinition(Construct):
         )
         self.log_group: logs.ILogGroup = log_group or _log_group(self, log_retention, log_encryption_key)
         self.neuron_containers: list[ecs.ContainerDefinition] = []
+        self._neuron_container_names: list[str] = []
+        self._compatibility = compatibility
         self._cpu, self._memory_mib = cpu, memory_mib
         self._reserved_memory_mib = 0
         self._reserved_cpu = 0
@@ -154,15 +156,15 @@ class NeuronTaskDefinition(Construct):
     @functools.cached_property
     def is_managed_instances_compatible(self) -> bool:
         """Whether the task definition validates against ECS Managed Instances."""
-        return bool(self.task_definition.is_managed_instances_compatible)
+        return self._compatibility in (ecs.Compatibility.MANAGED_INSTANCES, ecs.Compatibility.EC2_AND_MANAGED_INSTANCES)
 
     @functools.cached_property
     def is_ec2_compatible(self) -> bool:
         """Whether the task definition validates against the EC2 launch type."""
-        return bool(self.task_definition.is_ec2_compatible)
+        return self._compatibility in (ecs.Compatibility.EC2, ecs.Compatibility.EC2_AND_MANAGED_INSTANCES)
 
     def _intent(self) -> dict[str, object]:
-        return {"neuronContainers": [c.container_name for c in self.neuron_containers]}
+        return {"neuronContainers": list(self._neuron_container_names)}
 
     def _record_intent(self) -> None:
         record_intent(self.task_definition, self._intent())
@@ -366,6 +368,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         container = self._add(id, image, dict(options))
         require_all_neuron_devices(self.task_definition, container)
         self.neuron_containers.append(container)
+        self._neuron_container_names.append(id)
         self._record_intent()
         return container
 
@@ -544,6 +547,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         container = self._add(id, image, {**options, "linux_parameters": linux_parameters})
         self._mapped.update({i: id for i in chosen})
         self.neuron_containers.append(container)
+        self._neuron_container_names.append(id)
         self._record_intent()
         return container
 
