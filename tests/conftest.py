@@ -14,9 +14,12 @@ _PINNED_NODE = ROOT / "node_modules" / ".bin" / "node"
 if _PINNED_NODE.exists():
     # The pinned Node.js 22 runs jsii: no end-of-life banner, same runtime as the cdk CLI.
     os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
+# aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~3 s to load in each process) runs on
+# the example stacks, registered explicitly below, rather than in each of the suite's many small synths.
+os.environ.setdefault("CDK_VALIDATION", "false")
 sys.path.insert(0, str(ROOT / "examples"))
 
-from aws_cdk import App, Stack, cx_api  # noqa: E402
+from aws_cdk import App, CloudFormationValidatePlugin, Stack, Validations, cx_api  # noqa: E402
 
 EXAMPLE_STACKS = (
     "NeuronInferenceManaged",
@@ -28,11 +31,20 @@ EXAMPLE_STACKS = (
 
 
 @pytest.fixture(scope="session")
-def example_app() -> App:
-    """The example app with cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs (report only)."""
+def cloudformation_validation() -> CloudFormationValidatePlugin:
+    """aws-cdk-lib's built-in CloudFormation validation (what ``cdk synth`` runs by default), loaded once."""
+    return CloudFormationValidatePlugin()
+
+
+@pytest.fixture(scope="session")
+def example_app(cloudformation_validation: CloudFormationValidatePlugin) -> App:
+    """The example app with cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs (report only) and aws-cdk-lib's
+    built-in CloudFormation validation."""
     from compliance_report import nag_app
 
-    return nag_app()
+    app = nag_app()
+    Validations.of(app).add_plugins(cloudformation_validation)
+    return app
 
 
 @pytest.fixture(scope="session")

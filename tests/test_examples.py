@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -238,6 +239,27 @@ def test_every_nist_finding_left_open_has_a_reason(validation_report: dict[str, 
 
     open_findings, _ = counts(validation_report, NIST_PACK)
     assert set(open_findings) == set(OPEN_NIST_FINDINGS)
+
+
+def test_aws_cdk_lib_builtin_cloudformation_validation_finds_nothing(validation_report: dict[str, Any]) -> None:
+    """What ``cdk synth`` validates by default; a clean run writes no report of its own (next test: it would)."""
+    from aws_cdk import CloudFormationValidatePlugin
+
+    names = {p["pluginName"] for p in validation_report["pluginReports"]}
+    assert CloudFormationValidatePlugin.PLUGIN_NAME not in names
+
+
+def test_aws_cdk_lib_builtin_cloudformation_validation_would_report_a_broken_template(
+    cloudformation_validation: Any,
+) -> None:
+    from aws_cdk import App, CfnResource, Stack, Validations
+
+    app = App(analytics_reporting=False)
+    Validations.of(app).add_plugins(cloudformation_validation)
+    CfnResource(Stack(app, "Broken"), "Bucket", type="AWS::S3::Bucket", properties={"NoSuchProperty": 1})
+    report = json.loads((Path(app.synth().directory) / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == cloudformation_validation.PLUGIN_NAME)
+    assert "NoSuchProperty" in json.dumps(plugin["violations"])
 
 
 def test_cdk_nag_would_catch_an_unacknowledged_finding() -> None:
