@@ -379,6 +379,9 @@ def test_ctrl_c_exits_130_without_a_traceback(fake_credentials: None) -> None:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            # As in a terminal: a shell without job control starts background jobs with SIGINT ignored, and
+            # Python then installs no KeyboardInterrupt handler.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert server.requested.wait(20)  # started, and waiting for the endpoint
         time.sleep(0.1)
