@@ -23,6 +23,7 @@ from neuron_constructs import (
     ManualNeuronTaskDefinition,
     NeuronCluster,
     NeuronInstanceType,
+    NeuronLoadBalancer,
     NeuronService,
     SlicedNeuronService,
 )
@@ -33,6 +34,8 @@ VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 """The AWS Deep Learning Container the ECS Neuron guide's managed example runs."""
 DLC_ACCOUNT = "763104351884"
 VLLM_PORT = 8080
+REQUESTS_PER_REPLICA_PER_MINUTE = 60
+"""Request scaling target of the examples: one request a second per model replica, on average over a minute."""
 
 
 def vllm_container_options(
@@ -74,7 +77,8 @@ def vllm_container_options(
 
 
 class NeuronInferenceManaged(Stack):
-    """vLLM on Inferentia2/Trainium through ECS Managed Instances, managed device allocation."""
+    """vLLM on Inferentia2/Trainium through ECS Managed Instances, managed device allocation, behind an
+    internal load balancer (its URL is the stack output ``LoadBalancerUrl``)."""
 
     def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
@@ -85,6 +89,9 @@ class NeuronInferenceManaged(Stack):
             "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
         )
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
+        self.service.attach_to_listener(self.load_balancer.listener)
+        self.load_balancer.add_url_output()
 
 
 class NeuronInferenceEc2(Stack):
@@ -108,7 +115,9 @@ class NeuronSlicedVllm(Stack):
 
     The examples: six 2-chip replicas per inf2.48xlarge (``NeuronSlicedInf2``), four 4-chip
     slices per trn1.32xlarge on two instances (``NeuronSlicedTrn1``; the trn1 torus allows
-    1, 4, 8 or 16 chips). Tensor parallelism spans the slice's NeuronCores.
+    1, 4, 8 or 16 chips). Tensor parallelism spans the slice's NeuronCores. Every replica sits
+    behind one internal load balancer target group (URL: stack output ``LoadBalancerUrl``), and the
+    slices scale together on requests, up to the capacity's two instances.
     """
 
     def __init__(
@@ -142,6 +151,12 @@ class NeuronSlicedVllm(Stack):
                 dynamic_host_port=True,
             ),
         )
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
+        self.vllm.attach_to_listener(self.load_balancer.listener)
+        self.vllm.scale_on_requests(
+            requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_instances=instances, max_instances=2
+        )
+        self.load_balancer.add_url_output()
 
 
 class NeuronMixedCluster(Stack):
@@ -151,7 +166,8 @@ class NeuronMixedCluster(Stack):
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_managed_instances_capacity("ManagedInstances", instance_types=["inf2.*"])
-        self.neuron.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=1)
+        # Room for a second instance: a deployment starts the new task before it stops the old one.
+        self.neuron.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=2)
         self.neuron.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=2)
         self.neuron.add_non_neuron_capacity("General", instance_type="m7i.large", max_capacity=2)
 

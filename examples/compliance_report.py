@@ -33,6 +33,29 @@ OPEN_NIST_FINDINGS = {
         "aws-cdk-lib writes each role's grants as an inline `AWS::IAM::Policy` scoped to this stack's resources; "
         "a managed policy per role would add resources and grant nothing less"
     ),
+    "NIST.800.53.R5-ALBHttpToHttpsRedirection": (
+        "HTTPS needs a certificate for a domain you own: `NeuronLoadBalancer(certificate=...)` listens on 443 with "
+        "TLS 1.3; the examples' internal load balancers listen on HTTP inside the VPC"
+    ),
+    "NIST.800.53.R5-ALBWAFEnabled": (
+        "the examples' load balancers are internal, reachable from the VPC only; associate an AWS WAF web ACL with "
+        "an internet-facing one (`wafv2.CfnWebACLAssociation`)"
+    ),
+    "NIST.800.53.R5-ELBDeletionProtectionEnabled": (
+        "`make destroy` deletes the examples; `NeuronLoadBalancer(deletion_protection=True)` turns protection on"
+    ),
+    "NIST.800.53.R5-ELBv2ACMCertificateRequired": "as for HTTPS redirection: a certificate is yours to give",
+    "NIST.800.53.R5-S3BucketLoggingEnabled": (
+        "the bucket holds the load balancer's access logs; logging access to it would need a second bucket, which "
+        "would need a third (AwsSolutions-S1 is acknowledged with the same reason)"
+    ),
+    "NIST.800.53.R5-S3BucketReplicationEnabled": (
+        "access logs are operational records kept 90 days next to the load balancer; replicating them to another "
+        "Region doubles their cost"
+    ),
+    "NIST.800.53.R5-S3DefaultEncryptionKMS": (
+        "Elastic Load Balancing writes access logs only to buckets encrypted with S3 managed keys (SSE-S3)"
+    ),
     "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
         "the public subnets' default route to the internet gateway is what the NAT gateway in them needs; no "
         "instance or task runs there"

@@ -11,7 +11,9 @@ ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition
     or ``/dev/neuronN`` mapped for one instance type.
 NeuronService, SlicedNeuronService
     A service on the capacity that fits its task definition; several models per instance on
-    contiguous device slices.
+    contiguous device slices. Both serve through ``attach_to_listener`` and scale on requests.
+NeuronLoadBalancer
+    An internal, access-logged Application Load Balancer for a cluster's models.
 
 Knowledge (no AWS CDK needed)
 -----------------------------
@@ -39,6 +41,7 @@ from neuron_constructs.rules import RULES, Rule
 if TYPE_CHECKING:
     from neuron_constructs.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
     from neuron_constructs.cluster import NeuronCluster
+    from neuron_constructs.load_balancer import NeuronLoadBalancer
     from neuron_constructs.options import ContainerOptions, ServiceOptions
     from neuron_constructs.services import NeuronService
     from neuron_constructs.sliced_service import SlicedNeuronService
@@ -60,6 +63,7 @@ __all__ = [
     "NeuronCluster",
     "NeuronConfigurationError",
     "NeuronInstanceType",
+    "NeuronLoadBalancer",
     "NeuronService",
     "NeuronTaskDefinition",
     "Rule",
@@ -76,6 +80,7 @@ _LAZY = {
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "NeuronCluster": "neuron_constructs.cluster",
+    "NeuronLoadBalancer": "neuron_constructs.load_balancer",
     "NeuronService": "neuron_constructs.services",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ServiceOptions": "neuron_constructs.options",

@@ -70,6 +70,10 @@ class _Subnets(NamedTuple):
     has_public: bool
 
 
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+"""The IPv4 range of the VPC a NeuronCluster makes (aws-cdk-lib's default)."""
+
+
 class NeuronCluster(Construct):
     """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
 
@@ -116,6 +120,7 @@ class NeuronCluster(Construct):
         enable_template_checks(scope)
         self.log_encryption_key = log_encryption_key
         self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
+        self._own_vpc = vpc is None
         # the VPC made here has one private subnet group: the default selection needs no lookup
         self._default_selection_is_private = vpc is None and capacity_subnets is None
         self._private_subnets: list[ec2.ISubnet] | None = None
@@ -133,6 +138,19 @@ class NeuronCluster(Construct):
         remember_path(self.cluster, self, "Cluster")
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
+
+    @property
+    def vpc_cidr(self) -> str:
+        """The VPC's IPv4 range: ``10.0.0.0/16`` for the VPC made here (a literal, which security group checks can
+        read), the VPC's ``vpc_cidr_block`` otherwise (NEURON045 for a VPC imported without it)."""
+        if self._own_vpc:
+            return DEFAULT_VPC_CIDR
+        try:
+            return self.vpc.vpc_cidr_block
+        except RuntimeError as error:
+            raise rules.UNKNOWN_VPC_RANGE.error(
+                construct_path(self), f"{construct_path(self.vpc)} has no IPv4 range"
+            ) from error
 
     def select_capacity_subnets(
         self, path: str | None = None, selection: ec2.SubnetSelection | None = None
@@ -178,6 +196,7 @@ class NeuronCluster(Construct):
         vpc = ec2.Vpc(
             self,
             "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(DEFAULT_VPC_CIDR),
             max_azs=2,
             nat_gateways=1,
             restrict_default_security_group=True,

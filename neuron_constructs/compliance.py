@@ -12,6 +12,7 @@ from __future__ import annotations
 from constructs import IConstruct
 
 __all__ = [
+    "acknowledge_access_log_bucket",
     "acknowledge_auto_scaling_capacity",
     "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
@@ -94,6 +95,19 @@ def acknowledge_default_security_group_restriction(provider: IConstruct) -> None
                 "aws-cdk-lib's custom resource that removes the default security group's rules writes its own "
                 "logs; the AWS managed basic execution policy grants exactly CreateLogGroup, CreateLogStream and "
                 "PutLogEvents."
+            ),
+        },
+    )
+
+
+def acknowledge_access_log_bucket(bucket: IConstruct) -> None:
+    """The bucket a load balancer writes its access logs to."""
+    _acknowledge(
+        bucket,
+        {
+            "S1": (
+                "This bucket receives the load balancer's access logs; logging the access to it would need a "
+                "second bucket, which would need a third. Elastic Load Balancing is the only writer (bucket policy)."
             ),
         },
     )

@@ -428,6 +428,53 @@ DEPLOYMENT_STALLS = Rule(
     checked="both",
 )
 
+NO_TARGET_PORT = Rule(
+    "NEURON041",
+    "Load balancer target without one port",
+    "a load balancer target group sends to one container port of the task; ECS registers the host port (bridge) or "
+    "the task's address (awsvpc) that port is mapped to",
+    "give {container} port_mappings=[ecs.PortMapping(container_port=...)], or pass container_port= (and "
+    "container_name=) naming the port the model server listens on",
+    "ECS guide: use load balancing to distribute service traffic",
+)
+LISTENER_RULE = Rule(
+    "NEURON042",
+    "Listener rule without both conditions and priority",
+    "an Application Load Balancer listener rule has conditions and a priority unique on its listener (1-50,000); "
+    "without either the target group is the listener's default action; Network Load Balancer listeners have no rules",
+    "pass conditions=[elbv2.ListenerCondition.path_patterns([...])] with priority=, or neither for the default "
+    "action (one per listener)",
+    "Elastic Load Balancing guide: listener rules for your Application Load Balancer",
+)
+NETWORK_LOAD_BALANCER_GROUP = Rule(
+    "NEURON043",
+    "Network Load Balancer without a security group",
+    "a Network Load Balancer without security groups passes its clients' addresses through, so the tasks' group "
+    "would have to admit every client; security groups can be given to a Network Load Balancer only when it is "
+    "created",
+    "create the elbv2.NetworkLoadBalancer in this app with security_groups=[...] (or attach to an Application Load "
+    "Balancer listener)",
+    "Elastic Load Balancing guide: security groups for your Network Load Balancer",
+)
+REQUEST_SCALING_TARGET = Rule(
+    "NEURON044",
+    "Request scaling without an Application Load Balancer target group",
+    "target tracking on ALBRequestCountPerTarget reads the request count of one Application Load Balancer target "
+    "group the service is registered with",
+    "call attach_to_listener(<Application Load Balancer listener>) first, or pass target_group= one it returned",
+    "Application Auto Scaling guide: target tracking predefined metrics (ALBRequestCountPerTarget)",
+)
+
+UNKNOWN_VPC_RANGE = Rule(
+    "NEURON045",
+    "Load balancer clients in a VPC of unknown range",
+    "a load balancer's security group admits only the clients it names; the default, the VPC's IPv4 range, is not "
+    "known for a VPC imported without its CIDR block",
+    "pass clients=[ec2.Peer.ipv4('<range>')] (or security groups) to NeuronLoadBalancer, or import the VPC with "
+    "vpc_cidr_block=",
+    "EC2 guide: security group rules",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -533,6 +580,28 @@ METADATA_REACHABLE = Rule(
     checked="template",
 )
 
+SHORT_GRACE_PERIOD = Rule(
+    "NEURON111",
+    "Health check grace period shorter than a Neuron start",
+    "ECS stops a task that fails its load balancer or container health checks once the grace period is over; a Neuron "
+    "model server answers only after download, compile and load (AWS's vLLM container: 5-10 minutes; a 15 GB "
+    "model: about 15 minutes to compile)",
+    "pass health_check_grace_period=Duration.minutes(30) (the default) or longer, sized as download + compile + load "
+    "of a first start; acknowledge this warning id if the image starts from compiled artifacts",
+    "ECS API reference: healthCheckGracePeriodSeconds; aws-neuron-sdk: DLC quickstart, NxD Inference vLLM guide",
+    severity="warning",
+)
+EVERY_REPLICA_STOPS = Rule(
+    "NEURON112",
+    "Deployment that stops every replica",
+    "with minimumHealthyPercent 0 ECS may stop every task of a service before it starts new ones; a Neuron service "
+    "on capacity it fills has no room for a new task beside the old one",
+    "give the capacity room for one more instance (max_capacity above the tasks it runs), or run two or more "
+    "tasks, or slices, which deploy in two waves; acknowledge this warning id if a pause is acceptable",
+    "ECS API reference: DeploymentConfiguration (minimumHealthyPercent)",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -574,6 +643,11 @@ RULES: tuple[Rule, ...] = (
     CAPACITY_BLOCK_TYPE,
     MANAGED_INSTANCES_RESERVATION,
     DEPLOYMENT_STALLS,
+    NO_TARGET_PORT,
+    LISTENER_RULE,
+    NETWORK_LOAD_BALANCER_GROUP,
+    REQUEST_SCALING_TARGET,
+    UNKNOWN_VPC_RANGE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -584,6 +658,8 @@ RULES: tuple[Rule, ...] = (
     PUBLIC_SUBNETS,
     SECRET_IN_ENVIRONMENT,
     METADATA_REACHABLE,
+    SHORT_GRACE_PERIOD,
+    EVERY_REPLICA_STOPS,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 """Every rule by its id."""

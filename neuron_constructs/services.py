@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import AspectPriority, Aspects, IAspect
+from aws_cdk import AspectPriority, Aspects, Duration, IAspect, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct, IConstruct
 from typing_extensions import Unpack
 
@@ -30,6 +31,7 @@ from neuron_constructs.inputs import (
     COUNT,
     MAXIMUM_PERCENT,
     MINIMUM_HEALTHY_PERCENT,
+    Range,
     checked,
     construct_path,
     remember_path,
@@ -37,6 +39,16 @@ from neuron_constructs.inputs import (
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances
 from neuron_constructs.options import ServiceOptions
+from neuron_constructs.serving import (
+    DEREGISTRATION_DELAY,
+    HEALTH_CHECK_PATH,
+    MODEL_START_GRACE_PERIOD,
+    SCALE_IN_COOLDOWN,
+    SCALE_OUT_COOLDOWN,
+    Listener,
+    TargetGroup,
+    attach,
+)
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.task_definitions import (
     ManagedNeuronTaskDefinition,
@@ -80,12 +92,19 @@ class NeuronService(Construct):
         cluster's capacity subnets and a new security group with no inbound rules.
     **service_options: passed to the ECS service as given (:class:`~neuron_constructs.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
-        with rollback - health check grace period...).
+        with rollback - ...). ``health_check_grace_period`` defaults to 30 minutes
+        (:data:`~neuron_constructs.serving.MODEL_START_GRACE_PERIOD`: download, Neuron compile and load).
+
+    A service that may stop every task in a deployment (minimum healthy percent 0, e.g. one task on capacity it
+    fills) gets warning NEURON112.
 
     Attributes
     ----------
     service: the ``ecs.FargateService`` (Managed Instances) or ``ecs.Ec2Service``.
     capacity: the capacity construct the service runs on.
+    min_healthy_percent, max_healthy_percent: what it deploys with.
+    health_check_grace_period: how long ECS ignores failing health checks of a new task.
+    target_groups: the target groups :meth:`attach_to_listener` made, in order.
     """
 
     @checked(
@@ -122,6 +141,19 @@ class NeuronService(Construct):
         self.desired_count = desired_count
         self._check_placement()
         min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
+        self.min_healthy_percent, self.max_healthy_percent = min_healthy_percent, max_healthy_percent
+        self.health_check_grace_period: Duration = service_options.get(
+            "health_check_grace_period", MODEL_START_GRACE_PERIOD
+        )
+        self.target_groups: list[TargetGroup] = []
+        self._scaling: ecs.ScalableTaskCount | None = None
+        if desired_count and min_healthy_percent == 0 and not getattr(scope, "deploys_in_waves", False):
+            Validations.of(self).add_warning(
+                rules.EVERY_REPLICA_STOPS.warning_id,
+                rules.EVERY_REPLICA_STOPS.message(
+                    construct_path(self), f"desired_count={desired_count} deploys with min_healthy_percent=0"
+                ),
+            )
         awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
         for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
             if value is not None and not awsvpc:
@@ -140,6 +172,7 @@ class NeuronService(Construct):
         common: dict[str, Any] = {
             "circuit_breaker": ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
             **service_options,
+            "health_check_grace_period": self.health_check_grace_period,
             "cluster": cluster.cluster,
             "task_definition": task_definition.task_definition,
             "desired_count": desired_count,
@@ -174,6 +207,133 @@ class NeuronService(Construct):
         Aspects.of(self.service.node.find_child("Service")).add(
             _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
         )
+
+    def attach_to_listener(
+        self,
+        listener: Listener,
+        *,
+        health_check_path: str = HEALTH_CHECK_PATH,
+        conditions: Sequence[elbv2.ListenerCondition] | None = None,
+        priority: int | None = None,
+        container_name: str | None = None,
+        container_port: int | None = None,
+        health_check: elbv2.HealthCheck | None = None,
+        deregistration_delay: Duration = DEREGISTRATION_DELAY,
+        slow_start: Duration | None = None,
+    ) -> TargetGroup:
+        """Register this service's tasks with ``listener`` and open exactly the path to them; the target group.
+
+        ``listener``: an Application Load Balancer listener, or a Network Load Balancer listener whose load
+        balancer was made here with security groups (NEURON043). The target is the Neuron container's one port
+        mapping (or ``container_name`` / ``container_port``; NEURON041). ``conditions`` with ``priority`` make a
+        listener rule; neither makes the target group the listener's default action (NEURON042).
+
+        Security groups: bridge tasks are reached on the capacity's group through the ECS dynamic host port range
+        (32768-65535) or their fixed host port, host tasks on the container port, awsvpc tasks on their own group
+        on the container port; the load balancer's egress is opened to the same and nothing else. The health
+        check is :func:`~neuron_constructs.serving.target_group_health_check` on ``health_check_path`` unless
+        ``health_check`` is given; ``deregistration_delay`` defaults to 5 minutes so answers in flight finish.
+        A grace period under 10 minutes gets warning NEURON111.
+        """
+        target_group = attach(
+            self,
+            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
+            [self],
+            listener,
+            container_name=container_name,
+            container_port=container_port,
+            health_check_path=health_check_path,
+            health_check=health_check,
+            conditions=conditions,
+            priority=priority,
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        self.target_groups.append(target_group)
+        return target_group
+
+    @checked(ranges={"requests_per_target": Range(1), "min_count": COUNT, "max_count": Range(1)})
+    def scale_on_requests(
+        self,
+        *,
+        requests_per_target: int,
+        max_count: int,
+        min_count: int | None = None,
+        target_group: elbv2.ApplicationTargetGroup | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> ecs.ScalableTaskCount:
+        """Track ``requests_per_target`` requests per task on the load balancer (ALBRequestCountPerTarget).
+
+        Between ``min_count`` (default the desired count) and ``max_count`` tasks; the capacity provider's
+        managed scaling launches instances for the tasks. Scale-out may follow another after
+        ``scale_out_cooldown`` (1 minute); scale-in waits ``scale_in_cooldown`` (30 minutes, the default start-up
+        allowance): a task that took minutes to start is not stopped on a short lull. ``target_group``: default the
+        one Application Load Balancer target group :meth:`attach_to_listener` made (NEURON044). Tasks of a manually
+        mapped task definition run one per instance, so ``max_count`` is held to the capacity's ``max_capacity``
+        (NEURON017), and every count must leave a deployment room (NEURON040, NEURON032). Returns the scalable
+        target, for more policies; call it once per service (NEURON035).
+        """
+        path = construct_path(self)
+        if self._scaling is not None:
+            raise rules.SECOND_SCALING_TARGET.error(path, "scale_on_requests was already called")
+        minimum = self.desired_count if min_count is None else min_count
+        if minimum > max_count:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"min_count={minimum} is above max_count={max_count}",
+                name="min_count",
+                minimum=0,
+                maximum=max_count,
+            )
+        capacity = self.capacity
+        if (
+            isinstance(self.task_definition, ManualNeuronTaskDefinition)
+            and isinstance(capacity, AutoScalingCapacity)
+            and max_count > capacity.max_capacity
+        ):
+            raise rules.SLICES_EXCEED_CAPACITY.error(
+                path,
+                f"max_count={max_count} with distinctInstance, but {construct_path(capacity)} launches at most "
+                f"{capacity.max_capacity} instances",
+                max_capacity=capacity.max_capacity,
+                capacity=construct_path(capacity),
+                instances=max_count,
+            )
+        rules.check_deployment_percents(
+            path, range(max(1, minimum), max_count + 1), self.min_healthy_percent, self.max_healthy_percent
+        )
+        if (
+            isinstance(self.task_definition, ManualNeuronTaskDefinition)
+            and isinstance(capacity, AutoScalingCapacity)
+            and max_count >= capacity.max_capacity
+            and self.min_healthy_percent > rules.room_to_stop(max_count)
+        ):
+            raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
+                path,
+                f"max_count={max_count} with distinctInstance fills the {capacity.max_capacity} instances "
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={self.min_healthy_percent} keeps "
+                "every task running",
+                percent=rules.room_to_stop(max_count),
+                capacity=construct_path(capacity),
+                desired=max_count,
+            )
+        if target_group is None:
+            candidates = [t for t in self.target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
+            if len(candidates) != 1:
+                raise rules.REQUEST_SCALING_TARGET.error(
+                    path, f"the service is in {len(candidates)} Application Load Balancer target groups"
+                )
+            target_group = candidates[0]
+        self._scaling = self.service.auto_scale_task_count(min_capacity=minimum, max_capacity=max_count)
+        self._scaling.scale_on_request_count(
+            "Requests",
+            requests_per_target=requests_per_target,
+            target_group=target_group,
+            scale_out_cooldown=scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown,
+        )
+        return self._scaling
 
     def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
         """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""

@@ -33,7 +33,13 @@ without ENI trunking the instance's ENI limit caps tasks per instance (warning N
 with port mappings: every slice would bind the same port.
 
 Deployments replace tasks in place: at most 100 % (an extra copy of a slice fits only on an
-extra instance) and by default at least 50 % healthy (0 % when ``instances`` is 1).
+extra instance) and by default at least 50 % healthy (0 % when ``instances`` is 1). So that a
+deployment never stops every replica, the slices deploy in two waves: the services of the second
+half of the slices depend on those of the first, and CloudFormation updates a service only after the
+ones it depends on have reached a steady state, so one half serves while the other is replaced.
+
+Serving: :meth:`SlicedNeuronService.attach_to_listener` puts every slice's tasks in one target group,
+and :meth:`SlicedNeuronService.scale_on_requests` scales the slices together on its request count.
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Validations
+from aws_cdk import Duration, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -58,6 +65,15 @@ from neuron_constructs.inputs import COUNT, Range, checked, construct_path, is_t
 from neuron_constructs.log_groups import log_group as new_log_group
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.services import NeuronService, capacity_for
+from neuron_constructs.serving import (
+    DEREGISTRATION_DELAY,
+    HEALTH_CHECK_PATH,
+    SCALE_IN_COOLDOWN,
+    SCALE_OUT_COOLDOWN,
+    Listener,
+    TargetGroup,
+    attach,
+)
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.task_definitions import ManualNeuronTaskDefinition, task_role
 
@@ -101,6 +117,9 @@ class SlicedNeuronService(Construct):
     cpu, memory_mib: what each slice's task asks for.
     task_definitions: one :class:`ManualNeuronTaskDefinition` per slice, slice ``i`` at index ``i``.
     services: one ``ecs.Ec2Service`` per slice.
+    slice_services: the :class:`NeuronService` of each slice.
+    waves: the slice indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six slices).
+    target_groups: the target groups :meth:`attach_to_listener` made, in order.
     capacity: the Auto Scaling capacity the slices run on.
     log_group, task_role, execution_role: shared by every slice.
     """
@@ -208,6 +227,9 @@ class SlicedNeuronService(Construct):
         rules.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
         self.min_healthy_percent = min_healthy_percent
         self.services: list[ecs.Ec2Service] = []
+        self.slice_services: list[NeuronService] = []
+        self.target_groups: list[TargetGroup] = []
+        self.deploys_in_waves = self.slices > 1
         self._scaled = False
         for index, task_definition in enumerate(self.task_definitions):
             service = NeuronService(
@@ -226,6 +248,87 @@ class SlicedNeuronService(Construct):
             assert isinstance(service.service, ecs.Ec2Service)
             service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
             self.services.append(service.service)
+            self.slice_services.append(service)
+        half = (self.slices + 1) // 2
+        self.waves: list[list[int]] = [list(range(half)), list(range(half, self.slices))] if self.slices > 1 else [[0]]
+        for later in self.waves[1:]:
+            for index in later:
+                for earlier in self.waves[0]:
+                    self.services[index].node.add_dependency(self.services[earlier])
+
+    def attach_to_listener(
+        self,
+        listener: Listener,
+        *,
+        health_check_path: str = HEALTH_CHECK_PATH,
+        conditions: Sequence[elbv2.ListenerCondition] | None = None,
+        priority: int | None = None,
+        container_port: int | None = None,
+        health_check: elbv2.HealthCheck | None = None,
+        deregistration_delay: Duration = DEREGISTRATION_DELAY,
+        slow_start: Duration | None = None,
+    ) -> TargetGroup:
+        """Register every slice's tasks in one target group on ``listener``; the target group.
+
+        As :meth:`NeuronService.attach_to_listener`: bridge slices (the default) are reached on the capacity's
+        security group through the ECS dynamic host port range, awsvpc slices on their own group.
+        """
+        target_group = attach(
+            self,
+            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
+            self.slice_services,
+            listener,
+            container_name=None,
+            container_port=container_port,
+            health_check_path=health_check_path,
+            health_check=health_check,
+            conditions=conditions,
+            priority=priority,
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        self.target_groups.append(target_group)
+        for service in self.slice_services:
+            service.target_groups.append(target_group)
+        return target_group
+
+    @checked(ranges={"requests_per_target": Range(1), "min_instances": COUNT, "max_instances": COUNT})
+    def scale_on_requests(
+        self,
+        *,
+        requests_per_target: int,
+        min_instances: int,
+        max_instances: int,
+        target_group: elbv2.ApplicationTargetGroup | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Scale the slices together on ``requests_per_target`` requests per task of the load balancer.
+
+        Every slice tracks the same metric, ALBRequestCountPerTarget of the one target group
+        :meth:`attach_to_listener` made (or ``target_group``; NEURON044), so the slices grow and shrink together
+        between ``min_instances`` and ``max_instances`` tasks each, as :meth:`auto_scale` bounds them; the
+        capacity provider launches the instances. Scale-in waits ``scale_in_cooldown`` (30 minutes), scale-out
+        ``scale_out_cooldown`` (1 minute). Returns the scalable targets, in slice order.
+        """
+        if target_group is None:
+            candidates = [t for t in self.target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
+            if len(candidates) != 1:
+                raise rules.REQUEST_SCALING_TARGET.error(
+                    construct_path(self),
+                    f"the slices are in {len(candidates)} Application Load Balancer target groups",
+                )
+            target_group = candidates[0]
+        targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
+        for target in targets:
+            target.scale_on_request_count(
+                "Requests",
+                requests_per_target=requests_per_target,
+                target_group=target_group,
+                scale_out_cooldown=scale_out_cooldown,
+                scale_in_cooldown=scale_in_cooldown,
+            )
+        return targets
 
     def _claim(self, capacity: AutoScalingCapacity) -> None:
         """NEURON020: the slices are the only tasks on their capacity."""

@@ -219,8 +219,8 @@ def test_cdk_nag_ran_and_every_finding_is_fixed_or_acknowledged(validation_repor
     assert plugin["violations"] == []
     acknowledged = {v["ruleName"].split("[")[0] for v in plugin["suppressedViolations"]}
     # Only findings on the ECS agent's and infrastructure's policies, the default-security-group handler's
-    # basic execution policy, and ASG notifications are acknowledged.
-    assert acknowledged == {"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-AS3"}
+    # basic execution policy, ASG notifications and the server access logs of the access-log bucket are acknowledged.
+    assert acknowledged == {"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-AS3", "AwsSolutions-S1"}
     assert all(len(v["reason"]) > 40 for v in plugin["suppressedViolations"])
 
 

@@ -367,6 +367,54 @@ def _parameter_for_max_capacity(s: Stack) -> None:
     NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=limit)  # type: ignore[arg-type]
 
 
+def _served(s: Stack, **container: Any) -> tuple[NeuronService, Any]:
+    """A manual service on inf2.48xlarge capacity with room, and an internal load balancer's listener."""
+    from neuron_constructs import NeuronLoadBalancer
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, **container)
+    service = NeuronService(s, "Svc", cluster=cluster, task_definition=task)
+    return service, NeuronLoadBalancer(s, "Lb", cluster=cluster).listener
+
+
+def _target_without_a_port(s: Stack) -> None:
+    service, listener = _served(s)
+    service.attach_to_listener(listener)
+
+
+def _listener_rule_without_priority(s: Stack) -> None:
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    service, listener = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/model/*"])])
+
+
+def _network_load_balancer_without_a_group(s: Stack) -> None:
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    service, _ = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    nlb = elbv2.NetworkLoadBalancer(s, "Nlb", vpc=service.cluster.vpc)
+    service.attach_to_listener(nlb.add_listener("Tcp", port=8080))
+
+
+def _request_scaling_before_attaching(s: Stack) -> None:
+    service, _ = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service.scale_on_requests(requests_per_target=20, max_count=1)
+
+
+def _load_balancer_in_a_vpc_of_unknown_range(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import NeuronLoadBalancer
+
+    vpc = ec2.Vpc.from_vpc_attributes(
+        s, "V", vpc_id="vpc-0123456789abcdef0", availability_zones=["us-east-1a"], private_subnet_ids=["subnet-1"]
+    )
+    NeuronLoadBalancer(s, "Lb", cluster=NeuronCluster(s, "C", vpc=vpc))
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -527,6 +575,27 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _reservation_id_on_managed_instances,
         r"Test/C/Mi: capacity_reservation is the On-Demand Capacity Reservation cr-0123456789abcdef0.*"
         r"pass CapacityReservation.on_demand_group",
+    ),
+    (r.NO_TARGET_PORT, _target_without_a_port, r"Test/Svc/TargetGroup: container 'model' has no port mapping"),
+    (
+        r.LISTENER_RULE,
+        _listener_rule_without_priority,
+        r"Test/Svc/TargetGroup: conditions without priority.*pass conditions=.* with priority=",
+    ),
+    (
+        r.NETWORK_LOAD_BALANCER_GROUP,
+        _network_load_balancer_without_a_group,
+        r"Test/Svc/TargetGroup: the load balancer of Test/Nlb/Tcp has no security group.*security_groups=",
+    ),
+    (
+        r.REQUEST_SCALING_TARGET,
+        _request_scaling_before_attaching,
+        r"Test/Svc: the service is in 0 Application Load Balancer target groups.*call attach_to_listener",
+    ),
+    (
+        r.UNKNOWN_VPC_RANGE,
+        _load_balancer_in_a_vpc_of_unknown_range,
+        r"Test/C: Test/V has no IPv4 range.*pass clients=",
     ),
     (
         r.TOKEN_NOT_LITERAL,
@@ -733,3 +802,47 @@ def test_a_slice_takes_from_one_core_to_all_of_its_cores(value: str) -> None:
     with pytest.raises(NeuronConfigurationError, match=rf"NEURON_RT_NUM_CORES={value} but a slice holds 4 NeuronCores"):
         r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": value}, 4)
     r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": "4"}, 4)
+
+
+def test_a_short_grace_period_on_a_load_balanced_service_warns() -> None:
+    from aws_cdk import Duration
+
+    s = new_stack()
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    quick = NeuronService(
+        s, "Quick", cluster=cluster, task_definition=task, health_check_grace_period=Duration.minutes(2)
+    )
+    from neuron_constructs import NeuronLoadBalancer
+
+    quick.attach_to_listener(NeuronLoadBalancer(s, "Lb", cluster=cluster).listener)
+    (found,) = warnings_of(s, r.SHORT_GRACE_PERIOD)
+    assert found.startswith("Test/Quick: health_check_grace_period is 2 minutes. [NEURON111:")
+    assert found.endswith(f"[ack: Annotation::{r.SHORT_GRACE_PERIOD.warning_id}]")
+
+
+def test_the_default_grace_period_does_not_warn() -> None:
+    s = new_stack()
+    service, listener = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service.attach_to_listener(listener)
+    assert service.health_check_grace_period.to_seconds() == 1800
+    assert warnings_of(s, r.SHORT_GRACE_PERIOD) == []
+
+
+def test_a_deployment_that_stops_every_replica_warns() -> None:
+    s = new_stack()
+    _manual_service(s, desired_count=1, max_capacity=1)
+    (found,) = warnings_of(s, r.EVERY_REPLICA_STOPS)
+    assert found.startswith("Test/Svc: desired_count=1 deploys with min_healthy_percent=0. [NEURON112:")
+    assert "max_capacity above the tasks it runs" in found
+
+
+def test_a_service_with_a_spare_instance_or_slices_in_waves_does_not_warn() -> None:
+    s = new_stack()
+    _manual_service(s, desired_count=1, max_capacity=2)
+    assert warnings_of(s, r.EVERY_REPLICA_STOPS) == []
+    s = new_stack()
+    _sliced(s, max_capacity=1)  # one instance, min 0 %: the slices deploy in two waves
+    assert warnings_of(s, r.EVERY_REPLICA_STOPS) == []

@@ -1,0 +1,327 @@
+"""Serving: load balancers reach every task and nothing else opens, deployments keep a replica serving,
+and the start-up, health check and scaling defaults a Neuron model server needs - all read from templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from conftest import EXAMPLE_STACKS, resources
+from serving_paths import (
+    DYNAMIC_PORTS,
+    allowed,
+    capacity_groups,
+    egress,
+    ingress,
+    paths,
+    serving_during_deployments,
+)
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronLoadBalancer,
+    NeuronService,
+    SlicedNeuronService,
+)
+from neuron_constructs.serving import model_server_health_check
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+PORT = 8080
+SERVED_EXAMPLES = ("NeuronInferenceManaged", "NeuronSlicedInf2", "NeuronSlicedTrn1")
+
+
+def _cluster(stack: Stack, instance_type: str = "inf2.xlarge") -> NeuronCluster:
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Capacity", instance_type=instance_type, max_capacity=2)
+    return cluster
+
+
+def _manual(stack: Stack, cluster: NeuronCluster, mode: ecs.NetworkMode, host_port: int | None) -> NeuronService:
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192, network_mode=mode)
+    task.add_neuron_container(
+        "model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT, host_port=host_port)]
+    )
+    return NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+
+
+def _bridge(stack: Stack) -> None:
+    cluster = _cluster(stack)
+    _manual(stack, cluster, ecs.NetworkMode.BRIDGE, None).attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    )
+
+
+def _bridge_fixed_port(stack: Stack) -> None:
+    cluster = _cluster(stack)
+    _manual(stack, cluster, ecs.NetworkMode.BRIDGE, PORT).attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    )
+
+
+def _host(stack: Stack) -> None:
+    cluster = _cluster(stack)
+    _manual(stack, cluster, ecs.NetworkMode.HOST, PORT).attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    )
+
+
+def _awsvpc_on_auto_scaling(stack: Stack) -> None:
+    cluster = _cluster(stack)
+    _manual(stack, cluster, ecs.NetworkMode.AWS_VPC, None).attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    )
+
+
+def _managed_instances(stack: Stack) -> None:
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_managed_instances_capacity("ManagedInstances")
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container(
+        "model",
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+        health_check=model_server_health_check(port=PORT),
+    )
+    service = NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+    service.attach_to_listener(NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener)
+
+
+def _sliced(stack: Stack) -> None:
+    cluster = _cluster(stack, "inf2.48xlarge")
+    sliced = SlicedNeuronService(
+        stack,
+        "Sliced",
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        devices_per_task=4,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+    )
+    sliced.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener,
+        conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
+        priority=10,
+    )
+    sliced.scale_on_requests(requests_per_target=30, min_instances=1, max_instances=2)
+
+
+def _network_load_balancer(stack: Stack) -> None:
+    cluster = _cluster(stack)
+    group = ec2.SecurityGroup(stack, "NlbGroup", vpc=cluster.vpc, allow_all_outbound=False)
+    group.add_ingress_rule(ec2.Peer.ipv4("10.0.0.0/16"), ec2.Port.tcp(PORT))
+    nlb = elbv2.NetworkLoadBalancer(stack, "Nlb", vpc=cluster.vpc, security_groups=[group])
+    _manual(stack, cluster, ecs.NetworkMode.BRIDGE, None).attach_to_listener(nlb.add_listener("Tcp", port=PORT))
+
+
+BUILDERS = {
+    "Bridge": _bridge,
+    "BridgeFixedPort": _bridge_fixed_port,
+    "Host": _host,
+    "AwsvpcOnAutoScaling": _awsvpc_on_auto_scaling,
+    "ManagedInstances": _managed_instances,
+    "Sliced": _sliced,
+    "NetworkLoadBalancer": _network_load_balancer,
+}
+
+
+@pytest.fixture(scope="module")
+def served(templates: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One stack per way of serving, synthesized together, and the served examples: templates by name."""
+    app = App(analytics_reporting=False)
+    for name, build in BUILDERS.items():
+        build(Stack(app, name))
+    assembly = app.synth()
+    return {
+        **{name: assembly.get_stack_by_name(name).template for name in BUILDERS},
+        **{name: templates[name] for name in SERVED_EXAMPLES},
+    }
+
+
+@pytest.mark.parametrize("name", [*BUILDERS, *SERVED_EXAMPLES])
+def test_the_load_balancer_reaches_every_task_on_its_ports_and_nothing_else_opens(
+    served: dict[str, dict[str, Any]], name: str
+) -> None:
+    template = served[name]
+    found = paths(template)
+    assert found, "no service is registered with a target group"
+    for path in found:
+        assert path.load_balancer_groups and path.task_groups
+        for source in path.load_balancer_groups:
+            for destination in path.task_groups:
+                assert allowed(template, source, destination, path.ports), (path, source, destination)
+    balancer_groups = {g for p in found for g in p.load_balancer_groups}
+    opened = {(g, p.ports) for p in found for g in p.task_groups}
+    for group, ports in opened:
+        for rule in ingress(template, group):  # the tasks' groups admit the load balancer, on the task ports only
+            assert rule.get("SourceSecurityGroupId", {}).get("Fn::GetAtt", [None])[0] in balancer_groups, rule
+            assert (rule["FromPort"], rule["ToPort"]) == ports, rule
+    for group in balancer_groups:  # the load balancer sends to the tasks' groups, on their ports only
+        rules = egress(template, group)
+        assert rules is not None, "the load balancer kept EC2's allow-all egress"
+        assert (
+            rules
+            and {(r["DestinationSecurityGroupId"]["Fn::GetAtt"][0], (r["FromPort"], r["ToPort"])) for r in rules}
+            <= opened
+        )
+
+
+def test_bridge_tasks_are_reached_through_the_ecs_dynamic_port_range(served: dict[str, dict[str, Any]]) -> None:
+    (path,) = paths(served["Bridge"])
+    assert path.ports == DYNAMIC_PORTS == (32768, 65535)
+    (fixed,) = paths(served["BridgeFixedPort"])
+    assert fixed.ports == (PORT, PORT)
+
+
+def test_awsvpc_tasks_are_reached_on_their_own_group_and_the_instances_stay_closed(
+    served: dict[str, dict[str, Any]],
+) -> None:
+    for name in ("AwsvpcOnAutoScaling", "ManagedInstances", "NeuronInferenceManaged"):
+        template = served[name]
+        (path,) = paths(template)
+        (service,) = resources(template, "AWS::ECS::Service").values()
+        own = service["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]["SecurityGroups"]
+        assert [g["Fn::GetAtt"][0] for g in own] == list(path.task_groups)
+        assert path.ports == (PORT, PORT)
+        target_group = template["Resources"][path.target_group]["Properties"]
+        assert target_group["TargetType"] == "ip"
+        instance_groups = capacity_groups(template, service)
+        assert instance_groups and all(ingress(template, g) == [] for g in instance_groups)
+
+
+def test_the_analysis_finds_the_gap_of_a_plain_service_on_auto_scaling_capacity() -> None:
+    """aws-cdk-lib alone (aws/aws-cdk#22764): the load balancer cannot reach bridge tasks on an ASG capacity."""
+    stack = Stack(App(analytics_reporting=False), "Plain")
+    cluster = _cluster(stack)
+    task = ecs.Ec2TaskDefinition(stack, "Task")
+    task.add_container("model", image=IMAGE, memory_limit_mib=512, port_mappings=[ecs.PortMapping(container_port=PORT)])
+    service = ecs.Ec2Service(
+        stack,
+        "Service",
+        cluster=cluster.cluster,
+        task_definition=task,
+        capacity_provider_strategies=[
+            ecs.CapacityProviderStrategy(
+                capacity_provider=cluster.auto_scaling_capacities[0].capacity_provider.capacity_provider_name, weight=1
+            )
+        ],
+    )
+    listener = NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    listener.add_targets("Model", port=PORT, targets=[service], conditions=None)
+    template = App.of(stack).synth().get_stack_by_name("Plain").template  # type: ignore[union-attr]
+    (path,) = paths(template)
+    assert not allowed(template, path.load_balancer_groups[0], path.task_groups[0], path.ports)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_STACKS)
+def test_a_deployment_of_any_example_keeps_a_replica_of_every_model_serving(
+    templates: dict[str, dict[str, Any]], name: str
+) -> None:
+    template = templates[name]
+    services = resources(template, "AWS::ECS::Service")
+    logical: dict[str, list[str]] = {}
+    for service_id, service in services.items():
+        groups = [r["TargetGroupArn"]["Ref"] for r in service["Properties"].get("LoadBalancers", [])]
+        logical.setdefault(groups[0] if groups else service_id, []).append(service_id)
+    for members in logical.values():
+        assert serving_during_deployments(template, members) >= 1, members
+
+
+def test_slices_deploy_in_two_waves(templates: dict[str, dict[str, Any]]) -> None:
+    services = resources(templates["NeuronSlicedInf2"], "AWS::ECS::Service")
+    by_slice = {int(k.removeprefix("VllmSlice")[0]): k for k in services}
+    for index in (3, 4, 5):
+        assert {by_slice[0], by_slice[1], by_slice[2]} <= set(services[by_slice[index]]["DependsOn"])
+    for index in (0, 1, 2):
+        assert not {by_slice[i] for i in range(6)} & set(services[by_slice[index]].get("DependsOn", []))
+
+
+def test_the_simulation_finds_a_deployment_that_stops_every_replica(templates: dict[str, dict[str, Any]]) -> None:
+    """Without the waves the six slices of one instance (0 % minimum healthy) would all stop at once."""
+    import copy
+
+    template = copy.deepcopy(templates["NeuronSlicedInf2"])
+    services = resources(template, "AWS::ECS::Service")
+    for name in services:
+        template["Resources"][name].pop("DependsOn", None)
+    assert serving_during_deployments(template, list(services)) == 0
+    assert serving_during_deployments(templates["NeuronSlicedInf2"], list(services)) == 3
+
+
+def test_model_server_defaults_from_the_template(served: dict[str, dict[str, Any]]) -> None:
+    template = served["ManagedInstances"]
+    (service,) = resources(template, "AWS::ECS::Service").values()
+    assert service["Properties"]["HealthCheckGracePeriodSeconds"] == 1800
+    (target_group,) = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
+    properties = target_group["Properties"]
+    assert (properties["HealthCheckPath"], properties["Matcher"]) == ("/health", {"HttpCode": "200"})
+    assert (properties["HealthCheckIntervalSeconds"], properties["HealthCheckTimeoutSeconds"]) == (30, 10)
+    assert (properties["HealthyThresholdCount"], properties["UnhealthyThresholdCount"]) == (2, 3)
+    attributes = {a["Key"]: a["Value"] for a in properties["TargetGroupAttributes"]}
+    assert attributes["deregistration_delay.timeout_seconds"] == "300"
+    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    health = container["HealthCheck"]
+    assert health["StartPeriod"] == 300 and health["Retries"] == 3
+    assert "http://localhost:8080/health" in health["Command"][-1]
+
+
+def test_the_load_balancer_is_internal_logged_and_waits_for_long_answers(served: dict[str, dict[str, Any]]) -> None:
+    template = served["ManagedInstances"]
+    (balancer,) = resources(template, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()
+    properties = balancer["Properties"]
+    assert properties["Scheme"] == "internal"
+    attributes = {a["Key"]: a["Value"] for a in properties["LoadBalancerAttributes"]}
+    assert attributes["idle_timeout.timeout_seconds"] == "300"
+    assert attributes["routing.http.drop_invalid_header_fields.enabled"] == "true"
+    assert attributes["access_logs.s3.enabled"] == "true"
+    (bucket,) = resources(template, "AWS::S3::Bucket").values()
+    encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert bucket["Properties"]["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"] is True
+    (listener,) = resources(template, "AWS::ElasticLoadBalancingV2::Listener").values()
+    assert listener["Properties"]["Port"] == 80
+    group_id = properties["SecurityGroups"][0]["Fn::GetAtt"][0]
+    assert [(r.get("CidrIp"), r["FromPort"]) for r in ingress(template, group_id)] == [("10.0.0.0/16", 80)]
+
+
+def test_slices_scale_together_on_requests_out_fast_and_in_slowly(served: dict[str, dict[str, Any]]) -> None:
+    template = served["Sliced"]
+    policies = resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    assert len(policies) == 3  # one per slice: three of 4 chips on an inf2.48xlarge
+    (target_group,) = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    for policy in policies:
+        configuration = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+        metric = configuration["PredefinedMetricSpecification"]
+        assert metric["PredefinedMetricType"] == "ALBRequestCountPerTarget"
+        assert target_group in str(metric["ResourceLabel"])
+        assert configuration["TargetValue"] == 30
+        assert (configuration["ScaleOutCooldown"], configuration["ScaleInCooldown"]) == (60, 1800)
+    targets = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert {(t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"]) for t in targets} == {(1, 2)}
+
+
+def test_a_network_load_balancer_sends_tcp_and_checks_http(served: dict[str, dict[str, Any]]) -> None:
+    (target_group,) = resources(served["NetworkLoadBalancer"], "AWS::ElasticLoadBalancingV2::TargetGroup").values()
+    properties = target_group["Properties"]
+    assert (properties["Protocol"], properties["HealthCheckProtocol"], properties["HealthCheckPath"]) == (
+        "TCP",
+        "HTTP",
+        "/health",
+    )
+
+
+def test_the_grace_period_can_be_given(served: dict[str, dict[str, Any]]) -> None:
+    stack = Stack(App(analytics_reporting=False), "Given")
+    cluster = _cluster(stack)
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    service = NeuronService(
+        stack, "Service", cluster=cluster, task_definition=task, health_check_grace_period=Duration.hours(1)
+    )
+    assert service.health_check_grace_period.to_seconds() == 3600
