@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack, Token, region_info
+import jsii
+from aws_cdk import AspectPriority, Aspects, Aws, CfnOutput, Duration, IAspect, RemovalPolicy, Stack, Token, region_info
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from neuron_constructs import compliance
 from neuron_constructs.cluster import NeuronCluster
@@ -54,9 +55,13 @@ class NeuronLoadBalancer(Construct):
     access_log_retention: how long access logs are kept, in days; default 90.
     deletion_protection: default False (``cdk destroy`` removes it).
 
+    The listener forwards to the model attached to it without conditions; with only path or host rules
+    (``attach_to_listener(..., conditions=, priority=)``) other requests get a 404.
+
     Attributes
     ----------
     load_balancer, listener, security_group, access_logs_bucket; url: ``http(s)://<dns name>[:port]``.
+    default_target: the path of the service attached as the listener's default action, if any.
     """
 
     @checked(ranges={"port": Range(1, 65535, "a TCP port"), "access_log_retention": Range(1)})
@@ -124,10 +129,11 @@ class NeuronLoadBalancer(Construct):
             protocol=elbv2.ApplicationProtocol.HTTPS if certificate else elbv2.ApplicationProtocol.HTTP,
             certificates=[elbv2.ListenerCertificate.from_certificate_manager(certificate)] if certificate else None,
             ssl_policy=elbv2.SslPolicy.TLS13_RES if certificate else None,
-            default_action=elbv2.ListenerAction.fixed_response(
-                404, content_type="text/plain", message_body="No model is served at this path.\n"
-            ),
         )
+        self.default_target: str | None = None
+        # A model attached without conditions becomes the listener's default action; otherwise (only path or
+        # host rules) requests no rule matches get a 404, added once the tree is complete.
+        Aspects.of(self).add(_NotFoundByDefault(self), priority=AspectPriority.MUTATING)
         scheme = "https" if certificate else "http"
         suffix = "" if port == (443 if certificate else 80) else f":{port}"
         self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
@@ -156,3 +162,28 @@ class NeuronLoadBalancer(Construct):
         # Elastic Load Balancing checks that it may write to the bucket when access logs are turned on.
         if bucket.policy is not None:
             load_balancer.node.add_dependency(bucket.policy)
+
+
+@jsii.implements(IAspect)
+class _NotFoundByDefault:
+    """Give the listener a 404 default action unless something (a model, or aws-cdk-lib's ``add_targets``) was
+    attached as its default."""
+
+    def __init__(self, owner: NeuronLoadBalancer) -> None:
+        self._owner = owner
+        self._done = False
+
+    def visit(self, node: IConstruct) -> None:
+        if self._done:
+            return
+        self._done = True
+        listener = self._owner.listener
+        declared = listener.node.default_child
+        assert isinstance(declared, elbv2.CfnListener)
+        if not Stack.of(listener).resolve(declared.default_actions):  # nothing attached as the default, by any API
+            listener.add_action(
+                "NotFound",
+                action=elbv2.ListenerAction.fixed_response(
+                    404, content_type="text/plain", message_body="No model is served at this path.\n"
+                ),
+            )

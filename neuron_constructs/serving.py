@@ -47,6 +47,7 @@ from neuron_constructs.capacity import ManagedInstancesCapacity
 from neuron_constructs.inputs import construct_path
 
 if TYPE_CHECKING:
+    from neuron_constructs.load_balancer import NeuronLoadBalancer
     from neuron_constructs.services import NeuronService
 
 __all__ = [
@@ -173,6 +174,14 @@ def attach(
         if bool(conditions) != (priority is not None):
             given = "conditions without priority" if conditions else "priority without conditions"
             raise rules.LISTENER_RULE.error(path, given)
+        balancer = _load_balancer_of(listener)
+        if balancer is not None and not conditions:
+            if balancer.default_target is not None:
+                raise rules.LISTENER_RULE.error(
+                    path,
+                    f"the default action of {construct_path(listener)} already forwards to {balancer.default_target}",
+                )
+            balancer.default_target = construct_path(owner)
         load_balancer_connections = listener.connections
         target_group = elbv2.ApplicationTargetGroup(
             owner,
@@ -272,3 +281,12 @@ def _warn_about_grace_period(service: NeuronService) -> None:
                 construct_path(service), f"health_check_grace_period is {grace.to_human_string()}"
             ),
         )
+
+
+def _load_balancer_of(listener: elbv2.IApplicationListener) -> NeuronLoadBalancer | None:
+    """The :class:`NeuronLoadBalancer` that made ``listener``, if one did."""
+    from neuron_constructs.load_balancer import NeuronLoadBalancer
+
+    balancer = listener.node.scope
+    owner = balancer.node.scope if balancer is not None else None
+    return owner if isinstance(owner, NeuronLoadBalancer) else None

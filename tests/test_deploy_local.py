@@ -297,6 +297,44 @@ def _check_output(template: dict[str, Any], output: dict[str, Any]) -> None:
     assert "Fn::Join" in output["Value"] and output["Description"]
 
 
+def _check_load_balancer_rule(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler creates no separate AWS::EC2::SecurityGroupIngress/Egress between groups.
+    from serving_paths import paths
+
+    peer = properties.get("SourceSecurityGroupId") or properties["DestinationSecurityGroupId"]
+    pair = {properties["GroupId"]["Fn::GetAtt"][0], peer["Fn::GetAtt"][0]}
+    ports = (properties["FromPort"], properties["ToPort"])
+    assert properties["IpProtocol"] == "tcp"
+    assert any(
+        ports == path.ports and pair & set(path.load_balancer_groups) and pair & set(path.task_groups)
+        for path in paths(template)
+    ), properties
+
+
+def _check_scalable_target(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler creates no Application Auto Scaling resources.
+    assert (properties["ServiceNamespace"], properties["ScalableDimension"]) == ("ecs", "ecs:service:DesiredCount")
+    assert 1 <= properties["MinCapacity"] <= properties["MaxCapacity"]
+
+
+def _check_scaling_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # As above: request scaling, out after a minute, in after the 30-minute start-up allowance.
+    configuration = properties["TargetTrackingScalingPolicyConfiguration"]
+    assert configuration["PredefinedMetricSpecification"]["PredefinedMetricType"] == "ALBRequestCountPerTarget"
+    assert (configuration["ScaleOutCooldown"], configuration["ScaleInCooldown"]) == (60, 1800)
+    assert properties["ScalingTargetId"]["Ref"] in resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+
+
+def _check_access_log_bucket_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler does not create AWS::S3::BucketPolicy.
+    statements = properties["PolicyDocument"]["Statement"]
+    deny = next(s for s in statements if s["Effect"] == "Deny")
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    write = next(s for s in statements if s["Effect"] == "Allow")
+    assert write["Action"] == "s3:PutObject"
+    assert "Elbv2AccountMap" in str(write["Principal"])
+
+
 TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ECS::CapacityProvider", "resource"): _check_capacity_provider,
     ("AWS::ECS::ClusterCapacityProviderAssociations", "resource"): _check_association,
@@ -311,6 +349,11 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ECS::Service", "placementStrategy"): _check_service_placement,
     ("Custom::VpcRestrictDefaultSG", "resource"): _check_default_security_group_restriction,
     ("Output", "resource"): _check_output,
+    ("AWS::EC2::SecurityGroupIngress", "resource"): _check_load_balancer_rule,
+    ("AWS::EC2::SecurityGroupEgress", "resource"): _check_load_balancer_rule,
+    ("AWS::ApplicationAutoScaling::ScalableTarget", "resource"): _check_scalable_target,
+    ("AWS::ApplicationAutoScaling::ScalingPolicy", "resource"): _check_scaling_policy,
+    ("AWS::S3::BucketPolicy", "resource"): _check_access_log_bucket_policy,
 }
 
 
@@ -419,3 +462,16 @@ def test_readme_shows_what_neuron_ecs_prints_against_the_local_endpoint(
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("## `neuron-ecs`", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     assert _normalised(sample) == _normalised("".join(transcript))
+
+
+@pytest.mark.parametrize("stack", ["NeuronInferenceManaged", "NeuronSlicedInf2"])
+def test_report_shows_the_load_balancer_its_listener_and_target_group(deployment: Deployment, stack: str) -> None:
+    report = deployment.reports[stack]
+    kinds = {item.kind: item for item in report.items}
+    assert kinds["load balancer"].details[0] == "internal"
+    listener = kinds["listener"]
+    assert listener.name == "HTTP:80" and listener.details[0].startswith("default forward to ")
+    target_group = kinds["target group"]
+    assert listener.details[0] == f"default forward to {target_group.name}"
+    assert target_group.details[1] == "health check /health every 30 s"
+    print(format_reports([report], endpoint="moto"))

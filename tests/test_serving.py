@@ -325,3 +325,26 @@ def test_the_grace_period_can_be_given(served: dict[str, dict[str, Any]]) -> Non
         stack, "Service", cluster=cluster, task_definition=task, health_check_grace_period=Duration.hours(1)
     )
     assert service.health_check_grace_period.to_seconds() == 3600
+
+
+def test_the_listener_forwards_to_its_default_model_or_answers_404(served: dict[str, dict[str, Any]]) -> None:
+    (managed,) = resources(served["ManagedInstances"], "AWS::ElasticLoadBalancingV2::Listener").values()
+    (action,) = managed["Properties"]["DefaultActions"]
+    assert action["Type"] == "forward"
+    (sliced,) = resources(served["Sliced"], "AWS::ElasticLoadBalancingV2::Listener").values()
+    (action,) = sliced["Properties"]["DefaultActions"]
+    assert (action["Type"], action["FixedResponseConfig"]["StatusCode"]) == ("fixed-response", "404")
+    (rule,) = resources(served["Sliced"], "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert rule["Properties"]["Conditions"] == [{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/v1/*"]}}]
+
+
+def test_a_second_default_model_on_one_listener_is_refused() -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    stack = Stack(App(analytics_reporting=False), "Twice")
+    cluster = _cluster(stack)
+    listener = NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+    service = _manual(stack, cluster, ecs.NetworkMode.BRIDGE, None)
+    service.attach_to_listener(listener)
+    with pytest.raises(NeuronConfigurationError, match=r"already forwards to Twice/Service\. \[NEURON042: "):
+        service.attach_to_listener(listener)
