@@ -5,7 +5,8 @@ Each stack deploys alone::
     npx cdk deploy NeuronInferenceManaged
 
 Context (``-c key=value``): ``modelId`` (Hugging Face model served by vLLM,
-default TinyLlama/TinyLlama-1.1B-Chat-v1.0) and ``inf1ImageTag`` (tag of the
+default TinyLlama/TinyLlama-1.1B-Chat-v1.0), ``embeddingModelId`` (the RAG fleet's
+embedding model, default BAAI/bge-small-en-v1.5) and ``inf1ImageTag`` (tag of the
 Inf1 serving image pushed to the mixed stack's ECR repository, default v1).
 """
 
@@ -13,15 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import App, Aws, CfnOutput, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import Acknowledgment, App, Aws, CfnOutput, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronCluster,
+    NeuronFleet,
     NeuronInstanceType,
     NeuronLoadBalancer,
     NeuronService,
@@ -29,6 +32,11 @@ from neuron_constructs import (
 )
 
 DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+DEFAULT_EMBEDDING_MODEL_ID = "BAAI/bge-small-en-v1.5"
+EMBEDDING_REPOSITORY = "huggingface-pytorch-inference-neuronx"
+EMBEDDING_TAG = "2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
+"""The Hugging Face inference DLC for Neuron: it compiles ``HF_MODEL_ID`` for ``HF_TASK`` at start and serves
+``/invocations`` and ``/ping`` on port 8080 (the SageMaker inference toolkit's interface)."""
 VLLM_REPOSITORY = "huggingface-vllm-inference-neuronx"
 VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 """The AWS Deep Learning Container the ECS Neuron guide's managed example runs."""
@@ -159,6 +167,72 @@ class NeuronSlicedVllm(Stack):
         self.load_balancer.add_url_output()
 
 
+class NeuronRagFleet(Stack):
+    """The usual retrieval-augmented generation pair on one inf2.48xlarge fleet, behind one internal load balancer.
+
+    An LLM (vLLM, two copies of 4 chips: devices 0-3 and 4-7) on ``/v1/*`` and an embedding model (the Hugging
+    Face Neuron inference container, four copies of one chip: devices 8, 9, 10 and 11) on ``/invocations``.
+    Each model's copies deploy in two waves, so both keep serving during a deployment; both scale on requests
+    up to the capacity's two instances.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, embedding_model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+        self.fleet = NeuronFleet(self, "Fleet", cluster=self.neuron, instance_type="inf2.48xlarge")
+        self.llm = self.fleet.add_model(
+            "Llm",
+            devices_per_task=4,
+            copies=2,
+            container_name="vllm",
+            **vllm_container_options(self, model_id=model_id, tensor_parallel_size=8, dynamic_host_port=True),
+        )
+        repository = ecr.Repository.from_repository_attributes(
+            self,
+            "EmbeddingRepository",
+            repository_name=EMBEDDING_REPOSITORY,
+            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{EMBEDDING_REPOSITORY}",
+        )
+        self.embedding = self.fleet.add_model(
+            "Embedding",
+            devices_per_task=1,
+            copies=4,
+            container_name="embedding",
+            image=ecs.ContainerImage.from_ecr_repository(repository, EMBEDDING_TAG),
+            command=["serve"],
+            environment={
+                "HF_MODEL_ID": embedding_model_id,
+                "HF_TASK": "feature-extraction",
+                "HF_OPTIMUM_BATCH_SIZE": "1",
+                "HF_OPTIMUM_SEQUENCE_LENGTH": "512",
+                "HF_NUM_CORES": "2",
+            },
+            port_mappings=[ecs.PortMapping(container_port=VLLM_PORT)],
+        )
+        Validations.of(self.embedding).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-ECS2",
+                reason="The Hugging Face inference container is configured only through environment variables; these "
+                "name the model, the task and its compiled shapes, none of them secret.",
+            )
+        )
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
+        for priority, (model, path, health) in enumerate(
+            ((self.llm, "/v1/*", "/health"), (self.embedding, "/invocations", "/ping")), start=1
+        ):
+            model.attach_to_listener(
+                self.load_balancer.listener,
+                conditions=[elbv2.ListenerCondition.path_patterns([path])],
+                priority=priority,
+                health_check_path=health,
+            )
+            model.scale_on_requests(
+                requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_instances=1, max_instances=2
+            )
+        self.load_balancer.add_url_output()
+
+
 class NeuronMixedCluster(Stack):
     """One cluster: Managed Instances, trn1.32xlarge, inf1.xlarge (EC2 only) and a non-Neuron group."""
 
@@ -208,9 +282,10 @@ class NeuronMixedCluster(Stack):
 
 
 def build_app(app: App | None = None) -> App:
-    """The example app: three independent stacks, byte-stable templates."""
+    """The example app: six independent stacks, byte-stable templates."""
     app = app or App(analytics_reporting=False)
     model_id = str(app.node.try_get_context("modelId") or DEFAULT_MODEL_ID)
+    embedding_model_id = str(app.node.try_get_context("embeddingModelId") or DEFAULT_EMBEDDING_MODEL_ID)
     inf1_image_tag = str(app.node.try_get_context("inf1ImageTag") or "v1")
 
     def synthesizer() -> DefaultStackSynthesizer:
@@ -235,6 +310,9 @@ def build_app(app: App | None = None) -> App:
             instances=instances,
             synthesizer=synthesizer(),
         )
+    NeuronRagFleet(
+        app, "NeuronRagFleet", model_id=model_id, embedding_model_id=embedding_model_id, synthesizer=synthesizer()
+    )
     if app.node.try_get_context("cdkNag") in (True, "true"):
         from cdk_nag import AwsSolutionsChecks
 

@@ -12,6 +12,9 @@ ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition
 NeuronService, SlicedNeuronService
     A service on the capacity that fits its task definition; several models per instance on
     contiguous device slices. Both serve through ``attach_to_listener`` and scale on requests.
+NeuronFleet, FleetModel
+    Several models on one fleet of a Neuron type, each copy on its own contiguous devices
+    (``SlicedNeuronService`` is the one-model case).
 NeuronLoadBalancer
     An internal, access-logged Application Load Balancer for a cluster's models.
 
@@ -41,6 +44,7 @@ from neuron_constructs.rules import RULES, Rule
 if TYPE_CHECKING:
     from neuron_constructs.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
     from neuron_constructs.cluster import NeuronCluster
+    from neuron_constructs.fleet import FleetModel, NeuronFleet
     from neuron_constructs.load_balancer import NeuronLoadBalancer
     from neuron_constructs.options import ContainerOptions, ServiceOptions
     from neuron_constructs.services import NeuronService
@@ -57,11 +61,13 @@ __all__ = [
     "AutoScalingCapacity",
     "CapacityReservation",
     "ContainerOptions",
+    "FleetModel",
     "ManagedInstancesCapacity",
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
     "NeuronCluster",
     "NeuronConfigurationError",
+    "NeuronFleet",
     "NeuronInstanceType",
     "NeuronLoadBalancer",
     "NeuronService",
@@ -76,10 +82,12 @@ _LAZY = {
     "AutoScalingCapacity": "neuron_constructs.capacity",
     "CapacityReservation": "neuron_constructs.capacity",
     "ContainerOptions": "neuron_constructs.options",
+    "FleetModel": "neuron_constructs.fleet",
     "ManagedInstancesCapacity": "neuron_constructs.capacity",
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "NeuronCluster": "neuron_constructs.cluster",
+    "NeuronFleet": "neuron_constructs.fleet",
     "NeuronLoadBalancer": "neuron_constructs.load_balancer",
     "NeuronService": "neuron_constructs.services",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",

@@ -475,6 +475,17 @@ UNKNOWN_VPC_RANGE = Rule(
     "EC2 guide: security group rules",
 )
 
+FLEET_FULL = Rule(
+    "NEURON046",
+    "Model that does not fit what is left of its fleet",
+    "each copy of a model on a fleet holds a contiguous device set the topology allows (inf1/inf2: contiguous; "
+    "trn1/trn1n 32xlarge: 1, 4, 8 or 16 contiguous) that no other copy holds, and its share of the instance's CPU "
+    "units and schedulable memory",
+    "fit the model in what is left ({free}): fewer copies or devices_per_task, a smaller task_cpu or "
+    "task_memory_mib, or a fleet of its own",
+    NEURON_SCHEDULER,
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -648,6 +659,7 @@ RULES: tuple[Rule, ...] = (
     NETWORK_LOAD_BALANCER_GROUP,
     REQUEST_SCALING_TARGET,
     UNKNOWN_VPC_RANGE,
+    FLEET_FULL,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

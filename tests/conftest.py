@@ -27,6 +27,7 @@ EXAMPLE_STACKS = (
     "NeuronMixedCluster",
     "NeuronSlicedInf2",
     "NeuronSlicedTrn1",
+    "NeuronRagFleet",
 )
 
 

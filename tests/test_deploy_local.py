@@ -38,6 +38,7 @@ EXPECTED_GROUPS = {
     },
     "NeuronSlicedInf2": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
     "NeuronSlicedTrn1": {"trn1.32xlarge": NEURON_AMI_PARAMETER},
+    "NeuronRagFleet": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
 }
 
 

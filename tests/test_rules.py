@@ -415,6 +415,16 @@ def _load_balancer_in_a_vpc_of_unknown_range(s: Stack) -> None:
     NeuronLoadBalancer(s, "Lb", cluster=NeuronCluster(s, "C", vpc=vpc))
 
 
+def _model_beyond_the_free_devices(s: Stack) -> None:
+    from neuron_constructs import NeuronFleet
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    fleet = NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    fleet.add_model("Llm", devices_per_task=8, image=IMAGE)
+    fleet.add_model("Embedding", devices_per_task=1, copies=5, image=IMAGE)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -596,6 +606,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.UNKNOWN_VPC_RANGE,
         _load_balancer_in_a_vpc_of_unknown_range,
         r"Test/C: Test/V has no IPv4 range.*pass clients=",
+    ),
+    (
+        r.FLEET_FULL,
+        _model_beyond_the_free_devices,
+        r"Test/Fleet/Embedding: copy 5 of 5 needs 1 contiguous devices the ring topology of inf2.48xlarge allows, "
+        r"and none are free.*fit the model in what is left \(free devices 8-11 \(4 of 12\)\)",
     ),
     (
         r.TOKEN_NOT_LITERAL,

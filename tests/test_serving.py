@@ -33,7 +33,7 @@ from neuron_constructs.serving import model_server_health_check
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 PORT = 8080
-SERVED_EXAMPLES = ("NeuronInferenceManaged", "NeuronSlicedInf2", "NeuronSlicedTrn1")
+SERVED_EXAMPLES = ("NeuronInferenceManaged", "NeuronSlicedInf2", "NeuronSlicedTrn1", "NeuronRagFleet")
 
 
 def _cluster(stack: Stack, instance_type: str = "inf2.xlarge") -> NeuronCluster:
