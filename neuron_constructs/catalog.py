@@ -168,6 +168,11 @@ class NeuronInstanceType:
             return contiguous and count in _TORUS_DEVICE_COUNTS
         return False
 
+    def copy_sizes(self) -> tuple[int, ...]:
+        """Every ``devices_per_task`` one copy of a model on a fleet may hold: the sizes of contiguous device sets
+        the topology allows (any on a ring, 1/4/8/16 on the trn1/trn1n torus, 1 or every chip on trn2)."""
+        return tuple(k for k in range(1, self.chips + 1) if self.is_valid_device_set(range(k)))
+
     def slice_sizes(self) -> tuple[int, ...]:
         """Every ``devices_per_task`` that cuts the chips into equal contiguous slices the topology allows.
 

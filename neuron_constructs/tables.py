@@ -14,7 +14,16 @@ from pathlib import Path
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.rules import RULES
 
-__all__ = ["CATALOG_HEADERS", "catalog_rows", "catalog_table", "density_table", "rewrite", "rules_table"]
+__all__ = [
+    "CATALOG_HEADERS",
+    "catalog_rows",
+    "catalog_table",
+    "density_table",
+    "fleet_table",
+    "mixed_fleet",
+    "rewrite",
+    "rules_table",
+]
 
 
 def _unknown(value: int | None) -> str:
@@ -84,6 +93,29 @@ def density_table() -> str:
     return "\n".join(rows)
 
 
+def mixed_fleet(instance: NeuronInstanceType) -> list[tuple[int, int]]:
+    """A mixed fleet that fills ``instance``: (devices_per_task, copies) of a large model (the largest copy size up to
+    half the chips, once) and of a one-chip model on every chip left."""
+    large = max(k for k in instance.copy_sizes() if k <= max(1, instance.chips // 2))
+    return [(large, 1), *([(1, instance.chips - large)] if instance.chips > large else [])]
+
+
+def fleet_table() -> str:
+    """Markdown table: what a NeuronFleet can place per type, a mixed fleet that fills it, and each chip's share."""
+    rows = [
+        "| type | chips | copy sizes (devices_per_task) | a mixed fleet filling it | per chip: CPU units, MiB |",
+        "|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        allowed = e.copy_sizes()
+        contiguous = len(allowed) > 2 and list(allowed) == list(range(1, len(allowed) + 1))
+        sizes = f"1-{allowed[-1]} (any)" if contiguous else ", ".join(str(k) for k in allowed)
+        mix = " + ".join(f"{copies} x {k} chip{'s' if k > 1 else ''}" for k, copies in mixed_fleet(e))
+        share = f"{e.cpu_units // e.chips}, {e.schedulable_memory_mib // e.chips}"
+        rows.append(f"| {e.name} | {e.chips} | {sizes} | {mix} | {share} |")
+    return "\n".join(rows)
+
+
 def _cell(text: str) -> str:
     """Escape what Markdown would read as table or emphasis syntax."""
     return text.replace("|", "\\|").replace("*", "\\*")
@@ -103,7 +135,7 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table}
+TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table, "fleet": fleet_table}
 
 
 def rewrite(text: str) -> str:

@@ -26,21 +26,14 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
+from neuron_constructs.tables import mixed_fleet
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 
 
-def _valid_sizes(instance: NeuronInstanceType) -> list[int]:
-    return [k for k in range(1, instance.chips + 1) if instance.is_valid_device_set(range(k))]
-
-
 def plan(instance: NeuronInstanceType) -> list[tuple[str, int, int]]:
-    """(model, devices_per_task, copies): the largest valid size up to half the chips once, then one-chip copies."""
-    big = max([k for k in _valid_sizes(instance) if k <= max(1, instance.chips // 2)])
-    models = [("Large", big, 1)]
-    if instance.chips - big:
-        models.append(("Small", 1, instance.chips - big))
-    return models
+    """(model, devices_per_task, copies): the README's mixed fleet for the type (a large model, one-chip copies)."""
+    return [(f"Model{i}", k, copies) for i, (k, copies) in enumerate(mixed_fleet(instance))]
 
 
 @pytest.fixture(scope="module")
