@@ -21,6 +21,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from neuron_constructs import (
+    CompileCache,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronCluster,
@@ -144,6 +145,8 @@ class NeuronSlicedVllm(Stack):
         instance = NeuronInstanceType.of(instance_type)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_ec2_capacity(capacity_id, instance_type=instance.name, max_capacity=2)
+        # Slices after the first load the graphs the first compiled (NEURON_COMPILE_CACHE_URL on S3).
+        self.compile_cache = CompileCache.in_new_bucket(self, "CompileCache")
         self.vllm = SlicedNeuronService(
             self,
             "Vllm",
@@ -152,6 +155,7 @@ class NeuronSlicedVllm(Stack):
             devices_per_task=devices_per_task,
             instances=instances,
             container_name="vllm",
+            compile_cache=self.compile_cache,
             **vllm_container_options(
                 self,
                 model_id=model_id,
@@ -181,11 +185,13 @@ class NeuronRagFleet(Stack):
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
         self.fleet = NeuronFleet(self, "Fleet", cluster=self.neuron, instance_type="inf2.48xlarge")
+        self.compile_cache = CompileCache.in_new_bucket(self, "CompileCache")
         self.llm = self.fleet.add_model(
             "Llm",
             devices_per_task=4,
             copies=2,
             container_name="vllm",
+            compile_cache=self.compile_cache,
             **vllm_container_options(self, model_id=model_id, tensor_parallel_size=8, dynamic_host_port=True),
         )
         repository = ecr.Repository.from_repository_attributes(

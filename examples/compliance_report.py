@@ -46,15 +46,20 @@ OPEN_NIST_FINDINGS = {
     ),
     "NIST.800.53.R5-ELBv2ACMCertificateRequired": "as for HTTPS redirection: a certificate is yours to give",
     "NIST.800.53.R5-S3BucketLoggingEnabled": (
-        "the bucket holds the load balancer's access logs; logging access to it would need a second bucket, which "
-        "would need a third (AwsSolutions-S1 is acknowledged with the same reason)"
+        "the load balancer's access-log bucket (logging access to it would need a second bucket, which would need "
+        "a third) and the compile cache (graphs the compiler re-creates; CloudTrail records the task roles' calls); "
+        "AwsSolutions-S1 is acknowledged with the same reasons"
     ),
     "NIST.800.53.R5-S3BucketReplicationEnabled": (
-        "access logs are operational records kept 90 days next to the load balancer; replicating them to another "
-        "Region doubles their cost"
+        "access logs and compiled graphs are kept next to the load balancer and the tasks; replicating them to "
+        "another Region doubles their cost, and a lost graph is compiled again"
     ),
     "NIST.800.53.R5-S3DefaultEncryptionKMS": (
-        "Elastic Load Balancing writes access logs only to buckets encrypted with S3 managed keys (SSE-S3)"
+        "Elastic Load Balancing writes access logs only to buckets encrypted with S3 managed keys (SSE-S3); the "
+        "compile cache takes a customer managed key with `CompileCache.in_new_bucket(encryption_key=...)`"
+    ),
+    "NIST.800.53.R5-S3BucketVersioningEnabled": (
+        "the compile cache holds graphs the compiler re-creates; versions would keep every graph it overwrites"
     ),
     "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
         "the public subnets' default route to the internet gateway is what the NAT gateway in them needs; no "

@@ -17,6 +17,8 @@ NeuronFleet, FleetModel
     (``SlicedNeuronService`` is the one-model case).
 NeuronLoadBalancer
     An internal, access-logged Application Load Balancer for a cluster's models.
+CompileCache, ModelArtifacts
+    Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts.
 
 Knowledge (no AWS CDK needed)
 -----------------------------
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from neuron_constructs.cluster import NeuronCluster
     from neuron_constructs.fleet import FleetModel, NeuronFleet
     from neuron_constructs.load_balancer import NeuronLoadBalancer
+    from neuron_constructs.model_sources import CompileCache, ModelArtifacts
     from neuron_constructs.options import ContainerOptions, ServiceOptions
     from neuron_constructs.services import NeuronService
     from neuron_constructs.sliced_service import SlicedNeuronService
@@ -60,11 +63,13 @@ __all__ = [
     "RULES",
     "AutoScalingCapacity",
     "CapacityReservation",
+    "CompileCache",
     "ContainerOptions",
     "FleetModel",
     "ManagedInstancesCapacity",
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
+    "ModelArtifacts",
     "NeuronCluster",
     "NeuronConfigurationError",
     "NeuronFleet",
@@ -81,11 +86,13 @@ __all__ = [
 _LAZY = {
     "AutoScalingCapacity": "neuron_constructs.capacity",
     "CapacityReservation": "neuron_constructs.capacity",
+    "CompileCache": "neuron_constructs.model_sources",
     "ContainerOptions": "neuron_constructs.options",
     "FleetModel": "neuron_constructs.fleet",
     "ManagedInstancesCapacity": "neuron_constructs.capacity",
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
+    "ModelArtifacts": "neuron_constructs.model_sources",
     "NeuronCluster": "neuron_constructs.cluster",
     "NeuronFleet": "neuron_constructs.fleet",
     "NeuronLoadBalancer": "neuron_constructs.load_balancer",

@@ -14,9 +14,12 @@ from constructs import IConstruct
 __all__ = [
     "acknowledge_access_log_bucket",
     "acknowledge_auto_scaling_capacity",
+    "acknowledge_cache_bucket",
     "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
     "acknowledge_managed_instances_capacity",
+    "acknowledge_prefix_grant",
+    "acknowledge_warm_start_environment",
 ]
 
 _PACK = "AwsSolutions::AwsSolutions"
@@ -108,6 +111,48 @@ def acknowledge_access_log_bucket(bucket: IConstruct) -> None:
             "S1": (
                 "This bucket receives the load balancer's access logs; logging the access to it would need a "
                 "second bucket, which would need a third. Elastic Load Balancing is the only writer (bucket policy)."
+            ),
+        },
+    )
+
+
+def acknowledge_cache_bucket(bucket: IConstruct) -> None:
+    """A bucket of compiled Neuron graphs."""
+    _acknowledge(
+        bucket,
+        {
+            "S1": (
+                "The bucket holds compiled Neuron graphs that tasks re-create by compiling again; only task roles "
+                "granted its one prefix read and write it, and their calls are in CloudTrail."
+            ),
+        },
+    )
+
+
+def acknowledge_prefix_grant(role: IConstruct, objects: str, what: str) -> None:
+    """A task role's access to the objects under one S3 prefix (``objects``: the resource as cdk-nag names it)."""
+    if not objects:
+        return
+    _acknowledge(
+        role,
+        {
+            f"IAM5[Resource::{objects}]": (
+                f"The {what}: the objects under one prefix, whose keys the tasks choose at run time; listing is "
+                "limited to the same prefix (s3:prefix condition)."
+            ),
+        },
+    )
+
+
+def acknowledge_warm_start_environment(task_definition: IConstruct) -> None:
+    """The environment values the library sets for warm starts: S3 locations and a path, never a secret."""
+    _acknowledge(
+        task_definition,
+        {
+            "ECS2": (
+                "The library sets NEURON_COMPILE_CACHE_URL (an S3 location) and MODEL_DIR (a path) in the environment, "
+                "the variables the Neuron frameworks and model servers read; neither is secret, and secret-looking "
+                "names in the environment are warned about by rule NEURON109."
             ),
         },
     )

@@ -37,6 +37,7 @@ from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.inputs import COUNT, Range, checked, construct_path, is_token, remember_path
 from neuron_constructs.log_groups import log_group as new_log_group
+from neuron_constructs.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.services import NeuronService, capacity_for
 from neuron_constructs.serving import (
@@ -102,6 +103,8 @@ class FleetModel(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] | None,
         service_options: ServiceOptions | None,
         container_options: Mapping[str, Any],
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
         owner: Construct | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
@@ -160,7 +163,9 @@ class FleetModel(Construct):
                 ecs.LogDrivers.aws_logs(stream_prefix=f"{copy_name.lower()}{index}", log_group=self.log_group),
             )
             name = str(options.pop("container_name", "model"))
-            task_definition.add_neuron_container(name, image=image, **options)
+            task_definition.add_neuron_container(
+                name, image=image, compile_cache=compile_cache, model_artifacts=model_artifacts, **options
+            )
             self.task_definitions.append(task_definition)
 
         chosen = capacity_for(path, cluster, self.task_definitions[0], capacity)
@@ -386,6 +391,8 @@ class NeuronFleet(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         service_options: ServiceOptions | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
         **container_options: Unpack[ContainerOptions],
     ) -> FleetModel:
         """Serve a model as ``copies`` copies of ``devices_per_task`` chips each, on devices no other model holds.
@@ -395,7 +402,8 @@ class NeuronFleet(Construct):
         named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and ``task_memory_mib``
         default to the copy's share of the instance (its chips / all chips, of the CPU units and the schedulable
         memory); given ones must fit in what the models before left (NEURON046). Container options are those of
-        ``add_container`` (``container_name`` default ``model``), the same for every copy; the copies deploy in
+        ``add_container`` (``container_name`` default ``model``), the same for every copy, with ``compile_cache``
+        and ``model_artifacts`` for warm starts (:mod:`neuron_constructs.model_sources`); the copies deploy in
         two waves and serve as one logical service (attach it with ``attach_to_listener``).
         """
         path = f"{construct_path(self)}/{id}"
@@ -438,6 +446,8 @@ class NeuronFleet(Construct):
             security_groups=security_groups,
             service_options=service_options,
             container_options=container_options,
+            compile_cache=compile_cache,
+            model_artifacts=model_artifacts,
             owner=self,
         )
         for devices in ranges:

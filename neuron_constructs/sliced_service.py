@@ -60,6 +60,7 @@ from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.fleet import FleetModel
 from neuron_constructs.inputs import COUNT, Range, checked, construct_path
+from neuron_constructs.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 
 __all__ = ["SlicedNeuronService"]
@@ -89,6 +90,7 @@ class SlicedNeuronService(FleetModel):
         (one month), encrypted with ``log_encryption_key`` if given.
     vpc_subnets, security_groups: for ``AWS_VPC``.
     service_options: passed to every slice's ECS service (:class:`~neuron_constructs.options.ServiceOptions`).
+    compile_cache, model_artifacts: warm starts for every slice (:mod:`neuron_constructs.model_sources`).
     **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
         environment, port_mappings, health_check, ... :class:`~neuron_constructs.options.ContainerOptions`),
         the same for every slice.
@@ -138,6 +140,8 @@ class SlicedNeuronService(FleetModel):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         service_options: ServiceOptions | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
         **container_options: Unpack[ContainerOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
@@ -169,6 +173,8 @@ class SlicedNeuronService(FleetModel):
             security_groups=security_groups,
             service_options=service_options,
             container_options=options,
+            compile_cache=compile_cache,
+            model_artifacts=model_artifacts,
         )
         self.slices = self.copies
         self.slice_services = self.copy_services

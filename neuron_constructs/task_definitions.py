@@ -42,6 +42,7 @@ from neuron_constructs.inputs import (
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.log_groups import log_group
+from neuron_constructs.model_sources import AWS_CLI_IMAGE, COMPILE_CACHE_VARIABLE, CompileCache, ModelArtifacts
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.template_checks import secret_like
@@ -183,6 +184,39 @@ class NeuronTaskDefinition(Construct):
         anywhere (NEURON025).
         """
         return self._add(id, image, dict(options))
+
+    def _warm_start(
+        self,
+        container: ecs.ContainerDefinition,
+        compile_cache: CompileCache | None,
+        model_artifacts: ModelArtifacts | None,
+    ) -> None:
+        """The compile cache and the model artifacts for ``container`` (:mod:`neuron_constructs.model_sources`)."""
+        if compile_cache is not None or model_artifacts is not None:
+            compliance.acknowledge_warm_start_environment(self)
+        if compile_cache is not None:
+            container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
+            compile_cache.grant(self.task_role)
+        if model_artifacts is not None:
+            name = container.container_name
+            volume = f"{name}-model"
+            self.task_definition.add_volume(name=volume)
+            sync = self._add(
+                f"{name}-model-sync",
+                ecs.ContainerImage.from_registry(AWS_CLI_IMAGE),
+                {"essential": False, "command": model_artifacts.sync_command, "memory_reservation_mib": 256},
+            )
+            sync.add_mount_points(
+                ecs.MountPoint(container_path=model_artifacts.path, source_volume=volume, read_only=False)
+            )
+            container.add_mount_points(
+                ecs.MountPoint(container_path=model_artifacts.path, source_volume=volume, read_only=True)
+            )
+            container.add_container_dependencies(
+                ecs.ContainerDependency(container=sync, condition=ecs.ContainerDependencyCondition.SUCCESS)
+            )
+            container.add_environment("MODEL_DIR", model_artifacts.path)
+            model_artifacts.grant(self.task_role)
 
     def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
         path = f"{construct_path(self)}/{id}"
@@ -352,11 +386,18 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
 
     @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
     def add_neuron_container(
-        self, id: str, *, image: ecs.ContainerImage, **options: Unpack[ContainerOptions]
+        self,
+        id: str,
+        *,
+        image: ecs.ContainerImage,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
-        Takes the keyword options of ``ecs.TaskDefinition.add_container``.
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``, and ``compile_cache`` /
+        ``model_artifacts`` for warm starts (:mod:`neuron_constructs.model_sources`).
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -370,6 +411,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
+        self._warm_start(container, compile_cache, model_artifacts)
         return container
 
 
@@ -510,9 +552,13 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         *,
         image: ecs.ContainerImage,
         devices: Iterable[int] | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
+
+        ``compile_cache`` / ``model_artifacts``: warm starts (:mod:`neuron_constructs.model_sources`).
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -549,6 +595,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
+        self._warm_start(container, compile_cache, model_artifacts)
         return container
 
 

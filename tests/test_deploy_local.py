@@ -326,14 +326,15 @@ def _check_scaling_policy(template: dict[str, Any], properties: dict[str, Any]) 
     assert properties["ScalingTargetId"]["Ref"] in resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")
 
 
-def _check_access_log_bucket_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
-    # moto 5.2's CloudFormation handler does not create AWS::S3::BucketPolicy.
+def _check_bucket_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler does not create AWS::S3::BucketPolicy: TLS only on every bucket, and on the
+    # access-log bucket writes by the Elastic Load Balancing account of the Region.
     statements = properties["PolicyDocument"]["Statement"]
     deny = next(s for s in statements if s["Effect"] == "Deny")
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    write = next(s for s in statements if s["Effect"] == "Allow")
-    assert write["Action"] == "s3:PutObject"
-    assert "Elbv2AccountMap" in str(write["Principal"])
+    for write in (s for s in statements if s["Effect"] == "Allow"):
+        assert write["Action"] == "s3:PutObject"
+        assert "Elbv2AccountMap" in str(write["Principal"])
 
 
 TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
@@ -354,7 +355,7 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::EC2::SecurityGroupEgress", "resource"): _check_load_balancer_rule,
     ("AWS::ApplicationAutoScaling::ScalableTarget", "resource"): _check_scalable_target,
     ("AWS::ApplicationAutoScaling::ScalingPolicy", "resource"): _check_scaling_policy,
-    ("AWS::S3::BucketPolicy", "resource"): _check_access_log_bucket_policy,
+    ("AWS::S3::BucketPolicy", "resource"): _check_bucket_policy,
 }
 
 

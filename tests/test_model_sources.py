@@ -1,0 +1,130 @@
+"""Warm starts: the compile cache and model artifacts, read from the synthesized templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from conftest import resources
+
+from neuron_constructs import (
+    CompileCache,
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    ModelArtifacts,
+)
+from neuron_constructs.model_sources import AWS_CLI_IMAGE
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+@pytest.fixture(scope="module")
+def warm() -> dict[str, Any]:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Warm")
+    cache = CompileCache.in_new_bucket(stack, "Cache")
+    models = s3.Bucket.from_bucket_name(stack, "Models", "team-models")
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container(
+        "model",
+        image=IMAGE,
+        compile_cache=cache,
+        model_artifacts=ModelArtifacts(models, "llama/neuron-tp8/", path="/models/llama"),
+    )
+    keyed = Stack(app, "Keyed")
+    key = kms.Key(keyed, "Key", enable_key_rotation=True)
+    manual = ManualNeuronTaskDefinition(keyed, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    manual.add_neuron_container(
+        "model", image=IMAGE, compile_cache=CompileCache.in_new_bucket(keyed, "Cache", encryption_key=key)
+    )
+    assembly = app.synth()
+    return {name: assembly.get_stack_by_name(name).template for name in ("Warm", "Keyed")}
+
+
+def _containers(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    return {c["Name"]: c for c in task["Properties"]["ContainerDefinitions"]}
+
+
+def _statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        s
+        for p in resources(template, "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_the_container_reads_the_cache_url_and_the_task_role_holds_exactly_its_prefix(warm: dict[str, Any]) -> None:
+    template = warm["Warm"]
+    (bucket_id,) = resources(template, "AWS::S3::Bucket")
+    environment = {e["Name"]: e["Value"] for e in _containers(template)["model"]["Environment"]}
+    assert environment["NEURON_COMPILE_CACHE_URL"] == {
+        "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/neuron-compile-cache/"]]
+    }
+
+    def actions(statement: dict[str, Any]) -> list[str]:
+        return statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+
+    s3_statements = [s for s in _statements(template) if any(a.startswith("s3:") for a in actions(s))]
+    cache = [s for s in s3_statements if bucket_id in str(s["Resource"])]
+    assert len(cache) == 2  # objects under the prefix, and listing the prefix: nothing else in the bucket
+    write = next(s for s in cache if s["Action"] != "s3:ListBucket")
+    assert sorted(write["Action"]) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert write["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/neuron-compile-cache/*"]]}
+    listing = next(s for s in cache if s["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["neuron-compile-cache", "neuron-compile-cache/*"]}}
+
+
+def test_the_cache_bucket_is_private_encrypted_tls_only_and_expires_entries(warm: dict[str, Any]) -> None:
+    template = warm["Warm"]
+    (bucket,) = resources(template, "AWS::S3::Bucket").values()
+    properties = bucket["Properties"]
+    rule = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert rule["SSEAlgorithm"] == "AES256"
+    assert all(properties["PublicAccessBlockConfiguration"].values())
+    assert properties["LifecycleConfiguration"]["Rules"][0]["ExpirationInDays"] == 90
+    (policy,) = resources(template, "AWS::S3::BucketPolicy").values()
+    deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
+    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+    assert bucket["DeletionPolicy"] == "Retain"
+
+
+def test_a_cache_under_a_customer_managed_key_lets_the_task_role_use_the_key(warm: dict[str, Any]) -> None:
+    template = warm["Keyed"]
+    (key_id,) = resources(template, "AWS::KMS::Key")
+    kms_statements = [s for s in _statements(template) if "kms:Decrypt" in s["Action"]]
+    assert kms_statements and all(s["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]} for s in kms_statements)
+    assert any("kms:GenerateDataKey*" in s["Action"] for s in kms_statements)
+
+
+def test_model_artifacts_are_copied_in_before_the_model_starts_read_only(warm: dict[str, Any]) -> None:
+    template = warm["Warm"]
+    containers = _containers(template)
+    sync = containers["model-model-sync"]
+    assert sync["Image"] == AWS_CLI_IMAGE and sync["Essential"] is False
+    assert sync["Command"] == ["s3", "sync", "--only-show-errors", "s3://team-models/llama/neuron-tp8", "/models/llama"]
+    model = containers["model"]
+    assert model["DependsOn"] == [{"ContainerName": "model-model-sync", "Condition": "SUCCESS"}]
+    assert model["MountPoints"] == [{"ContainerPath": "/models/llama", "ReadOnly": True, "SourceVolume": "model-model"}]
+    assert {"Name": "MODEL_DIR", "Value": "/models/llama"} in model["Environment"]
+    reads = [s for s in _statements(template) if "team-models" in str(s["Resource"])]
+    assert {str(s["Action"]) for s in reads} == {"s3:GetObject", "s3:ListBucket"}
+    listing = next(s for s in reads if s["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["llama/neuron-tp8", "llama/neuron-tp8/*"]}}
+
+
+def test_every_slice_gets_the_cache_of_the_sliced_example(templates: dict[str, dict[str, Any]]) -> None:
+    template = templates["NeuronSlicedInf2"]
+    task_definitions = resources(template, "AWS::ECS::TaskDefinition").values()
+    urls = {
+        str(e["Value"])
+        for t in task_definitions
+        for c in t["Properties"]["ContainerDefinitions"]
+        for e in c.get("Environment", [])
+        if e["Name"] == "NEURON_COMPILE_CACHE_URL"
+    }
+    assert len(task_definitions) == 6 and len(urls) == 1
