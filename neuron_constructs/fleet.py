@@ -28,6 +28,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -105,6 +106,7 @@ class FleetModel(Construct):
         container_options: Mapping[str, Any],
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         owner: Construct | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
@@ -164,7 +166,12 @@ class FleetModel(Construct):
             )
             name = str(options.pop("container_name", "model"))
             task_definition.add_neuron_container(
-                name, image=image, compile_cache=compile_cache, model_artifacts=model_artifacts, **options
+                name,
+                image=image,
+                compile_cache=compile_cache,
+                model_artifacts=model_artifacts,
+                hf_token=hf_token,
+                **options,
             )
             self.task_definitions.append(task_definition)
 
@@ -393,6 +400,7 @@ class NeuronFleet(Construct):
         service_options: ServiceOptions | None = None,
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         **container_options: Unpack[ContainerOptions],
     ) -> FleetModel:
         """Serve a model as ``copies`` copies of ``devices_per_task`` chips each, on devices no other model holds.
@@ -402,9 +410,9 @@ class NeuronFleet(Construct):
         named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and ``task_memory_mib``
         default to the copy's share of the instance (its chips / all chips, of the CPU units and the schedulable
         memory); given ones must fit in what the models before left (NEURON046). Container options are those of
-        ``add_container`` (``container_name`` default ``model``), the same for every copy, with ``compile_cache``
-        and ``model_artifacts`` for warm starts (:mod:`neuron_constructs.model_sources`); the copies deploy in
-        two waves and serve as one logical service (attach it with ``attach_to_listener``).
+        ``add_container`` (``container_name`` default ``model``), the same for every copy, with ``compile_cache``,
+        ``model_artifacts`` and ``hf_token`` for warm starts (:mod:`neuron_constructs.model_sources`); the copies
+        deploy in two waves and serve as one logical service (attach it with ``attach_to_listener``).
         """
         path = f"{construct_path(self)}/{id}"
         instance = self.instance_type
@@ -448,6 +456,7 @@ class NeuronFleet(Construct):
             container_options=container_options,
             compile_cache=compile_cache,
             model_artifacts=model_artifacts,
+            hf_token=hf_token,
             owner=self,
         )
         for devices in ranges:

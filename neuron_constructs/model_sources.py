@@ -10,9 +10,9 @@
   only. Model servers read a local directory, so a non-essential ``aws s3 sync`` container copies the
   prefix into a task volume before the model container starts (``dependsOn`` ``SUCCESS``); the model
   container sees it at ``path`` (default ``/opt/ml/model``).
-* A Hugging Face token goes in as an ECS secret, never as an environment value: ``secrets={"HF_TOKEN":
-  ecs.Secret.from_secrets_manager(secret)}`` (``huggingface_hub`` reads ``HF_TOKEN``); a token in
-  ``environment`` warns (NEURON109).
+* ``hf_token=``: a Secrets Manager secret injected as the ECS secret ``HF_TOKEN`` (what ``huggingface_hub``
+  reads), never an environment value (a token in ``environment`` warns, NEURON109); ECS fetches it with the
+  execution role, which aws-cdk-lib grants read on that secret only.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from constructs import Construct
 
 from neuron_constructs import compliance
 
-__all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "CompileCache", "ModelArtifacts"]
+__all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "HF_TOKEN_VARIABLE", "CompileCache", "ModelArtifacts"]
 
 COMPILE_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
+HF_TOKEN_VARIABLE = "HF_TOKEN"
+"""What ``huggingface_hub`` reads (``HUGGING_FACE_HUB_TOKEN`` only for backward compatibility)."""
 CACHE_EXPIRATION = Duration.days(90)
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.15.0"
 """The AWS CLI image the model-artifact sync runs (Amazon ECR Public, pinned)."""

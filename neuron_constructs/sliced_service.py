@@ -51,6 +51,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -90,7 +91,7 @@ class SlicedNeuronService(FleetModel):
         (one month), encrypted with ``log_encryption_key`` if given.
     vpc_subnets, security_groups: for ``AWS_VPC``.
     service_options: passed to every slice's ECS service (:class:`~neuron_constructs.options.ServiceOptions`).
-    compile_cache, model_artifacts: warm starts for every slice (:mod:`neuron_constructs.model_sources`).
+    compile_cache, model_artifacts, hf_token: warm starts for every slice (:mod:`neuron_constructs.model_sources`).
     **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
         environment, port_mappings, health_check, ... :class:`~neuron_constructs.options.ContainerOptions`),
         the same for every slice.
@@ -142,6 +143,7 @@ class SlicedNeuronService(FleetModel):
         service_options: ServiceOptions | None = None,
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         **container_options: Unpack[ContainerOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
@@ -175,6 +177,7 @@ class SlicedNeuronService(FleetModel):
             container_options=options,
             compile_cache=compile_cache,
             model_artifacts=model_artifacts,
+            hf_token=hf_token,
         )
         self.slices = self.copies
         self.slice_services = self.copy_services

@@ -24,6 +24,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -42,7 +43,13 @@ from neuron_constructs.inputs import (
 from neuron_constructs.inspection import format_device_paths
 from neuron_constructs.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.log_groups import log_group
-from neuron_constructs.model_sources import AWS_CLI_IMAGE, COMPILE_CACHE_VARIABLE, CompileCache, ModelArtifacts
+from neuron_constructs.model_sources import (
+    AWS_CLI_IMAGE,
+    COMPILE_CACHE_VARIABLE,
+    HF_TOKEN_VARIABLE,
+    CompileCache,
+    ModelArtifacts,
+)
 from neuron_constructs.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.template_checks import secret_like
@@ -190,8 +197,12 @@ class NeuronTaskDefinition(Construct):
         container: ecs.ContainerDefinition,
         compile_cache: CompileCache | None,
         model_artifacts: ModelArtifacts | None,
+        hf_token: secretsmanager.ISecret | None,
     ) -> None:
-        """The compile cache and the model artifacts for ``container`` (:mod:`neuron_constructs.model_sources`)."""
+        """The compile cache, the model artifacts and the Hugging Face token (an ECS secret, ``HF_TOKEN``) for
+        ``container`` (:mod:`neuron_constructs.model_sources`)."""
+        if hf_token is not None:
+            container.add_secret(HF_TOKEN_VARIABLE, ecs.Secret.from_secrets_manager(hf_token))
         if compile_cache is not None or model_artifacts is not None:
             compliance.acknowledge_warm_start_environment(self)
         if compile_cache is not None:
@@ -392,12 +403,14 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         image: ecs.ContainerImage,
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
         Takes the keyword options of ``ecs.TaskDefinition.add_container``, and ``compile_cache`` /
-        ``model_artifacts`` for warm starts (:mod:`neuron_constructs.model_sources`).
+        ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS secret ``HF_TOKEN``)
+        for warm starts (:mod:`neuron_constructs.model_sources`).
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -411,7 +424,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
-        self._warm_start(container, compile_cache, model_artifacts)
+        self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container
 
 
@@ -554,11 +567,13 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         devices: Iterable[int] | None = None,
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
-        ``compile_cache`` / ``model_artifacts``: warm starts (:mod:`neuron_constructs.model_sources`).
+        ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
+        secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.model_sources`).
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -595,7 +610,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
-        self._warm_start(container, compile_cache, model_artifacts)
+        self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container
 
 

@@ -477,3 +477,13 @@ def test_report_shows_the_load_balancer_its_listener_and_target_group(deployment
     assert listener.details[0] == f"default forward to {target_group.name}"
     assert target_group.details[1] == "health check /health every 30 s"
     print(format_reports([report], endpoint="moto"))
+
+
+def test_report_shows_each_model_s_listener_rule_of_the_rag_fleet(deployment: Deployment) -> None:
+    report = deployment.reports["NeuronRagFleet"]
+    rules = sorted((item.name, item.details) for item in report.items if item.kind == "listener rule")
+    assert [details[0] for _, details in rules] == ["path-pattern /v1/*", "path-pattern /invocations"]
+    groups = {item.name for item in report.items if item.kind == "target group"}
+    assert len(groups) == 2 and {details[1].removeprefix("forward to ") for _, details in rules} == groups
+    (listener,) = (item for item in report.items if item.kind == "listener")
+    assert listener.details == ("default fixed-response 404",)

@@ -9,6 +9,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from conftest import resources
 
 from neuron_constructs import (
@@ -32,6 +33,7 @@ def warm() -> dict[str, Any]:
     task.add_neuron_container(
         "model",
         image=IMAGE,
+        hf_token=secretsmanager.Secret(stack, "HfToken"),
         compile_cache=cache,
         model_artifacts=ModelArtifacts(models, "llama/neuron-tp8/", path="/models/llama"),
     )
@@ -128,3 +130,19 @@ def test_every_slice_gets_the_cache_of_the_sliced_example(templates: dict[str, d
         if e["Name"] == "NEURON_COMPILE_CACHE_URL"
     }
     assert len(task_definitions) == 6 and len(urls) == 1
+
+
+def test_the_hugging_face_token_is_an_ecs_secret_the_execution_role_alone_reads(warm: dict[str, Any]) -> None:
+    template = warm["Warm"]
+    (secret_id,) = resources(template, "AWS::SecretsManager::Secret")
+    model = _containers(template)["model"]
+    assert model["Secrets"] == [{"Name": "HF_TOKEN", "ValueFrom": {"Ref": secret_id}}]
+    assert all(e["Name"] != "HF_TOKEN" for e in model["Environment"])
+    readers = [
+        policy["Properties"]["Roles"]
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if any(secret_id in str(s["Resource"]) for s in policy["Properties"]["PolicyDocument"]["Statement"])
+    ]
+    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    execution_role = task["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    assert readers == [[{"Ref": execution_role}]]
