@@ -221,6 +221,7 @@ class FleetModel(Construct):
         health_check_path: str = HEALTH_CHECK_PATH,
         conditions: Sequence[elbv2.ListenerCondition] | None = None,
         priority: int | None = None,
+        container_name: str | None = None,
         container_port: int | None = None,
         health_check: elbv2.HealthCheck | None = None,
         deregistration_delay: Duration = DEREGISTRATION_DELAY,
@@ -236,7 +237,7 @@ class FleetModel(Construct):
             f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
             self.copy_services,
             listener,
-            container_name=None,
+            container_name=container_name,
             container_port=container_port,
             health_check_path=health_check_path,
             health_check=health_check,
@@ -341,6 +342,9 @@ class NeuronFleet(Construct):
     network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking: the account has ``awsvpcTrunking`` on; default False.
 
+    The capacity is found (NEURON014/015), checked against ``instances`` (NEURON017) and claimed (NEURON020) when the
+    fleet is made, so a model added later fails before it builds anything.
+
     Attributes
     ----------
     instance_type, instances, capacity; models: the :class:`FleetModel` s in the order they were added;
@@ -362,14 +366,16 @@ class NeuronFleet(Construct):
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        self.capacity: AutoScalingCapacity = _capacity_of_type(path, cluster, self.instance_type, capacity)
+        rules.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))
         super().__init__(scope, id)
         remember_path(self, scope, id)
         enable_template_checks(scope)
+        _claim(self.capacity, self)
         self.cluster = cluster
         self.instances = instances
         self.network_mode = network_mode
         self.eni_trunking = eni_trunking
-        self._requested_capacity = capacity
         self.models: list[FleetModel] = []
         self.free_devices: list[int] = list(range(self.instance_type.chips))
         self._cpu_left = self.instance_type.cpu_units
@@ -442,7 +448,7 @@ class NeuronFleet(Construct):
             instances=self.instances,
             network_mode=self.network_mode,
             eni_trunking=self.eni_trunking,
-            capacity=self.models[0].capacity if self.models else self._requested_capacity,
+            capacity=self.capacity,
             copy_name="Copy",
             min_healthy_percent=min_healthy_percent,
             task_role=task_role,
@@ -468,30 +474,42 @@ class NeuronFleet(Construct):
         return model
 
     def _allocate(self, path: str, devices_per_task: int, copies: int) -> list[range]:
-        """NEURON046: ``copies`` contiguous, topology-valid, free ranges of ``devices_per_task`` devices."""
-        instance, free = self.instance_type, set(self.free_devices)
-        taken: list[range] = []
-        for _ in range(copies):
-            starts = sorted(range(instance.chips - devices_per_task + 1), key=lambda s: (s % devices_per_task, s))
-            found = next(
-                (
-                    range(start, start + devices_per_task)
-                    for start in starts
-                    if set(range(start, start + devices_per_task)) <= free
-                    and instance.is_valid_device_set(range(start, start + devices_per_task))
-                ),
-                None,
+        """NEURON046: ``copies`` contiguous, topology-valid, free ranges of ``devices_per_task`` devices.
+
+        Ranges aligned to their size are tried first (they leave the fewest fragments), then any start."""
+        instance = self.instance_type
+        if devices_per_task not in instance.copy_sizes():
+            raise rules.FLEET_FULL.error(
+                path,
+                f"devices_per_task={devices_per_task} is no device set the {instance.topology.value} topology of "
+                f"{instance.name} allows (sizes {', '.join(map(str, instance.copy_sizes()))})",
+                free=self._describe_free(),
             )
-            if found is None:
-                raise rules.FLEET_FULL.error(
-                    path,
-                    f"copy {len(taken) + 1} of {copies} needs {devices_per_task} contiguous devices the "
-                    f"{instance.topology.value} topology of {instance.name} allows, and none are free",
-                    free=self._describe_free(),
+        starts = range(instance.chips - devices_per_task + 1)
+        for order in (sorted(starts, key=lambda s: (s % devices_per_task, s)), list(starts)):
+            free, taken = set(self.free_devices), []
+            for _ in range(copies):
+                found = next(
+                    (
+                        range(start, start + devices_per_task)
+                        for start in order
+                        if set(range(start, start + devices_per_task)) <= free
+                        and instance.is_valid_device_set(range(start, start + devices_per_task))
+                    ),
+                    None,
                 )
-            taken.append(found)
-            free -= set(found)
-        return taken
+                if found is None:
+                    break
+                taken.append(found)
+                free -= set(found)
+            else:
+                return taken
+        raise rules.FLEET_FULL.error(
+            path,
+            f"{copies} cop{'ies' if copies > 1 else 'y'} of {devices_per_task} contiguous devices do not fit in what "
+            f"is left of {instance.name}",
+            free=self._describe_free(),
+        )
 
     def _describe_free(self) -> str:
         left = sorted(self.free_devices)
@@ -505,6 +523,29 @@ class NeuronFleet(Construct):
                 runs.append([device])
         text = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
         return f"free devices {text} ({len(left)} of {self.instance_type.chips})"
+
+
+def _capacity_of_type(
+    path: str,
+    cluster: NeuronCluster,
+    instance: NeuronInstanceType,
+    requested: AutoScalingCapacity | ecs.AsgCapacityProvider | None,
+) -> AutoScalingCapacity:
+    """NEURON014/015: the one Auto Scaling capacity of ``cluster`` of type ``instance`` (or ``requested``)."""
+    fitting = [
+        c
+        for c in cluster.auto_scaling_capacities
+        if c.neuron_instance_type == instance
+        and (requested is None or requested is c or c.capacity_provider is requested)
+    ]
+    if not fitting:
+        wanted = f"{instance.name} Auto Scaling capacity"
+        raise rules.NO_MATCHING_CAPACITY.error(path, f"the cluster has no {wanted} for the fleet", wanted=wanted)
+    if len(fitting) > 1:
+        raise rules.AMBIGUOUS_CAPACITY.error(
+            path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
+        )
+    return fitting[0]
 
 
 def _claim(capacity: AutoScalingCapacity, owner: Construct) -> None:

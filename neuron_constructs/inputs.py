@@ -30,6 +30,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from aws_cdk import Token
 from constructs import Construct, IConstruct
+from typing_extensions import is_typeddict
 
 from neuron_constructs import rules
 
@@ -142,6 +143,9 @@ def conforms(value: object, annotation: Any) -> bool:
             return False
         key, item = args if len(args) == 2 else (Any, Any)
         return all(conforms(k, key) and conforms(v, item) for k, v in value.items())
+    if is_typeddict(annotation):  # e.g. service_options: ServiceOptions - a dict of known keys
+        fields = typing.get_type_hints(annotation)
+        return isinstance(value, Mapping) and all(k in fields and conforms(v, fields[k]) for k, v in value.items())
     if isinstance(annotation, type):
         if _is_interface(annotation):
             return _implements(value, annotation)

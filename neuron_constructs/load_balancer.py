@@ -31,9 +31,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from neuron_constructs import compliance
+from neuron_constructs import compliance, rules
 from neuron_constructs.cluster import NeuronCluster
-from neuron_constructs.inputs import Range, checked, remember_path
+from neuron_constructs.inputs import Range, checked, construct_path, remember_path
 from neuron_constructs.serving import IDLE_TIMEOUT
 
 __all__ = ["NeuronLoadBalancer"]
@@ -48,7 +48,7 @@ class NeuronLoadBalancer(Construct):
     ----------
     cluster: the :class:`NeuronCluster` whose VPC it is placed in.
     internet_facing: default False (internal, in the private subnets); True places it in the public subnets.
-    clients: who may connect, on the listener port; default the VPC's IPv4 range.
+    clients: who may connect, on the listener port; default the VPC's IPv4 range (an empty list admits nobody).
     port: the listener port; default 443 with ``certificate``, else 80.
     certificate: an ACM certificate for an HTTPS listener; default none (HTTP inside the VPC).
     idle_timeout: default 5 minutes (Elastic Load Balancing accepts 1-4,000 s).
@@ -90,7 +90,15 @@ class NeuronLoadBalancer(Construct):
             description="Neuron model load balancer: clients in on the listener port; out only to attached tasks",
             allow_all_outbound=False,
         )
-        for peer in clients or [ec2.Peer.ipv4(cluster.vpc_cidr)]:
+        if not 1 <= idle_timeout.to_seconds() <= 4000:
+            raise rules.OUT_OF_RANGE.error(
+                construct_path(self),
+                f"idle_timeout={idle_timeout.to_seconds():g} s",
+                name="idle_timeout",
+                minimum="1 second",
+                maximum="4,000 seconds (Elastic Load Balancing)",
+            )
+        for peer in clients if clients is not None else [ec2.Peer.ipv4(cluster.vpc_cidr)]:
             self.security_group.add_ingress_rule(peer, ec2.Port.tcp(port), "Clients of the models")
         self.access_logs_bucket = s3.Bucket(
             self,

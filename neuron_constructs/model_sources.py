@@ -24,7 +24,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from neuron_constructs import compliance
+from neuron_constructs import compliance, rules
+from neuron_constructs.inputs import construct_path
 
 __all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "HF_TOKEN_VARIABLE", "CompileCache", "ModelArtifacts"]
 
@@ -36,8 +37,12 @@ AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.15.0"
 """The AWS CLI image the model-artifact sync runs (Amazon ECR Public, pinned)."""
 
 
-def _prefix(prefix: str) -> str:
-    return prefix.strip("/")
+def _prefix(bucket: s3.IBucket, prefix: str) -> str:
+    """NEURON047: ``prefix`` without its slashes, refused when empty or holding a wildcard."""
+    stripped = prefix.strip("/")
+    if not stripped or any(c in stripped for c in "*?"):
+        raise rules.S3_LOCATION.error(construct_path(bucket), f"prefix={prefix!r}")
+    return stripped
 
 
 def _grant(role: iam.IGrantable, bucket: s3.IBucket, prefix: str, actions: list[str], *, key: kms.IKey | None) -> None:
@@ -78,7 +83,7 @@ class CompileCache:
 
     def __init__(self, bucket: s3.IBucket, prefix: str = "neuron-compile-cache") -> None:
         self.bucket = bucket
-        self.prefix = _prefix(prefix)
+        self.prefix = _prefix(bucket, prefix)
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}/"
 
     @classmethod
@@ -136,7 +141,9 @@ class ModelArtifacts:
 
     def __init__(self, bucket: s3.IBucket, prefix: str, *, path: str = "/opt/ml/model") -> None:
         self.bucket = bucket
-        self.prefix = _prefix(prefix)
+        self.prefix = _prefix(bucket, prefix)
+        if not path.startswith("/"):
+            raise rules.S3_LOCATION.error(construct_path(bucket), f"path={path!r} is not absolute")
         self.path = path
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}"
 

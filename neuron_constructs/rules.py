@@ -378,7 +378,8 @@ SECOND_SCALING_TARGET = Rule(
     "NEURON035",
     "Second scalable target for one service",
     "Application Auto Scaling registers one scalable target per service and dimension",
-    "call auto_scale once and add every scaling policy to the targets it returned",
+    "call auto_scale or scale_on_requests once per service, and add every further policy to the scalable targets "
+    "they return",
     "Application Auto Scaling API: RegisterScalableTarget",
 )
 UNDECLARED_DEVICE = Rule(
@@ -484,6 +485,15 @@ FLEET_FULL = Rule(
     "fit the model in what is left ({free}): fewer copies or devices_per_task, a smaller task_cpu or "
     "task_memory_mib, or a fleet of its own",
     NEURON_SCHEDULER,
+)
+
+S3_LOCATION = Rule(
+    "NEURON047",
+    "S3 location a prefix grant cannot hold to itself",
+    "an IAM resource ARN and an s3:prefix condition match * and ? as wildcards, and an empty prefix is the whole "
+    "bucket; a container mounts volumes at absolute paths",
+    "pass a non-empty prefix without * or ? (e.g. 'neuron-compile-cache'), and an absolute path (e.g. '/opt/ml/model')",
+    "IAM guide: Amazon S3 condition keys (s3:prefix), ECS task definition parameters (mountPoints containerPath)",
 )
 
 # -------------------------------------------------------------- warnings ---
@@ -660,6 +670,7 @@ RULES: tuple[Rule, ...] = (
     REQUEST_SCALING_TARGET,
     UNKNOWN_VPC_RANGE,
     FLEET_FULL,
+    S3_LOCATION,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

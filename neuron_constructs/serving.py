@@ -33,6 +33,7 @@ group on the container port (awsvpc); the load balancer's egress to the same, no
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ from aws_cdk import Duration, Names, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from neuron_constructs import rules
 from neuron_constructs.capacity import ManagedInstancesCapacity
@@ -148,10 +149,14 @@ def attach(
     for service in services:
         _warn_about_grace_period(service)
     target_group: TargetGroup
+    if priority is not None and not 1 <= priority <= 50_000:
+        raise rules.OUT_OF_RANGE.error(path, f"priority={priority}", name="priority", minimum=1, maximum=50_000)
     if isinstance(listener, elbv2.NetworkListener):
-        if conditions or priority is not None:
+        if conditions or priority is not None or slow_start is not None:
             raise rules.LISTENER_RULE.error(
-                path, "conditions or priority with a Network Load Balancer listener, which has no rules"
+                path,
+                "conditions, priority or slow_start with a Network Load Balancer listener, which has no rules and "
+                "no slow start",
             )
         load_balancer = listener.load_balancer
         if not isinstance(load_balancer, elbv2.NetworkLoadBalancer) or not load_balancer.connections.security_groups:
@@ -159,6 +164,7 @@ def attach(
                 path, f"the load balancer of {construct_path(listener)} has no security group this app made"
             )
         load_balancer_connections = load_balancer.connections
+        _claim_rule(path, listener, owner, None)
         target_group = elbv2.NetworkTargetGroup(
             owner,
             id,
@@ -171,17 +177,18 @@ def attach(
         )
         listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_group)
     else:
+        if not hasattr(listener, "connections"):  # a Network Load Balancer listener imported by ARN
+            raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
+                path, f"{construct_path(listener)} is imported: its load balancer has no security group this app made"
+            )
         if bool(conditions) != (priority is not None):
             given = "conditions without priority" if conditions else "priority without conditions"
             raise rules.LISTENER_RULE.error(path, given)
-        balancer = _load_balancer_of(listener)
-        if balancer is not None and not conditions:
-            if balancer.default_target is not None:
-                raise rules.LISTENER_RULE.error(
-                    path,
-                    f"the default action of {construct_path(listener)} already forwards to {balancer.default_target}",
-                )
-            balancer.default_target = construct_path(owner)
+        if not conditions and not isinstance(listener, elbv2.ApplicationListener):
+            raise rules.LISTENER_RULE.error(
+                path, f"{construct_path(listener)} is imported, and an imported listener keeps its default action"
+            )
+        _claim_rule(path, listener, owner, priority)
         load_balancer_connections = listener.connections
         target_group = elbv2.ApplicationTargetGroup(
             owner,
@@ -200,10 +207,28 @@ def attach(
             conditions=list(conditions) if conditions else None,
             priority=priority,
         )
+        balancer = _load_balancer_of(listener)
+        if balancer is not None and not conditions:
+            balancer.default_target = construct_path(owner)
     for service in services:
         target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
         _open(load_balancer_connections, service, port, host_port, network_mode)
     return target_group
+
+
+_RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()
+"""Per listener: what each priority (``None``: the default action) forwards to, as attached here."""
+
+
+def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int | None) -> None:
+    """NEURON042: one default action, and one rule per priority, on a listener."""
+    taken = _RULES_OF.setdefault(listener, {})
+    if priority in taken:
+        place = "the default action" if priority is None else f"priority {priority}"
+        raise rules.LISTENER_RULE.error(
+            path, f"{place} of {construct_path(listener)} already forwards to {taken[priority]}"
+        )
+    taken[priority] = construct_path(owner)
 
 
 def _open(
@@ -248,7 +273,12 @@ def _target_port(
                 path, f"{construct_path(task)} has no container {container_name!r}", container=container_name
             )
         container = found
-    mappings = [(int(m.container_port), m.host_port) for m in container.port_mappings]
+    # A load balancer sends TCP to one port: UDP mappings and port ranges cannot be targets.
+    mappings = [
+        (int(m.container_port), m.host_port)
+        for m in container.port_mappings
+        if m.container_port is not None and m.protocol in (None, ecs.Protocol.TCP)
+    ]
     ports = [p for p, _ in mappings]
     if container_port is None:
         if len(mappings) != 1:

@@ -109,8 +109,24 @@ def test_a_range_the_torus_does_not_allow_is_refused_with_the_free_devices() -> 
     cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=1)
     neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="trn1.32xlarge")
     neuron_fleet.add_model("Eight", devices_per_task=8, image=IMAGE)
-    with pytest.raises(NeuronConfigurationError, match=r"needs 3 contiguous devices the 2d-torus topology.*8-15"):
+    with pytest.raises(
+        NeuronConfigurationError, match=r"devices_per_task=3 is no device set the 2d-torus .*1, 4, 8, 16"
+    ):
         neuron_fleet.add_model("Three", devices_per_task=3, image=IMAGE)
+    assert [
+        list(r) for r in neuron_fleet.add_model("Four", devices_per_task=4, copies=2, image=IMAGE).device_ranges
+    ] == [
+        [8, 9, 10, 11],
+        [12, 13, 14, 15],
+    ]
+
+
+def test_copies_that_fit_only_unaligned_are_placed() -> None:
+    stack = Stack(App(analytics_reporting=False), "Unaligned")
+    neuron_fleet = _inf2_fleet(stack)
+    neuron_fleet.add_model("Two", devices_per_task=2, image=IMAGE)
+    five = neuron_fleet.add_model("Five", devices_per_task=5, copies=2, image=IMAGE)
+    assert [list(r) for r in five.device_ranges] == [[2, 3, 4, 5, 6], [7, 8, 9, 10, 11]]
 
 
 def test_cpu_or_memory_beyond_what_is_left_is_refused() -> None:

@@ -425,6 +425,14 @@ def _model_beyond_the_free_devices(s: Stack) -> None:
     fleet.add_model("Embedding", devices_per_task=1, copies=5, image=IMAGE)
 
 
+def _compile_cache_on_the_whole_bucket(s: Stack) -> None:
+    from aws_cdk import aws_s3 as s3
+
+    from neuron_constructs import CompileCache
+
+    CompileCache(s3.Bucket(s, "Cache"), prefix="/")
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -610,9 +618,10 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.FLEET_FULL,
         _model_beyond_the_free_devices,
-        r"Test/Fleet/Embedding: copy 5 of 5 needs 1 contiguous devices the ring topology of inf2.48xlarge allows, "
-        r"and none are free.*fit the model in what is left \(free devices 8-11 \(4 of 12\)\)",
+        r"Test/Fleet/Embedding: 5 copies of 1 contiguous devices do not fit in what is left of inf2.48xlarge.*"
+        r"fit the model in what is left \(free devices 8-11 \(4 of 12\)\)",
     ),
+    (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),
     (
         r.TOKEN_NOT_LITERAL,
         _parameter_for_max_capacity,

@@ -348,3 +348,75 @@ def test_a_second_default_model_on_one_listener_is_refused() -> None:
     service.attach_to_listener(listener)
     with pytest.raises(NeuronConfigurationError, match=r"already forwards to Twice/Service\. \[NEURON042: "):
         service.attach_to_listener(listener)
+
+
+def _listener_and_service(name: str, **container: Any) -> tuple[Stack, NeuronService, Any]:
+    stack = Stack(App(analytics_reporting=False), name)
+    cluster = _cluster(stack)
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, **container)
+    service = NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+    return stack, service, NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
+
+
+@pytest.mark.parametrize(
+    ("attach", "message"),
+    [
+        (
+            lambda service, listener: [
+                service.attach_to_listener(
+                    listener, conditions=[elbv2.ListenerCondition.path_patterns([p])], priority=1
+                )
+                for p in ("/a/*", "/b/*")
+            ],
+            r"priority 1 of Bad/Lb/LoadBalancer/Listener already forwards to Bad/Service\. \[NEURON042",
+        ),
+        (
+            lambda service, listener: service.attach_to_listener(
+                listener, conditions=[elbv2.ListenerCondition.path_patterns(["/a/*"])], priority=60_000
+            ),
+            r"priority=60000\. \[NEURON027.*pass priority from 1 to 50000",
+        ),
+        (
+            lambda service, listener: service.attach_to_listener(
+                elbv2.ApplicationListener.from_application_listener_attributes(
+                    service,
+                    "Imported",
+                    listener_arn="arn:aws:elasticloadbalancing:us-east-1:111122223333:listener/app/a/1/2",
+                    security_group=ec2.SecurityGroup.from_security_group_id(service, "Group", "sg-0123456789abcdef0"),
+                )
+            ),
+            r"is imported, and an imported listener keeps its default action\. \[NEURON042",
+        ),
+    ],
+    ids=["duplicate-priority", "priority-range", "imported-default"],
+)
+def test_listener_mistakes_are_refused_with_the_rule(attach: Any, message: str) -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    _, service, listener = _listener_and_service("Bad", port_mappings=[ecs.PortMapping(container_port=PORT)])
+    with pytest.raises(NeuronConfigurationError, match=message):
+        attach(service, listener)
+
+
+def test_a_udp_port_is_no_target_and_a_failed_attach_leaves_the_default_free() -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    _, service, listener = _listener_and_service(
+        "Udp",
+        port_mappings=[
+            ecs.PortMapping(container_port=9000, protocol=ecs.Protocol.UDP),
+            ecs.PortMapping(container_port=PORT),
+        ],
+    )
+    with pytest.raises(NeuronConfigurationError, match=r"maps no container_port=9000 \(it maps \[8080\]\)"):
+        service.attach_to_listener(listener, container_port=9000)
+    assert service.attach_to_listener(listener, container_port=PORT) is not None
+
+
+def test_an_idle_timeout_elastic_load_balancing_refuses_is_refused() -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    stack = Stack(App(analytics_reporting=False), "Idle")
+    with pytest.raises(NeuronConfigurationError, match=r"idle_timeout=5000 s\. \[NEURON027"):
+        NeuronLoadBalancer(stack, "Lb", cluster=_cluster(stack), idle_timeout=Duration.seconds(5000))
