@@ -159,6 +159,7 @@ class FleetModel(Construct):
                 execution_role=self.execution_role,
                 log_group=self.log_group,
             )
+            task_definition.join_fleet(construct_path(owner or self))
             options: dict[str, Any] = dict(container_options)
             options.setdefault(
                 "logging",

@@ -87,6 +87,14 @@ def distinct_instances_on_managed_instances(service: ecs.FargateService) -> None
     resource.placement_constraints = [ecs.CfnService.PlacementConstraintProperty(type="distinctInstance")]
 
 
+def host_network_on_managed_instances(service: ecs.FargateService) -> None:
+    """No ``NetworkConfiguration`` on a Managed Instances service of a host-mode task: aws-cdk-lib's ``FargateService``
+    always writes an awsvpc one, which ECS refuses for any other network mode."""
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.add_property_deletion_override("NetworkConfiguration")
+
+
 def drop_redundant_handler_dependency(provider: IConstruct) -> None:
     """Remove the ``DependsOn`` of a custom resource provider's handler on the role its ``Role`` already names."""
     handler = provider.node.try_find_child("Handler")

@@ -37,7 +37,7 @@ from neuron_constructs.inputs import (
     remember_path,
 )
 from neuron_constructs.inspection import format_device_paths
-from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances
+from neuron_constructs.l1_overrides import distinct_instances_on_managed_instances, host_network_on_managed_instances
 from neuron_constructs.options import ServiceOptions
 from neuron_constructs.serving import (
     DEREGISTRATION_DELAY,
@@ -185,8 +185,13 @@ class NeuronService(Construct):
             dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
         )
         self.service: ecs.BaseService
+        host = task_definition.task_definition.network_mode == ecs.NetworkMode.HOST
         if isinstance(self.capacity, ManagedInstancesCapacity):
+            if host:  # the tasks use the instances' network and security groups
+                networking = {"security_groups": self.capacity.security_groups}
             self.service = ecs.FargateService(self, "Service", assign_public_ip=False, **common, **networking)
+            if host:
+                host_network_on_managed_instances(self.service)
         else:
             # aws-cdk-lib's add_placement_constraints replaces what was there: every constraint goes in at once.
             constraints: list[ecs.PlacementConstraint] = []

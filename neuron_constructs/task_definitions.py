@@ -506,6 +506,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         topology_warning = rules.device_topology_warning(path, instance, self.devices)
         memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
         self._mapped: dict[int, str] = {}
+        self.fleet: str | None = None
         super().__init__(
             scope,
             id,
@@ -555,8 +556,16 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             "allocation": "manual",
             "instanceType": self.instance_type.name,
             "devices": list(self.devices),
+            **({"fleet": self.fleet} if self.fleet else {}),
             **super()._intent(),
         }
+
+    def join_fleet(self, owner: str) -> None:
+        """Record that this task definition is one copy of the fleet or sliced service at path ``owner``: the
+        template checks then treat its capacity as the fleet's alone (NEURON020) and its host ports as shared
+        (NEURON018), even when the fleet leaves chips free."""
+        self.fleet = owner
+        self._record_intent()
 
     @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
     def add_neuron_container(

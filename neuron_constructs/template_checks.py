@@ -762,7 +762,8 @@ def _lands_on(t: EcsTemplate, service: Service, capacity: Capacity) -> bool:
 
 
 def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], list[Service]]]:
-    """Per Auto Scaling capacity whose slices hold every chip: the slice services and the others on it."""
+    """Per Auto Scaling capacity whose slices hold every chip, or that holds copies the library recorded as one fleet:
+    the slice (copy) services and the others on it."""
     for capacity in t.capacities.values():
         instance = NeuronInstanceType.find(capacity.single_type or "")
         if capacity.kind != "auto-scaling" or instance is None:
@@ -776,6 +777,11 @@ def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], li
             and t.task_definitions.get(s.task_definition or "") is not None
             and t.task_definitions[s.task_definition or ""].manual_mapping
         ]
+        fleets = {_fleet_of(t, s) for s in slices} - {None}
+        if fleets:  # copies the library placed as a fleet: the capacity is theirs even with chips left free
+            members = [s for s in slices if _fleet_of(t, s) in fleets]
+            yield capacity, members, [s for s in on_it if s not in members and not s.daemon]
+            continue
         device_sets = [t.task_definitions[s.task_definition or ""].devices for s in slices]
         disjoint = all(not (a & b) for a, b in combinations(device_sets, 2))
         if len(slices) < 2 or not disjoint or frozenset().union(*device_sets) != frozenset(range(instance.chips)):
@@ -796,10 +802,22 @@ def _check_sliced_capacity(t: EcsTemplate, out: _Report) -> None:
                 other.logical_id,
                 _properties("CapacityProviderStrategy"),
                 f"it runs on {t.path_of(capacity.logical_id)}, whose {len(slices)} slice services ({', '.join(paths)}) "
-                "hold every chip",
+                + ("hold every chip" if _holds_every_chip(t, capacity, slices) else "are one fleet that owns it"),
                 sliced=owner,
                 other=t.path_of(other.logical_id),
             )
+
+
+def _fleet_of(t: EcsTemplate, service: Service) -> str | None:
+    """The fleet (or sliced service) path the library recorded on the service's task definition, if any."""
+    fleet = t.task_definitions[service.task_definition or ""].intent.get("fleet")
+    return fleet if isinstance(fleet, str) else None
+
+
+def _holds_every_chip(t: EcsTemplate, capacity: Capacity, slices: Sequence[Service]) -> bool:
+    instance = NeuronInstanceType.find(capacity.single_type or "")
+    held = frozenset().union(*(t.task_definitions[s.task_definition or ""].devices for s in slices))
+    return instance is not None and held == frozenset(range(instance.chips))
 
 
 def _common_prefix(paths: Sequence[Sequence[str]]) -> list[str]:

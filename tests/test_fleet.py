@@ -181,3 +181,42 @@ def test_each_model_deploys_in_two_waves_and_attaches_on_its_own_path() -> None:
         "/v1/*",
     ]
     assert len(resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup")) == 2
+
+
+def test_the_template_check_keeps_a_fleet_s_capacity_its_own_with_chips_free() -> None:
+    """A fleet that leaves chips free still owns its capacity, and its copies share every instance: a plain service
+    on the capacity (NEURON020) and a fixed host port added after construction (NEURON018) fail the synth."""
+    stack = Stack(App(analytics_reporting=False), "Partial")
+    neuron_fleet = _inf2_fleet(stack)
+    model = neuron_fleet.add_model(
+        "Llm", devices_per_task=4, copies=2, image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)]
+    )
+    model.task_definitions[0].neuron_containers[0].add_port_mappings(
+        ecs.PortMapping(container_port=9000, host_port=9000)
+    )
+    task = ecs.Ec2TaskDefinition(stack, "Plain")
+    task.add_container("plain", image=IMAGE, memory_limit_mib=256)
+    ecs.Ec2Service(
+        stack,
+        "PlainService",
+        cluster=neuron_fleet.cluster.cluster,
+        task_definition=task,
+        capacity_provider_strategies=[
+            ecs.CapacityProviderStrategy(
+                capacity_provider=neuron_fleet.capacity.capacity_provider.capacity_provider_name, weight=1
+            )
+        ],
+    )
+    with pytest.raises(RuntimeError) as failed:
+        App.of(stack).synth()  # type: ignore[union-attr]
+    import json
+    import re
+    from pathlib import Path
+
+    directory = re.search(r"found in: (\S+validation-report\.json)", str(failed.value))
+    assert directory
+    report = json.loads(Path(directory.group(1)).read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs")
+    rules = {v["ruleName"] for v in plugin["violations"]}
+    assert {"NEURON020", "NEURON018"} <= {r.rsplit("::", 1)[-1] for r in rules}
+    assert "are one fleet that owns it" in json.dumps(plugin)

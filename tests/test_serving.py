@@ -92,6 +92,15 @@ def _managed_instances(stack: Stack) -> None:
     service.attach_to_listener(NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener)
 
 
+def _managed_instances_host(stack: Stack) -> None:
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_managed_instances_capacity("ManagedInstances")
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192, network_mode=ecs.NetworkMode.HOST)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])
+    service = NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+    service.attach_to_listener(NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener)
+
+
 def _sliced(stack: Stack) -> None:
     cluster = _cluster(stack, "inf2.48xlarge")
     sliced = SlicedNeuronService(
@@ -125,6 +134,7 @@ BUILDERS = {
     "Host": _host,
     "AwsvpcOnAutoScaling": _awsvpc_on_auto_scaling,
     "ManagedInstances": _managed_instances,
+    "ManagedInstancesHost": _managed_instances_host,
     "Sliced": _sliced,
     "NetworkLoadBalancer": _network_load_balancer,
 }
@@ -420,3 +430,12 @@ def test_an_idle_timeout_elastic_load_balancing_refuses_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Idle")
     with pytest.raises(NeuronConfigurationError, match=r"idle_timeout=5000 s\. \[NEURON027"):
         NeuronLoadBalancer(stack, "Lb", cluster=_cluster(stack), idle_timeout=Duration.seconds(5000))
+
+
+def test_host_tasks_on_managed_instances_use_the_instances_network(served: dict[str, dict[str, Any]]) -> None:
+    """ECS refuses an awsvpc NetworkConfiguration for host-mode tasks; the instances' group is the target."""
+    template = served["ManagedInstancesHost"]
+    (service,) = resources(template, "AWS::ECS::Service").values()
+    assert "NetworkConfiguration" not in service["Properties"]
+    (path,) = paths(template)
+    assert path.task_groups == capacity_groups(template, service) and path.ports == (PORT, PORT)
