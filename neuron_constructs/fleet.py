@@ -326,7 +326,11 @@ class FleetModel(Construct):
             maximum_fixed=True,
         )
         self._scaled = True
-        return [s.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances) for s in self.services]
+        targets = []
+        for copy in self.copy_services:
+            copy._scaling = copy.service.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances)
+            targets.append(copy._scaling)
+        return targets
 
 
 class NeuronFleet(Construct):

@@ -281,7 +281,9 @@ class NeuronService(Construct):
         """
         path = construct_path(self)
         if self._scaling is not None:
-            raise rules.SECOND_SCALING_TARGET.error(path, "scale_on_requests was already called")
+            raise rules.SECOND_SCALING_TARGET.error(
+                path, "the service already has its scalable target (scale_on_requests, or auto_scale of its owner)"
+            )
         minimum = self.desired_count if min_count is None else min_count
         if minimum > max_count:
             raise rules.OUT_OF_RANGE.error(
