@@ -231,7 +231,7 @@ def cold(runs: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=41, help="warm runs per stack (default 41)")
-    parser.add_argument("--cold-runs", type=int, default=9, help="cold runs per stack (default 9)")
+    parser.add_argument("--cold-runs", type=int, default=15, help="cold runs per stack (default 15)")
     parser.add_argument("--synth", choices=sorted(BUILDERS), help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
