@@ -9,7 +9,14 @@ Sources
   "Amazon ECS task definitions for AWS Neuron machine learning workloads".
 * trn1n.32xlarge and EFA counts: Neuron docs, "How to prepare trn1.32xlarge for
   multi-node execution" (trn1.32xlarge 8 EFA devices, trn1n.32xlarge 16,
-  trn1.2xlarge none).
+  trn1.2xlarge none; "EFA is currently not available on the smaller instances sizes").
+  trn2.48xlarge: 16 EFA interfaces, one per network card 0-15, as AWS's trn2 node group
+  template attaches them (aws-neuron/aws-neuron-eks-samples, ``eks_trn2_ng_stack_al2023.yaml``).
+* Network cards: the EC2 ``DescribeInstanceTypes`` figures AWS's VPC CNI ships
+  (aws/amazon-vpc-cni-k8s, ``pkg/vpc/vpc_ip_resource_limit.go``): 8 on trn1.32xlarge, 16 on
+  trn1n.32xlarge and trn2.48xlarge, 1 on the others.
+* EFA bandwidth: Neuron architecture pages and the Trn1 launch (trn1.32xlarge 800 Gbps,
+  trn1n.32xlarge 1,600 Gbps), trn2-arch ("EFAv3 bandwidth (Gbps) 3,200").
 * NeuronCores and accelerator memory per chip: the Neuron architecture pages
   (inf1-arch, inf2-arch, trn1-arch, trn2-arch).
 * Capacity Blocks for ML: the EC2 guide "Capacity Blocks for ML" lists trn1.32xlarge and
@@ -91,6 +98,16 @@ class NeuronInstanceType:
     accelerator: Accelerator
     efa_interfaces: int | None
     """EFA devices; 0 where the type has none, ``None`` where no public figure is known."""
+    network_cards: int | None = None
+    """Network cards (an EFA interface each on the multi-card types); ``None`` where unknown."""
+    efa_gbps: int | None = None
+    """EFA bandwidth, Gbps; 0 without EFA, ``None`` where no public figure is known."""
+
+    @property
+    def supports_multi_node(self) -> bool:
+        """Whether Neuron collectives can span instances of this type: it has EFA (trn1.32xlarge, trn1n.32xlarge,
+        trn2.48xlarge)."""
+        return bool(self.efa_interfaces)
 
     @property
     def device_paths(self) -> tuple[str, ...]:
@@ -201,6 +218,9 @@ class NeuronInstanceType:
             "neuron_cores_per_chip": self.neuron_cores_per_chip,
             "accelerator_memory_gib_per_chip": self.accelerator_memory_gib_per_chip,
             "efa_interfaces": self.efa_interfaces,
+            "network_cards": self.network_cards,
+            "efa_gbps": self.efa_gbps,
+            "multi_node": self.supports_multi_node,
             "topology": self.topology.value,
             "supports_managed_instances": self.supports_managed_instances,
             "slice_sizes": list(self.slice_sizes()),
@@ -250,7 +270,14 @@ def closest_instance_types(name: str, limit: int = 3, names: Sequence[str] | Non
 
 
 def _entry(
-    name: str, vcpus: int, memory_gib: int, chips: int, accelerator: Accelerator, efa: int | None
+    name: str,
+    vcpus: int,
+    memory_gib: int,
+    chips: int,
+    accelerator: Accelerator,
+    efa: int | None,
+    network_cards: int | None = 1,
+    efa_gbps: int | None = None,
 ) -> NeuronInstanceType:
     return NeuronInstanceType(
         name=name,
@@ -260,6 +287,8 @@ def _entry(
         chips=chips,
         accelerator=accelerator,
         efa_interfaces=efa,
+        network_cards=network_cards,
+        efa_gbps=0 if efa == 0 else efa_gbps,
     )
 
 
@@ -273,9 +302,9 @@ _CATALOG: tuple[NeuronInstanceType, ...] = (
     _entry("inf2.24xlarge", 96, 384, 6, "inferentia2", None),
     _entry("inf2.48xlarge", 192, 768, 12, "inferentia2", None),
     _entry("trn1.2xlarge", 8, 32, 1, "trainium", 0),
-    _entry("trn1.32xlarge", 128, 512, 16, "trainium", 8),
-    _entry("trn1n.32xlarge", 128, 512, 16, "trainium", 16),
-    _entry("trn2.48xlarge", 192, 2048, 16, "trainium2", None),
+    _entry("trn1.32xlarge", 128, 512, 16, "trainium", 8, network_cards=8, efa_gbps=800),
+    _entry("trn1n.32xlarge", 128, 512, 16, "trainium", 16, network_cards=16, efa_gbps=1600),
+    _entry("trn2.48xlarge", 192, 2048, 16, "trainium2", 16, network_cards=16, efa_gbps=3200),
 )
 
 _BY_NAME: dict[str, NeuronInstanceType] = {e.name: e for e in _CATALOG}

@@ -30,6 +30,13 @@ def _unknown(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
+def _efa(entry: NeuronInstanceType) -> str:
+    """EFA interfaces and bandwidth: ``8 (800 Gbps)``, ``0`` or ``unknown``."""
+    if not entry.efa_interfaces:
+        return _unknown(entry.efa_interfaces)
+    return f"{entry.efa_interfaces} ({entry.efa_gbps} Gbps)" if entry.efa_gbps else str(entry.efa_interfaces)
+
+
 CATALOG_HEADERS = (
     "type",
     "vCPUs",
@@ -60,7 +67,7 @@ def catalog_rows() -> list[tuple[str, ...]]:
                 e.accelerator,
                 str(e.neuron_cores),
                 str(e.accelerator_memory_gib_per_chip),
-                _unknown(e.efa_interfaces),
+                _efa(e),
                 e.topology.value,
                 "yes" if e.supports_managed_instances else "no (EC2 only)",
             )

@@ -44,7 +44,7 @@ def test_catalog_holds_exactly_the_sourced_types() -> None:
         ("trn1.2xlarge", "trainium", 2, 32, 0, True),
         ("trn1.32xlarge", "trainium", 2, 32, 8, True),
         ("trn1n.32xlarge", "trainium", 2, 32, 16, True),
-        ("trn2.48xlarge", "trainium2", 8, 96, None, True),
+        ("trn2.48xlarge", "trainium2", 8, 96, 16, True),
     ],
 )
 def test_per_chip_facts(
@@ -119,3 +119,24 @@ def test_topologies_by_family() -> None:
     assert NeuronInstanceType.of("inf1.24xlarge").topology is DeviceTopology.RING
     assert NeuronInstanceType.of("trn1n.32xlarge").topology is DeviceTopology.TORUS_2D
     assert NeuronInstanceType.of("trn2.48xlarge").topology is DeviceTopology.UNPUBLISHED
+
+
+@pytest.mark.parametrize(
+    ("name", "cards", "gbps", "multi_node"),
+    [
+        ("trn1.2xlarge", 1, 0, False),
+        ("trn1.32xlarge", 8, 800, True),
+        ("trn1n.32xlarge", 16, 1600, True),
+        ("trn2.48xlarge", 16, 3200, True),
+        ("inf2.48xlarge", 1, None, False),
+    ],
+)
+def test_training_facts(name: str, cards: int, gbps: int | None, multi_node: bool) -> None:
+    entry = NeuronInstanceType.of(name)
+    assert (entry.network_cards, entry.efa_gbps, entry.supports_multi_node) == (cards, gbps, multi_node)
+
+
+def test_every_multi_card_type_has_an_efa_interface_per_card() -> None:
+    for entry in NeuronInstanceType.all():
+        if entry.supports_multi_node and entry.network_cards and entry.network_cards > 1:
+            assert entry.efa_interfaces == entry.network_cards, entry.name
