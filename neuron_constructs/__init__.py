@@ -19,6 +19,8 @@ NeuronLoadBalancer
     An internal, access-logged Application Load Balancer for a cluster's models.
 CompileCache, ModelArtifacts
     Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts.
+NeuronTrainingQueue, NeuronTrainingJob
+    Distributed training on Trainium: an AWS Batch queue with EFA and multi-node parallel jobs.
 
 Knowledge (no AWS CDK needed)
 -----------------------------
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
         ManualNeuronTaskDefinition,
         NeuronTaskDefinition,
     )
+    from neuron_constructs.training import NeuronTrainingJob, NeuronTrainingQueue
 
 __all__ = [
     "RULES",
@@ -77,6 +80,8 @@ __all__ = [
     "NeuronLoadBalancer",
     "NeuronService",
     "NeuronTaskDefinition",
+    "NeuronTrainingJob",
+    "NeuronTrainingQueue",
     "Rule",
     "ServiceOptions",
     "SlicedNeuronService",
@@ -98,6 +103,8 @@ _LAZY = {
     "NeuronLoadBalancer": "neuron_constructs.load_balancer",
     "NeuronService": "neuron_constructs.services",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",
+    "NeuronTrainingJob": "neuron_constructs.training",
+    "NeuronTrainingQueue": "neuron_constructs.training",
     "ServiceOptions": "neuron_constructs.options",
     "SlicedNeuronService": "neuron_constructs.sliced_service",
     "enable_template_checks": "neuron_constructs.synth_checks",

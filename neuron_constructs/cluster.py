@@ -74,6 +74,15 @@ DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """The IPv4 range of the VPC a NeuronCluster makes (aws-cdk-lib's default)."""
 
 
+def tidy_default_security_group_handler(scope: Construct) -> None:
+    """The handler aws-cdk-lib adds to a stack for ``restrict_default_security_group``: its findings acknowledged
+    with reasons, and the ``DependsOn`` cfn-lint reports as redundant removed."""
+    provider = Stack.of(scope).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
+    if provider is not None:
+        compliance.acknowledge_default_security_group_restriction(provider)
+        drop_redundant_handler_dependency(provider)
+
+
 class NeuronCluster(Construct):
     """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
 
@@ -208,10 +217,7 @@ class NeuronCluster(Construct):
                 ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
             ],
         )
-        provider = Stack.of(self).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
-        if provider is not None:
-            compliance.acknowledge_default_security_group_restriction(provider)
-            drop_redundant_handler_dependency(provider)
+        tidy_default_security_group_handler(self)
         flow_logs = log_group(
             self, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=self.log_encryption_key
         )

@@ -19,6 +19,7 @@ __all__ = [
     "acknowledge_execution_role",
     "acknowledge_managed_instances_capacity",
     "acknowledge_prefix_grant",
+    "acknowledge_training_queue",
     "acknowledge_warm_start_environment",
 ]
 
@@ -153,6 +154,20 @@ def acknowledge_warm_start_environment(task_definition: IConstruct) -> None:
                 "The library sets NEURON_COMPILE_CACHE_URL (an S3 location) and MODEL_DIR (a path) in the environment, "
                 "the variables the Neuron frameworks and model servers read; neither is secret, and secret-looking "
                 "names in the environment are warned about by rule NEURON109."
+            ),
+        },
+    )
+
+
+def acknowledge_training_queue(queue: IConstruct) -> None:
+    """The instance role AWS Batch's ECS container instances need."""
+    ecs_instance_policy = "arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonEC2ContainerServiceforEC2Role"
+    _acknowledge(
+        queue,
+        {
+            f"IAM4[Policy::{ecs_instance_policy}]": (
+                "AWS Batch runs jobs on ECS container instances, whose role needs the ECS agent's calls; AWS documents "
+                "this managed policy as the Batch instance role and keeps it current with the agent."
             ),
         },
     )

@@ -148,3 +148,46 @@ def reserve_managed_instances_capacity(provider: IConstruct, *, group_arn: str, 
             "ReservationPreference": "RESERVATIONS_FIRST" if fallback_to_on_demand else "RESERVATIONS_ONLY",
         },
     )
+
+
+def efa_network_interfaces(launch_template: IConstruct, security_group_id: str, count: int) -> None:
+    """One EFA interface per network card: card 0 at device index 0 (the primary), cards 1..count-1 at device index 1,
+    each with the security group, as AWS's Trainium launch templates attach them (aws-cdk-lib's ``LaunchTemplate`` has
+    no network interface API)."""
+    template = launch_template.node.default_child
+    assert isinstance(template, CfnResource)
+    template.add_property_override(
+        "LaunchTemplateData.NetworkInterfaces",
+        [
+            {
+                "NetworkCardIndex": card,
+                "DeviceIndex": 0 if card == 0 else 1,
+                "InterfaceType": "efa",
+                "Groups": [security_group_id],
+                "DeleteOnTermination": True,
+            }
+            for card in range(count)
+        ],
+    )
+
+
+def reserve_launch_template_capacity(launch_template: IConstruct, *, kind: str, target: str) -> None:
+    """Launch instances of ``launch_template`` into a Capacity Block (market type capacity-block), an On-Demand
+    Capacity Reservation or a reservation group (for AWS Batch, which takes capacity from the launch template; EC2
+    takes a target or a preference, not both)."""
+    template = launch_template.node.default_child
+    assert isinstance(template, CfnResource)
+    if kind == "capacity-block":
+        template.add_property_override("LaunchTemplateData.InstanceMarketOptions", {"MarketType": "capacity-block"})
+    key = "CapacityReservationResourceGroupArn" if kind == "on-demand-group" else "CapacityReservationId"
+    template.add_property_override(
+        "LaunchTemplateData.CapacityReservationSpecification", {"CapacityReservationTarget": {key: target}}
+    )
+
+
+def drop_compute_environment_security_groups(compute_environment: IConstruct) -> None:
+    """No ``SecurityGroupIds`` on a Batch compute environment whose launch template defines network interfaces: Batch
+    accepts one or the other (aws/aws-cdk#21577), and aws-cdk-lib always writes them."""
+    resource = compute_environment.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_property_deletion_override("ComputeResources.SecurityGroupIds")

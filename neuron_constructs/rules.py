@@ -496,6 +496,44 @@ S3_LOCATION = Rule(
     "IAM guide: Amazon S3 condition keys (s3:prefix), ECS task definition parameters (mountPoints containerPath)",
 )
 
+MULTI_NODE_WITHOUT_EFA = Rule(
+    "NEURON048",
+    "Multi-node training on a type without EFA",
+    "Neuron collectives span instances over EFA, which trn1.32xlarge (8 interfaces), trn1n.32xlarge (16) and "
+    'trn2.48xlarge (16) have; "EFA is currently not available on the smaller instances sizes"',
+    "train across nodes on {multi_node}, or pass nodes=1",
+    "Neuron docs: How to prepare trn1.32xlarge for multi-node execution",
+)
+TOO_MANY_NODES = Rule(
+    "NEURON049",
+    "More nodes than the training queue launches",
+    "an AWS Batch compute environment needs enough maximum vCPUs for every node of a multi-node parallel job",
+    "pass nodes={max_nodes} or fewer, or raise max_nodes of {queue}",
+    "AWS Batch guide: multi-node parallel jobs",
+)
+MULTI_NODE_ON_SPOT = Rule(
+    "NEURON050",
+    "Multi-node job on Spot capacity",
+    "multi-node parallel jobs aren't supported on compute environments that use Spot Instances",
+    "run multi-node jobs on an On-Demand queue (spot=False, optionally a capacity_reservation), or pass nodes=1",
+    "AWS Batch guide: compute environments for multi-node parallel jobs",
+)
+TRAINING_SUBNETS = Rule(
+    "NEURON051",
+    "Training queue across subnets",
+    "all instances that use an EFA must be in the same cluster placement group, which lies in one Availability Zone",
+    "pass one subnet (subnet=...), e.g. vpc.private_subnets[0]",
+    "AWS Batch guide: Use an Elastic Fabric Adapter; EC2 guide: cluster placement groups",
+)
+RESERVATION_FALLBACK = Rule(
+    "NEURON052",
+    "Reservation fallback on a launch template",
+    "a launch template names either a reservation to launch into or a reservation preference, not both; AWS Batch "
+    "takes its capacity from the launch template",
+    "drop fallback_to_on_demand, or add a second queue without capacity_reservation for On-Demand overflow",
+    "EC2 API reference: LaunchTemplateCapacityReservationSpecificationRequest",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -671,6 +709,11 @@ RULES: tuple[Rule, ...] = (
     UNKNOWN_VPC_RANGE,
     FLEET_FULL,
     S3_LOCATION,
+    MULTI_NODE_WITHOUT_EFA,
+    TOO_MANY_NODES,
+    MULTI_NODE_ON_SPOT,
+    TRAINING_SUBNETS,
+    RESERVATION_FALLBACK,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

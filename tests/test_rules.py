@@ -433,6 +433,37 @@ def _compile_cache_on_the_whole_bucket(s: Stack) -> None:
     CompileCache(s3.Bucket(s, "Cache"), prefix="/")
 
 
+def _queue(s: Stack, instance_type: str = "trn1.32xlarge", **options: Any) -> Any:
+    from neuron_constructs import NeuronTrainingQueue
+
+    return NeuronTrainingQueue(s, "Queue", instance_type=instance_type, max_nodes=2, **options)
+
+
+def _multi_node_on_trn1_2xlarge(s: Stack) -> None:
+    _queue(s, "trn1.2xlarge").add_job("Job", nodes=2, image=IMAGE, command=["train"])
+
+
+def _more_nodes_than_the_queue(s: Stack) -> None:
+    _queue(s).add_job("Job", nodes=3, image=IMAGE, command=["train"])
+
+
+def _multi_node_on_spot(s: Stack) -> None:
+    _queue(s, spot=True).add_job("Job", nodes=2, image=IMAGE, command=["train"])
+
+
+def _training_vpc_without_private_subnets(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    vpc = ec2.Vpc(s, "V", subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PUBLIC)])
+    _queue(s, vpc=vpc)
+
+
+def _reservation_fallback_on_a_queue(s: Stack) -> None:
+    from neuron_constructs import CapacityReservation
+
+    _queue(s, capacity_reservation=CapacityReservation.on_demand("cr-0123456789abcdef0", fallback_to_on_demand=True))
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -622,6 +653,23 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"fit the model in what is left \(free devices 8-11 \(4 of 12\)\)",
     ),
     (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),
+    (
+        r.MULTI_NODE_WITHOUT_EFA,
+        _multi_node_on_trn1_2xlarge,
+        r"Test/Queue/Job: nodes=2 on trn1.2xlarge, which has no EFA.*trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge",
+    ),
+    (
+        r.TOO_MANY_NODES,
+        _more_nodes_than_the_queue,
+        r"Test/Queue/Job: nodes=3 but Test/Queue launches at most 2 instances.*pass nodes=2 or fewer",
+    ),
+    (r.MULTI_NODE_ON_SPOT, _multi_node_on_spot, r"Test/Queue/Job: nodes=2 on Test/Queue, which runs Spot"),
+    (r.TRAINING_SUBNETS, _training_vpc_without_private_subnets, r"Test/Queue: Test/V has no private subnet"),
+    (
+        r.RESERVATION_FALLBACK,
+        _reservation_fallback_on_a_queue,
+        r"Test/Queue: fallback_to_on_demand=True with the On-Demand Capacity Reservation cr-0123456789abcdef0",
+    ),
     (
         r.TOKEN_NOT_LITERAL,
         _parameter_for_max_capacity,

@@ -1,0 +1,394 @@
+"""Distributed training on Trainium: an AWS Batch queue of one Neuron type with EFA, and its jobs.
+
+ECS has no gang scheduling; AWS Batch multi-node parallel jobs start every node of a job together on
+an ECS cluster Batch manages, give each node its index and the main node's address, and end the job
+when the main node exits. :class:`NeuronTrainingQueue` builds what such a job runs on:
+
+* a managed EC2 compute environment of exactly one instance type, ``minvCpus`` 0 (nothing runs and
+  nothing is billed while no job is queued), ``maxvCpus`` = ``max_nodes`` x the type's vCPUs, on the
+  ECS-optimized Amazon Linux 2023 Neuron AMI from its SSM parameter, and a job queue on it;
+* a launch template with IMDSv2 (hop limit 1), an encrypted gp3 root volume, and on types with EFA one
+  EFA interface per network card - card 0 at device index 0 is the primary, cards 1..n-1 at device
+  index 1 - with the security group on the interfaces, as AWS's Trainium launch templates attach them
+  (aws-neuron-samples ``torch-neuronx/training/aws-batch``). The ECS Neuron AMI carries the Neuron
+  driver but no EFA software (aws/amazon-ecs-ami installs ``aws-neuronx-dkms``, the OCI hook and the
+  Neuron tools only), so the user data installs it with AWS's EFA installer, as those samples do; Batch
+  takes user data only as a MIME multi-part archive;
+* a cluster placement group, one subnet (one Availability Zone, NEURON051) and a security group that
+  allows all traffic from and to itself and nothing inbound from anywhere else;
+* capacity: On-Demand, Spot (single-node jobs only, NEURON050), an On-Demand Capacity Reservation or a
+  Capacity Block for ML (:class:`~neuron_constructs.capacity.CapacityReservation`, set on the launch
+  template; NEURON038 for types Capacity Blocks do not offer).
+
+Batch accepts security groups on the compute environment or network interfaces in the launch
+template, not both (aws/aws-cdk#21577): with EFA interfaces the compute environment's are dropped
+(:func:`~neuron_constructs.l1_overrides.drop_compute_environment_security_groups`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Duration, Size
+from aws_cdk import aws_batch as batch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from neuron_constructs import compliance, rules
+from neuron_constructs.capacity import DEFAULT_ROOT_VOLUME_GIB, NEURON_AMI_PARAMETER, CapacityReservation
+from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.cluster import tidy_default_security_group_handler
+from neuron_constructs.inputs import GP3_VOLUME_GIB, Range, checked, construct_path, remember_path
+from neuron_constructs.l1_overrides import (
+    drop_compute_environment_security_groups,
+    efa_network_interfaces,
+    reserve_launch_template_capacity,
+)
+from neuron_constructs.log_groups import log_group as new_log_group
+from neuron_constructs.task_definitions import task_role
+
+__all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "NeuronTrainingJob", "NeuronTrainingQueue"]
+
+EFA_INSTALLER = "https://efa-installer.amazonaws.com/aws-efa-installer-latest.tar.gz"
+"""AWS's EFA installer (EC2 guide: Get started with EFA), as the Neuron AWS Batch samples install it."""
+EFA_ENVIRONMENT = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
+"""What the Neuron collectives read over EFA, as the Neuron AWS Batch training scripts set it: libfabric's EFA
+provider, RDMA reads on the device, and fork safety for data loaders that fork."""
+LAUNCHER = r"""set -eu
+# AWS Batch multi-node parallel job -> torchrun: the main node has no AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS.
+export NNODES="${AWS_BATCH_JOB_NUM_NODES:-1}"
+export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"
+export MASTER_ADDR="${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-$(hostname -i | cut -d' ' -f1)}"
+export MASTER_PORT="${MASTER_PORT:-41000}"
+export NEURON_RT_ROOT_COMM_ID="${NEURON_RT_ROOT_COMM_ID:-$MASTER_ADDR:46820}"
+exec "$@"
+"""
+"""Runs before the job's command on every node: the rank and world variables ``torchrun`` reads (``--nnodes
+$NNODES --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT``) and the Neuron runtime's root
+communicator, from what Batch gives each node (AWS Batch guide: multi-node parallel job environment variables)."""
+SHARED_MEMORY_FRACTION = 0.1
+"""Share of the instance's memory given to ``/dev/shm`` (Docker's default is 64 MiB): data loader workers and the
+Neuron runtime's host buffers pass tensors through it. A choice, not an AWS figure."""
+
+
+class NeuronTrainingQueue(Construct):
+    """An AWS Batch job queue of one Neuron instance type, ready for multi-node training over EFA.
+
+    Parameters
+    ----------
+    instance_type: a catalog Neuron type (name or entry).
+    max_nodes: the most instances the queue runs at once, 1 or more.
+    vpc: default a new VPC with private subnets behind a NAT gateway (no public addresses).
+    subnet: the one subnet (one Availability Zone) every node launches in; default the VPC's first private subnet.
+    spot: Spot Instances (single-node jobs only, NEURON050); default False.
+    capacity_reservation: an On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
+        launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
+    root_volume_gib: the encrypted gp3 root volume; default 100 GiB.
+
+    Attributes
+    ----------
+    compute_environment, job_queue, launch_template, placement_group, security_group, log_group,
+    instance_type (the catalog entry), max_nodes, spot, vpc, subnet.
+    """
+
+    @checked(ranges={"max_nodes": Range(1), "root_volume_gib": GP3_VOLUME_GIB})
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: str | NeuronInstanceType,
+        max_nodes: int,
+        vpc: ec2.IVpc | None = None,
+        subnet: ec2.ISubnet | None = None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        instance = self.instance_type
+        if capacity_reservation is not None:
+            if spot:
+                raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
+            if capacity_reservation.kind == "capacity-block" and not instance.offers_capacity_blocks:
+                raise rules.CAPACITY_BLOCK_TYPE.error(
+                    path, f"a Capacity Block of {instance.name}", instance_type=instance.name
+                )
+            if capacity_reservation.fallback_to_on_demand:
+                raise rules.RESERVATION_FALLBACK.error(
+                    path, f"fallback_to_on_demand=True with the {capacity_reservation.describe()}"
+                )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        self.max_nodes = max_nodes
+        self.spot = spot
+        self.vpc: ec2.IVpc = vpc or ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=1,
+            nat_gateways=1,
+            restrict_default_security_group=True,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
+                ),
+                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
+            ],
+            flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
+        )
+        tidy_default_security_group_handler(self)
+        if subnet is None:
+            private = self.vpc.private_subnets
+            if not private:
+                raise rules.TRAINING_SUBNETS.error(path, f"{construct_path(self.vpc)} has no private subnet")
+            subnet = private[0]
+        self.subnet: ec2.ISubnet = subnet
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=self.vpc,
+            description=f"Neuron training nodes ({instance.name}): all traffic between nodes, nothing else in",
+            allow_all_outbound=True,
+        )
+        self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "Between training nodes")
+        self.placement_group = ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+        self.log_group: logs.ILogGroup = new_log_group(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        efa = instance.efa_interfaces or 0
+        self.launch_template = ec2.LaunchTemplate(
+            self,
+            "LaunchTemplate",
+            require_imdsv2=True,
+            http_put_response_hop_limit=1,
+            detailed_monitoring=True,
+            user_data=_user_data(efa),
+            security_group=None if efa else self.security_group,
+            block_devices=[
+                ec2.BlockDevice(
+                    device_name="/dev/xvda",
+                    volume=ec2.BlockDeviceVolume.ebs(
+                        root_volume_gib,
+                        volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        )
+        if efa:
+            efa_network_interfaces(self.launch_template, self.security_group.security_group_id, efa)
+        if capacity_reservation is not None:
+            reserve_launch_template_capacity(
+                self.launch_template, kind=capacity_reservation.kind, target=capacity_reservation.target
+            )
+        self.compute_environment = batch.ManagedEc2EcsComputeEnvironment(
+            self,
+            "ComputeEnvironment",
+            vpc=self.vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[self.subnet]),
+            security_groups=[self.security_group],
+            instance_types=[ec2.InstanceType(instance.name)],
+            use_optimal_instance_classes=False,
+            minv_cpus=0,
+            maxv_cpus=max_nodes * instance.vcpus,
+            spot=spot,
+            allocation_strategy=(
+                batch.AllocationStrategy.SPOT_PRICE_CAPACITY_OPTIMIZED if spot else batch.AllocationStrategy.BEST_FIT
+            ),
+            launch_template=self.launch_template,
+            placement_group=self.placement_group,
+            images=[
+                batch.EcsMachineImage(
+                    image=ec2.MachineImage.from_ssm_parameter(NEURON_AMI_PARAMETER),
+                    image_type=batch.EcsMachineImageType.ECS_AL2023,
+                )
+            ],
+        )
+        if efa:
+            drop_compute_environment_security_groups(self.compute_environment)
+        compliance.acknowledge_training_queue(self)
+        self.job_queue = batch.JobQueue(
+            self,
+            "JobQueue",
+            compute_environments=[
+                batch.OrderedComputeEnvironment(compute_environment=self.compute_environment, order=1)
+            ],
+        )
+        self.jobs: list[NeuronTrainingJob] = []
+
+    @checked(ranges={"nodes": Range(1), "retry_attempts": Range(1, 10, "AWS Batch: 1 to 10 attempts")})
+    def add_job(
+        self,
+        id: str,
+        *,
+        nodes: int,
+        image: ecs.ContainerImage,
+        command: Sequence[str],
+        environment: Mapping[str, str] | None = None,
+        secrets: Mapping[str, batch.Secret] | None = None,
+        devices: Sequence[int] | None = None,
+        job_role: iam.IRole | None = None,
+        timeout: Duration | None = None,
+        retry_attempts: int = 3,
+    ) -> NeuronTrainingJob:
+        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`)."""
+        job = NeuronTrainingJob(
+            self,
+            id,
+            queue=self,
+            nodes=nodes,
+            image=image,
+            command=command,
+            environment=environment,
+            secrets=secrets,
+            devices=devices,
+            job_role=job_role,
+            timeout=timeout,
+            retry_attempts=retry_attempts,
+        )
+        self.jobs.append(job)
+        return job
+
+
+class NeuronTrainingJob(Construct):
+    """A training job of a :class:`NeuronTrainingQueue`: ``nodes`` copies of one container, one per instance.
+
+    ``nodes`` >= 2 makes a multi-node parallel job definition (every node runs the same container, node 0 is the
+    main node); ``nodes`` = 1 an ECS job definition. The container maps every ``/dev/neuronN`` of the type (or
+    ``devices``) and every ``/dev/infiniband/uverbsN`` the type has, with the same host and container path; runs
+    with an unlimited ``memlock`` and 65,535 open files; gets :data:`SHARED_MEMORY_FRACTION` of the instance's
+    memory as ``/dev/shm``, the type's vCPUs and 90 % of its memory; the EFA environment (:data:`EFA_ENVIRONMENT`)
+    when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
+    variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
+    nothing unless given. Infrastructure failures (``Host EC2*`` status reasons: a host that failed or a reclaimed
+    instance) are retried up to ``retry_attempts`` times, other failures are not; ``timeout`` defaults to 3 days.
+
+    Refused: multi-node on a type without EFA (NEURON048), more nodes than the queue launches (NEURON049),
+    multi-node on Spot (NEURON050), devices beyond the type (NEURON009).
+
+    Attributes
+    ----------
+    job_definition (``batch.MultiNodeJobDefinition`` or ``batch.EcsJobDefinition``), container, nodes, devices,
+    job_role.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        queue: NeuronTrainingQueue,
+        nodes: int,
+        image: ecs.ContainerImage,
+        command: Sequence[str],
+        environment: Mapping[str, str] | None,
+        secrets: Mapping[str, batch.Secret] | None,
+        devices: Sequence[int] | None,
+        job_role: iam.IRole | None,
+        timeout: Duration | None,
+        retry_attempts: int,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        instance = queue.instance_type
+        if nodes > 1 and not instance.supports_multi_node:
+            multi_node = ", ".join(e.name for e in NeuronInstanceType.all() if e.supports_multi_node)
+            raise rules.MULTI_NODE_WITHOUT_EFA.error(
+                path, f"nodes={nodes} on {instance.name}, which has no EFA", multi_node=multi_node
+            )
+        if nodes > queue.max_nodes:
+            raise rules.TOO_MANY_NODES.error(
+                path,
+                f"nodes={nodes} but {construct_path(queue)} launches at most {queue.max_nodes} instances",
+                max_nodes=queue.max_nodes,
+                queue=construct_path(queue),
+            )
+        if nodes > 1 and queue.spot:
+            raise rules.MULTI_NODE_ON_SPOT.error(path, f"nodes={nodes} on {construct_path(queue)}, which runs Spot")
+        chosen = (
+            tuple(range(instance.chips)) if devices is None else rules.check_device_indices(path, instance, devices)
+        )
+        rules.check_slice_environment(path, dict(environment or {}), len(chosen) * instance.neuron_cores_per_chip)
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        self.nodes = nodes
+        self.devices = chosen
+        self.job_role: iam.IRole = job_role or task_role(self, "JobRole")
+        linux = batch.LinuxParameters(
+            self,
+            "LinuxParameters",
+            shared_memory_size=Size.mebibytes(int(instance.memory_mib * SHARED_MEMORY_FRACTION)),
+        )
+        linux.add_devices(
+            *[batch.Device(host_path=f"/dev/neuron{i}", container_path=f"/dev/neuron{i}") for i in chosen],
+            *[
+                batch.Device(host_path=f"/dev/infiniband/uverbs{i}", container_path=f"/dev/infiniband/uverbs{i}")
+                for i in range(instance.efa_interfaces or 0)
+            ],
+        )
+        self.container = batch.EcsEc2ContainerDefinition(
+            self,
+            "Container",
+            image=image,
+            cpu=instance.vcpus,
+            memory=Size.mebibytes(instance.schedulable_memory_mib),
+            command=["/bin/bash", "-c", LAUNCHER, "neuron-launch", *command],
+            environment={**(EFA_ENVIRONMENT if nodes > 1 else {}), **(environment or {})},
+            secrets=dict(secrets) if secrets else None,
+            job_role=self.job_role,
+            linux_parameters=linux,
+            ulimits=[
+                batch.Ulimit(name=batch.UlimitName.MEMLOCK, soft_limit=-1, hard_limit=-1),
+                batch.Ulimit(name=batch.UlimitName.NOFILE, soft_limit=65535, hard_limit=65535),
+            ],
+            logging=ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=queue.log_group),
+        )
+        retries = [
+            batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
+            batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),
+        ]
+        options: dict[str, Any] = {
+            "retry_attempts": retry_attempts,
+            "retry_strategies": retries,
+            "timeout": timeout or Duration.days(3),
+            "propagate_tags": True,
+        }
+        self.job_definition: batch.MultiNodeJobDefinition | batch.EcsJobDefinition
+        if nodes > 1:
+            self.job_definition = batch.MultiNodeJobDefinition(
+                self,
+                "JobDefinition",
+                instance_type=ec2.InstanceType(instance.name),
+                main_node=0,
+                containers=[batch.MultiNodeContainer(container=self.container, start_node=0, end_node=nodes - 1)],
+                **options,
+            )
+        else:
+            self.job_definition = batch.EcsJobDefinition(self, "JobDefinition", container=self.container, **options)
+        compliance.acknowledge_execution_role(self)
+        self.submit_command = (
+            f"aws batch submit-job --job-name {id.lower()} --job-queue {queue.job_queue.job_queue_name} "
+            f"--job-definition {self.job_definition.job_definition_name}"
+            + (f" --node-overrides numNodes={nodes}" if nodes > 1 else "")
+        )
+
+
+def _user_data(efa_interfaces: int) -> ec2.UserData:
+    """MIME multi-part user data (AWS Batch takes no other form): the EFA software, on types with EFA."""
+    script = ec2.UserData.for_linux()
+    if efa_interfaces:
+        script.add_commands(
+            "cd /tmp",
+            f"curl -sSfO {EFA_INSTALLER}",
+            "tar -xf aws-efa-installer-latest.tar.gz",
+            "cd aws-efa-installer && ./efa_installer.sh -y",
+            "/opt/amazon/efa/bin/fi_info -p efa",
+        )
+    else:
+        script.add_commands("true  # no EFA on this type")
+    multipart = ec2.MultipartUserData()
+    multipart.add_user_data_part(script, ec2.MultipartBody.SHELL_SCRIPT, True)
+    return multipart

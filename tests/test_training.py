@@ -1,0 +1,216 @@
+"""Training queues and jobs on AWS Batch: EFA interfaces, devices, placement, capacity and the launcher, from the
+synthesized templates."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_ecs as ecs
+from conftest import resources
+
+from neuron_constructs import CapacityReservation, NeuronInstanceType
+from neuron_constructs.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.training import EFA_ENVIRONMENT, LAUNCHER, NeuronTrainingQueue
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
+SINGLE_NODE = ["trn1.2xlarge", "inf2.xlarge"]
+
+
+def _stack_name(instance_type: str) -> str:
+    return "Train-" + instance_type.replace(".", "-")
+
+
+@pytest.fixture(scope="module")
+def training() -> dict[str, dict[str, Any]]:
+    """A queue and a job per type (two nodes where the type has EFA), and the capacity choices, with cdk-nag on."""
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(analytics_reporting=False)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    for name in [*MULTI_NODE, *SINGLE_NODE]:
+        queue = NeuronTrainingQueue(Stack(app, _stack_name(name)), "Queue", instance_type=name, max_nodes=2)
+        queue.add_job("Train", nodes=2 if name in MULTI_NODE else 1, image=IMAGE, command=["torchrun", "train.py"])
+    block = Stack(app, "Block")
+    NeuronTrainingQueue(
+        block,
+        "Queue",
+        instance_type="trn1.32xlarge",
+        max_nodes=4,
+        capacity_reservation=CapacityReservation.capacity_block("cr-0123456789abcdef0"),
+    )
+    reserved = Stack(app, "Reserved")
+    NeuronTrainingQueue(
+        reserved,
+        "Queue",
+        instance_type="trn2.48xlarge",
+        max_nodes=2,
+        capacity_reservation=CapacityReservation.on_demand("cr-0fedcba9876543210"),
+    )
+    spot = Stack(app, "Spot")
+    NeuronTrainingQueue(spot, "Queue", instance_type="trn1.2xlarge", max_nodes=4, spot=True).add_job(
+        "Train", nodes=1, image=IMAGE, command=["python", "train.py"]
+    )
+    assembly = app.synth()
+    names = [*(_stack_name(n) for n in [*MULTI_NODE, *SINGLE_NODE]), "Block", "Reserved", "Spot"]
+    return {name: assembly.get_stack_by_name(name).template for name in names}
+
+
+def _one(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    (resource,) = resources(template, kind).values()
+    return resource["Properties"]  # type: ignore[no-any-return]
+
+
+def _container(template: dict[str, Any]) -> dict[str, Any]:
+    properties = _one(template, "AWS::Batch::JobDefinition")
+    if "NodeProperties" in properties:
+        (node_range,) = properties["NodeProperties"]["NodeRangeProperties"]
+        return node_range["Container"]  # type: ignore[no-any-return]
+    return properties["ContainerProperties"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("instance_type", MULTI_NODE)
+def test_efa_interfaces_equal_the_devices_mapped_equal_the_catalog(
+    training: dict[str, dict[str, Any]], instance_type: str
+) -> None:
+    entry = NeuronInstanceType.of(instance_type)
+    template = training[_stack_name(instance_type)]
+    interfaces = _one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["NetworkInterfaces"]
+    (group,) = resources(template, "AWS::EC2::SecurityGroup")
+    assert [i["NetworkCardIndex"] for i in interfaces] == list(range(entry.efa_interfaces or 0))
+    assert [i["DeviceIndex"] for i in interfaces] == [0] + [1] * (len(interfaces) - 1)
+    assert {i["InterfaceType"] for i in interfaces} == {"efa"}
+    assert all(i["Groups"] == [{"Fn::GetAtt": [group, "GroupId"]}] for i in interfaces)
+    devices = [d["HostPath"] for d in _container(template)["LinuxParameters"]["Devices"]]
+    uverbs = [d for d in devices if d.startswith("/dev/infiniband/uverbs")]
+    assert len(interfaces) == len(uverbs) == entry.efa_interfaces
+    assert [d for d in devices if d.startswith("/dev/neuron")] == list(entry.device_paths)
+    compute = _one(template, "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert "SecurityGroupIds" not in compute  # Batch takes the interfaces' groups, not both
+
+
+@pytest.mark.parametrize("instance_type", SINGLE_NODE)
+def test_types_without_efa_get_no_interfaces_and_no_uverbs(
+    training: dict[str, dict[str, Any]], instance_type: str
+) -> None:
+    template = training[_stack_name(instance_type)]
+    assert "NetworkInterfaces" not in _one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert _one(template, "AWS::Batch::ComputeEnvironment")["ComputeResources"]["SecurityGroupIds"]
+    devices = [d["HostPath"] for d in _container(template)["LinuxParameters"]["Devices"]]
+    assert devices == list(NeuronInstanceType.of(instance_type).device_paths)
+    assert "NodeProperties" not in _one(template, "AWS::Batch::JobDefinition")
+
+
+def test_nodes_sit_in_one_subnet_and_placement_group_and_talk_only_to_each_other(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    template = training[_stack_name("trn1.32xlarge")]
+    compute = _one(template, "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert len(compute["Subnets"]) == 1
+    (placement,) = resources(template, "AWS::EC2::PlacementGroup").values()
+    assert placement["Properties"]["Strategy"] == "cluster"
+    assert compute["PlacementGroup"]["Fn::GetAtt"][0] in resources(template, "AWS::EC2::PlacementGroup")
+    (group,) = resources(template, "AWS::EC2::SecurityGroup")
+    assert _one(template, "AWS::EC2::SecurityGroup").get("SecurityGroupIngress") is None
+    (rule,) = resources(template, "AWS::EC2::SecurityGroupIngress").values()
+    assert rule["Properties"]["IpProtocol"] == "-1"
+    assert rule["Properties"]["SourceSecurityGroupId"] == {"Fn::GetAtt": [group, "GroupId"]}
+
+
+def test_the_compute_environment_costs_nothing_idle_and_runs_exactly_the_type(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    template = training[_stack_name("trn1.32xlarge")]
+    compute = _one(template, "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert (compute["MinvCpus"], compute["MaxvCpus"]) == (0, 2 * 128)
+    assert compute["InstanceTypes"] == ["trn1.32xlarge"]
+    (image,) = compute["Ec2Configuration"]
+    assert image["ImageType"] == "ECS_AL2023"
+    parameter = image["ImageIdOverride"]["Ref"]
+    assert template["Parameters"][parameter]["Default"] == NEURON_AMI_PARAMETER
+    data = _one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["MetadataOptions"] == {"HttpPutResponseHopLimit": 1, "HttpTokens": "required"}
+    (volume,) = data["BlockDeviceMappings"]
+    assert volume["Ebs"]["Encrypted"] is True and volume["Ebs"]["VolumeType"] == "gp3"
+    user_data = json.dumps(data["UserData"])
+    assert "Content-Type: multipart/mixed" in user_data and "efa_installer.sh -y" in user_data
+
+
+def test_the_job_gets_memlock_efa_and_the_launcher(training: dict[str, dict[str, Any]]) -> None:
+    template = training[_stack_name("trn1.32xlarge")]
+    definition = _one(template, "AWS::Batch::JobDefinition")
+    assert definition["Type"] == "multinode"
+    assert (definition["NodeProperties"]["NumNodes"], definition["NodeProperties"]["MainNode"]) == (2, 0)
+    container = _container(template)
+    assert {"Name": "memlock", "SoftLimit": -1, "HardLimit": -1} in container["Ulimits"]
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment == EFA_ENVIRONMENT
+    assert container["Command"][:4] == ["/bin/bash", "-c", LAUNCHER, "neuron-launch"]
+    assert container["Command"][4:] == ["torchrun", "train.py"]
+    assert container["LinuxParameters"]["SharedMemorySize"] == 52428  # a tenth of 512 GiB, MiB
+    retries = definition["RetryStrategy"]
+    assert retries["Attempts"] == 3
+    assert retries["EvaluateOnExit"][0] == {"Action": "RETRY", "OnStatusReason": "Host EC2*"}
+    assert definition["Timeout"]["AttemptDurationSeconds"] == 3 * 24 * 3600
+
+
+def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(training: dict[str, dict[str, Any]]) -> None:
+    block = _one(training["Block"], "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert block["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert block["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}
+    }
+    reserved = _one(training["Reserved"], "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert "InstanceMarketOptions" not in reserved
+    assert reserved["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0fedcba9876543210"
+    }
+    spot = _one(training["Spot"], "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert (spot["Type"], spot["AllocationStrategy"]) == ("SPOT", "SPOT_PRICE_CAPACITY_OPTIMIZED")
+
+
+def test_training_templates_pass_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
+    from cfnlint.api import ManualArgs, lint
+
+    for name in (_stack_name("trn1.32xlarge"), _stack_name("trn1.2xlarge"), "Block"):
+        matches = lint(json.dumps(training[name]), config=ManualArgs(regions=["us-east-1"]))
+        assert [f"{m.rule.id} {m.message}" for m in matches] == [], name
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        (
+            {"AWS_BATCH_JOB_NUM_NODES": "4", "AWS_BATCH_JOB_NODE_INDEX": "2"},
+            {"NNODES": "4", "NODE_RANK": "2", "MASTER_PORT": "41000"},
+        ),
+        (
+            {
+                "AWS_BATCH_JOB_NUM_NODES": "4",
+                "AWS_BATCH_JOB_NODE_INDEX": "3",
+                "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "10.0.1.7",
+            },
+            {"NODE_RANK": "3", "MASTER_ADDR": "10.0.1.7", "NEURON_RT_ROOT_COMM_ID": "10.0.1.7:46820"},
+        ),
+    ],
+    ids=["main-node", "child-node"],
+)
+def test_the_launcher_sets_torchrun_s_rank_and_world_from_batch(
+    environment: dict[str, str], expected: dict[str, str]
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "MASTER_", "NEURON_RT"))}
+    result = subprocess.run(
+        ["bash", "-c", LAUNCHER, "neuron-launch", "env"],
+        env={**clean, **environment},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seen = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    assert {k: seen[k] for k in expected} == expected
+    assert seen["MASTER_ADDR"] and seen["NEURON_RT_ROOT_COMM_ID"] == f"{seen['MASTER_ADDR']}:46820"
