@@ -19,46 +19,77 @@ from neuron_constructs.training import EFA_ENVIRONMENT, LAUNCHER, NeuronTraining
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
-SINGLE_NODE = ["trn1.2xlarge", "inf2.xlarge"]
+EVERY_TYPE = [e.name for e in NeuronInstanceType.all()]
+SINGLE_NODE = [n for n in EVERY_TYPE if n not in MULTI_NODE]
 
 
-def _stack_name(instance_type: str) -> str:
-    return "Train-" + instance_type.replace(".", "-")
+def _queue_id(instance_type: str) -> str:
+    return "Queue" + instance_type.replace(".", "").replace("xlarge", "X").capitalize()
 
 
 @pytest.fixture(scope="module")
 def training() -> dict[str, dict[str, Any]]:
-    """A queue and a job per type (two nodes where the type has EFA), and the capacity choices, with cdk-nag on."""
+    """A queue and a job for every catalog type (two nodes where the type has EFA) in one stack on one VPC, and the
+    capacity choices in another, with cdk-nag on: each queue's resources as a template of their own."""
+    from aws_cdk import aws_ec2 as ec2
     from cdk_nag import AwsSolutionsChecks
 
     app = App(analytics_reporting=False)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    for name in [*MULTI_NODE, *SINGLE_NODE]:
-        queue = NeuronTrainingQueue(Stack(app, _stack_name(name)), "Queue", instance_type=name, max_nodes=2)
-        queue.add_job("Train", nodes=2 if name in MULTI_NODE else 1, image=IMAGE, command=["torchrun", "train.py"])
-    block = Stack(app, "Block")
+    every = Stack(app, "Every")
+    vpc = NeuronTrainingQueue(every, _queue_id("trn1.32xlarge"), instance_type="trn1.32xlarge", max_nodes=2).vpc
+    queues = {"trn1.32xlarge": every.node.find_child(_queue_id("trn1.32xlarge"))}
+    for name in EVERY_TYPE:
+        if name not in queues:
+            queues[name] = NeuronTrainingQueue(every, _queue_id(name), instance_type=name, max_nodes=2, vpc=vpc)
+        queues[name].add_job(  # type: ignore[attr-defined]
+            "Train", nodes=2 if name in MULTI_NODE else 1, image=IMAGE, command=["torchrun", "train.py"]
+        )
+    choices = Stack(app, "Choices")
+    shared = ec2.Vpc(
+        choices,
+        "Vpc",
+        max_azs=1,
+        restrict_default_security_group=True,
+        flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
+    )
     NeuronTrainingQueue(
-        block,
-        "Queue",
+        choices,
+        "Block",
         instance_type="trn1.32xlarge",
         max_nodes=4,
+        vpc=shared,
         capacity_reservation=CapacityReservation.capacity_block("cr-0123456789abcdef0"),
     )
-    reserved = Stack(app, "Reserved")
     NeuronTrainingQueue(
-        reserved,
-        "Queue",
+        choices,
+        "Reserved",
         instance_type="trn2.48xlarge",
         max_nodes=2,
+        vpc=shared,
         capacity_reservation=CapacityReservation.on_demand("cr-0fedcba9876543210"),
     )
-    spot = Stack(app, "Spot")
-    NeuronTrainingQueue(spot, "Queue", instance_type="trn1.2xlarge", max_nodes=4, spot=True).add_job(
+    NeuronTrainingQueue(choices, "Spot", instance_type="trn1.2xlarge", max_nodes=4, spot=True, vpc=shared).add_job(
         "Train", nodes=1, image=IMAGE, command=["python", "train.py"]
     )
     assembly = app.synth()
-    names = [*(_stack_name(n) for n in [*MULTI_NODE, *SINGLE_NODE]), "Block", "Reserved", "Spot"]
-    return {name: assembly.get_stack_by_name(name).template for name in names}
+    templates = {name: assembly.get_stack_by_name(name).template for name in ("Every", "Choices")}
+    out = {name: _part(templates["Every"], _queue_id(name)) for name in EVERY_TYPE}
+    out.update({name: _part(templates["Choices"], name) for name in ("Block", "Reserved", "Spot")})
+    out["Every"] = templates["Every"]
+    return out
+
+
+def _part(template: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The resources of one queue (logical ids start with its construct id), with the template's parameters."""
+    return {
+        "Parameters": template.get("Parameters", {}),
+        "Resources": {k: v for k, v in template["Resources"].items() if k.startswith(prefix)},
+    }
+
+
+def _stack_name(instance_type: str) -> str:
+    return instance_type
 
 
 def _one(template: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -72,6 +103,19 @@ def _container(template: dict[str, Any]) -> dict[str, Any]:
         (node_range,) = properties["NodeProperties"]["NodeRangeProperties"]
         return node_range["Container"]  # type: ignore[no-any-return]
     return properties["ContainerProperties"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("instance_type", EVERY_TYPE)
+def test_every_type_maps_as_many_uverbs_devices_as_its_launch_template_has_efa_interfaces(
+    training: dict[str, dict[str, Any]], instance_type: str
+) -> None:
+    entry = NeuronInstanceType.of(instance_type)
+    template = training[instance_type]
+    interfaces = _one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"].get("NetworkInterfaces", [])
+    devices = [d["HostPath"] for d in _container(template)["LinuxParameters"]["Devices"]]
+    uverbs = [d for d in devices if d.startswith("/dev/infiniband/uverbs")]
+    assert len(interfaces) == len(uverbs) == (entry.efa_interfaces or 0)
+    assert [d for d in devices if d.startswith("/dev/neuron")] == list(entry.device_paths)
 
 
 @pytest.mark.parametrize("instance_type", MULTI_NODE)
@@ -174,12 +218,11 @@ def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(trainin
     assert (spot["Type"], spot["AllocationStrategy"]) == ("SPOT", "SPOT_PRICE_CAPACITY_OPTIMIZED")
 
 
-def test_training_templates_pass_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
+def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint
 
-    for name in (_stack_name("trn1.32xlarge"), _stack_name("trn1.2xlarge"), "Block"):
-        matches = lint(json.dumps(training[name]), config=ManualArgs(regions=["us-east-1"]))
-        assert [f"{m.rule.id} {m.message}" for m in matches] == [], name
+    matches = lint(json.dumps(training["Every"]), config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []
 
 
 @pytest.mark.parametrize(
