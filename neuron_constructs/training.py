@@ -273,7 +273,7 @@ class NeuronTrainingJob(Construct):
     Attributes
     ----------
     job_definition (``batch.MultiNodeJobDefinition`` or ``batch.EcsJobDefinition``), container, nodes, devices,
-    job_role.
+    job_role; submit_command: the ``aws batch submit-job`` command line that runs it (tokens until synth).
     """
 
     def __init__(
@@ -372,7 +372,6 @@ class NeuronTrainingJob(Construct):
         self.submit_command = (
             f"aws batch submit-job --job-name {id.lower()} --job-queue {queue.job_queue.job_queue_name} "
             f"--job-definition {self.job_definition.job_definition_name}"
-            + (f" --node-overrides numNodes={nodes}" if nodes > 1 else "")
         )
 
 
