@@ -65,11 +65,14 @@ export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"
 export MASTER_ADDR="${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-$(hostname -i | cut -d' ' -f1)}"
 export MASTER_PORT="${MASTER_PORT:-41000}"
 export NEURON_RT_ROOT_COMM_ID="${NEURON_RT_ROOT_COMM_ID:-$MASTER_ADDR:46820}"
+# torchrun reads each option from PET_<OPTION> when it is not on its command line.
+export PET_NNODES="$NNODES" PET_NODE_RANK="$NODE_RANK" PET_MASTER_ADDR="$MASTER_ADDR" PET_MASTER_PORT="$MASTER_PORT"
 exec "$@"
 """
-"""Runs before the job's command on every node: the rank and world variables ``torchrun`` reads (``--nnodes
-$NNODES --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT``) and the Neuron runtime's root
-communicator, from what Batch gives each node (AWS Batch guide: multi-node parallel job environment variables)."""
+"""Runs before the job's command on every node: the rank and world of the node from what Batch gives it (AWS Batch
+guide: multi-node parallel job environment variables) as ``NNODES``, ``NODE_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``
+and as the ``PET_*`` variables ``torchrun`` reads for its options (``torch.distributed.run``), so ``torchrun
+--nproc_per_node=32 train.py`` needs nothing else; and the Neuron runtime's root communicator on the main node."""
 SHARED_MEMORY_FRACTION = 0.1
 """Share of the instance's memory given to ``/dev/shm`` (Docker's default is 64 MiB): data loader workers and the
 Neuron runtime's host buffers pass tensors through it. A choice, not an AWS figure."""
@@ -376,8 +379,11 @@ class NeuronTrainingJob(Construct):
 
 
 def _user_data(efa_interfaces: int) -> ec2.UserData:
-    """MIME multi-part user data (AWS Batch takes no other form): the EFA software, on types with EFA."""
+    """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, and the EFA
+    software on types with EFA."""
     script = ec2.UserData.for_linux()
+    # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
+    script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
     if efa_interfaces:
         script.add_commands(
             "cd /tmp",
@@ -386,8 +392,6 @@ def _user_data(efa_interfaces: int) -> ec2.UserData:
             "cd aws-efa-installer && ./efa_installer.sh -y",
             "/opt/amazon/efa/bin/fi_info -p efa",
         )
-    else:
-        script.add_commands("true  # no EFA on this type")
     multipart = ec2.MultipartUserData()
     multipart.add_user_data_part(script, ec2.MultipartBody.SHELL_SCRIPT, True)
     return multipart

@@ -183,6 +183,7 @@ def test_the_compute_environment_costs_nothing_idle_and_runs_exactly_the_type(
     assert volume["Ebs"]["Encrypted"] is True and volume["Ebs"]["VolumeType"] == "gp3"
     user_data = json.dumps(data["UserData"])
     assert "Content-Type: multipart/mixed" in user_data and "efa_installer.sh -y" in user_data
+    assert "ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in user_data
 
 
 def test_the_job_gets_memlock_efa_and_the_launcher(training: dict[str, dict[str, Any]]) -> None:
@@ -238,7 +239,15 @@ def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any
                 "AWS_BATCH_JOB_NODE_INDEX": "3",
                 "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "10.0.1.7",
             },
-            {"NODE_RANK": "3", "MASTER_ADDR": "10.0.1.7", "NEURON_RT_ROOT_COMM_ID": "10.0.1.7:46820"},
+            {
+                "NODE_RANK": "3",
+                "MASTER_ADDR": "10.0.1.7",
+                "NEURON_RT_ROOT_COMM_ID": "10.0.1.7:46820",
+                "PET_NNODES": "4",
+                "PET_NODE_RANK": "3",
+                "PET_MASTER_ADDR": "10.0.1.7",
+                "PET_MASTER_PORT": "41000",
+            },
         ),
     ],
     ids=["main-node", "child-node"],
@@ -246,7 +255,7 @@ def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any
 def test_the_launcher_sets_torchrun_s_rank_and_world_from_batch(
     environment: dict[str, str], expected: dict[str, str]
 ) -> None:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "MASTER_", "NEURON_RT"))}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "MASTER_", "NEURON_RT", "PET_"))}
     result = subprocess.run(
         ["bash", "-c", LAUNCHER, "neuron-launch", "env"],
         env={**clean, **environment},
