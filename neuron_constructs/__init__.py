@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         ManualNeuronTaskDefinition,
         NeuronTaskDefinition,
     )
-    from neuron_constructs.training import NeuronTrainingJob, NeuronTrainingQueue
+    from neuron_constructs.training import LustreStorage, NeuronTrainingJob, NeuronTrainingQueue
 
 __all__ = [
     "RULES",
@@ -69,6 +69,7 @@ __all__ = [
     "CompileCache",
     "ContainerOptions",
     "FleetModel",
+    "LustreStorage",
     "ManagedInstancesCapacity",
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
@@ -94,6 +95,7 @@ _LAZY = {
     "CompileCache": "neuron_constructs.model_sources",
     "ContainerOptions": "neuron_constructs.options",
     "FleetModel": "neuron_constructs.fleet",
+    "LustreStorage": "neuron_constructs.training",
     "ManagedInstancesCapacity": "neuron_constructs.capacity",
     "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",

@@ -28,14 +28,17 @@ template, not both (aws/aws-cdk#21577): with EFA interfaces the compute environm
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, Size
+from aws_cdk import Duration, RemovalPolicy, Size
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from neuron_constructs import compliance, rules
@@ -51,7 +54,7 @@ from neuron_constructs.l1_overrides import (
 from neuron_constructs.log_groups import log_group as new_log_group
 from neuron_constructs.task_definitions import task_role
 
-__all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "NeuronTrainingJob", "NeuronTrainingQueue"]
+__all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "LustreStorage", "NeuronTrainingJob", "NeuronTrainingQueue"]
 
 EFA_INSTALLER = "https://efa-installer.amazonaws.com/aws-efa-installer-latest.tar.gz"
 """AWS's EFA installer (EC2 guide: Get started with EFA), as the Neuron AWS Batch samples install it."""
@@ -78,6 +81,23 @@ SHARED_MEMORY_FRACTION = 0.1
 Neuron runtime's host buffers pass tensors through it. A choice, not an AWS figure."""
 
 
+@dataclass(frozen=True)
+class LustreStorage:
+    """Shared storage every node of a :class:`NeuronTrainingQueue` mounts at ``mount_path``: an FSx for Lustre file
+    system (PERSISTENT_2, encrypted at rest as every FSx file system is, in the queue's subnet).
+
+    ``capacity_gib``: 1,200, 2,400 or a multiple of 2,400 (FSx for PERSISTENT_2); ``throughput_per_tib``: 125, 250,
+    500 or 1,000 MB/s per TiB. ``bucket``: an S3 bucket linked at ``<mount_path>/data`` through a data repository
+    association (objects imported and exported as they change), for datasets and checkpoints. Neuron's compile
+    cache goes to ``<mount_path>/neuron-compile-cache``, so nodes and later jobs reuse compiled graphs.
+    """
+
+    capacity_gib: int = 1200
+    throughput_per_tib: int = 125
+    mount_path: str = "/fsx"
+    bucket: s3.IBucket | None = None
+
+
 class NeuronTrainingQueue(Construct):
     """An AWS Batch job queue of one Neuron instance type, ready for multi-node training over EFA.
 
@@ -91,11 +111,13 @@ class NeuronTrainingQueue(Construct):
     capacity_reservation: an On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
         launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
     root_volume_gib: the encrypted gp3 root volume; default 100 GiB.
+    storage: a :class:`LustreStorage` every node mounts; default none.
 
     Attributes
     ----------
     compute_environment, job_queue, launch_template, placement_group, security_group, log_group,
-    instance_type (the catalog entry), max_nodes, spot, vpc, subnet.
+    instance_type (the catalog entry), max_nodes, spot, vpc, subnet; storage and file_system (``None`` without
+    storage).
     """
 
     @checked(ranges={"max_nodes": Range(1), "root_volume_gib": GP3_VOLUME_GIB})
@@ -111,8 +133,11 @@ class NeuronTrainingQueue(Construct):
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        storage: LustreStorage | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        if storage is not None:
+            _check_storage(path, storage)
         self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
         instance = self.instance_type
         if capacity_reservation is not None:
@@ -161,6 +186,18 @@ class NeuronTrainingQueue(Construct):
         self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "Between training nodes")
         self.placement_group = ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
         self.log_group: logs.ILogGroup = new_log_group(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        self.storage = storage
+        self.file_system: fsx.LustreFileSystem | None = None
+        mount: list[str] = []
+        if storage is not None:
+            self.file_system = self._file_system(storage)
+            mount = [
+                "dnf install -y lustre-client",
+                f"mkdir -p {storage.mount_path}",
+                f"mount -t lustre -o relatime,flock {self.file_system.dns_name}@tcp:/{self.file_system.mount_name} "
+                f"{storage.mount_path}",
+                f"mkdir -p {storage.mount_path}/neuron-compile-cache",
+            ]
         efa = instance.efa_interfaces or 0
         self.launch_template = ec2.LaunchTemplate(
             self,
@@ -168,7 +205,7 @@ class NeuronTrainingQueue(Construct):
             require_imdsv2=True,
             http_put_response_hop_limit=1,
             detailed_monitoring=True,
-            user_data=_user_data(efa),
+            user_data=_user_data(efa, mount),
             security_group=None if efa else self.security_group,
             block_devices=[
                 ec2.BlockDevice(
@@ -222,6 +259,49 @@ class NeuronTrainingQueue(Construct):
             ],
         )
         self.jobs: list[NeuronTrainingJob] = []
+
+    def _file_system(self, storage: LustreStorage) -> fsx.LustreFileSystem:
+        """The Lustre file system in the queue's subnet; the nodes reach it on Lustre's ports (988, 1018-1023)."""
+        group = ec2.SecurityGroup(
+            self,
+            "StorageSecurityGroup",
+            vpc=self.vpc,
+            description="FSx for Lustre of the training nodes - Lustre ports from the nodes only",
+            allow_all_outbound=True,
+        )
+        file_system = fsx.LustreFileSystem(
+            self,
+            "FileSystem",
+            vpc=self.vpc,
+            vpc_subnet=self.subnet,
+            storage_capacity_gib=storage.capacity_gib,
+            security_group=group,
+            removal_policy=RemovalPolicy.RETAIN,
+            lustre_configuration=fsx.LustreConfiguration(
+                deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
+                per_unit_storage_throughput=storage.throughput_per_tib,
+                data_compression_type=fsx.LustreDataCompressionType.LZ4,
+            ),
+        )
+        file_system.connections.allow_default_port_from(self.security_group, "Training nodes to Lustre")
+        if storage.bucket is not None:
+            fsx.CfnDataRepositoryAssociation(
+                self,
+                "Datasets",
+                file_system_id=file_system.file_system_id,
+                file_system_path="/data",
+                data_repository_path=f"s3://{storage.bucket.bucket_name}/",
+                batch_import_meta_data_on_create=True,
+                s3=fsx.CfnDataRepositoryAssociation.S3Property(
+                    auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
+                        events=["NEW", "CHANGED", "DELETED"]
+                    ),
+                    auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
+                        events=["NEW", "CHANGED", "DELETED"]
+                    ),
+                ),
+            )
+        return file_system
 
     @checked(ranges={"nodes": Range(1), "retry_attempts": Range(1, 10, "AWS Batch: 1 to 10 attempts")})
     def add_job(
@@ -339,7 +419,18 @@ class NeuronTrainingJob(Construct):
             cpu=instance.vcpus,
             memory=Size.mebibytes(instance.schedulable_memory_mib),
             command=["/bin/bash", "-c", LAUNCHER, "neuron-launch", *command],
-            environment={**(EFA_ENVIRONMENT if nodes > 1 else {}), **(environment or {})},
+            environment={
+                **(EFA_ENVIRONMENT if nodes > 1 else {}),
+                **(_storage_environment(queue.storage) if queue.storage else {}),
+                **(environment or {}),
+            },
+            volumes=[
+                batch.EcsVolume.host(
+                    name="shared", host_path=queue.storage.mount_path, container_path=queue.storage.mount_path
+                )
+            ]
+            if queue.storage
+            else None,
             secrets=dict(secrets) if secrets else None,
             job_role=self.job_role,
             linux_parameters=linux,
@@ -378,9 +469,36 @@ class NeuronTrainingJob(Construct):
         )
 
 
-def _user_data(efa_interfaces: int) -> ec2.UserData:
-    """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, and the EFA
-    software on types with EFA."""
+def _check_storage(path: str, storage: LustreStorage) -> None:
+    """NEURON027: the sizes FSx for Lustre PERSISTENT_2 accepts, and an absolute mount path (NEURON047)."""
+    if not (storage.capacity_gib in (1200, 2400) or (storage.capacity_gib > 0 and storage.capacity_gib % 2400 == 0)):
+        raise rules.OUT_OF_RANGE.error(
+            path,
+            f"capacity_gib={storage.capacity_gib}",
+            name="capacity_gib",
+            minimum="1200",
+            maximum="any multiple of 2400 (FSx for Lustre PERSISTENT_2: 1,200, 2,400, then steps of 2,400)",
+        )
+    if storage.throughput_per_tib not in (125, 250, 500, 1000):
+        raise rules.OUT_OF_RANGE.error(
+            path,
+            f"throughput_per_tib={storage.throughput_per_tib}",
+            name="throughput_per_tib",
+            minimum="125",
+            maximum="1000 (one of 125, 250, 500, 1000 MB/s per TiB)",
+        )
+    if not storage.mount_path.startswith("/"):
+        raise rules.S3_LOCATION.error(path, f"mount_path={storage.mount_path!r} is not absolute")
+
+
+def _storage_environment(storage: LustreStorage) -> dict[str, str]:
+    """Neuron's persistent compile cache on the shared file system (``NEURON_COMPILE_CACHE_URL``)."""
+    return {"NEURON_COMPILE_CACHE_URL": f"{storage.mount_path}/neuron-compile-cache"}
+
+
+def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
+    """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, the EFA
+    software on types with EFA, and the Lustre client and mount (``mount``) with shared storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
@@ -392,6 +510,7 @@ def _user_data(efa_interfaces: int) -> ec2.UserData:
             "cd aws-efa-installer && ./efa_installer.sh -y",
             "/opt/amazon/efa/bin/fi_info -p efa",
         )
+    script.add_commands(*mount)
     multipart = ec2.MultipartUserData()
     multipart.add_user_data_part(script, ec2.MultipartBody.SHELL_SCRIPT, True)
     return multipart

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_s3 as s3
 from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
 from neuron_constructs.capacity import NEURON_AMI_PARAMETER
-from neuron_constructs.training import EFA_ENVIRONMENT, LAUNCHER, NeuronTrainingQueue
+from neuron_constructs.training import EFA_ENVIRONMENT, LAUNCHER, LustreStorage, NeuronTrainingQueue
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
@@ -72,10 +73,19 @@ def training() -> dict[str, dict[str, Any]]:
     NeuronTrainingQueue(choices, "Spot", instance_type="trn1.2xlarge", max_nodes=4, spot=True, vpc=shared).add_job(
         "Train", nodes=1, image=IMAGE, command=["python", "train.py"]
     )
+    datasets = s3.Bucket.from_bucket_name(choices, "Datasets", "team-datasets")
+    NeuronTrainingQueue(
+        choices,
+        "Shared",
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc=shared,
+        storage=LustreStorage(bucket=datasets),
+    ).add_job("Train", nodes=2, image=IMAGE, command=["torchrun", "train.py"])
     assembly = app.synth()
     templates = {name: assembly.get_stack_by_name(name).template for name in ("Every", "Choices")}
     out = {name: _part(templates["Every"], _queue_id(name)) for name in EVERY_TYPE}
-    out.update({name: _part(templates["Choices"], name) for name in ("Block", "Reserved", "Spot")})
+    out.update({name: _part(templates["Choices"], name) for name in ("Block", "Reserved", "Spot", "Shared")})
     out["Every"] = templates["Every"]
     return out
 
@@ -266,3 +276,50 @@ def test_the_launcher_sets_torchrun_s_rank_and_world_from_batch(
     seen = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
     assert {k: seen[k] for k in expected} == expected
     assert seen["MASTER_ADDR"] and seen["NEURON_RT_ROOT_COMM_ID"] == f"{seen['MASTER_ADDR']}:46820"
+
+
+def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_the_compile_cache(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    template = training["Shared"]
+    file_system = _one(template, "AWS::FSx::FileSystem")
+    compute = _one(template, "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert file_system["SubnetIds"] == compute["Subnets"]
+    assert (file_system["LustreConfiguration"]["DeploymentType"], file_system["StorageCapacity"]) == (
+        "PERSISTENT_2",
+        1200,
+    )
+    association = _one(template, "AWS::FSx::DataRepositoryAssociation")
+    assert (association["FileSystemPath"], association["DataRepositoryPath"]) == ("/data", "s3://team-datasets/")
+    (storage_group,) = file_system["SecurityGroupIds"]
+    nodes = next(k for k in resources(template, "AWS::EC2::SecurityGroup") if "StorageSecurityGroup" not in k)
+    from_nodes = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == storage_group
+        and r["Properties"].get("SourceSecurityGroupId") == {"Fn::GetAtt": [nodes, "GroupId"]}
+    ]
+    assert [(r["FromPort"], r["ToPort"]) for r in from_nodes] == [(988, 1023)]
+    user_data = json.dumps(_one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+    assert "dnf install -y lustre-client" in user_data and "mount -t lustre" in user_data
+    container = _container(template)
+    assert container["Volumes"] == [{"Host": {"SourcePath": "/fsx"}, "Name": "shared"}]
+    assert container["MountPoints"] == [{"ContainerPath": "/fsx", "SourceVolume": "shared"}]
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment["NEURON_COMPILE_CACHE_URL"] == "/fsx/neuron-compile-cache"
+
+
+@pytest.mark.parametrize(
+    ("storage", "message"),
+    [
+        (LustreStorage(capacity_gib=1000), r"capacity_gib=1000\. \[NEURON027"),
+        (LustreStorage(throughput_per_tib=200), r"throughput_per_tib=200\. \[NEURON027"),
+        (LustreStorage(mount_path="fsx"), r"mount_path='fsx' is not absolute\. \[NEURON047"),
+    ],
+    ids=["capacity", "throughput", "mount-path"],
+)
+def test_storage_fsx_refuses_is_refused_at_the_call(storage: LustreStorage, message: str) -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    with pytest.raises(NeuronConfigurationError, match=message):
+        NeuronTrainingQueue(Stack(App(), "Bad"), "Queue", instance_type="trn1.32xlarge", max_nodes=2, storage=storage)
