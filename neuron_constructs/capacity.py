@@ -343,17 +343,7 @@ class AutoScalingCapacity(Construct):
             http_put_response_hop_limit=1,
             detailed_monitoring=True,
             spot_options=ec2.LaunchTemplateSpotOptions() if spot else None,
-            block_devices=[
-                ec2.BlockDevice(
-                    device_name="/dev/xvda",
-                    volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib,
-                        volume_type=ec2.EbsDeviceVolumeType.GP3,
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
+            block_devices=[encrypted_root_volume(root_volume_gib)],
         )
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
@@ -385,6 +375,17 @@ class AutoScalingCapacity(Construct):
             self.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
         )
         compliance.acknowledge_auto_scaling_capacity(self)
+
+
+def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
+    """The root volume of the Amazon Linux 2023 AMIs (``/dev/xvda``): ``gib`` GiB of gp3, encrypted, deleted with the
+    instance."""
+    return ec2.BlockDevice(
+        device_name="/dev/xvda",
+        volume=ec2.BlockDeviceVolume.ebs(
+            gib, volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, delete_on_termination=True
+        ),
+    )
 
 
 def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:

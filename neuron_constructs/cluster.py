@@ -83,6 +83,49 @@ def tidy_default_security_group_handler(scope: Construct) -> None:
         drop_redundant_handler_dependency(provider)
 
 
+def private_vpc(scope: Construct, *, max_azs: int, log_encryption_key: kms.IKey | None = None) -> ec2.Vpc:
+    """The VPC the library makes (``<scope>/Vpc``): ``10.0.0.0/16``, private subnets with egress through one NAT
+    gateway in public subnets that assign no public address, the default security group's rules removed, and flow
+    logs (all traffic, kept a month) delivered by a role that trusts VPC Flow Logs only for this account's flow
+    logs (``aws:SourceAccount`` / ``aws:SourceArn``)."""
+    vpc = ec2.Vpc(
+        scope,
+        "Vpc",
+        ip_addresses=ec2.IpAddresses.cidr(DEFAULT_VPC_CIDR),
+        max_azs=max_azs,
+        nat_gateways=1,
+        restrict_default_security_group=True,
+        subnet_configuration=[
+            # Public subnets hold only the NAT gateway, which has its own Elastic IP.
+            ec2.SubnetConfiguration(
+                name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
+            ),
+            ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
+        ],
+    )
+    tidy_default_security_group_handler(scope)
+    flow_logs = log_group(
+        scope, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=log_encryption_key
+    )
+    # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
+    delivery_role = iam.Role(
+        scope,
+        "VpcFlowLogsRole",
+        assumed_by=iam.ServicePrincipal(
+            "vpc-flow-logs.amazonaws.com",
+            conditions={
+                "StringEquals": {"aws:SourceAccount": aws().account_id},
+                "ArnLike": {
+                    "aws:SourceArn": f"arn:{aws().partition}:ec2:{aws().region}:{aws().account_id}:vpc-flow-log/*"
+                },
+            },
+        ),
+        description="Delivers the VPC flow logs to CloudWatch Logs",
+    )
+    vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, delivery_role))
+    return vpc
+
+
 class NeuronCluster(Construct):
     """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
 
@@ -202,42 +245,7 @@ class NeuronCluster(Construct):
         return _Subnets(list(selected.subnets), has_public=bool(selected.has_public))
 
     def _create_vpc(self) -> ec2.Vpc:
-        vpc = ec2.Vpc(
-            self,
-            "Vpc",
-            ip_addresses=ec2.IpAddresses.cidr(DEFAULT_VPC_CIDR),
-            max_azs=2,
-            nat_gateways=1,
-            restrict_default_security_group=True,
-            subnet_configuration=[
-                # Public subnets hold only the NAT gateway, which has its own Elastic IP.
-                ec2.SubnetConfiguration(
-                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
-                ),
-                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
-            ],
-        )
-        tidy_default_security_group_handler(self)
-        flow_logs = log_group(
-            self, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=self.log_encryption_key
-        )
-        # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
-        delivery_role = iam.Role(
-            self,
-            "VpcFlowLogsRole",
-            assumed_by=iam.ServicePrincipal(
-                "vpc-flow-logs.amazonaws.com",
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": aws().account_id},
-                    "ArnLike": {
-                        "aws:SourceArn": f"arn:{aws().partition}:ec2:{aws().region}:{aws().account_id}:vpc-flow-log/*"
-                    },
-                },
-            ),
-            description="Delivers the VPC flow logs to CloudWatch Logs",
-        )
-        vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, delivery_role))
-        return vpc
+        return private_vpc(self, max_azs=2, log_encryption_key=self.log_encryption_key)
 
     @checked(ranges=_CAPACITY_RANGES)
     def add_managed_instances_capacity(

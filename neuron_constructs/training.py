@@ -42,9 +42,14 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from neuron_constructs import compliance, rules
-from neuron_constructs.capacity import DEFAULT_ROOT_VOLUME_GIB, NEURON_AMI_PARAMETER, CapacityReservation
+from neuron_constructs.capacity import (
+    DEFAULT_ROOT_VOLUME_GIB,
+    NEURON_AMI_PARAMETER,
+    CapacityReservation,
+    encrypted_root_volume,
+)
 from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.cluster import tidy_default_security_group_handler
+from neuron_constructs.cluster import private_vpc
 from neuron_constructs.inputs import GP3_VOLUME_GIB, Range, checked, construct_path, remember_path
 from neuron_constructs.l1_overrides import (
     drop_compute_environment_security_groups,
@@ -105,7 +110,8 @@ class NeuronTrainingQueue(Construct):
     ----------
     instance_type: a catalog Neuron type (name or entry).
     max_nodes: the most instances the queue runs at once, 1 or more.
-    vpc: default a new VPC with private subnets behind a NAT gateway (no public addresses).
+    vpc: default a new VPC as :class:`NeuronCluster` makes one (private subnets behind a NAT gateway, no public
+        addresses, flow logs, the default security group closed), in one Availability Zone.
     subnet: the one subnet (one Availability Zone) every node launches in; default the VPC's first private subnet.
     spot: Spot Instances (single-node jobs only, NEURON050); default False.
     capacity_reservation: an On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
@@ -155,21 +161,7 @@ class NeuronTrainingQueue(Construct):
         remember_path(self, scope, id)
         self.max_nodes = max_nodes
         self.spot = spot
-        self.vpc: ec2.IVpc = vpc or ec2.Vpc(
-            self,
-            "Vpc",
-            max_azs=1,
-            nat_gateways=1,
-            restrict_default_security_group=True,
-            subnet_configuration=[
-                ec2.SubnetConfiguration(
-                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
-                ),
-                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
-            ],
-            flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
-        )
-        tidy_default_security_group_handler(self)
+        self.vpc: ec2.IVpc = vpc or private_vpc(self, max_azs=1)
         if subnet is None:
             private = self.vpc.private_subnets
             if not private:
@@ -207,17 +199,7 @@ class NeuronTrainingQueue(Construct):
             detailed_monitoring=True,
             user_data=_user_data(efa, mount),
             security_group=None if efa else self.security_group,
-            block_devices=[
-                ec2.BlockDevice(
-                    device_name="/dev/xvda",
-                    volume=ec2.BlockDeviceVolume.ebs(
-                        root_volume_gib,
-                        volume_type=ec2.EbsDeviceVolumeType.GP3,
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
+            block_devices=[encrypted_root_volume(root_volume_gib)],
         )
         if efa:
             efa_network_interfaces(self.launch_template, self.security_group.security_group_id, efa)

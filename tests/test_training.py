@@ -32,8 +32,9 @@ def _queue_id(instance_type: str) -> str:
 def training() -> dict[str, dict[str, Any]]:
     """A queue and a job for every catalog type (two nodes where the type has EFA) in one stack on one VPC, and the
     capacity choices in another, with cdk-nag on: each queue's resources as a template of their own."""
-    from aws_cdk import aws_ec2 as ec2
     from cdk_nag import AwsSolutionsChecks
+
+    from neuron_constructs.cluster import private_vpc
 
     app = App(analytics_reporting=False)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -47,13 +48,7 @@ def training() -> dict[str, dict[str, Any]]:
             "Train", nodes=2 if name in MULTI_NODE else 1, image=IMAGE, command=["torchrun", "train.py"]
         )
     choices = Stack(app, "Choices")
-    shared = ec2.Vpc(
-        choices,
-        "Vpc",
-        max_azs=1,
-        restrict_default_security_group=True,
-        flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
-    )
+    shared = private_vpc(choices, max_azs=1)
     NeuronTrainingQueue(
         choices,
         "Block",
