@@ -49,6 +49,7 @@ from neuron_constructs.serving import (
     Listener,
     TargetGroup,
     attach,
+    request_target_group,
 )
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.task_definitions import ManualNeuronTaskDefinition, task_role
@@ -272,13 +273,7 @@ class FleetModel(Construct):
         ``scale_out_cooldown`` (1 minute). Returns the scalable targets, in copy order.
         """
         if target_group is None:
-            candidates = [t for t in self.target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
-            if len(candidates) != 1:
-                raise rules.REQUEST_SCALING_TARGET.error(
-                    construct_path(self),
-                    f"the copies are in {len(candidates)} Application Load Balancer target groups",
-                )
-            target_group = candidates[0]
+            target_group = request_target_group(construct_path(self), self.target_groups, "the copies are")
         targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
         for target in targets:
             target.scale_on_request_count(

@@ -34,7 +34,7 @@ from constructs import Construct, IConstruct
 from neuron_constructs import compliance, rules
 from neuron_constructs.cluster import NeuronCluster
 from neuron_constructs.inputs import Range, checked, construct_path, remember_path
-from neuron_constructs.serving import IDLE_TIMEOUT
+from neuron_constructs.serving import IDLE_TIMEOUT, attached_to
 
 __all__ = ["NeuronLoadBalancer"]
 
@@ -138,13 +138,17 @@ class NeuronLoadBalancer(Construct):
             certificates=[elbv2.ListenerCertificate.from_certificate_manager(certificate)] if certificate else None,
             ssl_policy=elbv2.SslPolicy.TLS13_RES if certificate else None,
         )
-        self.default_target: str | None = None
         # A model attached without conditions becomes the listener's default action; otherwise (only path or
         # host rules) requests no rule matches get a 404, added once the tree is complete.
         Aspects.of(self).add(_NotFoundByDefault(self), priority=AspectPriority.MUTATING)
         scheme = "https" if certificate else "http"
         suffix = "" if port == (443 if certificate else 80) else f":{port}"
         self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
+
+    @property
+    def default_target(self) -> str | None:
+        """The path of the service attached as the listener's default action, if any."""
+        return attached_to(self.listener)
 
     def add_url_output(self, id: str = "Url", *, path: str = "") -> CfnOutput:
         """A stack output with :attr:`url` (plus ``path``), for clients and ``make deploy-local``'s report."""

@@ -48,6 +48,7 @@ from neuron_constructs.serving import (
     Listener,
     TargetGroup,
     attach,
+    request_target_group,
 )
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.task_definitions import (
@@ -294,19 +295,7 @@ class NeuronService(Construct):
                 maximum=max_count,
             )
         capacity = self.capacity
-        if (
-            isinstance(self.task_definition, ManualNeuronTaskDefinition)
-            and isinstance(capacity, AutoScalingCapacity)
-            and max_count > capacity.max_capacity
-        ):
-            raise rules.SLICES_EXCEED_CAPACITY.error(
-                path,
-                f"max_count={max_count} with distinctInstance, but {construct_path(capacity)} launches at most "
-                f"{capacity.max_capacity} instances",
-                max_capacity=capacity.max_capacity,
-                capacity=construct_path(capacity),
-                instances=max_count,
-            )
+        self._check_one_per_instance("max_count", max_count)
         rules.check_deployment_percents(
             path, range(max(1, minimum), max_count + 1), self.min_healthy_percent, self.max_healthy_percent
         )
@@ -326,12 +315,7 @@ class NeuronService(Construct):
                 desired=max_count,
             )
         if target_group is None:
-            candidates = [t for t in self.target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
-            if len(candidates) != 1:
-                raise rules.REQUEST_SCALING_TARGET.error(
-                    path, f"the service is in {len(candidates)} Application Load Balancer target groups"
-                )
-            target_group = candidates[0]
+            target_group = request_target_group(path, self.target_groups, "the service is")
         self._scaling = self.service.auto_scale_task_count(min_capacity=minimum, max_capacity=max_count)
         self._scaling.scale_on_request_count(
             "Requests",
@@ -372,6 +356,23 @@ class NeuronService(Construct):
             )
         return requested
 
+    def _check_one_per_instance(self, name: str, count: int) -> None:
+        """NEURON017: ``count`` tasks of a manually mapped task definition, one per instance, fit the capacity."""
+        capacity = self.capacity
+        if (
+            isinstance(self.task_definition, ManualNeuronTaskDefinition)
+            and isinstance(capacity, AutoScalingCapacity)
+            and count > capacity.max_capacity
+        ):
+            raise rules.SLICES_EXCEED_CAPACITY.error(
+                construct_path(self),
+                f"{name}={count} with distinctInstance, but {construct_path(capacity)} launches at most "
+                f"{capacity.max_capacity} instances",
+                max_capacity=capacity.max_capacity,
+                capacity=construct_path(capacity),
+                instances=count,
+            )
+
     def _check_placement(self) -> None:
         """NEURON020/017/023/012: this service fits its capacity beside the services already there."""
         capacity, task, path = self.capacity, self.task_definition, construct_path(self)
@@ -384,15 +385,7 @@ class NeuronService(Construct):
                     sliced=construct_path(owner),
                     other=path,
                 )
-            if isinstance(task, ManualNeuronTaskDefinition) and self.desired_count > capacity.max_capacity:
-                raise rules.SLICES_EXCEED_CAPACITY.error(
-                    path,
-                    f"desired_count={self.desired_count} with distinctInstance, but {construct_path(capacity)} "
-                    f"launches at most {capacity.max_capacity} instances",
-                    max_capacity=capacity.max_capacity,
-                    capacity=construct_path(capacity),
-                    instances=self.desired_count,
-                )
+            self._check_one_per_instance("desired_count", self.desired_count)
         if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
             largest = max(capacity.instance_types, key=lambda t: (t.cpu_units, t.memory_mib))
             rules.check_task_size(path, largest, task.cpu, task.memory_mib)

@@ -48,7 +48,6 @@ from neuron_constructs.capacity import ManagedInstancesCapacity
 from neuron_constructs.inputs import construct_path
 
 if TYPE_CHECKING:
-    from neuron_constructs.load_balancer import NeuronLoadBalancer
     from neuron_constructs.services import NeuronService
 
 __all__ = [
@@ -207,9 +206,6 @@ def attach(
             conditions=list(conditions) if conditions else None,
             priority=priority,
         )
-        balancer = _load_balancer_of(listener)
-        if balancer is not None and not conditions:
-            balancer.default_target = construct_path(owner)
     for service in services:
         target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
         _open(load_balancer_connections, service, port, host_port, network_mode)
@@ -218,6 +214,21 @@ def attach(
 
 _RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()
 """Per listener: what each priority (``None``: the default action) forwards to, as attached here."""
+
+
+def attached_to(listener: IConstruct, priority: int | None = None) -> str | None:
+    """The path of what :func:`attach` put on ``listener`` at ``priority`` (``None``: the default action)."""
+    return _RULES_OF.get(listener, {}).get(priority)
+
+
+def request_target_group(path: str, target_groups: Sequence[TargetGroup], what: str) -> elbv2.ApplicationTargetGroup:
+    """NEURON044: the one Application Load Balancer target group request scaling tracks."""
+    candidates = [t for t in target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
+    if len(candidates) != 1:
+        raise rules.REQUEST_SCALING_TARGET.error(
+            path, f"{what} in {len(candidates)} Application Load Balancer target groups"
+        )
+    return candidates[0]
 
 
 def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int | None) -> None:
@@ -311,12 +322,3 @@ def _warn_about_grace_period(service: NeuronService) -> None:
                 construct_path(service), f"health_check_grace_period is {grace.to_human_string()}"
             ),
         )
-
-
-def _load_balancer_of(listener: elbv2.IApplicationListener) -> NeuronLoadBalancer | None:
-    """The :class:`NeuronLoadBalancer` that made ``listener``, if one did."""
-    from neuron_constructs.load_balancer import NeuronLoadBalancer
-
-    balancer = listener.node.scope
-    owner = balancer.node.scope if balancer is not None else None
-    return owner if isinstance(owner, NeuronLoadBalancer) else None
