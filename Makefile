@@ -13,7 +13,7 @@ export PATH := $(NODE_BIN):$(BIN):$(PATH)
 export JSII_NODE := $(NODE_BIN)/node
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet
+STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
 CDK_ARGS ?=
 
 .PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth readme-tables compliance-report clean

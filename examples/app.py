@@ -1,4 +1,5 @@
-"""Example stacks: Neuron inference on ECS Managed Instances, on EC2, a mixed cluster, and sliced instances.
+"""Example stacks: Neuron inference on ECS Managed Instances, on EC2, a mixed cluster, sliced instances, a RAG fleet,
+and distributed training on AWS Batch.
 
 Each stack deploys alone::
 
@@ -6,8 +7,9 @@ Each stack deploys alone::
 
 Context (``-c key=value``): ``modelId`` (Hugging Face model served by vLLM,
 default TinyLlama/TinyLlama-1.1B-Chat-v1.0), ``embeddingModelId`` (the RAG fleet's
-embedding model, default BAAI/bge-small-en-v1.5) and ``inf1ImageTag`` (tag of the
-Inf1 serving image pushed to the mixed stack's ECR repository, default v1).
+embedding model, default BAAI/bge-small-en-v1.5), ``inf1ImageTag`` (tag of the
+Inf1 serving image pushed to the mixed stack's ECR repository, default v1) and ``trainingScript`` (the
+training stack's script in its dataset bucket, default train.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from constructs import Construct
 
 from neuron_constructs import (
     CompileCache,
+    LustreStorage,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronCluster,
@@ -29,6 +32,7 @@ from neuron_constructs import (
     NeuronInstanceType,
     NeuronLoadBalancer,
     NeuronService,
+    NeuronTrainingQueue,
     SlicedNeuronService,
 )
 
@@ -43,6 +47,9 @@ VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 """The AWS Deep Learning Container the ECS Neuron guide's managed example runs."""
 DLC_ACCOUNT = "763104351884"
 VLLM_PORT = 8080
+TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
+"""The Neuron PyTorch training container (aws-neuron/deep-learning-containers), from the Neuron team's public
+registry: PyTorch 2.8, torch-neuronx, neuronx-distributed and the EFA libraries."""
 REQUESTS_PER_REPLICA_PER_MINUTE = 60
 """Request scaling target of the examples: one request a second per model replica, on average over a minute."""
 
@@ -287,12 +294,42 @@ class NeuronMixedCluster(Stack):
         )
 
 
+class NeuronTrainingTrn1(Stack):
+    """Distributed training on two trn1.32xlarge over EFA: an AWS Batch multi-node parallel job of the Neuron PyTorch
+    training container, with FSx for Lustre linked to a new S3 bucket for datasets and checkpoints.
+
+    Copy the training script to the bucket (stack output ``DatasetBucket``) as ``train.py`` (context
+    ``trainingScript`` names another) and run the stack output ``SubmitCommand``: every node starts ``torchrun
+    --nproc_per_node=32 /fsx/data/train.py``, one process per NeuronCore, and joins the others.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, training_script: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.storage = LustreStorage.in_new_bucket(self, "Datasets")
+        self.queue = NeuronTrainingQueue(self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, storage=self.storage)
+        self.job = self.queue.add_job(
+            "Pretrain",
+            nodes=2,
+            image=ecs.ContainerImage.from_registry(TRAINING_IMAGE),
+            command=["torchrun", "--nproc_per_node=32", f"{self.storage.mount_path}/data/{training_script}"],
+        )
+        self.job.add_submit_output()
+        assert self.storage.bucket is not None
+        CfnOutput(
+            self,
+            "DatasetBucket",
+            value=self.storage.bucket.bucket_name,
+            description=f"Datasets, checkpoints and {training_script}: {self.storage.mount_path}/data on every node",
+        )
+
+
 def build_app(app: App | None = None) -> App:
-    """The example app: six independent stacks, byte-stable templates."""
+    """The example app: seven independent stacks, byte-stable templates."""
     app = app or App(analytics_reporting=False)
     model_id = str(app.node.try_get_context("modelId") or DEFAULT_MODEL_ID)
     embedding_model_id = str(app.node.try_get_context("embeddingModelId") or DEFAULT_EMBEDDING_MODEL_ID)
     inf1_image_tag = str(app.node.try_get_context("inf1ImageTag") or "v1")
+    training_script = str(app.node.try_get_context("trainingScript") or "train.py")
 
     def synthesizer() -> DefaultStackSynthesizer:
         return DefaultStackSynthesizer(generate_bootstrap_version_rule=False)
@@ -319,6 +356,7 @@ def build_app(app: App | None = None) -> App:
     NeuronRagFleet(
         app, "NeuronRagFleet", model_id=model_id, embedding_model_id=embedding_model_id, synthesizer=synthesizer()
     )
+    NeuronTrainingTrn1(app, "NeuronTrainingTrn1", training_script=training_script, synthesizer=synthesizer())
     if app.node.try_get_context("cdkNag") in (True, "true"):
         from cdk_nag import AwsSolutionsChecks
 

@@ -47,16 +47,23 @@ OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-ELBv2ACMCertificateRequired": "as for HTTPS redirection: a certificate is yours to give",
     "NIST.800.53.R5-S3BucketLoggingEnabled": (
         "the load balancer's access-log bucket (logging access to it would need a second bucket, which would need "
-        "a third) and the compile cache (graphs the compiler re-creates; CloudTrail records the task roles' calls); "
-        "AwsSolutions-S1 is acknowledged with the same reasons"
+        "a third), the compile cache (graphs the compiler re-creates; CloudTrail records the task roles' calls) and "
+        "the training datasets (nodes reach them only through FSx for Lustre); AwsSolutions-S1 is acknowledged "
+        "with the same reasons"
     ),
     "NIST.800.53.R5-S3BucketReplicationEnabled": (
-        "access logs and compiled graphs are kept next to the load balancer and the tasks; replicating them to "
+        "access logs, compiled graphs and training datasets are kept next to what uses them; replicating them to "
         "another Region doubles their cost, and a lost graph is compiled again"
     ),
     "NIST.800.53.R5-S3DefaultEncryptionKMS": (
         "Elastic Load Balancing writes access logs only to buckets encrypted with S3 managed keys (SSE-S3); the "
-        "compile cache takes a customer managed key with `CompileCache.in_new_bucket(encryption_key=...)`"
+        "compile cache takes a customer managed key with `CompileCache.in_new_bucket(encryption_key=...)`, and "
+        "training storage links any bucket, KMS-encrypted or not, with `LustreStorage(bucket=...)`"
+    ),
+    "NIST.800.53.R5-EC2RestrictedCommonPorts": (
+        "the training nodes' security group admits all traffic from itself only: Neuron collectives over EFA and "
+        "torchrun's rendezvous use ports the job picks, and EFA needs the group to allow all traffic within it; "
+        "nothing outside the group is admitted"
     ),
     "NIST.800.53.R5-S3BucketVersioningEnabled": (
         "the compile cache holds graphs the compiler re-creates; versions would keep every graph it overwrites"

@@ -327,7 +327,7 @@ class AutoScalingCapacity(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"ECS container instances ({instance_type}) of {construct_path(cluster)}",
         )
-        _grant_ecs_agent(self.role, cluster)
+        grant_ecs_agent(self.role, cluster.cluster_arn)
         settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
@@ -388,9 +388,11 @@ def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
     )
 
 
-def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
-    """What the ECS container agent calls, scoped to ``cluster`` wherever ECS allows it."""
-    cluster_arn = cluster.cluster_arn
+def grant_ecs_agent(role: iam.Role, cluster_arn: str, *, pattern: bool = False) -> None:
+    """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it.
+
+    ``pattern``: ``cluster_arn`` ends in ``*`` (a cluster named only once it exists, as AWS Batch names its clusters
+    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``."""
     role.add_to_policy(
         iam.PolicyStatement(
             sid="EcsAgentRegisterAndReport",
@@ -409,7 +411,7 @@ def _grant_ecs_agent(role: iam.Role, cluster: ecs.Cluster) -> None:
             sid="EcsAgentPoll",
             actions=["ecs:Poll", "ecs:StartTelemetrySession"],
             resources=["*"],
-            conditions={"ArnEquals": {"ecs:cluster": cluster_arn}},
+            conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
         )
     )
     role.add_to_policy(

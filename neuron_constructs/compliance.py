@@ -9,12 +9,16 @@ library does not depend on cdk-nag.
 
 from __future__ import annotations
 
+import json
+
+from aws_cdk import Stack
 from constructs import IConstruct
 
 __all__ = [
     "acknowledge_access_log_bucket",
     "acknowledge_auto_scaling_capacity",
     "acknowledge_cache_bucket",
+    "acknowledge_dataset_bucket",
     "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
     "acknowledge_managed_instances_capacity",
@@ -27,6 +31,22 @@ _PACK = "AwsSolutions::AwsSolutions"
 _ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
 """``Validations.ACKNOWLEDGED_RULES_METADATA_KEY`` (a test keeps the two equal)."""
 _CONTAINER_INSTANCES = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:container-instance/*"
+
+
+def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
+    """``value`` as cdk-nag names it in a finding: pseudo parameters as ``<AWS::Name>``, other intrinsics as compact
+    JSON, joined."""
+    resolved = Stack.of(scope).resolve(value)
+    parts = resolved["Fn::Join"][1] if isinstance(resolved, dict) and "Fn::Join" in resolved else [resolved]
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, dict) and str(part.get("Ref", "")).startswith("AWS::"):
+            out.append(f"<{part['Ref']}>")
+        else:
+            out.append(json.dumps(part, separators=(",", ":")))
+    return "".join(out)
 
 
 def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
@@ -130,6 +150,20 @@ def acknowledge_cache_bucket(bucket: IConstruct) -> None:
     )
 
 
+def acknowledge_dataset_bucket(bucket: IConstruct) -> None:
+    """A bucket of training datasets and checkpoints, linked to an FSx for Lustre file system."""
+    _acknowledge(
+        bucket,
+        {
+            "S1": (
+                "Training nodes never call S3: they read datasets and write checkpoints through FSx for Lustre, "
+                "whose data repository association imports and exports the objects; S3 calls on the bucket are "
+                "in CloudTrail, and the bucket is versioned, so no second bucket for access logs is kept."
+            ),
+        },
+    )
+
+
 def acknowledge_prefix_grant(role: IConstruct, objects: str, what: str) -> None:
     """A task role's access to the objects under one S3 prefix (``objects``: the resource as cdk-nag names it)."""
     if not objects:
@@ -159,15 +193,20 @@ def acknowledge_warm_start_environment(task_definition: IConstruct) -> None:
     )
 
 
-def acknowledge_training_queue(queue: IConstruct) -> None:
-    """The instance role AWS Batch's ECS container instances need."""
-    ecs_instance_policy = "arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonEC2ContainerServiceforEC2Role"
+def acknowledge_training_queue(queue: IConstruct, batch_cluster: str) -> None:
+    """The ECS agent policy of a training queue's instance role, scoped to the ``batch_cluster`` ARN pattern."""
     _acknowledge(
         queue,
         {
-            f"IAM4[Policy::{ecs_instance_policy}]": (
-                "AWS Batch runs jobs on ECS container instances, whose role needs the ECS agent's calls; AWS documents "
-                "this managed policy as the Batch instance role and keeps it current with the agent."
+            "IAM5[Resource::*]": (
+                "ECS agent on an AWS Batch instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, "
+                "and ecs:Poll and ecs:StartTelemetrySession act on container instances that exist only after they "
+                "register; the ecs:cluster condition holds those two to the compute environment's cluster."
+            ),
+            f"IAM5[Resource::{_as_cdk_nag_renders(queue, batch_cluster)}]": (
+                "AWS Batch creates the compute environment's ECS cluster and names it AWSBatch-<compute environment "
+                "name>-<uuid>; the uuid is known only once the cluster exists, so the agent's calls are scoped to "
+                "this compute environment's clusters by name."
             ),
         },
     )

@@ -14,6 +14,11 @@
   Scaling group (``CapacityReservationSpecification``), a Capacity Block on the launch template
   (``InstanceMarketOptions.MarketType: capacity-block`` and its reservation), a reservation group on
   a Managed Instances provider (``CapacityOptionType: RESERVED`` and ``CapacityReservations``).
+* AWS Batch training (:mod:`neuron_constructs.training`): aws-cdk-lib's ``LaunchTemplate`` has no network
+  interfaces, so the EFA interfaces are set on its ``LaunchTemplateData``; the compute environment's security
+  groups are removed, as Batch refuses them next to launch template interfaces; and a multi-node job
+  definition's node range is left open (``0:``), which ``aws batch submit-job --node-overrides numNodes=N``
+  requires and ``MultiNodeJobDefinition`` never writes.
 * What a Neuron task definition declares (managed or manual allocation, its Neuron containers,
   the instance type and devices of a manual one) is recorded in the resource's ``Metadata``
   under :data:`~neuron_constructs.cfn_template.INTENT_METADATA_KEY`, so the template checks
@@ -35,10 +40,14 @@ __all__ = [
     "NEURON_DEVICE_REQUIREMENT",
     "container_index",
     "distinct_instances_on_managed_instances",
+    "drop_compute_environment_security_groups",
     "drop_redundant_handler_dependency",
+    "efa_network_interfaces",
+    "open_node_range",
     "record_intent",
     "require_all_neuron_devices",
     "reserve_auto_scaling_capacity",
+    "reserve_launch_template_capacity",
     "reserve_managed_instances_capacity",
 ]
 
@@ -191,3 +200,11 @@ def drop_compute_environment_security_groups(compute_environment: IConstruct) ->
     resource = compute_environment.node.default_child
     assert isinstance(resource, CfnResource)
     resource.add_property_deletion_override("ComputeResources.SecurityGroupIds")
+
+
+def open_node_range(job_definition: IConstruct) -> None:
+    """Make the one node range of a multi-node job definition open-ended (``0:``, from node 0 to the last): AWS Batch
+    overrides a job's node count at submission (``nodeOverrides.numNodes``) only when a range has no upper bound."""
+    resource = job_definition.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_property_override("NodeProperties.NodeRangeProperties.0.TargetNodes", "0:")

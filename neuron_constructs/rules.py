@@ -13,6 +13,7 @@ generated from :data:`RULES`. No AWS CDK import here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -533,6 +534,14 @@ RESERVATION_FALLBACK = Rule(
     "drop fallback_to_on_demand, or add a second queue without capacity_reservation for On-Demand overflow",
     "EC2 API reference: LaunchTemplateCapacityReservationSpecificationRequest",
 )
+PARALLEL_DEGREES = Rule(
+    "NEURON053",
+    "Parallel degrees the job's NeuronCores cannot hold",
+    "one training process runs per NeuronCore, and neuronx-distributed (like Megatron) refuses a world size that "
+    "tensor_parallel x pipeline_parallel does not divide; the data-parallel degree is what is left",
+    "choose degrees whose product divides {world} (nodes x {per_node} NeuronCores per node), or change nodes",
+    "neuronx-distributed parallel_state.initialize_model_parallel; Neuron docs: Trn2 logical NeuronCores (LNC=2)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -714,6 +723,7 @@ RULES: tuple[Rule, ...] = (
     MULTI_NODE_ON_SPOT,
     TRAINING_SUBNETS,
     RESERVATION_FALLBACK,
+    PARALLEL_DEGREES,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -942,6 +952,41 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
             path,
             f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",
             cores=cores_per_slice,
+        )
+
+
+def parse_cores(text: str) -> set[int] | None:
+    """The NeuronCores ``NEURON_RT_VISIBLE_CORES`` names (``"0-3,8"``), or ``None`` when it is not such a list."""
+    cores: set[int] = set()
+    for part in text.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not match:
+            return None
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        cores.update(range(first, last + 1))
+    return cores
+
+
+def check_runtime_cores(
+    path: str, environment: Mapping[str, str], instance: NeuronInstanceType, devices: Iterable[int]
+) -> None:
+    """NEURON019 for one container per instance: ``NEURON_RT_VISIBLE_CORES`` only names cores of the mapped devices
+    (host numbering), ``NEURON_RT_NUM_CORES`` from 1 to their count."""
+    per_chip = instance.neuron_cores_per_chip
+    held = {d * per_chip + k for d in devices for k in range(per_chip)}
+    visible = environment.get("NEURON_RT_VISIBLE_CORES")
+    if visible is not None:
+        cores = parse_cores(visible)
+        if cores is None or not cores <= held:
+            raise SLICE_RUNTIME_VARIABLE.error(
+                path,
+                f"NEURON_RT_VISIBLE_CORES={visible} but the container maps cores {min(held)}-{max(held)}",
+                cores=len(held),
+            )
+    requested = environment.get("NEURON_RT_NUM_CORES")
+    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= len(held)):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path, f"NEURON_RT_NUM_CORES={requested} but the container maps {len(held)} NeuronCores", cores=len(held)
         )
 
 

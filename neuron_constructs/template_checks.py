@@ -483,18 +483,6 @@ def _check_deployment_stalls(t: EcsTemplate, out: _Report) -> None:
         )
 
 
-def _parse_cores(text: str) -> set[int] | None:
-    cores: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not match:
-            return None
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        cores.update(range(first, last + 1))
-    return cores
-
-
 def _check_runtime_variables(t: EcsTemplate, out: _Report) -> None:
     for task in t.task_definitions.values():
         instance = task.instance_type
@@ -509,7 +497,7 @@ def _check_runtime_variables(t: EcsTemplate, out: _Report) -> None:
             visible = container.environment.get("NEURON_RT_VISIBLE_CORES")
             location = _in_container(container, "Environment")
             if isinstance(visible, str):
-                cores = _parse_cores(visible)
+                cores = r.parse_cores(visible)
                 if cores is None or not cores <= held:
                     out.add(
                         r.SLICE_RUNTIME_VARIABLE,

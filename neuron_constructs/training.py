@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -47,6 +47,7 @@ from neuron_constructs.capacity import (
     NEURON_AMI_PARAMETER,
     CapacityReservation,
     encrypted_root_volume,
+    grant_ecs_agent,
 )
 from neuron_constructs.catalog import NeuronInstanceType
 from neuron_constructs.cluster import private_vpc
@@ -54,6 +55,7 @@ from neuron_constructs.inputs import GP3_VOLUME_GIB, Range, checked, construct_p
 from neuron_constructs.l1_overrides import (
     drop_compute_environment_security_groups,
     efa_network_interfaces,
+    open_node_range,
     reserve_launch_template_capacity,
 )
 from neuron_constructs.log_groups import log_group as new_log_group
@@ -101,6 +103,34 @@ class LustreStorage:
     throughput_per_tib: int = 125
     mount_path: str = "/fsx"
     bucket: s3.IBucket | None = None
+
+    @classmethod
+    def in_new_bucket(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        capacity_gib: int = 1200,
+        throughput_per_tib: int = 125,
+        mount_path: str = "/fsx",
+    ) -> LustreStorage:
+        """Storage linked to a new bucket for datasets and checkpoints: encrypted (S3 managed keys), TLS only, public
+        access blocked, owner-enforced objects, versioned (an overwritten checkpoint can be restored), kept when the
+        stack is deleted."""
+        bucket = s3.Bucket(
+            scope,
+            id,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        compliance.acknowledge_dataset_bucket(bucket)
+        return cls(
+            capacity_gib=capacity_gib, throughput_per_tib=throughput_per_tib, mount_path=mount_path, bucket=bucket
+        )
 
 
 class NeuronTrainingQueue(Construct):
@@ -207,9 +237,16 @@ class NeuronTrainingQueue(Construct):
             reserve_launch_template_capacity(
                 self.launch_template, kind=capacity_reservation.kind, target=capacity_reservation.target
             )
+        self.instance_role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"AWS Batch container instances ({instance.name}) of {path}",
+        )
         self.compute_environment = batch.ManagedEc2EcsComputeEnvironment(
             self,
             "ComputeEnvironment",
+            instance_role=self.instance_role,
             vpc=self.vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=[self.subnet]),
             security_groups=[self.security_group],
@@ -232,7 +269,15 @@ class NeuronTrainingQueue(Construct):
         )
         if efa:
             drop_compute_environment_security_groups(self.compute_environment)
-        compliance.acknowledge_training_queue(self)
+        # AWS Batch names the ECS cluster of a compute environment AWSBatch-<compute environment name>-<uuid>; the
+        # compute environment's Ref is its ARN, which ends in /<name>.
+        stack = Stack.of(self)
+        name = stack.split_arn(
+            self.compute_environment.compute_environment_arn, ArnFormat.SLASH_RESOURCE_NAME
+        ).resource_name
+        batch_cluster = stack.format_arn(service="ecs", resource="cluster", resource_name=f"AWSBatch-{name}-*")
+        grant_ecs_agent(self.instance_role, batch_cluster, pattern=True)
+        compliance.acknowledge_training_queue(self, batch_cluster)
         self.job_queue = batch.JobQueue(
             self,
             "JobQueue",
@@ -240,6 +285,8 @@ class NeuronTrainingQueue(Construct):
                 batch.OrderedComputeEnvironment(compute_environment=self.compute_environment, order=1)
             ],
         )
+        # No job starts before its instances may register with the cluster Batch makes.
+        self.job_queue.node.add_dependency(self.instance_role)
         self.jobs: list[NeuronTrainingJob] = []
 
     def _file_system(self, storage: LustreStorage) -> fsx.LustreFileSystem:
@@ -285,7 +332,14 @@ class NeuronTrainingQueue(Construct):
             )
         return file_system
 
-    @checked(ranges={"nodes": Range(1), "retry_attempts": Range(1, 10, "AWS Batch: 1 to 10 attempts")})
+    @checked(
+        ranges={
+            "nodes": Range(1),
+            "retry_attempts": Range(1, 10, "AWS Batch: 1 to 10 attempts"),
+            "tensor_parallel": Range(1),
+            "pipeline_parallel": Range(1),
+        }
+    )
     def add_job(
         self,
         id: str,
@@ -299,6 +353,8 @@ class NeuronTrainingQueue(Construct):
         job_role: iam.IRole | None = None,
         timeout: Duration | None = None,
         retry_attempts: int = 3,
+        tensor_parallel: int | None = None,
+        pipeline_parallel: int | None = None,
     ) -> NeuronTrainingJob:
         """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`)."""
         job = NeuronTrainingJob(
@@ -314,6 +370,8 @@ class NeuronTrainingQueue(Construct):
             job_role=job_role,
             timeout=timeout,
             retry_attempts=retry_attempts,
+            tensor_parallel=tensor_parallel,
+            pipeline_parallel=pipeline_parallel,
         )
         self.jobs.append(job)
         return job
@@ -332,8 +390,15 @@ class NeuronTrainingJob(Construct):
     nothing unless given. Infrastructure failures (``Host EC2*`` status reasons: a host that failed or a reclaimed
     instance) are retried up to ``retry_attempts`` times, other failures are not; ``timeout`` defaults to 3 days.
 
+    ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one
+    process per NeuronCore of its devices (per logical core on Trainium2, ``NEURON_LOGICAL_NC_CONFIG``, default 2)
+    on every node. A multi-node definition's node range is open (``0:``), so ``submit_command`` (``--node-overrides
+    numNodes=N``) can run it on another number of nodes, up to the queue's ``max_nodes``.
+
     Refused: multi-node on a type without EFA (NEURON048), more nodes than the queue launches (NEURON049),
-    multi-node on Spot (NEURON050), devices beyond the type (NEURON009).
+    multi-node on Spot (NEURON050), devices beyond the type (NEURON009), ``NEURON_RT_VISIBLE_CORES`` or
+    ``NEURON_RT_NUM_CORES`` beyond the mapped devices (NEURON019), parallel degrees that do not divide the world
+    size (NEURON053).
 
     Attributes
     ----------
@@ -356,6 +421,8 @@ class NeuronTrainingJob(Construct):
         job_role: iam.IRole | None,
         timeout: Duration | None,
         retry_attempts: int,
+        tensor_parallel: int | None = None,
+        pipeline_parallel: int | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         instance = queue.instance_type
@@ -376,7 +443,10 @@ class NeuronTrainingJob(Construct):
         chosen = (
             tuple(range(instance.chips)) if devices is None else rules.check_device_indices(path, instance, devices)
         )
-        rules.check_slice_environment(path, dict(environment or {}), len(chosen) * instance.neuron_cores_per_chip)
+        rules.check_runtime_cores(path, dict(environment or {}), instance, chosen)
+        _check_parallel_degrees(
+            path, instance, chosen, nodes, dict(environment or {}), tensor_parallel, pipeline_parallel
+        )
         super().__init__(scope, id)
         remember_path(self, scope, id)
         self.nodes = nodes
@@ -442,12 +512,52 @@ class NeuronTrainingJob(Construct):
                 containers=[batch.MultiNodeContainer(container=self.container, start_node=0, end_node=nodes - 1)],
                 **options,
             )
+            open_node_range(self.job_definition)
         else:
             self.job_definition = batch.EcsJobDefinition(self, "JobDefinition", container=self.container, **options)
         compliance.acknowledge_execution_role(self)
         self.submit_command = (
             f"aws batch submit-job --job-name {id.lower()} --job-queue {queue.job_queue.job_queue_name} "
             f"--job-definition {self.job_definition.job_definition_name}"
+            + (f" --node-overrides numNodes={nodes}" if nodes > 1 else "")
+        )
+
+    def add_submit_output(self, id: str = "SubmitCommand") -> CfnOutput:
+        """A stack output with :attr:`submit_command`, the exact ``aws batch submit-job`` line that runs this job."""
+        return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
+
+
+def _logical_core_size(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:
+    """Physical NeuronCores per logical core: ``NEURON_LOGICAL_NC_CONFIG`` if set, else 2 on Trainium2 (the Neuron
+    runtime's default there) and 1 elsewhere."""
+    configured = environment.get("NEURON_LOGICAL_NC_CONFIG")
+    if configured is not None and configured.isdigit() and int(configured) in (1, 2):
+        return int(configured)
+    return 2 if instance.family == "trn2" else 1
+
+
+def _check_parallel_degrees(
+    path: str,
+    instance: NeuronInstanceType,
+    devices: Sequence[int],
+    nodes: int,
+    environment: Mapping[str, str],
+    tensor_parallel: int | None,
+    pipeline_parallel: int | None,
+) -> None:
+    """NEURON053: one process per (logical) NeuronCore, and tensor x pipeline parallel divides the world size."""
+    if tensor_parallel is None and pipeline_parallel is None:
+        return
+    per_node = len(devices) * instance.neuron_cores_per_chip // _logical_core_size(instance, environment)
+    world = nodes * per_node
+    product = (tensor_parallel or 1) * (pipeline_parallel or 1)
+    if world % product:
+        raise rules.PARALLEL_DEGREES.error(
+            path,
+            f"tensor_parallel={tensor_parallel or 1} x pipeline_parallel={pipeline_parallel or 1} = {product} does "
+            f"not divide the world size {world} ({nodes} nodes x {per_node} NeuronCores)",
+            world=world,
+            per_node=per_node,
         )
 
 

@@ -28,7 +28,10 @@ EXAMPLE_STACKS = (
     "NeuronSlicedInf2",
     "NeuronSlicedTrn1",
     "NeuronRagFleet",
+    "NeuronTrainingTrn1",
 )
+ECS_STACKS = EXAMPLE_STACKS[:-1]
+"""The examples with an ECS cluster of their own (AWS Batch makes and manages the training stack's)."""
 
 
 @pytest.fixture(scope="session")

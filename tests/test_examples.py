@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_STACKS, resources
+from conftest import ECS_STACKS, EXAMPLE_STACKS, resources
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -54,7 +54,7 @@ def test_no_launch_configuration_anywhere(stack: str, templates: dict[str, dict[
     assert resources(templates[stack], "AWS::AutoScaling::LaunchConfiguration") == {}
 
 
-@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+@pytest.mark.parametrize("stack", ECS_STACKS)
 def test_container_insights_on(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     (cluster,) = resources(templates[stack], "AWS::ECS::Cluster").values()
     assert {"Name": "containerInsights", "Value": "enabled"} in cluster["Properties"]["ClusterSettings"]
@@ -68,9 +68,18 @@ def test_vpc_flow_logs_on(stack: str, templates: dict[str, dict[str, Any]]) -> N
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_every_container_logs_to_cloudwatch(stack: str, templates: dict[str, dict[str, Any]]) -> None:
-    for task in resources(templates[stack], "AWS::ECS::TaskDefinition").values():
-        for container in task["Properties"]["ContainerDefinitions"]:
-            assert container["LogConfiguration"]["LogDriver"] == "awslogs"
+    containers = [
+        container
+        for task in resources(templates[stack], "AWS::ECS::TaskDefinition").values()
+        for container in task["Properties"]["ContainerDefinitions"]
+    ]
+    for job in resources(templates[stack], "AWS::Batch::JobDefinition").values():
+        properties = job["Properties"]
+        nodes = properties.get("NodeProperties", {}).get("NodeRangeProperties", [])
+        containers += [node["Container"] for node in nodes] or [properties["ContainerProperties"]]
+    assert containers
+    for container in containers:
+        assert container["LogConfiguration"]["LogDriver"] == "awslogs"
 
 
 def test_managed_stack_gives_the_vllm_container_every_neuron_device(templates: dict[str, dict[str, Any]]) -> None:
@@ -345,7 +354,11 @@ def test_instance_roles_hold_only_the_ecs_agent_calls(stack: str, templates: dic
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_service_roles_carry_confused_deputy_conditions(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     template = templates[stack]
-    task_roles = {k: v for k, v in _roles_trusting(template, "ecs-tasks.amazonaws.com").items() if "TaskRole" in k}
+    task_roles = {
+        k: v
+        for k, v in _roles_trusting(template, "ecs-tasks.amazonaws.com").items()
+        if "TaskRole" in k or "JobRole" in k
+    }
     flow_log_roles = _roles_trusting(template, "vpc-flow-logs.amazonaws.com")
     assert task_roles and len(flow_log_roles) == 1
     for role in [*task_roles.values(), *flow_log_roles.values()]:
@@ -365,7 +378,8 @@ def test_vpc_default_security_group_is_restricted(stack: str, templates: dict[st
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_no_subnet_assigns_public_addresses(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     subnets = resources(templates[stack], "AWS::EC2::Subnet").values()
-    assert [s["Properties"]["MapPublicIpOnLaunch"] for s in subnets] == [False] * 4
+    # A public and a private subnet per Availability Zone: two zones, or one for the training nodes' placement group.
+    assert [s["Properties"]["MapPublicIpOnLaunch"] for s in subnets] == [False] * (2 if "Training" in stack else 4)
 
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
@@ -386,3 +400,92 @@ def test_neuron_template_checks_find_nothing(stack: str, templates: dict[str, di
     from neuron_constructs.template_checks import check_template
 
     assert [f.message for f in check_template(templates[stack])] == []
+
+
+def _training_container(template: dict[str, Any]) -> dict[str, Any]:
+    (job,) = resources(template, "AWS::Batch::JobDefinition").values()
+    (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]
+    return node_range["Container"]  # type: ignore[no-any-return]
+
+
+def test_training_nodes_get_eight_efa_interfaces_card_zero_primary(templates: dict[str, dict[str, Any]]) -> None:
+    (launch_template,) = resources(templates["NeuronTrainingTrn1"], "AWS::EC2::LaunchTemplate").values()
+    interfaces = launch_template["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    (group_id,) = resources(templates["NeuronTrainingTrn1"], "AWS::EC2::SecurityGroup").keys() - {
+        k for k in resources(templates["NeuronTrainingTrn1"], "AWS::EC2::SecurityGroup") if "Storage" in k
+    }
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces] == [
+        (0, 0, "efa"),
+        *[(card, 1, "efa") for card in range(1, 8)],
+    ]
+    assert all(i["Groups"] == [{"Fn::GetAtt": [group_id, "GroupId"]}] for i in interfaces)
+
+
+def test_training_nodes_share_one_placement_group_subnet_and_a_self_only_group(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    template = templates["NeuronTrainingTrn1"]
+    (placement_id, placement) = next(iter(resources(template, "AWS::EC2::PlacementGroup").items()))
+    assert placement["Properties"]["Strategy"] == "cluster"
+    (environment,) = resources(template, "AWS::Batch::ComputeEnvironment").values()
+    compute = environment["Properties"]["ComputeResources"]
+    assert compute["PlacementGroup"] == {"Fn::GetAtt": [placement_id, "GroupName"]}
+    assert len(compute["Subnets"]) == 1 and "SecurityGroupIds" not in compute
+    assert compute["MinvCpus"] == 0 and compute["MaxvCpus"] == 2 * 128 and compute["InstanceTypes"] == ["trn1.32xlarge"]
+    nodes = next(k for k in resources(template, "AWS::EC2::SecurityGroup") if "Storage" not in k)
+    ingress = [
+        rule["Properties"]
+        for rule in resources(template, "AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"]["GroupId"] == {"Fn::GetAtt": [nodes, "GroupId"]}
+    ]
+    assert ingress == [
+        {
+            "IpProtocol": "-1",
+            "Description": "Between training nodes",
+            "GroupId": {"Fn::GetAtt": [nodes, "GroupId"]},
+            "SourceSecurityGroupId": {"Fn::GetAtt": [nodes, "GroupId"]},
+        }
+    ]
+    assert "SecurityGroupIngress" not in resources(template, "AWS::EC2::SecurityGroup")[nodes]["Properties"]
+
+
+def test_training_container_maps_every_device_with_memlock_and_the_efa_environment(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    container = _training_container(templates["NeuronTrainingTrn1"])
+    devices = [(d["HostPath"], d["ContainerPath"]) for d in container["LinuxParameters"]["Devices"]]
+    assert devices == [(f"/dev/neuron{i}",) * 2 for i in range(16)] + [
+        (f"/dev/infiniband/uverbs{i}",) * 2 for i in range(8)
+    ]
+    assert {"Name": "memlock", "SoftLimit": -1, "HardLimit": -1} in container["Ulimits"]
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment == {
+        "FI_PROVIDER": "efa",
+        "FI_EFA_USE_DEVICE_RDMA": "1",
+        "FI_EFA_FORK_SAFE": "1",
+        "NEURON_COMPILE_CACHE_URL": "/fsx/neuron-compile-cache",
+    }
+    assert container["Command"][-3:] == ["torchrun", "--nproc_per_node=32", "/fsx/data/train.py"]
+    assert container["Image"].startswith("public.ecr.aws/neuron/pytorch-training-neuronx:")
+
+
+def test_training_job_runs_on_any_node_count_and_its_submit_command_is_an_output(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    template = templates["NeuronTrainingTrn1"]
+    (job,) = resources(template, "AWS::Batch::JobDefinition").values()
+    nodes = job["Properties"]["NodeProperties"]
+    assert nodes["NumNodes"] == 2 and nodes["MainNode"] == 0
+    assert nodes["NodeRangeProperties"][0]["TargetNodes"] == "0:"
+    command = json.dumps(next(v for k, v in template["Outputs"].items() if "SubmitCommand" in k)["Value"])
+    assert "aws batch submit-job --job-name pretrain --job-queue " in command
+    assert " --node-overrides numNodes=2" in command
+
+
+def test_training_instance_role_is_scoped_to_the_batch_cluster(templates: dict[str, dict[str, Any]]) -> None:
+    template = templates["NeuronTrainingTrn1"]
+    (environment_id,) = resources(template, "AWS::Batch::ComputeEnvironment")
+    (role_id,) = [k for k in _roles_trusting(template, "ec2.amazonaws.com") if "InstanceRole" in k]
+    (register,) = [s for s in _statements(template, role_id) if "ecs:RegisterContainerInstance" in s["Action"]]
+    rendered = json.dumps(register["Resource"])
+    assert ":cluster/AWSBatch-" in rendered and environment_id in rendered and rendered.endswith('"-*"]]}')

@@ -451,6 +451,13 @@ def _multi_node_on_spot(s: Stack) -> None:
     _queue(s, spot=True).add_job("Job", nodes=2, image=IMAGE, command=["train"])
 
 
+def _parallel_degrees_beyond_the_world(s: Stack) -> None:
+    # trn2.48xlarge: 128 physical NeuronCores, 64 logical ones under the default LNC=2; 2 nodes hold 128 processes.
+    _queue(s, instance_type="trn2.48xlarge").add_job(
+        "Job", nodes=2, image=IMAGE, command=["train"], tensor_parallel=32, pipeline_parallel=8
+    )
+
+
 def _training_vpc_without_private_subnets(s: Stack) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -664,6 +671,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/Queue/Job: nodes=3 but Test/Queue launches at most 2 instances.*pass nodes=2 or fewer",
     ),
     (r.MULTI_NODE_ON_SPOT, _multi_node_on_spot, r"Test/Queue/Job: nodes=2 on Test/Queue, which runs Spot"),
+    (
+        r.PARALLEL_DEGREES,
+        _parallel_degrees_beyond_the_world,
+        r"Test/Queue/Job: tensor_parallel=32 x pipeline_parallel=8 = 256 does not divide the world size 128 \(2 "
+        r"nodes x 64 NeuronCores\).*divides 128",
+    ),
     (r.TRAINING_SUBNETS, _training_vpc_without_private_subnets, r"Test/Queue: Test/V has no private subnet"),
     (
         r.RESERVATION_FALLBACK,

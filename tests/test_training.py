@@ -319,3 +319,62 @@ def test_storage_fsx_refuses_is_refused_at_the_call(storage: LustreStorage, mess
 
     with pytest.raises(NeuronConfigurationError, match=message):
         NeuronTrainingQueue(Stack(App(), "Bad"), "Queue", instance_type="trn1.32xlarge", max_nodes=2, storage=storage)
+
+
+def _job_stack() -> tuple[Stack, NeuronTrainingQueue]:
+    stack = Stack(App(), "Jobs")
+    return stack, NeuronTrainingQueue(stack, "Queue", instance_type="trn1.32xlarge", max_nodes=4)
+
+
+@pytest.mark.parametrize(
+    ("devices", "environment", "message"),
+    [
+        (None, {"NEURON_RT_VISIBLE_CORES": "0-63"}, r"NEURON_RT_VISIBLE_CORES=0-63 but the container maps cores 0-31"),
+        ([4, 5, 6, 7], {"NEURON_RT_VISIBLE_CORES": "0-7"}, r"maps cores 8-15.*NEURON019"),
+        ([0, 1, 2, 3], {"NEURON_RT_NUM_CORES": "16"}, r"NEURON_RT_NUM_CORES=16 but the container maps 8 NeuronCores"),
+        (None, {"NEURON_RT_VISIBLE_CORES": "all"}, r"NEURON_RT_VISIBLE_CORES=all"),
+    ],
+)
+def test_runtime_variables_that_contradict_the_job_s_devices_are_refused(
+    devices: list[int] | None, environment: dict[str, str], message: str
+) -> None:
+    from neuron_constructs import NeuronConfigurationError
+
+    _, queue = _job_stack()
+    with pytest.raises(NeuronConfigurationError, match=message):
+        queue.add_job("Job", nodes=2, image=IMAGE, command=["train"], devices=devices, environment=environment)
+
+
+def test_runtime_variables_within_the_job_s_devices_and_dividing_degrees_are_accepted() -> None:
+    _, queue = _job_stack()
+    queue.add_job(
+        "Job",
+        nodes=4,
+        image=IMAGE,
+        command=["train"],
+        devices=[4, 5, 6, 7],
+        environment={"NEURON_RT_VISIBLE_CORES": "8-15", "NEURON_RT_NUM_CORES": "8"},
+        tensor_parallel=8,
+        pipeline_parallel=4,
+    )
+    # Trainium2 under LNC=1 runs 128 processes a node: 2 nodes x 128 = 256 = tensor 32 x pipeline 8.
+    trn2 = NeuronTrainingQueue(Stack(App(), "Trn2"), "Queue", instance_type="trn2.48xlarge", max_nodes=2)
+    trn2.add_job(
+        "Job",
+        nodes=2,
+        image=IMAGE,
+        command=["train"],
+        environment={"NEURON_LOGICAL_NC_CONFIG": "1"},
+        tensor_parallel=32,
+        pipeline_parallel=8,
+    )
+
+
+def test_single_node_jobs_submit_without_node_overrides(training: dict[str, dict[str, Any]]) -> None:
+    stack, queue = _job_stack()
+    single = queue.add_job("Single", nodes=1, image=IMAGE, command=["train"])
+    multi = queue.add_job("Multi", nodes=3, image=IMAGE, command=["train"])
+    assert "--node-overrides" not in stack.resolve(single.submit_command)["Fn::Join"][1][-1]
+    assert stack.resolve(multi.submit_command)["Fn::Join"][1][-1].endswith(" --node-overrides numNodes=3")
+    single_node = _one(training["trn1.2xlarge"], "AWS::Batch::JobDefinition")
+    assert single_node["Type"] == "container" and "NodeProperties" not in single_node
