@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth readme-tables compliance-report clean
+.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth bench-training readme-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -87,6 +87,10 @@ bench-slices: install
 ## Synth time of the library's EC2 inference stack against the same resources in plain aws-cdk-lib (warm and cold).
 bench-synth: install
 	$(BIN)/python benchmarks/synth_overhead_benchmark.py
+
+## Synth time of the library's distributed-training stack against the same stack in plain aws-cdk-lib + L1 overrides.
+bench-training: install
+	$(BIN)/python benchmarks/training_synth_benchmark.py
 
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install

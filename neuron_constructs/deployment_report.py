@@ -1,10 +1,11 @@
 """What a deployed stack created, read back through the AWS APIs (boto3), next to what its template asked.
 
 For every ECS cluster, capacity (Auto Scaling group with its launch template, capacity
-provider), task definition (with its Neuron settings) and service in a CloudFormation stack,
-one line from the live API. Anything the template declares that the endpoint did not create,
-or a property it did not keep, is listed as a gap, so a partial emulator (moto) is never
-mistaken for AWS. Works against AWS itself too: ``python -m neuron_constructs.deployment_report
+provider), task definition (with its Neuron settings), service, load balancer, AWS Batch compute
+environment, job queue and job definition, FSx file system, placement group and data repository
+association in a CloudFormation stack, one line from the live API. Anything the template declares
+that the endpoint did not create, or a property it did not keep, is listed as a gap, so a partial
+emulator (moto) is never mistaken for AWS. Works against AWS itself too: ``python -m neuron_constructs.deployment_report
 STACK...`` after ``cdk deploy``.
 """
 
@@ -130,6 +131,12 @@ class _StackReader:
             "AWS::ElasticLoadBalancingV2::Listener": self.listener,
             "AWS::ElasticLoadBalancingV2::ListenerRule": self.listener_rule,
             "AWS::ElasticLoadBalancingV2::TargetGroup": self.target_group,
+            "AWS::Batch::ComputeEnvironment": self.compute_environment,
+            "AWS::Batch::JobQueue": self.job_queue,
+            "AWS::Batch::JobDefinition": self.job_definition,
+            "AWS::FSx::FileSystem": self.file_system,
+            "AWS::EC2::PlacementGroup": self.placement_group,
+            "AWS::FSx::DataRepositoryAssociation": self.data_repository_association,
         }
         for logical_id, resource in self.declared.items():
             physical_id = self.physical_id(logical_id)
@@ -295,6 +302,103 @@ class _StackReader:
         task = service["taskDefinition"].rsplit("/", 1)[-1]
         details = (f"desired {service['desiredCount']}", task, placement, *constraints, *placement_strategy)
         self.items.append(ReportItem("service", service["serviceName"], details))
+
+    def compute_environment(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        (environment,) = self.clients("batch").describe_compute_environments(computeEnvironments=[physical_id])[
+            "computeEnvironments"
+        ]
+        live = environment.get("computeResources", {})
+        asked = properties.get("ComputeResources", {})
+        for key in ("InstanceTypes", "MinvCpus", "MaxvCpus"):
+            self.compare(logical_id, key, asked.get(key), live.get(key[0].lower() + key[1:]))
+        details = (
+            f"{'/'.join(live.get('instanceTypes', []))}, {live.get('minvCpus')}..{live.get('maxvCpus')} vCPUs",
+            f"ECS cluster {str(environment.get('ecsClusterArn', 'not reported')).rsplit('/', 1)[-1]}",
+        )
+        self.items.append(ReportItem("batch compute environment", environment["computeEnvironmentName"], details))
+
+    def job_queue(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        (queue,) = self.clients("batch").describe_job_queues(jobQueues=[physical_id])["jobQueues"]
+        order = [str(e["computeEnvironment"]).rsplit("/", 1)[-1] for e in queue.get("computeEnvironmentOrder", [])]
+        details = (str(queue.get("state")), "compute environments " + ", ".join(order))
+        self.items.append(ReportItem("batch job queue", queue["jobQueueName"], details))
+
+    def job_definition(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        (definition,) = self.clients("batch").describe_job_definitions(jobDefinitions=[physical_id])["jobDefinitions"]
+        self.compare(logical_id, "Type", properties.get("Type"), definition.get("type"))
+        nodes = definition.get("nodeProperties") or {}
+        asked_nodes = properties.get("NodeProperties") or {}
+        self.compare(logical_id, "NumNodes", asked_nodes.get("NumNodes"), nodes.get("numNodes"))
+        ranges = nodes.get("nodeRangeProperties") or [
+            {"targetNodes": "0", "container": definition.get("containerProperties", {})}
+        ]
+        details = [f"{definition.get('type')}, {nodes.get('numNodes', 1)} node(s)"]
+        for node_range in ranges:
+            container = node_range.get("container") or {}
+            devices = [d.get("hostPath", "") for d in (container.get("linuxParameters") or {}).get("devices", [])]
+            details.append(f"nodes {node_range.get('targetNodes')}: {len(devices)} devices")
+        self.items.append(ReportItem("batch job definition", definition["jobDefinitionName"], tuple(details)))
+
+    def file_system(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        if physical_id is None:
+            self.gap(logical_id)
+            return
+        (system,) = self.clients("fsx").describe_file_systems(FileSystemIds=[physical_id])["FileSystems"]
+        self.compare(logical_id, "StorageCapacity", properties.get("StorageCapacity"), system.get("StorageCapacity"))
+        lustre = system.get("LustreConfiguration") or {}
+        self.compare(
+            logical_id,
+            "DeploymentType",
+            (properties.get("LustreConfiguration") or {}).get("DeploymentType"),
+            lustre.get("DeploymentType"),
+        )
+        details = (
+            f"{system['FileSystemType']} {lustre.get('DeploymentType', '?')}",
+            f"{system['StorageCapacity']} GiB",
+        )
+        self.items.append(ReportItem("file system", system["FileSystemId"], details))
+
+    def placement_group(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        groups = self._described(
+            lambda: self.clients("ec2").describe_placement_groups(GroupNames=[physical_id])["PlacementGroups"]
+        )
+        if not groups:
+            self.gap(logical_id, "not created (DescribePlacementGroups does not report it)")
+            return
+        self.items.append(ReportItem("placement group", str(physical_id), (str(groups[0].get("Strategy")),)))
+
+    def data_repository_association(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        associations = self._described(
+            lambda: self.clients("fsx").describe_data_repository_associations(AssociationIds=[physical_id])[
+                "Associations"
+            ]
+        )
+        if not associations:
+            self.gap(logical_id, "not created (DescribeDataRepositoryAssociations does not report it)")
+            return
+        association = associations[0]
+        details = (f"{association.get('FileSystemPath')} <-> {association.get('DataRepositoryPath')}",)
+        self.items.append(ReportItem("data repository association", str(physical_id), details))
+
+    @staticmethod
+    def _described(call: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """What a Describe call returns; nothing when the endpoint does not know the resource or the call."""
+        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError
+
+        try:
+            return call()
+        except (ClientError, BotoCoreError, ResponseParserError):  # moto answers calls it lacks with an HTML 500
+            return []
 
     def load_balancer(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
         if physical_id is None:

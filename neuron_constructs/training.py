@@ -312,7 +312,9 @@ class NeuronTrainingQueue(Construct):
                 data_compression_type=fsx.LustreDataCompressionType.LZ4,
             ),
         )
-        file_system.connections.allow_default_port_from(self.security_group, "Training nodes to Lustre")
+        # FSx for Lustre: TCP 988 and 1018-1023 (aws-cdk-lib's default port opens 988-1023).
+        for port in (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023)):
+            file_system.connections.allow_from(self.security_group, port, "Training nodes to Lustre")
         if storage.bucket is not None:
             fsx.CfnDataRepositoryAssociation(
                 self,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_STACKS, ROOT, resources
+from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
 from neuron_constructs.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.deployment_report import Gap, StackReport, format_reports
@@ -39,6 +39,7 @@ EXPECTED_GROUPS = {
     "NeuronSlicedInf2": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
     "NeuronSlicedTrn1": {"trn1.32xlarge": NEURON_AMI_PARAMETER},
     "NeuronRagFleet": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
+    "NeuronTrainingTrn1": {},  # AWS Batch launches the training nodes: no Auto Scaling group
 }
 
 
@@ -84,7 +85,7 @@ def test_every_example_stack_deploys(deployment: Deployment) -> None:
         assert deployment.reports[name].status == "CREATE_COMPLETE", name
 
 
-@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+@pytest.mark.parametrize("stack", ECS_STACKS)
 def test_ecs_cluster_exists(stack: str, deployment: Deployment) -> None:
     (cluster_name,) = deployment.physical_ids(stack, "AWS::ECS::Cluster").values()
     (cluster,) = deployment.endpoint.client("ecs").describe_clusters(clusters=[cluster_name])["clusters"]
@@ -204,7 +205,7 @@ def test_iam_roles_and_instance_profiles_exist(
         assert role_names and role_names <= set(roles.values())
 
 
-@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+@pytest.mark.parametrize("stack", ECS_STACKS)
 def test_services_run_their_task_definitions(
     stack: str, deployment: Deployment, templates: dict[str, dict[str, Any]]
 ) -> None:
@@ -295,7 +296,7 @@ def _check_default_security_group_restriction(template: dict[str, Any], properti
 
 def _check_output(template: dict[str, Any], output: dict[str, Any]) -> None:
     # moto does not report the Outputs of a stack created through a change set.
-    assert "Fn::Join" in output["Value"] and output["Description"]
+    assert ("Fn::Join" in output["Value"] or "Ref" in output["Value"]) and output["Description"]
 
 
 def _check_load_balancer_rule(template: dict[str, Any], properties: dict[str, Any]) -> None:
@@ -304,12 +305,45 @@ def _check_load_balancer_rule(template: dict[str, Any], properties: dict[str, An
 
     peer = properties.get("SourceSecurityGroupId") or properties["DestinationSecurityGroupId"]
     pair = {properties["GroupId"]["Fn::GetAtt"][0], peer["Fn::GetAtt"][0]}
+    if resources(template, "AWS::Batch::ComputeEnvironment"):
+        _check_training_rule(pair, properties)
+        return
     ports = (properties["FromPort"], properties["ToPort"])
     assert properties["IpProtocol"] == "tcp"
     assert any(
         ports == path.ports and pair & set(path.load_balancer_groups) and pair & set(path.task_groups)
         for path in paths(template)
     ), properties
+
+
+def _check_training_rule(pair: set[str], properties: dict[str, Any]) -> None:
+    # The training nodes admit each other on every port; the file system admits the nodes on Lustre's ports.
+    nodes = "Trn1SecurityGroup"
+    if len(pair) == 1:
+        (group,) = pair
+        assert properties["IpProtocol"] in ("-1", "tcp")
+        assert group.startswith((nodes, "Trn1StorageSecurityGroup"))
+        if group.startswith(nodes):
+            assert properties["IpProtocol"] == "-1"
+    else:
+        assert any(g.startswith(nodes) for g in pair) and any(g.startswith("Trn1StorageSecurityGroup") for g in pair)
+        assert properties["IpProtocol"] == "tcp"
+        assert (properties["FromPort"], properties["ToPort"]) in ((988, 988), (1018, 1023))
+
+
+def _check_placement_group(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's EC2 has no placement groups: the compute environment names the one cluster placement group.
+    assert properties["Strategy"] == "cluster"
+    (environment,) = resources(template, "AWS::Batch::ComputeEnvironment").values()
+    assert "Fn::GetAtt" in environment["Properties"]["ComputeResources"]["PlacementGroup"]
+
+
+def _check_data_repository_association(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's FSx has no data repository associations: the dataset bucket linked at /data, both directions.
+    assert properties["FileSystemPath"] == "/data"
+    assert properties["BatchImportMetaDataOnCreate"] is True
+    s3 = properties["S3"]
+    assert s3["AutoImportPolicy"]["Events"] == s3["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
 
 
 def _check_scalable_target(template: dict[str, Any], properties: dict[str, Any]) -> None:
@@ -356,6 +390,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ApplicationAutoScaling::ScalableTarget", "resource"): _check_scalable_target,
     ("AWS::ApplicationAutoScaling::ScalingPolicy", "resource"): _check_scaling_policy,
     ("AWS::S3::BucketPolicy", "resource"): _check_bucket_policy,
+    ("AWS::EC2::PlacementGroup", "resource"): _check_placement_group,
+    ("AWS::FSx::DataRepositoryAssociation", "resource"): _check_data_repository_association,
 }
 
 
@@ -426,7 +462,8 @@ def test_environment_talks_only_to_the_loopback_endpoint() -> None:
 
 
 def test_examples_have_one_group_per_expected_instance_type(templates: dict[str, dict[str, Any]]) -> None:
-    for stack, groups in EXPECTED_GROUPS.items():
+    for stack in ECS_STACKS:
+        groups = EXPECTED_GROUPS[stack]
         launch_templates = resources(templates[stack], "AWS::EC2::LaunchTemplate").values()
         assert sorted(lt["Properties"]["LaunchTemplateData"]["InstanceType"] for lt in launch_templates) == sorted(
             groups
@@ -487,3 +524,29 @@ def test_report_shows_each_model_s_listener_rule_of_the_rag_fleet(deployment: De
     assert len(groups) == 2 and {details[1].removeprefix("forward to ") for _, details in rules} == groups
     (listener,) = (item for item in report.items if item.kind == "listener")
     assert listener.details == ("default fixed-response 404",)
+
+
+def test_the_training_queue_and_its_multi_node_job_deploy(
+    deployment: Deployment, templates: dict[str, dict[str, Any]]
+) -> None:
+    batch = deployment.endpoint.client("batch")
+    (environment_name,) = deployment.physical_ids("NeuronTrainingTrn1", "AWS::Batch::ComputeEnvironment").values()
+    (environment,) = batch.describe_compute_environments(computeEnvironments=[environment_name])["computeEnvironments"]
+    compute = environment["computeResources"]
+    assert (compute["instanceTypes"], compute["minvCpus"], compute["maxvCpus"]) == (["trn1.32xlarge"], 0, 256)
+    (definition_arn,) = deployment.physical_ids("NeuronTrainingTrn1", "AWS::Batch::JobDefinition").values()
+    (definition,) = batch.describe_job_definitions(jobDefinitions=[definition_arn])["jobDefinitions"]
+    nodes = definition["nodeProperties"]
+    assert (definition["type"], nodes["numNodes"], nodes["mainNode"]) == ("multinode", 2, 0)
+    (node_range,) = nodes["nodeRangeProperties"]
+    assert node_range["targetNodes"] == "0:"
+    devices = [d["hostPath"] for d in node_range["container"]["linuxParameters"]["devices"]]
+    assert devices == [f"/dev/neuron{i}" for i in range(16)] + [f"/dev/infiniband/uverbs{i}" for i in range(8)]
+    (file_system_id,) = deployment.physical_ids("NeuronTrainingTrn1", "AWS::FSx::FileSystem").values()
+    (file_system,) = deployment.endpoint.client("fsx").describe_file_systems(FileSystemIds=[file_system_id])[
+        "FileSystems"
+    ]
+    assert file_system["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
+    report = format_reports([deployment.reports["NeuronTrainingTrn1"]], endpoint=deployment.endpoint.label)
+    assert "multinode, 2 node(s); nodes 0:: 24 devices" in report
+    assert "AWS::EC2::PlacementGroup" in report  # listed as not created, never hidden

@@ -295,7 +295,7 @@ def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_th
         if r["Properties"]["GroupId"] == storage_group
         and r["Properties"].get("SourceSecurityGroupId") == {"Fn::GetAtt": [nodes, "GroupId"]}
     ]
-    assert [(r["FromPort"], r["ToPort"]) for r in from_nodes] == [(988, 1023)]
+    assert [(r["FromPort"], r["ToPort"]) for r in from_nodes] == [(988, 988), (1018, 1023)]
     user_data = json.dumps(_one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
     assert "dnf install -y lustre-client" in user_data and "mount -t lustre" in user_data
     container = _container(template)
