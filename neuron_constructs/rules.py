@@ -523,7 +523,7 @@ TRAINING_SUBNETS = Rule(
     "NEURON051",
     "Training queue across subnets",
     "all instances that use an EFA must be in the same cluster placement group, which lies in one Availability Zone",
-    "pass one subnet (subnet=...), e.g. vpc.private_subnets[0]",
+    "pass one subnet (subnet=...), e.g. vpc.private_subnets[0], in a VPC with a private subnet",
     "AWS Batch guide: Use an Elastic Fabric Adapter; EC2 guide: cluster placement groups",
 )
 RESERVATION_FALLBACK = Rule(

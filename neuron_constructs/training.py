@@ -142,7 +142,8 @@ class NeuronTrainingQueue(Construct):
     max_nodes: the most instances the queue runs at once, 1 or more.
     vpc: default a new VPC as :class:`NeuronCluster` makes one (private subnets behind a NAT gateway, no public
         addresses, flow logs, the default security group closed), in one Availability Zone.
-    subnet: the one subnet (one Availability Zone) every node launches in; default the VPC's first private subnet.
+    subnet: the one subnet (one Availability Zone) every node launches in, or a list of exactly one (more are refused,
+        NEURON051); default the VPC's first private subnet.
     spot: Spot Instances (single-node jobs only, NEURON050); default False.
     capacity_reservation: an On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
         launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
@@ -165,7 +166,7 @@ class NeuronTrainingQueue(Construct):
         instance_type: str | NeuronInstanceType,
         max_nodes: int,
         vpc: ec2.IVpc | None = None,
-        subnet: ec2.ISubnet | None = None,
+        subnet: ec2.ISubnet | Sequence[ec2.ISubnet] | None = None,
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
@@ -192,6 +193,13 @@ class NeuronTrainingQueue(Construct):
         self.max_nodes = max_nodes
         self.spot = spot
         self.vpc: ec2.IVpc = vpc or private_vpc(self, max_azs=1)
+        if isinstance(subnet, Sequence):
+            if len(subnet) != 1:
+                raise rules.TRAINING_SUBNETS.error(
+                    path,
+                    f"subnet is {len(subnet)} subnets ({', '.join(construct_path(s) for s in subnet) or 'none'})",
+                )
+            (subnet,) = subnet
         if subnet is None:
             private = self.vpc.private_subnets
             if not private:

@@ -458,6 +458,13 @@ def _parallel_degrees_beyond_the_world(s: Stack) -> None:
     )
 
 
+def _training_queue_across_two_subnets(s: Stack) -> None:
+    from neuron_constructs.cluster import private_vpc
+
+    vpc = private_vpc(s, max_azs=2)
+    _queue(s, vpc=vpc, subnet=vpc.private_subnets)
+
+
 def _training_vpc_without_private_subnets(s: Stack) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -676,6 +683,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _parallel_degrees_beyond_the_world,
         r"Test/Queue/Job: tensor_parallel=32 x pipeline_parallel=8 = 256 does not divide the world size 128 \(2 "
         r"nodes x 64 NeuronCores\).*divides 128",
+    ),
+    (
+        r.TRAINING_SUBNETS,
+        _training_queue_across_two_subnets,
+        r"Test/Queue: subnet is 2 subnets \(Test/Vpc/PrivateSubnet1, Test/Vpc/PrivateSubnet2\).*same cluster placement "
+        r"group, which lies in one Availability Zone.*pass one subnet",
     ),
     (r.TRAINING_SUBNETS, _training_vpc_without_private_subnets, r"Test/Queue: Test/V has no private subnet"),
     (
