@@ -217,6 +217,14 @@ def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
         _instance_table(inspection, out)
     out.line()
     _task_table(inspection, instances, out)
+    if instances:
+        from neuron_constructs.device_map import CONFLICT, IDLE, render_device_map
+
+        out.line()
+        legend = f"(a letter per holder, {CONFLICT} held twice, {IDLE} idle)"
+        out.line(f"{out.style('Neuron devices per instance', '1')} {legend}")
+        for line in render_device_map(inspection, styled=out.styled):
+            out.line(line)
     out.line()
     if not inspection.findings:
         out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")

@@ -1,0 +1,91 @@
+"""The device map of ``neuron-ecs inspect``: a row of chips per instance, holders, conflicts and idle chips."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+from neuron_constructs.cli import _Output, _print_inspection
+from neuron_constructs.device_map import CONFLICT, IDLE, instance_maps, render_device_map
+from neuron_constructs.inspection import (
+    ClusterInspection,
+    ContainerInstance,
+    NeuronDevices,
+    Task,
+    TaskContainer,
+    find_problems,
+)
+
+ANSI = re.compile(r"\033\[[0-9;]*m")
+
+
+def _instance(name: str, instance_type: str, registered: range) -> ContainerInstance:
+    return ContainerInstance(f"ci/{name}", f"i-{name}", instance_type, NeuronDevices(tuple(map(str, registered)), ()))
+
+
+def _manual(name: str, on: str, devices: range | list[int]) -> Task:
+    paths = tuple(f"/dev/neuron{i}" for i in devices)
+    return Task(f"task/{name}", f"td/{name}:1", f"ci/{on}", (TaskContainer("model", (), paths),))
+
+
+def _inspection(instances: list[ContainerInstance], tasks: list[Task]) -> ClusterInspection:
+    return ClusterInspection("c", tuple(instances), tuple(tasks), tuple(find_problems(instances, tasks)))
+
+
+def test_each_chip_is_labelled_with_its_holder_and_conflicts_and_idle_chips_are_marked() -> None:
+    inspection = _inspection(
+        [_instance("a", "inf2.24xlarge", range(6))], [_manual("first", "a", [0, 1]), _manual("second", "a", [1, 2])]
+    )
+    (only,) = instance_maps(inspection)
+    assert only.cells == ("A", CONFLICT, "B", IDLE, IDLE, IDLE)
+    assert only.legend == (("A", "first/model (first:1)"), ("B", "second/model (second:1)"))
+    assert only.conflicts == ((1, ("A", "B")),)
+    assert render_device_map(inspection, styled=False) == [
+        "i-a (inf2.24xlarge): 6 chips, 3 idle, 1 held twice",
+        "  chip  0  1  2  3  4  5 ",
+        "        A  !  B  .  .  . ",
+        "    A  first/model (first:1)",
+        "    B  second/model (second:1)",
+        "    !  /dev/neuron1 held by A and B",
+    ]
+
+
+def test_managed_allocations_and_the_catalog_chip_count_are_drawn() -> None:
+    managed = Task("task/m", "td/m:2", "ci/t", (TaskContainer("vllm", tuple(map(str, range(8))), ()),))
+    inspection = _inspection([_instance("t", "trn1.32xlarge", range(16))], [managed])
+    (only,) = instance_maps(inspection)
+    assert only.cells == ("A",) * 8 + (IDLE,) * 8
+
+
+def test_plain_when_piped_coloured_on_a_terminal_with_the_same_text() -> None:
+    inspection = _inspection([_instance("a", "inf2.xlarge", range(1))], [_manual("x", "a", [0])])
+    plain = render_device_map(inspection, styled=False)
+    coloured = render_device_map(inspection, styled=True)
+    assert not any(ANSI.search(line) for line in plain)
+    assert any(ANSI.search(line) for line in coloured)
+    # Same cells in the same columns: colour (and a middle dot for idle) is all that differs.
+    assert [ANSI.sub("", line).replace("·", IDLE) for line in coloured] == plain
+
+
+def test_inspect_prints_the_map_after_the_tables() -> None:
+    inspection = _inspection([_instance("a", "inf2.xlarge", range(1))], [])
+    stream = io.StringIO()
+    _print_inspection(inspection, _Output(stream))
+    text = stream.getvalue()
+    assert "Neuron devices per instance" in text
+    assert "i-a (inf2.xlarge): 1 chips, 1 idle" in text and not ANSI.search(text)
+
+
+def test_the_map_of_1000_instances_and_5000_tasks_is_drawn_within_the_inspect_budget() -> None:
+    instances = [_instance(f"{n:04x}", "inf2.48xlarge", range(12)) for n in range(1000)]
+    tasks = [_manual(f"t{n}", f"{n % 1000:04x}", [2 * (n // 1000), 2 * (n // 1000) + 1]) for n in range(5000)]
+    inspection = _inspection(instances, tasks)
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        lines = render_device_map(inspection, styled=True)
+        timings.append(time.perf_counter() - start)
+    assert len([line for line in lines if line.startswith("i-")]) == 1000
+    # bench-inspect's whole neuron-ecs inspect of this fleet spends 0.72 s of CPU; the map adds a small share.
+    assert sorted(timings)[1] < 0.25, timings
