@@ -68,6 +68,11 @@ OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-S3BucketVersioningEnabled": (
         "the compile cache holds graphs the compiler re-creates; versions would keep every graph it overwrites"
     ),
+    "NIST.800.53.R5-ECSTaskDefinitionUserForHostMode": (
+        "the neuron-monitor daemon runs as root, privileged, in the host network, as AWS's own neuron-monitor "
+        "DaemonSet does: it reads every Neuron device's counters through the driver and the instance id from the "
+        "instance metadata service; it maps no device and its task role holds nothing"
+    ),
     "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
         "the public subnets' default route to the internet gateway is what the NAT gateway in them needs; no "
         "instance or task runs there"

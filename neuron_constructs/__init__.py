@@ -21,6 +21,9 @@ CompileCache, ModelArtifacts
     Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts.
 NeuronTrainingQueue, NeuronTrainingJob
     Distributed training on Trainium: an AWS Batch queue with EFA and multi-node parallel jobs.
+NeuronMonitoring
+    ``NeuronCluster.enable_neuron_monitoring``: Neuron metrics in CloudWatch, a dashboard, alarms and
+    hardware-problem recovery on every Neuron instance.
 
 Knowledge (no AWS CDK needed)
 -----------------------------
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from neuron_constructs.fleet import FleetModel, NeuronFleet
     from neuron_constructs.load_balancer import NeuronLoadBalancer
     from neuron_constructs.model_sources import CompileCache, ModelArtifacts
+    from neuron_constructs.monitoring import NeuronMonitoring
     from neuron_constructs.options import ContainerOptions, ServiceOptions
     from neuron_constructs.services import NeuronService
     from neuron_constructs.sliced_service import SlicedNeuronService
@@ -79,6 +83,7 @@ __all__ = [
     "NeuronFleet",
     "NeuronInstanceType",
     "NeuronLoadBalancer",
+    "NeuronMonitoring",
     "NeuronService",
     "NeuronTaskDefinition",
     "NeuronTrainingJob",
@@ -103,6 +108,7 @@ _LAZY = {
     "NeuronCluster": "neuron_constructs.cluster",
     "NeuronFleet": "neuron_constructs.fleet",
     "NeuronLoadBalancer": "neuron_constructs.load_balancer",
+    "NeuronMonitoring": "neuron_constructs.monitoring",
     "NeuronService": "neuron_constructs.services",
     "NeuronTaskDefinition": "neuron_constructs.task_definitions",
     "NeuronTrainingJob": "neuron_constructs.training",

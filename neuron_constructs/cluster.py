@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from aws_cdk import Stack, Validations
+from aws_cdk import Duration, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from neuron_constructs import compliance, rules
@@ -37,6 +38,9 @@ from neuron_constructs.log_groups import log_group
 from neuron_constructs.synth_checks import enable_template_checks
 from neuron_constructs.template_checks import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
 from neuron_constructs.template_checks import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
+
+if TYPE_CHECKING:
+    from neuron_constructs.monitoring import NeuronMonitoring
 
 __all__ = ["NeuronCluster"]
 
@@ -190,6 +194,7 @@ class NeuronCluster(Construct):
         remember_path(self.cluster, self, "Cluster")
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
+        self.monitoring: NeuronMonitoring | None = None
 
     @property
     def vpc_cidr(self) -> str:
@@ -290,6 +295,8 @@ class NeuronCluster(Construct):
             security_groups=security_groups,
         )
         self.managed_instances_capacities.append(capacity)
+        if self.monitoring is not None:
+            self.monitoring.cover(capacity)
         return capacity
 
     @checked(ranges=_CAPACITY_RANGES)
@@ -350,6 +357,8 @@ class NeuronCluster(Construct):
         if machine_image is not None:
             _check_machine_image(capacity, neuron, machine_image)
         self.auto_scaling_capacities.append(capacity)
+        if self.monitoring is not None:
+            self.monitoring.cover(capacity)
         return capacity
 
     @checked(ranges=_CAPACITY_RANGES)
@@ -404,3 +413,41 @@ class NeuronCluster(Construct):
         )
         self.auto_scaling_capacities.append(capacity)
         return capacity
+
+    def enable_neuron_monitoring(
+        self,
+        *,
+        alarm_topic: sns.ITopic | None = None,
+        recovery: bool = True,
+        period: Duration | None = None,
+        execution_errors_threshold: int = 1,
+    ) -> NeuronMonitoring:
+        """Neuron metrics, a dashboard, alarms and hardware-problem recovery on every Neuron capacity of this cluster,
+        added before or after the call (:class:`~neuron_constructs.monitoring.NeuronMonitoring`); returns them.
+
+        A method rather than a constructor argument: it returns the monitoring (dashboard, alarms, topic) to build
+        on, and it takes the options of its own. Calling it twice is refused.
+
+        Parameters
+        ----------
+        alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
+        recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
+        period: how often neuron-monitor reports and the metrics' resolution; default 1 minute.
+        execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
+        """
+        from neuron_constructs.monitoring import NeuronMonitoring
+
+        if self.monitoring is not None:
+            raise rules.MONITORING_TWICE.error(
+                f"{construct_path(self)}/Monitoring", "enable_neuron_monitoring was already called"
+            )
+        self.monitoring = NeuronMonitoring(
+            self,
+            "Monitoring",
+            cluster=self,
+            alarm_topic=alarm_topic,
+            recovery=recovery,
+            period=period,
+            execution_errors_threshold=execution_errors_threshold,
+        )
+        return self.monitoring

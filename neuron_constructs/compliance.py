@@ -18,11 +18,15 @@ __all__ = [
     "acknowledge_access_log_bucket",
     "acknowledge_auto_scaling_capacity",
     "acknowledge_cache_bucket",
+    "acknowledge_daemon_critical",
     "acknowledge_dataset_bucket",
     "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
     "acknowledge_managed_instances_capacity",
+    "acknowledge_monitoring_task",
     "acknowledge_prefix_grant",
+    "acknowledge_recovery_groups",
+    "acknowledge_recovery_task",
     "acknowledge_training_queue",
     "acknowledge_warm_start_environment",
 ]
@@ -42,7 +46,7 @@ def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
     for part in parts:
         if isinstance(part, str):
             out.append(part)
-        elif isinstance(part, dict) and str(part.get("Ref", "")).startswith("AWS::"):
+        elif isinstance(part, dict) and "Ref" in part:
             out.append(f"<{part['Ref']}>")
         else:
             out.append(json.dumps(part, separators=(",", ":")))
@@ -160,6 +164,70 @@ def acknowledge_dataset_bucket(bucket: IConstruct) -> None:
                 "whose data repository association imports and exports the objects; S3 calls on the bucket are "
                 "in CloudTrail, and the bucket is versioned, so no second bucket for access logs is kept."
             ),
+        },
+    )
+
+
+def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
+    """The neuron-monitor daemon's task definition."""
+    _acknowledge(
+        task_definition,
+        {
+            "ECS2": (
+                "The neuron-monitor daemon's environment holds the cluster name and the source of the script that "
+                "turns its reports into CloudWatch metric lines; neither is secret."
+            ),
+        },
+    )
+
+
+def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> None:
+    """The node-problem-detector and recovery daemon's task definition and role."""
+    _acknowledge(
+        task_definition,
+        {
+            "ECS2": "ENABLE_RECOVERY only switches AWS's recovery container between marking instances unhealthy and "
+            "reporting; it is not secret.",
+        },
+    )
+    _acknowledge(
+        role,
+        {
+            "IAM5[Resource::*]": (
+                "The recovery container looks up which Auto Scaling instance it runs on "
+                "(autoscaling:DescribeAutoScalingInstances, ec2:DescribeInstances: no resource-level permissions) and "
+                "publishes to CloudWatch only in the NeuronHealthCheck namespace (a cloudwatch:namespace condition); "
+                "SetInstanceHealth is held to the cluster's Neuron Auto Scaling groups."
+            ),
+        },
+    )
+
+
+def acknowledge_recovery_groups(role: IConstruct, group_arns: list[str]) -> None:
+    """The recovery role's ``autoscaling:SetInstanceHealth``, on each Neuron Auto Scaling group's ARN."""
+    _acknowledge(
+        role,
+        {
+            f"IAM5[Resource::{_as_cdk_nag_renders(role, arn)}]": (
+                "An Auto Scaling group's ARN holds a generated id (autoScalingGroup:<id>:autoScalingGroupName/<name>) "
+                "known only once the group exists; the name scopes SetInstanceHealth to this group."
+            )
+            for arn in group_arns
+        },
+    )
+
+
+def acknowledge_daemon_critical(daemon: IConstruct) -> None:
+    """``Critical`` on an ``AWS::ECS::Daemon``: aws-cdk-lib 2.275's ``CfnDaemon`` writes it, the schema of its built-in
+    CloudFormation validation predates it."""
+    daemon.node.add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            "CloudFormation-Validate::F3002": (
+                "Critical is a property of AWS::ECS::Daemon (ECS guide: Managed Daemons, automatic repair; "
+                "aws-cdk-lib's CfnDaemon.critical); the schema bundled with the built-in validation predates it. It "
+                "must be written: the default, true, would replace instances whenever this daemon stops."
+            )
         },
     )
 

@@ -137,6 +137,9 @@ class _StackReader:
             "AWS::FSx::FileSystem": self.file_system,
             "AWS::EC2::PlacementGroup": self.placement_group,
             "AWS::FSx::DataRepositoryAssociation": self.data_repository_association,
+            "AWS::CloudWatch::Alarm": self.alarm,
+            "AWS::CloudWatch::Dashboard": self.dashboard,
+            "AWS::ECS::Daemon": self.daemon,
         }
         for logical_id, resource in self.declared.items():
             physical_id = self.physical_id(logical_id)
@@ -388,6 +391,37 @@ class _StackReader:
         association = associations[0]
         details = (f"{association.get('FileSystemPath')} <-> {association.get('DataRepositoryPath')}",)
         self.items.append(ReportItem("data repository association", str(physical_id), details))
+
+    def alarm(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        alarms = self._described(
+            lambda: self.clients("cloudwatch").describe_alarms(AlarmNames=[str(physical_id)])["MetricAlarms"]
+        )
+        if not alarms:
+            self.gap(logical_id)
+            return
+        alarm = alarms[0]
+        self.compare(logical_id, "MetricName", properties.get("MetricName"), alarm.get("MetricName"))
+        actions = len(alarm.get("AlarmActions", []))
+        details = (
+            f"{alarm.get('Namespace')} {alarm.get('MetricName')} {alarm.get('Statistic')}",
+            f"{actions} action(s)",
+        )
+        self.items.append(ReportItem("alarm", alarm["AlarmName"], details))
+
+    def dashboard(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        dashboards = self._described(lambda: [self.clients("cloudwatch").get_dashboard(DashboardName=str(physical_id))])
+        if not dashboards:
+            self.gap(logical_id)
+            return
+        widgets = json.loads(dashboards[0].get("DashboardBody") or "{}").get("widgets", [])
+        self.items.append(ReportItem("dashboard", str(physical_id), (f"{len(widgets)} widgets",)))
+
+    def daemon(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
+        daemons = self._described(lambda: [self.clients("ecs").describe_daemon(daemonArn=str(physical_id))["daemon"]])
+        if not daemons:
+            self.gap(logical_id, "not created (DescribeDaemon does not report it)")
+            return
+        self.items.append(ReportItem("managed daemon", str(physical_id), (str(daemons[0].get("status")),)))
 
     @staticmethod
     def _described(call: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:

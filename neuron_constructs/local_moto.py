@@ -9,9 +9,10 @@ resource as not run, so the gap is stated rather than hidden.
 
 moto's CloudFormation also creates nothing for some types the training stack declares, and then
 fails every ``Fn::GetAtt`` on them. This server gives those types a CloudFormation model
-(:func:`model_missing_types`): an FSx file system is created in moto's FSx backend, so it can be
-described; a cluster placement group and an FSx data repository association, which moto has no
-backend for, are marked created with a name and nothing behind it, and the deployment report,
+(:func:`model_missing_types`): an FSx file system and a CloudWatch alarm are created in moto's FSx
+and CloudWatch backends, so they can be described; a cluster placement group, an FSx data
+repository association and ECS Managed Daemons (daemon and daemon task definition), which moto has
+no backend for, are marked created with a name and nothing behind it, and the deployment report,
 which describes them through the API, lists them as not created.
 
 ``python -m neuron_constructs.local_moto --host 127.0.0.1 --port PORT`` takes moto's server options.
@@ -26,6 +27,7 @@ from typing import Any
 __all__ = [
     "accept_batch_compute_environments",
     "answer_custom_resources",
+    "answer_target_group_attributes",
     "main",
     "model_missing_types",
     "register_multi_node_job_definitions",
@@ -63,8 +65,9 @@ def answer_custom_resources() -> None:
 
 
 def model_missing_types() -> None:
-    """CloudFormation models for ``AWS::FSx::FileSystem`` (moto's FSx backend), ``AWS::EC2::PlacementGroup`` and
-    ``AWS::FSx::DataRepositoryAssociation`` (no backend: a name only)."""
+    """CloudFormation models for ``AWS::FSx::FileSystem`` and ``AWS::CloudWatch::Alarm`` (moto's backends), and
+    ``AWS::EC2::PlacementGroup``, ``AWS::FSx::DataRepositoryAssociation``, ``AWS::ECS::DaemonTaskDefinition`` and
+    ``AWS::ECS::Daemon`` (no backend: a name only)."""
     from moto.cloudformation.parsing import get_model_map
     from moto.core.common_models import CloudFormationModel
     from moto.fsx.models import fsx_backends
@@ -132,6 +135,64 @@ def model_missing_types() -> None:
             )
             return cls(file_system)
 
+    class MetricAlarm(CloudFormationModel):
+        """A CloudWatch alarm created in moto's CloudWatch backend (moto's CloudFormation has no alarm model)."""
+
+        __module__ = _MODULE
+
+        def __init__(self, alarm: Any) -> None:
+            self.alarm = alarm
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::CloudWatch::Alarm"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return "AlarmName"
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr == "Arn"
+
+        @property
+        def physical_resource_id(self) -> str:
+            return str(self.alarm.name)
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            return str(self.alarm.alarm_arn)
+
+        @classmethod
+        def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
+            raise NotImplementedError("the local endpoint creates and deletes alarms, never updates them")
+
+        @classmethod
+        def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
+            return None
+
+        @classmethod
+        def create_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **_: Any
+        ) -> MetricAlarm:
+            from moto.cloudwatch.models import cloudwatch_backends
+
+            p = cloudformation_json["Properties"]
+            alarm = cloudwatch_backends[account_id][region_name].put_metric_alarm(
+                name=p.get("AlarmName") or resource_name,
+                namespace=p.get("Namespace", ""),
+                metric_name=p.get("MetricName", ""),
+                comparison_operator=p["ComparisonOperator"],
+                evaluation_periods=int(p["EvaluationPeriods"]),
+                period=int(p.get("Period", 60)),
+                threshold=float(p.get("Threshold", 0)),
+                statistic=p.get("Statistic", ""),
+                description=p.get("AlarmDescription", ""),
+                dimensions=[{"Name": d["Name"], "Value": d["Value"]} for d in p.get("Dimensions", [])],
+                alarm_actions=list(p.get("AlarmActions", [])),
+                treat_missing_data=p.get("TreatMissingData"),
+            )
+            return cls(alarm)
+
     def name_only(resource_type: str, prefix: str) -> type:
         class NameOnly(CloudFormationModel):
             __module__ = _MODULE
@@ -149,7 +210,7 @@ def model_missing_types() -> None:
 
             @classmethod
             def has_cfn_attr(cls, attr: str) -> bool:
-                return attr in ("GroupName", "AssociationId")
+                return attr in ("GroupName", "AssociationId", "DaemonTaskDefinitionArn", "DaemonArn")
 
             @property
             def physical_resource_id(self) -> str:
@@ -176,8 +237,11 @@ def model_missing_types() -> None:
     _MODELS.extend(
         [
             LustreFileSystem,
+            MetricAlarm,
             name_only("AWS::EC2::PlacementGroup", "pg-"),
             name_only("AWS::FSx::DataRepositoryAssociation", "dra-"),
+            name_only("AWS::ECS::DaemonTaskDefinition", "daemon-task-definition-"),
+            name_only("AWS::ECS::Daemon", "daemon-"),
         ]
     )
     get_model_map.cache_clear()
@@ -284,6 +348,28 @@ def register_multi_node_job_definitions() -> None:
     JobDefinition.describe = describe_with_nodes  # type: ignore[method-assign]
 
 
+def answer_target_group_attributes() -> None:
+    """``Fn::GetAtt`` of target groups (moto answers only ``Ref``): the full name and name a CloudWatch dashboard's
+    load balancer metrics use, read from the ARN (``...:targetgroup/<name>/<id>``)."""
+    from moto.elbv2.models import FakeTargetGroup
+
+    def attribute(self: Any, name: str) -> Any:
+        full = str(self.arn).split(":")[-1]
+        if name == "TargetGroupFullName":
+            return full
+        if name == "TargetGroupName":
+            return full.split("/")[1]
+        if name == "TargetGroupArn":
+            return self.arn
+        raise NotImplementedError(f"Fn::GetAtt {name} of a target group")
+
+    model: Any = FakeTargetGroup
+    model.has_cfn_attr = classmethod(
+        lambda cls, attr: attr in ("TargetGroupFullName", "TargetGroupName", "TargetGroupArn")
+    )
+    model.get_cfn_attribute = attribute
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from moto import server
 
@@ -291,6 +377,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_missing_types()
     accept_batch_compute_environments()
     register_multi_node_job_definitions()
+    answer_target_group_attributes()
     server.main(list(argv) if argv is not None else sys.argv[1:])
 
 

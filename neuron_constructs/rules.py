@@ -542,6 +542,14 @@ PARALLEL_DEGREES = Rule(
     "choose degrees whose product divides {world} (nodes x {per_node} NeuronCores per node), or change nodes",
     "neuronx-distributed parallel_state.initialize_model_parallel; Neuron docs: Trn2 logical NeuronCores (LNC=2)",
 )
+MONITORING_TWICE = Rule(
+    "NEURON054",
+    "Neuron monitoring enabled twice on one cluster",
+    "one neuron-monitor daemon runs per instance, and one recovery process acts on each hardware error; a second "
+    "set of daemons would double every metric and race the first to replace instances",
+    "call enable_neuron_monitoring once and keep what it returns (cluster.monitoring)",
+    "ECS guide: daemon scheduling strategy and Managed Daemons (one daemon task per instance)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -724,6 +732,7 @@ RULES: tuple[Rule, ...] = (
     TRAINING_SUBNETS,
     RESERVATION_FALLBACK,
     PARALLEL_DEGREES,
+    MONITORING_TWICE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

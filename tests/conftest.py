@@ -82,6 +82,15 @@ def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[st
     return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}
 
 
+MONITORING_PREFIX = "NeuronMonitoring"
+"""Logical ids of what ``NeuronCluster.enable_neuron_monitoring`` adds to the examples (``Neuron/Monitoring``)."""
+
+
+def workloads(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    """The example's own resources of one type: without the monitoring daemons' task definitions and services."""
+    return {k: v for k, v in resources(template, resource_type).items() if not k.startswith(MONITORING_PREFIX)}
+
+
 def synth_warnings(app: App) -> list[str]:
     """The Neuron template checks' warnings in the app's validation report (what the CLI prints at synth)."""
     import json

@@ -9,6 +9,7 @@ accounted for fails the suite.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import socket
@@ -161,8 +162,9 @@ def _neuron_settings(deployment: Deployment, stack: str) -> list[tuple[list[Any]
     for arn in deployment.physical_ids(stack, "AWS::ECS::TaskDefinition").values():
         for container in ecs.describe_task_definition(taskDefinition=arn)["taskDefinition"]["containerDefinitions"]:
             requirements, devices = _container_devices(container, live=True)
-            if requirements or devices:
-                settings.append((requirements, [d[0] for d in devices]))
+            neuron = [d[0] for d in devices if d[0].startswith("/dev/neuron")]
+            if requirements or neuron:
+                settings.append((requirements, neuron))
     return sorted(settings, key=lambda s: (len(s[0]), len(s[1])))
 
 
@@ -214,15 +216,18 @@ def test_services_run_their_task_definitions(
     task_definitions = set(deployment.physical_ids(stack, "AWS::ECS::TaskDefinition").values())
     services = deployment.physical_ids(stack, "AWS::ECS::Service")
     assert services
+    # DAEMON services (the monitoring daemons) have no desired count: one task per matching instance.
     desired = {
-        logical_id: templates[stack]["Resources"][logical_id]["Properties"]["DesiredCount"] for logical_id in services
+        logical_id: templates[stack]["Resources"][logical_id]["Properties"].get("DesiredCount")
+        for logical_id in services
     }
     described = ecs.describe_services(cluster=cluster, services=list(services.values()))["services"]
     by_arn = {service["serviceArn"]: service for service in described}
     for logical_id, arn in services.items():
         service = by_arn[arn]
         assert service["status"] == "ACTIVE"
-        assert service["desiredCount"] == desired[logical_id] >= 1
+        if desired[logical_id] is not None:
+            assert service["desiredCount"] == desired[logical_id] >= 1
         assert service["taskDefinition"] in task_definitions
 
 
@@ -265,6 +270,13 @@ def _check_placement_constraints(template: dict[str, Any], properties: dict[str,
 
 def _check_managed_instances_task(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto drops RequiresCompatibilities, NetworkMode and task-level Cpu/Memory when created by CloudFormation.
+    if any(c["Name"] in ("neuron-monitor", "npd") for c in properties["ContainerDefinitions"]):
+        # The monitoring daemons: neuron-monitor in the host network (it reads the instance id from IMDS), the
+        # problem detector in awsvpc as AWS's sample runs it.
+        assert properties["NetworkMode"] == (
+            "host" if properties["ContainerDefinitions"][0]["Name"] == "neuron-monitor" else "awsvpc"
+        )
+        return
     assert properties["RequiresCompatibilities"] in (["MANAGED_INSTANCES"], ["EC2"], ["EC2", "MANAGED_INSTANCES"])
     if properties["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]:
         assert properties["NetworkMode"] == "awsvpc"
@@ -280,6 +292,12 @@ def _check_service_strategy(template: dict[str, Any], properties: dict[str, Any]
 
 def _check_service_placement(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto's CloudFormation handler drops a service's PlacementConstraints and PlacementStrategies.
+    if properties.get("SchedulingStrategy") == "DAEMON":
+        # A monitoring daemon: on the cluster's Neuron instance types only.
+        (constraint,) = properties["PlacementConstraints"]
+        assert constraint["Type"] == "memberOf"
+        assert constraint["Expression"].startswith("attribute:ecs.instance-type in [")
+        return
     assert {"Type": "distinctInstance"} in properties["PlacementConstraints"]
     assert properties.get("PlacementStrategies", [{"Type": "binpack", "Field": "MEMORY"}]) == [
         {"Type": "binpack", "Field": "MEMORY"}
@@ -346,6 +364,24 @@ def _check_data_repository_association(template: dict[str, Any], properties: dic
     assert s3["AutoImportPolicy"]["Events"] == s3["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
 
 
+def _check_topic_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler does not create AWS::SNS::TopicPolicy: the alarm topic takes TLS only.
+    (deny,) = [s for s in properties["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def _check_managed_daemon(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto has no ECS Managed Daemons: each Managed Instances capacity provider gets the monitor and, critical,
+    # the health daemon, on the cluster, after the capacity provider association.
+    providers = resources(template, "AWS::ECS::CapacityProvider")
+    assert any(p in json.dumps(properties["CapacityProviderArns"]) for p in providers)
+    (cluster_id,) = resources(template, "AWS::ECS::Cluster")
+    assert properties["ClusterArn"] == {"Fn::GetAtt": [cluster_id, "Arn"]}
+    definition = template["Resources"][properties["DaemonTaskDefinitionArn"]["Fn::GetAtt"][0]]["Properties"]
+    (container,) = definition["ContainerDefinitions"]
+    assert properties["Critical"] is (container["Name"] == "neuron-health")
+
+
 def _check_scalable_target(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto 5.2's CloudFormation handler creates no Application Auto Scaling resources.
     assert (properties["ServiceNamespace"], properties["ScalableDimension"]) == ("ecs", "ecs:service:DesiredCount")
@@ -391,6 +427,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::ApplicationAutoScaling::ScalingPolicy", "resource"): _check_scaling_policy,
     ("AWS::S3::BucketPolicy", "resource"): _check_bucket_policy,
     ("AWS::EC2::PlacementGroup", "resource"): _check_placement_group,
+    ("AWS::SNS::TopicPolicy", "resource"): _check_topic_policy,
+    ("AWS::ECS::Daemon", "resource"): _check_managed_daemon,
     ("AWS::FSx::DataRepositoryAssociation", "resource"): _check_data_repository_association,
 }
 
@@ -473,6 +511,7 @@ def test_examples_have_one_group_per_expected_instance_type(templates: dict[str,
 def _normalised(text: str) -> list[str]:
     """Report lines without what changes per run: generated name suffixes and the port."""
     text = re.sub(r"-[A-Z0-9]{10,}(?=[:;\s]|$)", "-…", text, flags=re.M)
+    text = re.sub(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "…", text)
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
     return [line.rstrip() for line in text.strip().splitlines()]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ECS_STACKS, EXAMPLE_STACKS, resources
+from conftest import ECS_STACKS, EXAMPLE_STACKS, resources, workloads
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -144,7 +144,7 @@ def test_ec2_capacity_uses_managed_scaling_and_termination_protection(templates:
 
 
 def test_ec2_task_maps_neuron0_pinned_to_its_instance_type(templates: dict[str, dict[str, Any]]) -> None:
-    (task,) = resources(templates["NeuronInferenceEc2"], "AWS::ECS::TaskDefinition").values()
+    (task,) = workloads(templates["NeuronInferenceEc2"], "AWS::ECS::TaskDefinition").values()
     props = task["Properties"]
     assert props["RequiresCompatibilities"] == ["EC2"]
     assert props["PlacementConstraints"] == [
@@ -160,7 +160,7 @@ def test_ec2_task_maps_neuron0_pinned_to_its_instance_type(templates: dict[str, 
 
 def test_ec2_service_waits_for_the_capacity_provider_association(templates: dict[str, dict[str, Any]]) -> None:
     template = templates["NeuronInferenceEc2"]
-    (service,) = resources(template, "AWS::ECS::Service").values()
+    (service,) = workloads(template, "AWS::ECS::Service").values()
     (association_id,) = resources(template, "AWS::ECS::ClusterCapacityProviderAssociations")
     assert association_id in service["DependsOn"]
 
@@ -195,7 +195,7 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
     providers = resources(template, "AWS::ECS::CapacityProvider")
     used = {
         s["Properties"]["CapacityProviderStrategy"][0]["CapacityProvider"]["Ref"]
-        for s in resources(template, "AWS::ECS::Service").values()
+        for s in workloads(template, "AWS::ECS::Service").values()
     }
     neuron_providers = {
         pid for pid, p in providers.items() if "ManagedInstancesProvider" in p["Properties"] or "General" not in pid
@@ -205,7 +205,7 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
         t["Properties"]["PlacementConstraints"][0]["Expression"]: len(
             t["Properties"]["ContainerDefinitions"][0]["LinuxParameters"]["Devices"]
         )
-        for t in resources(template, "AWS::ECS::TaskDefinition").values()
+        for t in workloads(template, "AWS::ECS::TaskDefinition").values()
         if "PlacementConstraints" in t["Properties"]
     }
     assert devices == {
@@ -261,8 +261,11 @@ def test_aws_cdk_lib_builtin_cloudformation_validation_finds_nothing(validation_
     """What ``cdk synth`` validates by default; a clean run writes no report of its own (next test: it would)."""
     from aws_cdk import CloudFormationValidatePlugin
 
-    names = {p["pluginName"] for p in validation_report["pluginReports"]}
-    assert CloudFormationValidatePlugin.PLUGIN_NAME not in names
+    reports = [
+        p for p in validation_report["pluginReports"] if p["pluginName"] == CloudFormationValidatePlugin.PLUGIN_NAME
+    ]
+    # Acknowledged findings leave an empty report: the Managed Daemons' Critical, which the bundled schema predates.
+    assert all(not p["violations"] for p in reports)
 
 
 def test_aws_cdk_lib_builtin_cloudformation_validation_would_report_a_broken_template(
@@ -389,6 +392,8 @@ def test_every_manual_service_keeps_its_copies_on_distinct_instances(
     template = templates[stack]
     tasks = resources(template, "AWS::ECS::TaskDefinition")
     for service in resources(template, "AWS::ECS::Service").values():
+        if service["Properties"].get("SchedulingStrategy") == "DAEMON":
+            continue  # one task per instance by definition (the monitoring daemons)
         task = tasks[service["Properties"]["TaskDefinition"]["Ref"]]
         manual = any("LinuxParameters" in c for c in task["Properties"]["ContainerDefinitions"])
         constraints = service["Properties"].get("PlacementConstraints", [])

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from cfn import container, ecs_template, manual_task, service, with_resources
-from conftest import ROOT, resources
+from conftest import ROOT, workloads
 
 from neuron_constructs.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 
@@ -37,7 +37,7 @@ def example_dir(templates: dict[str, dict[str, Any]], tmp_path_factory: pytest.T
 def broken(templates: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sliced inf2 example, hand-edited: slice 1 unpinned, slice 0 with a Hugging Face token in plain text."""
     template = copy.deepcopy(templates["NeuronSlicedInf2"])
-    tasks = resources(template, "AWS::ECS::TaskDefinition")
+    tasks = workloads(template, "AWS::ECS::TaskDefinition")
     slice0, slice1 = sorted(tasks)[:2]
     template["Resources"][slice1]["Properties"]["PlacementConstraints"] = []
     template["Resources"][slice0]["Properties"]["ContainerDefinitions"][0]["Environment"] = [

@@ -10,7 +10,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from conftest import resources
+from conftest import resources, workloads
 
 from neuron_constructs import (
     CompileCache,
@@ -48,7 +48,7 @@ def warm() -> dict[str, Any]:
 
 
 def _containers(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (task,) = workloads(template, "AWS::ECS::TaskDefinition").values()
     return {c["Name"]: c for c in task["Properties"]["ContainerDefinitions"]}
 
 
@@ -97,7 +97,7 @@ def test_the_cache_bucket_is_private_encrypted_tls_only_and_expires_entries(warm
 
 def test_a_cache_under_a_customer_managed_key_lets_the_task_role_use_the_key(warm: dict[str, Any]) -> None:
     template = warm["Keyed"]
-    (key_id,) = resources(template, "AWS::KMS::Key")
+    (key_id,) = workloads(template, "AWS::KMS::Key")
     kms_statements = [s for s in _statements(template) if "kms:Decrypt" in s["Action"]]
     assert kms_statements and all(s["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]} for s in kms_statements)
     assert any("kms:GenerateDataKey*" in s["Action"] for s in kms_statements)
@@ -121,7 +121,7 @@ def test_model_artifacts_are_copied_in_before_the_model_starts_read_only(warm: d
 
 def test_every_slice_gets_the_cache_of_the_sliced_example(templates: dict[str, dict[str, Any]]) -> None:
     template = templates["NeuronSlicedInf2"]
-    task_definitions = resources(template, "AWS::ECS::TaskDefinition").values()
+    task_definitions = workloads(template, "AWS::ECS::TaskDefinition").values()
     urls = {
         str(e["Value"])
         for t in task_definitions
@@ -143,6 +143,6 @@ def test_the_hugging_face_token_is_an_ecs_secret_the_execution_role_alone_reads(
         for policy in resources(template, "AWS::IAM::Policy").values()
         if any(secret_id in str(s["Resource"]) for s in policy["Properties"]["PolicyDocument"]["Statement"])
     ]
-    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (task,) = workloads(template, "AWS::ECS::TaskDefinition").values()
     execution_role = task["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
     assert readers == [[{"Ref": execution_role}]]

@@ -458,6 +458,14 @@ def _parallel_degrees_beyond_the_world(s: Stack) -> None:
     )
 
 
+def _monitoring_twice(s: Stack) -> None:
+    from neuron_constructs import NeuronCluster
+
+    cluster = NeuronCluster(s, "C")
+    cluster.enable_neuron_monitoring()
+    cluster.enable_neuron_monitoring(recovery=False)
+
+
 def _training_queue_across_two_subnets(s: Stack) -> None:
     from neuron_constructs.cluster import private_vpc
 
@@ -683,6 +691,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _parallel_degrees_beyond_the_world,
         r"Test/Queue/Job: tensor_parallel=32 x pipeline_parallel=8 = 256 does not divide the world size 128 \(2 "
         r"nodes x 64 NeuronCores\).*divides 128",
+    ),
+    (
+        r.MONITORING_TWICE,
+        _monitoring_twice,
+        r"Test/C/Monitoring: enable_neuron_monitoring was already called.*call enable_neuron_monitoring once",
     ),
     (
         r.TRAINING_SUBNETS,

@@ -10,7 +10,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from conftest import EXAMPLE_STACKS, resources
+from conftest import EXAMPLE_STACKS, resources, workloads
 from serving_paths import (
     DYNAMIC_PORTS,
     allowed,
@@ -194,7 +194,7 @@ def test_awsvpc_tasks_are_reached_on_their_own_group_and_the_instances_stay_clos
     for name in ("AwsvpcOnAutoScaling", "ManagedInstances", "NeuronInferenceManaged"):
         template = served[name]
         (path,) = paths(template)
-        (service,) = resources(template, "AWS::ECS::Service").values()
+        (service,) = workloads(template, "AWS::ECS::Service").values()
         own = service["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]["SecurityGroups"]
         assert [g["Fn::GetAtt"][0] for g in own] == list(path.task_groups)
         assert path.ports == (PORT, PORT)
@@ -233,7 +233,7 @@ def test_a_deployment_of_any_example_keeps_a_replica_of_every_model_serving(
     templates: dict[str, dict[str, Any]], name: str
 ) -> None:
     template = templates[name]
-    services = resources(template, "AWS::ECS::Service")
+    services = workloads(template, "AWS::ECS::Service")
     logical: dict[str, list[str]] = {}
     for service_id, service in services.items():
         groups = [r["TargetGroupArn"]["Ref"] for r in service["Properties"].get("LoadBalancers", [])]
@@ -243,7 +243,7 @@ def test_a_deployment_of_any_example_keeps_a_replica_of_every_model_serving(
 
 
 def test_slices_deploy_in_two_waves(templates: dict[str, dict[str, Any]]) -> None:
-    services = resources(templates["NeuronSlicedInf2"], "AWS::ECS::Service")
+    services = workloads(templates["NeuronSlicedInf2"], "AWS::ECS::Service")
     by_slice = {int(k.removeprefix("VllmSlice")[0]): k for k in services}
     for index in (3, 4, 5):
         assert {by_slice[0], by_slice[1], by_slice[2]} <= set(services[by_slice[index]]["DependsOn"])
@@ -256,7 +256,7 @@ def test_the_simulation_finds_a_deployment_that_stops_every_replica(templates: d
     import copy
 
     template = copy.deepcopy(templates["NeuronSlicedInf2"])
-    services = resources(template, "AWS::ECS::Service")
+    services = workloads(template, "AWS::ECS::Service")
     for name in services:
         template["Resources"][name].pop("DependsOn", None)
     assert serving_during_deployments(template, list(services)) == 0
@@ -265,7 +265,7 @@ def test_the_simulation_finds_a_deployment_that_stops_every_replica(templates: d
 
 def test_model_server_defaults_from_the_template(served: dict[str, dict[str, Any]]) -> None:
     template = served["ManagedInstances"]
-    (service,) = resources(template, "AWS::ECS::Service").values()
+    (service,) = workloads(template, "AWS::ECS::Service").values()
     assert service["Properties"]["HealthCheckGracePeriodSeconds"] == 1800
     (target_group,) = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
     properties = target_group["Properties"]
@@ -274,7 +274,7 @@ def test_model_server_defaults_from_the_template(served: dict[str, dict[str, Any
     assert (properties["HealthyThresholdCount"], properties["UnhealthyThresholdCount"]) == (2, 3)
     attributes = {a["Key"]: a["Value"] for a in properties["TargetGroupAttributes"]}
     assert attributes["deregistration_delay.timeout_seconds"] == "300"
-    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (task,) = workloads(template, "AWS::ECS::TaskDefinition").values()
     (container,) = task["Properties"]["ContainerDefinitions"]
     health = container["HealthCheck"]
     assert health["StartPeriod"] == 300 and health["Retries"] == 3
@@ -435,7 +435,7 @@ def test_an_idle_timeout_elastic_load_balancing_refuses_is_refused() -> None:
 def test_host_tasks_on_managed_instances_use_the_instances_network(served: dict[str, dict[str, Any]]) -> None:
     """ECS refuses an awsvpc NetworkConfiguration for host-mode tasks; the instances' group is the target."""
     template = served["ManagedInstancesHost"]
-    (service,) = resources(template, "AWS::ECS::Service").values()
+    (service,) = workloads(template, "AWS::ECS::Service").values()
     assert "NetworkConfiguration" not in service["Properties"]
     (path,) = paths(template)
     assert path.task_groups == capacity_groups(template, service) and path.ports == (PORT, PORT)

@@ -20,7 +20,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from conftest import resources
+from conftest import resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 
@@ -100,9 +100,9 @@ def services_of(template: dict[str, Any], cluster_prefix: str) -> list[SimServic
     """The ECS services of one cluster, as the simulation needs them, from the template."""
     clusters = [k for k in resources(template, "AWS::ECS::Cluster") if k.startswith(cluster_prefix)]
     (cluster,) = clusters
-    task_definitions = resources(template, "AWS::ECS::TaskDefinition")
+    task_definitions = workloads(template, "AWS::ECS::TaskDefinition")
     found = []
-    for name, service in resources(template, "AWS::ECS::Service").items():
+    for name, service in workloads(template, "AWS::ECS::Service").items():
         props = service["Properties"]
         if props["Cluster"] != {"Ref": cluster}:
             continue
@@ -217,10 +217,10 @@ def test_one_instance_too_few_leaves_tasks_unplaced(every_slicing: dict[tuple[st
 
 def _slices(template: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(service properties, task definition properties) per slice, in slice order."""
-    task_definitions = resources(template, "AWS::ECS::TaskDefinition")
+    task_definitions = workloads(template, "AWS::ECS::TaskDefinition")
     pairs = [
         (props, task_definitions[props["TaskDefinition"]["Ref"]]["Properties"])
-        for props in (s["Properties"] for s in resources(template, "AWS::ECS::Service").values())
+        for props in (s["Properties"] for s in workloads(template, "AWS::ECS::Service").values())
     ]
     return sorted(
         pairs, key=lambda p: p[1]["ContainerDefinitions"][0]["LinuxParameters"]["Devices"][0]["HostPath"][11:].zfill(3)

@@ -1,0 +1,304 @@
+"""Neuron monitoring from the synthesized templates: daemons on every Neuron capacity and no other, least-privilege
+roles, a dashboard that shows only metrics the daemon publishes, alarms that reach a topic, and recovery."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from conftest import ECS_STACKS, resources
+
+from neuron_constructs import NeuronInstanceType
+from neuron_constructs.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
+from neuron_constructs.monitoring import (
+    MONITOR_IMAGE,
+    NEURON_HARDWARE_ERRORS,
+    health_script,
+    publisher_source,
+)
+from neuron_constructs.neuron_monitor_emf import DIMENSION_SETS, METRICS, NAMESPACE
+
+
+def _neuron_types(template: dict[str, Any]) -> set[str]:
+    return {
+        lt["Properties"]["LaunchTemplateData"]["InstanceType"]
+        for lt in resources(template, "AWS::EC2::LaunchTemplate").values()
+        if NeuronInstanceType.find(lt["Properties"]["LaunchTemplateData"]["InstanceType"])
+    }
+
+
+def _daemon_services(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        k: v
+        for k, v in resources(template, "AWS::ECS::Service").items()
+        if v["Properties"].get("SchedulingStrategy") == "DAEMON"
+    }
+
+
+def _covered_types(service: dict[str, Any]) -> set[str]:
+    (constraint,) = service["Properties"]["PlacementConstraints"]
+    match = re.fullmatch(r"attribute:ecs\.instance-type in \[(.*)\]", constraint["Expression"])
+    assert match, constraint
+    return set(match.group(1).split(", "))
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_a_daemon_runs_on_every_neuron_capacity_and_no_other(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    template = templates[stack]
+    neuron_types = _neuron_types(template)
+    daemons = _daemon_services(template)
+    # Auto Scaling capacity: a neuron-monitor service and a problem-detector service, each on exactly the Neuron types.
+    assert len(daemons) == (2 if neuron_types else 0)
+    for service in daemons.values():
+        assert _covered_types(service) == neuron_types
+    # Managed Instances capacity: a monitor daemon and a critical health daemon per capacity provider.
+    managed = [
+        k
+        for k, v in resources(template, "AWS::ECS::CapacityProvider").items()
+        if "ManagedInstancesProvider" in v["Properties"]
+    ]
+    managed_daemons = resources(template, "AWS::ECS::Daemon").values()
+    for provider in managed:
+        serving = [d for d in managed_daemons if provider in json.dumps(d["Properties"]["CapacityProviderArns"])]
+        assert sorted(d["Properties"]["Critical"] for d in serving) == [False, True]
+    assert len(managed_daemons) == 2 * len(managed)
+
+
+def test_the_mixed_cluster_s_general_purpose_group_gets_no_daemon(templates: dict[str, dict[str, Any]]) -> None:
+    for service in _daemon_services(templates["NeuronMixedCluster"]).values():
+        assert _covered_types(service) == {"inf1.xlarge", "trn1.32xlarge"}  # never m7i.large
+
+
+def _task(template: dict[str, Any], service: dict[str, Any]) -> dict[str, Any]:
+    return template["Resources"][service["Properties"]["TaskDefinition"]["Ref"]]["Properties"]  # type: ignore[no-any-return]
+
+
+def _monitor(template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    for service in _daemon_services(template).values():
+        task = _task(template, service)
+        if task["NetworkMode"] == "host":
+            return service, task
+    raise AssertionError("no neuron-monitor daemon service")
+
+
+def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_stream(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    _, task = _monitor(templates["NeuronInferenceEc2"])
+    (container,) = task["ContainerDefinitions"]
+    assert container["Image"] == MONITOR_IMAGE and container["Privileged"] is True
+    assert "LinuxParameters" not in container  # no /dev/neuronN of its own: the workloads' devices stay theirs
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment["NEURON_MONITOR_EMF"] == publisher_source()
+    assert container["LogConfiguration"]["LogDriver"] == "awslogs"
+    script = container["Command"][0]
+    config = json.loads(re.search(r"printf '%s' '(.*)' >", script).group(1))  # type: ignore[union-attr]
+    assert config["period"] == "60s"
+    assert {m["type"] for m in config["neuron_runtimes"][0]["metrics"]} == {
+        "neuroncore_counters",
+        "memory_used",
+        "neuron_runtime_vcpu_usage",
+        "execution_stats",
+    }
+    assert config["system_metrics"] == [{"type": "neuron_hw_counters"}]
+
+
+def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def test_each_daemon_role_holds_only_what_it_needs(templates: dict[str, dict[str, Any]]) -> None:
+    template = templates["NeuronInferenceEc2"]
+    _, monitor = _monitor(template)
+    assert _statements(template, monitor["TaskRoleArn"]["Fn::GetAtt"][0]) == []  # EMF: no CloudWatch API call
+    execution = _statements(template, monitor["ExecutionRoleArn"]["Fn::GetAtt"][0])
+    assert {a for s in execution for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])} == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    recovery = next(
+        _task(template, s) for s in _daemon_services(template).values() if _task(template, s)["NetworkMode"] == "awsvpc"
+    )
+    statements = {s["Sid"]: s for s in _statements(template, recovery["TaskRoleArn"]["Fn::GetAtt"][0])}
+    assert set(statements) == {"MarkNeuronInstancesUnhealthy", "FindTheInstance", "PublishHealth"}
+    assert statements["MarkNeuronInstancesUnhealthy"]["Action"] == "autoscaling:SetInstanceHealth"
+    (group,) = resources(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert group in json.dumps(statements["MarkNeuronInstancesUnhealthy"]["Resource"])
+    assert statements["PublishHealth"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": "NeuronHealthCheck"}}
+
+
+def _dashboard_body(template: dict[str, Any]) -> dict[str, Any]:
+    (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    text = "".join(p if isinstance(p, str) else "TOKEN" for p in parts)
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    body = _dashboard_body(templates[stack])
+    ours: list[tuple[str, tuple[str, ...]]] = []
+    for widget in body["widgets"]:
+        for metric in widget["properties"].get("metrics", []):
+            expression = next((m["expression"] for m in metric if isinstance(m, dict) and "expression" in m), None)
+            if expression is not None:
+                match = re.search(r"\{([^}]*)\} MetricName=\\?\"(\w+)\\?\"", expression)
+                assert match, expression
+                namespace, *dimensions = match.group(1).split(",")
+                ours.append((match.group(2), tuple(dimensions)))
+                assert namespace == NAMESPACE
+            elif metric[0] == NAMESPACE:
+                names = [m for m in metric[2:] if isinstance(m, str)][::2]
+                ours.append((metric[1], tuple(n for n in names if n in ("ClusterName", "InstanceId"))))
+    assert ours, "the dashboard shows Neuron metrics"
+    for name, dimensions in ours:
+        assert name in METRICS and dimensions in DIMENSION_SETS, (name, dimensions)
+    titles = [w["properties"].get("title") for w in body["widgets"]]
+    assert (
+        "NeuronCore utilization per instance (%)" in titles and "Accelerator memory used per instance (bytes)" in titles
+    )
+
+
+def test_services_and_their_load_balancer_are_on_the_dashboard(templates: dict[str, dict[str, Any]]) -> None:
+    titles = [w["properties"].get("title") for w in _dashboard_body(templates["NeuronRagFleet"])["widgets"]]
+    assert {"Service CPU (%)", "Service memory (%)", "Load balancer response time (s, p99)", "Target 5xx"} <= set(
+        titles
+    )
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_hardware_and_execution_error_alarms_reach_an_encrypted_topic(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    template = templates[stack]
+    ((topic_id, topic),) = resources(template, "AWS::SNS::Topic").items()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    alarms = {
+        a["Properties"]["MetricName"]: a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    assert set(alarms) == {"HardwareEccUncorrected", "ExecutionErrors"}
+    for alarm in alarms.values():
+        assert alarm["Namespace"] == NAMESPACE
+        assert [d["Name"] for d in alarm["Dimensions"]] == ["ClusterName"]
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+    assert (alarms["HardwareEccUncorrected"]["Statistic"], alarms["HardwareEccUncorrected"]["Threshold"]) == (
+        "Maximum",
+        1,
+    )
+
+
+def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[str, dict[str, Any]]) -> None:
+    """The conflict rules of ``neuron-ecs inspect``, with every daemon task next to a task holding every chip."""
+    from neuron_constructs.inspection import _mapped_devices
+
+    template = templates["NeuronSlicedTrn1"]
+    daemon_tasks = [_task(template, s) for s in _daemon_services(template).values()]
+    live = [
+        {
+            "containerDefinitions": [
+                {
+                    "name": c["Name"],
+                    "linuxParameters": {
+                        "devices": [
+                            {"hostPath": d["HostPath"]} for d in c.get("LinuxParameters", {}).get("Devices", [])
+                        ]
+                    },
+                }
+                for c in task["ContainerDefinitions"]
+            ]
+        }
+        for task in daemon_tasks
+    ]
+    instance = ContainerInstance("ci/a", "i-a", "trn1.32xlarge", NeuronDevices(tuple(map(str, range(16))), ()))
+    workload = Task(
+        "task/w", "td/w:1", "ci/a", (TaskContainer("model", (), tuple(f"/dev/neuron{i}" for i in range(16))),)
+    )
+    daemons = [
+        Task(
+            f"task/d{n}",
+            f"td/d{n}:1",
+            "ci/a",
+            tuple(TaskContainer(name, (), paths) for name, paths in _mapped_devices(t).items()),
+        )
+        for n, t in enumerate(live)
+    ]
+    assert [f for f in find_problems([instance], [workload, *daemons]) if f.kind == "conflict"] == []
+
+
+def test_the_health_daemon_stops_on_an_unrecoverable_error_and_only_then(tmp_path: Any) -> None:
+    log = tmp_path / "kmsg"
+    log.write_text(
+        "6,100,1;neuron: NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n"
+        "3,101,2;NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR instance-id=i-0abc hostname=ip-10-0-0-1 nd-id=3 nc-id=0 "
+        "action=TERMINATE_INSTANCE\n"
+    )
+    result = subprocess.run(
+        ["bash", "-c", health_script()],
+        env={"NEURON_HEALTH_KMSG": str(log), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1 and "HBM_UNCORRECTABLE_ERROR instance-id=i-0abc" in result.stdout
+    log.write_text("6,100,1;NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n")
+    with pytest.raises(subprocess.TimeoutExpired):  # no unrecoverable error: it keeps running
+        subprocess.run(
+            ["bash", "-c", health_script()],
+            env={"NEURON_HEALTH_KMSG": str(log), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=1,
+        )
+    assert set(NEURON_HARDWARE_ERRORS) == {
+        "SRAM_UNCORRECTABLE_ERROR",
+        "NC_UNCORRECTABLE_ERROR",
+        "HBM_UNCORRECTABLE_ERROR",
+        "DMA_ERROR",
+    }
+
+
+def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kernel_log(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    template = templates["NeuronInferenceManaged"]
+    definitions = resources(template, "AWS::ECS::DaemonTaskDefinition")
+    health = next(
+        d["Properties"]
+        for d in definitions.values()
+        if d["Properties"]["ContainerDefinitions"][0]["Name"] == "neuron-health"
+    )
+    (container,) = health["ContainerDefinitions"]
+    assert container["LinuxParameters"]["Devices"] == [
+        {"HostPath": "/dev/kmsg", "ContainerPath": "/dev/kmsg", "Permissions": ["read"]}
+    ]
+    assert "Privileged" not in container and container["Essential"] is True
+
+
+def test_recovery_can_be_turned_off() -> None:
+    from neuron_constructs import NeuronCluster
+
+    stack = Stack(App(), "Metrics")
+    cluster = NeuronCluster(stack, "N")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    cluster.add_managed_instances_capacity("Mi")
+    cluster.enable_neuron_monitoring(recovery=False)
+    template = App.of(stack).synth().get_stack_by_name("Metrics").template  # type: ignore[union-attr]
+    daemons = resources(template, "AWS::ECS::Daemon").values()
+    assert [d["Properties"]["Critical"] for d in daemons] == [False]
+    recovery = next(
+        c
+        for t in resources(template, "AWS::ECS::TaskDefinition").values()
+        for c in t["Properties"]["ContainerDefinitions"]
+        if c["Name"] == "recovery"
+    )
+    assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in recovery["Environment"]

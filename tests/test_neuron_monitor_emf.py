@@ -1,0 +1,107 @@
+"""The publishing path of the monitoring daemon: neuron-monitor JSON in, CloudWatch embedded metric format out.
+
+``data/neuron_monitor_sample.json`` is the neuron-monitor user guide's report (aws-neuron/aws-neuron-sdk
+``tools/neuron-sys-tools/neuron-monitor-user-guide.rst`` at 81ce03ae261e12925e53437a0f690478e6366155): its top-level
+skeleton with each ``[...]`` replaced by the guide's own fragment for that group, values unchanged. Made valid JSON
+by: a colon for the comma after ``"neuron_runtime_tag"``, the ``[...]``/``...`` elisions removed, the braces the
+``memory_used`` and ``neuron_k8s_info`` fragments leave open closed, and trailing commas dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuron_constructs import neuron_monitor_emf as emf
+
+SAMPLE = Path(__file__).parent / "data" / "neuron_monitor_sample.json"
+
+
+@pytest.fixture(scope="module")
+def sample() -> dict[str, Any]:
+    return json.loads(SAMPLE.read_text())  # type: ignore[no-any-return]
+
+
+def test_the_guide_s_report_gives_every_metric(sample: dict[str, Any]) -> None:
+    values = emf.metric_values(sample)
+    # trn2: 16 devices x 4 NeuronCores; cores 0 and 1 in use at 42.01 % and 42.02 %.
+    assert values["NeuronCoreUtilization"] == round((42.01 + 42.02) / 64, 2)
+    assert values["AcceleratorMemoryUsed"] == 12519788544
+    assert values["ExecutionErrors"] == 0 and values["ExecutionsCompleted"] == 123
+    assert values["ExecutionLatencyP50"] == 0.01100008 and values["ExecutionLatencyP99"] == 0.01100012
+    assert values["HardwareEccCorrected"] == 0 and values["HardwareEccUncorrected"] == 0
+    assert set(values) == set(emf.METRICS)
+
+
+def test_errors_and_ecc_events_are_summed_across_applications_and_devices(sample: dict[str, Any]) -> None:
+    report = json.loads(json.dumps(sample))
+    second = json.loads(json.dumps(report["neuron_runtime_data"][0]))
+    second["report"]["execution_stats"]["error_summary"].update(hardware=2, numerical=1)
+    second["report"]["execution_stats"]["latency_stats"]["total_latency"]["p99"] = 0.5
+    report["neuron_runtime_data"].append(second)
+    report["system_data"]["neuron_hw_counters"]["neuron_devices"] += [
+        {
+            "neuron_device_index": 1,
+            "mem_ecc_corrected": 3,
+            "mem_ecc_uncorrected": 1,
+            "sram_ecc_uncorrected": 1,
+            "sram_ecc_corrected": 0,
+        }
+    ]
+    values = emf.metric_values(report)
+    assert values["ExecutionErrors"] == 3
+    assert values["ExecutionLatencyP99"] == 0.5
+    assert (values["HardwareEccCorrected"], values["HardwareEccUncorrected"]) == (3, 2)
+    assert values["NeuronCoreUtilization"] == round(2 * (42.01 + 42.02) / 64, 2)
+
+
+def test_an_idle_instance_reports_zero_and_no_latency(sample: dict[str, Any]) -> None:
+    idle = {k: v for k, v in sample.items() if k != "neuron_runtime_data"}
+    values = emf.metric_values(idle)
+    assert values["NeuronCoreUtilization"] == 0 and "ExecutionLatencyP50" not in values
+
+
+def test_each_report_becomes_one_emf_line_with_both_dimension_sets(sample: dict[str, Any]) -> None:
+    stream = io.StringIO(json.dumps(sample, indent=2) + "\n" + json.dumps(sample) + "\n")
+    out = io.StringIO()
+    os.environ[emf.CLUSTER_ENVIRONMENT] = "neuron-prod"
+    try:
+        emf.main(stream, out)
+    finally:
+        del os.environ[emf.CLUSTER_ENVIRONMENT]
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2
+    record = json.loads(lines[0])
+    (declaration,) = record["_aws"]["CloudWatchMetrics"]
+    assert declaration["Namespace"] == emf.NAMESPACE
+    assert declaration["Dimensions"] == [["ClusterName"], ["ClusterName", "InstanceId"]]
+    assert {m["Name"]: m["Unit"] for m in declaration["Metrics"]} == dict(emf.METRICS)
+    assert (record["ClusterName"], record["InstanceId"]) == ("neuron-prod", "i-0011223344556677a")
+    # EMF: every declared metric and dimension is a top-level member of the record.
+    for name in [*(m["Name"] for m in declaration["Metrics"]), "ClusterName", "InstanceId"]:
+        assert name in record
+    assert isinstance(record["_aws"]["Timestamp"], int)
+
+
+def test_the_script_runs_as_the_daemon_runs_it(sample: dict[str, Any]) -> None:
+    """``python3 -c <source>`` with the report on stdin, as the monitoring container's command does."""
+    from neuron_constructs.monitoring import publisher_source
+
+    result = subprocess.run(
+        [sys.executable, "-u", "-c", publisher_source()],
+        input=json.dumps(sample) + "\n",
+        capture_output=True,
+        text=True,
+        env={"NEURON_MONITOR_CLUSTER": "c", "PATH": os.environ.get("PATH", "")},
+        timeout=60,
+        check=True,
+    )
+    (line,) = result.stdout.splitlines()
+    assert json.loads(line)["NeuronCoreUtilization"] == emf.metric_values(sample)["NeuronCoreUtilization"]
