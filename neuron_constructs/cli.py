@@ -197,14 +197,27 @@ def _inspect(args: argparse.Namespace, out: _Output) -> int:
         inspection = inspect_cluster(client, args.cluster, progress=progress)
     finally:
         progress.done()
+    utilization: dict[str, float | None] | None = None
+    if args.metrics:
+        from neuron_constructs.inspection import client_config
+        from neuron_constructs.utilization import neuroncore_utilization
+
+        cloudwatch = session.client("cloudwatch", endpoint_url=args.endpoint_url, config=client_config())
+        ids = [i.ec2_instance_id for i in inspection.container_instances if i.ec2_instance_id]
+        utilization = neuroncore_utilization(cloudwatch, args.cluster, ids)
     if args.json:
-        _print_json(inspection.to_json(), out)
+        document = inspection.to_json()
+        if utilization is not None:
+            document["neuroncore_utilization"] = utilization
+        _print_json(document, out)
     else:
-        _print_inspection(inspection, out)
+        _print_inspection(inspection, out, utilization=utilization)
     return EXIT_CONFLICT if inspection.has_conflict else EXIT_OK
 
 
-def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
+def _print_inspection(
+    inspection: ClusterInspection, out: _Output, *, utilization: dict[str, float | None] | None = None
+) -> None:
     instances = {i.arn: i for i in inspection.container_instances}
     out.line(
         f"{out.style('Cluster ' + inspection.cluster, '1')}: {len(instances)} container instances, "
@@ -223,7 +236,7 @@ def _print_inspection(inspection: ClusterInspection, out: _Output) -> None:
         out.line()
         legend = f"(a letter per holder, {CONFLICT} held twice, {IDLE} idle)"
         out.line(f"{out.style('Neuron devices per instance', '1')} {legend}")
-        for line in render_device_map(inspection, styled=out.styled):
+        for line in render_device_map(inspection, styled=out.styled, utilization=utilization):
             out.line(line)
     out.line()
     if not inspection.findings:
@@ -387,6 +400,11 @@ def _parser() -> argparse.ArgumentParser:
         "inspect", help="container instances, tasks and their Neuron devices; conflicts and idle devices"
     )
     inspect.add_argument("--cluster", required=True, help="cluster name or ARN")
+    inspect.add_argument(
+        "--metrics",
+        action="store_true",
+        help="add each instance's NeuronCore utilization from CloudWatch (enable_neuron_monitoring publishes it)",
+    )
     aws_options(inspect)
 
     lint = commands.add_parser(

@@ -12,7 +12,7 @@ its tasks hold.
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from neuron_constructs.catalog import NeuronInstanceType
@@ -105,11 +105,18 @@ def _cell(cell: str, labels: str, *, styled: bool) -> str:
     return f"\033[{colour};30m {cell} \033[0m"
 
 
-def render_device_map(inspection: ClusterInspection, *, styled: bool) -> list[str]:
-    """The lines of the map: per instance a title, the chip indices, the cells, the legend and any conflicts."""
+def render_device_map(
+    inspection: ClusterInspection, *, styled: bool, utilization: Mapping[str, float | None] | None = None
+) -> list[str]:
+    """The lines of the map: per instance a title, the chip indices, the cells, the legend and any conflicts;
+    with ``utilization`` (instance id -> percent, from ``neuron-ecs inspect --metrics``) each title adds it."""
     lines: list[str] = []
-    for instance_map in instance_maps(inspection):
-        summary = [f"{len(instance_map.cells)} chips"]
+    for instance, instance_map in zip(inspection.container_instances, instance_maps(inspection), strict=True):
+        chips = len(instance_map.cells)
+        summary = [f"{chips} chip{'' if chips == 1 else 's'}"]
+        if utilization is not None:
+            value = utilization.get(instance.ec2_instance_id or "")
+            summary.append("NeuronCore utilization " + ("not published" if value is None else f"{value:.1f} %"))
         if instance_map.idle:
             summary.append(f"{instance_map.idle} idle")
         if instance_map.conflicts:

@@ -74,7 +74,7 @@ def test_inspect_prints_the_map_after_the_tables() -> None:
     _print_inspection(inspection, _Output(stream))
     text = stream.getvalue()
     assert "Neuron devices per instance" in text
-    assert "i-a (inf2.xlarge): 1 chips, 1 idle" in text and not ANSI.search(text)
+    assert "i-a (inf2.xlarge): 1 chip, 1 idle" in text and not ANSI.search(text)
 
 
 def test_the_map_of_1000_instances_and_5000_tasks_is_drawn_within_the_inspect_budget() -> None:

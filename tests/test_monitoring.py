@@ -302,3 +302,25 @@ def test_recovery_can_be_turned_off() -> None:
         if c["Name"] == "recovery"
     )
     assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in recovery["Environment"]
+
+
+def test_the_readme_s_metric_table_and_cost_figures_are_the_code_s() -> None:
+    from pathlib import Path
+
+    from neuron_constructs import neuron_monitor_emf as emf
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Observability", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.M)
+    assert dict(rows) == dict(METRICS)
+    assert f"{len(METRICS)} custom metrics per instance" in section
+    assert f"${len(METRICS) * 0.30:.2f} per instance per month" in section
+    sample = json.loads((Path(__file__).parent / "data" / "neuron_monitor_sample.json").read_text())
+    line = json.dumps(
+        emf.emf_record(
+            sample, cluster="NeuronInferenceEc2-NeuronCluster877957E9-ABCDEFGHIJKL", timestamp_ms=1764500000000
+        ),
+        separators=(",", ":"),
+    )
+    assert f"gives {len(line)} bytes" in section
+    assert f"Namespace `{NAMESPACE}`" in section

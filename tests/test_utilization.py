@@ -1,0 +1,84 @@
+"""``neuron-ecs inspect --metrics``: each instance's NeuronCore utilization from CloudWatch, one GetMetricData call per
+500 instances (moto's CloudWatch)."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto_fleet import build_fleet
+
+from neuron_constructs.cli import EXIT_OK, main
+from neuron_constructs.inspection import count_api_calls
+from neuron_constructs.neuron_monitor_emf import NAMESPACE
+from neuron_constructs.utilization import QUERIES_PER_CALL, cluster_name_of, neuroncore_utilization
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        yield boto3.Session(region_name=REGION)
+
+
+def _publish(session: boto3.Session, cluster: str, instance: str, value: float) -> None:
+    """What the daemon's EMF line becomes in CloudWatch: the metric with the cluster and instance dimensions."""
+    session.client("cloudwatch").put_metric_data(
+        Namespace=NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": "NeuronCoreUtilization",
+                "Dimensions": [{"Name": "ClusterName", "Value": cluster}, {"Name": "InstanceId", "Value": instance}],
+                "Value": value,
+                "Unit": "Percent",
+                "Timestamp": datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1),
+            }
+        ],
+    )
+
+
+def test_one_call_per_500_instances_and_none_for_instances_that_published_nothing(aws: boto3.Session) -> None:
+    _publish(aws, "neuron", "i-0000", 37.5)
+    _publish(aws, "neuron", "i-0999", 80.0)
+    _publish(aws, "other", "i-0001", 99.0)  # another cluster's instance: not this cluster's metric
+    ids = [f"i-{n:04d}" for n in range(1001)]
+    cloudwatch = aws.client("cloudwatch")
+    with count_api_calls(cloudwatch) as calls:
+        found = neuroncore_utilization(cloudwatch, "arn:aws:ecs:us-east-1:123456789012:cluster/neuron", ids)
+    assert calls == {"GetMetricData": -(-1001 // QUERIES_PER_CALL)} == {"GetMetricData": 3}
+    assert (found["i-0000"], found["i-0999"], found["i-0001"], found["i-1000"]) == (37.5, 80.0, None, None)
+    assert len(found) == 1001
+
+
+def test_cluster_names_come_from_names_or_arns() -> None:
+    assert cluster_name_of("neuron") == "neuron"
+    assert cluster_name_of("arn:aws:ecs:us-east-1:123456789012:cluster/neuron") == "neuron"
+
+
+def test_inspect_metrics_adds_utilization_to_the_map_and_the_json(aws: boto3.Session) -> None:
+    fleet = build_fleet(aws, cluster="neuron", instance_types=["inf2.xlarge", "inf2.xlarge"])
+    _publish(aws, "neuron", fleet.ec2_instance_ids[0], 42.0)
+    out = io.StringIO()
+    assert main(["inspect", "--cluster", "neuron", "--metrics"], stdout=out, stderr=io.StringIO()) == EXIT_OK
+    text = out.getvalue()
+    assert f"{fleet.ec2_instance_ids[0]} (inf2.xlarge): 1 chip, NeuronCore utilization 42.0 %" in text
+    assert f"{fleet.ec2_instance_ids[1]} (inf2.xlarge): 1 chip, NeuronCore utilization not published" in text
+    out = io.StringIO()
+    main(["inspect", "--cluster", "neuron", "--metrics", "--json"], stdout=out, stderr=io.StringIO())
+    assert json.loads(out.getvalue())["neuroncore_utilization"] == {
+        fleet.ec2_instance_ids[0]: 42.0,
+        fleet.ec2_instance_ids[1]: None,
+    }
