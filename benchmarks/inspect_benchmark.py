@@ -112,6 +112,11 @@ def main() -> int:
         in_process, _ = _median_seconds(args.runs, lambda: inspect_cluster(client, "bench"))
         instances_seen, tasks_seen = list(inspection.container_instances), list(inspection.tasks)
         analysis, _ = _median_seconds(args.runs, lambda: find_problems(instances_seen, tasks_seen))
+        from neuron_constructs.device_map import render_device_map
+
+        device_map, _ = _median_seconds(args.runs, lambda: render_device_map(inspection, styled=True))
+        map_lines = render_device_map(inspection, styled=False)
+        assert sum(1 for line in map_lines if line.startswith("i-")) == instances
 
         env = {**os.environ, "AWS_ENDPOINT_URL": endpoint}
         command = [_console_script(), "inspect", "--cluster", "bench", "--json"]
@@ -162,6 +167,8 @@ def main() -> int:
         "calls_on_ecs_paging_at_100": ecs_calls,
         "inspect_in_process_median_seconds": round(in_process, 3),
         "find_problems_median_seconds": round(analysis, 4),
+        "device_map_median_seconds": round(device_map, 4),
+        "device_map_lines": len(map_lines),
         "neuron_ecs_inspect_json_median_seconds": round(console, 3),
         "neuron_ecs_inspect_json_cpu_median_seconds": round(console_cpu, 3),
         "neuron_ecs_catalog_median_seconds": round(catalog, 3),
@@ -173,6 +180,7 @@ def main() -> int:
     print(f"calls measured on moto (one page per List call): {sum(measured.values())} {measured}")
     print(f"calls on ECS (List pages of {API_PAGE_SIZE}):           {sum(ecs_calls.values())} {ecs_calls}")
     print(f"inspect_cluster in process:          median {in_process:.3f} s over {args.runs} runs")
+    print(f"device map of every instance:        median {device_map:.4f} s ({len(map_lines)} lines)")
     print(f"  of which find_problems:            median {analysis:.4f} s (the rest is the server and HTTP)")
     print(f"neuron-ecs inspect --json (process): median {console:.3f} s over {args.runs} runs")
     print(f"  CPU time of that process:          median {console_cpu:.3f} s (the rest is waiting for moto)")
