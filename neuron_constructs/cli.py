@@ -59,7 +59,7 @@ class _Output:
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
-        self.styled = stream.isatty() and "NO_COLOR" not in os.environ
+        self.styled = stream.isatty() and not os.environ.get("NO_COLOR")
         self.closed = False
 
     def style(self, text: str, code: str) -> str:

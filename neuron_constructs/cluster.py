@@ -432,16 +432,12 @@ class NeuronCluster(Construct):
         ----------
         alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
         recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
-        period: how often neuron-monitor reports and the metrics' resolution; default 1 minute.
+        period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
         execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
         """
         from neuron_constructs.monitoring import NeuronMonitoring
 
-        if self.monitoring is not None:
-            raise rules.MONITORING_TWICE.error(
-                f"{construct_path(self)}/Monitoring", "enable_neuron_monitoring was already called"
-            )
-        self.monitoring = NeuronMonitoring(
+        return NeuronMonitoring(
             self,
             "Monitoring",
             cluster=self,
@@ -450,4 +446,3 @@ class NeuronCluster(Construct):
             period=period,
             execution_errors_threshold=execution_errors_threshold,
         )
-        return self.monitoring

@@ -102,6 +102,8 @@ class _StackReader:
         self.gaps.append(Gap(self.declared[logical_id]["Type"], logical_id, attribute, detail))
 
     def compare(self, logical_id: str, what: str, asked: Any, live: Any) -> None:
+        if isinstance(asked, dict):
+            return  # an intrinsic function (Ref, Fn::Join...): resolved by CloudFormation, not comparable here
         if asked not in (None, [], "") and asked != live:
             self.gap(logical_id, f"{what}: template asks {asked!r}, the endpoint reports {live!r}", attribute=what)
 
@@ -401,11 +403,15 @@ class _StackReader:
             return
         alarm = alarms[0]
         self.compare(logical_id, "MetricName", properties.get("MetricName"), alarm.get("MetricName"))
+        if properties.get("Metrics") and not alarm.get("Metrics"):
+            self.gap(logical_id, "Metrics: the metric math is not kept", attribute="Metrics")
         actions = len(alarm.get("AlarmActions", []))
-        details = (
-            f"{alarm.get('Namespace')} {alarm.get('MetricName')} {alarm.get('Statistic')}",
-            f"{actions} action(s)",
+        watched = (
+            f"{alarm.get('Namespace')} {alarm.get('MetricName')} {alarm.get('Statistic')}"
+            if alarm.get("MetricName")
+            else f"metric math of {len(alarm.get('Metrics', []))} queries"
         )
+        details = (watched, f"{actions} action(s)")
         self.items.append(ReportItem("alarm", alarm["AlarmName"], details))
 
     def dashboard(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:

@@ -62,6 +62,7 @@ def _holders(task: Task) -> Iterable[tuple[str, set[int]]]:
 def _map(instance: ContainerInstance, tasks: Sequence[Task]) -> InstanceMap:
     registered = {i for i in map(device_index, instance.neuron_devices.registered) if i is not None}
     holders: dict[int, list[str]] = {}
+    holding_tasks: dict[int, set[str]] = {}
     legend: list[tuple[str, str]] = []
     for task in tasks:
         for name, held in _holders(task):
@@ -69,18 +70,21 @@ def _map(instance: ContainerInstance, tasks: Sequence[Task]) -> InstanceMap:
             legend.append((label, name))
             for index in held:
                 holders.setdefault(index, []).append(label)
+                holding_tasks.setdefault(index, set()).add(task.arn)
     entry = NeuronInstanceType.find(instance.instance_type or "")
     chips = max(entry.chips if entry else 0, max(registered | set(holders), default=-1) + 1)
     cells = []
     for index in range(chips):
         held_by = holders.get(index, [])
-        if len(held_by) > 1:
+        # A conflict is two tasks on one chip, as neuron-ecs inspect's findings count it: the containers of one task
+        # share its devices.
+        if len(holding_tasks.get(index, ())) > 1:
             cells.append(CONFLICT)
         elif held_by:
             cells.append(held_by[0])
         else:
             cells.append(IDLE if index in registered else UNKNOWN)
-    conflicts = tuple((i, tuple(h)) for i, h in sorted(holders.items()) if len(h) > 1)
+    conflicts = tuple((i, tuple(h)) for i, h in sorted(holders.items()) if len(holding_tasks[i]) > 1)
     where = instance.ec2_instance_id or _short(instance.arn)
     return InstanceMap(f"{where} ({instance.instance_type or 'unknown type'})", tuple(cells), tuple(legend), conflicts)
 

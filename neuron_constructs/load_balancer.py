@@ -83,6 +83,7 @@ class NeuronLoadBalancer(Construct):
         remember_path(self, scope, id)
         vpc = cluster.vpc
         port = port if port is not None else (443 if certificate else 80)
+        self.cluster = cluster
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",

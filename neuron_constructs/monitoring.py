@@ -31,6 +31,7 @@ capacity of the cluster, added before or after the call, and never a non-Neuron 
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable
 from importlib import resources
@@ -39,7 +40,6 @@ from typing import Any
 from aws_cdk import Aspects, Aws, Duration, IAspect, IStableListProducer, IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
@@ -49,9 +49,9 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct
 from jsii import implements
 
-from neuron_constructs import compliance
+from neuron_constructs import compliance, rules
 from neuron_constructs.capacity import AutoScalingCapacity, ManagedInstancesCapacity
-from neuron_constructs.inputs import Range, checked, remember_path
+from neuron_constructs.inputs import Range, checked, construct_path, remember_path
 from neuron_constructs.log_groups import log_group as new_log_group
 from neuron_constructs.neuron_monitor_emf import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
 from neuron_constructs.task_definitions import task_role
@@ -86,6 +86,9 @@ troubleshooting guide: ``NEURON_HW_ERR=<code> instance-id=... action=TERMINATE_I
 NEURON_MONITOR = "/opt/aws/neuron/bin/neuron-monitor"
 _RUNTIME_GROUPS = ("neuroncore_counters", "memory_used", "neuron_runtime_vcpu_usage", "execution_stats")
 _PUBLISHER_VARIABLE = "NEURON_MONITOR_EMF"
+KERNEL_EVENTS_NAMESPACE = f"{NAMESPACE}/KernelHardwareErrors"
+"""Where the daemons' log lines with ``NEURON_HW_ERR=`` are counted, one metric per cluster name (a log metric filter
+on plain text takes no dimensions)."""
 _DAEMON_DEPLOYMENT: dict[str, Any] = {
     "min_healthy_percent": 0,
     "max_healthy_percent": 100,
@@ -93,11 +96,30 @@ _DAEMON_DEPLOYMENT: dict[str, Any] = {
 }
 """A daemon runs one task per instance: a deployment stops the old task before it starts the new one, and rolls
 back if the new one does not start."""
+_MANAGED_DAEMON_ROLLOUT = ecs.CfnDaemon.DaemonDeploymentConfigurationProperty(
+    drain_percent=10.0, bake_time_in_minutes=10
+)
+"""Creating a managed daemon on running capacity, or changing its task definition, drains and replaces the instances
+(ECS guide: Managed Daemons deployments): a tenth of them at a time, ten minutes apart."""
 
 
 def publisher_source() -> str:
-    """The source of :mod:`neuron_constructs.neuron_monitor_emf`, which the daemon runs with ``python3 -c``."""
-    return resources.files("neuron_constructs").joinpath("neuron_monitor_emf.py").read_text()
+    """The code of :mod:`neuron_constructs.neuron_monitor_emf`, which the daemon runs with ``python3 -c``: without
+    docstrings and comments, so that editing them changes no task definition (on Managed Instances a new daemon
+    revision replaces every instance)."""
+    tree = ast.parse(resources.files("neuron_constructs").joinpath("neuron_monitor_emf.py").read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [
+                n
+                for n in body
+                if not (
+                    isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+                )
+            ]
+            node.body = kept or [ast.Pass()]  # type: ignore[attr-defined]
+    return ast.unparse(tree) + "\n"
 
 
 def neuron_monitor_config(period: Duration) -> dict[str, Any]:
@@ -123,18 +145,25 @@ def monitor_script(period: Duration) -> str:
 
 
 def health_script(kmsg: str = "/dev/kmsg") -> str:
-    """The Managed Instances health daemon's command: exit 1 at the first unrecoverable Neuron error in the kernel
-    log (the critical daemon stops, and ECS replaces the instance). If the log cannot be read it says so and keeps
-    running, so a misconfiguration never replaces instances."""
+    """The Managed Instances health daemon's command (POSIX sh): exit 1 at the first unrecoverable Neuron error in
+    the kernel log, so the critical daemon stops and ECS replaces the instance. A read error (a reader that fell
+    behind the kernel's ring buffer) starts the watch again; a log it cannot open is reported every minute and never
+    replaces the instance, so a misconfiguration cannot replace the fleet."""
     codes = "|".join(NEURON_HARDWARE_ERRORS)
     return (
         f"KMSG=${{NEURON_HEALTH_KMSG:-{kmsg}}}\n"
-        f"if line=$(grep -m1 -E 'NEURON_HW_ERR=({codes})' \"$KMSG\"); then\n"
-        '  echo "unrecoverable Neuron hardware error, stopping so ECS replaces this instance: $line"\n'
-        "  exit 1\n"
-        "fi\n"
-        'echo "neuron-health: cannot watch $KMSG; hardware errors will not replace this instance" >&2\n'
-        "exec sleep infinity\n"
+        "while :; do\n"
+        '  if [ ! -r "$KMSG" ]; then\n'
+        '    echo "neuron-health: cannot read $KMSG; hardware errors will not replace this instance" >&2\n'
+        "    sleep 60\n"
+        "    continue\n"
+        "  fi\n"
+        f"  if line=$(grep -m1 -E 'NEURON_HW_ERR=({codes})' \"$KMSG\"); then\n"
+        '    echo "neuron-health: unrecoverable Neuron hardware error, stopping so ECS replaces this instance: $line"\n'
+        "    exit 1\n"
+        "  fi\n"
+        "  sleep 1\n"
+        "done\n"
     )
 
 
@@ -147,7 +176,8 @@ class NeuronMonitoring(Construct):
     log_group: the daemons' log group (the metrics are extracted from it), kept one month.
     alarm_topic: the SNS topic the alarms notify.
     dashboard: the ``cloudwatch.Dashboard``.
-    hardware_alarm, execution_errors_alarm: the alarms.
+    hardware_alarm: uncorrected ECC events or hardware execution errors; execution_errors_alarm: execution errors;
+    kernel_alarm: a kernel ``NEURON_HW_ERR=`` event the problem detector or health daemon logged.
     daemon_service: the neuron-monitor DAEMON service of the Auto Scaling capacity (``None`` until there is one).
     recovery_service: the node-problem-detector DAEMON service (``None`` without recovery or Auto Scaling capacity).
     managed_daemons: the ``CfnDaemon`` s of the Managed Instances capacity, by capacity.
@@ -165,11 +195,24 @@ class NeuronMonitoring(Construct):
         period: Duration | None = None,
         execution_errors_threshold: int = 1,
     ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        if cluster.monitoring is not None:
+            raise rules.MONITORING_TWICE.error(path, "enable_neuron_monitoring was already called")
+        self.period = period or Duration.minutes(1)
+        seconds = self.period.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= 3600:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"period={self.period.to_human_string()}",
+                name="period",
+                minimum="1 minute",
+                maximum="60 minutes, in whole minutes (the metrics are stored at one-minute resolution)",
+            )
         super().__init__(scope, id)
         remember_path(self, scope, id)
+        cluster.monitoring = self
         self.neuron_cluster = cluster
         self.recovery = recovery
-        self.period = period or Duration.minutes(1)
         self.log_group: logs.ILogGroup = new_log_group(
             self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=cluster.log_encryption_key
         )
@@ -179,19 +222,40 @@ class NeuronMonitoring(Construct):
         self.managed_daemons: dict[ManagedInstancesCapacity, ecs.CfnDaemon] = {}
         self._daemon_task_definitions: dict[str, ecs.CfnDaemonTaskDefinition] = {}
         self._auto_scaling: list[AutoScalingCapacity] = []
+        hardware = cloudwatch.MathExpression(
+            expression="MAX([ecc, execution])",
+            using_metrics={
+                "ecc": self.metric("HardwareEccUncorrected", "Maximum", Duration.minutes(1)),
+                "execution": self.metric("ExecutionHardwareErrors", "Maximum", Duration.minutes(1)),
+            },
+            label="Uncorrected ECC events or hardware execution errors",
+            period=Duration.minutes(1),
+        )
         self.hardware_alarm = self._alarm(
             "HardwareErrors",
-            "HardwareEccUncorrected",
-            "Maximum",
-            Duration.minutes(1),
+            hardware,
             1,
-            "Uncorrected ECC events on a Neuron device of the cluster: the instance needs replacing",
+            "Uncorrected ECC events or hardware execution errors on a Neuron device of the cluster",
+        )
+        kernel = logs.MetricFilter(
+            self,
+            "KernelHardwareErrorEvents",
+            log_group=self.log_group,
+            filter_pattern=logs.FilterPattern.literal('"NEURON_HW_ERR="'),
+            metric_namespace=KERNEL_EVENTS_NAMESPACE,
+            metric_name=self.cluster_name,
+            metric_value="1",
+        )
+        self.kernel_alarm = self._alarm(
+            "KernelHardwareErrors",
+            kernel.metric(statistic="Sum", period=Duration.minutes(1)),
+            1,
+            "The kernel log of a Neuron instance reported NEURON_HW_ERR= (the problem detector or health daemon "
+            "saw it; with recovery on, the instance is being replaced)",
         )
         self.execution_errors_alarm = self._alarm(
             "ExecutionErrors",
-            "ExecutionErrors",
-            "Sum",
-            Duration.minutes(5),
+            self.metric("ExecutionErrors", "Sum", Duration.minutes(5)),
             execution_errors_threshold,
             f"{execution_errors_threshold} or more Neuron execution errors in 5 minutes on the cluster",
         )
@@ -264,14 +328,15 @@ class NeuronMonitoring(Construct):
     def _recovery_service(self, only_neuron: ecs.PlacementConstraint) -> None:
         cluster = self.neuron_cluster.cluster
         role = task_role(self, "RecoveryRole")
-        groups = Lazy.list(
-            _ProduceList(lambda: [c.auto_scaling_group.auto_scaling_group_arn for c in self._auto_scaling])
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="MarkNeuronInstancesUnhealthy", actions=["autoscaling:SetInstanceHealth"], resources=groups
+        if self.recovery:
+            groups = Lazy.list(
+                _ProduceList(lambda: [c.auto_scaling_group.auto_scaling_group_arn for c in self._auto_scaling])
             )
-        )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="MarkNeuronInstancesUnhealthy", actions=["autoscaling:SetInstanceHealth"], resources=groups
+                )
+            )
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="FindTheInstance",
@@ -287,7 +352,10 @@ class NeuronMonitoring(Construct):
                 conditions={"StringEquals": {"cloudwatch:namespace": HEALTH_NAMESPACE}},
             )
         )
-        detector = ecs.Ec2TaskDefinition(self, "RecoveryTask", network_mode=ecs.NetworkMode.AWS_VPC, task_role=role)
+        # The host network, unlike AWS's sample (awsvpc with the instance metadata left open to containers): the
+        # instances block the metadata service for awsvpc tasks, and the recovery container needs it to learn which
+        # instance it runs on.
+        detector = ecs.Ec2TaskDefinition(self, "RecoveryTask", network_mode=ecs.NetworkMode.HOST, task_role=role)
         rules = [
             {
                 "type": "permanent",
@@ -335,13 +403,6 @@ class NeuronMonitoring(Construct):
             logging=ecs.LogDrivers.aws_logs(stream_prefix="recovery", log_group=self.log_group),
         )
         compliance.acknowledge_recovery_task(detector, role)
-        security_group = ec2.SecurityGroup(
-            self,
-            "RecoverySecurityGroup",
-            vpc=self.neuron_cluster.vpc,
-            description="Neuron problem detector tasks: outbound only",
-            allow_all_outbound=True,
-        )
         self.recovery_service = ecs.Ec2Service(
             self,
             "RecoveryService",
@@ -349,8 +410,6 @@ class NeuronMonitoring(Construct):
             task_definition=detector,
             daemon=True,
             placement_constraints=[only_neuron],
-            security_groups=[security_group],
-            vpc_subnets=self.neuron_cluster.capacity_subnets,
             enable_ecs_managed_tags=True,
             **_DAEMON_DEPLOYMENT,
         )
@@ -379,8 +438,8 @@ class NeuronMonitoring(Construct):
             daemon_task_definition_arn=monitor.attr_daemon_task_definition_arn,
             critical=False,
             enable_ecs_managed_tags=True,
+            deployment_configuration=_MANAGED_DAEMON_ROLLOUT,
         )
-        self._after_association(daemon)
         compliance.acknowledge_daemon_critical(daemon)
         self.managed_daemons[capacity] = daemon
         if self.recovery:
@@ -393,15 +452,22 @@ class NeuronMonitoring(Construct):
                 daemon_task_definition_arn=health.attr_daemon_task_definition_arn,
                 critical=True,
                 enable_ecs_managed_tags=True,
+                deployment_configuration=_MANAGED_DAEMON_ROLLOUT,
             )
-            self._after_association(critical)
             compliance.acknowledge_daemon_critical(critical)
 
-    def _after_association(self, daemon: ecs.CfnDaemon) -> None:
-        """A daemon names capacity providers the cluster must already hold: it waits for the association."""
-        for child in self.neuron_cluster.cluster.node.find_all():
-            if isinstance(child, ecs.CfnClusterCapacityProviderAssociations):
-                daemon.add_dependency(child)
+    def _after_association(self) -> None:
+        """Managed daemons name capacity providers the cluster must already hold: they wait for the association
+        (aws-cdk-lib creates it at synthesis)."""
+        associations = [
+            c
+            for c in self.neuron_cluster.cluster.node.find_all()
+            if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)
+        ]
+        for child in self.node.find_all():
+            if isinstance(child, ecs.CfnDaemon):
+                for association in associations:
+                    child.add_dependency(association)
 
     def _daemon_task_definition(self, id: str, *, critical: bool) -> ecs.CfnDaemonTaskDefinition:
         existing = self._daemon_task_definitions.get(id)
@@ -418,7 +484,7 @@ class NeuronMonitoring(Construct):
             container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
                 name="neuron-health",
                 image=MONITOR_IMAGE,
-                entry_point=["/bin/bash", "-c"],
+                entry_point=["/bin/sh", "-c"],
                 command=[health_script()],
                 essential=True,
                 memory_reservation=64,
@@ -483,13 +549,11 @@ class NeuronMonitoring(Construct):
         )
         return sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True, display_name="Neuron alarms")
 
-    def _alarm(
-        self, id: str, metric: str, statistic: str, period: Duration, threshold: int, description: str
-    ) -> cloudwatch.Alarm:
+    def _alarm(self, id: str, metric: cloudwatch.IMetric, threshold: int, description: str) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             self,
             f"{id}Alarm",
-            metric=self.metric(metric, statistic, period),
+            metric=metric,
             threshold=threshold,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -525,6 +589,7 @@ class NeuronMonitoring(Construct):
                 title="Errors",
                 left=[
                     self.metric("ExecutionErrors", "Sum"),
+                    self.metric("ExecutionHardwareErrors", "Sum"),
                     self.metric("HardwareEccUncorrected", "Maximum"),
                     self.metric("HardwareEccCorrected", "Sum"),
                 ],
@@ -555,17 +620,25 @@ class NeuronMonitoring(Construct):
                     width=width,
                 ),
                 cloudwatch.GraphWidget(
-                    title="Target 5xx",
+                    title="5xx: targets and load balancer",
                     left=[
-                        t.metrics.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, statistic="Sum")
-                        for t in target_groups
+                        *(
+                            t.metrics.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, statistic="Sum")
+                            for t in target_groups
+                        ),
+                        *(
+                            b.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, statistic="Sum")
+                            for b in self._load_balancers()
+                        ),
                     ],
                     width=width,
                 ),
             )
         self.dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
-                title="Alarms", alarms=[self.hardware_alarm, self.execution_errors_alarm], width=2 * width
+                title="Alarms",
+                alarms=[self.hardware_alarm, self.kernel_alarm, self.execution_errors_alarm],
+                width=2 * width,
             )
         )
 
@@ -580,6 +653,15 @@ class NeuronMonitoring(Construct):
 
     def _services(self) -> list[ecs.BaseService]:
         return [s.service for s in self._neuron_services() if isinstance(getattr(s, "service", None), ecs.BaseService)]
+
+    def _load_balancers(self) -> list[elbv2.ApplicationLoadBalancer]:
+        from neuron_constructs.load_balancer import NeuronLoadBalancer
+
+        return [
+            n.load_balancer
+            for n in Stack.of(self).node.find_all()
+            if isinstance(n, NeuronLoadBalancer) and n.cluster is self.neuron_cluster
+        ]
 
     def _target_groups(self) -> list[elbv2.ApplicationTargetGroup]:
         groups: list[elbv2.ApplicationTargetGroup] = []
@@ -630,3 +712,4 @@ class _DashboardOnce:
             self.done = True
             self.monitoring._fill_dashboard()
             self.monitoring._acknowledge_recovery_groups()
+            self.monitoring._after_association()

@@ -36,6 +36,7 @@ METRICS: Mapping[str, str] = {
     "NeuronCoreUtilization": "Percent",
     "AcceleratorMemoryUsed": "Bytes",
     "ExecutionErrors": "Count",
+    "ExecutionHardwareErrors": "Count",
     "ExecutionsCompleted": "Count",
     "ExecutionLatencyP50": "Seconds",
     "ExecutionLatencyP99": "Seconds",
@@ -44,26 +45,44 @@ METRICS: Mapping[str, str] = {
 }
 """Metric name -> CloudWatch unit. NeuronCoreUtilization: the average over every NeuronCore of the instance
 (``neuroncore_utilization`` of the cores in use, the others at 0); AcceleratorMemoryUsed: device memory the Neuron
-applications hold (``memory_used.neuron_runtime_used_bytes.neuron_device``); ExecutionErrors: every
-``execution_stats.error_summary`` count of the period (generic, numerical, transient, model, runtime, hardware);
+applications hold (``memory_used.neuron_runtime_used_bytes.neuron_device``); ExecutionErrors: the
+``execution_stats.error_summary`` counts of the period that failed an execution (generic, numerical, model, runtime,
+hardware; not ``transient``, which the runtime recovered from); ExecutionHardwareErrors: its ``hardware`` count
+("hardware errors such as uncorrectable ECC issues");
 ExecutionsCompleted: ``execution_summary.completed``; ExecutionLatencyP50/P99: the slowest application's
 ``latency_stats.total_latency`` percentile; HardwareEcc*: ``system_data.neuron_hw_counters`` DRAM and SRAM ECC events
 of every device."""
 
 
+MAX_REPORT_CHARS = 1024 * 1024
+"""A report longer than this is dropped: neuron-monitor's reports are a few kilobytes per application."""
+
+
 def reports(stream: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """The JSON documents of a neuron-monitor stream, one per report, whether printed on one line or several."""
+    """The JSON documents of a neuron-monitor stream, one per report, whether printed on one line or several. A line
+    that starts no JSON document (a warning, a truncated report) is skipped, and so is an unfinished document longer
+    than :data:`MAX_REPORT_CHARS`: one bad line never stops the reports after it."""
     decoder = json.JSONDecoder()
     buffer = ""
     for chunk in stream:
         buffer += chunk
         while True:
-            buffer = buffer.lstrip()
-            if not buffer:
+            start = buffer.find("{")
+            if start < 0:
+                buffer = ""
                 break
+            buffer = buffer[start:]
             try:
                 document, end = decoder.raw_decode(buffer)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
+                # Reports start at the beginning of a line, and neuron-monitor writes one at a time: text before the
+                # last line that starts a document can never complete one.
+                later = buffer.rfind("\n{")
+                if later >= 0:
+                    buffer = buffer[later + 1 :]
+                    continue
+                if len(buffer) > MAX_REPORT_CHARS:
+                    buffer = ""
                 break
             buffer = buffer[end:]
             if isinstance(document, dict):
@@ -88,7 +107,7 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
     runtimes = [r for r in report.get("neuron_runtime_data") or [] if isinstance(r, dict)]
     utilization = 0.0
     used_cores = 0
-    memory = errors = completed = 0.0
+    memory = errors = hardware_errors = completed = 0.0
     latencies: dict[str, list[float]] = {"p50": [], "p99": []}
     for runtime in runtimes:
         cores = _group(runtime, "neuroncore_counters").get("neuroncores_in_use") or {}
@@ -98,7 +117,9 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
         used = _group(runtime, "memory_used").get("neuron_runtime_used_bytes") or {}
         memory += _number(used.get("neuron_device"))
         execution = _group(runtime, "execution_stats")
-        errors += sum(_number(v) for v in (execution.get("error_summary") or {}).values())
+        summary = execution.get("error_summary") or {}
+        errors += sum(_number(v) for k, v in summary.items() if k != "transient")
+        hardware_errors += _number(summary.get("hardware"))
         completed += _number((execution.get("execution_summary") or {}).get("completed"))
         total_latency = (execution.get("latency_stats") or {}).get("total_latency")
         if isinstance(total_latency, dict):
@@ -112,6 +133,7 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
         "NeuronCoreUtilization": round(utilization / max(total_cores, used_cores, 1), 2),
         "AcceleratorMemoryUsed": memory,
         "ExecutionErrors": errors,
+        "ExecutionHardwareErrors": hardware_errors,
         "ExecutionsCompleted": completed,
         "HardwareEccCorrected": corrected,
         "HardwareEccUncorrected": uncorrected,

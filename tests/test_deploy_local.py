@@ -271,11 +271,9 @@ def _check_placement_constraints(template: dict[str, Any], properties: dict[str,
 def _check_managed_instances_task(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto drops RequiresCompatibilities, NetworkMode and task-level Cpu/Memory when created by CloudFormation.
     if any(c["Name"] in ("neuron-monitor", "npd") for c in properties["ContainerDefinitions"]):
-        # The monitoring daemons: neuron-monitor in the host network (it reads the instance id from IMDS), the
-        # problem detector in awsvpc as AWS's sample runs it.
-        assert properties["NetworkMode"] == (
-            "host" if properties["ContainerDefinitions"][0]["Name"] == "neuron-monitor" else "awsvpc"
-        )
+        # The monitoring daemons run in the host network: neuron-monitor and the recovery container read the
+        # instance id from the instance metadata service.
+        assert properties["NetworkMode"] == "host"
         return
     assert properties["RequiresCompatibilities"] in (["MANAGED_INSTANCES"], ["EC2"], ["EC2", "MANAGED_INSTANCES"])
     if properties["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]:
@@ -382,6 +380,26 @@ def _check_managed_daemon(template: dict[str, Any], properties: dict[str, Any]) 
     assert properties["Critical"] is (container["Name"] == "neuron-health")
 
 
+def _check_metric_filter(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler does not create AWS::Logs::MetricFilter: the daemons' log lines with
+    # NEURON_HW_ERR= count into the metric the kernel hardware errors alarm watches.
+    assert properties["FilterPattern"] == '"NEURON_HW_ERR="'
+    (group_id,) = [k for k in resources(template, "AWS::Logs::LogGroup") if k.startswith("NeuronMonitoringLogs")]
+    assert properties["LogGroupName"] == {"Ref": group_id}
+    (transform,) = properties["MetricTransformations"]
+    alarms = resources(template, "AWS::CloudWatch::Alarm").values()
+    assert any(a["Properties"].get("MetricName") == transform["MetricName"] for a in alarms)
+
+
+def _check_alarm_math(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's alarms keep no metric math: the hardware alarm is the larger of uncorrected ECC events and hardware
+    # execution errors.
+    (expression,) = [m["Expression"] for m in properties["Metrics"] if "Expression" in m]
+    assert expression == "MAX([ecc, execution])"
+    names = {m["MetricStat"]["Metric"]["MetricName"] for m in properties["Metrics"] if "MetricStat" in m}
+    assert names == {"HardwareEccUncorrected", "ExecutionHardwareErrors"}
+
+
 def _check_scalable_target(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto 5.2's CloudFormation handler creates no Application Auto Scaling resources.
     assert (properties["ServiceNamespace"], properties["ScalableDimension"]) == ("ecs", "ecs:service:DesiredCount")
@@ -429,6 +447,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::EC2::PlacementGroup", "resource"): _check_placement_group,
     ("AWS::SNS::TopicPolicy", "resource"): _check_topic_policy,
     ("AWS::ECS::Daemon", "resource"): _check_managed_daemon,
+    ("AWS::Logs::MetricFilter", "resource"): _check_metric_filter,
+    ("AWS::CloudWatch::Alarm", "Metrics"): _check_alarm_math,
     ("AWS::FSx::DataRepositoryAssociation", "resource"): _check_data_repository_association,
 }
 

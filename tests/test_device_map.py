@@ -89,3 +89,16 @@ def test_the_map_of_1000_instances_and_5000_tasks_is_drawn_within_the_inspect_bu
     assert len([line for line in lines if line.startswith("i-")]) == 1000
     # bench-inspect's whole neuron-ecs inspect of this fleet spends 0.72 s of CPU; the map adds a small share.
     assert sorted(timings)[1] < 0.25, timings
+
+
+def test_containers_of_one_task_on_one_chip_are_no_conflict() -> None:
+    both = Task(
+        "task/one",
+        "td/one:1",
+        "ci/a",
+        (TaskContainer("model", (), ("/dev/neuron0",)), TaskContainer("sidecar", (), ("/dev/neuron0",))),
+    )
+    inspection = _inspection([_instance("a", "inf2.xlarge", range(1))], [both])
+    (only,) = instance_maps(inspection)
+    assert only.cells == ("A",) and only.conflicts == ()
+    assert not [f for f in inspection.findings if f.kind == "conflict"]

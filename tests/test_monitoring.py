@@ -77,12 +77,16 @@ def _task(template: dict[str, Any], service: dict[str, Any]) -> dict[str, Any]:
     return template["Resources"][service["Properties"]["TaskDefinition"]["Ref"]]["Properties"]  # type: ignore[no-any-return]
 
 
-def _monitor(template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _daemon_task(template: dict[str, Any], container: str) -> tuple[dict[str, Any], dict[str, Any]]:
     for service in _daemon_services(template).values():
         task = _task(template, service)
-        if task["NetworkMode"] == "host":
+        if task["ContainerDefinitions"][0]["Name"] == container:
             return service, task
-    raise AssertionError("no neuron-monitor daemon service")
+    raise AssertionError(f"no daemon service runs {container}")
+
+
+def _monitor(template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return _daemon_task(template, "neuron-monitor")
 
 
 def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_stream(
@@ -124,9 +128,9 @@ def test_each_daemon_role_holds_only_what_it_needs(templates: dict[str, dict[str
         "logs:CreateLogStream",
         "logs:PutLogEvents",
     }
-    recovery = next(
-        _task(template, s) for s in _daemon_services(template).values() if _task(template, s)["NetworkMode"] == "awsvpc"
-    )
+    _, recovery = _daemon_task(template, "npd")
+    # The host network: the instances block instance metadata for awsvpc tasks, and recovery needs it.
+    assert recovery["NetworkMode"] == "host"
     statements = {s["Sid"]: s for s in _statements(template, recovery["TaskRoleArn"]["Fn::GetAtt"][0])}
     assert set(statements) == {"MarkNeuronInstancesUnhealthy", "FindTheInstance", "PublishHealth"}
     assert statements["MarkNeuronInstancesUnhealthy"]["Action"] == "autoscaling:SetInstanceHealth"
@@ -160,7 +164,7 @@ def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
                 assert namespace == NAMESPACE
             elif metric[0] == NAMESPACE:
                 names = [m for m in metric[2:] if isinstance(m, str)][::2]
-                ours.append((metric[1], tuple(n for n in names if n in ("ClusterName", "InstanceId"))))
+                ours.append((metric[1], tuple(names)))
     assert ours, "the dashboard shows Neuron metrics"
     for name, dimensions in ours:
         assert name in METRICS and dimensions in DIMENSION_SETS, (name, dimensions)
@@ -172,9 +176,14 @@ def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
 
 def test_services_and_their_load_balancer_are_on_the_dashboard(templates: dict[str, dict[str, Any]]) -> None:
     titles = [w["properties"].get("title") for w in _dashboard_body(templates["NeuronRagFleet"])["widgets"]]
-    assert {"Service CPU (%)", "Service memory (%)", "Load balancer response time (s, p99)", "Target 5xx"} <= set(
-        titles
-    )
+    assert {
+        "Service CPU (%)",
+        "Service memory (%)",
+        "Load balancer response time (s, p99)",
+        "5xx: targets and load balancer",
+    } <= set(titles)
+    body = json.dumps(_dashboard_body(templates["NeuronRagFleet"]))
+    assert "HTTPCode_Target_5XX_Count" in body and "HTTPCode_ELB_5XX_Count" in body
 
 
 @pytest.mark.parametrize("stack", ECS_STACKS)
@@ -185,17 +194,36 @@ def test_hardware_and_execution_error_alarms_reach_an_encrypted_topic(
     ((topic_id, topic),) = resources(template, "AWS::SNS::Topic").items()
     assert "KmsMasterKeyId" in topic["Properties"]
     alarms = {
-        a["Properties"]["MetricName"]: a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        k.split("Monitoring", 1)[1]: a["Properties"] for k, a in resources(template, "AWS::CloudWatch::Alarm").items()
     }
-    assert set(alarms) == {"HardwareEccUncorrected", "ExecutionErrors"}
+    assert {k.split("Alarm")[0] for k in alarms} == {"HardwareErrors", "KernelHardwareErrors", "ExecutionErrors"}
     for alarm in alarms.values():
-        assert alarm["Namespace"] == NAMESPACE
-        assert [d["Name"] for d in alarm["Dimensions"]] == ["ClusterName"]
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
-    assert (alarms["HardwareEccUncorrected"]["Statistic"], alarms["HardwareEccUncorrected"]["Threshold"]) == (
-        "Maximum",
-        1,
+        assert (
+            alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+            and alarm["TreatMissingData"] == "notBreaching"
+        )
+    hardware = next(a for k, a in alarms.items() if k.startswith("HardwareErrors"))
+    (expression,) = [m for m in hardware["Metrics"] if "Expression" in m]
+    assert expression["Expression"] == "MAX([ecc, execution])" and hardware["Threshold"] == 1
+    stats = {m["Id"]: m["MetricStat"] for m in hardware["Metrics"] if "MetricStat" in m}
+    assert {k: (v["Metric"]["Namespace"], v["Metric"]["MetricName"], v["Stat"]) for k, v in stats.items()} == {
+        "ecc": (NAMESPACE, "HardwareEccUncorrected", "Maximum"),
+        "execution": (NAMESPACE, "ExecutionHardwareErrors", "Maximum"),
+    }
+    execution = next(a for k, a in alarms.items() if k.startswith("ExecutionErrors"))
+    assert (execution["Namespace"], execution["MetricName"], execution["Statistic"]) == (
+        NAMESPACE,
+        "ExecutionErrors",
+        "Sum",
     )
+    assert [d["Name"] for d in execution["Dimensions"]] == ["ClusterName"]
+    # The daemons' kernel-log lines with NEURON_HW_ERR= (a replacement under way) notify too.
+    (metric_filter,) = resources(template, "AWS::Logs::MetricFilter").values()
+    assert metric_filter["Properties"]["FilterPattern"] == '"NEURON_HW_ERR="'
+    kernel = next(a for k, a in alarms.items() if k.startswith("KernelHardwareErrors"))
+    transform = metric_filter["Properties"]["MetricTransformations"][0]
+    assert kernel["Namespace"] == transform["MetricNamespace"] and kernel["MetricName"] == transform["MetricName"]
 
 
 def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[str, dict[str, Any]]) -> None:
@@ -237,34 +265,41 @@ def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[
 
 
 def test_the_health_daemon_stops_on_an_unrecoverable_error_and_only_then(tmp_path: Any) -> None:
-    log = tmp_path / "kmsg"
-    log.write_text(
-        "6,100,1;neuron: NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n"
-        "3,101,2;NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR instance-id=i-0abc hostname=ip-10-0-0-1 nd-id=3 nc-id=0 "
-        "action=TERMINATE_INSTANCE\n"
-    )
-    result = subprocess.run(
-        ["bash", "-c", health_script()],
-        env={"NEURON_HEALTH_KMSG": str(log), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 1 and "HBM_UNCORRECTABLE_ERROR instance-id=i-0abc" in result.stdout
-    log.write_text("6,100,1;NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n")
-    with pytest.raises(subprocess.TimeoutExpired):  # no unrecoverable error: it keeps running
-        subprocess.run(
-            ["bash", "-c", health_script()],
-            env={"NEURON_HEALTH_KMSG": str(log), "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            timeout=1,
-        )
+    """Watching a stream that blocks, as /dev/kmsg does: a FIFO."""
+    import os
+    import time
+
+    fifo = tmp_path / "kmsg"
+    os.mkfifo(fifo)
+    env = {"NEURON_HEALTH_KMSG": str(fifo), "PATH": "/usr/bin:/bin"}
+    daemon = subprocess.Popen(["sh", "-c", health_script()], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        with open(fifo, "w") as kernel:
+            kernel.write("6,100,1;neuron: NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n")
+            kernel.flush()
+            time.sleep(0.5)
+            assert daemon.poll() is None  # a correctable error: still watching
+            kernel.write(
+                "3,101,2;NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR instance-id=i-0abc hostname=ip-10-0-0-1 nd-id=3 "
+                "nc-id=0 action=TERMINATE_INSTANCE\n"
+            )
+        out, _ = daemon.communicate(timeout=30)
+    finally:
+        daemon.kill()
+    assert daemon.returncode == 1 and "HBM_UNCORRECTABLE_ERROR instance-id=i-0abc" in out
     assert set(NEURON_HARDWARE_ERRORS) == {
         "SRAM_UNCORRECTABLE_ERROR",
         "NC_UNCORRECTABLE_ERROR",
         "HBM_UNCORRECTABLE_ERROR",
         "DMA_ERROR",
     }
+
+
+def test_a_kernel_log_it_cannot_read_never_stops_the_health_daemon(tmp_path: Any) -> None:
+    env = {"NEURON_HEALTH_KMSG": str(tmp_path / "missing"), "PATH": "/usr/bin:/bin"}
+    with pytest.raises(subprocess.TimeoutExpired) as waited:
+        subprocess.run(["sh", "-c", health_script()], env=env, capture_output=True, text=True, timeout=2)
+    assert b"cannot read" in (waited.value.stderr or b"")
 
 
 def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kernel_log(
@@ -295,6 +330,8 @@ def test_recovery_can_be_turned_off() -> None:
     template = App.of(stack).synth().get_stack_by_name("Metrics").template  # type: ignore[union-attr]
     daemons = resources(template, "AWS::ECS::Daemon").values()
     assert [d["Properties"]["Critical"] for d in daemons] == [False]
+    policies = json.dumps(resources(template, "AWS::IAM::Policy"))
+    assert "autoscaling:SetInstanceHealth" not in policies  # nothing to mark unhealthy with recovery off
     recovery = next(
         c
         for t in resources(template, "AWS::ECS::TaskDefinition").values()
@@ -324,3 +361,28 @@ def test_the_readme_s_metric_table_and_cost_figures_are_the_code_s() -> None:
     )
     assert f"gives {len(line)} bytes" in section
     assert f"Namespace `{NAMESPACE}`" in section
+
+
+def test_monitoring_is_registered_however_it_is_made_and_only_once() -> None:
+    from neuron_constructs import NeuronCluster, NeuronConfigurationError
+    from neuron_constructs.monitoring import NeuronMonitoring
+
+    stack = Stack(App(), "Direct")
+    cluster = NeuronCluster(stack, "N")
+    monitoring = NeuronMonitoring(stack, "Mon", cluster=cluster)
+    assert cluster.monitoring is monitoring
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    assert monitoring.daemon_service is not None  # capacity added later is covered
+    with pytest.raises(NeuronConfigurationError, match="NEURON054"):
+        NeuronMonitoring(stack, "Again", cluster=cluster)
+
+
+@pytest.mark.parametrize("seconds", [0, 30, 90, 7200])
+def test_a_period_that_is_not_whole_minutes_is_refused(seconds: int) -> None:
+    from aws_cdk import Duration
+
+    from neuron_constructs import NeuronCluster, NeuronConfigurationError
+
+    cluster = NeuronCluster(Stack(App(), "Period"), "N")
+    with pytest.raises(NeuronConfigurationError, match="period="):
+        cluster.enable_neuron_monitoring(period=Duration.seconds(seconds))

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_the_guide_s_report_gives_every_metric(sample: dict[str, Any]) -> None:
 def test_errors_and_ecc_events_are_summed_across_applications_and_devices(sample: dict[str, Any]) -> None:
     report = json.loads(json.dumps(sample))
     second = json.loads(json.dumps(report["neuron_runtime_data"][0]))
-    second["report"]["execution_stats"]["error_summary"].update(hardware=2, numerical=1)
+    second["report"]["execution_stats"]["error_summary"].update(hardware=2, numerical=1, transient=5)
     second["report"]["execution_stats"]["latency_stats"]["total_latency"]["p99"] = 0.5
     report["neuron_runtime_data"].append(second)
     report["system_data"]["neuron_hw_counters"]["neuron_devices"] += [
@@ -56,7 +57,8 @@ def test_errors_and_ecc_events_are_summed_across_applications_and_devices(sample
         }
     ]
     values = emf.metric_values(report)
-    assert values["ExecutionErrors"] == 3
+    assert values["ExecutionErrors"] == 3  # transient errors, which the runtime recovered from, are not counted
+    assert values["ExecutionHardwareErrors"] == 2
     assert values["ExecutionLatencyP99"] == 0.5
     assert (values["HardwareEccCorrected"], values["HardwareEccUncorrected"]) == (3, 2)
     assert values["NeuronCoreUtilization"] == round(2 * (42.01 + 42.02) / 64, 2)
@@ -87,7 +89,7 @@ def test_each_report_becomes_one_emf_line_with_both_dimension_sets(sample: dict[
     # EMF: every declared metric and dimension is a top-level member of the record.
     for name in [*(m["Name"] for m in declaration["Metrics"]), "ClusterName", "InstanceId"]:
         assert name in record
-    assert isinstance(record["_aws"]["Timestamp"], int)
+    assert abs(record["_aws"]["Timestamp"] - time.time() * 1000) < 60_000  # milliseconds, as EMF requires
 
 
 def test_the_script_runs_as_the_daemon_runs_it(sample: dict[str, Any]) -> None:
@@ -105,3 +107,19 @@ def test_the_script_runs_as_the_daemon_runs_it(sample: dict[str, Any]) -> None:
     )
     (line,) = result.stdout.splitlines()
     assert json.loads(line)["NeuronCoreUtilization"] == emf.metric_values(sample)["NeuronCoreUtilization"]
+
+
+@pytest.mark.parametrize(
+    "before",
+    ["neuron-monitor: warning, no runtime found\n", '{"neuron_runtime_data": [{"pid": 12\n', "{broken\n"],
+    ids=["a warning line", "a truncated report", "a broken line"],
+)
+def test_a_line_that_is_not_a_report_never_stops_the_reports_after_it(sample: dict[str, Any], before: str) -> None:
+    line = json.dumps(sample) + "\n"
+    assert len(list(emf.reports([before, line, line]))) == 2
+    assert len(list(emf.reports([before, json.dumps(sample, indent=2) + "\n", line]))) == 2
+
+
+def test_an_endless_unfinished_report_is_dropped_rather_than_kept(sample: dict[str, Any]) -> None:
+    flood = ['{"neuron_runtime_data": [' + "1," * 32768 + "\n"] * (emf.MAX_REPORT_CHARS // 65536 + 2)
+    assert list(emf.reports([*flood, json.dumps(sample) + "\n"])) == [sample]
