@@ -311,7 +311,9 @@ class NeuronTrainingTrn1(Stack):
     def __init__(self, scope: Construct, id: str, *, training_script: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.storage = LustreStorage.in_new_bucket(self, "Datasets")
-        self.queue = NeuronTrainingQueue(self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, storage=self.storage)
+        self.queue = NeuronTrainingQueue(
+            self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, storage=self.storage, monitoring=True
+        )
         self.job = self.queue.add_job(
             "Pretrain",
             nodes=2,

@@ -69,9 +69,9 @@ OPEN_NIST_FINDINGS = {
         "the compile cache holds graphs the compiler re-creates; versions would keep every graph it overwrites"
     ),
     "NIST.800.53.R5-ECSTaskDefinitionUserForHostMode": (
-        "the neuron-monitor daemon runs as root, privileged, in the host network, as AWS's own neuron-monitor "
-        "DaemonSet does: it reads every Neuron device's counters through the driver and the instance id from the "
-        "instance metadata service; it maps no device and its task role holds nothing"
+        "the problem detector and recovery daemon runs as root in the host network: node-problem-detector reads "
+        "the kernel log (/dev/kmsg) and AWS's recovery container reads its instance from the instance metadata "
+        "service, which the instances block for awsvpc tasks; the instance role holds only the ECS agent's calls"
     ),
     "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
         "the public subnets' default route to the internet gateway is what the NAT gateway in them needs; no "

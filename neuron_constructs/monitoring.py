@@ -12,9 +12,9 @@ capacity of the cluster, added before or after the call, and never a non-Neuron 
   registry (:data:`MONITOR_IMAGE`), which ships neuron-monitor (``aws-neuronx-tools``) and Python. The daemon
   is privileged, as AWS's own neuron-monitor DaemonSet is: neuron-monitor reads every device's counters
   through the Neuron driver. It maps no device (``linuxParameters.devices``), so ECS's and the inspector's
-  view of which task holds which chip stays the workloads' own. It runs in the host network: neuron-monitor
-  reads the instance id from the instance metadata service, which the hop limit of 1 keeps from other
-  network modes.
+  view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of reach of
+  the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
+  identity when neuron-monitor cannot read it from there.
 * **Dashboard and alarms.** One dashboard: NeuronCore utilization and accelerator memory per instance,
   execution errors, ECC events and latency, the CPU and memory of every service on the cluster's capacity,
   and the response time and 5xx count of every target group they are attached to. Alarms on uncorrected ECC
@@ -299,7 +299,7 @@ class NeuronMonitoring(Construct):
         cluster = self.neuron_cluster.cluster
         only_neuron = ecs.PlacementConstraint.member_of(Lazy.string(_ProduceString(self._neuron_types)))
         monitor = ecs.Ec2TaskDefinition(
-            self, "MonitorTask", network_mode=ecs.NetworkMode.HOST, task_role=task_role(self, "MonitorRole")
+            self, "MonitorTask", network_mode=ecs.NetworkMode.BRIDGE, task_role=task_role(self, "MonitorRole")
         )
         monitor.add_container(
             "neuron-monitor",

@@ -31,6 +31,10 @@ DIMENSION_SETS = ((CLUSTER_DIMENSION,), (CLUSTER_DIMENSION, INSTANCE_DIMENSION))
 """Each metric is stored once per dimension set: the cluster's total and each instance's value."""
 CLUSTER_ENVIRONMENT = "NEURON_MONITOR_CLUSTER"
 """The environment variable that names the cluster (the daemon's task definition sets it)."""
+DMI_ENVIRONMENT = "NEURON_MONITOR_DMI"
+"""Where the instance's DMI identity is read when neuron-monitor reports none (default the kernel's sysfs): on
+Nitro instances ``board_asset_tag`` holds the instance id and ``product_name`` the instance type, readable without
+the instance metadata service, which the hop limit of 1 keeps from containers."""
 
 METRICS: Mapping[str, str] = {
     "NeuronCoreUtilization": "Percent",
@@ -144,10 +148,30 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
     return values
 
 
+def _dmi(name: str) -> str:
+    try:
+        with open(os.path.join(os.environ.get(DMI_ENVIRONMENT, "/sys/devices/virtual/dmi/id"), name)) as source:
+            return source.read().strip()
+    except OSError:
+        return ""
+
+
+def instance_identity(report: Mapping[str, Any]) -> tuple[str, str]:
+    """(instance id, instance type): neuron-monitor's ``instance_info`` (from the instance metadata service), else the
+    instance's DMI identity, else ``unknown``."""
+    instance = report.get("instance_info") or {}
+    instance_id = str(instance.get("instance_id") or "")
+    if not instance_id.startswith("i-"):
+        tag = _dmi("board_asset_tag")
+        instance_id = tag if tag.startswith("i-") else "unknown"
+    instance_type = str(instance.get("instance_type") or "") or _dmi("product_name") or "unknown"
+    return instance_id, instance_type
+
+
 def emf_record(report: Mapping[str, Any], *, cluster: str, timestamp_ms: int) -> dict[str, Any]:
     """One EMF document for a report: the values, their dimensions, and the metric declarations."""
     values = metric_values(report)
-    instance = report.get("instance_info") or {}
+    instance_id, instance_type = instance_identity(report)
     return {
         "_aws": {
             "Timestamp": timestamp_ms,
@@ -160,8 +184,8 @@ def emf_record(report: Mapping[str, Any], *, cluster: str, timestamp_ms: int) ->
             ],
         },
         CLUSTER_DIMENSION: cluster,
-        INSTANCE_DIMENSION: str(instance.get("instance_id") or "unknown"),
-        "InstanceType": str(instance.get("instance_type") or "unknown"),
+        INSTANCE_DIMENSION: instance_id,
+        "InstanceType": instance_type,
         **values,
     }
 

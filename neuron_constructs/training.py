@@ -27,6 +27,7 @@ template, not both (aws/aws-cdk#21577): with EFA interfaces the compute environm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,16 @@ export MASTER_PORT="${MASTER_PORT:-41000}"
 export NEURON_RT_ROOT_COMM_ID="${NEURON_RT_ROOT_COMM_ID:-$MASTER_ADDR:46820}"
 # torchrun reads each option from PET_<OPTION> when it is not on its command line.
 export PET_NNODES="$NNODES" PET_NODE_RANK="$NODE_RANK" PET_MASTER_ADDR="$MASTER_ADDR" PET_MASTER_PORT="$MASTER_PORT"
+# With monitoring: neuron-monitor's reports as CloudWatch metric lines on the job's log stream, while the job runs.
+if [ -n "${NEURON_MONITOR_EMF:-}" ]; then
+  PATH="$PATH:/opt/aws/neuron/bin"
+  if command -v neuron-monitor >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+    printf '%s' "$NEURON_MONITOR_CONFIG" > /tmp/neuron-monitor.json
+    (neuron-monitor -c /tmp/neuron-monitor.json | python3 -u -c "$NEURON_MONITOR_EMF") &
+  else
+    echo "neuron-launch: this image has no neuron-monitor or python3; the job publishes no Neuron metrics" >&2
+  fi
+fi
 exec "$@"
 """
 """Runs before the job's command on every node: the rank and world of the node from what Batch gives it (AWS Batch
@@ -149,6 +160,10 @@ class NeuronTrainingQueue(Construct):
         launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
     root_volume_gib: the encrypted gp3 root volume; default 100 GiB.
     storage: a :class:`LustreStorage` every node mounts; default none.
+    monitoring: every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
+        Neuron training containers ship it) and sends its reports as CloudWatch metric lines to the job's log stream,
+        in the namespace of :meth:`NeuronCluster.enable_neuron_monitoring` with the job queue's name as
+        ``ClusterName``; default False. AWS Batch manages the nodes' ECS cluster, so no daemon can run there.
 
     Attributes
     ----------
@@ -171,6 +186,7 @@ class NeuronTrainingQueue(Construct):
         capacity_reservation: CapacityReservation | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         storage: LustreStorage | None = None,
+        monitoring: bool = False,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         if storage is not None:
@@ -192,6 +208,7 @@ class NeuronTrainingQueue(Construct):
         remember_path(self, scope, id)
         self.max_nodes = max_nodes
         self.spot = spot
+        self.monitoring = monitoring
         self.vpc: ec2.IVpc = vpc or private_vpc(self, max_azs=1)
         if isinstance(subnet, Sequence):
             if len(subnet) != 1:
@@ -484,6 +501,7 @@ class NeuronTrainingJob(Construct):
             environment={
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(_storage_environment(queue.storage) if queue.storage else {}),
+                **(_monitoring_environment(queue) if queue.monitoring else {}),
                 **(environment or {}),
             },
             volumes=[
@@ -591,6 +609,21 @@ def _check_storage(path: str, storage: LustreStorage) -> None:
         )
     if not storage.mount_path.startswith("/"):
         raise rules.S3_LOCATION.error(path, f"mount_path={storage.mount_path!r} is not absolute")
+
+
+def _monitoring_environment(queue: NeuronTrainingQueue) -> dict[str, str]:
+    """What the launcher needs to publish Neuron metrics (:data:`LAUNCHER`): the publisher, neuron-monitor's
+    configuration and the queue's name as the metrics' ``ClusterName``."""
+    from aws_cdk import Duration
+
+    from neuron_constructs.monitoring import neuron_monitor_config, publisher_source
+    from neuron_constructs.neuron_monitor_emf import CLUSTER_ENVIRONMENT
+
+    return {
+        CLUSTER_ENVIRONMENT: queue.job_queue.job_queue_name,
+        "NEURON_MONITOR_EMF": publisher_source(),
+        "NEURON_MONITOR_CONFIG": json.dumps(neuron_monitor_config(Duration.minutes(1)), separators=(",", ":")),
+    }
 
 
 def _storage_environment(storage: LustreStorage) -> dict[str, str]:

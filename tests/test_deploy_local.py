@@ -271,9 +271,11 @@ def _check_placement_constraints(template: dict[str, Any], properties: dict[str,
 def _check_managed_instances_task(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto drops RequiresCompatibilities, NetworkMode and task-level Cpu/Memory when created by CloudFormation.
     if any(c["Name"] in ("neuron-monitor", "npd") for c in properties["ContainerDefinitions"]):
-        # The monitoring daemons run in the host network: neuron-monitor and the recovery container read the
-        # instance id from the instance metadata service.
-        assert properties["NetworkMode"] == "host"
+        # The problem detector and recovery run in the host network (recovery reads its instance from the instance
+        # metadata service); neuron-monitor in the bridge network.
+        assert properties["NetworkMode"] == (
+            "host" if properties["ContainerDefinitions"][0]["Name"] == "npd" else "bridge"
+        )
         return
     assert properties["RequiresCompatibilities"] in (["MANAGED_INSTANCES"], ["EC2"], ["EC2", "MANAGED_INSTANCES"])
     if properties["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]:

@@ -123,3 +123,19 @@ def test_a_line_that_is_not_a_report_never_stops_the_reports_after_it(sample: di
 def test_an_endless_unfinished_report_is_dropped_rather_than_kept(sample: dict[str, Any]) -> None:
     flood = ['{"neuron_runtime_data": [' + "1," * 32768 + "\n"] * (emf.MAX_REPORT_CHARS // 65536 + 2)
     assert list(emf.reports([*flood, json.dumps(sample) + "\n"])) == [sample]
+
+
+def test_without_instance_metadata_the_instance_comes_from_its_dmi_identity(
+    sample: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a container the hop limit of 1 keeps neuron-monitor from the instance metadata service: on Nitro instances
+    the DMI board asset tag is the instance id and the product name the type."""
+    report = json.loads(json.dumps(sample))
+    report["instance_info"] = {"instance_id": "", "instance_type": "", "error": "cannot reach the metadata service"}
+    (tmp_path / "board_asset_tag").write_text("i-0fedcba9876543210\n")
+    (tmp_path / "product_name").write_text("trn1.32xlarge\n")
+    monkeypatch.setenv(emf.DMI_ENVIRONMENT, str(tmp_path))
+    assert emf.instance_identity(report) == ("i-0fedcba9876543210", "trn1.32xlarge")
+    monkeypatch.setenv(emf.DMI_ENVIRONMENT, str(tmp_path / "absent"))
+    assert emf.instance_identity(report) == ("unknown", "unknown")
+    assert emf.instance_identity(sample) == ("i-0011223344556677a", "trn2n.48xlarge")

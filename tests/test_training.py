@@ -274,6 +274,61 @@ def test_the_launcher_sets_torchrun_s_rank_and_world_from_batch(
     assert seen["MASTER_ADDR"] and seen["NEURON_RT_ROOT_COMM_ID"] == f"{seen['MASTER_ADDR']}:46820"
 
 
+def test_with_monitoring_the_launcher_publishes_neuron_monitor_s_reports_while_the_job_runs(tmp_path: Any) -> None:
+    """A stand-in neuron-monitor that prints the Neuron user guide's sample report; the job's output then carries
+    the CloudWatch metric line, and the job's own command still runs."""
+    from pathlib import Path
+
+    from neuron_constructs.monitoring import publisher_source
+
+    sample = (Path(__file__).parent / "data" / "neuron_monitor_sample.json").read_text()
+    (tmp_path / "neuron-monitor").write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(json.loads(sample))}\nEOF\n")
+    (tmp_path / "neuron-monitor").chmod(0o755)
+    environment = {
+        "PATH": f"{tmp_path}:{os.environ['PATH']}",
+        "NEURON_MONITOR_EMF": publisher_source(),
+        "NEURON_MONITOR_CONFIG": "{}",
+        "NEURON_MONITOR_CLUSTER": "training-queue",
+    }
+    result = subprocess.run(
+        ["bash", "-c", LAUNCHER, "neuron-launch", "sh", "-c", "sleep 1; echo trained"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = result.stdout.splitlines()
+    assert "trained" in lines
+    (metrics,) = [json.loads(line) for line in lines if line.startswith("{")]
+    assert metrics["ClusterName"] == "training-queue" and metrics["InstanceId"] == "i-0011223344556677a"
+
+
+def test_without_neuron_monitor_in_the_image_the_job_still_runs_and_says_why() -> None:
+    result = subprocess.run(
+        ["/bin/bash", "-c", LAUNCHER, "neuron-launch", "/bin/echo", "trained"],
+        env={"PATH": "/nonexistent", "NEURON_MONITOR_EMF": "x", "NEURON_MONITOR_CONFIG": "{}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "no neuron-monitor" in result.stderr and result.stdout.strip() == "trained"
+
+
+def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
+    from conftest import resources as of_type
+
+    from neuron_constructs.monitoring import publisher_source
+
+    (job,) = of_type(templates["NeuronTrainingTrn1"], "AWS::Batch::JobDefinition").values()
+    (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]
+    environment = {e["Name"]: e["Value"] for e in node_range["Container"]["Environment"]}
+    assert environment["NEURON_MONITOR_EMF"] == publisher_source()
+    assert json.loads(environment["NEURON_MONITOR_CONFIG"])["period"] == "60s"
+    assert "JobQueueArn" in json.dumps(environment["NEURON_MONITOR_CLUSTER"])  # the job queue's name, from its ARN
+
+
 def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_the_compile_cache(
     training: dict[str, dict[str, Any]],
 ) -> None:
