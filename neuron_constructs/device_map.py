@@ -21,7 +21,7 @@ from neuron_constructs.inspection import ClusterInspection, ContainerInstance, T
 __all__ = ["CONFLICT", "IDLE", "InstanceMap", "instance_maps", "render_device_map"]
 
 CONFLICT = "!"
-"""The cell of a chip two or more task containers hold."""
+"""The cell of a chip two or more tasks hold (the containers of one task share its devices)."""
 IDLE = "."
 """The cell of a registered chip no task holds."""
 UNKNOWN = " "

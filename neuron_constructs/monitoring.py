@@ -146,23 +146,19 @@ def monitor_script(period: Duration) -> str:
 
 def health_script(kmsg: str = "/dev/kmsg") -> str:
     """The Managed Instances health daemon's command (POSIX sh): exit 1 at the first unrecoverable Neuron error in
-    the kernel log, so the critical daemon stops and ECS replaces the instance. A read error (a reader that fell
-    behind the kernel's ring buffer) starts the watch again; a log it cannot open is reported every minute and never
-    replaces the instance, so a misconfiguration cannot replace the fleet."""
+    the kernel log, so the critical daemon stops and ECS replaces the instance. If the log cannot be read (a reader
+    that fell behind the kernel's ring buffer, or no permission) it says so and watches again a minute later, from
+    the start of the buffer; it never stops for that, so a misconfiguration cannot replace the fleet."""
     codes = "|".join(NEURON_HARDWARE_ERRORS)
     return (
         f"KMSG=${{NEURON_HEALTH_KMSG:-{kmsg}}}\n"
         "while :; do\n"
-        '  if [ ! -r "$KMSG" ]; then\n'
-        '    echo "neuron-health: cannot read $KMSG; hardware errors will not replace this instance" >&2\n'
-        "    sleep 60\n"
-        "    continue\n"
-        "  fi\n"
         f"  if line=$(grep -m1 -E 'NEURON_HW_ERR=({codes})' \"$KMSG\"); then\n"
         '    echo "neuron-health: unrecoverable Neuron hardware error, stopping so ECS replaces this instance: $line"\n'
         "    exit 1\n"
         "  fi\n"
-        "  sleep 1\n"
+        '  echo "neuron-health: cannot read $KMSG; watching again in 60 s" >&2\n'
+        "  sleep 60\n"
         "done\n"
     )
 
@@ -199,8 +195,8 @@ class NeuronMonitoring(Construct):
         if cluster.monitoring is not None:
             raise rules.MONITORING_TWICE.error(path, "enable_neuron_monitoring was already called")
         self.period = period or Duration.minutes(1)
-        seconds = self.period.to_seconds()
-        if seconds % 60 or not 60 <= seconds <= 3600:
+        milliseconds = self.period.to_milliseconds()
+        if milliseconds % 60_000 or not 60_000 <= milliseconds <= 3_600_000:
             raise rules.OUT_OF_RANGE.error(
                 path,
                 f"period={self.period.to_human_string()}",
@@ -241,7 +237,8 @@ class NeuronMonitoring(Construct):
             self,
             "KernelHardwareErrorEvents",
             log_group=self.log_group,
-            filter_pattern=logs.FilterPattern.literal('"NEURON_HW_ERR="'),
+            # node-problem-detector logs its rules, patterns included, when it starts: not an event.
+            filter_pattern=logs.FilterPattern.literal('"NEURON_HW_ERR=" -"Finish parsing"'),
             metric_namespace=KERNEL_EVENTS_NAMESPACE,
             metric_name=self.cluster_name,
             metric_value="1",
@@ -250,8 +247,8 @@ class NeuronMonitoring(Construct):
             "KernelHardwareErrors",
             kernel.metric(statistic="Sum", period=Duration.minutes(1)),
             1,
-            "The kernel log of a Neuron instance reported NEURON_HW_ERR= (the problem detector or health daemon "
-            "saw it; with recovery on, the instance is being replaced)",
+            "The kernel log of a Neuron instance reported NEURON_HW_ERR=, as the problem detector or the health "
+            "daemon logged it (with recovery on, an unrecoverable one replaces the instance)",
         )
         self.execution_errors_alarm = self._alarm(
             "ExecutionErrors",

@@ -59,6 +59,9 @@ of every device."""
 
 
 MAX_REPORT_CHARS = 1024 * 1024
+_REPORT_KEYS = {"neuron_runtime_data", "system_data", "instance_info", "neuron_hardware_info"}
+"""A neuron-monitor report has these members ("instance_info" and "neuron_hardware_info" always); other JSON a line
+may hold is not a report."""
 """A report longer than this is dropped: neuron-monitor's reports are a few kilobytes per application."""
 
 
@@ -89,12 +92,12 @@ def reports(stream: Iterable[str]) -> Iterator[dict[str, Any]]:
                     buffer = ""
                 break
             buffer = buffer[end:]
-            if isinstance(document, dict):
+            if isinstance(document, dict) and _REPORT_KEYS & set(document):
                 yield document
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def _group(runtime: Mapping[str, Any], name: str) -> Mapping[str, Any]:

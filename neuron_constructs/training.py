@@ -81,11 +81,13 @@ export PET_NNODES="$NNODES" PET_NODE_RANK="$NODE_RANK" PET_MASTER_ADDR="$MASTER_
 # With monitoring: neuron-monitor's reports as CloudWatch metric lines on the job's log stream, while the job runs.
 if [ -n "${NEURON_MONITOR_EMF:-}" ]; then
   PATH="$PATH:/opt/aws/neuron/bin"
-  if command -v neuron-monitor >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
-    printf '%s' "$NEURON_MONITOR_CONFIG" > /tmp/neuron-monitor.json
-    (neuron-monitor -c /tmp/neuron-monitor.json | python3 -u -c "$NEURON_MONITOR_EMF") &
-  else
+  config=$(mktemp 2>/dev/null || true)
+  if ! command -v neuron-monitor >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
     echo "neuron-launch: this image has no neuron-monitor or python3; the job publishes no Neuron metrics" >&2
+  elif [ -n "$config" ] && printf '%s' "${NEURON_MONITOR_CONFIG:-"{}"}" > "$config" 2>/dev/null; then
+    (neuron-monitor -c "$config" | python3 -u -c "$NEURON_MONITOR_EMF") &
+  else
+    echo "neuron-launch: cannot write neuron-monitor's configuration; the job publishes no Neuron metrics" >&2
   fi
 fi
 exec "$@"

@@ -385,7 +385,7 @@ def _check_managed_daemon(template: dict[str, Any], properties: dict[str, Any]) 
 def _check_metric_filter(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto 5.2's CloudFormation handler does not create AWS::Logs::MetricFilter: the daemons' log lines with
     # NEURON_HW_ERR= count into the metric the kernel hardware errors alarm watches.
-    assert properties["FilterPattern"] == '"NEURON_HW_ERR="'
+    assert properties["FilterPattern"] == '"NEURON_HW_ERR=" -"Finish parsing"'
     (group_id,) = [k for k in resources(template, "AWS::Logs::LogGroup") if k.startswith("NeuronMonitoringLogs")]
     assert properties["LogGroupName"] == {"Ref": group_id}
     (transform,) = properties["MetricTransformations"]

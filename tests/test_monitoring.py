@@ -220,7 +220,7 @@ def test_hardware_and_execution_error_alarms_reach_an_encrypted_topic(
     assert [d["Name"] for d in execution["Dimensions"]] == ["ClusterName"]
     # The daemons' kernel-log lines with NEURON_HW_ERR= (a replacement under way) notify too.
     (metric_filter,) = resources(template, "AWS::Logs::MetricFilter").values()
-    assert metric_filter["Properties"]["FilterPattern"] == '"NEURON_HW_ERR="'
+    assert metric_filter["Properties"]["FilterPattern"] == '"NEURON_HW_ERR=" -"Finish parsing"'
     kernel = next(a for k, a in alarms.items() if k.startswith("KernelHardwareErrors"))
     transform = metric_filter["Properties"]["MetricTransformations"][0]
     assert kernel["Namespace"] == transform["MetricNamespace"] and kernel["MetricName"] == transform["MetricName"]
@@ -295,11 +295,14 @@ def test_the_health_daemon_stops_on_an_unrecoverable_error_and_only_then(tmp_pat
     }
 
 
-def test_a_kernel_log_it_cannot_read_never_stops_the_health_daemon(tmp_path: Any) -> None:
-    env = {"NEURON_HEALTH_KMSG": str(tmp_path / "missing"), "PATH": "/usr/bin:/bin"}
+@pytest.mark.parametrize("log", ["missing", "a-directory"])
+def test_a_kernel_log_it_cannot_read_never_stops_the_health_daemon(tmp_path: Any, log: str) -> None:
+    (tmp_path / "a-directory").mkdir()
+    env = {"NEURON_HEALTH_KMSG": str(tmp_path / log), "PATH": "/usr/bin:/bin"}
     with pytest.raises(subprocess.TimeoutExpired) as waited:
         subprocess.run(["sh", "-c", health_script()], env=env, capture_output=True, text=True, timeout=2)
-    assert b"cannot read" in (waited.value.stderr or b"")
+    stderr = waited.value.stderr or b""
+    assert stderr.count(b"neuron-health: cannot read") == 1  # said once, then a minute's wait
 
 
 def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kernel_log(

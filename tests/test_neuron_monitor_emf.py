@@ -139,3 +139,7 @@ def test_without_instance_metadata_the_instance_comes_from_its_dmi_identity(
     monkeypatch.setenv(emf.DMI_ENVIRONMENT, str(tmp_path / "absent"))
     assert emf.instance_identity(report) == ("unknown", "unknown")
     assert emf.instance_identity(sample) == ("i-0011223344556677a", "trn2n.48xlarge")
+
+
+def test_json_inside_a_line_that_is_no_report_is_not_published(sample: dict[str, Any]) -> None:
+    assert list(emf.reports(['note: {"k": 1}\n', json.dumps(sample) + "\n"])) == [sample]

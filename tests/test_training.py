@@ -316,6 +316,26 @@ def test_without_neuron_monitor_in_the_image_the_job_still_runs_and_says_why() -
     assert "no neuron-monitor" in result.stderr and result.stdout.strip() == "trained"
 
 
+def test_a_launcher_that_cannot_start_neuron_monitor_still_runs_the_job(tmp_path: Any) -> None:
+    (tmp_path / "neuron-monitor").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "neuron-monitor").chmod(0o755)
+    environment = {
+        "PATH": f"{tmp_path}:{os.environ['PATH']}",
+        "TMPDIR": str(tmp_path / "not-there"),  # mktemp fails, as on a read-only /tmp
+        "NEURON_MONITOR_EMF": "x",
+    }
+    result = subprocess.run(
+        ["bash", "-c", LAUNCHER, "neuron-launch", "echo", "trained"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "trained"
+    assert "cannot write neuron-monitor's configuration" in result.stderr
+
+
 def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
     from conftest import resources as of_type
 
