@@ -421,6 +421,7 @@ class NeuronCluster(Construct):
         recovery: bool = True,
         period: Duration | None = None,
         execution_errors_threshold: int = 1,
+        drain_percent: float = 10.0,
     ) -> NeuronMonitoring:
         """Neuron metrics, a dashboard, alarms and hardware-problem recovery on every Neuron capacity of this cluster,
         added before or after the call (:class:`~neuron_constructs.monitoring.NeuronMonitoring`); returns them.
@@ -434,6 +435,8 @@ class NeuronCluster(Construct):
         recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
         period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
         execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
+        drain_percent: on Managed Instances, the share of instances a daemon rollout (enabling monitoring, or a
+            change of a daemon) drains and replaces at once, ten minutes apart; default 10.
         """
         from neuron_constructs.monitoring import NeuronMonitoring
 
@@ -445,4 +448,5 @@ class NeuronCluster(Construct):
             recovery=recovery,
             period=period,
             execution_errors_threshold=execution_errors_threshold,
+            drain_percent=drain_percent,
         )

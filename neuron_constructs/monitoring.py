@@ -96,11 +96,9 @@ _DAEMON_DEPLOYMENT: dict[str, Any] = {
 }
 """A daemon runs one task per instance: a deployment stops the old task before it starts the new one, and rolls
 back if the new one does not start."""
-_MANAGED_DAEMON_ROLLOUT = ecs.CfnDaemon.DaemonDeploymentConfigurationProperty(
-    drain_percent=10.0, bake_time_in_minutes=10
-)
+DEFAULT_DRAIN_PERCENT = 10.0
 """Creating a managed daemon on running capacity, or changing its task definition, drains and replaces the instances
-(ECS guide: Managed Daemons deployments): a tenth of them at a time, ten minutes apart."""
+(ECS guide: Managed Daemons deployments): by default a tenth of them at a time, ten minutes apart."""
 
 
 def publisher_source() -> str:
@@ -179,7 +177,12 @@ class NeuronMonitoring(Construct):
     managed_daemons: the ``CfnDaemon`` s of the Managed Instances capacity, by capacity.
     """
 
-    @checked(ranges={"execution_errors_threshold": Range(1)})
+    @checked(
+        ranges={
+            "execution_errors_threshold": Range(1),
+            "drain_percent": Range(1, 100, "ECS Managed Daemons: the share of instances drained at once"),
+        }
+    )
     def __init__(
         self,
         scope: Construct,
@@ -190,6 +193,7 @@ class NeuronMonitoring(Construct):
         recovery: bool = True,
         period: Duration | None = None,
         execution_errors_threshold: int = 1,
+        drain_percent: float = DEFAULT_DRAIN_PERCENT,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         if cluster.monitoring is not None:
@@ -209,6 +213,9 @@ class NeuronMonitoring(Construct):
         cluster.monitoring = self
         self.neuron_cluster = cluster
         self.recovery = recovery
+        self._rollout = ecs.CfnDaemon.DaemonDeploymentConfigurationProperty(
+            drain_percent=float(drain_percent), bake_time_in_minutes=10
+        )
         self.log_group: logs.ILogGroup = new_log_group(
             self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=cluster.log_encryption_key
         )
@@ -435,7 +442,7 @@ class NeuronMonitoring(Construct):
             daemon_task_definition_arn=monitor.attr_daemon_task_definition_arn,
             critical=False,
             enable_ecs_managed_tags=True,
-            deployment_configuration=_MANAGED_DAEMON_ROLLOUT,
+            deployment_configuration=self._rollout,
         )
         compliance.acknowledge_daemon_critical(daemon)
         self.managed_daemons[capacity] = daemon
@@ -449,7 +456,7 @@ class NeuronMonitoring(Construct):
                 daemon_task_definition_arn=health.attr_daemon_task_definition_arn,
                 critical=True,
                 enable_ecs_managed_tags=True,
-                deployment_configuration=_MANAGED_DAEMON_ROLLOUT,
+                deployment_configuration=self._rollout,
             )
             compliance.acknowledge_daemon_critical(critical)
 

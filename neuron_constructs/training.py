@@ -163,9 +163,10 @@ class NeuronTrainingQueue(Construct):
     root_volume_gib: the encrypted gp3 root volume; default 100 GiB.
     storage: a :class:`LustreStorage` every node mounts; default none.
     monitoring: every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
-        Neuron training containers ship it) and sends its reports as CloudWatch metric lines to the job's log stream,
-        in the namespace of :meth:`NeuronCluster.enable_neuron_monitoring` with the job queue's name as
-        ``ClusterName``; default False. AWS Batch manages the nodes' ECS cluster, so no daemon can run there.
+        Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
+        ``pytorch/training/2.8.0/Dockerfile.neuronx``) and sends its reports as CloudWatch metric lines to the
+        job's log stream, in the namespace of :meth:`NeuronCluster.enable_neuron_monitoring` with the job queue's
+        name as ``ClusterName``; default False. AWS Batch manages the nodes' ECS cluster, so no daemon can run there.
 
     Attributes
     ----------

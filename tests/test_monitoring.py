@@ -389,3 +389,20 @@ def test_a_period_that_is_not_whole_minutes_is_refused(seconds: int) -> None:
     cluster = NeuronCluster(Stack(App(), "Period"), "N")
     with pytest.raises(NeuronConfigurationError, match="period="):
         cluster.enable_neuron_monitoring(period=Duration.seconds(seconds))
+
+
+def test_the_managed_instances_rollout_drains_a_tenth_at_a_time_or_what_you_choose() -> None:
+    from neuron_constructs import NeuronCluster
+
+    stack = Stack(App(), "Rollout")
+    cluster = NeuronCluster(stack, "N")
+    cluster.add_managed_instances_capacity("Mi")
+    cluster.enable_neuron_monitoring(drain_percent=25)
+    template = App.of(stack).synth().get_stack_by_name("Rollout").template  # type: ignore[union-attr]
+    rollouts = [d["Properties"]["DeploymentConfiguration"] for d in resources(template, "AWS::ECS::Daemon").values()]
+    assert rollouts == [{"DrainPercent": 25, "BakeTimeInMinutes": 10}] * 2
+
+
+def test_the_examples_roll_managed_daemons_out_a_tenth_at_a_time(templates: dict[str, dict[str, Any]]) -> None:
+    for daemon in resources(templates["NeuronInferenceManaged"], "AWS::ECS::Daemon").values():
+        assert daemon["Properties"]["DeploymentConfiguration"] == {"DrainPercent": 10, "BakeTimeInMinutes": 10}
