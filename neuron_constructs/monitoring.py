@@ -471,7 +471,7 @@ class NeuronMonitoring(Construct):
         for child in self.node.find_all():
             if isinstance(child, ecs.CfnDaemon):
                 for association in associations:
-                    child.add_dependency(association)
+                    child.node.add_dependency(association)
 
     def _daemon_task_definition(self, id: str, *, critical: bool) -> ecs.CfnDaemonTaskDefinition:
         existing = self._daemon_task_definitions.get(id)
