@@ -101,3 +101,33 @@ def test_containers_of_one_task_on_one_chip_are_no_conflict() -> None:
     (only,) = instance_maps(inspection)
     assert only.cells == ("A",) and only.conflicts == ()
     assert not [f for f in inspection.findings if f.kind == "conflict"]
+
+
+def test_the_readme_shows_the_map_the_code_draws() -> None:
+    from pathlib import Path
+
+    def manual(name: str, family: str, on: str, devices: list[int]) -> Task:
+        return Task(
+            f"arn:aws:ecs:us-east-1:123456789012:task/neuron/{name}",
+            f"arn:aws:ecs:us-east-1:123456789012:task-definition/{family}",
+            on,
+            (TaskContainer("vllm", (), tuple(f"/dev/neuron{i}" for i in devices)),),
+        )
+
+    a = ContainerInstance("ci/a", "i-0a1b2c3d4e5f60718", "inf2.48xlarge", NeuronDevices(tuple(map(str, range(12))), ()))
+    b = ContainerInstance("ci/b", "i-0f9e8d7c6b5a49382", "inf2.24xlarge", NeuronDevices(tuple(map(str, range(6))), ()))
+    tasks = [
+        manual("4f1c9e2a", "llm-slice-0:3", "ci/a", [0, 1, 2, 3]),
+        manual("7d2e0b51", "llm-slice-1:3", "ci/a", [4, 5, 6, 7]),
+        manual("a3c5f7e9", "embedding:2", "ci/a", [8]),
+        manual("c81d44f0", "vllm:5", "ci/b", [0, 1]),
+        manual("e09b7a3c", "vllm:5", "ci/b", [0, 1]),
+    ]
+    drawn = render_device_map(
+        _inspection([a, b], tasks),
+        styled=False,
+        utilization={"i-0a1b2c3d4e5f60718": 61.3, "i-0f9e8d7c6b5a49382": 12.0},
+    )
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    sample = readme.split("The device map, here with `--metrics`", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert sample.strip().splitlines() == [line.rstrip() for line in drawn]
