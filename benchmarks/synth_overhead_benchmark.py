@@ -10,26 +10,13 @@ task definition mapping ``/dev/neuron0`` with its log group and roles, and a ser
 benchmark checks that both templates hold the same resources (type by type) before it times
 anything.
 
-* warm: in one process, after a warm-up, construction + synthesis of each stack alternately,
-  ``--runs`` times, with Python's garbage collector run between (not during) runs; the ratio of
-  the medians (library / plain), and the median of the per-pair ratios.
-* cold: ``python <this file> --synth <kind>`` as a new process, alternately, ``--cold-runs``
-  times: interpreter start, imports, the JavaScript runtime, construction and synthesis; the
-  ratio of the medians. The package is byte-compiled first, as ``pip install`` does (an
-  editable checkout under ``PYTHONDONTWRITEBYTECODE`` would otherwise compile it in every run).
+Timing (warm in one process, cold in new processes; ratios of the medians and the median of the pair ratios):
+``benchmarks/synth_pairs.py``.
 """
 
 from __future__ import annotations
 
-import argparse
-import collections
-import gc
-import json
 import os
-import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -186,86 +173,7 @@ def plain_stack(app: Any) -> Any:
 BUILDERS = {"library": library_stack, "plain": plain_stack}
 
 
-def synthesize(kind: str) -> dict[str, Any]:
-    """Construct the stack of ``kind`` in a new App and synthesize it; its template."""
-    from aws_cdk import App
-
-    app = App(analytics_reporting=False)
-    BUILDERS[kind](app)
-    return app.synth().get_stack_by_name("Bench").template  # type: ignore[no-any-return]
-
-
-def resource_types(template: dict[str, Any]) -> collections.Counter[str]:
-    return collections.Counter(r["Type"] for r in template["Resources"].values())
-
-
-def warm(runs: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {kind: [] for kind in BUILDERS}
-    for _ in range(3):  # warm-up: imports, jsii type loading
-        for kind in BUILDERS:
-            synthesize(kind)
-    for _ in range(runs):
-        for kind in BUILDERS:
-            gc.collect()
-            gc.disable()
-            started = time.perf_counter()
-            synthesize(kind)
-            times[kind].append(time.perf_counter() - started)
-            gc.enable()
-    return times
-
-
-def cold(runs: int) -> dict[str, list[float]]:
-    import compileall
-
-    compileall.compile_dir(str(ROOT / "neuron_constructs"), quiet=1)
-    times: dict[str, list[float]] = {kind: [] for kind in BUILDERS}
-    for _ in range(runs):
-        for kind in BUILDERS:
-            started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--synth", kind], check=True, stdout=subprocess.DEVNULL)
-            times[kind].append(time.perf_counter() - started)
-    return times
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=41, help="warm runs per stack (default 41)")
-    parser.add_argument("--cold-runs", type=int, default=15, help="cold runs per stack (default 15)")
-    parser.add_argument("--synth", choices=sorted(BUILDERS), help=argparse.SUPPRESS)
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = parser.parse_args()
-    if args.synth:
-        synthesize(args.synth)
-        return
-
-    library, plain = resource_types(synthesize("library")), resource_types(synthesize("plain"))
-    if library != plain:
-        raise SystemExit(f"the stacks differ: library-only {library - plain}, plain-only {plain - library}")
-    results: dict[str, Any] = {"resources": sum(library.values())}
-    for name, measure, runs in (("warm", warm, args.runs), ("cold", cold, args.cold_runs)):
-        times = measure(runs)
-        medians = {kind: statistics.median(t) for kind, t in times.items()}
-        pairs = [lib / plain for lib, plain in zip(times["library"], times["plain"], strict=True)]
-        results[name] = {
-            "runs": runs,
-            "library_median_s": round(medians["library"], 3),
-            "plain_median_s": round(medians["plain"], 3),
-            "ratio": round(medians["library"] / medians["plain"], 3),
-            "median_pair_ratio": round(statistics.median(pairs), 3),
-        }
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return
-    print(f"Both stacks: {results['resources']} resources of the same types.")
-    for name in ("warm", "cold"):
-        r = results[name]
-        print(
-            f"{name:>4} ({r['runs']} runs each): library {r['library_median_s']:.3f} s, "
-            f"plain aws-cdk-lib {r['plain_median_s']:.3f} s (medians): ratio {r['ratio']:.2f} "
-            f"(median of the {r['runs']} pair ratios {r['median_pair_ratio']:.2f})"
-        )
-
-
 if __name__ == "__main__":
-    main()
+    from synth_pairs import main
+
+    main(BUILDERS, script=__file__, description=__doc__.split("\n\n")[0], runs=41, cold_runs=15)
