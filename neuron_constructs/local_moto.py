@@ -64,6 +64,19 @@ def answer_custom_resources() -> None:
     model.create_from_cloudformation_json = classmethod(create_without_running)
 
 
+class _CreateOnly:
+    """What the endpoint's own CloudFormation models share: a stack is created and deleted, never updated, and
+    deleting removes nothing from moto's backends (the endpoint is thrown away after each run)."""
+
+    @classmethod
+    def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError(f"the local endpoint never updates {cls.__name__}")
+
+    @classmethod
+    def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
+        return None
+
+
 def model_missing_types() -> None:
     """CloudFormation models for ``AWS::FSx::FileSystem`` and ``AWS::CloudWatch::Alarm`` (moto's backends), and
     ``AWS::EC2::PlacementGroup``, ``AWS::FSx::DataRepositoryAssociation``, ``AWS::ECS::DaemonTaskDefinition`` and
@@ -73,7 +86,7 @@ def model_missing_types() -> None:
     from moto.fsx.models import fsx_backends
     from moto.moto_api._internal import mock_random
 
-    class LustreFileSystem(CloudFormationModel):
+    class LustreFileSystem(_CreateOnly, CloudFormationModel):
         """An FSx file system created in moto's FSx backend. moto keeps no Lustre mount name, so ``LustreMountName``
         answers a name of the endpoint's own (the report compares what the API returns, never this)."""
 
@@ -106,14 +119,6 @@ def model_missing_types() -> None:
             return str(self.file_system.file_system_id).removeprefix("fs-")[:8]
 
         @classmethod
-        def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
-            raise NotImplementedError("the local endpoint creates and deletes FSx file systems, never updates them")
-
-        @classmethod
-        def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
-            return None
-
-        @classmethod
         def create_from_cloudformation_json(
             cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **_: Any
         ) -> LustreFileSystem:
@@ -135,7 +140,7 @@ def model_missing_types() -> None:
             )
             return cls(file_system)
 
-    class MetricAlarm(CloudFormationModel):
+    class MetricAlarm(_CreateOnly, CloudFormationModel):
         """A CloudWatch alarm created in moto's CloudWatch backend (moto's CloudFormation has no alarm model)."""
 
         __module__ = _MODULE
@@ -163,14 +168,6 @@ def model_missing_types() -> None:
             return str(self.alarm.alarm_arn)
 
         @classmethod
-        def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
-            raise NotImplementedError("the local endpoint creates and deletes alarms, never updates them")
-
-        @classmethod
-        def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
-            return None
-
-        @classmethod
         def create_from_cloudformation_json(
             cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **_: Any
         ) -> MetricAlarm:
@@ -194,7 +191,7 @@ def model_missing_types() -> None:
             return cls(alarm)
 
     def name_only(resource_type: str, prefix: str) -> type:
-        class NameOnly(CloudFormationModel):
+        class NameOnly(_CreateOnly, CloudFormationModel):
             __module__ = _MODULE
 
             def __init__(self, name: str) -> None:
@@ -218,14 +215,6 @@ def model_missing_types() -> None:
 
             def get_cfn_attribute(self, attribute_name: str) -> str:
                 return self.name
-
-            @classmethod
-            def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
-                raise NotImplementedError(f"the local endpoint never updates {resource_type}")
-
-            @classmethod
-            def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
-                return None
 
             @classmethod
             def create_from_cloudformation_json(cls, resource_name: str, *_: Any, **__: Any) -> Any:

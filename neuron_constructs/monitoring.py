@@ -431,34 +431,27 @@ class NeuronMonitoring(Construct):
         provider = stack.format_arn(
             service="ecs", resource="capacity-provider", resource_name=capacity.capacity_provider.capacity_provider_name
         )
-        cluster = self.neuron_cluster.cluster
-        monitor = self._daemon_task_definition("MonitorDaemonTask", critical=False)
-        name = capacity.node.id
+        self.managed_daemons[capacity] = self._daemon(f"{capacity.node.id}MonitorDaemon", provider, critical=False)
+        if self.recovery:
+            self._daemon(f"{capacity.node.id}HealthDaemon", provider, critical=True)
+
+    def _daemon(self, id: str, provider: str, *, critical: bool) -> ecs.CfnDaemon:
+        """The managed daemon of the health (critical) or monitor task definition on one capacity provider."""
+        definition = self._daemon_task_definition(
+            "HealthDaemonTask" if critical else "MonitorDaemonTask", critical=critical
+        )
         daemon = ecs.CfnDaemon(
             self,
-            f"{name}MonitorDaemon",
-            cluster_arn=cluster.cluster_arn,
+            id,
+            cluster_arn=self.neuron_cluster.cluster.cluster_arn,
             capacity_provider_arns=[provider],
-            daemon_task_definition_arn=monitor.attr_daemon_task_definition_arn,
-            critical=False,
+            daemon_task_definition_arn=definition.attr_daemon_task_definition_arn,
+            critical=critical,
             enable_ecs_managed_tags=True,
             deployment_configuration=self._rollout,
         )
         compliance.acknowledge_daemon_critical(daemon)
-        self.managed_daemons[capacity] = daemon
-        if self.recovery:
-            health = self._daemon_task_definition("HealthDaemonTask", critical=True)
-            critical = ecs.CfnDaemon(
-                self,
-                f"{name}HealthDaemon",
-                cluster_arn=cluster.cluster_arn,
-                capacity_provider_arns=[provider],
-                daemon_task_definition_arn=health.attr_daemon_task_definition_arn,
-                critical=True,
-                enable_ecs_managed_tags=True,
-                deployment_configuration=self._rollout,
-            )
-            compliance.acknowledge_daemon_critical(critical)
+        return daemon
 
     def _after_association(self) -> None:
         """Managed daemons name capacity providers the cluster must already hold: they wait for the association
