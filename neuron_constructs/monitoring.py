@@ -32,6 +32,7 @@ capacity of the cluster, added before or after the call, and never a non-Neuron 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from collections.abc import Callable
 from importlib import resources
@@ -101,6 +102,7 @@ DEFAULT_DRAIN_PERCENT = 10.0
 (ECS guide: Managed Daemons deployments): by default a tenth of them at a time, ten minutes apart."""
 
 
+@functools.cache
 def publisher_source() -> str:
     """The code of :mod:`neuron_constructs.neuron_monitor_emf`, which the daemon runs with ``python3 -c``: without
     docstrings and comments, so that editing them changes no task definition (on Managed Instances a new daemon
