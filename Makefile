@@ -66,7 +66,7 @@ lint: install
 deploy: install
 	cdk bootstrap --context cdkNag=true
 	cdk deploy --context cdkNag=true $(STACKS) $(CDK_ARGS)
-	$(BIN)/python -m neuron_constructs.deployment_report $(STACKS)
+	$(BIN)/python -m neuron_constructs.tools.deployment_report $(STACKS)
 
 ## Delete the example stacks from that account (asks for confirmation; CDK_ARGS=--force does not).
 destroy: install
@@ -94,7 +94,7 @@ bench-training: install
 
 ## Rewrite the README's catalog and rule tables from the code.
 readme-tables: install
-	$(BIN)/python -m neuron_constructs.tables README.md
+	$(BIN)/python -m neuron_constructs.tools.tables README.md
 
 ## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the README's table.
 compliance-report: install

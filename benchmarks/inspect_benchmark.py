@@ -93,7 +93,7 @@ def main() -> int:
     )
     from moto.server import ThreadedMotoServer
 
-    from neuron_constructs.inspection import API_PAGE_SIZE, ecs_client, find_problems, inspect_cluster
+    from neuron_constructs.tools.inspection import API_PAGE_SIZE, ecs_client, find_problems, inspect_cluster
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     port = _free_port()
@@ -112,7 +112,7 @@ def main() -> int:
         in_process, _ = _median_seconds(args.runs, lambda: inspect_cluster(client, "bench"))
         instances_seen, tasks_seen = list(inspection.container_instances), list(inspection.tasks)
         analysis, _ = _median_seconds(args.runs, lambda: find_problems(instances_seen, tasks_seen))
-        from neuron_constructs.device_map import render_device_map
+        from neuron_constructs.tools.device_map import render_device_map
 
         device_map, _ = _median_seconds(args.runs, lambda: render_device_map(inspection, styled=True))
         map_lines = render_device_map(inspection, styled=False)
@@ -155,7 +155,7 @@ def main() -> int:
         args.runs, lambda: subprocess.run([sys.executable, "-c", cdk_probe], env=env, capture_output=True, check=True)
     )
     catalog_probe = (
-        "import sys; from neuron_constructs.cli import main; main(['catalog']);"
+        "import sys; from neuron_constructs.tools.cli import main; main(['catalog']);"
         "assert 'aws_cdk' not in sys.modules and 'boto3' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", catalog_probe], env=env, capture_output=True, check=True)

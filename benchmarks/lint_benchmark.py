@@ -33,7 +33,7 @@ def main() -> None:
     from app import build_app
     from aws_cdk import App
 
-    from neuron_constructs.template_checks import check_template
+    from neuron_constructs.checks.template_checks import check_template
 
     with tempfile.TemporaryDirectory() as outdir:
         build_app(App(analytics_reporting=False, outdir=outdir)).synth()

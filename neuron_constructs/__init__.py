@@ -31,7 +31,7 @@ NeuronInstanceType (the catalog), RULES and Rule (every rule, with its id, AWS s
 NeuronConfigurationError (what a broken rule raises).
 
 Typed options: ContainerOptions, ServiceOptions. The template checks at synth:
-``neuron_constructs.synth_checks.enable_template_checks``; on any template: ``neuron-ecs lint``.
+``neuron_constructs.base.synth_checks.enable_template_checks``; on any template: ``neuron-ecs lint``.
 
 The catalog, the rules and the error type load without the AWS CDK; the constructs load on
 first use, so tooling that needs only the catalog never starts the CDK's JavaScript runtime
@@ -44,27 +44,27 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.errors import NeuronConfigurationError
-from neuron_constructs.rules import RULES, Rule
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.errors import NeuronConfigurationError
+from neuron_constructs.knowledge.rules import RULES, Rule
 
 if TYPE_CHECKING:
-    from neuron_constructs.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
-    from neuron_constructs.cluster import NeuronCluster
-    from neuron_constructs.fleet import FleetModel, NeuronFleet
-    from neuron_constructs.load_balancer import NeuronLoadBalancer
-    from neuron_constructs.model_sources import CompileCache, ModelArtifacts
-    from neuron_constructs.monitoring import NeuronMonitoring
-    from neuron_constructs.options import ContainerOptions, ServiceOptions
-    from neuron_constructs.services import NeuronService
-    from neuron_constructs.sliced_service import SlicedNeuronService
-    from neuron_constructs.synth_checks import enable_template_checks
-    from neuron_constructs.task_definitions import (
+    from neuron_constructs.base.synth_checks import enable_template_checks
+    from neuron_constructs.compute.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
+    from neuron_constructs.compute.cluster import NeuronCluster
+    from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
+    from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
+    from neuron_constructs.compute.task_definitions import (
         ManagedNeuronTaskDefinition,
         ManualNeuronTaskDefinition,
         NeuronTaskDefinition,
     )
-    from neuron_constructs.training import LustreStorage, NeuronTrainingJob, NeuronTrainingQueue
+    from neuron_constructs.monitoring.monitoring import NeuronMonitoring
+    from neuron_constructs.serving.fleet import FleetModel, NeuronFleet
+    from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
+    from neuron_constructs.serving.services import NeuronService
+    from neuron_constructs.serving.sliced_service import SlicedNeuronService
+    from neuron_constructs.training.queue import LustreStorage, NeuronTrainingJob, NeuronTrainingQueue
 
 __all__ = [
     "RULES",
@@ -95,27 +95,27 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AutoScalingCapacity": "neuron_constructs.capacity",
-    "CapacityReservation": "neuron_constructs.capacity",
-    "CompileCache": "neuron_constructs.model_sources",
-    "ContainerOptions": "neuron_constructs.options",
-    "FleetModel": "neuron_constructs.fleet",
-    "LustreStorage": "neuron_constructs.training",
-    "ManagedInstancesCapacity": "neuron_constructs.capacity",
-    "ManagedNeuronTaskDefinition": "neuron_constructs.task_definitions",
-    "ManualNeuronTaskDefinition": "neuron_constructs.task_definitions",
-    "ModelArtifacts": "neuron_constructs.model_sources",
-    "NeuronCluster": "neuron_constructs.cluster",
-    "NeuronFleet": "neuron_constructs.fleet",
-    "NeuronLoadBalancer": "neuron_constructs.load_balancer",
-    "NeuronMonitoring": "neuron_constructs.monitoring",
-    "NeuronService": "neuron_constructs.services",
-    "NeuronTaskDefinition": "neuron_constructs.task_definitions",
-    "NeuronTrainingJob": "neuron_constructs.training",
-    "NeuronTrainingQueue": "neuron_constructs.training",
-    "ServiceOptions": "neuron_constructs.options",
-    "SlicedNeuronService": "neuron_constructs.sliced_service",
-    "enable_template_checks": "neuron_constructs.synth_checks",
+    "AutoScalingCapacity": "neuron_constructs.compute.capacity",
+    "CapacityReservation": "neuron_constructs.compute.capacity",
+    "CompileCache": "neuron_constructs.compute.model_sources",
+    "ContainerOptions": "neuron_constructs.compute.options",
+    "FleetModel": "neuron_constructs.serving.fleet",
+    "LustreStorage": "neuron_constructs.training.queue",
+    "ManagedInstancesCapacity": "neuron_constructs.compute.capacity",
+    "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
+    "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
+    "ModelArtifacts": "neuron_constructs.compute.model_sources",
+    "NeuronCluster": "neuron_constructs.compute.cluster",
+    "NeuronFleet": "neuron_constructs.serving.fleet",
+    "NeuronLoadBalancer": "neuron_constructs.serving.load_balancer",
+    "NeuronMonitoring": "neuron_constructs.monitoring.monitoring",
+    "NeuronService": "neuron_constructs.serving.services",
+    "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
+    "NeuronTrainingJob": "neuron_constructs.training.queue",
+    "NeuronTrainingQueue": "neuron_constructs.training.queue",
+    "ServiceOptions": "neuron_constructs.compute.options",
+    "SlicedNeuronService": "neuron_constructs.serving.sliced_service",
+    "enable_template_checks": "neuron_constructs.base.synth_checks",
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ecs.models import ecs_backends
 
-from neuron_constructs.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
 
 
 @dataclass(frozen=True)

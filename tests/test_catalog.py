@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neuron_constructs import NeuronConfigurationError, NeuronInstanceType
-from neuron_constructs.catalog import DeviceTopology
+from neuron_constructs.knowledge.catalog import DeviceTopology
 
 # (type, vCPUs, GiB, chips) exactly as the ECS Neuron page lists them, plus trn1n.32xlarge.
 ECS_TABLE = [

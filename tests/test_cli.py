@@ -20,16 +20,16 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from moto_fleet import TaskSpec, build_fleet
 
-from neuron_constructs import ami as ami_module
-from neuron_constructs import inspection
-from neuron_constructs.ami import (
+from neuron_constructs.knowledge import ami as ami_module
+from neuron_constructs.knowledge.ami import (
     NEURON_AMI_IMAGE_ID_PARAMETER,
     NEURON_AMI_PARAMETER_PATH,
     AmiNotPublishedError,
     resolve_neuron_ami,
 )
-from neuron_constructs.catalog import NeuronInstanceType
-from neuron_constructs.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.tools import inspection
+from neuron_constructs.tools.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 
 REGION = "us-east-1"
 
@@ -92,7 +92,7 @@ def test_catalog_json_is_every_entry() -> None:
 
 def test_catalog_starts_neither_the_cdk_nor_boto3() -> None:
     code = (
-        "import sys; from neuron_constructs.cli import main; main(['catalog']);"
+        "import sys; from neuron_constructs.tools.cli import main; main(['catalog']);"
         "loaded = [m for m in ('aws_cdk', 'jsii', 'boto3', 'botocore') if m in sys.modules];"
         "assert not loaded, loaded"
     )
@@ -410,7 +410,7 @@ def test_a_closed_pipe_keeps_the_exit_status(tmp_path: Path) -> None:
 
 
 def test_a_long_inspection_shows_progress_on_stderr(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from neuron_constructs import cli
+    from neuron_constructs.tools import cli
 
     build_fleet(aws, cluster="neuron", instance_types=["inf2.xlarge"] * 3, tasks=[])
     monkeypatch.setattr(cli, "_PROGRESS_AFTER_S", 0.0)

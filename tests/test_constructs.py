@@ -161,8 +161,9 @@ def test_unknown_capacity_type_is_refused_with_the_construct_path() -> None:
 def test_catalog_rules_and_tooling_import_without_the_cdk() -> None:
     code = (
         "import sys, neuron_constructs as n; n.NeuronInstanceType.of('inf2.xlarge'); n.RULES;"
-        "import neuron_constructs.local_endpoint, neuron_constructs.deployment_report, neuron_constructs.cli;"
-        "import neuron_constructs.inspection, neuron_constructs.ami;"
+        "import neuron_constructs.local_endpoint, neuron_constructs.tools.deployment_report;"
+        "import neuron_constructs.tools.cli;"
+        "import neuron_constructs.tools.inspection, neuron_constructs.knowledge.ami;"
         "assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

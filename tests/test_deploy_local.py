@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
-from neuron_constructs.capacity import NEURON_AMI_PARAMETER
-from neuron_constructs.deployment_report import Gap, StackReport, format_reports
+from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
+from neuron_constructs.tools.deployment_report import Gap, StackReport, format_reports
 
 STANDARD_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id"
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
@@ -548,7 +548,7 @@ def test_readme_shows_the_report_deploy_local_prints(deployment: Deployment) -> 
 def test_readme_shows_what_neuron_ecs_prints_against_the_local_endpoint(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from neuron_constructs.cli import main as neuron_ecs
+    from neuron_constructs.tools.cli import main as neuron_ecs
 
     for key, value in deployment.endpoint.environment().items():
         if key.startswith("AWS_"):

@@ -6,9 +6,9 @@ import io
 import re
 import time
 
-from neuron_constructs.cli import _Output, _print_inspection
-from neuron_constructs.device_map import CONFLICT, IDLE, instance_maps, render_device_map
-from neuron_constructs.inspection import (
+from neuron_constructs.tools.cli import _Output, _print_inspection
+from neuron_constructs.tools.device_map import CONFLICT, IDLE, instance_maps, render_device_map
+from neuron_constructs.tools.inspection import (
     ClusterInspection,
     ContainerInstance,
     NeuronDevices,

@@ -19,7 +19,7 @@ from app import (
 from aws_cdk import App, CfnResource, Stack
 from aws_cdk import aws_ecs as ecs
 
-from neuron_constructs import rules as r
+from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 

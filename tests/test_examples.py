@@ -12,7 +12,7 @@ from conftest import ECS_STACKS, EXAMPLE_STACKS, resources, workloads
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from neuron_constructs.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 
 NEURON_DEVICE_ALL = [{"Type": "NeuronDevice", "Value": "ALL"}]
 
@@ -245,7 +245,7 @@ def test_acknowledgments_are_written_where_the_cdk_reads_them() -> None:
     construct (the cdk-nag report above shows them honoured)."""
     from aws_cdk import Validations
 
-    from neuron_constructs import compliance
+    from neuron_constructs.base import compliance
 
     assert compliance._ACKNOWLEDGED_RULES == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
 
@@ -402,7 +402,7 @@ def test_every_manual_service_keeps_its_copies_on_distinct_instances(
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_neuron_template_checks_find_nothing(stack: str, templates: dict[str, dict[str, Any]]) -> None:
-    from neuron_constructs.template_checks import check_template
+    from neuron_constructs.checks.template_checks import check_template
 
     assert [f.message for f in check_template(templates[stack])] == []
 

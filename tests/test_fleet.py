@@ -26,7 +26,7 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
-from neuron_constructs.tables import mixed_fleet
+from neuron_constructs.tools.tables import mixed_fleet
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 

@@ -25,7 +25,7 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
-from neuron_constructs import rules as r
+from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 

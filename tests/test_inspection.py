@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from neuron_constructs.inspection import (
+from neuron_constructs.tools.inspection import (
     API_PAGE_SIZE,
     ContainerInstance,
     NeuronDevices,
@@ -312,7 +312,7 @@ def test_device_runs_fold() -> None:
     ],
 )
 def test_a_malformed_neuron_devices_registration_is_a_finding(resource: dict[str, Any], problem: str) -> None:
-    from neuron_constructs.inspection import _container_instance
+    from neuron_constructs.tools.inspection import _container_instance
 
     raw = {
         "containerInstanceArn": "arn:aws:ecs:us-east-1:123456789012:container-instance/neuron/abc",
@@ -328,7 +328,7 @@ def test_a_malformed_neuron_devices_registration_is_a_finding(resource: dict[str
 
 
 def test_a_response_without_the_ecs_fields_raises_unexpected_response() -> None:
-    from neuron_constructs.inspection import UnexpectedResponseError, _container_instance
+    from neuron_constructs.tools.inspection import UnexpectedResponseError, _container_instance
 
     with pytest.raises(UnexpectedResponseError, match="DescribeContainerInstances returned a response"):
         _container_instance({"ec2InstanceId": "i-abc"})

@@ -14,7 +14,7 @@ import pytest
 from cfn import container, ecs_template, manual_task, service, with_resources
 from conftest import ROOT, workloads
 
-from neuron_constructs.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
+from neuron_constructs.tools.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 
 NEURON_ECS = str(Path(sys.executable).parent / "neuron-ecs")
 
@@ -147,7 +147,7 @@ def test_usage_errors_exit_2(argv: list[str], message: str, monkeypatch: pytest.
 
 
 def test_list_rules_names_every_template_rule() -> None:
-    from neuron_constructs.rules import RULES
+    from neuron_constructs.knowledge.rules import RULES
 
     _, out, _ = run("lint", "--list-rules")
     assert [line.split()[1] for line in out.splitlines()] == [r.id for r in RULES if r.on_template]
@@ -155,7 +155,7 @@ def test_list_rules_names_every_template_rule() -> None:
 
 def test_lint_loads_neither_the_cdk_nor_boto3(broken: Path) -> None:
     code = (
-        "import sys; from neuron_constructs.cli import main;"
+        "import sys; from neuron_constructs.tools.cli import main;"
         f"status = main(['lint', {str(broken)!r}]);"
         "assert not {'aws_cdk', 'jsii', 'boto3', 'botocore'} & set(sys.modules), sorted(sys.modules);"
         "sys.exit(status)"
@@ -173,7 +173,7 @@ def test_the_cfn_lint_rule_pack_reports_the_same_findings(broken: Path, example_
     from cfnlint.api import ManualArgs, lint
     from cfnlint.core import get_rules
 
-    rules = get_rules(["neuron_constructs.cfn_lint_rules"], [], [])
+    rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
     broken_matches = lint(broken.read_text(), rules=rules, config=ManualArgs(regions=["us-east-1"]))
     assert sorted(m.rule.id for m in broken_matches if m.rule.id.startswith(("E91", "W92"))) == ["E9121", "W9209"]
     clean = (example_dir / "NeuronSlicedInf2.template.json").read_text()

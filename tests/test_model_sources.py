@@ -18,7 +18,7 @@ from neuron_constructs import (
     ManualNeuronTaskDefinition,
     ModelArtifacts,
 )
-from neuron_constructs.model_sources import AWS_CLI_IMAGE
+from neuron_constructs.compute.model_sources import AWS_CLI_IMAGE
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 

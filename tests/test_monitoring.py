@@ -13,14 +13,14 @@ from aws_cdk import App, Stack
 from conftest import ECS_STACKS, resources
 
 from neuron_constructs import NeuronInstanceType
-from neuron_constructs.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
-from neuron_constructs.monitoring import (
+from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, NAMESPACE
+from neuron_constructs.monitoring.monitoring import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
     health_script,
     publisher_source,
 )
-from neuron_constructs.neuron_monitor_emf import DIMENSION_SETS, METRICS, NAMESPACE
+from neuron_constructs.tools.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
 
 
 def _neuron_types(template: dict[str, Any]) -> set[str]:
@@ -228,7 +228,7 @@ def test_hardware_and_execution_error_alarms_reach_an_encrypted_topic(
 
 def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[str, dict[str, Any]]) -> None:
     """The conflict rules of ``neuron-ecs inspect``, with every daemon task next to a task holding every chip."""
-    from neuron_constructs.inspection import _mapped_devices
+    from neuron_constructs.tools.inspection import _mapped_devices
 
     template = templates["NeuronSlicedTrn1"]
     daemon_tasks = [_task(template, s) for s in _daemon_services(template).values()]
@@ -347,7 +347,7 @@ def test_recovery_can_be_turned_off() -> None:
 def test_the_readme_s_metric_table_and_cost_figures_are_the_code_s() -> None:
     from pathlib import Path
 
-    from neuron_constructs import neuron_monitor_emf as emf
+    from neuron_constructs.knowledge import metrics as emf
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("## Observability", 1)[1].split("\n## ", 1)[0]
@@ -368,7 +368,7 @@ def test_the_readme_s_metric_table_and_cost_figures_are_the_code_s() -> None:
 
 def test_monitoring_is_registered_however_it_is_made_and_only_once() -> None:
     from neuron_constructs import NeuronCluster, NeuronConfigurationError
-    from neuron_constructs.monitoring import NeuronMonitoring
+    from neuron_constructs.monitoring.monitoring import NeuronMonitoring
 
     stack = Stack(App(), "Direct")
     cluster = NeuronCluster(stack, "N")

@@ -7,7 +7,7 @@ from typing import Any
 
 from conftest import ROOT
 
-from neuron_constructs.tables import rewrite
+from neuron_constructs.tools.tables import rewrite
 
 
 def test_readme_tables_are_generated_from_the_code() -> None:

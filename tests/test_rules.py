@@ -26,7 +26,7 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
-from neuron_constructs import rules as r
+from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 
@@ -467,7 +467,7 @@ def _monitoring_twice(s: Stack) -> None:
 
 
 def _training_queue_across_two_subnets(s: Stack) -> None:
-    from neuron_constructs.cluster import private_vpc
+    from neuron_constructs.compute.cluster import private_vpc
 
     vpc = private_vpc(s, max_azs=2)
     _queue(s, vpc=vpc, subnet=vpc.private_subnets)

@@ -29,7 +29,7 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
-from neuron_constructs.serving import model_server_health_check
+from neuron_constructs.serving.listeners import model_server_health_check
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 PORT = 8080

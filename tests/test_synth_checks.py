@@ -19,10 +19,10 @@ from neuron_constructs import (
     NeuronConfigurationError,
     NeuronService,
     SlicedNeuronService,
-    synth_checks,
 )
-from neuron_constructs import rules as r
-from neuron_constructs.synth_checks import enable_template_checks
+from neuron_constructs.base import synth_checks
+from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 

@@ -15,8 +15,8 @@ from aws_cdk import aws_s3 as s3
 from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
-from neuron_constructs.capacity import NEURON_AMI_PARAMETER
-from neuron_constructs.training import EFA_ENVIRONMENT, LAUNCHER, LustreStorage, NeuronTrainingQueue
+from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.training.queue import EFA_ENVIRONMENT, LAUNCHER, LustreStorage, NeuronTrainingQueue
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
@@ -34,7 +34,7 @@ def training() -> dict[str, dict[str, Any]]:
     capacity choices in another, with cdk-nag on: each queue's resources as a template of their own."""
     from cdk_nag import AwsSolutionsChecks
 
-    from neuron_constructs.cluster import private_vpc
+    from neuron_constructs.compute.cluster import private_vpc
 
     app = App(analytics_reporting=False)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -279,7 +279,7 @@ def test_with_monitoring_the_launcher_publishes_neuron_monitor_s_reports_while_t
     the CloudWatch metric line, and the job's own command still runs."""
     from pathlib import Path
 
-    from neuron_constructs.monitoring import publisher_source
+    from neuron_constructs.monitoring.monitoring import publisher_source
 
     sample = (Path(__file__).parent / "data" / "neuron_monitor_sample.json").read_text()
     (tmp_path / "neuron-monitor").write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(json.loads(sample))}\nEOF\n")
@@ -339,7 +339,7 @@ def test_a_launcher_that_cannot_start_neuron_monitor_still_runs_the_job(tmp_path
 def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
     from conftest import resources as of_type
 
-    from neuron_constructs.monitoring import publisher_source
+    from neuron_constructs.monitoring.monitoring import publisher_source
 
     (job,) = of_type(templates["NeuronTrainingTrn1"], "AWS::Batch::JobDefinition").values()
     (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]

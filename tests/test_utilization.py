@@ -13,10 +13,10 @@ import pytest
 from moto import mock_aws
 from moto_fleet import build_fleet
 
-from neuron_constructs.cli import EXIT_OK, main
-from neuron_constructs.inspection import count_api_calls
-from neuron_constructs.neuron_monitor_emf import NAMESPACE
-from neuron_constructs.utilization import QUERIES_PER_CALL, cluster_name_of, neuroncore_utilization
+from neuron_constructs.knowledge.metrics import NAMESPACE
+from neuron_constructs.tools.cli import EXIT_OK, main
+from neuron_constructs.tools.inspection import count_api_calls
+from neuron_constructs.tools.utilization import QUERIES_PER_CALL, cluster_name_of, neuroncore_utilization
 
 REGION = "us-east-1"
 

@@ -1,0 +1,2 @@
+"""What every construct shares on top of aws-cdk-lib: argument checks, the one place the L1 is reached, log groups,
+cdk-nag acknowledgements, the synth-time template checks and the VPC the library makes."""

@@ -1,0 +1,210 @@
+"""The one place the library writes CloudFormation that aws-cdk-lib's L2s cannot.
+
+* aws-cdk-lib 2.275 renders only ``GPU`` and ``InferenceAccelerator`` container resource
+  requirements, so the ``NeuronDevice`` requirement of managed Neuron device allocation is
+  written here as a property override on the task definition's ``AWS::ECS::TaskDefinition``.
+* aws-cdk-lib's ``FargateService`` - the service class for ECS Managed Instances - takes no
+  placement constraints, while Managed Instances honour them: ``distinctInstance`` for a
+  manually mapped task on Managed Instances is set on its ``AWS::ECS::Service`` here.
+* aws-cdk-lib's custom resource provider that strips a VPC's default security group gives its
+  Lambda function a ``DependsOn`` on its role that the ``Fn::GetAtt`` of the role already implies
+  (cfn-lint W3005); the redundant ``DependsOn`` is removed here.
+* aws-cdk-lib's ``LaunchTemplate``, ``AutoScalingGroup`` and ``ManagedInstancesCapacityProvider``
+  have no property for reserved capacity: an On-Demand Capacity Reservation is set on the Auto
+  Scaling group (``CapacityReservationSpecification``), a Capacity Block on the launch template
+  (``InstanceMarketOptions.MarketType: capacity-block`` and its reservation), a reservation group on
+  a Managed Instances provider (``CapacityOptionType: RESERVED`` and ``CapacityReservations``).
+* AWS Batch training (:mod:`neuron_constructs.training.queue`): aws-cdk-lib's ``LaunchTemplate`` has no network
+  interfaces, so the EFA interfaces are set on its ``LaunchTemplateData``; the compute environment's security
+  groups are removed, as Batch refuses them next to launch template interfaces; and a multi-node job
+  definition's node range is left open (``0:``), which ``aws batch submit-job --node-overrides numNodes=N``
+  requires and ``MultiNodeJobDefinition`` never writes.
+* What a Neuron task definition declares (managed or manual allocation, its Neuron containers,
+  the instance type and devices of a manual one) is recorded in the resource's ``Metadata``
+  under :data:`~neuron_constructs.checks.cfn_template.INTENT_METADATA_KEY`, so the template checks
+  (and ``neuron-ecs lint``) can tell when an escape hatch undid it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import CfnResource
+from aws_cdk import aws_ecs as ecs
+from constructs import IConstruct
+
+from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.checks.cfn_template import INTENT_METADATA_KEY
+
+__all__ = [
+    "NEURON_DEVICE_REQUIREMENT",
+    "container_index",
+    "distinct_instances_on_managed_instances",
+    "drop_compute_environment_security_groups",
+    "drop_redundant_handler_dependency",
+    "efa_network_interfaces",
+    "open_node_range",
+    "record_intent",
+    "require_all_neuron_devices",
+    "reserve_auto_scaling_capacity",
+    "reserve_launch_template_capacity",
+    "reserve_managed_instances_capacity",
+]
+
+NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
+"""ECS managed Neuron device allocation: the container gets every device of its instance."""
+
+
+def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
+    """The task definition's L1, looked up once per task definition."""
+    resource = getattr(task_definition, "_neuron_constructs_resource", None)
+    if resource is None:
+        resource = task_definition.node.default_child
+        assert isinstance(resource, CfnResource)
+        setattr(task_definition, "_neuron_constructs_resource", resource)  # noqa: B010 (a Python attribute)
+    return resource
+
+
+def container_index(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> int:
+    """Position of ``container`` in the rendered ``ContainerDefinitions``.
+
+    The L2 renders containers in the order they were created, which is their
+    order among the task definition's children.
+    """
+    containers = [c for c in task_definition.node.children if isinstance(c, ecs.ContainerDefinition)]
+    paths = [construct_path(c) for c in containers]
+    return paths.index(container.node.path)
+
+
+def require_all_neuron_devices(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> None:
+    """Give ``container`` ``resourceRequirements: [{type: NeuronDevice, value: ALL}]``."""
+    index = container_index(task_definition, container)
+    _resource(task_definition).add_property_override(
+        f"ContainerDefinitions.{index}.ResourceRequirements", [NEURON_DEVICE_REQUIREMENT]
+    )
+
+
+def record_intent(task_definition: ecs.TaskDefinition, intent: Mapping[str, object]) -> None:
+    """Write (or rewrite) what this Neuron task definition declares into its resource metadata."""
+    _resource(task_definition).add_metadata(INTENT_METADATA_KEY, dict(intent))
+
+
+def distinct_instances_on_managed_instances(service: ecs.FargateService) -> None:
+    """``distinctInstance`` on a Managed Instances service (aws-cdk-lib's ``FargateService`` has no API for it)."""
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.placement_constraints = [ecs.CfnService.PlacementConstraintProperty(type="distinctInstance")]
+
+
+def host_network_on_managed_instances(service: ecs.FargateService) -> None:
+    """No ``NetworkConfiguration`` on a Managed Instances service of a host-mode task: aws-cdk-lib's ``FargateService``
+    always writes an awsvpc one, which ECS refuses for any other network mode."""
+    resource = service.node.default_child
+    assert isinstance(resource, ecs.CfnService)
+    resource.add_property_deletion_override("NetworkConfiguration")
+
+
+def drop_redundant_handler_dependency(provider: IConstruct) -> None:
+    """Remove the ``DependsOn`` of a custom resource provider's handler on the role its ``Role`` already names."""
+    handler = provider.node.try_find_child("Handler")
+    if isinstance(handler, CfnResource):
+        handler.add_deletion_override("DependsOn")
+
+
+def reserve_auto_scaling_capacity(
+    group: IConstruct,
+    launch_template: IConstruct,
+    *,
+    kind: str,
+    target: str,
+    fallback_to_on_demand: bool,
+) -> None:
+    """Launch the group into a Capacity Block (``kind`` capacity-block, on the launch template) or an
+    On-Demand Capacity Reservation or reservation group (``on-demand``/``on-demand-group``, on the group)."""
+    if kind == "capacity-block":
+        template = launch_template.node.default_child
+        assert isinstance(template, CfnResource)
+        template.add_property_override("LaunchTemplateData.InstanceMarketOptions", {"MarketType": "capacity-block"})
+        template.add_property_override(
+            "LaunchTemplateData.CapacityReservationSpecification",
+            {"CapacityReservationTarget": {"CapacityReservationId": target}},
+        )
+        return
+    resource = group.node.default_child
+    assert isinstance(resource, CfnResource)
+    key = "CapacityReservationIds" if kind == "on-demand" else "CapacityReservationResourceGroupArns"
+    resource.add_property_override(
+        "CapacityReservationSpecification",
+        {
+            "CapacityReservationPreference": (
+                "capacity-reservations-first" if fallback_to_on_demand else "capacity-reservations-only"
+            ),
+            "CapacityReservationTarget": {key: [target]},
+        },
+    )
+
+
+def reserve_managed_instances_capacity(provider: IConstruct, *, group_arn: str, fallback_to_on_demand: bool) -> None:
+    """Launch Managed Instances into the Capacity Reservations of a resource group (capacity option RESERVED)."""
+    resource = provider.node.default_child
+    assert isinstance(resource, CfnResource)
+    base = "ManagedInstancesProvider.InstanceLaunchTemplate"
+    resource.add_property_override(f"{base}.CapacityOptionType", "RESERVED")
+    resource.add_property_override(
+        f"{base}.CapacityReservations",
+        {
+            "ReservationGroupArn": group_arn,
+            "ReservationPreference": "RESERVATIONS_FIRST" if fallback_to_on_demand else "RESERVATIONS_ONLY",
+        },
+    )
+
+
+def efa_network_interfaces(launch_template: IConstruct, security_group_id: str, count: int) -> None:
+    """One EFA interface per network card: card 0 at device index 0 (the primary), cards 1..count-1 at device index 1,
+    each with the security group, as AWS's Trainium launch templates attach them (aws-cdk-lib's ``LaunchTemplate`` has
+    no network interface API)."""
+    template = launch_template.node.default_child
+    assert isinstance(template, CfnResource)
+    template.add_property_override(
+        "LaunchTemplateData.NetworkInterfaces",
+        [
+            {
+                "NetworkCardIndex": card,
+                "DeviceIndex": 0 if card == 0 else 1,
+                "InterfaceType": "efa",
+                "Groups": [security_group_id],
+                "DeleteOnTermination": True,
+            }
+            for card in range(count)
+        ],
+    )
+
+
+def reserve_launch_template_capacity(launch_template: IConstruct, *, kind: str, target: str) -> None:
+    """Launch instances of ``launch_template`` into a Capacity Block (market type capacity-block), an On-Demand
+    Capacity Reservation or a reservation group (for AWS Batch, which takes capacity from the launch template; EC2
+    takes a target or a preference, not both)."""
+    template = launch_template.node.default_child
+    assert isinstance(template, CfnResource)
+    if kind == "capacity-block":
+        template.add_property_override("LaunchTemplateData.InstanceMarketOptions", {"MarketType": "capacity-block"})
+    key = "CapacityReservationResourceGroupArn" if kind == "on-demand-group" else "CapacityReservationId"
+    template.add_property_override(
+        "LaunchTemplateData.CapacityReservationSpecification", {"CapacityReservationTarget": {key: target}}
+    )
+
+
+def drop_compute_environment_security_groups(compute_environment: IConstruct) -> None:
+    """No ``SecurityGroupIds`` on a Batch compute environment whose launch template defines network interfaces: Batch
+    accepts one or the other (aws/aws-cdk#21577), and aws-cdk-lib always writes them."""
+    resource = compute_environment.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_property_deletion_override("ComputeResources.SecurityGroupIds")
+
+
+def open_node_range(job_definition: IConstruct) -> None:
+    """Make the one node range of a multi-node job definition open-ended (``0:``, from node 0 to the last): AWS Batch
+    overrides a job's node count at submission (``nodeOverrides.numNodes``) only when a range has no upper bound."""
+    resource = job_definition.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_property_override("NodeProperties.NodeRangeProperties.0.TargetNodes", "0:")

@@ -1,0 +1,420 @@
+"""Cluster capacity for Neuron: ECS Managed Instances and EC2 Auto Scaling groups.
+
+Both are built by :class:`~neuron_constructs.compute.cluster.NeuronCluster`; the
+classes here hold what each capacity created, as public attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from aws_cdk import Size, Validations
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import construct_path, remember_path
+from neuron_constructs.base.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+
+__all__ = [
+    "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
+    "DEFAULT_MANAGED_INSTANCES_TYPES",
+    "DEFAULT_ROOT_VOLUME_GIB",
+    "ECS_AGENT_SETTINGS",
+    "NEURON_AMI_PARAMETER",
+    "AutoScalingCapacity",
+    "CapacityReservation",
+    "ManagedInstancesCapacity",
+    "warn_about_public_subnets",
+]
+
+NEURON_AMI_PARAMETER = NEURON_AMI_IMAGE_ID_PARAMETER
+"""SSM parameter holding the ECS-optimized Amazon Linux 2023 (Neuron) AMI id."""
+
+DEFAULT_ROOT_VOLUME_GIB = 100
+"""Root volume size: Neuron framework images are large (AWS blueprints use 100 GiB)."""
+
+DEFAULT_MANAGED_INSTANCES_ACCELERATORS = rules.MANAGED_INSTANCES_ACCELERATORS
+DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
+
+
+@dataclass(frozen=True)
+class CapacityReservation:
+    """Reserved capacity for a Neuron capacity: where scarce instances come from.
+
+    Build one with a class method:
+
+    * :meth:`on_demand` - an On-Demand Capacity Reservation, by id (Auto Scaling capacity);
+    * :meth:`on_demand_group` - the reservations of a Capacity Reservation resource group (Auto
+      Scaling capacity, and the only kind ECS Managed Instances take);
+    * :meth:`capacity_block` - an EC2 Capacity Block for ML, by id (Auto Scaling capacity of
+      trn1.32xlarge or trn2.48xlarge). EC2 terminates the block's instances 30 minutes before it
+      ends: scale the service and the group to zero before then.
+
+    ``fallback_to_on_demand`` (reservations only): launch On-Demand instances when the reservation
+    is full (``capacity-reservations-first``); default False, so instances launch only into the
+    reservation (``capacity-reservations-only``).
+    """
+
+    kind: Literal["on-demand", "on-demand-group", "capacity-block"]
+    target: str
+    """The reservation id (``cr-...``) or the resource group ARN."""
+    fallback_to_on_demand: bool = False
+
+    @classmethod
+    def on_demand(cls, reservation_id: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
+        """An On-Demand Capacity Reservation by id."""
+        return cls("on-demand", _text("reservation_id", reservation_id), bool(fallback_to_on_demand))
+
+    @classmethod
+    def on_demand_group(cls, group_arn: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
+        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN."""
+        return cls("on-demand-group", _text("group_arn", group_arn), bool(fallback_to_on_demand))
+
+    @classmethod
+    def capacity_block(cls, reservation_id: str) -> CapacityReservation:
+        """An EC2 Capacity Block for ML by its reservation id (blocks cannot be grouped)."""
+        return cls("capacity-block", _text("reservation_id", reservation_id))
+
+    def describe(self) -> str:
+        """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
+        names = {"on-demand": "On-Demand Capacity Reservation", "on-demand-group": "reservation group"}
+        return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise rules.WRONG_TYPE.error("CapacityReservation", f"{name}={value!r}", expected=f"{name} as a string")
+    return value
+
+
+ECS_AGENT_SETTINGS = {"ECS_AWSVPC_BLOCK_IMDS": "true"}
+"""Written to ``/etc/ecs/ecs.config`` on every Auto Scaling instance: awsvpc tasks cannot reach the
+instance metadata service (the hop limit of 1 already keeps bridge-mode containers out)."""
+
+_ACCELERATOR_NAMES = {
+    "inferentia2": ec2.AcceleratorName.INFERENTIA2,
+    "trainium": ec2.AcceleratorName.TRAINIUM,
+    "trainium2": ec2.AcceleratorName.TRAINIUM2,
+}
+
+
+def warn_about_public_subnets(
+    owner: Construct, vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], *, any_public: bool | None = None
+) -> None:
+    """NEURON108: a warning when capacity launches into subnets the VPC lists as public (``any_public``: whether
+    any is, when the subnet selection already said)."""
+    if any_public is False:
+        return
+    public_ids = {construct_path(s) for s in vpc.public_subnets}
+    public = [construct_path(s) for s in subnets if construct_path(s) in public_ids]
+    if public:
+        Validations.of(owner).add_warning(
+            rules.PUBLIC_SUBNETS.warning_id,
+            rules.PUBLIC_SUBNETS.message(construct_path(owner), f"instances launch into public subnets {public}"),
+        )
+
+
+class ManagedInstancesCapacity(Construct):
+    """An ECS Managed Instances capacity provider that launches only Neuron instances.
+
+    instanceRequirements: acceleratorManufacturers ``amazon-web-services``, the given
+    acceleratorNames and allowedInstanceTypes; vCPU and memory minimums are the smallest of the
+    catalog types both selectors admit. Managed Instances bring an AMI with the Neuron driver; no
+    AMI is set. Built by :meth:`NeuronCluster.add_managed_instances_capacity`.
+
+    Parameters are those of :meth:`NeuronCluster.add_managed_instances_capacity`, plus ``cluster``
+    (the ``ecs.Cluster``), ``subnets`` (the subnets the cluster selected) and ``public_subnets`` (whether
+    any of them is public, for NEURON108; default: worked out from the VPC).
+
+    Attributes
+    ----------
+    capacity_provider: the ``ecs.ManagedInstancesCapacityProvider``.
+    security_group: the instances' security group (the first of ``security_groups``).
+    security_groups: every security group the instances get.
+    role: the instances' IAM role (ECS agent calls), from ``instance_profile``.
+    instance_profile: the instances' ``iam.IInstanceProfile``.
+    infrastructure_role: the role ECS uses to launch and drain the instances.
+    instance_types: the catalog types it may launch.
+    capacity_reservation: the reservation it launches into, if any.
+    services: the ``NeuronService`` s placed on it, in creation order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: ecs.Cluster,
+        subnets: Sequence[ec2.ISubnet],
+        public_subnets: bool | None = None,
+        accelerators: Sequence[str] = DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+        instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
+            path, accelerators, instance_types
+        )
+        if capacity_reservation is not None:
+            if capacity_reservation.kind != "on-demand-group":
+                raise rules.MANAGED_INSTANCES_RESERVATION.error(
+                    path,
+                    f"capacity_reservation is the {capacity_reservation.describe()}",
+                    reservation=capacity_reservation.describe(),
+                )
+            if capacity_option_type == ecs.CapacityOptionType.SPOT:
+                raise rules.SPOT_WITH_RESERVATION.error(
+                    path, f"capacity_option_type=SPOT with the {capacity_reservation.describe()}"
+                )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
+        self.capacity_reservation = capacity_reservation
+        self.services: list[Construct] = []
+        vpc = cluster.vpc
+        warn_about_public_subnets(self, vpc, subnets, any_public=public_subnets)
+        if security_groups:
+            self.security_groups: list[ec2.ISecurityGroup] = list(security_groups)
+        else:
+            group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description="Neuron Managed Instances: outbound only (image pulls, ECS, CloudWatch)",
+                allow_all_outbound=True,
+            )
+            self.security_groups = [group]
+        self.security_group: ec2.ISecurityGroup = self.security_groups[0]
+        smallest_vcpus = min(t.vcpus for t in self.instance_types)
+        smallest_memory = min(t.memory_gib for t in self.instance_types)
+        self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
+            self,
+            "Provider",
+            subnets=list(subnets),
+            security_groups=self.security_groups,
+            capacity_option_type=capacity_option_type,
+            monitoring=ecs.InstanceMonitoring.DETAILED,
+            task_volume_storage=Size.gibibytes(task_volume_gib),
+            propagate_tags=ecs.PropagateManagedInstancesTags.CAPACITY_PROVIDER,
+            instance_requirements=ec2.InstanceRequirementsConfig(
+                v_cpu_count_min=smallest_vcpus,
+                memory_min=Size.gibibytes(smallest_memory),
+                accelerator_manufacturers=[ec2.AcceleratorManufacturer.AWS],
+                accelerator_names=[_ACCELERATOR_NAMES[a] for a in accelerators],
+                allowed_instance_types=list(self.allowed_instance_type_patterns),
+            ),
+        )
+        self.infrastructure_role: iam.IRole = self.capacity_provider.infrastructure_role
+        self.instance_profile: iam.IInstanceProfile = self.capacity_provider.ec2_instance_profile
+        role = self.instance_profile.role
+        assert role is not None  # aws-cdk-lib's default profile always has its role
+        self.role: iam.IRole = role
+        if capacity_reservation is not None:
+            reserve_managed_instances_capacity(
+                self.capacity_provider,
+                group_arn=capacity_reservation.target,
+                fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
+            )
+        cluster.add_managed_instances_capacity_provider(self.capacity_provider)
+        compliance.acknowledge_managed_instances_capacity(self.capacity_provider)
+
+
+class AutoScalingCapacity(Construct):
+    """An EC2 Auto Scaling group registered with the cluster as a capacity provider.
+
+    Built from an EC2 launch template (never a LaunchConfiguration): IMDSv2 required with a hop
+    limit of 1 (AL2023 AMIs default to 2, which lets bridge-mode containers reach the instance
+    role), ``ECS_AWSVPC_BLOCK_IMDS`` for awsvpc tasks, detailed monitoring, an encrypted gp3 root
+    volume, ECS managed scaling, draining and termination protection. Built by
+    :meth:`NeuronCluster.add_ec2_capacity` and :meth:`NeuronCluster.add_non_neuron_capacity`.
+
+    The instance role holds exactly what the ECS agent needs - register and deregister with this
+    cluster, report task state to it, poll it - and nothing on CloudWatch Logs or ECR: tasks log and
+    pull images with their execution role. aws-cdk-lib would add its own agent policy (with
+    ``logs:*`` and ``ecr:GetAuthorizationToken`` on ``*``) through the Auto Scaling group; the group
+    therefore sees the role as immutable. Grant the instances more through :attr:`role`.
+
+    Spot (``spot=True``): the launch template requests Spot Instances, the group rebalances capacity
+    ahead of interruptions, and the ECS agent drains an instance on its interruption notice
+    (``ECS_ENABLE_SPOT_INSTANCE_DRAINING``). A :class:`CapacityReservation` launches the group into an
+    On-Demand Capacity Reservation (set on the group) or a Capacity Block (set on the launch template).
+
+    Parameters are those of :meth:`NeuronCluster.add_ec2_capacity`, plus ``cluster``, ``machine_image``,
+    ``neuron`` (the catalog entry, ``None`` for non-Neuron capacity), ``subnets`` and ``public_subnets`` as
+    for :class:`ManagedInstancesCapacity`.
+
+    Attributes
+    ----------
+    capacity_provider: the ``ecs.AsgCapacityProvider``.
+    auto_scaling_group: the ``autoscaling.AutoScalingGroup``.
+    launch_template: the ``ec2.LaunchTemplate``.
+    security_group: the instances' security group (outbound only).
+    role: the instances' IAM role.
+    instance_type: the ``ec2.InstanceType``; ``neuron_instance_type`` its catalog entry (``None`` for
+        non-Neuron capacity).
+    min_capacity, max_capacity: the group's bounds, in instances.
+    spot, capacity_reservation: how the instances are bought.
+    services: the ``NeuronService`` s placed on it, in creation order.
+    sliced_by: the ``SlicedNeuronService`` that owns its devices, if any.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: ecs.Cluster,
+        instance_type: str,
+        machine_image: ec2.IMachineImage,
+        subnets: Sequence[ec2.ISubnet],
+        public_subnets: bool | None = None,
+        min_capacity: int,
+        max_capacity: int,
+        root_volume_gib: int,
+        neuron: NeuronInstanceType | None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        rules.check_capacity_size(path, min_capacity, max_capacity)
+        if spot and capacity_reservation is not None:
+            raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
+        block = capacity_reservation is not None and capacity_reservation.kind == "capacity-block"
+        if block and (neuron is None or not neuron.offers_capacity_blocks):
+            raise rules.CAPACITY_BLOCK_TYPE.error(
+                path,
+                f"a Capacity Block of {instance_type}, which Capacity Blocks do not offer",
+                instance_type=instance_type,
+            )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        if neuron is not None and root_volume_gib < DEFAULT_ROOT_VOLUME_GIB:
+            Validations.of(self).add_warning(
+                rules.SMALL_ROOT_VOLUME.warning_id,
+                rules.SMALL_ROOT_VOLUME.message(construct_path(self), f"root_volume_gib={root_volume_gib}"),
+            )
+        self.neuron_instance_type = neuron
+        self.min_capacity = min_capacity
+        self.max_capacity = max_capacity
+        self.spot = spot
+        self.capacity_reservation = capacity_reservation
+        self.services: list[Construct] = []
+        self.sliced_by: Construct | None = None
+        self.instance_type = ec2.InstanceType(instance_type)
+        vpc = cluster.vpc
+        warn_about_public_subnets(self, vpc, subnets, any_public=public_subnets)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description=f"ECS container instances ({instance_type}): outbound only",
+            allow_all_outbound=True,
+        )
+        self.role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"ECS container instances ({instance_type}) of {construct_path(cluster)}",
+        )
+        grant_ecs_agent(self.role, cluster.cluster_arn)
+        settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
+        user_data = ec2.UserData.for_linux()
+        user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
+        self.launch_template = ec2.LaunchTemplate(
+            self,
+            "LaunchTemplate",
+            instance_type=self.instance_type,
+            machine_image=machine_image,
+            user_data=user_data,
+            role=self.role.without_policy_updates(),
+            security_group=self.security_group,
+            require_imdsv2=True,
+            http_put_response_hop_limit=1,
+            detailed_monitoring=True,
+            spot_options=ec2.LaunchTemplateSpotOptions() if spot else None,
+            block_devices=[encrypted_root_volume(root_volume_gib)],
+        )
+        self.auto_scaling_group = autoscaling.AutoScalingGroup(
+            self,
+            "Group",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            launch_template=self.launch_template,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            capacity_rebalance=True if spot else None,
+        )
+        if capacity_reservation is not None:
+            reserve_auto_scaling_capacity(
+                self.auto_scaling_group,
+                self.launch_template,
+                kind=capacity_reservation.kind,
+                target=capacity_reservation.target,
+                fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
+            )
+        self.capacity_provider = ecs.AsgCapacityProvider(
+            self,
+            "Provider",
+            auto_scaling_group=self.auto_scaling_group,
+            enable_managed_scaling=True,
+            enable_managed_termination_protection=True,
+            enable_managed_draining=True,
+        )
+        cluster.add_asg_capacity_provider(
+            self.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
+        )
+        compliance.acknowledge_auto_scaling_capacity(self)
+
+
+def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
+    """The root volume of the Amazon Linux 2023 AMIs (``/dev/xvda``): ``gib`` GiB of gp3, encrypted, deleted with the
+    instance."""
+    return ec2.BlockDevice(
+        device_name="/dev/xvda",
+        volume=ec2.BlockDeviceVolume.ebs(
+            gib, volume_type=ec2.EbsDeviceVolumeType.GP3, encrypted=True, delete_on_termination=True
+        ),
+    )
+
+
+def grant_ecs_agent(role: iam.Role, cluster_arn: str, *, pattern: bool = False) -> None:
+    """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it.
+
+    ``pattern``: ``cluster_arn`` ends in ``*`` (a cluster named only once it exists, as AWS Batch names its clusters
+    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="EcsAgentRegisterAndReport",
+            actions=[
+                "ecs:RegisterContainerInstance",
+                "ecs:DeregisterContainerInstance",
+                "ecs:SubmitAttachmentStateChanges",
+                "ecs:SubmitContainerStateChange",
+                "ecs:SubmitTaskStateChange",
+            ],
+            resources=[cluster_arn],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="EcsAgentPoll",
+            actions=["ecs:Poll", "ecs:StartTelemetrySession"],
+            resources=["*"],
+            conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(sid="EcsAgentDiscoverEndpoint", actions=["ecs:DiscoverPollEndpoint"], resources=["*"])
+    )

@@ -1,0 +1,453 @@
+"""``NeuronCluster``: an ECS cluster with Neuron capacity, secure by default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from aws_cdk import Duration, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import (
+    COUNT,
+    GP3_VOLUME_GIB,
+    MANAGED_INSTANCES_STORAGE_GIB,
+    aws,
+    checked,
+    construct_path,
+    remember_path,
+)
+from neuron_constructs.base.l1_overrides import drop_redundant_handler_dependency
+from neuron_constructs.base.log_groups import log_group
+from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.checks.template_checks import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
+from neuron_constructs.checks.template_checks import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
+from neuron_constructs.compute.capacity import (
+    DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+    DEFAULT_MANAGED_INSTANCES_TYPES,
+    DEFAULT_ROOT_VOLUME_GIB,
+    AutoScalingCapacity,
+    CapacityReservation,
+    ManagedInstancesCapacity,
+)
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.catalog import NeuronInstanceType, closest_instance_types, ec2_instance_types
+
+if TYPE_CHECKING:
+    from neuron_constructs.monitoring.monitoring import NeuronMonitoring
+
+__all__ = ["NeuronCluster"]
+
+DEFAULT_MAX_CAPACITY = 2
+"""Auto Scaling groups default to at most two instances: Neuron instances are costly."""
+
+_RESTRICT_DEFAULT_SG_PROVIDER = "Custom::VpcRestrictDefaultSGCustomResourceProvider"
+_CAPACITY_RANGES = {
+    "min_capacity": COUNT,
+    "max_capacity": COUNT,
+    "root_volume_gib": GP3_VOLUME_GIB,
+    "task_volume_gib": MANAGED_INSTANCES_STORAGE_GIB,
+}
+
+
+def _check_machine_image(capacity: Construct, neuron: NeuronInstanceType, image: ec2.IMachineImage) -> None:
+    """NEURON105: a warning unless the image resolves the recommended Neuron AMI's parameter at launch."""
+    parameter = getattr(image, "parameter_name", None)
+    if isinstance(parameter, str) and NEURON_ECS_AMI.match(parameter):
+        return
+    what = f"machine_image resolves {parameter}" if isinstance(parameter, str) else "machine_image pins an AMI"
+    Validations.of(capacity).add_warning(
+        rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(construct_path(capacity), f"{what} for {neuron.name}")
+    )
+
+
+class _Subnets(NamedTuple):
+    """Subnets a capacity launches into, and whether any is public."""
+
+    subnets: list[ec2.ISubnet]
+    has_public: bool
+
+
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+"""The IPv4 range of the VPC a NeuronCluster makes (aws-cdk-lib's default)."""
+
+
+def tidy_default_security_group_handler(scope: Construct) -> None:
+    """The handler aws-cdk-lib adds to a stack for ``restrict_default_security_group``: its findings acknowledged
+    with reasons, and the ``DependsOn`` cfn-lint reports as redundant removed."""
+    provider = Stack.of(scope).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
+    if provider is not None:
+        compliance.acknowledge_default_security_group_restriction(provider)
+        drop_redundant_handler_dependency(provider)
+
+
+def private_vpc(scope: Construct, *, max_azs: int, log_encryption_key: kms.IKey | None = None) -> ec2.Vpc:
+    """The VPC the library makes (``<scope>/Vpc``): ``10.0.0.0/16``, private subnets with egress through one NAT
+    gateway in public subnets that assign no public address, the default security group's rules removed, and flow
+    logs (all traffic, kept a month) delivered by a role that trusts VPC Flow Logs only for this account's flow
+    logs (``aws:SourceAccount`` / ``aws:SourceArn``)."""
+    vpc = ec2.Vpc(
+        scope,
+        "Vpc",
+        ip_addresses=ec2.IpAddresses.cidr(DEFAULT_VPC_CIDR),
+        max_azs=max_azs,
+        nat_gateways=1,
+        restrict_default_security_group=True,
+        subnet_configuration=[
+            # Public subnets hold only the NAT gateway, which has its own Elastic IP.
+            ec2.SubnetConfiguration(
+                name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
+            ),
+            ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
+        ],
+    )
+    tidy_default_security_group_handler(scope)
+    flow_logs = log_group(
+        scope, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=log_encryption_key
+    )
+    # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
+    delivery_role = iam.Role(
+        scope,
+        "VpcFlowLogsRole",
+        assumed_by=iam.ServicePrincipal(
+            "vpc-flow-logs.amazonaws.com",
+            conditions={
+                "StringEquals": {"aws:SourceAccount": aws().account_id},
+                "ArnLike": {
+                    "aws:SourceArn": f"arn:{aws().partition}:ec2:{aws().region}:{aws().account_id}:vpc-flow-log/*"
+                },
+            },
+        ),
+        description="Delivers the VPC flow logs to CloudWatch Logs",
+    )
+    vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, delivery_role))
+    return vpc
+
+
+class NeuronCluster(Construct):
+    """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
+
+    Defaults: a new VPC (2 AZs, one NAT gateway in public subnets that assign no public
+    addresses, VPC flow logs to CloudWatch Logs kept one month, the default security group
+    stripped of its rules) unless ``vpc`` is given; capacity in its private subnets; Container
+    Insights on. Capacity is added with
+    :meth:`add_managed_instances_capacity`, :meth:`add_ec2_capacity` and
+    :meth:`add_non_neuron_capacity`; one cluster may hold several at once (Trn1, Trn2, Inf1,
+    Inf2 and others), as ECS allows. Every template of the app is checked against the Neuron
+    rules at synth (:func:`~neuron_constructs.base.synth_checks.enable_template_checks`).
+
+    Parameters
+    ----------
+    vpc: the VPC to use; default a new one as above.
+    cluster_name: the ECS cluster name; default generated.
+    container_insights: Container Insights on the cluster; default True.
+    capacity_subnets: where capacity launches; default the private subnets with egress (a
+        selection of public subnets warns, NEURON108).
+    log_encryption_key: a customer managed KMS key for the flow log group; default CloudWatch
+        Logs' own encryption.
+
+    Attributes
+    ----------
+    cluster: the ``ecs.Cluster``.
+    vpc: the VPC the cluster and its capacity use.
+    managed_instances_capacities / auto_scaling_capacities: what was added, in order.
+    """
+
+    @checked(names=("cluster_name",))
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc | None = None,
+        cluster_name: str | None = None,
+        container_insights: bool = True,
+        capacity_subnets: ec2.SubnetSelection | None = None,
+        log_encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
+        self.log_encryption_key = log_encryption_key
+        self.vpc: ec2.IVpc = vpc if vpc is not None else self._create_vpc()
+        self._own_vpc = vpc is None
+        # the VPC made here has one private subnet group: the default selection needs no lookup
+        self._default_selection_is_private = vpc is None and capacity_subnets is None
+        self._private_subnets: list[ec2.ISubnet] | None = None
+        self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        """Subnets capacity launches into. Default: private subnets with egress."""
+        self.cluster = ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=self.vpc,
+            cluster_name=cluster_name,
+            container_insights_v2=(
+                ecs.ContainerInsights.ENABLED if container_insights else ecs.ContainerInsights.DISABLED
+            ),
+        )
+        remember_path(self.cluster, self, "Cluster")
+        self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
+        self.auto_scaling_capacities: list[AutoScalingCapacity] = []
+        self.monitoring: NeuronMonitoring | None = None
+
+    @property
+    def vpc_cidr(self) -> str:
+        """The VPC's IPv4 range: ``10.0.0.0/16`` for the VPC made here (a literal, which security group checks can
+        read), the VPC's ``vpc_cidr_block`` otherwise (NEURON045 for a VPC imported without it)."""
+        if self._own_vpc:
+            return DEFAULT_VPC_CIDR
+        try:
+            return self.vpc.vpc_cidr_block
+        except RuntimeError as error:
+            raise rules.UNKNOWN_VPC_RANGE.error(
+                construct_path(self), f"{construct_path(self.vpc)} has no IPv4 range"
+            ) from error
+
+    def select_capacity_subnets(
+        self, path: str | None = None, selection: ec2.SubnetSelection | None = None
+    ) -> list[ec2.ISubnet]:
+        """The subnets ``selection`` (default :attr:`capacity_subnets`) selects in :attr:`vpc`; NEURON033 for none."""
+        return list(self._select_subnets(path, selection).subnets)
+
+    def _select_subnets(self, path: str | None, selection: ec2.SubnetSelection | None) -> _Subnets:
+        if selection is None and self._default_selection_is_private:
+            if self._private_subnets is None:
+                self._private_subnets = list(self.vpc.private_subnets)
+            return _Subnets(self._private_subnets, has_public=False)
+        option = "vpc_subnets" if selection is not None else "capacity_subnets"
+        selection = selection or self.capacity_subnets
+        fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
+        selected: ec2.SelectedSubnets | None = None
+        try:
+            selected = self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields})
+        except RuntimeError as error:  # aws-cdk-lib: "There are no 'Private' subnet groups in this VPC"
+            reason = str(error).split(": ", 1)[-1].split("\n", 1)[0]
+        else:
+            reason = "it selects no subnet"
+        if selected is None or not selected.subnets:
+            available = sorted(
+                {
+                    kind
+                    for kind, group in (
+                        ("PUBLIC", self.vpc.public_subnets),
+                        ("PRIVATE_WITH_EGRESS", self.vpc.private_subnets),
+                        ("PRIVATE_ISOLATED", self.vpc.isolated_subnets),
+                    )
+                    if group
+                }
+            )
+            raise rules.NO_SUBNETS.error(
+                path or construct_path(self),
+                f"{option} selects nothing in {construct_path(self.vpc)}: {reason}",
+                available=", ".join(available) or "none",
+            )
+        return _Subnets(list(selected.subnets), has_public=bool(selected.has_public))
+
+    def _create_vpc(self) -> ec2.Vpc:
+        return private_vpc(self, max_azs=2, log_encryption_key=self.log_encryption_key)
+
+    @checked(ranges=_CAPACITY_RANGES)
+    def add_managed_instances_capacity(
+        self,
+        id: str,
+        *,
+        accelerators: Sequence[str] | None = None,
+        instance_types: Sequence[str | NeuronInstanceType] = DEFAULT_MANAGED_INSTANCES_TYPES,
+        capacity_option_type: ecs.CapacityOptionType = ecs.CapacityOptionType.ON_DEMAND,
+        capacity_reservation: CapacityReservation | None = None,
+        task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+    ) -> ManagedInstancesCapacity:
+        """Add ECS Managed Instances capacity that launches only Neuron instances; returns it.
+
+        Parameters
+        ----------
+        accelerators: acceleratorNames; default ``inferentia2``, ``trainium``, ``trainium2``.
+            ``inferentia`` (Inf1) is refused: ECS runs Inf1 only on the EC2 launch type (NEURON002).
+        instance_types: allowedInstanceTypes patterns or catalog entries; default ``("inf*", "trn*")``.
+            A pattern that selects only Inf1, or no catalog type, or is not lowercase, is refused (NEURON003).
+        capacity_option_type: on-demand (default) or spot.
+        capacity_reservation: launch into the On-Demand Capacity Reservations of a resource group
+            (``CapacityReservation.on_demand_group``; capacity option RESERVED); a reservation id or a
+            Capacity Block is refused (NEURON039), and so is spot with a reservation (NEURON037).
+        task_volume_gib: task storage per instance, at least 1 GiB; default 100 GiB for Neuron images.
+        security_groups: default a new group with no inbound rules.
+        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
+        """
+        capacity = ManagedInstancesCapacity(
+            self,
+            id,
+            cluster=self.cluster,
+            subnets=(selected := self._select_subnets(f"{construct_path(self)}/{id}", vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
+            accelerators=tuple(accelerators) if accelerators is not None else DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
+            instance_types=instance_types,
+            capacity_option_type=capacity_option_type,
+            capacity_reservation=capacity_reservation,
+            task_volume_gib=task_volume_gib,
+            security_groups=security_groups,
+        )
+        self.managed_instances_capacities.append(capacity)
+        if self.monitoring is not None:
+            self.monitoring.cover(capacity)
+        return capacity
+
+    @checked(ranges=_CAPACITY_RANGES)
+    def add_ec2_capacity(
+        self,
+        id: str,
+        *,
+        instance_type: str | NeuronInstanceType,
+        min_capacity: int = 0,
+        max_capacity: int = DEFAULT_MAX_CAPACITY,
+        root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        machine_image: ec2.IMachineImage | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> AutoScalingCapacity:
+        """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
+
+        Parameters
+        ----------
+        instance_type: a catalog Neuron type (``"inf2.xlarge"``, ``NeuronInstanceType.of("trn1.32xlarge")``...),
+            spelled as EC2 spells it (NEURON001).
+        min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it), with
+            0 <= min <= max and max >= 1 (NEURON004).
+        root_volume_gib: encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
+        machine_image: an AMI instead of resolving
+            ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
+            at deploy time: warns unless it resolves that same parameter (NEURON105); the standard ECS AMI
+            is refused (NEURON030).
+        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
+        spot: Spot Instances, with capacity rebalancing and ECS Spot draining; default False.
+        capacity_reservation: an On-Demand Capacity Reservation (``CapacityReservation.on_demand``,
+            ``.on_demand_group``) or an EC2 Capacity Block for ML (``.capacity_block``; trn1.32xlarge and
+            trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
+        """
+        path = f"{construct_path(self)}/{id}"
+        neuron = rules.instance_type_at(path, instance_type)
+        parameter = getattr(machine_image, "parameter_name", None)
+        if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
+            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
+                path, f"machine_image resolves {parameter}, the standard ECS AMI", instance_type=neuron.name
+            )
+        capacity = AutoScalingCapacity(
+            self,
+            id,
+            cluster=self.cluster,
+            instance_type=neuron.name,
+            machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
+            subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            root_volume_gib=root_volume_gib,
+            neuron=neuron,
+            spot=spot,
+            capacity_reservation=capacity_reservation,
+        )
+        if machine_image is not None:
+            _check_machine_image(capacity, neuron, machine_image)
+        self.auto_scaling_capacities.append(capacity)
+        if self.monitoring is not None:
+            self.monitoring.cover(capacity)
+        return capacity
+
+    @checked(ranges=_CAPACITY_RANGES)
+    def add_non_neuron_capacity(
+        self,
+        id: str,
+        *,
+        instance_type: str | NeuronInstanceType,
+        min_capacity: int = 0,
+        max_capacity: int = DEFAULT_MAX_CAPACITY,
+        root_volume_gib: int = 30,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        spot: bool = False,
+        capacity_reservation: CapacityReservation | None = None,
+    ) -> AutoScalingCapacity:
+        """Add an Auto Scaling group of a non-Neuron type on the standard ECS AL2023 AMI; returns it.
+
+        For the CPU-only parts of an ML system (gateways, pre-processing) in the same cluster; same
+        launch-template hardening and choices as :meth:`add_ec2_capacity`. A Neuron type is refused
+        (the standard AMI has no Neuron driver, NEURON030), and so is a type the EC2 API does not list
+        (NEURON031). Root volume default 30 GiB.
+        """
+        path = f"{construct_path(self)}/{id}"
+        if isinstance(instance_type, NeuronInstanceType):
+            instance_type = instance_type.name
+        neuron = NeuronInstanceType.find(instance_type)
+        if neuron is not None:
+            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
+                path, f"{instance_type!r} is a Neuron type on the standard ECS AMI", instance_type=neuron.name
+            )
+        known = ec2_instance_types()
+        if instance_type not in known:
+            raise rules.UNKNOWN_EC2_TYPE.error(
+                path,
+                f"EC2 has no instance type {instance_type!r}",
+                closest=", ".join(closest_instance_types(instance_type, names=sorted(known))),
+            )
+        capacity = AutoScalingCapacity(
+            self,
+            id,
+            cluster=self.cluster,
+            instance_type=instance_type,
+            machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.STANDARD),
+            subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
+            public_subnets=selected.has_public,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            root_volume_gib=root_volume_gib,
+            neuron=None,
+            spot=spot,
+            capacity_reservation=capacity_reservation,
+        )
+        self.auto_scaling_capacities.append(capacity)
+        return capacity
+
+    def enable_neuron_monitoring(
+        self,
+        *,
+        alarm_topic: sns.ITopic | None = None,
+        recovery: bool = True,
+        period: Duration | None = None,
+        execution_errors_threshold: int = 1,
+        drain_percent: float = 10.0,
+    ) -> NeuronMonitoring:
+        """Neuron metrics, a dashboard, alarms and hardware-problem recovery on every Neuron capacity of this cluster,
+        added before or after the call (:class:`~neuron_constructs.NeuronMonitoring`); returns them.
+
+        A method rather than a constructor argument: it returns the monitoring (dashboard, alarms, topic) to build
+        on, and it takes the options of its own. Calling it twice is refused.
+
+        Parameters
+        ----------
+        alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
+        recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
+        period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
+        execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
+        drain_percent: on Managed Instances, the share of instances a daemon rollout (enabling monitoring, or a
+            change of a daemon) drains and replaces at once, ten minutes apart; default 10.
+        """
+        from neuron_constructs.monitoring.monitoring import NeuronMonitoring
+
+        return NeuronMonitoring(
+            self,
+            "Monitoring",
+            cluster=self,
+            alarm_topic=alarm_topic,
+            recovery=recovery,
+            period=period,
+            execution_errors_threshold=execution_errors_threshold,
+            drain_percent=drain_percent,
+        )

@@ -1,0 +1,159 @@
+"""Warm starts: where compiled Neuron graphs and model files come from, so a new task does not redo the work.
+
+* :class:`CompileCache`: an S3 prefix that Neuron's persistent compile cache reads and writes.
+  ``NEURON_COMPILE_CACHE_URL`` names it: torch-neuronx (libneuronxla) "will use the AWS S3 URL as the
+  cache location" when it starts with ``s3://`` (aws-neuron-sdk, "Neuron Persistent Cache"), and
+  optimum-neuron, which AWS's vLLM Neuron container serves with, takes its compile cache from the same
+  variable (``optimum/neuron/cache/hub_cache.py``: ``CacheUrl.get_cache_url()``, ``CompileCacheS3`` for
+  ``s3://``). The task role may read, write and list that prefix and nothing else in the bucket.
+* :class:`ModelArtifacts`: an S3 prefix holding a model (weights, or a model exported for Neuron), read
+  only. Model servers read a local directory, so a non-essential ``aws s3 sync`` container copies the
+  prefix into a task volume before the model container starts (``dependsOn`` ``SUCCESS``); the model
+  container sees it at ``path`` (default ``/opt/ml/model``).
+* ``hf_token=``: a Secrets Manager secret injected as the ECS secret ``HF_TOKEN`` (what ``huggingface_hub``
+  reads), never an environment value (a token in ``environment`` warns, NEURON109); ECS fetches it with the
+  execution role, which aws-cdk-lib grants read on that secret only.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.knowledge import rules
+
+__all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "HF_TOKEN_VARIABLE", "CompileCache", "ModelArtifacts"]
+
+COMPILE_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
+HF_TOKEN_VARIABLE = "HF_TOKEN"
+"""What ``huggingface_hub`` reads (``HUGGING_FACE_HUB_TOKEN`` only for backward compatibility)."""
+CACHE_EXPIRATION = Duration.days(90)
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.15.0"
+"""The AWS CLI image the model-artifact sync runs (Amazon ECR Public, pinned)."""
+
+
+def _prefix(bucket: s3.IBucket, prefix: str) -> str:
+    """NEURON047: ``prefix`` without its slashes, refused when empty or holding a wildcard."""
+    stripped = prefix.strip("/")
+    if not stripped or any(c in stripped for c in "*?"):
+        raise rules.S3_LOCATION.error(construct_path(bucket), f"prefix={prefix!r}")
+    return stripped
+
+
+def _grant(role: iam.IGrantable, bucket: s3.IBucket, prefix: str, actions: list[str], *, key: kms.IKey | None) -> None:
+    """``actions`` on the objects under ``prefix``, and listing that prefix only."""
+    iam.Grant.add_to_principal(grantee=role, actions=actions, resource_arns=[bucket.arn_for_objects(f"{prefix}/*")])
+    iam.Grant.add_to_principal(
+        grantee=role,
+        actions=["s3:ListBucket"],
+        resource_arns=[bucket.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+    )
+    if key is not None:
+        if "s3:PutObject" in actions:
+            key.grant_encrypt_decrypt(role)
+        else:
+            key.grant_decrypt(role)
+
+
+def _objects_resource(bucket: s3.IBucket, prefix: str) -> str:
+    """The object ARN as cdk-nag names it in a finding: ``<Logical.Arn>/prefix/*`` or the literal ARN."""
+    declared = bucket.node.default_child
+    if isinstance(declared, s3.CfnBucket):
+        stack = Stack.of(declared)
+        return f"<{stack.resolve(stack.get_logical_id(declared))}.Arn>/{prefix}/*"
+    if not Token.is_unresolved(bucket.bucket_name):
+        return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/{prefix}/*"
+    return ""
+
+
+class CompileCache:
+    """Neuron's persistent compile cache on S3: ``NEURON_COMPILE_CACHE_URL=s3://<bucket>/<prefix>/``.
+
+    ``CompileCache(bucket, prefix)`` uses a bucket you have; :meth:`in_new_bucket` makes one. Give it to
+    ``add_neuron_container(..., compile_cache=)``, ``SlicedNeuronService(compile_cache=)`` or
+    ``NeuronFleet.add_model(compile_cache=)``: the container gets the variable, the task role read, write and
+    list on the prefix (and the key, if the bucket has one).
+    """
+
+    def __init__(self, bucket: s3.IBucket, prefix: str = "neuron-compile-cache") -> None:
+        self.bucket = bucket
+        self.prefix = _prefix(bucket, prefix)
+        self.url = f"s3://{bucket.bucket_name}/{self.prefix}/"
+
+    @classmethod
+    def in_new_bucket(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        prefix: str = "neuron-compile-cache",
+        expiration: Duration = CACHE_EXPIRATION,
+        encryption_key: kms.IKey | None = None,
+    ) -> CompileCache:
+        """A bucket for the cache: encrypted (S3 managed keys, or ``encryption_key``), TLS only, public access
+        blocked, owner-enforced objects, entries expiring ``expiration`` after they were written (default 90
+        days: a graph compiled again is a slower start, nothing lost); kept when the stack is deleted."""
+        bucket = s3.Bucket(
+            scope,
+            id,
+            encryption=s3.BucketEncryption.KMS if encryption_key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=encryption_key,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=expiration)],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        compliance.acknowledge_cache_bucket(bucket)
+        return cls(bucket, prefix)
+
+    def grant(self, role: iam.IRole) -> None:
+        """Read, write and delete objects under the prefix, and list it; nothing else in the bucket."""
+        _grant(
+            role,
+            self.bucket,
+            self.prefix,
+            ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            key=self.bucket.encryption_key,
+        )
+        compliance.acknowledge_prefix_grant(role, _objects_resource(self.bucket, self.prefix), "compile cache")
+
+    def apply(self, container: ecs.ContainerDefinition, role: iam.IRole) -> None:
+        """Point ``container`` at the cache and let ``role`` use it."""
+        container.add_environment(COMPILE_CACHE_VARIABLE, self.url)
+        self.grant(role)
+
+
+class ModelArtifacts:
+    """A model in S3, read only, copied into the task before the model server starts.
+
+    ``ModelArtifacts(bucket, prefix, path="/opt/ml/model")``: the task gets a volume, a non-essential
+    ``sync`` container (the AWS CLI, :data:`AWS_CLI_IMAGE`) that runs ``aws s3 sync s3://<bucket>/<prefix>
+    <path>`` and exits, and the model container starts only once it succeeded, with the volume at ``path``
+    read only and ``MODEL_DIR=<path>`` in its environment. The task role may read and list the prefix only.
+    """
+
+    def __init__(self, bucket: s3.IBucket, prefix: str, *, path: str = "/opt/ml/model") -> None:
+        self.bucket = bucket
+        self.prefix = _prefix(bucket, prefix)
+        if not path.startswith("/"):
+            raise rules.S3_LOCATION.error(construct_path(bucket), f"path={path!r} is not absolute")
+        self.path = path
+        self.url = f"s3://{bucket.bucket_name}/{self.prefix}"
+
+    def grant(self, role: iam.IRole) -> None:
+        """Read objects under the prefix and list it; nothing else."""
+        _grant(role, self.bucket, self.prefix, ["s3:GetObject"], key=self.bucket.encryption_key)
+        compliance.acknowledge_prefix_grant(role, _objects_resource(self.bucket, self.prefix), "model artifacts")
+
+    @property
+    def sync_command(self) -> list[str]:
+        """The sync container's command (the AWS CLI image's entry point is ``aws``)."""
+        return ["s3", "sync", "--only-show-errors", self.url, self.path]

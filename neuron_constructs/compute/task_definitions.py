@@ -1,0 +1,672 @@
+"""Typed task definitions for the two ways ECS hands a container Neuron devices.
+
+* :class:`ManagedNeuronTaskDefinition` - managed allocation: one container gets
+  ``resourceRequirements: [{type: NeuronDevice, value: ALL}]``; ECS Managed
+  Instances only; one Neuron task per instance.
+* :class:`ManualNeuronTaskDefinition` - manual mapping: ``/dev/neuronN``
+  through ``linuxParameters.devices``; specific to one instance type, pinned
+  there with a ``memberOf`` placement constraint.
+
+Rules a single call breaks raise at that call. Rules about the finished task definition (what
+ends up in its containers, however it got there: devices, ``tmpfs`` or labels added later,
+containers added through the plain aws-cdk-lib API, escape hatches) are checked on the
+synthesized template (:mod:`neuron_constructs.checks.template_checks`) and fail ``cdk synth``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Size, Stack, Validations
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+from typing_extensions import Unpack
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import (
+    CONTAINER_CPU,
+    CONTAINER_MEMORY,
+    TASK_CPU,
+    TASK_MEMORY,
+    aws,
+    checked,
+    construct_path,
+    remember_path,
+)
+from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
+from neuron_constructs.base.log_groups import log_group
+from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.checks.template_checks import secret_like
+from neuron_constructs.compute.model_sources import (
+    AWS_CLI_IMAGE,
+    COMPILE_CACHE_VARIABLE,
+    HF_TOKEN_VARIABLE,
+    CompileCache,
+    ModelArtifacts,
+)
+from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.tools.inspection import format_device_paths
+
+__all__ = [
+    "ManagedNeuronTaskDefinition",
+    "ManualNeuronTaskDefinition",
+    "NeuronTaskDefinition",
+    "task_role",
+]
+
+_MANAGED_INSTANCES_NETWORK_MODES = (ecs.NetworkMode.AWS_VPC, ecs.NetworkMode.HOST)
+_TASK_RANGES = {"cpu": TASK_CPU, "memory_mib": TASK_MEMORY}
+_CONTAINER_RANGES = {
+    "cpu": CONTAINER_CPU,
+    "memory_limit_mib": CONTAINER_MEMORY,
+    "memory_reservation_mib": CONTAINER_MEMORY,
+}
+_ECS_TASKS = "ecs-tasks.amazonaws.com"
+_OTHER_ACCELERATOR_OPTIONS = ("gpu_count", "inference_accelerator_resources")
+
+
+def task_role(scope: Construct, id: str) -> iam.Role:
+    """A task role ECS can assume only for tasks of this account and region.
+
+    ECS documents ``aws:SourceAccount`` and ``aws:SourceArn`` (``arn:...:ecs:<region>:<account>:*``)
+    on the task role's trust policy against the confused-deputy problem.
+    """
+    return iam.Role(
+        scope,
+        id,
+        assumed_by=iam.ServicePrincipal(
+            _ECS_TASKS,
+            conditions={
+                "StringEquals": {"aws:SourceAccount": aws().account_id},
+                "ArnLike": {"aws:SourceArn": f"arn:{aws().partition}:ecs:{aws().region}:{aws().account_id}:*"},
+            },
+        ),
+    )
+
+
+class NeuronTaskDefinition(Construct):
+    """What both Neuron task definitions share: the wrapped ``ecs.TaskDefinition``,
+    a log group for their containers, a task role, and the checks.
+
+    Attributes
+    ----------
+    task_definition: the ``ecs.TaskDefinition``.
+    log_group: CloudWatch Logs group every container logs to unless given ``logging=``
+        (a new one kept ``log_retention``, optionally encrypted with ``log_encryption_key``,
+        or the ``log_group`` passed in).
+    task_role: the role the containers act as; default a new one ECS assumes only for this
+        account's tasks (``aws:SourceAccount`` / ``aws:SourceArn``).
+    neuron_containers: containers that received Neuron devices, in order.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        compatibility: ecs.Compatibility,
+        network_mode: ecs.NetworkMode,
+        cpu: int | None,
+        memory_mib: int | None,
+        family: str | None,
+        task_role: iam.IRole | None,
+        execution_role: iam.IRole | None,
+        volumes: Sequence[ecs.Volume] | None,
+        placement_constraints: Sequence[ecs.PlacementConstraint] | None,
+        log_retention: logs.RetentionDays,
+        log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
+        self.task_role: iam.IRole = task_role or _new_task_role(self)
+        self.task_definition = ecs.TaskDefinition(
+            self,
+            "TaskDefinition",
+            compatibility=compatibility,
+            network_mode=network_mode,
+            cpu=str(cpu) if cpu is not None else None,
+            memory_mib=str(memory_mib) if memory_mib is not None else None,
+            family=family,
+            task_role=self.task_role,
+            execution_role=execution_role,
+            volumes=list(volumes) if volumes else None,
+            placement_constraints=list(placement_constraints) if placement_constraints else None,
+        )
+        self.log_group: logs.ILogGroup = log_group or _log_group(self, log_retention, log_encryption_key)
+        self.neuron_containers: list[ecs.ContainerDefinition] = []
+        self._neuron_container_names: list[str] = []
+        self._compatibility = compatibility
+        self._cpu, self._memory_mib = cpu, memory_mib
+        self._reserved_memory_mib = 0
+        self._reserved_cpu = 0
+        compliance.acknowledge_execution_role(self)
+        if network_mode == ecs.NetworkMode.HOST:
+            Validations.of(self).add_warning(
+                rules.HOST_NETWORK.warning_id,
+                rules.HOST_NETWORK.message(construct_path(self), "network_mode=HOST"),
+            )
+        self._record_intent()
+
+    @property
+    def uses_managed_allocation(self) -> bool:
+        """True when containers get devices through ``NeuronDevice = ALL``."""
+        return False
+
+    @functools.cached_property
+    def is_managed_instances_compatible(self) -> bool:
+        """Whether the task definition validates against ECS Managed Instances."""
+        return self._compatibility in (ecs.Compatibility.MANAGED_INSTANCES, ecs.Compatibility.EC2_AND_MANAGED_INSTANCES)
+
+    @functools.cached_property
+    def is_ec2_compatible(self) -> bool:
+        """Whether the task definition validates against the EC2 launch type."""
+        return self._compatibility in (ecs.Compatibility.EC2, ecs.Compatibility.EC2_AND_MANAGED_INSTANCES)
+
+    def _intent(self) -> dict[str, object]:
+        return {"neuronContainers": list(self._neuron_container_names)}
+
+    def _record_intent(self) -> None:
+        record_intent(self.task_definition, self._intent())
+
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
+    def add_container(
+        self, id: str, *, image: ecs.ContainerImage, **options: Unpack[ContainerOptions]
+    ) -> ecs.ContainerDefinition:
+        """Add a container without Neuron devices (a sidecar).
+
+        Takes the image and the keyword options of ``ecs.TaskDefinition.add_container``
+        (:class:`~neuron_constructs.compute.options.ContainerOptions`); ``logging`` defaults to awslogs into
+        :attr:`log_group`. Refused: GPU or inference accelerator requests (NEURON013: Neuron
+        instances have neither), fields Managed Instances reject (NEURON007), containers that together
+        reserve more memory or CPU than the task (NEURON024) or its instance (NEURON012), no memory
+        anywhere (NEURON025).
+        """
+        return self._add(id, image, dict(options))
+
+    def _warm_start(
+        self,
+        container: ecs.ContainerDefinition,
+        compile_cache: CompileCache | None,
+        model_artifacts: ModelArtifacts | None,
+        hf_token: secretsmanager.ISecret | None,
+    ) -> None:
+        """The compile cache, the model artifacts and the Hugging Face token (an ECS secret, ``HF_TOKEN``) for
+        ``container`` (:mod:`neuron_constructs.compute.model_sources`)."""
+        if hf_token is not None:
+            container.add_secret(HF_TOKEN_VARIABLE, ecs.Secret.from_secrets_manager(hf_token))
+        if compile_cache is not None or model_artifacts is not None:
+            compliance.acknowledge_warm_start_environment(self)
+        if compile_cache is not None:
+            container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
+            compile_cache.grant(self.task_role)
+        if model_artifacts is not None:
+            name = container.container_name
+            volume = f"{name}-model"
+            self.task_definition.add_volume(name=volume)
+            sync = self._add(
+                f"{name}-model-sync",
+                ecs.ContainerImage.from_registry(AWS_CLI_IMAGE),
+                {"essential": False, "command": model_artifacts.sync_command, "memory_reservation_mib": 256},
+            )
+            sync.add_mount_points(
+                ecs.MountPoint(container_path=model_artifacts.path, source_volume=volume, read_only=False)
+            )
+            container.add_mount_points(
+                ecs.MountPoint(container_path=model_artifacts.path, source_volume=volume, read_only=True)
+            )
+            container.add_container_dependencies(
+                ecs.ContainerDependency(container=sync, condition=ecs.ContainerDependencyCondition.SUCCESS)
+            )
+            container.add_environment("MODEL_DIR", model_artifacts.path)
+            model_artifacts.grant(self.task_role)
+
+    def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
+        path = f"{construct_path(self)}/{id}"
+        for option in _OTHER_ACCELERATOR_OPTIONS:
+            if options.get(option):
+                raise rules.NEURON_CONTAINER_RESOURCES.error(path, f"{option} is set", field=option)
+        if self.is_managed_instances_compatible:
+            for option, field in rules.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
+                if options.get(option):
+                    raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
+        self._reserve(path, options)
+        self._warn_about_secrets(path, options.get("environment") or {})
+        options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
+        return self.task_definition.add_container(id, image=image, **options)
+
+    def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:
+        """NEURON109 for the environment given here; variables added later are found in the template at synth."""
+        for name, value in environment.items():
+            if secret_like(name) and value:
+                Validations.of(self).add_warning(
+                    rules.SECRET_IN_ENVIRONMENT.warning_id,
+                    rules.SECRET_IN_ENVIRONMENT.message(
+                        path, f"environment variable {name} holds its value in plain text", name=name
+                    ),
+                )
+
+    def _reserve(self, path: str, options: Mapping[str, Any]) -> None:
+        """NEURON024: the containers added here fit the task's memory and CPU."""
+        memory = options.get("memory_reservation_mib") or options.get("memory_limit_mib") or 0
+        limit = options.get("memory_limit_mib") or 0
+        if self._memory_mib is not None and (
+            self._reserved_memory_mib + memory > self._memory_mib or limit > self._memory_mib
+        ):
+            raise rules.CONTAINERS_EXCEED_TASK.error(
+                path,
+                f"containers would reserve {max(self._reserved_memory_mib + memory, limit)} MiB of memory, the task "
+                f"has {self._memory_mib} MiB",
+                field="memory",
+                limit=f"{self._memory_mib} MiB",
+            )
+        cpu = options.get("cpu") or 0
+        if self._cpu is not None and self._reserved_cpu + cpu > self._cpu:
+            raise rules.CONTAINERS_EXCEED_TASK.error(
+                path,
+                f"containers would reserve {self._reserved_cpu + cpu} CPU units, the task has {self._cpu}",
+                field="cpu",
+                limit=f"{self._cpu} CPU units",
+            )
+        if self._memory_mib is None and not memory:
+            raise rules.NO_TASK_MEMORY.error(
+                path, "neither the task definition nor this container sets any memory (memory_mib, memory_limit_mib)"
+            )
+        self._reserved_memory_mib += memory
+        self._reserved_cpu += cpu
+        instance = self._instance()
+        if instance is not None:
+            rules.check_task_size(
+                path,
+                instance,
+                self._cpu if self._cpu is not None else self._reserved_cpu,
+                self._memory_mib if self._memory_mib is not None else self._reserved_memory_mib,
+                cpu_from_containers=self._cpu is None,
+                memory_from_containers=self._memory_mib is None,
+            )
+
+    def _instance(self) -> NeuronInstanceType | None:
+        """The one instance type the task is specific to, if any (manual mapping)."""
+        return None
+
+
+class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
+    """A Managed Instances task definition whose Neuron container gets every device.
+
+    ECS discovers the instance's Neuron devices and gives the task exclusive
+    access to all of them, so one Neuron task runs per instance.
+
+    Parameters
+    ----------
+    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); required. Refused
+        beyond the largest Managed Instances Neuron type (NEURON012).
+    network_mode: ``awsvpc`` (default) or ``host`` (warns, NEURON107); Managed Instances take no other.
+    ipc_mode, inference_accelerators: refused (Managed Instances reject them);
+        present so the refusal names the rule instead of a ``TypeError``.
+    task_role, execution_role: default one new role each (the task role trusts ECS for this
+        account's tasks only; the execution role is aws-cdk-lib's, given pull and log rights as used).
+    log_group: an existing log group for the containers; default a new one
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
+    """
+
+    @checked(ranges=_TASK_RANGES, names=("family",))
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cpu: int,
+        memory_mib: int,
+        network_mode: ecs.NetworkMode = ecs.NetworkMode.AWS_VPC,
+        family: str | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        volumes: Sequence[ecs.Volume] | None = None,
+        ipc_mode: ecs.IpcMode | None = None,
+        inference_accelerators: Sequence[ecs.InferenceAccelerator] | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_encryption_key: kms.IKey | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        if network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path,
+                f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
+                field="network_mode",
+            )
+        if ipc_mode is not None:
+            raise rules.MANAGED_INSTANCES_FIELD.error(path, "ipc_mode is set", field="ipc_mode")
+        if inference_accelerators:
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path, "inference_accelerators is set", field="inference_accelerators"
+            )
+        largest = max(
+            (t for t in NeuronInstanceType.all() if t.supports_managed_instances), key=lambda t: (t.vcpus, t.memory_gib)
+        )
+        rules.check_task_size(path, largest, cpu, memory_mib)
+        super().__init__(
+            scope,
+            id,
+            compatibility=ecs.Compatibility.MANAGED_INSTANCES,
+            network_mode=network_mode,
+            cpu=cpu,
+            memory_mib=memory_mib,
+            family=family,
+            task_role=task_role,
+            execution_role=execution_role,
+            volumes=volumes,
+            placement_constraints=None,
+            log_retention=log_retention,
+            log_group=log_group,
+            log_encryption_key=log_encryption_key,
+        )
+
+    @property
+    def uses_managed_allocation(self) -> bool:
+        """True: the Neuron container gets every device through ``NeuronDevice = ALL``."""
+        return True
+
+    @property
+    def cpu(self) -> int:
+        """Task CPU units."""
+        assert self._cpu is not None
+        return self._cpu
+
+    @property
+    def memory_mib(self) -> int:
+        """Task memory, MiB."""
+        assert self._memory_mib is not None
+        return self._memory_mib
+
+    @property
+    def neuron_container(self) -> ecs.ContainerDefinition | None:
+        """The container with ``NeuronDevice = ALL``, once added."""
+        return self.neuron_containers[0] if self.neuron_containers else None
+
+    def _intent(self) -> dict[str, object]:
+        return {"allocation": "managed", **super()._intent()}
+
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
+    def add_neuron_container(
+        self,
+        id: str,
+        *,
+        image: ecs.ContainerImage,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
+        **options: Unpack[ContainerOptions],
+    ) -> ecs.ContainerDefinition:
+        """Add the task's one Neuron container: ``NeuronDevice = ALL``.
+
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``, and ``compile_cache`` /
+        ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS secret ``HF_TOKEN``)
+        for warm starts (:mod:`neuron_constructs.compute.model_sources`).
+        Refused: a second Neuron container (NEURON005), ``gpu_count`` or
+        inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
+        """
+        path = f"{construct_path(self)}/{id}"
+        if self.neuron_containers:
+            raise rules.ONE_NEURON_CONTAINER.error(
+                path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
+            )
+        container = self._add(id, image, dict(options))
+        require_all_neuron_devices(self.task_definition, container)
+        self.neuron_containers.append(container)
+        self._neuron_container_names.append(id)
+        self._record_intent()
+        self._warm_start(container, compile_cache, model_artifacts, hf_token)
+        return container
+
+
+class ManualNeuronTaskDefinition(NeuronTaskDefinition):
+    """A task definition that maps chosen ``/dev/neuronN`` devices of one instance type.
+
+    The task definition carries the placement constraint
+    ``memberOf attribute:ecs.instance-type == <type>``, as ECS requires for
+    manual mapping on the EC2 launch type. ECS does not track these devices: a
+    :class:`~neuron_constructs.serving.services.NeuronService` keeps two copies off one
+    instance with ``distinctInstance``.
+
+    Parameters
+    ----------
+    instance_type: a catalog Neuron type (name or entry); the task runs only there.
+    devices: chip indices to map; default every chip of the type. Indices out
+        of range or repeated are refused; sets the Neuron topology would never
+        hand out (non-contiguous on inf1/inf2, other than 1/4/8/16 on
+        trn1/trn1n 32xlarge) give warning ``neuron-constructs:NEURON101``.
+    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); refused beyond
+        the instance (NEURON012), warned within 10 % of its memory (NEURON103).
+    compatibility: ``EC2`` (default), ``MANAGED_INSTANCES`` or
+        ``EC2_AND_MANAGED_INSTANCES``; Inf1 only on EC2.
+    network_mode: default ``bridge`` on EC2, ``awsvpc`` when Managed
+        Instances compatible (they take only awsvpc or host); ``host`` warns (NEURON107).
+    log_group: an existing log group for the containers; default a new one
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
+    """
+
+    @checked(ranges=_TASK_RANGES, names=("family",))
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: str | NeuronInstanceType,
+        devices: Iterable[int] | None = None,
+        cpu: int | None = None,
+        memory_mib: int | None = None,
+        compatibility: ecs.Compatibility = ecs.Compatibility.EC2,
+        network_mode: ecs.NetworkMode | None = None,
+        family: str | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        volumes: Sequence[ecs.Volume] | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        instance = self.instance_type
+        on_managed_instances = compatibility in (
+            ecs.Compatibility.MANAGED_INSTANCES,
+            ecs.Compatibility.EC2_AND_MANAGED_INSTANCES,
+        )
+        if not on_managed_instances and compatibility != ecs.Compatibility.EC2:
+            raise rules.NO_MATCHING_CAPACITY.error(
+                path,
+                f"compatibility={compatibility.value}: Fargate has no Neuron devices",
+                wanted="EC2 or Managed Instances capacity of " + instance.name,
+            )
+        if on_managed_instances and not instance.supports_managed_instances:
+            raise rules.INF1_ON_MANAGED_INSTANCES.error(
+                path, f"compatibility={compatibility.value} with {instance.name}"
+            )
+        if network_mode is None:
+            network_mode = ecs.NetworkMode.AWS_VPC if on_managed_instances else ecs.NetworkMode.BRIDGE
+        if on_managed_instances and network_mode not in _MANAGED_INSTANCES_NETWORK_MODES:
+            raise rules.MANAGED_INSTANCES_FIELD.error(
+                path,
+                f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
+                field="network_mode",
+            )
+        self.devices: tuple[int, ...] = rules.check_device_indices(
+            path, instance, range(instance.chips) if devices is None else devices
+        )
+        """Chip indices this task maps."""
+        topology_warning = rules.device_topology_warning(path, instance, self.devices)
+        memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
+        self._mapped: dict[int, str] = {}
+        self.fleet: str | None = None
+        super().__init__(
+            scope,
+            id,
+            compatibility=compatibility,
+            network_mode=network_mode,
+            cpu=cpu,
+            memory_mib=memory_mib,
+            family=family,
+            task_role=task_role,
+            execution_role=execution_role,
+            volumes=volumes,
+            placement_constraints=[self.instance_type_constraint],
+            log_retention=log_retention,
+            log_group=log_group,
+            log_encryption_key=log_encryption_key,
+        )
+        if topology_warning:
+            Validations.of(self).add_warning(rules.DEVICE_TOPOLOGY.warning_id, topology_warning)
+        if memory_warning:
+            Validations.of(self).add_warning(rules.MEMORY_NEAR_INSTANCE_TOTAL.warning_id, memory_warning)
+
+    @property
+    def instance_type_constraint(self) -> ecs.PlacementConstraint:
+        """``memberOf attribute:ecs.instance-type == <type>``: the one type this task fits."""
+        return ecs.PlacementConstraint.member_of(f"attribute:ecs.instance-type == {self.instance_type.name}")
+
+    @property
+    def device_paths(self) -> tuple[str, ...]:
+        """``/dev/neuronN`` paths this task maps."""
+        return tuple(f"/dev/neuron{i}" for i in self.devices)
+
+    @property
+    def cpu(self) -> int | None:
+        """Task CPU units, if set."""
+        return self._cpu
+
+    @property
+    def memory_mib(self) -> int | None:
+        """Task memory, MiB, if set."""
+        return self._memory_mib
+
+    def _instance(self) -> NeuronInstanceType | None:
+        return self.instance_type
+
+    def _intent(self) -> dict[str, object]:
+        return {
+            "allocation": "manual",
+            "instanceType": self.instance_type.name,
+            "devices": list(self.devices),
+            **({"fleet": self.fleet} if self.fleet else {}),
+            **super()._intent(),
+        }
+
+    def join_fleet(self, owner: str) -> None:
+        """Record that this task definition is one copy of the fleet or sliced service at path ``owner``: the
+        template checks then treat its capacity as the fleet's alone (NEURON020) and its host ports as shared
+        (NEURON018), even when the fleet leaves chips free."""
+        self.fleet = owner
+        self._record_intent()
+
+    @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
+    def add_neuron_container(
+        self,
+        id: str,
+        *,
+        image: ecs.ContainerImage,
+        devices: Iterable[int] | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
+        **options: Unpack[ContainerOptions],
+    ) -> ecs.ContainerDefinition:
+        """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
+
+        ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
+        secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`).
+
+        Each device is mapped with the same host and container path, read and
+        write. ``devices`` (default: every device of the task) must be a subset
+        of the task's devices (NEURON036), and no device goes to two containers (NEURON010).
+        Takes the keyword options of ``ecs.TaskDefinition.add_container``; a given
+        ``linux_parameters`` is copied as it is at the call and the copy gets the devices and
+        ``IPC_LOCK``, so one object can serve several containers or slices.
+        """
+        path = f"{construct_path(self)}/{id}"
+        chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
+        for index in chosen:
+            if index not in self.devices:
+                raise rules.UNDECLARED_DEVICE.error(
+                    path,
+                    f"device {index} is not among the devices {list(self.devices)} of {construct_path(self)}",
+                    declared=format_device_paths(self.devices),
+                )
+            if index in self._mapped:
+                raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")
+        linux_parameters = _copy_linux_parameters(self, f"{id}LinuxParameters", options.get("linux_parameters"))
+        linux_parameters.add_devices(
+            *[
+                ecs.Device(
+                    host_path=f"/dev/neuron{i}",
+                    container_path=f"/dev/neuron{i}",
+                    permissions=[ecs.DevicePermission.READ, ecs.DevicePermission.WRITE],
+                )
+                for i in chosen
+            ]
+        )
+        linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
+        container = self._add(id, image, {**options, "linux_parameters": linux_parameters})
+        self._mapped.update({i: id for i in chosen})
+        self.neuron_containers.append(container)
+        self._neuron_container_names.append(id)
+        self._record_intent()
+        self._warm_start(container, compile_cache, model_artifacts, hf_token)
+        return container
+
+
+def _copy_linux_parameters(scope: Construct, id: str, given: ecs.LinuxParameters | None) -> ecs.LinuxParameters:
+    """A new ``LinuxParameters`` with everything ``given`` holds now (or an empty one)."""
+    if given is None:
+        return ecs.LinuxParameters(scope, id)
+    held = Stack.of(given).resolve(given.render_linux_parameters()) or {}
+    swap = held.get("maxSwap")
+    copy = ecs.LinuxParameters(
+        scope,
+        id,
+        init_process_enabled=held.get("initProcessEnabled"),
+        shared_memory_size=held.get("sharedMemorySize"),
+        max_swap=Size.mebibytes(swap) if swap is not None else None,
+        swappiness=held.get("swappiness"),
+    )
+    capabilities = held.get("capabilities") or {}
+    copy.add_capabilities(*(ecs.Capability(c) for c in capabilities.get("add") or []))
+    copy.drop_capabilities(*(ecs.Capability(c) for c in capabilities.get("drop") or []))
+    copy.add_devices(
+        *(
+            ecs.Device(
+                host_path=d["hostPath"],
+                container_path=d.get("containerPath"),
+                permissions=[ecs.DevicePermission(p) for p in d.get("permissions") or []] or None,
+            )
+            for d in held.get("devices") or []
+        )
+    )
+    copy.add_tmpfs(
+        *(
+            ecs.Tmpfs(
+                container_path=t["containerPath"],
+                size=t["size"],
+                mount_options=[ecs.TmpfsMountOption(m) for m in t.get("mountOptions") or []] or None,
+            )
+            for t in held.get("tmpfs") or []
+        )
+    )
+    return copy
+
+
+def _new_task_role(owner: Construct) -> iam.Role:
+    return task_role(owner, "TaskRole")
+
+
+def _log_group(owner: Construct, retention: logs.RetentionDays, key: kms.IKey | None) -> logs.ILogGroup:
+    return log_group(owner, "Logs", retention=retention, encryption_key=key)

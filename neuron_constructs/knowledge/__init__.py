@@ -1,0 +1,2 @@
+"""What AWS and the Neuron SDK define, as plain Python: the instance catalog, the rule table, the ECS Neuron AMI
+parameters, Neuron device paths, the metric table and the error type. Imports neither the AWS CDK nor jsii."""

@@ -1,0 +1,326 @@
+"""The Neuron instance catalog: instance type -> chips -> ``/dev/neuronN``.
+
+Pure data, no AWS CDK import, so command-line tooling can read it without
+starting the CDK's JavaScript runtime.
+
+Sources
+-------
+* vCPUs, memory, chips and device paths: the Amazon ECS developer guide page
+  "Amazon ECS task definitions for AWS Neuron machine learning workloads".
+* trn1n.32xlarge and EFA counts: Neuron docs, "How to prepare trn1.32xlarge for
+  multi-node execution" (trn1.32xlarge 8 EFA devices, trn1n.32xlarge 16,
+  trn1.2xlarge none; "EFA is currently not available on the smaller instances sizes").
+  trn2.48xlarge: 16 EFA interfaces, one per network card 0-15, as AWS's trn2 node group
+  template attaches them (aws-neuron/aws-neuron-eks-samples, ``eks_trn2_ng_stack_al2023.yaml``).
+* Network cards: the EC2 ``DescribeInstanceTypes`` figures AWS's VPC CNI ships
+  (aws/amazon-vpc-cni-k8s, ``pkg/vpc/vpc_ip_resource_limit.go``): 8 on trn1.32xlarge, 16 on
+  trn1n.32xlarge and trn2.48xlarge, 1 on the others.
+* EFA bandwidth: Neuron architecture pages and the Trn1 launch (trn1.32xlarge 800 Gbps,
+  trn1n.32xlarge 1,600 Gbps), trn2-arch ("EFAv3 bandwidth (Gbps) 3,200").
+* NeuronCores and accelerator memory per chip: the Neuron architecture pages
+  (inf1-arch, inf2-arch, trn1-arch, trn2-arch).
+* Capacity Blocks for ML: the EC2 guide "Capacity Blocks for ML" lists trn1.32xlarge and
+  trn2.48xlarge (trn2 in us-east-2) among the instance types Capacity Blocks offer; no Inferentia type.
+* Device topology: the Neuron scheduler extension (aws-neuron-sdk,
+  ``deploy/infrastructure/scheduler.rst``): inf1/inf2 chips form a ring and a
+  container gets contiguous devices; trn1/trn1n 32xlarge chips form a 2D torus
+  and a container takes 1, 4, 8 or 16 devices; one device or all devices is
+  always valid.
+
+A figure with no public source is ``None`` rather than a guess.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+__all__ = [
+    "SCHEDULABLE_MEMORY_FRACTION",
+    "Accelerator",
+    "DeviceTopology",
+    "NeuronInstanceType",
+    "closest_instance_types",
+    "ec2_instance_types",
+]
+
+Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]
+
+
+class DeviceTopology(Enum):
+    """How an instance's Neuron chips are wired, which decides valid device sets."""
+
+    SINGLE = "single"
+    """One chip: the only valid set is ``{0}``."""
+    RING = "ring"
+    """inf1/inf2: chips form a ring; a container takes contiguous devices."""
+    TORUS_2D = "2d-torus"
+    """trn1/trn1n 32xlarge: a 2D torus; a container takes 1, 4, 8 or 16 devices."""
+    UNPUBLISHED = "unpublished"
+    """No public allocation rule (trn2): only one device or all devices are known-good."""
+
+
+# Per-chip facts by accelerator: (NeuronCores per chip, accelerator GiB per chip).
+_PER_CHIP: dict[Accelerator, tuple[int, int]] = {
+    "inferentia": (4, 8),
+    "inferentia2": (2, 32),
+    "trainium": (2, 32),
+    "trainium2": (8, 96),
+}
+
+_TORUS_DEVICE_COUNTS = (1, 4, 8, 16)
+_CAPACITY_BLOCK_TYPES = frozenset({"trn1.32xlarge", "trn2.48xlarge"})
+
+SCHEDULABLE_MEMORY_FRACTION = 0.9
+"""Share of nominal memory this library plans tasks into. ECS registers less than the nominal
+size (the kernel and platform keep some: an m4.large registers 7985 of 8192 MiB, per the AWS
+Batch memory-management guide), and AWS recommends a further 5 % buffer for the ECS agent and
+system processes; 10 % covers both."""
+
+
+@dataclass(frozen=True)
+class NeuronInstanceType:
+    """One EC2 instance type with AWS Neuron accelerators.
+
+    Get entries with :meth:`of` or :meth:`all`; the constructor is not the
+    public way in.
+    """
+
+    name: str
+    family: str
+    vcpus: int
+    memory_gib: int
+    chips: int
+    accelerator: Accelerator
+    efa_interfaces: int | None
+    """EFA devices; 0 where the type has none, ``None`` where no public figure is known."""
+    network_cards: int | None = None
+    """Network cards (an EFA interface each on the multi-card types); ``None`` where unknown."""
+    efa_gbps: int | None = None
+    """EFA bandwidth, Gbps; 0 without EFA, ``None`` where no public figure is known."""
+
+    @property
+    def supports_multi_node(self) -> bool:
+        """Whether Neuron collectives can span instances of this type: it has EFA (trn1.32xlarge, trn1n.32xlarge,
+        trn2.48xlarge)."""
+        return bool(self.efa_interfaces)
+
+    @property
+    def device_paths(self) -> tuple[str, ...]:
+        """Host paths of the Neuron devices, ``("/dev/neuron0", ...)``."""
+        return tuple(f"/dev/neuron{i}" for i in range(self.chips))
+
+    @property
+    def neuron_cores_per_chip(self) -> int:
+        """Physical NeuronCores per chip (trn2: 8, or 4 logical cores with LNC=2)."""
+        return _PER_CHIP[self.accelerator][0]
+
+    @property
+    def accelerator_memory_gib_per_chip(self) -> int:
+        """Accelerator (HBM) memory per chip, GiB."""
+        return _PER_CHIP[self.accelerator][1]
+
+    @property
+    def neuron_cores(self) -> int:
+        """NeuronCores on the whole instance."""
+        return self.chips * self.neuron_cores_per_chip
+
+    @property
+    def supports_managed_instances(self) -> bool:
+        """False for inf1: Amazon ECS runs Inf1 only on the EC2 launch type."""
+        return self.accelerator != "inferentia"
+
+    @property
+    def offers_capacity_blocks(self) -> bool:
+        """Whether EC2 Capacity Blocks for ML offer this type (trn1.32xlarge, trn2.48xlarge)."""
+        return self.name in _CAPACITY_BLOCK_TYPES
+
+    @property
+    def cpu_units(self) -> int:
+        """Task CPU units the whole instance offers (1 vCPU = 1024 units)."""
+        return self.vcpus * 1024
+
+    @property
+    def memory_mib(self) -> int:
+        """Nominal instance memory, MiB (ECS registers somewhat less)."""
+        return self.memory_gib * 1024
+
+    @property
+    def schedulable_memory_mib(self) -> int:
+        """Memory tasks are planned into: :data:`SCHEDULABLE_MEMORY_FRACTION` of :attr:`memory_mib`."""
+        return int(self.memory_mib * SCHEDULABLE_MEMORY_FRACTION)
+
+    @property
+    def topology(self) -> DeviceTopology:
+        """How the chips are wired; decides :meth:`is_valid_device_set`."""
+        if self.chips == 1:
+            return DeviceTopology.SINGLE
+        if self.accelerator in ("inferentia", "inferentia2"):
+            return DeviceTopology.RING
+        if self.accelerator == "trainium":
+            return DeviceTopology.TORUS_2D
+        return DeviceTopology.UNPUBLISHED
+
+    def is_valid_device_set(self, devices: Sequence[int]) -> bool:
+        """Whether the Neuron topology rules would hand out exactly these chips.
+
+        Indices must already be in range and distinct. One device or every
+        device is always valid; a ring wants contiguous indices; a 2D torus
+        wants 1, 4, 8 or 16 devices (taken contiguously, as the scheduler
+        extension hands them out); trn2 has no published rule, so
+        only those two always-valid sets count as valid.
+        """
+        count = len(devices)
+        if count in (1, self.chips):
+            return True
+        ordered = sorted(devices)
+        contiguous = ordered == list(range(ordered[0], ordered[0] + count))
+        if self.topology is DeviceTopology.RING:
+            return contiguous
+        if self.topology is DeviceTopology.TORUS_2D:
+            return contiguous and count in _TORUS_DEVICE_COUNTS
+        return False
+
+    def copy_sizes(self) -> tuple[int, ...]:
+        """Every ``devices_per_task`` one copy of a model on a fleet may hold: the sizes of contiguous device sets
+        the topology allows (any on a ring, 1/4/8/16 on the trn1/trn1n torus, 1 or every chip on trn2)."""
+        return tuple(k for k in range(1, self.chips + 1) if self.is_valid_device_set(range(k)))
+
+    def slice_sizes(self) -> tuple[int, ...]:
+        """Every ``devices_per_task`` that cuts the chips into equal contiguous slices the topology allows.
+
+        ``k`` qualifies when it divides :attr:`chips` and every slice ``[i*k, (i+1)*k)`` is a
+        valid device set: any divisor on a ring (inf1/inf2), 1/4/8/16 on the trn1/trn1n torus,
+        only 1 or every chip where no rule is published (trn2).
+        """
+        return tuple(
+            k
+            for k in range(1, self.chips + 1)
+            if self.chips % k == 0
+            and all(self.is_valid_device_set(range(i * k, (i + 1) * k)) for i in range(self.chips // k))
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """Every fact of this entry, JSON-ready (``None`` where no public figure exists)."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "vcpus": self.vcpus,
+            "memory_gib": self.memory_gib,
+            "chips": self.chips,
+            "device_paths": list(self.device_paths),
+            "accelerator": self.accelerator,
+            "neuron_cores": self.neuron_cores,
+            "neuron_cores_per_chip": self.neuron_cores_per_chip,
+            "accelerator_memory_gib_per_chip": self.accelerator_memory_gib_per_chip,
+            "efa_interfaces": self.efa_interfaces,
+            "network_cards": self.network_cards,
+            "efa_gbps": self.efa_gbps,
+            "multi_node": self.supports_multi_node,
+            "topology": self.topology.value,
+            "supports_managed_instances": self.supports_managed_instances,
+            "slice_sizes": list(self.slice_sizes()),
+        }
+
+    @classmethod
+    def of(cls, name: str) -> NeuronInstanceType:
+        """The catalog entry for ``name`` (e.g. ``"trn1.32xlarge"``).
+
+        Raises
+        ------
+        NeuronConfigurationError
+            for an unknown or non-Neuron type, naming the closest known types.
+        """
+        from neuron_constructs.knowledge.rules import instance_type_at
+
+        return instance_type_at("NeuronInstanceType", name, exact=False)
+
+    @classmethod
+    def find(cls, name: str) -> NeuronInstanceType | None:
+        """The catalog entry for ``name`` (case and surrounding blanks ignored), or ``None``."""
+        return _BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
+
+    @classmethod
+    def all(cls) -> tuple[NeuronInstanceType, ...]:
+        """Every catalog entry, inf1 first, in catalog order."""
+        return _CATALOG
+
+    @classmethod
+    def matching(cls, pattern: str) -> tuple[NeuronInstanceType, ...]:
+        """Entries whose name matches an EC2 ``allowedInstanceTypes`` pattern.
+
+        EC2 patterns use ``*`` as a wildcard (``"inf*"``, ``"trn1.*"``,
+        ``"inf2.48xlarge"``).
+        """
+        import fnmatch
+
+        lowered = pattern.lower()
+        return tuple(e for e in _CATALOG if fnmatch.fnmatchcase(e.name, lowered))
+
+
+def closest_instance_types(name: str, limit: int = 3, names: Sequence[str] | None = None) -> list[str]:
+    """Names closest to ``name`` (catalog names unless ``names`` is given), for "did you mean" messages."""
+    names = list(names) if names is not None else [e.name for e in _CATALOG]
+    close = difflib.get_close_matches(name.lower(), names, n=limit, cutoff=0.0)
+    return close or names[:limit]
+
+
+def _entry(
+    name: str,
+    vcpus: int,
+    memory_gib: int,
+    chips: int,
+    accelerator: Accelerator,
+    efa: int | None,
+    network_cards: int | None = 1,
+    efa_gbps: int | None = None,
+) -> NeuronInstanceType:
+    return NeuronInstanceType(
+        name=name,
+        family=name.split(".", 1)[0],
+        vcpus=vcpus,
+        memory_gib=memory_gib,
+        chips=chips,
+        accelerator=accelerator,
+        efa_interfaces=efa,
+        network_cards=network_cards,
+        efa_gbps=0 if efa == 0 else efa_gbps,
+    )
+
+
+_CATALOG: tuple[NeuronInstanceType, ...] = (
+    _entry("inf1.xlarge", 4, 8, 1, "inferentia", None),
+    _entry("inf1.2xlarge", 8, 16, 1, "inferentia", None),
+    _entry("inf1.6xlarge", 24, 48, 4, "inferentia", None),
+    _entry("inf1.24xlarge", 96, 192, 16, "inferentia", None),
+    _entry("inf2.xlarge", 4, 16, 1, "inferentia2", None),
+    _entry("inf2.8xlarge", 32, 128, 1, "inferentia2", None),
+    _entry("inf2.24xlarge", 96, 384, 6, "inferentia2", None),
+    _entry("inf2.48xlarge", 192, 768, 12, "inferentia2", None),
+    _entry("trn1.2xlarge", 8, 32, 1, "trainium", 0),
+    _entry("trn1.32xlarge", 128, 512, 16, "trainium", 8, network_cards=8, efa_gbps=800),
+    _entry("trn1n.32xlarge", 128, 512, 16, "trainium", 16, network_cards=16, efa_gbps=1600),
+    _entry("trn2.48xlarge", 192, 2048, 16, "trainium2", 16, network_cards=16, efa_gbps=3200),
+)
+
+_BY_NAME: dict[str, NeuronInstanceType] = {e.name: e for e in _CATALOG}
+
+
+def ec2_instance_types() -> frozenset[str]:
+    """Every instance type the EC2 API lists (its ``InstanceType`` values, as botocore ships them).
+
+    Read from botocore's EC2 service model on first use (about 0.1 s), no AWS call.
+    """
+    return _ec2_instance_types()
+
+
+@functools.cache
+def _ec2_instance_types() -> frozenset[str]:
+    from botocore.loaders import Loader
+
+    model = Loader().load_service_model("ec2", "service-2")
+    return frozenset(model["shapes"]["InstanceType"]["enum"])

@@ -1,0 +1,1040 @@
+"""Every ECS Neuron rule the library enforces, as data, with its checks.
+
+Each :class:`Rule` is one entry: an id, the AWS sentence it enforces, the fix,
+and where the sentence comes from. Errors raise
+:class:`~neuron_constructs.knowledge.errors.NeuronConfigurationError` at the call that
+broke them (or fail ``cdk synth`` through ``node.add_validation`` when only the
+finished task definition shows them); warnings become CDK warnings whose id a
+user can acknowledge with ``Validations.of(scope).acknowledge(...)``.
+
+The constructs call the check functions below; the README's rule table is
+generated from :data:`RULES`. No AWS CDK import here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType, closest_instance_types
+from neuron_constructs.knowledge.errors import NeuronConfigurationError
+
+__all__ = ["RULES", "Rule"]
+
+ECS_NEURON_PAGE = "ECS guide: task definitions for AWS Neuron workloads"
+ECS_MI_PARAMETERS_PAGE = "ECS guide: task definition parameters for Managed Instances"
+NEURON_SCHEDULER = "Neuron scheduler extension (aws-neuron-sdk scheduler.rst)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ECS Neuron rule: what AWS says, and what to change when it is broken."""
+
+    id: str
+    title: str
+    aws_rule: str
+    fix: str
+    source: str
+    severity: Literal["error", "warning"] = "error"
+    checked: Literal["call", "template", "both"] = "call"
+    """Where the rule runs: at the call that breaks it, on the synthesized template (every path, and
+    ``neuron-ecs lint``), or both."""
+
+    @property
+    def on_template(self) -> bool:
+        """Whether :mod:`neuron_constructs.checks.template_checks` checks this rule on CloudFormation."""
+        return self.checked in ("template", "both")
+
+    @property
+    def at_call(self) -> bool:
+        """Whether the constructs check this rule at the call (or construct) that breaks it."""
+        return self.checked in ("call", "both")
+
+    @property
+    def cfn_lint_id(self) -> str:
+        """The id of this rule in the cfn-lint rule pack: ``E91NN`` for errors, ``W92NN`` for warnings."""
+        number = int(self.id.removeprefix("NEURON")) % 100
+        return f"E91{number:02d}" if self.severity == "error" else f"W92{number:02d}"
+
+    @property
+    def warning_id(self) -> str:
+        """The id a CDK warning of this rule carries, for ``acknowledge``."""
+        return f"neuron-constructs:{self.id}"
+
+    def message(self, construct_path: str, problem: str, **fix_values: object) -> str:
+        """``<path>: <problem> [<id>: <rule>] Fix: <fix>``."""
+        fix = self.fix.format(**fix_values) if fix_values else self.fix
+        return f"{construct_path}: {problem}. [{self.id}: {self.aws_rule}] Fix: {fix}"
+
+    def error(self, construct_path: str, problem: str, **fix_values: object) -> NeuronConfigurationError:
+        """The exception to raise for this rule, message as in :meth:`message`."""
+        return NeuronConfigurationError(self.message(construct_path, problem, **fix_values))
+
+
+# ---------------------------------------------------------------- errors ---
+
+UNKNOWN_INSTANCE_TYPE = Rule(
+    "NEURON001",
+    "Unknown or non-Neuron instance type",
+    "only inf1, inf2, trn1, trn1n and trn2 instances carry Neuron devices",
+    "use a catalog type; closest: {closest} (NeuronInstanceType.all() lists every type)",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+INF1_ON_MANAGED_INSTANCES = Rule(
+    "NEURON002",
+    "Inf1 on Managed Instances",
+    "Inf1 is supported only on the EC2 launch type, not on ECS Managed Instances",
+    "drop inf1/'inferentia' from this Managed Instances capacity and run Inf1 through "
+    "NeuronCluster.add_ec2_capacity(..., instance_type='inf1.xlarge') with a ManualNeuronTaskDefinition",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+NON_NEURON_MANAGED_INSTANCES = Rule(
+    "NEURON003",
+    "Managed Instances capacity that selects no Neuron instance",
+    "Neuron capacity selects acceleratorManufacturers amazon-web-services, acceleratorNames "
+    "inferentia2/trainium/trainium2 and allowedInstanceTypes inf*/trn*",
+    "use accelerators from {allowed} and lowercase instance-type patterns that match catalog types "
+    "(e.g. 'inf2.*', 'trn*')",
+    ECS_NEURON_PAGE,
+)
+CAPACITY_SIZE = Rule(
+    "NEURON004",
+    "Auto Scaling group bounds",
+    "an Auto Scaling group needs 0 <= min_capacity <= max_capacity and max_capacity >= 1",
+    "pass min_capacity and max_capacity with 0 <= min <= max and max >= 1",
+    "EC2 Auto Scaling API",
+    checked="both",
+)
+ONE_NEURON_CONTAINER = Rule(
+    "NEURON005",
+    "Second NeuronDevice container",
+    "at most one container definition in a task may specify the NeuronDevice resource requirement",
+    "give the other containers .add_container (sidecars), or run them as a separate task",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+MIXED_DEVICE_MODES = Rule(
+    "NEURON006",
+    "NeuronDevice and /dev/neuron* mapping in one task",
+    "a task definition must not combine NeuronDevice resourceRequirements with linuxParameters.devices "
+    "for Neuron devices; use one way consistently",
+    "remove the /dev/neuron* device mappings (managed allocation hands the container every device), "
+    "or use ManualNeuronTaskDefinition for manual mapping",
+    ECS_NEURON_PAGE,
+    checked="template",
+)
+MANAGED_INSTANCES_FIELD = Rule(
+    "NEURON007",
+    "Field Managed Instances rejects",
+    "Managed Instances task definitions reject ipcMode, inferenceAccelerators, sharedMemorySize, tmpfs "
+    "and dockerLabels, and take only the awsvpc or host network mode",
+    "remove {field} from this task definition, or run it on EC2 capacity with a ManualNeuronTaskDefinition",
+    ECS_MI_PARAMETERS_PAGE,
+    checked="both",
+)
+MANAGED_ALLOCATION_CAPACITY = Rule(
+    "NEURON008",
+    "Managed allocation outside Managed Instances",
+    "managed Neuron device allocation (NeuronDevice = ALL) is available only on ECS Managed Instances",
+    "place this service on a Managed Instances capacity (NeuronCluster.add_managed_instances_capacity), "
+    "or map devices with a ManualNeuronTaskDefinition for EC2 capacity",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+DEVICE_INDEX_RANGE = Rule(
+    "NEURON009",
+    "Device index beyond the instance's chips",
+    "manual mapping names /dev/neuronN devices that exist on the instance type",
+    "use chip indices 0..{last} for {instance_type} ({chips} chips)",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+DUPLICATE_DEVICE = Rule(
+    "NEURON010",
+    "Device listed twice",
+    "each Neuron device is mapped once per task",
+    "list each chip index once",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+NO_DEVICES = Rule(
+    "NEURON011",
+    "Manual task with no devices",
+    "a manually mapped Neuron task maps at least one /dev/neuronN device",
+    "pass devices=[0] or more chip indices, or leave devices unset for every chip",
+    ECS_NEURON_PAGE,
+)
+TASK_EXCEEDS_INSTANCE = Rule(
+    "NEURON012",
+    "Task larger than its instance",
+    "a task cannot ask for more CPU or memory than the instance types it can run on have",
+    "ask for at most {limit} {unit} on {instance_type}",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+NEURON_CONTAINER_RESOURCES = Rule(
+    "NEURON013",
+    "GPU or other accelerator in a Neuron task",
+    "Neuron instances carry no GPU or Elastic Inference accelerator, so a task that holds Neuron devices asks "
+    "for NeuronDevice only",
+    "remove {field} from this task",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+NO_MATCHING_CAPACITY = Rule(
+    "NEURON014",
+    "No capacity for the task definition",
+    "a manually mapped task definition runs only on capacity of its one instance type; a managed one only on "
+    "Managed Instances",
+    "add a capacity that fits ({wanted}) to the cluster, or pass capacity= one that does",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+AMBIGUOUS_CAPACITY = Rule(
+    "NEURON015",
+    "More than one capacity fits",
+    "a service's capacity provider strategy names the capacity its tasks run on",
+    "pass capacity= one of: {names}",
+    "ECS guide: capacity provider strategies",
+)
+SLICE_SIZE = Rule(
+    "NEURON016",
+    "devices_per_task that does not slice the instance",
+    "a sliced service cuts an instance's chips into equal contiguous slices the Neuron topology hands out: "
+    "contiguous devices on inf1/inf2, 1, 4, 8 or 16 on trn1/trn1n 32xlarge, one or every device where no rule "
+    "is published (trn2)",
+    "use devices_per_task in {allowed} for {instance_type}",
+    NEURON_SCHEDULER,
+)
+SLICES_EXCEED_CAPACITY = Rule(
+    "NEURON017",
+    "More tasks than instances under distinctInstance",
+    "distinctInstance places each task of a service on a different container instance, so a service with N "
+    "tasks needs N instances of its capacity",
+    "run from 0 to {max_capacity} tasks, or raise max_capacity of {capacity} to at least {instances}",
+    "ECS guide: task placement constraints",
+    checked="both",
+)
+SLICE_HOST_PORT = Rule(
+    "NEURON018",
+    "Fixed host port in a sliced service",
+    "tasks on one instance cannot bind the same host port, and a sliced service runs one task per slice on "
+    "every instance",
+    "leave host_port unset so the bridge network maps a dynamic host port per task (register the slice "
+    "services with a load balancer target group), or use the awsvpc network mode",
+    "ECS guide: port mappings",
+    checked="both",
+)
+SLICE_RUNTIME_VARIABLE = Rule(
+    "NEURON019",
+    "Neuron runtime variable that contradicts the mapped devices",
+    "inside a container NeuronCores keep the host's numbering (device N holds cores N*cores-per-chip onward), "
+    "and the runtime takes every core of the devices the container maps",
+    "leave NEURON_RT_VISIBLE_CORES unset (the runtime takes the {cores} cores of the mapped devices) or name "
+    "only those cores, and keep NEURON_RT_NUM_CORES from 1 to {cores}",
+    "Neuron containers guide: cores (aws-neuron-sdk build-run-neuron-container)",
+    checked="both",
+)
+SLICED_CAPACITY_SHARED = Rule(
+    "NEURON020",
+    "Capacity shared with a sliced service",
+    "ECS does not track manually mapped devices, and slices are sized to fill their instances, so any other "
+    "task on a sliced capacity either maps a device a slice holds or takes CPU and memory a slice needs",
+    "give {sliced} its own Auto Scaling capacity (add_ec2_capacity with another id, pass capacity=), or run "
+    "{other} on another capacity",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+UNPINNED_MANUAL_TASK = Rule(
+    "NEURON021",
+    "Manually mapped task not pinned to one instance type",
+    "a manually mapped task definition must be specific to one instance type; on the EC2 launch type a "
+    "placement constraint memberOf attribute:ecs.instance-type == <type> keeps it there",
+    "pin it with memberOf 'attribute:ecs.instance-type == <type>' (ManualNeuronTaskDefinition does), or drop "
+    "the change that removed the pin",
+    ECS_NEURON_PAGE,
+    checked="template",
+)
+COPIES_SHARE_INSTANCE = Rule(
+    "NEURON022",
+    "Copies of a manually mapped task can share an instance",
+    "ECS does not track linuxParameters.devices, so two tasks of one service on one instance map the same "
+    "/dev/neuronN; the distinctInstance placement constraint (service level only) keeps them apart",
+    "add the distinctInstance placement constraint to the service (NeuronService does), or size the task above "
+    "half of {instance_type}",
+    "ECS guide: task placement constraints",
+    checked="template",
+)
+SHARED_DEVICE = Rule(
+    "NEURON023",
+    "Two services hold one device",
+    "ECS tracks NeuronDevice allocations but not linuxParameters.devices, so services that can share an "
+    "instance must map disjoint /dev/neuronN devices, and a manual mapping must not share a Managed Instances "
+    "capacity with managed allocation",
+    "give {other} devices disjoint from {first}'s (SlicedNeuronService does), or run it on another capacity",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+CONTAINERS_EXCEED_TASK = Rule(
+    "NEURON024",
+    "Containers ask for more than their task",
+    "the memory reserved for all containers of a task must be lower than the task memory, a container's memory "
+    "limit cannot exceed it, and the CPU reserved for all containers must be lower than the task cpu",
+    "lower the containers' {field} to {limit} in all, or raise the task's",
+    "ECS API reference: ContainerDefinition memory, memoryReservation and cpu",
+    checked="both",
+)
+NO_TASK_MEMORY = Rule(
+    "NEURON025",
+    "No memory for the task",
+    "a task on EC2 or Managed Instances needs a task-level memory value or a non-zero memory or "
+    "memoryReservation on each container",
+    "give the task definition memory_mib (and cpu), as ManagedNeuronTaskDefinition requires, or the container "
+    "memory_limit_mib or memory_reservation_mib",
+    "ECS API reference: TaskDefinition memory",
+    checked="both",
+)
+WRONG_TYPE = Rule(
+    "NEURON026",
+    "Parameter of the wrong type",
+    "CloudFormation integer properties take whole numbers, list properties take lists, and each construct "
+    "parameter takes the type its signature names (a bool is not a number, a string is not a list)",
+    "pass {expected}",
+    "CloudFormation resource specification",
+)
+OUT_OF_RANGE = Rule(
+    "NEURON027",
+    "Value outside the range AWS accepts",
+    "task cpu is 128 to 196,608 CPU units, a container needs at least 6 MiB of memory, gp3 volumes are 1 to "
+    "65,536 GiB, Managed Instances task storage is at least 1 GiB, and counts of tasks and instances are whole "
+    "numbers of 0 or more",
+    "pass {name} from {minimum} to {maximum}",
+    "ECS API reference (TaskDefinition cpu, ContainerDefinition memory); EC2 API reference (gp3 VolumeSize)",
+)
+TOKEN_NOT_LITERAL = Rule(
+    "NEURON028",
+    "Deploy-time value where a rule needs a literal",
+    "the Neuron rules compare this value with the catalog and the other parameters at synth, but a CDK token "
+    "(a CfnParameter, an import, a resource attribute) is known only at deploy time",
+    "pass a literal {name}; to vary it per environment, read it from CDK context (app.node.try_get_context) or "
+    "an environment variable at synth",
+    "AWS CDK guide: tokens",
+)
+NEURON_CONTAINER_STRIPPED = Rule(
+    "NEURON029",
+    "Neuron container without its devices",
+    "a Neuron container gets devices through NeuronDevice = ALL (managed) or /dev/neuronN in "
+    "linuxParameters.devices (manual); without them it runs with no Neuron device",
+    "drop the escape hatch that removed its {field}, or add the container with add_container if it needs no device",
+    ECS_NEURON_PAGE,
+    checked="template",
+)
+NEURON_TYPE_WITHOUT_NEURON_AMI = Rule(
+    "NEURON030",
+    "Neuron instance on an AMI without the Neuron driver",
+    "the EC2 launch type runs Neuron instances on the ECS-optimized Amazon Linux 2023 (Neuron) AMI, which "
+    "carries the Neuron driver and runtime; the standard ECS AMI does not",
+    "use NeuronCluster.add_ec2_capacity(instance_type={instance_type!r}) for Neuron instances",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+UNKNOWN_EC2_TYPE = Rule(
+    "NEURON031",
+    "Instance type EC2 does not offer",
+    "EC2 launches only the instance types its API lists (the InstanceType values of the EC2 API)",
+    "use an EC2 instance type; closest: {closest}",
+    "EC2 API reference: InstanceType",
+)
+DEPLOYMENT_WITHOUT_ROOM = Rule(
+    "NEURON032",
+    "Rolling deployment with no instance to spare",
+    "with distinctInstance each instance holds one task of the service, so a deployment that keeps "
+    "minimumHealthyPercent of the tasks running starts the new tasks on spare instances; when every instance the "
+    "capacity can launch already runs one, the deployment never proceeds and the circuit breaker rolls it back",
+    "pass min_healthy_percent={percent} or less (ECS then replaces tasks in place), or raise max_capacity of "
+    "{capacity} above {desired}",
+    "ECS guide: rolling update deployments (minimumHealthyPercent, maximumPercent)",
+    checked="both",
+)
+NO_SUBNETS = Rule(
+    "NEURON033",
+    "No subnets for the capacity",
+    "an Auto Scaling group or a Managed Instances capacity launches into at least one subnet of its VPC",
+    "pass NeuronCluster(capacity_subnets=...) a selection the VPC has ({available})",
+    "EC2 Auto Scaling API: VPCZoneIdentifier",
+)
+NETWORK_OPTION_IGNORED = Rule(
+    "NEURON034",
+    "Network option the network mode ignores",
+    "subnets, security groups and public IP assignment belong to awsvpc tasks; bridge and host tasks use their "
+    "instance's network interface and security group",
+    "drop {option}, or use the awsvpc network mode (then the option applies to the tasks' own interfaces)",
+    "ECS guide: task networking",
+)
+SECOND_SCALING_TARGET = Rule(
+    "NEURON035",
+    "Second scalable target for one service",
+    "Application Auto Scaling registers one scalable target per service and dimension",
+    "call auto_scale or scale_on_requests once per service, and add every further policy to the scalable targets "
+    "they return",
+    "Application Auto Scaling API: RegisterScalableTarget",
+)
+UNDECLARED_DEVICE = Rule(
+    "NEURON036",
+    "Device the task definition was not declared with",
+    "tasks that share an instance (the slices of a sliced service, services on one capacity) stay apart only when "
+    "each task definition maps just the devices it declares",
+    "map only {declared}, or declare the device in the task definition's devices=",
+    ECS_NEURON_PAGE,
+    checked="both",
+)
+SPOT_WITH_RESERVATION = Rule(
+    "NEURON037",
+    "Spot capacity with reserved capacity",
+    "an instance launches in one market: Spot, a Capacity Block (market type capacity-block), or On-Demand, which "
+    "On-Demand Capacity Reservations hold",
+    "drop spot=True to use the reservation, or drop capacity_reservation= to run on Spot",
+    "EC2 API reference: InstanceMarketOptionsRequest MarketType, CapacityReservationSpecification",
+)
+CAPACITY_BLOCK_TYPE = Rule(
+    "NEURON038",
+    "Capacity Block for a type Capacity Blocks do not offer",
+    "EC2 Capacity Blocks for ML offer trn1.32xlarge and trn2.48xlarge among the Neuron types (and P GPU types); "
+    "an Auto Scaling group targets one block, with one instance type and no mixed instances policy",
+    "use an On-Demand Capacity Reservation for {instance_type}, or a Capacity Block of trn1.32xlarge or trn2.48xlarge",
+    "EC2 guide: Capacity Blocks for ML; EC2 Auto Scaling guide: Use Capacity Blocks for machine learning workloads",
+)
+MANAGED_INSTANCES_RESERVATION = Rule(
+    "NEURON039",
+    "Reservation Managed Instances cannot target",
+    "ECS Managed Instances launch into reservations through a Capacity Reservation resource group "
+    "(CapacityReservations.ReservationGroupArn with capacity option type RESERVED); a single reservation id, or a "
+    "Capacity Block (which cannot be put in a resource group), is not accepted",
+    "pass CapacityReservation.on_demand_group(<resource group ARN>), or use Auto Scaling capacity "
+    "(add_ec2_capacity) for {reservation}",
+    "ECS API reference: InstanceLaunchTemplate capacityOptionType, CapacityReservationRequest; EC2 guide: "
+    "Capacity Blocks for ML",
+)
+DEPLOYMENT_STALLS = Rule(
+    "NEURON040",
+    "Rolling deployment that can neither start nor stop a task",
+    "during a rolling deployment ECS runs at most maximumPercent of the desired count (rounded down) and keeps "
+    "minimumHealthyPercent of it (rounded up) running; when the first leaves no room above the desired count and the "
+    "second none below it, no task is ever started or stopped and the deployment never completes",
+    "pass min_healthy_percent={percent}, or {more_room}",
+    "ECS API reference: DeploymentConfiguration (maximumPercent, minimumHealthyPercent)",
+    checked="both",
+)
+
+NO_TARGET_PORT = Rule(
+    "NEURON041",
+    "Load balancer target without one port",
+    "a load balancer target group sends to one container port of the task; ECS registers the host port (bridge) or "
+    "the task's address (awsvpc) that port is mapped to",
+    "give {container} port_mappings=[ecs.PortMapping(container_port=...)], or pass container_port= (and "
+    "container_name=) naming the port the model server listens on",
+    "ECS guide: use load balancing to distribute service traffic",
+)
+LISTENER_RULE = Rule(
+    "NEURON042",
+    "Listener rule without both conditions and priority",
+    "an Application Load Balancer listener rule has conditions and a priority unique on its listener (1-50,000); "
+    "without either the target group is the listener's default action; Network Load Balancer listeners have no rules",
+    "pass conditions=[elbv2.ListenerCondition.path_patterns([...])] with priority=, or neither for the default "
+    "action (one per listener)",
+    "Elastic Load Balancing guide: listener rules for your Application Load Balancer",
+)
+NETWORK_LOAD_BALANCER_GROUP = Rule(
+    "NEURON043",
+    "Network Load Balancer without a security group",
+    "a Network Load Balancer without security groups passes its clients' addresses through, so the tasks' group "
+    "would have to admit every client; security groups can be given to a Network Load Balancer only when it is "
+    "created",
+    "create the elbv2.NetworkLoadBalancer in this app with security_groups=[...] (or attach to an Application Load "
+    "Balancer listener)",
+    "Elastic Load Balancing guide: security groups for your Network Load Balancer",
+)
+REQUEST_SCALING_TARGET = Rule(
+    "NEURON044",
+    "Request scaling without an Application Load Balancer target group",
+    "target tracking on ALBRequestCountPerTarget reads the request count of one Application Load Balancer target "
+    "group the service is registered with",
+    "call attach_to_listener(<Application Load Balancer listener>) first, or pass target_group= one it returned",
+    "Application Auto Scaling guide: target tracking predefined metrics (ALBRequestCountPerTarget)",
+)
+
+UNKNOWN_VPC_RANGE = Rule(
+    "NEURON045",
+    "Load balancer clients in a VPC of unknown range",
+    "a load balancer's security group admits only the clients it names; the default, the VPC's IPv4 range, is not "
+    "known for a VPC imported without its CIDR block",
+    "pass clients=[ec2.Peer.ipv4('<range>')] (or security groups) to NeuronLoadBalancer, or import the VPC with "
+    "vpc_cidr_block=",
+    "EC2 guide: security group rules",
+)
+
+FLEET_FULL = Rule(
+    "NEURON046",
+    "Model that does not fit what is left of its fleet",
+    "each copy of a model on a fleet holds a contiguous device set the topology allows (inf1/inf2: contiguous; "
+    "trn1/trn1n 32xlarge: 1, 4, 8 or 16 contiguous) that no other copy holds, and its share of the instance's CPU "
+    "units and schedulable memory",
+    "fit the model in what is left ({free}): fewer copies or devices_per_task, a smaller task_cpu or "
+    "task_memory_mib, or a fleet of its own",
+    NEURON_SCHEDULER,
+)
+
+S3_LOCATION = Rule(
+    "NEURON047",
+    "S3 location a prefix grant cannot hold to itself",
+    "an IAM resource ARN and an s3:prefix condition match * and ? as wildcards, and an empty prefix is the whole "
+    "bucket; a container mounts volumes at absolute paths",
+    "pass a non-empty prefix without * or ? (e.g. 'neuron-compile-cache'), and an absolute path (e.g. '/opt/ml/model')",
+    "IAM guide: Amazon S3 condition keys (s3:prefix), ECS task definition parameters (mountPoints containerPath)",
+)
+
+MULTI_NODE_WITHOUT_EFA = Rule(
+    "NEURON048",
+    "Multi-node training on a type without EFA",
+    "Neuron collectives span instances over EFA, which trn1.32xlarge (8 interfaces), trn1n.32xlarge (16) and "
+    'trn2.48xlarge (16) have; "EFA is currently not available on the smaller instances sizes"',
+    "train across nodes on {multi_node}, or pass nodes=1",
+    "Neuron docs: How to prepare trn1.32xlarge for multi-node execution",
+)
+TOO_MANY_NODES = Rule(
+    "NEURON049",
+    "More nodes than the training queue launches",
+    "an AWS Batch compute environment needs enough maximum vCPUs for every node of a multi-node parallel job",
+    "pass nodes={max_nodes} or fewer, or raise max_nodes of {queue}",
+    "AWS Batch guide: multi-node parallel jobs",
+)
+MULTI_NODE_ON_SPOT = Rule(
+    "NEURON050",
+    "Multi-node job on Spot capacity",
+    "multi-node parallel jobs aren't supported on compute environments that use Spot Instances",
+    "run multi-node jobs on an On-Demand queue (spot=False, optionally a capacity_reservation), or pass nodes=1",
+    "AWS Batch guide: compute environments for multi-node parallel jobs",
+)
+TRAINING_SUBNETS = Rule(
+    "NEURON051",
+    "Training queue across subnets",
+    "all instances that use an EFA must be in the same cluster placement group, which lies in one Availability Zone",
+    "pass one subnet (subnet=...), e.g. vpc.private_subnets[0], in a VPC with a private subnet",
+    "AWS Batch guide: Use an Elastic Fabric Adapter; EC2 guide: cluster placement groups",
+)
+RESERVATION_FALLBACK = Rule(
+    "NEURON052",
+    "Reservation fallback on a launch template",
+    "a launch template names either a reservation to launch into or a reservation preference, not both; AWS Batch "
+    "takes its capacity from the launch template",
+    "drop fallback_to_on_demand, or add a second queue without capacity_reservation for On-Demand overflow",
+    "EC2 API reference: LaunchTemplateCapacityReservationSpecificationRequest",
+)
+PARALLEL_DEGREES = Rule(
+    "NEURON053",
+    "Parallel degrees the job's NeuronCores cannot hold",
+    "one training process runs per NeuronCore, and neuronx-distributed (like Megatron) refuses a world size that "
+    "tensor_parallel x pipeline_parallel does not divide; the data-parallel degree is what is left",
+    "choose degrees whose product divides {world} (nodes x {per_node} NeuronCores per node), or change nodes",
+    "neuronx-distributed parallel_state.initialize_model_parallel; Neuron docs: Trn2 logical NeuronCores (LNC=2)",
+)
+MONITORING_TWICE = Rule(
+    "NEURON054",
+    "Neuron monitoring enabled twice on one cluster",
+    "one neuron-monitor daemon runs per instance, and one recovery process acts on each hardware error; a second "
+    "set of daemons would double every metric and race the first to replace instances",
+    "call enable_neuron_monitoring once and keep what it returns (cluster.monitoring)",
+    "ECS guide: daemon scheduling strategy and Managed Daemons (one daemon task per instance)",
+)
+
+# -------------------------------------------------------------- warnings ---
+
+DEVICE_TOPOLOGY = Rule(
+    "NEURON101",
+    "Device set outside the Neuron topology",
+    "inf1/inf2 containers get contiguous devices (0,1,2 - never 0,2,4); trn1/trn1n 32xlarge containers get "
+    "1, 4, 8 or 16 devices; one device or all devices is always valid",
+    "map contiguous chips, e.g. devices={suggestion}; acknowledge this warning id if the set is deliberate",
+    NEURON_SCHEDULER,
+    severity="warning",
+    checked="both",
+)
+SMALL_ROOT_VOLUME = Rule(
+    "NEURON102",
+    "Root volume under 100 GiB",
+    "Neuron framework images are large; AWS's Neuron blueprints size the root volume at 100 GiB or more",
+    "pass root_volume_gib=100 or more",
+    "ecs-blueprints vllm-inferentia",
+    severity="warning",
+    checked="both",
+)
+MEMORY_NEAR_INSTANCE_TOTAL = Rule(
+    "NEURON103",
+    "Task memory near the instance total",
+    "ECS registers less memory than the instance's nominal size (the kernel and the ECS agent keep some), "
+    "so a task sized at the nominal total never places",
+    "leave headroom (about 10 %) below {nominal_mib} MiB, or check registeredResources with "
+    "DescribeContainerInstances before relying on it",
+    "ECS guide: container instance memory management",
+    severity="warning",
+    checked="both",
+)
+NO_NEURON_CONTAINER = Rule(
+    "NEURON104",
+    "Neuron task definition without a Neuron container",
+    "a Neuron task definition exists to give one container Neuron devices",
+    "call add_neuron_container(...) on this task definition",
+    ECS_NEURON_PAGE,
+    severity="warning",
+    checked="both",
+)
+PINNED_AMI = Rule(
+    "NEURON105",
+    "Pinned AMI instead of the recommended Neuron AMI",
+    "the EC2 launch type uses the ECS-optimized Amazon Linux 2023 (Neuron) AMI resolved from "
+    "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended",
+    "make sure the pinned AMI carries the Neuron driver and runtime, and move it forward with each release",
+    ECS_NEURON_PAGE,
+    severity="warning",
+    checked="both",
+)
+AWSVPC_WITHOUT_TRUNKING = Rule(
+    "NEURON106",
+    "awsvpc slices without ENI trunking",
+    "in the awsvpc network mode every task takes an elastic network interface of its instance; without ENI "
+    "trunking (account setting awsvpcTrunking, on instance types that support it) the ENI limit caps tasks "
+    "per instance",
+    "turn on awsvpcTrunking for the account and pass eni_trunking=True, or keep the bridge network mode",
+    "ECS guide: elastic network interface trunking",
+    severity="warning",
+)
+HOST_NETWORK = Rule(
+    "NEURON107",
+    "Host network mode on a Neuron task",
+    "in the host network mode a container shares the instance's network namespace, so neither the IMDS hop "
+    "limit nor ECS_AWSVPC_BLOCK_IMDS keeps it from the instance role's credentials",
+    "use the bridge or awsvpc network mode, or acknowledge this warning id if the container needs the host "
+    "network and may act as the instance role",
+    "ECS guide: task IAM roles (blocking instance metadata); AWS re:Post ecs-container-ec2-metadata",
+    severity="warning",
+    checked="both",
+)
+PUBLIC_SUBNETS = Rule(
+    "NEURON108",
+    "Capacity in public subnets",
+    "ECS container instances need no public address: they reach ECS, ECR and CloudWatch through a NAT "
+    "gateway or VPC endpoints, and instances in public subnets get one",
+    "pass NeuronCluster(capacity_subnets=...) a selection of private subnets, e.g. "
+    "ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)",
+    "ECS best practices guide: networking",
+    severity="warning",
+    checked="both",
+)
+SECRET_IN_ENVIRONMENT = Rule(
+    "NEURON109",
+    "Secret-looking value in the environment",
+    "environment values are plain text in the task definition, readable by anyone who can describe it; ECS "
+    "injects Secrets Manager and SSM Parameter Store values through secrets",
+    "pass {name} through secrets= (ecs.Secret.from_secrets_manager or ecs.Secret.from_ssm_parameter), or "
+    "acknowledge this warning id if the value is not secret",
+    "ECS guide: passing sensitive data to a container",
+    severity="warning",
+    checked="both",
+)
+METADATA_REACHABLE = Rule(
+    "NEURON110",
+    "Instance metadata reachable from containers",
+    "AMIs registered with IMDS support v2.0 (Amazon Linux 2023) launch with a hop limit of 2 unless the launch "
+    "template says otherwise; IMDSv2 with a hop limit of 1 keeps bridge-mode containers from the instance role",
+    "set MetadataOptions HttpTokens: required and HttpPutResponseHopLimit: 1 on the launch template",
+    "EC2 API reference: Image ImdsSupport, InstanceMetadataOptions",
+    severity="warning",
+    checked="template",
+)
+
+SHORT_GRACE_PERIOD = Rule(
+    "NEURON111",
+    "Health check grace period shorter than a Neuron start",
+    "ECS stops a task that fails its load balancer or container health checks once the grace period is over; a Neuron "
+    "model server answers only after download, compile and load (AWS's vLLM container: 5-10 minutes; a 15 GB "
+    "model: about 15 minutes to compile)",
+    "pass health_check_grace_period=Duration.minutes(30) (the default) or longer, sized as download + compile + load "
+    "of a first start; acknowledge this warning id if the image starts from compiled artifacts",
+    "ECS API reference: healthCheckGracePeriodSeconds; aws-neuron-sdk: DLC quickstart, NxD Inference vLLM guide",
+    severity="warning",
+)
+EVERY_REPLICA_STOPS = Rule(
+    "NEURON112",
+    "Deployment that stops every replica",
+    "with minimumHealthyPercent 0 ECS may stop every task of a service before it starts new ones; a Neuron service "
+    "on capacity it fills has no room for a new task beside the old one",
+    "give the capacity room for one more instance (max_capacity above the tasks it runs), or run two or more "
+    "tasks, or slices, which deploy in two waves; acknowledge this warning id if a pause is acceptable",
+    "ECS API reference: DeploymentConfiguration (minimumHealthyPercent)",
+    severity="warning",
+)
+
+RULES: tuple[Rule, ...] = (
+    UNKNOWN_INSTANCE_TYPE,
+    INF1_ON_MANAGED_INSTANCES,
+    NON_NEURON_MANAGED_INSTANCES,
+    CAPACITY_SIZE,
+    ONE_NEURON_CONTAINER,
+    MIXED_DEVICE_MODES,
+    MANAGED_INSTANCES_FIELD,
+    MANAGED_ALLOCATION_CAPACITY,
+    DEVICE_INDEX_RANGE,
+    DUPLICATE_DEVICE,
+    NO_DEVICES,
+    TASK_EXCEEDS_INSTANCE,
+    NEURON_CONTAINER_RESOURCES,
+    NO_MATCHING_CAPACITY,
+    AMBIGUOUS_CAPACITY,
+    SLICE_SIZE,
+    SLICES_EXCEED_CAPACITY,
+    SLICE_HOST_PORT,
+    SLICE_RUNTIME_VARIABLE,
+    SLICED_CAPACITY_SHARED,
+    UNPINNED_MANUAL_TASK,
+    COPIES_SHARE_INSTANCE,
+    SHARED_DEVICE,
+    CONTAINERS_EXCEED_TASK,
+    NO_TASK_MEMORY,
+    WRONG_TYPE,
+    OUT_OF_RANGE,
+    TOKEN_NOT_LITERAL,
+    NEURON_CONTAINER_STRIPPED,
+    NEURON_TYPE_WITHOUT_NEURON_AMI,
+    UNKNOWN_EC2_TYPE,
+    DEPLOYMENT_WITHOUT_ROOM,
+    NO_SUBNETS,
+    NETWORK_OPTION_IGNORED,
+    SECOND_SCALING_TARGET,
+    UNDECLARED_DEVICE,
+    SPOT_WITH_RESERVATION,
+    CAPACITY_BLOCK_TYPE,
+    MANAGED_INSTANCES_RESERVATION,
+    DEPLOYMENT_STALLS,
+    NO_TARGET_PORT,
+    LISTENER_RULE,
+    NETWORK_LOAD_BALANCER_GROUP,
+    REQUEST_SCALING_TARGET,
+    UNKNOWN_VPC_RANGE,
+    FLEET_FULL,
+    S3_LOCATION,
+    MULTI_NODE_WITHOUT_EFA,
+    TOO_MANY_NODES,
+    MULTI_NODE_ON_SPOT,
+    TRAINING_SUBNETS,
+    RESERVATION_FALLBACK,
+    PARALLEL_DEGREES,
+    MONITORING_TWICE,
+    DEVICE_TOPOLOGY,
+    SMALL_ROOT_VOLUME,
+    MEMORY_NEAR_INSTANCE_TOTAL,
+    NO_NEURON_CONTAINER,
+    PINNED_AMI,
+    AWSVPC_WITHOUT_TRUNKING,
+    HOST_NETWORK,
+    PUBLIC_SUBNETS,
+    SECRET_IN_ENVIRONMENT,
+    METADATA_REACHABLE,
+    SHORT_GRACE_PERIOD,
+    EVERY_REPLICA_STOPS,
+)
+BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+"""Every rule by its id."""
+
+# ---------------------------------------------------------------- checks ---
+
+MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
+"""Neuron accelerator names ECS Managed Instances can select (Inf1 excluded)."""
+
+
+def instance_type_at(path: str, name: str | NeuronInstanceType, *, exact: bool = True) -> NeuronInstanceType:
+    """NEURON001: the catalog entry for ``name``, or an error naming ``path`` and the closest types.
+
+    A :class:`NeuronInstanceType` is taken as it is. With ``exact`` (what the constructs use) the
+    name must be spelled as EC2 spells it: ``'INF2.xlarge'`` is refused with the right spelling,
+    because it would reach the template as written.
+    """
+    if isinstance(name, NeuronInstanceType):
+        return name
+    entry = NeuronInstanceType.find(name)
+    if entry is not None and exact and entry.name != name:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path, f"{name!r} is not how EC2 spells an instance type (lowercase, no blanks)", closest=repr(entry.name)
+        )
+    if entry is None:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path,
+            f"{name!r} is not a Neuron instance type in the catalog",
+            closest=", ".join(closest_instance_types(str(name))),
+        )
+    return entry
+
+
+def instance_type_patterns(instance_types: Sequence[str | NeuronInstanceType]) -> tuple[str, ...]:
+    """``allowedInstanceTypes`` patterns: catalog entries by name, strings as given."""
+    return tuple(t.name if isinstance(t, NeuronInstanceType) else t for t in instance_types)
+
+
+def check_managed_instances_selection(
+    path: str, accelerators: Sequence[str], instance_types: Sequence[str | NeuronInstanceType]
+) -> tuple[NeuronInstanceType, ...]:
+    """NEURON002/003: the catalog types a Managed Instances capacity may launch.
+
+    Returns the catalog entries both selectors admit; raises when Inf1 is
+    named (by accelerator or by a pattern that only Inf1 matches), when a
+    selector admits no Neuron type, or when a pattern is not lowercase (EC2
+    matches instance types as written, and they are lowercase).
+    """
+    allowed = ", ".join(MANAGED_INSTANCES_ACCELERATORS)
+    if not accelerators or not instance_types:
+        raise NON_NEURON_MANAGED_INSTANCES.error(path, "an empty accelerator or instance-type list", allowed=allowed)
+    for name in accelerators:
+        if name == "inferentia":
+            raise INF1_ON_MANAGED_INSTANCES.error(path, "accelerator 'inferentia' (Inf1) was requested")
+        if name not in MANAGED_INSTANCES_ACCELERATORS:
+            raise NON_NEURON_MANAGED_INSTANCES.error(
+                path, f"accelerator {name!r} is not a Neuron accelerator", allowed=allowed
+            )
+    admitted: list[NeuronInstanceType] = []
+    for pattern in instance_type_patterns(instance_types):
+        if pattern != pattern.strip().lower():
+            raise NON_NEURON_MANAGED_INSTANCES.error(
+                path,
+                f"instance type pattern {pattern!r} is not lowercase and unpadded as EC2 matches it",
+                allowed=allowed,
+            )
+        matches = NeuronInstanceType.matching(pattern)
+        if matches and all(m.accelerator == "inferentia" for m in matches):
+            raise INF1_ON_MANAGED_INSTANCES.error(path, f"instance type {pattern!r} selects Inf1")
+        usable = [m for m in matches if m.accelerator in accelerators]
+        if not usable:
+            raise NON_NEURON_MANAGED_INSTANCES.error(
+                path,
+                f"instance type {pattern!r} matches no catalog type with accelerators {list(accelerators)}",
+                allowed=allowed,
+            )
+        admitted.extend(u for u in usable if u not in admitted)
+    return tuple(admitted)
+
+
+def check_capacity_size(path: str, min_capacity: int, max_capacity: int) -> None:
+    """NEURON004."""
+    if min_capacity < 0 or max_capacity < 1 or min_capacity > max_capacity:
+        raise CAPACITY_SIZE.error(path, f"min_capacity={min_capacity}, max_capacity={max_capacity}")
+
+
+def check_device_indices(path: str, instance: NeuronInstanceType, devices: Iterable[int]) -> tuple[int, ...]:
+    """NEURON009/010/011: chip indices exist on the type and are distinct."""
+    chosen = tuple(devices)
+    if not chosen:
+        raise NO_DEVICES.error(path, "devices is empty")
+    seen: set[int] = set()
+    for index in chosen:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < instance.chips:
+            raise DEVICE_INDEX_RANGE.error(
+                path,
+                f"device {index!r} does not exist on {instance.name}",
+                last=instance.chips - 1,
+                instance_type=instance.name,
+                chips=instance.chips,
+            )
+        if index in seen:
+            raise DUPLICATE_DEVICE.error(path, f"device {index} is listed twice in {list(chosen)}")
+        seen.add(index)
+    return chosen
+
+
+def device_topology_warning(path: str, instance: NeuronInstanceType, devices: Sequence[int]) -> str | None:
+    """NEURON101: the warning text for a set the topology rules never hand out, else ``None``."""
+    if instance.topology is DeviceTopology.UNPUBLISHED or instance.is_valid_device_set(devices):
+        return None
+    count = len(devices)
+    if instance.topology is DeviceTopology.TORUS_2D:
+        count = min((c for c in (1, 4, 8, 16) if c >= count), default=instance.chips)
+    return DEVICE_TOPOLOGY.message(
+        path,
+        f"devices {sorted(devices)} on {instance.name} ({instance.topology.value} topology)",
+        suggestion=list(range(count)),
+    )
+
+
+def check_task_size(
+    path: str,
+    instance: NeuronInstanceType,
+    cpu: int | None,
+    memory_mib: int | None,
+    *,
+    cpu_from_containers: bool = False,
+    memory_from_containers: bool = False,
+) -> str | None:
+    """NEURON012 (error beyond the instance) and NEURON103 (warning text near its memory total).
+
+    ``*_from_containers``: the task sets no size, so the value is what its containers ask for."""
+    cpu_text = f"its containers' cpu ({cpu} in total)" if cpu_from_containers else f"cpu={cpu}"
+    memory_text = (
+        f"its containers' memory_limit_mib/memory_reservation_mib ({memory_mib} MiB in total)"
+        if memory_from_containers
+        else f"memory_mib={memory_mib}"
+    )
+    if cpu is not None and cpu > instance.cpu_units:
+        raise TASK_EXCEEDS_INSTANCE.error(
+            path,
+            f"{cpu_text} exceeds the {instance.cpu_units} CPU units of {instance.name}",
+            limit=instance.cpu_units,
+            unit="CPU units",
+            instance_type=instance.name,
+        )
+    if memory_mib is not None and memory_mib > instance.memory_mib:
+        raise TASK_EXCEEDS_INSTANCE.error(
+            path,
+            f"{memory_text} exceeds the {instance.memory_mib} MiB of {instance.name}",
+            limit=instance.memory_mib,
+            unit="MiB",
+            instance_type=instance.name,
+        )
+    if memory_mib is not None and memory_mib > instance.schedulable_memory_mib:
+        return MEMORY_NEAR_INSTANCE_TOTAL.message(
+            path,
+            f"{memory_text} is within 10 % of {instance.name}'s {instance.memory_mib} MiB",
+            nominal_mib=instance.memory_mib,
+        )
+    return None
+
+
+def check_slice_size(path: str, instance: NeuronInstanceType, devices_per_task: int) -> int:
+    """NEURON016: the number of slices ``devices_per_task`` cuts ``instance`` into."""
+    allowed = instance.slice_sizes()
+    if devices_per_task not in allowed:
+        raise SLICE_SIZE.error(
+            path,
+            f"devices_per_task={devices_per_task!r} does not cut the {instance.chips} chips of {instance.name} "
+            "into equal slices its topology allows",
+            allowed=list(allowed),
+            instance_type=instance.name,
+        )
+    return instance.chips // devices_per_task
+
+
+def check_slice_capacity(path: str, instances: int, max_capacity: int, capacity: str) -> None:
+    """NEURON017: ``instances`` tasks per slice fit the Auto Scaling group's ``max_capacity``."""
+    if not 0 <= instances <= max_capacity:
+        raise SLICES_EXCEED_CAPACITY.error(
+            path,
+            f"instances={instances} but {capacity} launches 0 to {max_capacity} instances",
+            capacity=capacity,
+            instances=instances,
+            max_capacity=max_capacity,
+        )
+
+
+def check_slice_host_ports(path: str, network_mode: str, port_mappings: Iterable[tuple[int, int | None]]) -> None:
+    """NEURON018: no fixed host port where slices share the network (``network_mode``: bridge, host, awsvpc)."""
+    for container_port, host_port in port_mappings:
+        if network_mode == "host":
+            raise SLICE_HOST_PORT.error(
+                path, f"container port {container_port} is a host port in the host network mode"
+            )
+        if network_mode == "bridge" and host_port:
+            raise SLICE_HOST_PORT.error(path, f"host_port={host_port} in the bridge network mode")
+
+
+def check_slice_environment(path: str, environment: Mapping[str, str], cores_per_slice: int) -> None:
+    """NEURON019: no ``NEURON_RT_VISIBLE_CORES`` (it differs per slice), ``NEURON_RT_NUM_CORES`` within a slice."""
+    if "NEURON_RT_VISIBLE_CORES" in environment:
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"NEURON_RT_VISIBLE_CORES={environment['NEURON_RT_VISIBLE_CORES']} is the same in every slice, "
+            "but each slice holds other cores",
+            cores=cores_per_slice,
+        )
+    requested = environment.get("NEURON_RT_NUM_CORES")
+    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= cores_per_slice):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",
+            cores=cores_per_slice,
+        )
+
+
+def parse_cores(text: str) -> set[int] | None:
+    """The NeuronCores ``NEURON_RT_VISIBLE_CORES`` names (``"0-3,8"``), or ``None`` when it is not such a list."""
+    cores: set[int] = set()
+    for part in text.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not match:
+            return None
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        cores.update(range(first, last + 1))
+    return cores
+
+
+def check_runtime_cores(
+    path: str, environment: Mapping[str, str], instance: NeuronInstanceType, devices: Iterable[int]
+) -> None:
+    """NEURON019 for one container per instance: ``NEURON_RT_VISIBLE_CORES`` only names cores of the mapped devices
+    (host numbering), ``NEURON_RT_NUM_CORES`` from 1 to their count."""
+    per_chip = instance.neuron_cores_per_chip
+    held = {d * per_chip + k for d in devices for k in range(per_chip)}
+    visible = environment.get("NEURON_RT_VISIBLE_CORES")
+    if visible is not None:
+        cores = parse_cores(visible)
+        if cores is None or not cores <= held:
+            raise SLICE_RUNTIME_VARIABLE.error(
+                path,
+                f"NEURON_RT_VISIBLE_CORES={visible} but the container maps cores {min(held)}-{max(held)}",
+                cores=len(held),
+            )
+    requested = environment.get("NEURON_RT_NUM_CORES")
+    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= len(held)):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path, f"NEURON_RT_NUM_CORES={requested} but the container maps {len(held)} NeuronCores", cores=len(held)
+        )
+
+
+MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS = {
+    "docker_labels": "dockerLabels",
+    "inference_accelerator_resources": "inferenceAccelerator resources",
+}
+NEURON_CONTAINER_FORBIDDEN_OPTIONS = ("gpu_count", "inference_accelerator_resources")
+
+
+def room_to_stop(tasks: int) -> int:
+    """The largest minimum healthy percent that lets ECS stop one of ``tasks`` tasks (rounded up, it stays below)."""
+    return max(0, (tasks - 1) * 100 // tasks)
+
+
+def room_to_start(tasks: int) -> int:
+    """The smallest maximum percent that lets ECS start one task beyond ``tasks`` (rounded down, it reaches above)."""
+    return -(-(tasks + 1) * 100 // tasks)
+
+
+def deployment_stalls(tasks: int, minimum_healthy_percent: int, maximum_percent: int) -> bool:
+    """NEURON040: with ``tasks`` desired, a rolling deployment can neither start a task nor stop one."""
+    return tasks > 0 and tasks * maximum_percent // 100 <= tasks and -(-tasks * minimum_healthy_percent // 100) >= tasks
+
+
+def check_deployment_percents(
+    path: str, task_counts: Iterable[int], minimum: int, maximum: int, *, maximum_fixed: bool = False
+) -> None:
+    """NEURON040 for every task count a service may run; ``maximum_fixed``: the caller cannot change the maximum
+    (sliced services deploy with 100 %), so the other fix is more tasks."""
+    for tasks in task_counts:
+        if deployment_stalls(tasks, minimum, maximum):
+            upper = "the 100 % maximum slices deploy with" if maximum_fixed else f"max_healthy_percent={maximum}"
+            raise DEPLOYMENT_STALLS.error(
+                path,
+                f"with {tasks} task{'s' if tasks != 1 else ''}, {upper} starts none beyond "
+                f"{'them' if tasks != 1 else 'it'} and min_healthy_percent={minimum} stops none",
+                percent=room_to_stop(tasks) if tasks == 1 else f"{room_to_stop(tasks)} or less",
+                more_room=f"never run fewer than {tasks + 1} tasks"
+                if maximum_fixed
+                else f"max_healthy_percent={room_to_start(tasks)} or more",
+            )

@@ -1,0 +1,485 @@
+"""Deploy a CDK app with the real ``cdk`` CLI to a local AWS endpoint: a moto server on 127.0.0.1.
+
+``python -m neuron_constructs.local_endpoint`` (``make deploy-local``) starts a fresh moto
+server on a free loopback port, runs ``cdk bootstrap`` and ``cdk deploy --all`` against it,
+prints what each stack created (:mod:`neuron_constructs.tools.deployment_report`) and stops the
+server, also on failure, Ctrl-C or SIGTERM. No AWS account or credentials are needed.
+
+Only 127.0.0.1 is contacted: the CLI and the SDKs get fake credentials, a fixed region, the
+local endpoint for every service, no instance metadata lookups, no proxy for loopback, and
+neither telemetry, notices nor version checks. One quirk of the pair is handled here: the CLI
+hands CloudFormation a template URL built from ``AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION``,
+and moto reads the bucket from the host name of that URL unless the host is ``localhost``.
+
+Each run needs a fresh server: moto mishandles change sets that update an existing stack.
+
+Needs the ``local`` extra (``pip install 'neuron-constructs[local]'``) for ``moto[server]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import boto3
+
+    from neuron_constructs.tools.deployment_report import StackReport
+
+__all__ = [
+    "DeployedStack",
+    "LocalAwsEndpoint",
+    "LocalEndpointError",
+    "deploy_app",
+    "describe_deployed",
+    "local_aws_endpoint",
+    "main",
+]
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_REGION = "us-east-1"
+DEFAULT_ACCOUNT = "123456789012"
+"""The account moto answers for credentials it does not know."""
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+_STARTUP_TIMEOUT_S = 30.0
+_STOP_TIMEOUT_S = 10.0
+_INHERITED_AWS_SETTINGS = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CA_BUNDLE",
+)
+
+
+class LocalEndpointError(RuntimeError):
+    """The local endpoint could not start, or a ``cdk`` command against it failed."""
+
+
+@dataclass(frozen=True)
+class LocalAwsEndpoint:
+    """A running moto server on the loopback interface.
+
+    ``url`` uses 127.0.0.1; :meth:`environment` is what a process needs to talk to it. The fake
+    credentials act in :attr:`account`; :meth:`credentials` issues credentials for any other account
+    (an assumed role, which moto grants), so stacks with an explicit ``env`` deploy there.
+    """
+
+    port: int
+    region: str = DEFAULT_REGION
+    cdk_home: str = ""
+    """A fresh CDK CLI home for this endpoint (the CLI caches which account an access key belongs to)."""
+    _issued: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def account(self) -> str:
+        """The account the fake credentials act in (moto's default account)."""
+        return DEFAULT_ACCOUNT
+
+    def credentials(self, account: str | None = None) -> dict[str, str]:
+        """``AWS_*`` credential variables acting in ``account`` (default :attr:`account`) on this endpoint."""
+        if account in (None, self.account):
+            return dict(FAKE_CREDENTIALS)
+        if account not in self._issued:
+            sts = self.session().client("sts", endpoint_url=self.url)
+            issued = sts.assume_role(
+                RoleArn=f"arn:aws:iam::{account}:role/neuron-constructs-local-endpoint", RoleSessionName="deploy-local"
+            )["Credentials"]
+            self._issued[account] = {
+                "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": issued["SessionToken"],
+            }
+        return dict(self._issued[account])
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def label(self) -> str:
+        """How reports name this endpoint."""
+        return f"the local endpoint {self.url} (moto)"
+
+    def environment(self, base: Mapping[str, str] | None = None, *, account: str | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) pointed at this endpoint only, acting in ``account``."""
+        env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _INHERITED_AWS_SETTINGS}
+        env.update(self.credentials(account))
+        if self.cdk_home:
+            env["CDK_HOME"] = self.cdk_home
+        env.update(
+            {
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region,
+                "AWS_ENDPOINT_URL": self.url,
+                # A URL string the CLI puts into CreateChangeSet; moto resolves it in-process.
+                "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION": f"http://localhost:{self.port}",
+                # A user's ~/.aws files could name profiles, SSO or credential processes.
+                "AWS_CONFIG_FILE": os.devnull,
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "AWS_EC2_METADATA_DISABLED": "true",
+                "NO_PROXY": f"{LOOPBACK},localhost",
+                "no_proxy": f"{LOOPBACK},localhost",
+                "CDK_DISABLE_CLI_TELEMETRY": "true",
+                "CDK_DISABLE_VERSION_CHECK": "true",
+            }
+        )
+        return env
+
+    def session(self, *, account: str | None = None, region: str | None = None) -> boto3.Session:
+        """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default :attr:`region`)."""
+        import boto3
+
+        credentials = self.credentials(account) if account not in (None, self.account) else FAKE_CREDENTIALS
+        return boto3.Session(
+            aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
+            region_name=region or self.region,
+        )
+
+    def client(self, service: str, *, account: str | None = None, region: str | None = None) -> Any:
+        """A boto3 client for ``service`` on this endpoint, acting in ``account`` and ``region``."""
+        return self.session(account=account, region=region).client(service, endpoint_url=self.url)
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM if this process dies without cleaning up (e.g. SIGKILL)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _wait_until_ready(server: subprocess.Popen[bytes], url: str) -> bool:
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"{url}/moto-api/", timeout=1) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    return False
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@contextlib.contextmanager
+def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None) -> Iterator[LocalAwsEndpoint]:
+    """Start a fresh moto server on a free 127.0.0.1 port; stop it on exit, whatever happened.
+
+    ``log`` receives the server's request log (default: discarded).
+    """
+    if importlib.util.find_spec("moto") is None:
+        raise LocalEndpointError(
+            "moto is not installed: install the local extra with pip install 'neuron-constructs[local]'."
+        )
+    with tempfile.TemporaryDirectory(prefix="neuron-constructs-cdk-home-") as cdk_home:
+        yield from _serve(region=region, log=log, cdk_home=cdk_home)
+
+
+def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAwsEndpoint]:
+    for _attempt in range(3):  # another process may take the free port between probe and bind
+        port = _free_loopback_port()
+        endpoint = LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
+        with open(log or os.devnull, "ab") as log_file:
+            server = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "neuron_constructs.local_endpoint.moto_server",
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(port),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches us; we stop the server ourselves
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        try:
+            if _wait_until_ready(server, endpoint.url):
+                yield endpoint
+                return
+        finally:
+            _stop(server)
+    raise LocalEndpointError(f"the moto server did not start on {LOOPBACK} within {_STARTUP_TIMEOUT_S:.0f} s.")
+
+
+def run_cdk(
+    cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, capture: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``cdk`` CLI; a non-zero exit becomes :class:`LocalEndpointError` (unless ``capture``)."""
+    command = [cdk, *args]
+    try:
+        result = subprocess.run(command, env=dict(env), cwd=cwd, check=False, text=True, capture_output=capture)
+    except FileNotFoundError as error:
+        raise LocalEndpointError(f"the cdk CLI was not found ({cdk}): run npm ci, or pass --cdk PATH.") from error
+    if result.returncode != 0 and not capture:
+        raise LocalEndpointError(f"{' '.join(command)} exited with status {result.returncode}.")
+    return result
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    """A stack of the app and the account and region it deployed to."""
+
+    name: str
+    account: str
+    region: str
+
+
+def stack_environments(assembly: Path, endpoint: LocalAwsEndpoint) -> dict[str, tuple[str, str]]:
+    """Stack name -> (account, region) from a cloud assembly; an environment-agnostic stack gets the endpoint's."""
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    found: dict[str, tuple[str, str]] = {}
+    for artifact in (manifest.get("artifacts") or {}).values():
+        if artifact.get("type") != "aws:cloudformation:stack":
+            continue
+        environment = str(artifact.get("environment", "aws://unknown-account/unknown-region"))
+        account, _, region = environment.removeprefix("aws://").partition("/")
+        name = (artifact.get("properties") or {}).get("stackName") or artifact.get("displayName", "")
+        found[str(name)] = (
+            endpoint.account if account in ("", "unknown-account") else account,
+            endpoint.region if region in ("", "unknown-region") else region,
+        )
+    return found
+
+
+_ANSWERED_LOOKUPS = ("availability-zones",)
+"""Context lookups the endpoint answers: the zone names of a region are the same in every account."""
+_LOOKUP_ROUNDS = 5
+
+
+def _missing(assembly: Path) -> list[dict[str, Any]]:
+    manifest_path = assembly / "manifest.json"
+    if not manifest_path.exists():
+        return []
+    missing = json.loads(manifest_path.read_text()).get("missing") or []
+    return [m for m in missing if isinstance(m, dict)]
+
+
+def missing_lookups(assembly: Path) -> list[str]:
+    """The context lookups (``from_lookup``) the app asked for and the assembly could not answer."""
+    return [f"{m.get('provider')} ({m.get('key')})" for m in _missing(assembly)]
+
+
+@contextlib.contextmanager
+def _context_file_with(app_dir: Path, values: Mapping[str, Any]) -> Iterator[None]:
+    """The app's ``cdk.context.json`` with ``values`` added while the block runs, then exactly as it was."""
+    path = app_dir / "cdk.context.json"
+    original = path.read_bytes() if path.exists() else None
+    if not values:
+        yield
+        return
+    try:
+        recorded = json.loads(original) if original else {}
+    except json.JSONDecodeError as error:
+        raise LocalEndpointError(f"{path} is not valid JSON: {error}") from error
+    path.write_text(json.dumps({**recorded, **values}, indent=2))
+    try:
+        yield
+    finally:
+        if original is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(original)
+
+
+def _availability_zones(endpoint: LocalAwsEndpoint, props: Mapping[str, Any]) -> list[str]:
+    """What the CLI's availability-zones provider records: the available zone names of that account and region."""
+    ec2 = endpoint.client("ec2", account=str(props.get("account")), region=str(props.get("region")))
+    zones = ec2.describe_availability_zones()["AvailabilityZones"]
+    return [str(z["ZoneName"]) for z in zones if z.get("State") == "available"]
+
+
+def _synth(endpoint: LocalAwsEndpoint, cdk: str, app_dir: Path, assembly: Path, context: Mapping[str, str]) -> None:
+    """``cdk synth`` without lookups, answering availability-zone lookups from the endpoint (the app's
+    ``cdk.context.json`` is left as it was); any other lookup is refused with what to do."""
+    synth = ["synth", "--quiet", "--no-notices", "--no-lookups", "--output", str(assembly)]
+    for key, value in context.items():
+        synth += ["--context", f"{key}={value}"]
+    answers: dict[str, Any] = {}
+    for _round in range(_LOOKUP_ROUNDS):
+        with _context_file_with(app_dir, answers):
+            result = run_cdk(cdk, synth, env=endpoint.environment(), cwd=app_dir, capture=True)
+        missing = _missing(assembly)
+        unanswerable = [m for m in missing if m.get("provider") not in _ANSWERED_LOOKUPS]
+        if unanswerable:
+            raise LocalEndpointError(
+                "the app needs context lookups a local endpoint cannot answer: "
+                + "; ".join(f"{m.get('provider')} ({m.get('key')})" for m in unanswerable)
+                + ". Run `cdk synth` once against your AWS account to record them in cdk.context.json (commit "
+                "it), or give the constructs their values instead of looking them up "
+                "(e.g. ec2.Vpc.from_vpc_attributes)."
+            )
+        fresh = [m for m in missing if m.get("key") not in answers]
+        if not fresh:
+            break
+        for lookup in fresh:
+            answers[str(lookup["key"])] = _availability_zones(endpoint, lookup.get("props") or {})
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise LocalEndpointError(f"cdk synth exited with status {result.returncode}.")
+
+
+def deploy_app(
+    endpoint: LocalAwsEndpoint,
+    *,
+    app_dir: Path,
+    cdk: str = "cdk",
+    output: Path | None = None,
+    context: Mapping[str, str] | None = None,
+    stacks: Sequence[str] = (),
+) -> list[DeployedStack]:
+    """``cdk synth`` once, bootstrap every account and region its stacks name, then ``cdk deploy`` that
+    cloud assembly (every stack unless ``stacks`` names some) to ``endpoint``.
+
+    A stack with an explicit ``env`` deploys to that account and region on the endpoint; the CLI
+    works in each account through credentials the endpoint issues for it. The availability zones
+    such a stack looks up are the endpoint's for that region, used for this synth only: the app's
+    ``cdk.context.json`` is left as it was. An app that needs any other context lookup
+    (``Vpc.from_lookup`` and the like, not recorded in ``cdk.context.json``) is refused before
+    anything deploys: the endpoint would answer with made-up resources, and the CLI would record
+    them in the app's ``cdk.context.json``.
+
+    Returns the deployed stacks: in the order of ``stacks``, else by creation time.
+    """
+    env = endpoint.environment()
+    assembly = (output or app_dir / "cdk.out").resolve()
+    _synth(endpoint, cdk, app_dir, assembly, context or {})
+    environments = stack_environments(assembly, endpoint)
+    common = ["--no-notices", "--app", str(assembly)]
+    for account, region in sorted(set(environments.values())):
+        bootstrap = ["bootstrap", *common, f"aws://{account}/{region}"]
+        run_cdk(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
+    selection = list(stacks) or ["--all"]
+    run_cdk(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
+    deployed: list[tuple[Any, DeployedStack]] = []
+    for account, region in sorted(set(environments.values())):
+        cloudformation = endpoint.client("cloudformation", account=account, region=region)
+        for stack in cloudformation.describe_stacks()["Stacks"]:
+            if stack["StackName"] != "CDKToolkit":
+                deployed.append((stack["CreationTime"], DeployedStack(stack["StackName"], account, region)))
+    ordered = [d for _, d in sorted(deployed, key=lambda item: (item[0], item[1].name))]
+    if stacks:
+        return [d for name in stacks for d in ordered if d.name == name]
+    return ordered
+
+
+def describe_deployed(endpoint: LocalAwsEndpoint, deployed: Sequence[DeployedStack]) -> list[StackReport]:
+    """What each deployed stack created, read in its own account and region; others are named with theirs."""
+    from neuron_constructs.tools.deployment_report import describe_stack
+
+    reports = []
+    for stack in deployed:
+        report = describe_stack(
+            functools.partial(endpoint.client, account=stack.account, region=stack.region),
+            stack.name,
+            functions_run=False,
+        )
+        if (stack.account, stack.region) != (endpoint.account, endpoint.region):
+            report = dataclasses.replace(report, name=f"{stack.name} (aws://{stack.account}/{stack.region})")
+        reports.append(report)
+    return reports
+
+
+def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m neuron_constructs.local_endpoint",
+        description="Deploy a CDK app with the cdk CLI to a fresh local moto server on 127.0.0.1, "
+        "print what each stack created, and stop the server.",
+    )
+    parser.add_argument("stacks", nargs="*", help="stacks to deploy (default: all)")
+    parser.add_argument("--app-dir", type=Path, default=Path.cwd(), help="directory with cdk.json (default: .)")
+    parser.add_argument("--cdk", default="cdk", help="the cdk CLI to run (default: cdk on PATH)")
+    parser.add_argument("--region", default=DEFAULT_REGION, help=f"region to deploy to (default: {DEFAULT_REGION})")
+    parser.add_argument("--output", type=Path, help="cloud assembly directory (default: cdk.json's)")
+    parser.add_argument("--context", "-c", action="append", default=[], metavar="KEY=VALUE", help="CDK context")
+    parser.add_argument("--server-log", type=Path, help="append the moto server's request log to this file")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="after deploying, keep the endpoint running (Ctrl-C stops it) and print how to reach it",
+    )
+    args = parser.parse_args(argv)
+    context = dict(item.split("=", 1) for item in args.context if "=" in item)
+    if len(context) != len(args.context):
+        parser.error("--context takes KEY=VALUE")
+
+    from neuron_constructs.tools.deployment_report import format_reports
+
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored (`cmd &`)
+    try:
+        with local_aws_endpoint(region=args.region, log=args.server_log) as endpoint:
+            print(f"local AWS endpoint (moto): {endpoint.url}", flush=True)
+            deployed = deploy_app(
+                endpoint, app_dir=args.app_dir, cdk=args.cdk, output=args.output, context=context, stacks=args.stacks
+            )
+            print(format_reports(describe_deployed(endpoint, deployed), endpoint=endpoint.label), flush=True)
+            if args.serve:
+                print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
+                environment = endpoint.environment()
+                for key in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
+                    print(f"  export {key}={environment[key]}", flush=True)
+                for account in sorted({endpoint.account, *(d.account for d in deployed)}):
+                    print(f"  # to act in account {account}:", flush=True)
+                    for key, value in endpoint.credentials(account).items():
+                        print(f"  export {key}={value}", flush=True)
+                with contextlib.suppress(KeyboardInterrupt):
+                    while True:
+                        time.sleep(3600)
+    except LocalEndpointError as error:
+        print(f"deploy-local failed: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nstopped; the local endpoint is shut down.", file=sys.stderr)
+        return 130
+    print("The local endpoint is shut down; every run starts from an empty one.")
+    return 0

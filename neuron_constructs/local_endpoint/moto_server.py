@@ -1,0 +1,374 @@
+"""The moto server behind the local endpoint, with CloudFormation custom resources answered.
+
+moto runs the Lambda function behind a custom resource (``Custom::*``) in Docker and waits for its
+response; without Docker it never comes, and the stack stays ``CREATE_IN_PROGRESS`` forever. This
+server marks each custom resource created, with no data, without running the function - the
+example stacks' only custom resource is aws-cdk-lib's, which strips the rules of a new VPC's
+default security group - and :mod:`neuron_constructs.tools.deployment_report` lists every custom
+resource as not run, so the gap is stated rather than hidden.
+
+moto's CloudFormation also creates nothing for some types the training stack declares, and then
+fails every ``Fn::GetAtt`` on them. This server gives those types a CloudFormation model
+(:func:`model_missing_types`): an FSx file system and a CloudWatch alarm are created in moto's FSx
+and CloudWatch backends, so they can be described; a cluster placement group, an FSx data
+repository association and ECS Managed Daemons (daemon and daemon task definition), which moto has
+no backend for, are marked created with a name and nothing behind it, and the deployment report,
+which describes them through the API, lists them as not created.
+
+``python -m neuron_constructs.local_endpoint.moto_server --host 127.0.0.1 --port PORT`` takes moto's server options.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "accept_batch_compute_environments",
+    "answer_custom_resources",
+    "answer_target_group_attributes",
+    "main",
+    "model_missing_types",
+    "register_multi_node_job_definitions",
+]
+
+_MODULE = "neuron_constructs.local_endpoint.moto_server"
+"""The module moto's model registry files these models under (``python -m`` would make it ``__main__``)."""
+_MODELS: list[type] = []
+
+
+def answer_custom_resources() -> None:
+    """Make moto create custom resources at once, without invoking their Lambda functions."""
+    from moto.cloudformation import custom_model
+    from moto.cloudformation.models import cloudformation_backends
+    from moto.moto_api._internal import mock_random
+
+    model: Any = custom_model.CustomModel
+
+    def create_without_running(
+        cls: Any,
+        /,
+        resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        **kwargs: Any,
+    ) -> Any:
+        resource = model(region_name, str(mock_random.uuid4()), kwargs["LogicalId"], resource_name)
+        stack = cloudformation_backends[account_id][region_name].get_stack(kwargs["StackId"])
+        stack.add_custom_resource(resource)
+        resource.set_data({})
+        return resource
+
+    model.create_from_cloudformation_json = classmethod(create_without_running)
+
+
+class _CreateOnly:
+    """What the endpoint's own CloudFormation models share: a stack is created and deleted, never updated, and
+    deleting removes nothing from moto's backends (the endpoint is thrown away after each run)."""
+
+    @classmethod
+    def update_from_cloudformation_json(cls, *_: Any, **__: Any) -> Any:
+        raise NotImplementedError(f"the local endpoint never updates {cls.__name__}")
+
+    @classmethod
+    def delete_from_cloudformation_json(cls, *_: Any, **__: Any) -> None:
+        return None
+
+
+def model_missing_types() -> None:
+    """CloudFormation models for ``AWS::FSx::FileSystem`` and ``AWS::CloudWatch::Alarm`` (moto's backends), and
+    ``AWS::EC2::PlacementGroup``, ``AWS::FSx::DataRepositoryAssociation``, ``AWS::ECS::DaemonTaskDefinition`` and
+    ``AWS::ECS::Daemon`` (no backend: a name only)."""
+    from moto.cloudformation.parsing import get_model_map
+    from moto.core.common_models import CloudFormationModel
+    from moto.fsx.models import fsx_backends
+    from moto.moto_api._internal import mock_random
+
+    class LustreFileSystem(_CreateOnly, CloudFormationModel):
+        """An FSx file system created in moto's FSx backend. moto keeps no Lustre mount name, so ``LustreMountName``
+        answers a name of the endpoint's own (the report compares what the API returns, never this)."""
+
+        __module__ = _MODULE
+
+        def __init__(self, file_system: Any) -> None:
+            self.file_system = file_system
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::FSx::FileSystem"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr in ("DNSName", "LustreMountName", "ResourceARN")
+
+        @property
+        def physical_resource_id(self) -> str:
+            return str(self.file_system.file_system_id)
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            if attribute_name == "DNSName":
+                return str(self.file_system.dns_name)
+            if attribute_name == "ResourceARN":
+                return str(self.file_system.resource_arn)
+            return str(self.file_system.file_system_id).removeprefix("fs-")[:8]
+
+        @classmethod
+        def create_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **_: Any
+        ) -> LustreFileSystem:
+            properties = cloudformation_json["Properties"]
+            file_system = fsx_backends[account_id][region_name].create_file_system(
+                client_request_token=str(mock_random.uuid4()),
+                file_system_type=properties["FileSystemType"],
+                storage_capacity=int(properties.get("StorageCapacity", 0)),
+                storage_type=properties.get("StorageType", "SSD"),
+                subnet_ids=properties.get("SubnetIds", []),
+                security_group_ids=properties.get("SecurityGroupIds", []),
+                tags=properties.get("Tags"),
+                kms_key_id=properties.get("KmsKeyId"),
+                windows_configuration=None,
+                lustre_configuration=properties.get("LustreConfiguration"),
+                ontap_configuration=None,
+                file_system_type_version=properties.get("FileSystemTypeVersion"),
+                open_zfs_configuration=None,
+            )
+            return cls(file_system)
+
+    class MetricAlarm(_CreateOnly, CloudFormationModel):
+        """A CloudWatch alarm created in moto's CloudWatch backend (moto's CloudFormation has no alarm model)."""
+
+        __module__ = _MODULE
+
+        def __init__(self, alarm: Any) -> None:
+            self.alarm = alarm
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::CloudWatch::Alarm"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return "AlarmName"
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr == "Arn"
+
+        @property
+        def physical_resource_id(self) -> str:
+            return str(self.alarm.name)
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            return str(self.alarm.alarm_arn)
+
+        @classmethod
+        def create_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **_: Any
+        ) -> MetricAlarm:
+            from moto.cloudwatch.models import cloudwatch_backends
+
+            p = cloudformation_json["Properties"]
+            alarm = cloudwatch_backends[account_id][region_name].put_metric_alarm(
+                name=p.get("AlarmName") or resource_name,
+                namespace=p.get("Namespace", ""),
+                metric_name=p.get("MetricName", ""),
+                comparison_operator=p["ComparisonOperator"],
+                evaluation_periods=int(p["EvaluationPeriods"]),
+                period=int(p.get("Period", 60)),
+                threshold=float(p.get("Threshold", 0)),
+                statistic=p.get("Statistic", ""),
+                description=p.get("AlarmDescription", ""),
+                dimensions=[{"Name": d["Name"], "Value": d["Value"]} for d in p.get("Dimensions", [])],
+                alarm_actions=list(p.get("AlarmActions", [])),
+                treat_missing_data=p.get("TreatMissingData"),
+            )
+            return cls(alarm)
+
+    def name_only(resource_type: str, prefix: str) -> type:
+        class NameOnly(_CreateOnly, CloudFormationModel):
+            __module__ = _MODULE
+
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            @staticmethod
+            def cloudformation_type() -> str:
+                return resource_type
+
+            @staticmethod
+            def cloudformation_name_type() -> str:
+                return ""
+
+            @classmethod
+            def has_cfn_attr(cls, attr: str) -> bool:
+                return attr in ("GroupName", "AssociationId", "DaemonTaskDefinitionArn", "DaemonArn")
+
+            @property
+            def physical_resource_id(self) -> str:
+                return self.name
+
+            def get_cfn_attribute(self, attribute_name: str) -> str:
+                return self.name
+
+            @classmethod
+            def create_from_cloudformation_json(cls, resource_name: str, *_: Any, **__: Any) -> Any:
+                return cls(f"{prefix}{mock_random.get_random_hex(17)}")
+
+        return NameOnly
+
+    # The model map is built from CloudFormationModel.__subclasses__(), which holds classes weakly.
+    _MODELS.extend(
+        [
+            LustreFileSystem,
+            MetricAlarm,
+            name_only("AWS::EC2::PlacementGroup", "pg-"),
+            name_only("AWS::FSx::DataRepositoryAssociation", "dra-"),
+            name_only("AWS::ECS::DaemonTaskDefinition", "daemon-task-definition-"),
+            name_only("AWS::ECS::Daemon", "daemon-"),
+        ]
+    )
+    get_model_map.cache_clear()
+
+
+def accept_batch_compute_environments() -> None:
+    """Create Batch compute environments as CloudFormation and AWS Batch accept them, where moto is stricter or
+    answers less:
+    ``Type`` in any case (aws-cdk-lib writes ``managed``), no ``ServiceRole`` (AWS Batch then uses its
+    service-linked role, created here as Batch creates it), and no ``SecurityGroupIds`` when the launch template's
+    network interfaces carry the groups (Batch takes them from there); and ``Fn::GetAtt`` of compute environments
+    and job queues (their ARN)."""
+    from moto.batch.models import ComputeEnvironment
+    from moto.ec2.models import ec2_backends
+    from moto.iam.models import iam_backends
+
+    original = ComputeEnvironment.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def create(
+        cls: Any,
+        /,
+        resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        **kw: Any,
+    ) -> Any:
+        properties = dict(cloudformation_json["Properties"])
+        properties["Type"] = str(properties["Type"]).upper()
+        if not properties.get("ServiceRole"):
+            iam = iam_backends[account_id]["global"]
+            name = "AWSServiceRoleForBatch"
+            role = next((r for r in iam.roles.values() if r.name == name), None) or iam.create_service_linked_role(
+                "batch.amazonaws.com", "AWS Batch", ""
+            )
+            properties["ServiceRole"] = role.arn
+        resources = dict(properties["ComputeResources"])
+        template_id = (resources.get("LaunchTemplate") or {}).get("LaunchTemplateId")
+        if not resources.get("SecurityGroupIds") and template_id:
+            data = ec2_backends[account_id][region_name].get_launch_template(template_id).latest_version().data
+            resources["SecurityGroupIds"] = sorted(
+                {group for interface in data.get("NetworkInterfaces", []) for group in interface.get("Groups", [])}
+            )
+        properties["ComputeResources"] = resources
+        return original(
+            cls, resource_name, {**cloudformation_json, "Properties": properties}, account_id, region_name, **kw
+        )
+
+    ComputeEnvironment.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
+    # moto answers Ref (the ARN) but no Fn::GetAtt, which the instance role's policy and the outputs use.
+    from moto.batch.models import JobQueue
+
+    models: list[tuple[Any, str]] = [(ComputeEnvironment, "ComputeEnvironmentArn"), (JobQueue, "JobQueueArn")]
+    for model, attribute in models:
+        model.has_cfn_attr = classmethod(lambda cls, attr, name=attribute: attr == name)
+        model.get_cfn_attribute = lambda self, attr: self.arn
+
+
+def register_multi_node_job_definitions() -> None:
+    """Register Batch job definitions of the template's ``Type`` (moto's CloudFormation registers every one as a
+    single-node ``container`` definition, and then refuses a multi-node one for its missing container), and describe
+    their node properties."""
+    from moto.batch.models import JobDefinition, batch_backends
+    from moto.batch.utils import lowercase_first_key
+
+    def create(
+        cls: Any,
+        /,
+        resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        **_: Any,
+    ) -> Any:
+        properties = cloudformation_json["Properties"]
+
+        def optional(key: str) -> Any:
+            return lowercase_first_key(properties[key]) if key in properties else None
+
+        return batch_backends[account_id][region_name].register_job_definition(
+            def_name=resource_name,
+            parameters=lowercase_first_key(properties.get("Parameters", {})),
+            _type=properties["Type"],
+            tags=lowercase_first_key(properties.get("Tags", {})),
+            retry_strategy=lowercase_first_key(properties.get("RetryStrategy", {})),
+            container_properties=optional("ContainerProperties"),
+            node_properties=optional("NodeProperties"),
+            eks_properties=optional("EksProperties"),
+            timeout=lowercase_first_key(properties.get("Timeout", {})),
+            platform_capabilities=properties.get("PlatformCapabilities"),
+            propagate_tags=properties.get("PropagateTags"),
+        )
+
+    JobDefinition.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
+    describe = JobDefinition.describe
+
+    def describe_with_nodes(self: Any) -> dict[str, Any]:
+        # moto keeps a multi-node definition's nodeProperties but leaves them out of DescribeJobDefinitions.
+        result: dict[str, Any] = describe(self)
+        if self.node_properties:
+            result["nodeProperties"] = self.node_properties
+        return result
+
+    JobDefinition.describe = describe_with_nodes  # type: ignore[method-assign]
+
+
+def answer_target_group_attributes() -> None:
+    """``Fn::GetAtt`` of target groups (moto answers only ``Ref``): the full name and name a CloudWatch dashboard's
+    load balancer metrics use, read from the ARN (``...:targetgroup/<name>/<id>``)."""
+    from moto.elbv2.models import FakeTargetGroup
+
+    def attribute(self: Any, name: str) -> Any:
+        full = str(self.arn).split(":")[-1]
+        if name == "TargetGroupFullName":
+            return full
+        if name == "TargetGroupName":
+            return full.split("/")[1]
+        if name == "TargetGroupArn":
+            return self.arn
+        raise NotImplementedError(f"Fn::GetAtt {name} of a target group")
+
+    model: Any = FakeTargetGroup
+    model.has_cfn_attr = classmethod(
+        lambda cls, attr: attr in ("TargetGroupFullName", "TargetGroupName", "TargetGroupArn")
+    )
+    model.get_cfn_attribute = attribute
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from moto import server
+
+    answer_custom_resources()
+    model_missing_types()
+    accept_batch_compute_environments()
+    register_multi_node_job_definitions()
+    answer_target_group_attributes()
+    server.main(list(argv) if argv is not None else sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Neuron metrics in CloudWatch, a dashboard, alarms and hardware-problem recovery for a cluster."""

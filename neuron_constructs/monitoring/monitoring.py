@@ -1,0 +1,715 @@
+"""Neuron metrics in CloudWatch, a dashboard and alarms, and hardware-problem recovery for a :class:`NeuronCluster`.
+
+:meth:`NeuronCluster.enable_neuron_monitoring` makes a :class:`NeuronMonitoring`. It covers every Neuron
+capacity of the cluster, added before or after the call, and never a non-Neuron one:
+
+* **Metrics.** neuron-monitor runs on every Neuron instance - an ECS service with the DAEMON strategy on
+  Auto Scaling capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed
+  Instances capacity (Managed Daemons exist for Managed Instances only). Its reports become CloudWatch
+  embedded metric format lines (:mod:`neuron_constructs.knowledge.metrics`) that the ``awslogs`` driver
+  sends to the daemon's log group, where CloudWatch Logs extracts the metrics: no code to build, no
+  PutMetricData permission. The image is the Neuron PyTorch inference container from the Neuron team's public
+  registry (:data:`MONITOR_IMAGE`), which ships neuron-monitor (``aws-neuronx-tools``) and Python. The daemon
+  is privileged, as AWS's own neuron-monitor DaemonSet is: neuron-monitor reads every device's counters
+  through the Neuron driver. It maps no device (``linuxParameters.devices``), so ECS's and the inspector's
+  view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of reach of
+  the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
+  identity when neuron-monitor cannot read it from there.
+* **Dashboard and alarms.** One dashboard: NeuronCore utilization and accelerator memory per instance,
+  execution errors, ECC events and latency, the CPU and memory of every service on the cluster's capacity,
+  and the response time and 5xx count of every target group they are attached to. Alarms on uncorrected ECC
+  events and on execution errors notify an SNS topic: yours (``alarm_topic``) or a new one encrypted with a
+  new KMS key.
+* **Recovery** (``recovery=True``, the default). On Auto Scaling capacity, AWS's node-problem-detector and
+  neuron-node-recovery pattern (aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``) as a daemon
+  service: node-problem-detector watches the kernel log for ``NEURON_HW_ERR=...`` and the recovery container
+  marks the instance unhealthy in its Auto Scaling group, which replaces it. On Managed Instances, a *critical*
+  managed daemon that stops when the kernel log reports an unrecoverable Neuron error, so ECS drains and
+  replaces the instance. ``recovery=False``: metrics and alarms only (on Auto Scaling capacity the detector
+  still runs and reports, with ``ENABLE_RECOVERY=false``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from aws_cdk import Aspects, Aws, Duration, IAspect, IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from constructs import Construct, IConstruct
+from jsii import implements
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
+from neuron_constructs.compute.task_definitions import task_role
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
+
+__all__ = [
+    "HEALTH_NAMESPACE",
+    "MONITOR_IMAGE",
+    "NEURON_HARDWARE_ERRORS",
+    "NODE_PROBLEM_DETECTOR_IMAGE",
+    "RECOVERY_IMAGE",
+    "NeuronMonitoring",
+    "publisher_source",
+]
+
+MONITOR_IMAGE = "public.ecr.aws/neuron/pytorch-inference-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
+"""The Neuron PyTorch inference container (aws-neuron/deep-learning-containers, Neuron SDK 2.26.1): it installs
+``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and Python 3.11."""
+NODE_PROBLEM_DETECTOR_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20"
+"""The node-problem-detector image of aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``."""
+RECOVERY_IMAGE = "public.ecr.aws/neuron/neuron-node-recovery:1.3.0"
+"""The Neuron node recovery image of the same sample: it marks the instance unhealthy in its Auto Scaling group."""
+HEALTH_NAMESPACE = "NeuronHealthCheck"
+"""Where the recovery container publishes, as AWS's sample documents it."""
+NEURON_HARDWARE_ERRORS = (
+    "SRAM_UNCORRECTABLE_ERROR",
+    "NC_UNCORRECTABLE_ERROR",
+    "HBM_UNCORRECTABLE_ERROR",
+    "DMA_ERROR",
+)
+"""The kernel log's unrecoverable ``NEURON_HW_ERR=`` codes the sample's detector rules match (the Neuron runtime
+troubleshooting guide: ``NEURON_HW_ERR=<code> instance-id=... action=TERMINATE_INSTANCE``)."""
+NEURON_MONITOR = "/opt/aws/neuron/bin/neuron-monitor"
+_RUNTIME_GROUPS = ("neuroncore_counters", "memory_used", "neuron_runtime_vcpu_usage", "execution_stats")
+_PUBLISHER_VARIABLE = "NEURON_MONITOR_EMF"
+KERNEL_EVENTS_NAMESPACE = f"{NAMESPACE}/KernelHardwareErrors"
+"""Where the daemons' log lines with ``NEURON_HW_ERR=`` are counted, one metric per cluster name (a log metric filter
+on plain text takes no dimensions)."""
+_DAEMON_DEPLOYMENT: dict[str, Any] = {
+    "min_healthy_percent": 0,
+    "max_healthy_percent": 100,
+    "circuit_breaker": ecs.DeploymentCircuitBreaker(rollback=True),
+}
+"""A daemon runs one task per instance: a deployment stops the old task before it starts the new one, and rolls
+back if the new one does not start."""
+DEFAULT_DRAIN_PERCENT = 10.0
+"""Creating a managed daemon on running capacity, or changing its task definition, drains and replaces the instances
+(ECS guide: Managed Daemons deployments): by default a tenth of them at a time, ten minutes apart."""
+
+
+@functools.cache
+def publisher_source() -> str:
+    """The code of :mod:`neuron_constructs.knowledge.metrics`, which the daemon runs with ``python3 -c``: without
+    docstrings and comments, so that editing them changes no task definition (on Managed Instances a new daemon
+    revision replaces every instance)."""
+    tree = ast.parse(resources.files("neuron_constructs.knowledge").joinpath("metrics.py").read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [
+                n
+                for n in body
+                if not (
+                    isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+                )
+            ]
+            node.body = kept or [ast.Pass()]  # type: ignore[attr-defined]
+    return ast.unparse(tree) + "\n"
+
+
+def neuron_monitor_config(period: Duration) -> dict[str, Any]:
+    """neuron-monitor's configuration: every runtime group of every Neuron application, and the ECC counters, each
+    ``period`` (Neuron user guide: neuron-monitor, "Configuration file example")."""
+    every = f"{int(period.to_seconds())}s"
+    return {
+        "period": every,
+        "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": g} for g in _RUNTIME_GROUPS]}],
+        "system_metrics": [{"type": "neuron_hw_counters"}],
+    }
+
+
+def monitor_script(period: Duration) -> str:
+    """The monitor container's command: neuron-monitor piped into the EMF publisher; if either stops, so does the
+    container, and ECS starts it again."""
+    config = json.dumps(neuron_monitor_config(period), separators=(",", ":"))
+    return (
+        "set -euo pipefail\n"
+        f"printf '%s' '{config}' > /tmp/neuron-monitor.json\n"
+        f'{NEURON_MONITOR} -c /tmp/neuron-monitor.json | python3 -u -c "${_PUBLISHER_VARIABLE}"\n'
+    )
+
+
+def health_script(kmsg: str = "/dev/kmsg") -> str:
+    """The Managed Instances health daemon's command (POSIX sh): exit 1 at the first unrecoverable Neuron error in
+    the kernel log, so the critical daemon stops and ECS replaces the instance. If the log cannot be read (a reader
+    that fell behind the kernel's ring buffer, or no permission) it says so and watches again a minute later, from
+    the start of the buffer; it never stops for that, so a misconfiguration cannot replace the fleet."""
+    codes = "|".join(NEURON_HARDWARE_ERRORS)
+    return (
+        f"KMSG=${{NEURON_HEALTH_KMSG:-{kmsg}}}\n"
+        "while :; do\n"
+        f"  if line=$(grep -m1 -E 'NEURON_HW_ERR=({codes})' \"$KMSG\"); then\n"
+        '    echo "neuron-health: unrecoverable Neuron hardware error, stopping so ECS replaces this instance: $line"\n'
+        "    exit 1\n"
+        "  fi\n"
+        '  echo "neuron-health: cannot read $KMSG; watching again in 60 s" >&2\n'
+        "  sleep 60\n"
+        "done\n"
+    )
+
+
+class NeuronMonitoring(Construct):
+    """Neuron metrics, a dashboard, alarms and recovery for one cluster (module docstring); made by
+    :meth:`NeuronCluster.enable_neuron_monitoring`.
+
+    Attributes
+    ----------
+    log_group: the daemons' log group (the metrics are extracted from it), kept one month.
+    alarm_topic: the SNS topic the alarms notify.
+    dashboard: the ``cloudwatch.Dashboard``.
+    hardware_alarm: uncorrected ECC events or hardware execution errors; execution_errors_alarm: execution errors;
+    kernel_alarm: a kernel ``NEURON_HW_ERR=`` event the problem detector or health daemon logged.
+    daemon_service: the neuron-monitor DAEMON service of the Auto Scaling capacity (``None`` until there is one).
+    recovery_service: the node-problem-detector DAEMON service (``None`` without recovery or Auto Scaling capacity).
+    managed_daemons: the ``CfnDaemon`` s of the Managed Instances capacity, by capacity.
+    """
+
+    @checked(
+        ranges={
+            "execution_errors_threshold": Range(1),
+            "drain_percent": Range(1, 100, "ECS Managed Daemons: the share of instances drained at once"),
+        }
+    )
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: Any,
+        alarm_topic: sns.ITopic | None = None,
+        recovery: bool = True,
+        period: Duration | None = None,
+        execution_errors_threshold: int = 1,
+        drain_percent: float = DEFAULT_DRAIN_PERCENT,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        if cluster.monitoring is not None:
+            raise rules.MONITORING_TWICE.error(path, "enable_neuron_monitoring was already called")
+        self.period = period or Duration.minutes(1)
+        milliseconds = self.period.to_milliseconds()
+        if milliseconds % 60_000 or not 60_000 <= milliseconds <= 3_600_000:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"period={self.period.to_human_string()}",
+                name="period",
+                minimum="1 minute",
+                maximum="60 minutes, in whole minutes (the metrics are stored at one-minute resolution)",
+            )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        cluster.monitoring = self
+        self.neuron_cluster = cluster
+        self.recovery = recovery
+        self._rollout = ecs.CfnDaemon.DaemonDeploymentConfigurationProperty(
+            drain_percent=float(drain_percent), bake_time_in_minutes=10
+        )
+        self.log_group: logs.ILogGroup = new_log_group(
+            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=cluster.log_encryption_key
+        )
+        self.alarm_topic: sns.ITopic = alarm_topic or self._topic()
+        self.daemon_service: ecs.Ec2Service | None = None
+        self.recovery_service: ecs.Ec2Service | None = None
+        self.managed_daemons: dict[ManagedInstancesCapacity, ecs.CfnDaemon] = {}
+        self._daemon_task_definitions: dict[str, ecs.CfnDaemonTaskDefinition] = {}
+        self._auto_scaling: list[AutoScalingCapacity] = []
+        hardware = cloudwatch.MathExpression(
+            expression="MAX([ecc, execution])",
+            using_metrics={
+                "ecc": self.metric("HardwareEccUncorrected", "Maximum", Duration.minutes(1)),
+                "execution": self.metric("ExecutionHardwareErrors", "Maximum", Duration.minutes(1)),
+            },
+            label="Uncorrected ECC events or hardware execution errors",
+            period=Duration.minutes(1),
+        )
+        self.hardware_alarm = self._alarm(
+            "HardwareErrors",
+            hardware,
+            1,
+            "Uncorrected ECC events or hardware execution errors on a Neuron device of the cluster",
+        )
+        kernel = logs.MetricFilter(
+            self,
+            "KernelHardwareErrorEvents",
+            log_group=self.log_group,
+            # node-problem-detector logs its rules, patterns included, when it starts: not an event.
+            filter_pattern=logs.FilterPattern.literal('"NEURON_HW_ERR=" -"Finish parsing"'),
+            metric_namespace=KERNEL_EVENTS_NAMESPACE,
+            metric_name=self.cluster_name,
+            metric_value="1",
+        )
+        self.kernel_alarm = self._alarm(
+            "KernelHardwareErrors",
+            kernel.metric(statistic="Sum", period=Duration.minutes(1)),
+            1,
+            "The kernel log of a Neuron instance reported NEURON_HW_ERR=, as the problem detector or the health "
+            "daemon logged it (with recovery on, an unrecoverable one replaces the instance)",
+        )
+        self.execution_errors_alarm = self._alarm(
+            "ExecutionErrors",
+            self.metric("ExecutionErrors", "Sum", Duration.minutes(5)),
+            execution_errors_threshold,
+            f"{execution_errors_threshold} or more Neuron execution errors in 5 minutes on the cluster",
+        )
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        Aspects.of(self).add(_DashboardOnce(self))
+        for capacity in [*cluster.auto_scaling_capacities, *cluster.managed_instances_capacities]:
+            self.cover(capacity)
+
+    @property
+    def cluster_name(self) -> str:
+        return str(self.neuron_cluster.cluster.cluster_name)
+
+    def metric(self, name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
+        """One of :data:`~neuron_constructs.knowledge.metrics.METRICS` for the whole cluster."""
+        if name not in METRICS:
+            raise KeyError(f"{name} is not a metric the monitoring daemon publishes: {', '.join(METRICS)}")
+        return cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name=name,
+            dimensions_map={"ClusterName": self.cluster_name},
+            statistic=statistic,
+            period=period or self.period,
+        )
+
+    def cover(self, capacity: AutoScalingCapacity | ManagedInstancesCapacity) -> None:
+        """Run the daemons on ``capacity`` if it is Neuron capacity (the cluster calls this for each capacity)."""
+        if isinstance(capacity, ManagedInstancesCapacity):
+            self._managed_daemons(capacity)
+        elif capacity.neuron_instance_type is not None:
+            self._auto_scaling.append(capacity)
+            if self.daemon_service is None:
+                self._daemon_services()
+
+    # --- Auto Scaling capacity -----------------------------------------------------------------------
+
+    def _neuron_types(self) -> str:
+        types = sorted({str(c.neuron_instance_type.name) for c in self._auto_scaling if c.neuron_instance_type})
+        return f"attribute:ecs.instance-type in [{', '.join(types)}]"
+
+    def _daemon_services(self) -> None:
+        cluster = self.neuron_cluster.cluster
+        only_neuron = ecs.PlacementConstraint.member_of(Lazy.string(_ProduceString(self._neuron_types)))
+        monitor = ecs.Ec2TaskDefinition(
+            self, "MonitorTask", network_mode=ecs.NetworkMode.BRIDGE, task_role=task_role(self, "MonitorRole")
+        )
+        monitor.add_container(
+            "neuron-monitor",
+            image=ecs.ContainerImage.from_registry(MONITOR_IMAGE),
+            entry_point=["/bin/bash", "-c"],
+            command=[monitor_script(self.period)],
+            environment={CLUSTER_ENVIRONMENT: self.cluster_name, _PUBLISHER_VARIABLE: publisher_source()},
+            privileged=True,
+            memory_reservation_mib=256,
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="neuron-monitor", log_group=self.log_group),
+        )
+        compliance.acknowledge_monitoring_task(monitor)
+        self.daemon_service = ecs.Ec2Service(
+            self,
+            "MonitorService",
+            cluster=cluster,
+            task_definition=monitor,
+            daemon=True,
+            placement_constraints=[only_neuron],
+            enable_ecs_managed_tags=True,
+            **_DAEMON_DEPLOYMENT,
+        )
+        if not self.recovery_service:
+            self._recovery_service(only_neuron)
+
+    def _recovery_service(self, only_neuron: ecs.PlacementConstraint) -> None:
+        cluster = self.neuron_cluster.cluster
+        role = task_role(self, "RecoveryRole")
+        if self.recovery:
+            groups = Lazy.list(
+                _ProduceList(lambda: [c.auto_scaling_group.auto_scaling_group_arn for c in self._auto_scaling])
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="MarkNeuronInstancesUnhealthy", actions=["autoscaling:SetInstanceHealth"], resources=groups
+                )
+            )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="FindTheInstance",
+                actions=["autoscaling:DescribeAutoScalingInstances", "ec2:DescribeInstances"],
+                resources=["*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PublishHealth",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": HEALTH_NAMESPACE}},
+            )
+        )
+        # The host network, unlike AWS's sample (awsvpc with the instance metadata left open to containers): the
+        # instances block the metadata service for awsvpc tasks, and the recovery container needs it to learn which
+        # instance it runs on.
+        detector = ecs.Ec2TaskDefinition(self, "RecoveryTask", network_mode=ecs.NetworkMode.HOST, task_role=role)
+        rules = [
+            {
+                "type": "permanent",
+                "condition": "NeuronHealth",
+                "reason": f"NeuronHasError_{code}",
+                "pattern": f".*NEURON_HW_ERR={code}.*",
+            }
+            for code in NEURON_HARDWARE_ERRORS
+        ]
+        kernel_monitor = {
+            "plugin": "kmsg",
+            "logPath": "/dev/kmsg",
+            "lookback": "5m",
+            "bufferSize": 10,
+            "source": "kernel-monitor",
+            "conditions": [{"type": "NeuronHealth", "reason": "NeuronHasNoError", "message": "Neuronhasnoerror"}],
+            "rules": rules,
+        }
+        kernel_log = ecs.LinuxParameters(self, "KernelLog")
+        kernel_log.add_devices(
+            ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
+        )
+        detector.add_container(
+            "npd",
+            image=ecs.ContainerImage.from_registry(NODE_PROBLEM_DETECTOR_IMAGE),
+            entry_point=["/bin/sh", "-c"],
+            command=[
+                "mkdir -p /config && echo '" + json.dumps(kernel_monitor, separators=(",", ":")) + "' > "
+                "/config/kernel-monitor.json && /node-problem-detector --v=2 --logtostderr "
+                "--enable-k8s-exporter=false --config.system-log-monitor=/config/kernel-monitor.json"
+            ],
+            privileged=True,
+            linux_parameters=kernel_log,
+            memory_reservation_mib=128,
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="npd", log_group=self.log_group),
+        )
+        detector.add_container(
+            "recovery",
+            image=ecs.ContainerImage.from_registry(RECOVERY_IMAGE),
+            entry_point=["/bin/sh", "-c"],
+            command=["python scripts/check-health.py"],
+            environment={"ENABLE_RECOVERY": "true" if self.recovery else "false"},
+            readonly_root_filesystem=True,
+            memory_reservation_mib=128,
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="recovery", log_group=self.log_group),
+        )
+        compliance.acknowledge_recovery_task(detector, role)
+        self.recovery_service = ecs.Ec2Service(
+            self,
+            "RecoveryService",
+            cluster=cluster,
+            task_definition=detector,
+            daemon=True,
+            placement_constraints=[only_neuron],
+            enable_ecs_managed_tags=True,
+            **_DAEMON_DEPLOYMENT,
+        )
+
+    def _acknowledge_recovery_groups(self) -> None:
+        role = self.node.try_find_child("RecoveryRole")
+        if role is not None:
+            arns = [c.auto_scaling_group.auto_scaling_group_arn for c in self._auto_scaling]
+            compliance.acknowledge_recovery_groups(role, arns)
+
+    # --- Managed Instances capacity ------------------------------------------------------------------
+
+    def _managed_daemons(self, capacity: ManagedInstancesCapacity) -> None:
+        stack = Stack.of(self)
+        provider = stack.format_arn(
+            service="ecs", resource="capacity-provider", resource_name=capacity.capacity_provider.capacity_provider_name
+        )
+        self.managed_daemons[capacity] = self._daemon(f"{capacity.node.id}MonitorDaemon", provider, critical=False)
+        if self.recovery:
+            self._daemon(f"{capacity.node.id}HealthDaemon", provider, critical=True)
+
+    def _daemon(self, id: str, provider: str, *, critical: bool) -> ecs.CfnDaemon:
+        """The managed daemon of the health (critical) or monitor task definition on one capacity provider."""
+        definition = self._daemon_task_definition(
+            "HealthDaemonTask" if critical else "MonitorDaemonTask", critical=critical
+        )
+        daemon = ecs.CfnDaemon(
+            self,
+            id,
+            cluster_arn=self.neuron_cluster.cluster.cluster_arn,
+            capacity_provider_arns=[provider],
+            daemon_task_definition_arn=definition.attr_daemon_task_definition_arn,
+            critical=critical,
+            enable_ecs_managed_tags=True,
+            deployment_configuration=self._rollout,
+        )
+        compliance.acknowledge_daemon_critical(daemon)
+        return daemon
+
+    def _after_association(self) -> None:
+        """Managed daemons name capacity providers the cluster must already hold: they wait for the association
+        (aws-cdk-lib creates it at synthesis)."""
+        associations = [
+            c
+            for c in self.neuron_cluster.cluster.node.find_all()
+            if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)
+        ]
+        for child in self.node.find_all():
+            if isinstance(child, ecs.CfnDaemon):
+                for association in associations:
+                    child.node.add_dependency(association)
+
+    def _daemon_task_definition(self, id: str, *, critical: bool) -> ecs.CfnDaemonTaskDefinition:
+        existing = self._daemon_task_definitions.get(id)
+        if existing is not None:
+            return existing
+        execution = self._daemon_execution_role()
+        log_options = {
+            "awslogs-group": self.log_group.log_group_name,
+            "awslogs-region": Aws.REGION,
+            "awslogs-stream-prefix": "neuron-health" if critical else "neuron-monitor",
+        }
+        logging = ecs.CfnDaemonTaskDefinition.LogConfigurationProperty(log_driver="awslogs", options=log_options)
+        if critical:
+            container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
+                name="neuron-health",
+                image=MONITOR_IMAGE,
+                entry_point=["/bin/sh", "-c"],
+                command=[health_script()],
+                essential=True,
+                memory_reservation=64,
+                linux_parameters=ecs.CfnDaemonTaskDefinition.LinuxParametersProperty(
+                    devices=[
+                        ecs.CfnDaemonTaskDefinition.DeviceProperty(
+                            host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=["read"]
+                        )
+                    ],
+                    capabilities=ecs.CfnDaemonTaskDefinition.KernelCapabilitiesProperty(add=["SYSLOG"]),
+                ),
+                log_configuration=logging,
+            )
+        else:
+            container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
+                name="neuron-monitor",
+                image=MONITOR_IMAGE,
+                entry_point=["/bin/bash", "-c"],
+                command=[monitor_script(self.period)],
+                environment=[
+                    ecs.CfnDaemonTaskDefinition.KeyValuePairProperty(name=CLUSTER_ENVIRONMENT, value=self.cluster_name),
+                    ecs.CfnDaemonTaskDefinition.KeyValuePairProperty(
+                        name=_PUBLISHER_VARIABLE, value=publisher_source()
+                    ),
+                ],
+                essential=True,
+                privileged=True,
+                memory_reservation=256,
+                log_configuration=logging,
+            )
+        definition = ecs.CfnDaemonTaskDefinition(
+            self, id, container_definitions=[container], execution_role_arn=execution.role_arn
+        )
+        self._daemon_task_definitions[id] = definition
+        return definition
+
+    def _daemon_execution_role(self) -> iam.Role:
+        existing = self.node.try_find_child("DaemonExecutionRole")
+        if isinstance(existing, iam.Role):
+            return existing
+        role = iam.Role(
+            self,
+            "DaemonExecutionRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="Writes the Neuron daemons' logs",
+        )
+        self.log_group.grant_write(role)
+        return role
+
+    # --- dashboard and alarms --------------------------------------------------------------------------
+
+    def _topic(self) -> sns.Topic:
+        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, description="Neuron alarm notifications")
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        return sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True, display_name="Neuron alarms")
+
+    def _alarm(self, id: str, metric: cloudwatch.IMetric, threshold: int, description: str) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{id}Alarm",
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.alarm_topic))
+        return alarm
+
+    def _per_instance(self, metric: str, statistic: str, label: str) -> cloudwatch.MathExpression:
+        search = (
+            f'SEARCH(\'{{{NAMESPACE},ClusterName,InstanceId}} MetricName="{metric}" '
+            f"ClusterName=\"{self.cluster_name}\"', '{statistic}', {int(self.period.to_seconds())})"
+        )
+        return cloudwatch.MathExpression(expression=search, label=label, period=self.period)
+
+    def _fill_dashboard(self) -> None:
+        width = 12
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="NeuronCore utilization per instance (%)",
+                left=[self._per_instance("NeuronCoreUtilization", "Average", "")],
+                width=width,
+            ),
+            cloudwatch.GraphWidget(
+                title="Accelerator memory used per instance (bytes)",
+                left=[self._per_instance("AcceleratorMemoryUsed", "Average", "")],
+                width=width,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Errors",
+                left=[
+                    self.metric("ExecutionErrors", "Sum"),
+                    self.metric("ExecutionHardwareErrors", "Sum"),
+                    self.metric("HardwareEccUncorrected", "Maximum"),
+                    self.metric("HardwareEccCorrected", "Sum"),
+                ],
+                width=width,
+            ),
+            cloudwatch.GraphWidget(
+                title="Execution latency (s)",
+                left=[self.metric("ExecutionLatencyP50", "Maximum"), self.metric("ExecutionLatencyP99", "Maximum")],
+                width=width,
+            ),
+        )
+        services = self._services()
+        if services:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Service CPU (%)", left=[s.metric_cpu_utilization() for s in services], width=width
+                ),
+                cloudwatch.GraphWidget(
+                    title="Service memory (%)", left=[s.metric_memory_utilization() for s in services], width=width
+                ),
+            )
+        target_groups = self._target_groups()
+        if target_groups:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Load balancer response time (s, p99)",
+                    left=[t.metrics.target_response_time(statistic="p99") for t in target_groups],
+                    width=width,
+                ),
+                cloudwatch.GraphWidget(
+                    title="5xx: targets and load balancer",
+                    left=[
+                        *(
+                            t.metrics.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, statistic="Sum")
+                            for t in target_groups
+                        ),
+                        *(
+                            b.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, statistic="Sum")
+                            for b in self._load_balancers()
+                        ),
+                    ],
+                    width=width,
+                ),
+            )
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms",
+                alarms=[self.hardware_alarm, self.kernel_alarm, self.execution_errors_alarm],
+                width=2 * width,
+            )
+        )
+
+    def _neuron_services(self) -> list[Any]:
+        cluster = self.neuron_cluster
+        found: list[Any] = []
+        for capacity in [*cluster.auto_scaling_capacities, *cluster.managed_instances_capacities]:
+            for service in capacity.services:
+                if service not in found:
+                    found.append(service)
+        return found
+
+    def _services(self) -> list[ecs.BaseService]:
+        return [s.service for s in self._neuron_services() if isinstance(getattr(s, "service", None), ecs.BaseService)]
+
+    def _load_balancers(self) -> list[elbv2.ApplicationLoadBalancer]:
+        from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
+
+        return [
+            n.load_balancer
+            for n in Stack.of(self).node.find_all()
+            if isinstance(n, NeuronLoadBalancer) and n.cluster is self.neuron_cluster
+        ]
+
+    def _target_groups(self) -> list[elbv2.ApplicationTargetGroup]:
+        groups: list[elbv2.ApplicationTargetGroup] = []
+        owners = list(self._neuron_services())
+        for node in Stack.of(self).node.find_all():
+            if getattr(node, "cluster", None) is self.neuron_cluster and hasattr(node, "target_groups"):
+                owners.append(node)
+        for owner in owners:
+            for group in getattr(owner, "target_groups", []):
+                if isinstance(group, elbv2.ApplicationTargetGroup) and group not in groups:
+                    groups.append(group)
+        return groups
+
+
+@implements(IStableStringProducer)
+class _ProduceString:
+    """A string computed at synthesis, once every capacity is known."""
+
+    def __init__(self, produce: Callable[[], str]) -> None:
+        self._produce = produce
+
+    def produce(self) -> str:
+        return self._produce()
+
+
+@implements(IStableListProducer)
+class _ProduceList:
+    """A list computed at synthesis, once every capacity is known."""
+
+    def __init__(self, produce: Callable[[], list[str]]) -> None:
+        self._produce = produce
+
+    def produce(self) -> list[str]:
+        return self._produce()
+
+
+@implements(IAspect)
+class _DashboardOnce:
+    """Fills the dashboard once, before synthesis: services and load balancers added after
+    ``enable_neuron_monitoring`` are on it too."""
+
+    def __init__(self, monitoring: NeuronMonitoring) -> None:
+        self.monitoring = monitoring
+        self.done = False
+
+    def visit(self, node: IConstruct) -> None:
+        if node is self.monitoring and not self.done:
+            self.done = True
+            self.monitoring._fill_dashboard()
+            self.monitoring._acknowledge_recovery_groups()
+            self.monitoring._after_association()

@@ -1,0 +1,576 @@
+"""Several models on one fleet of a Neuron type: ``NeuronFleet`` and its models, each on its own devices.
+
+ECS does not track ``linuxParameters.devices``, so tasks that share an instance stay apart only by
+construction. A fleet owns an Auto Scaling capacity of one Neuron type (no other service may use it,
+NEURON020) and hands each model copy a contiguous device range the topology allows, never one another
+model or copy holds (:meth:`NeuronFleet.add_model`): on an inf2.48xlarge an LLM of 4 chips as two copies
+on devices 0-3 and 4-7, and an embedding model of one chip as four copies on 8, 9, 10 and 11. Each copy
+is its own :class:`ManualNeuronTaskDefinition` pinned to the type (``memberOf``) and its own ECS service
+with ``distinctInstance``, so one task of every copy runs per instance and no device is mapped twice;
+each copy asks for its share of the instance's CPU units and schedulable memory, in proportion to its
+devices unless given, so that every copy fits beside the others. A model is one logical service: its
+copies deploy in two waves (one half serves while the other is replaced), sit in one target group
+(:meth:`FleetModel.attach_to_listener`) and scale together (:meth:`FleetModel.scale_on_requests`).
+
+:class:`~neuron_constructs.serving.sliced_service.SlicedNeuronService` is the one-model case: one model whose
+copies fill every chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Duration, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+from typing_extensions import Unpack
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
+from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.compute.capacity import AutoScalingCapacity
+from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
+from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
+from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition, task_role
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.serving.listeners import (
+    DEREGISTRATION_DELAY,
+    HEALTH_CHECK_PATH,
+    SCALE_IN_COOLDOWN,
+    SCALE_OUT_COOLDOWN,
+    Listener,
+    TargetGroup,
+    attach,
+    request_target_group,
+)
+from neuron_constructs.serving.services import NeuronService, capacity_for
+
+__all__ = ["FleetModel", "NeuronFleet"]
+
+_ECS_TASKS = "ecs-tasks.amazonaws.com"
+_RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+
+
+class FleetModel(Construct):
+    """One model on a fleet of one Neuron type: its copies, each on its own contiguous devices, as one service.
+
+    Built by :meth:`NeuronFleet.add_model` (and, as the one-model case, by ``SlicedNeuronService``).
+
+    Attributes
+    ----------
+    instance_type, devices_per_task, copies, instances: the layout; ``device_ranges``: the devices of each copy.
+    cpu, memory_mib: what each copy's task asks for.
+    task_definitions: one :class:`ManualNeuronTaskDefinition` per copy, copy ``i`` at index ``i``.
+    services: one ``ecs.Ec2Service`` per copy; ``copy_services``: the :class:`NeuronService` of each copy.
+    capacity: the Auto Scaling capacity the copies run on.
+    waves: the copy indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six copies).
+    min_healthy_percent: what every copy deploys with (the maximum is 100 %).
+    target_groups: the target groups :meth:`attach_to_listener` made, in order.
+    log_group, task_role, execution_role: shared by every copy.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        instance_type: NeuronInstanceType,
+        devices_per_task: int,
+        device_ranges: Sequence[range],
+        cpu: int,
+        memory_mib: int,
+        image: ecs.ContainerImage,
+        instances: int,
+        network_mode: ecs.NetworkMode,
+        eni_trunking: bool,
+        capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None,
+        copy_name: str,
+        min_healthy_percent: int | None,
+        task_role: iam.IRole | None,
+        execution_role: iam.IRole | None,
+        log_group: logs.ILogGroup | None,
+        log_retention: logs.RetentionDays,
+        log_encryption_key: kms.IKey | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+        service_options: ServiceOptions | None,
+        container_options: Mapping[str, Any],
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
+        owner: Construct | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        self.instance_type = instance = instance_type
+        self.devices_per_task = devices_per_task
+        self.device_ranges = list(device_ranges)
+        self.copies = len(self.device_ranges)
+        self.instances = instances
+        self.cpu, self.memory_mib = cpu, memory_mib
+        environment = container_options.get("environment") or {}
+        for variable in _RUNTIME_VARIABLES:
+            if is_token(environment.get(variable)):
+                raise rules.TOKEN_NOT_LITERAL.error(path, f"environment {variable} is a CDK token", name=variable)
+        rules.check_slice_environment(path, environment, devices_per_task * instance.neuron_cores_per_chip)
+        rules.check_slice_host_ports(
+            path,
+            str(network_mode.value).lower(),
+            [_ports(m) for m in container_options.get("port_mappings") or ()],
+        )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
+        if network_mode == ecs.NetworkMode.AWS_VPC and not eni_trunking:
+            Validations.of(self).add_warning(
+                rules.AWSVPC_WITHOUT_TRUNKING.warning_id,
+                rules.AWSVPC_WITHOUT_TRUNKING.message(
+                    path, f"{self.copies} awsvpc tasks per {instance.name} without eni_trunking"
+                ),
+            )
+        self.log_group: logs.ILogGroup = log_group or new_log_group(
+            self, "Logs", retention=log_retention, encryption_key=log_encryption_key
+        )
+        self.task_role = task_role or _copy_task_role(self)
+        self.execution_role = execution_role or iam.Role(
+            self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)
+        )
+        compliance.acknowledge_execution_role(self)
+
+        self.task_definitions: list[ManualNeuronTaskDefinition] = []
+        for index, devices in enumerate(self.device_ranges):
+            task_definition = ManualNeuronTaskDefinition(
+                self,
+                f"{copy_name}{index}",
+                instance_type=instance,
+                devices=devices,
+                cpu=cpu,
+                memory_mib=memory_mib,
+                network_mode=network_mode,
+                task_role=self.task_role,
+                execution_role=self.execution_role,
+                log_group=self.log_group,
+            )
+            task_definition.join_fleet(construct_path(owner or self))
+            options: dict[str, Any] = dict(container_options)
+            options.setdefault(
+                "logging",
+                ecs.LogDrivers.aws_logs(stream_prefix=f"{copy_name.lower()}{index}", log_group=self.log_group),
+            )
+            name = str(options.pop("container_name", "model"))
+            task_definition.add_neuron_container(
+                name,
+                image=image,
+                compile_cache=compile_cache,
+                model_artifacts=model_artifacts,
+                hf_token=hf_token,
+                **options,
+            )
+            self.task_definitions.append(task_definition)
+
+        chosen = capacity_for(path, cluster, self.task_definitions[0], capacity)
+        assert isinstance(chosen, AutoScalingCapacity)
+        self.capacity: AutoScalingCapacity = chosen
+        self._check_instances(instances)
+        _claim(chosen, owner or self)
+        if min_healthy_percent is None:
+            min_healthy_percent = 0 if instances <= 1 else 50
+        rules.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
+        self.min_healthy_percent = min_healthy_percent
+        self.services: list[ecs.Ec2Service] = []
+        self.copy_services: list[NeuronService] = []
+        self.target_groups: list[TargetGroup] = []
+        self.deploys_in_waves = self.copies > 1
+        self._scaled = False
+        for index, task_definition in enumerate(self.task_definitions):
+            service = NeuronService(
+                self,
+                f"{copy_name}{index}Service",
+                cluster=cluster,
+                task_definition=task_definition,
+                desired_count=instances,
+                capacity=chosen.capacity_provider,
+                min_healthy_percent=min_healthy_percent,
+                max_healthy_percent=100,
+                vpc_subnets=vpc_subnets,
+                security_groups=security_groups,
+                **(service_options or {}),
+            )
+            assert isinstance(service.service, ecs.Ec2Service)
+            service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
+            self.services.append(service.service)
+            self.copy_services.append(service)
+        half = (self.copies + 1) // 2
+        self.waves: list[list[int]] = [list(range(half)), list(range(half, self.copies))] if self.copies > 1 else [[0]]
+        for later in self.waves[1:]:
+            for index in later:
+                for earlier in self.waves[0]:
+                    self.services[index].node.add_dependency(self.services[earlier])
+
+    def attach_to_listener(
+        self,
+        listener: Listener,
+        *,
+        health_check_path: str = HEALTH_CHECK_PATH,
+        conditions: Sequence[elbv2.ListenerCondition] | None = None,
+        priority: int | None = None,
+        container_name: str | None = None,
+        container_port: int | None = None,
+        health_check: elbv2.HealthCheck | None = None,
+        deregistration_delay: Duration = DEREGISTRATION_DELAY,
+        slow_start: Duration | None = None,
+    ) -> TargetGroup:
+        """Register every copy's tasks in one target group on ``listener``; the target group.
+
+        As :meth:`NeuronService.attach_to_listener`: bridge copies (the default) are reached on the capacity's
+        security group through the ECS dynamic host port range, awsvpc copies on their own group.
+        """
+        target_group = attach(
+            self,
+            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
+            self.copy_services,
+            listener,
+            container_name=container_name,
+            container_port=container_port,
+            health_check_path=health_check_path,
+            health_check=health_check,
+            conditions=conditions,
+            priority=priority,
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        self.target_groups.append(target_group)
+        for service in self.copy_services:
+            service.target_groups.append(target_group)
+        return target_group
+
+    @checked(ranges={"requests_per_target": Range(1), "min_instances": COUNT, "max_instances": COUNT})
+    def scale_on_requests(
+        self,
+        *,
+        requests_per_target: int,
+        min_instances: int,
+        max_instances: int,
+        target_group: elbv2.ApplicationTargetGroup | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Scale the copies together on ``requests_per_target`` requests per task of the load balancer.
+
+        Every copy tracks the same metric, ALBRequestCountPerTarget of the one target group
+        :meth:`attach_to_listener` made (or ``target_group``; NEURON044), so the copies grow and shrink together
+        between ``min_instances`` and ``max_instances`` tasks each, as :meth:`auto_scale` bounds them; the
+        capacity provider launches the instances. Scale-in waits ``scale_in_cooldown`` (30 minutes), scale-out
+        ``scale_out_cooldown`` (1 minute). Returns the scalable targets, in copy order.
+        """
+        if target_group is None:
+            target_group = request_target_group(construct_path(self), self.target_groups, "the copies are")
+        targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
+        for target in targets:
+            target.scale_on_request_count(
+                "Requests",
+                requests_per_target=requests_per_target,
+                target_group=target_group,
+                scale_out_cooldown=scale_out_cooldown,
+                scale_in_cooldown=scale_in_cooldown,
+            )
+        return targets
+
+    def _check_instances(self, instances: int) -> None:
+        rules.check_slice_capacity(
+            construct_path(self), instances, self.capacity.max_capacity, construct_path(self.capacity)
+        )
+
+    @checked(ranges={"min_instances": COUNT, "max_instances": COUNT})
+    def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
+        """Scale every copy's service together between ``min_instances`` and ``max_instances`` tasks.
+
+        Returns one scalable target per copy, in copy order; give each the same policy, e.g.
+        ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
+        ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
+        ``min_instances``. Copies deploy with a 100 % maximum, so a count ECS cannot stop one task of under
+        the service's ``min_healthy_percent`` is refused (NEURON040): scaling to one instance needs
+        ``min_healthy_percent=0``.
+        """
+        if self._scaled:
+            raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "auto_scale was already called")
+        self._check_instances(max_instances)
+        self._check_instances(min_instances)
+        if min_instances > max_instances:
+            raise rules.OUT_OF_RANGE.error(
+                construct_path(self),
+                f"min_instances={min_instances} is above max_instances={max_instances}",
+                name="min_instances",
+                minimum=0,
+                maximum=max_instances,
+            )
+        rules.check_deployment_percents(
+            construct_path(self),
+            range(max(1, min_instances), max_instances + 1),
+            self.min_healthy_percent,
+            100,
+            maximum_fixed=True,
+        )
+        self._scaled = True
+        targets = []
+        for copy in self.copy_services:
+            copy._scaling = copy.service.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances)
+            targets.append(copy._scaling)
+        return targets
+
+
+class NeuronFleet(Construct):
+    """A fleet of one Neuron instance type that serves several models, each copy on its own devices.
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``, which the
+        fleet then owns (NEURON020).
+    instance_type: a catalog Neuron type (name or entry).
+    instances: instances' worth of copies: tasks per copy of every model, 0 or more; default 1. At most the
+        capacity's ``max_capacity`` (NEURON017).
+    capacity: the Auto Scaling capacity (or its provider) when the cluster has several of the type.
+    network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
+    eni_trunking: the account has ``awsvpcTrunking`` on; default False.
+
+    The capacity is found (NEURON014/015), checked against ``instances`` (NEURON017) and claimed (NEURON020) when the
+    fleet is made, so a model added later fails before it builds anything.
+
+    Attributes
+    ----------
+    instance_type, instances, capacity; models: the :class:`FleetModel` s in the order they were added;
+    free_devices: the devices no model holds yet.
+    """
+
+    @checked(ranges={"instances": COUNT})
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        instance_type: str | NeuronInstanceType,
+        instances: int = 1,
+        capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None = None,
+        network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
+        eni_trunking: bool = False,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        self.capacity: AutoScalingCapacity = _capacity_of_type(path, cluster, self.instance_type, capacity)
+        rules.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
+        _claim(self.capacity, self)
+        self.cluster = cluster
+        self.instances = instances
+        self.network_mode = network_mode
+        self.eni_trunking = eni_trunking
+        self.models: list[FleetModel] = []
+        self.free_devices: list[int] = list(range(self.instance_type.chips))
+        self._cpu_left = self.instance_type.cpu_units
+        self._memory_left = self.instance_type.schedulable_memory_mib
+
+    @checked(
+        ranges={"devices_per_task": Range(1), "copies": Range(1), "task_cpu": Range(1), "task_memory_mib": Range(6)},
+        options=ContainerOptions,
+        whole_numbers=CONTAINER_WHOLE_NUMBERS,
+    )
+    def add_model(
+        self,
+        id: str,
+        *,
+        devices_per_task: int,
+        image: ecs.ContainerImage,
+        copies: int = 1,
+        task_cpu: int | None = None,
+        task_memory_mib: int | None = None,
+        min_healthy_percent: int | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_encryption_key: kms.IKey | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        service_options: ServiceOptions | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
+        **container_options: Unpack[ContainerOptions],
+    ) -> FleetModel:
+        """Serve a model as ``copies`` copies of ``devices_per_task`` chips each, on devices no other model holds.
+
+        Each copy takes the lowest contiguous free range the topology allows (aligned ranges first: on the
+        trn1 torus 1, 4, 8 or 16 chips; on inf1/inf2 rings any contiguous run); refused, with the free devices
+        named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and ``task_memory_mib``
+        default to the copy's share of the instance (its chips / all chips, of the CPU units and the schedulable
+        memory); given ones must fit in what the models before left (NEURON046). Container options are those of
+        ``add_container`` (``container_name`` default ``model``), the same for every copy, with ``compile_cache``,
+        ``model_artifacts`` and ``hf_token`` for warm starts (:mod:`~neuron_constructs.compute.model_sources`); the
+        copies deploy in two waves and serve as one logical service (attach it with ``attach_to_listener``).
+        """
+        path = f"{construct_path(self)}/{id}"
+        instance = self.instance_type
+        ranges = self._allocate(path, devices_per_task, copies)
+        share_cpu = instance.cpu_units * devices_per_task // instance.chips
+        share_memory = instance.schedulable_memory_mib * devices_per_task // instance.chips
+        task_cpu = task_cpu if task_cpu is not None else share_cpu
+        task_memory = task_memory_mib if task_memory_mib is not None else share_memory
+        if task_cpu * copies > self._cpu_left or task_memory * copies > self._memory_left:
+            raise rules.FLEET_FULL.error(
+                path,
+                f"{copies} copies of task_cpu={task_cpu}, task_memory_mib={task_memory} need "
+                f"{task_cpu * copies} CPU units and {task_memory * copies} MiB; the models before left "
+                f"{self._cpu_left} and {self._memory_left} on {instance.name}",
+                free=self._describe_free(),
+            )
+        model = FleetModel(
+            self,
+            id,
+            cluster=self.cluster,
+            instance_type=instance,
+            devices_per_task=devices_per_task,
+            device_ranges=ranges,
+            cpu=task_cpu,
+            memory_mib=task_memory,
+            image=image,
+            instances=self.instances,
+            network_mode=self.network_mode,
+            eni_trunking=self.eni_trunking,
+            capacity=self.capacity,
+            copy_name="Copy",
+            min_healthy_percent=min_healthy_percent,
+            task_role=task_role,
+            execution_role=execution_role,
+            log_group=log_group,
+            log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            service_options=service_options,
+            container_options=container_options,
+            compile_cache=compile_cache,
+            model_artifacts=model_artifacts,
+            hf_token=hf_token,
+            owner=self,
+        )
+        for devices in ranges:
+            for device in devices:
+                self.free_devices.remove(device)
+        self._cpu_left -= task_cpu * copies
+        self._memory_left -= task_memory * copies
+        self.models.append(model)
+        return model
+
+    def _allocate(self, path: str, devices_per_task: int, copies: int) -> list[range]:
+        """NEURON046: ``copies`` contiguous, topology-valid, free ranges of ``devices_per_task`` devices.
+
+        Ranges aligned to their size are tried first (they leave the fewest fragments), then any start."""
+        instance = self.instance_type
+        if devices_per_task not in instance.copy_sizes():
+            raise rules.FLEET_FULL.error(
+                path,
+                f"devices_per_task={devices_per_task} is no device set the {instance.topology.value} topology of "
+                f"{instance.name} allows (sizes {', '.join(map(str, instance.copy_sizes()))})",
+                free=self._describe_free(),
+            )
+        starts = range(instance.chips - devices_per_task + 1)
+        for order in (sorted(starts, key=lambda s: (s % devices_per_task, s)), list(starts)):
+            free, taken = set(self.free_devices), []
+            for _ in range(copies):
+                found = next(
+                    (
+                        range(start, start + devices_per_task)
+                        for start in order
+                        if set(range(start, start + devices_per_task)) <= free
+                        and instance.is_valid_device_set(range(start, start + devices_per_task))
+                    ),
+                    None,
+                )
+                if found is None:
+                    break
+                taken.append(found)
+                free -= set(found)
+            else:
+                return taken
+        raise rules.FLEET_FULL.error(
+            path,
+            f"{copies} cop{'ies' if copies > 1 else 'y'} of {devices_per_task} contiguous devices do not fit in what "
+            f"is left of {instance.name}",
+            free=self._describe_free(),
+        )
+
+    def _describe_free(self) -> str:
+        left = sorted(self.free_devices)
+        if not left:
+            return "no device is free"
+        runs: list[list[int]] = []
+        for device in left:
+            if runs and device == runs[-1][-1] + 1:
+                runs[-1].append(device)
+            else:
+                runs.append([device])
+        text = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+        return f"free devices {text} ({len(left)} of {self.instance_type.chips})"
+
+
+def _capacity_of_type(
+    path: str,
+    cluster: NeuronCluster,
+    instance: NeuronInstanceType,
+    requested: AutoScalingCapacity | ecs.AsgCapacityProvider | None,
+) -> AutoScalingCapacity:
+    """NEURON014/015: the one Auto Scaling capacity of ``cluster`` of type ``instance`` (or ``requested``)."""
+    fitting = [
+        c
+        for c in cluster.auto_scaling_capacities
+        if c.neuron_instance_type == instance
+        and (requested is None or requested is c or c.capacity_provider is requested)
+    ]
+    if not fitting:
+        wanted = f"{instance.name} Auto Scaling capacity"
+        raise rules.NO_MATCHING_CAPACITY.error(path, f"the cluster has no {wanted} for the fleet", wanted=wanted)
+    if len(fitting) > 1:
+        raise rules.AMBIGUOUS_CAPACITY.error(
+            path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
+        )
+    return fitting[0]
+
+
+def _claim(capacity: AutoScalingCapacity, owner: Construct) -> None:
+    """NEURON020: the owner's copies are the only tasks on their capacity."""
+    if capacity.sliced_by is owner:
+        return
+    others = [s for s in capacity.services if not construct_path(s).startswith(f"{construct_path(owner)}/")]
+    if others or capacity.sliced_by is not None:
+        other = others[0].node.path if others else construct_path(capacity.sliced_by)  # type: ignore[arg-type]
+        raise rules.SLICED_CAPACITY_SHARED.error(
+            construct_path(owner),
+            f"{construct_path(capacity)} already runs {other}",
+            sliced=construct_path(owner),
+            other=other,
+        )
+    capacity.sliced_by = owner
+
+
+def _ports(mapping: ecs.PortMapping | dict[str, Any]) -> tuple[int, int | None]:
+    """(container port, host port) of a port mapping given as the struct or as its dict."""
+    if isinstance(mapping, dict):
+        return int(mapping.get("container_port", 0)), mapping.get("host_port")
+    return int(mapping.container_port), int(mapping.host_port) if mapping.host_port is not None else None
+
+
+def _copy_task_role(owner: Construct) -> iam.Role:
+    return task_role(owner, "TaskRole")

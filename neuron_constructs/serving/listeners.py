@@ -1,0 +1,324 @@
+"""Serving models behind a load balancer: targets it can reach, start-up allowances as long as Neuron needs.
+
+A Neuron model server answers its health check only after it has downloaded the model, compiled it
+for Neuron (or loaded compiled artifacts) and loaded it onto the chips. The defaults here come from
+those figures:
+
+* :data:`MODEL_START_GRACE_PERIOD`, 30 minutes: the ECS service ignores load balancer and container
+  health checks this long after a task starts. AWS's vLLM Deep Learning Container "typically takes 5-10
+  minutes" to start (aws-neuron-sdk, quickstart-deploy-dlc); "a small-ish model of 15GB might take
+  around 15min to compile" (NxD Inference vLLM user guide); a 70B model takes 15-20 minutes to compile on
+  Trn2 and optimum-neuron's SageMaker notebooks give 70B on inf2.48xlarge an hour
+  (``health_check_timeout=3600``, SageMaker's maximum). ECS's own default is 0 and aws-cdk-lib's 60 s.
+  Size it as download + compile + load of the first start; with a compile cache the later starts are
+  shorter, but the first one must fit.
+* target group health checks (:func:`target_group_health_check`): ``/health`` (what vLLM and the
+  ecs-blueprints ``vllm-inferentia`` blueprint check), every 30 s, 10 s to answer (a server busy
+  generating answers slowly), healthy after 2 answers, unhealthy after 3 misses (90 s).
+* :data:`DEREGISTRATION_DELAY`, 5 minutes (the Elastic Load Balancing default, kept): a task being
+  replaced finishes the requests it has, e.g. a 4,096-token answer at 20 tokens/s (205 s).
+* :data:`IDLE_TIMEOUT`, 5 minutes on the load balancers :class:`NeuronLoadBalancer` makes (default 60 s):
+  a non-streaming answer sends nothing until it is complete, and the load balancer would close the
+  connection after 60 s of silence.
+* :func:`model_server_health_check`: a container health check whose ``startPeriod`` is 300 s, the most
+  ECS accepts; the service's grace period covers the rest of the start.
+
+Reaching the tasks (:func:`attach`): aws-cdk-lib opens the load balancer's security group to a bridge or
+host task through the cluster's connections, which do not include the security group of an Auto Scaling
+capacity provider (aws/aws-cdk#22764), so the tasks are unreachable. Here the rules are added explicitly,
+and only these: from the load balancer's groups to the capacity's group on the ECS dynamic host port range
+(bridge, :data:`DYNAMIC_HOST_PORTS`) or the host port (fixed bridge ports, host mode), or to the tasks' own
+group on the container port (awsvpc); the load balancer's egress to the same, nothing else.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration, Names, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from constructs import Construct, IConstruct
+
+from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.compute.capacity import ManagedInstancesCapacity
+from neuron_constructs.knowledge import rules
+
+if TYPE_CHECKING:
+    from neuron_constructs.serving.services import NeuronService
+
+__all__ = [
+    "DEREGISTRATION_DELAY",
+    "DYNAMIC_HOST_PORTS",
+    "HEALTH_CHECK_PATH",
+    "IDLE_TIMEOUT",
+    "MODEL_START_GRACE_PERIOD",
+    "SCALE_IN_COOLDOWN",
+    "SCALE_OUT_COOLDOWN",
+    "Listener",
+    "TargetGroup",
+    "model_server_health_check",
+    "target_group_health_check",
+]
+
+MODEL_START_GRACE_PERIOD = Duration.minutes(30)
+"""How long ECS ignores failing health checks of a new task: download, Neuron compile and load."""
+SHORTEST_GRACE_PERIOD = Duration.minutes(10)
+"""Below this a warning (NEURON111): AWS's vLLM container alone takes 5-10 minutes to start."""
+HEALTH_CHECK_PATH = "/health"
+DEREGISTRATION_DELAY = Duration.minutes(5)
+IDLE_TIMEOUT = Duration.minutes(5)
+DYNAMIC_HOST_PORTS = (32768, 65535)
+"""Host ports ECS gives bridge-mode port mappings without a ``host_port``: the ECS agent takes the kernel's
+ephemeral range (``ip_local_port_range``, 32768-60999 on Amazon Linux) or 49153-65535 when it cannot read it
+(ECS agent: ``ECS_DYNAMIC_HOST_PORT_RANGE``); aws-cdk-lib opens 32768-65535 for the same reason."""
+SCALE_OUT_COOLDOWN = Duration.minutes(1)
+SCALE_IN_COOLDOWN = Duration.minutes(30)
+"""Request scaling: out after a minute, in only after the start-up allowance (a new task takes minutes to serve)."""
+CONTAINER_START_PERIOD = Duration.seconds(300)
+"""The longest ``startPeriod`` ECS accepts for a container health check (0-300 s)."""
+
+Listener = elbv2.IApplicationListener | elbv2.NetworkListener
+"""What :meth:`NeuronService.attach_to_listener` takes: an Application Load Balancer listener (made here or
+imported), or a Network Load Balancer listener made in this app (its load balancer's security groups are
+needed)."""
+TargetGroup = elbv2.ApplicationTargetGroup | elbv2.NetworkTargetGroup
+
+
+def target_group_health_check(
+    path: str = HEALTH_CHECK_PATH, *, protocol: elbv2.Protocol = elbv2.Protocol.HTTP
+) -> elbv2.HealthCheck:
+    """Health checks tuned for a model server: ``path`` every 30 s, 10 s to answer, healthy after 2
+    answers (HTTP 200), unhealthy after 3 misses. Elastic Load Balancing accepts intervals of 5-300 s,
+    timeouts of 2-120 s and thresholds of 2-10."""
+    return elbv2.HealthCheck(
+        path=path,
+        protocol=protocol,
+        port="traffic-port",  # the port each task was registered on: with dynamic host ports, that task's own
+        interval=Duration.seconds(30),
+        timeout=Duration.seconds(10),
+        healthy_threshold_count=2,
+        unhealthy_threshold_count=3,
+        healthy_http_codes="200",
+    )
+
+
+def model_server_health_check(*, port: int, path: str = HEALTH_CHECK_PATH) -> ecs.HealthCheck:
+    """A container health check for a model server on ``port``: ``GET http://localhost:<port><path>`` with
+    Python's standard library (every Neuron serving image has Python; not every one has curl), every 30 s,
+    10 s to answer, 3 retries, and a start period of 300 s, the most ECS accepts: the service's health check
+    grace period (:data:`MODEL_START_GRACE_PERIOD`) covers the rest of a Neuron start."""
+    probe = f"import urllib.request; urllib.request.urlopen('http://localhost:{port}{path}', timeout=8)"
+    return ecs.HealthCheck(
+        command=["CMD", "python3", "-c", probe],
+        interval=Duration.seconds(30),
+        timeout=Duration.seconds(10),
+        retries=3,
+        start_period=CONTAINER_START_PERIOD,
+    )
+
+
+def attach(
+    owner: Construct,
+    id: str,
+    services: Sequence[NeuronService],
+    listener: Listener,
+    *,
+    container_name: str | None,
+    container_port: int | None,
+    health_check_path: str,
+    health_check: elbv2.HealthCheck | None,
+    conditions: Sequence[elbv2.ListenerCondition] | None,
+    priority: int | None,
+    deregistration_delay: Duration,
+    slow_start: Duration | None,
+) -> TargetGroup:
+    """One target group under ``owner`` holding every task of ``services``, registered with ``listener``,
+    and the security group rules that let the load balancer reach them (module docstring)."""
+    path = f"{construct_path(owner)}/{id}"
+    first = services[0]
+    container, port, host_port = _target_port(path, first, container_name, container_port)
+    network_mode = first.task_definition.task_definition.network_mode
+    awsvpc = network_mode == ecs.NetworkMode.AWS_VPC
+    target_type = elbv2.TargetType.IP if awsvpc else elbv2.TargetType.INSTANCE
+    vpc = first.cluster.vpc
+    for service in services:
+        _warn_about_grace_period(service)
+    target_group: TargetGroup
+    if priority is not None and not 1 <= priority <= 50_000:
+        raise rules.OUT_OF_RANGE.error(path, f"priority={priority}", name="priority", minimum=1, maximum=50_000)
+    if isinstance(listener, elbv2.NetworkListener):
+        if conditions or priority is not None or slow_start is not None:
+            raise rules.LISTENER_RULE.error(
+                path,
+                "conditions, priority or slow_start with a Network Load Balancer listener, which has no rules and "
+                "no slow start",
+            )
+        load_balancer = listener.load_balancer
+        if not isinstance(load_balancer, elbv2.NetworkLoadBalancer) or not load_balancer.connections.security_groups:
+            raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
+                path, f"the load balancer of {construct_path(listener)} has no security group this app made"
+            )
+        load_balancer_connections = load_balancer.connections
+        _claim_rule(path, listener, owner, None)
+        target_group = elbv2.NetworkTargetGroup(
+            owner,
+            id,
+            vpc=vpc,
+            port=port,
+            protocol=elbv2.Protocol.TCP,
+            target_type=target_type,
+            health_check=health_check or target_group_health_check(health_check_path),
+            deregistration_delay=deregistration_delay,
+        )
+        listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_group)
+    else:
+        if not hasattr(listener, "connections"):  # a Network Load Balancer listener imported by ARN
+            raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
+                path, f"{construct_path(listener)} is imported: its load balancer has no security group this app made"
+            )
+        if bool(conditions) != (priority is not None):
+            given = "conditions without priority" if conditions else "priority without conditions"
+            raise rules.LISTENER_RULE.error(path, given)
+        if not conditions and not isinstance(listener, elbv2.ApplicationListener):
+            raise rules.LISTENER_RULE.error(
+                path, f"{construct_path(listener)} is imported, and an imported listener keeps its default action"
+            )
+        _claim_rule(path, listener, owner, priority)
+        load_balancer_connections = listener.connections
+        target_group = elbv2.ApplicationTargetGroup(
+            owner,
+            id,
+            vpc=vpc,
+            port=port,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            target_type=target_type,
+            health_check=health_check or target_group_health_check(health_check_path),
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        listener.add_target_groups(
+            f"{Names.unique_id(owner)}{id}",
+            target_groups=[target_group],
+            conditions=list(conditions) if conditions else None,
+            priority=priority,
+        )
+    for service in services:
+        target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
+        _open(load_balancer_connections, service, port, host_port, network_mode)
+    return target_group
+
+
+_RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()
+"""Per listener: what each priority (``None``: the default action) forwards to, as attached here."""
+
+
+def attached_to(listener: IConstruct, priority: int | None = None) -> str | None:
+    """The path of what :func:`attach` put on ``listener`` at ``priority`` (``None``: the default action)."""
+    return _RULES_OF.get(listener, {}).get(priority)
+
+
+def request_target_group(path: str, target_groups: Sequence[TargetGroup], what: str) -> elbv2.ApplicationTargetGroup:
+    """NEURON044: the one Application Load Balancer target group request scaling tracks."""
+    candidates = [t for t in target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
+    if len(candidates) != 1:
+        raise rules.REQUEST_SCALING_TARGET.error(
+            path, f"{what} in {len(candidates)} Application Load Balancer target groups"
+        )
+    return candidates[0]
+
+
+def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int | None) -> None:
+    """NEURON042: one default action, and one rule per priority, on a listener."""
+    taken = _RULES_OF.setdefault(listener, {})
+    if priority in taken:
+        place = "the default action" if priority is None else f"priority {priority}"
+        raise rules.LISTENER_RULE.error(
+            path, f"{place} of {construct_path(listener)} already forwards to {taken[priority]}"
+        )
+    taken[priority] = construct_path(owner)
+
+
+def _open(
+    load_balancer: ec2.Connections,
+    service: NeuronService,
+    container_port: int,
+    host_port: int | None,
+    network_mode: ecs.NetworkMode,
+) -> None:
+    """The one path from the load balancer to ``service``'s tasks (module docstring)."""
+    if network_mode == ecs.NetworkMode.AWS_VPC:
+        load_balancer.allow_to(service.service, ec2.Port.tcp(container_port), "Load balancer to the model's tasks")
+        return
+    capacity = service.capacity
+    groups = capacity.security_groups if isinstance(capacity, ManagedInstancesCapacity) else [capacity.security_group]
+    if network_mode == ecs.NetworkMode.HOST:
+        port = ec2.Port.tcp(container_port)
+    elif host_port:
+        port = ec2.Port.tcp(host_port)
+    else:
+        port = ec2.Port.tcp_range(*DYNAMIC_HOST_PORTS)
+    load_balancer.allow_to(
+        ec2.Connections(security_groups=groups), port, "Load balancer to the model's tasks (ECS host ports)"
+    )
+
+
+def _target_port(
+    path: str, service: NeuronService, container_name: str | None, container_port: int | None
+) -> tuple[str, int, int | None]:
+    """NEURON041: the container, container port and host port the load balancer sends to."""
+    task = service.task_definition
+    if container_name is None:
+        if not task.neuron_containers:
+            raise rules.NO_TARGET_PORT.error(
+                path, f"{construct_path(task)} has no Neuron container yet", container="the Neuron container"
+            )
+        container = task.neuron_containers[0]
+    else:
+        found = task.task_definition.find_container(container_name)
+        if found is None:
+            raise rules.NO_TARGET_PORT.error(
+                path, f"{construct_path(task)} has no container {container_name!r}", container=container_name
+            )
+        container = found
+    # A load balancer sends TCP to one port: UDP mappings and port ranges cannot be targets.
+    mappings = [
+        (int(m.container_port), m.host_port)
+        for m in container.port_mappings
+        if m.container_port is not None and m.protocol in (None, ecs.Protocol.TCP)
+    ]
+    ports = [p for p, _ in mappings]
+    if container_port is None:
+        if len(mappings) != 1:
+            problem = "no port mapping" if not mappings else f"{len(mappings)} port mappings ({ports})"
+            raise rules.NO_TARGET_PORT.error(
+                path, f"container {container.container_name!r} has {problem}", container=container.container_name
+            )
+        return container.container_name, mappings[0][0], _host(mappings[0][1])
+    for port, host in mappings:
+        if port == container_port:
+            return container.container_name, port, _host(host)
+    raise rules.NO_TARGET_PORT.error(
+        path,
+        f"container {container.container_name!r} maps no container_port={container_port} (it maps {ports or 'none'})",
+        container=container.container_name,
+    )
+
+
+def _host(host_port: float | None) -> int | None:
+    return int(host_port) if host_port else None
+
+
+def _warn_about_grace_period(service: NeuronService) -> None:
+    """NEURON111: a load-balanced Neuron service that gives a new task less than 10 minutes."""
+    grace = service.health_check_grace_period
+    if grace.to_seconds() < SHORTEST_GRACE_PERIOD.to_seconds():
+        Validations.of(service).add_warning(
+            rules.SHORT_GRACE_PERIOD.warning_id,
+            rules.SHORT_GRACE_PERIOD.message(
+                construct_path(service), f"health_check_grace_period is {grace.to_human_string()}"
+            ),
+        )

@@ -1,0 +1,203 @@
+"""``NeuronLoadBalancer``: an Application Load Balancer for the models of a :class:`NeuronCluster`.
+
+Internal by default (in the cluster's private subnets), reachable only from the clients it is given
+(default: the VPC's own address range) on its one listener port, with no other inbound and no outbound
+rule until a service is attached (:meth:`NeuronService.attach_to_listener` opens exactly the path to
+the tasks). Secure and observable by default:
+
+* access logs to an S3 bucket made here: SSE-S3 (the only encryption Elastic Load Balancing writes to),
+  public access blocked, TLS-only, versioned, objects expiring after ``access_log_retention`` (90 days);
+* invalid HTTP header fields dropped;
+* an idle timeout of 5 minutes (default 60 s), so a model's non-streaming answer is not cut;
+* HTTPS when a ``certificate`` is given (TLS 1.3 policy), HTTP otherwise (inside the VPC).
+
+Access logs need the Elastic Load Balancing account of the stack's Region in the bucket policy. For a
+stack with a Region, aws-cdk-lib's ``log_access_logs`` writes it; for an environment-agnostic stack the
+account is looked up at deploy time from aws-cdk-lib's table of those accounts, which covers every Region
+launched before August 2022 (every Region with Inferentia or Trainium at the time of writing); give a
+stack for a later Region its Region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jsii
+from aws_cdk import AspectPriority, Aspects, Aws, CfnOutput, Duration, IAspect, RemovalPolicy, Stack, Token, region_info
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.knowledge import rules
+from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to
+
+__all__ = ["NeuronLoadBalancer"]
+
+_ACCESS_LOG_PREFIX = "load-balancer"
+
+
+class NeuronLoadBalancer(Construct):
+    """An internal, access-logged Application Load Balancer with one listener, for Neuron model services.
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster` whose VPC it is placed in.
+    internet_facing: default False (internal, in the private subnets); True places it in the public subnets.
+    clients: who may connect, on the listener port; default the VPC's IPv4 range (an empty list admits nobody).
+    port: the listener port; default 443 with ``certificate``, else 80.
+    certificate: an ACM certificate for an HTTPS listener; default none (HTTP inside the VPC).
+    idle_timeout: default 5 minutes (Elastic Load Balancing accepts 1-4,000 s).
+    access_log_retention: how long access logs are kept, in days; default 90.
+    deletion_protection: default False (``cdk destroy`` removes it).
+
+    The listener forwards to the model attached to it without conditions; with only path or host rules
+    (``attach_to_listener(..., conditions=, priority=)``) other requests get a 404.
+
+    Attributes
+    ----------
+    load_balancer, listener, security_group, access_logs_bucket; url: ``http(s)://<dns name>[:port]``.
+    default_target: the path of the service attached as the listener's default action, if any.
+    """
+
+    @checked(ranges={"port": Range(1, 65535, "a TCP port"), "access_log_retention": Range(1)})
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        internet_facing: bool = False,
+        clients: Sequence[ec2.IPeer] | None = None,
+        port: int | None = None,
+        certificate: acm.ICertificate | None = None,
+        idle_timeout: Duration = IDLE_TIMEOUT,
+        access_log_retention: int = 90,
+        deletion_protection: bool = False,
+    ) -> None:
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        vpc = cluster.vpc
+        port = port if port is not None else (443 if certificate else 80)
+        self.cluster = cluster
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description="Neuron model load balancer: clients in on the listener port; out only to attached tasks",
+            allow_all_outbound=False,
+        )
+        if not 1 <= idle_timeout.to_seconds() <= 4000:
+            raise rules.OUT_OF_RANGE.error(
+                construct_path(self),
+                f"idle_timeout={idle_timeout.to_seconds():g} s",
+                name="idle_timeout",
+                minimum="1 second",
+                maximum="4,000 seconds (Elastic Load Balancing)",
+            )
+        for peer in clients if clients is not None else [ec2.Peer.ipv4(cluster.vpc_cidr)]:
+            self.security_group.add_ingress_rule(peer, ec2.Port.tcp(port), "Clients of the models")
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(access_log_retention), noncurrent_version_expiration=Duration.days(1)
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        compliance.acknowledge_access_log_bucket(self.access_logs_bucket)
+        self.load_balancer = elbv2.ApplicationLoadBalancer(
+            self,
+            "LoadBalancer",
+            vpc=vpc,
+            internet_facing=internet_facing,
+            vpc_subnets=ec2.SubnetSelection(
+                subnet_type=ec2.SubnetType.PUBLIC if internet_facing else ec2.SubnetType.PRIVATE_WITH_EGRESS
+            ),
+            security_group=self.security_group,
+            idle_timeout=idle_timeout,
+            drop_invalid_header_fields=True,
+            deletion_protection=deletion_protection,
+        )
+        self._log_access(self.load_balancer, self.access_logs_bucket)
+        self.listener = self.load_balancer.add_listener(
+            "Listener",
+            port=port,
+            open=False,
+            protocol=elbv2.ApplicationProtocol.HTTPS if certificate else elbv2.ApplicationProtocol.HTTP,
+            certificates=[elbv2.ListenerCertificate.from_certificate_manager(certificate)] if certificate else None,
+            ssl_policy=elbv2.SslPolicy.TLS13_RES if certificate else None,
+        )
+        # A model attached without conditions becomes the listener's default action; otherwise (only path or
+        # host rules) requests no rule matches get a 404, added once the tree is complete.
+        Aspects.of(self).add(_NotFoundByDefault(self), priority=AspectPriority.MUTATING)
+        scheme = "https" if certificate else "http"
+        suffix = "" if port == (443 if certificate else 80) else f":{port}"
+        self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
+
+    @property
+    def default_target(self) -> str | None:
+        """The path of the service attached as the listener's default action, if any."""
+        return attached_to(self.listener)
+
+    def add_url_output(self, id: str = "Url", *, path: str = "") -> CfnOutput:
+        """A stack output with :attr:`url` (plus ``path``), for clients and ``make deploy-local``'s report."""
+        return CfnOutput(self, id, value=f"{self.url}{path}", description="Model endpoint (load balancer URL)")
+
+    def _log_access(self, load_balancer: elbv2.ApplicationLoadBalancer, bucket: s3.Bucket) -> None:
+        """Access logs into ``bucket`` (module docstring: the Elastic Load Balancing account per Region)."""
+        stack = Stack.of(self)
+        if not Token.is_unresolved(stack.region):
+            load_balancer.log_access_logs(bucket, _ACCESS_LOG_PREFIX)
+            return
+        account = stack.regional_fact(region_info.FactName.ELBV2_ACCOUNT)
+        bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.AccountPrincipal(account)],
+                actions=["s3:PutObject"],
+                resources=[bucket.arn_for_objects(f"{_ACCESS_LOG_PREFIX}/AWSLogs/{Aws.ACCOUNT_ID}/*")],
+            )
+        )
+        load_balancer.set_attribute("access_logs.s3.enabled", "true")
+        load_balancer.set_attribute("access_logs.s3.bucket", bucket.bucket_name)
+        load_balancer.set_attribute("access_logs.s3.prefix", _ACCESS_LOG_PREFIX)
+        # Elastic Load Balancing checks that it may write to the bucket when access logs are turned on.
+        if bucket.policy is not None:
+            load_balancer.node.add_dependency(bucket.policy)
+
+
+@jsii.implements(IAspect)
+class _NotFoundByDefault:
+    """Give the listener a 404 default action unless something (a model, or aws-cdk-lib's ``add_targets``) was
+    attached as its default."""
+
+    def __init__(self, owner: NeuronLoadBalancer) -> None:
+        self._owner = owner
+        self._done = False
+
+    def visit(self, node: IConstruct) -> None:
+        if self._done:
+            return
+        self._done = True
+        listener = self._owner.listener
+        declared = listener.node.default_child
+        assert isinstance(declared, elbv2.CfnListener)
+        if not Stack.of(listener).resolve(declared.default_actions):  # nothing attached as the default, by any API
+            listener.add_action(
+                "NotFound",
+                action=elbv2.ListenerAction.fixed_response(
+                    404, content_type="text/plain", message_body="No model is served at this path.\n"
+                ),
+            )

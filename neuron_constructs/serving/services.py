@@ -1,0 +1,482 @@
+"""``NeuronService``: an ECS service placed on the capacity its task definition fits.
+
+* managed allocation -> the cluster's Managed Instances capacity provider;
+* manual mapping -> the Auto Scaling capacity of the task's instance type (or
+  a Managed Instances capacity that admits that type, when the task definition
+  is Managed Instances compatible).
+
+aws-cdk-lib's ``Ec2Service`` refuses a cluster whose only capacity is Managed
+Instances (aws/aws-cdk#35742, #36098), so services on Managed Instances use
+``FargateService`` with the Managed Instances capacity provider strategy, as
+upstream documents; services on Auto Scaling capacity use ``Ec2Service``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jsii
+from aws_cdk import AspectPriority, Aspects, Duration, IAspect, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from constructs import Construct, IConstruct
+from typing_extensions import Unpack
+
+from neuron_constructs.base.arguments import (
+    COUNT,
+    MAXIMUM_PERCENT,
+    MINIMUM_HEALTHY_PERCENT,
+    Range,
+    checked,
+    construct_path,
+    remember_path,
+)
+from neuron_constructs.base.l1_overrides import (
+    distinct_instances_on_managed_instances,
+    host_network_on_managed_instances,
+)
+from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
+from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.options import ServiceOptions
+from neuron_constructs.compute.task_definitions import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronTaskDefinition,
+)
+from neuron_constructs.knowledge import rules
+from neuron_constructs.serving.listeners import (
+    DEREGISTRATION_DELAY,
+    HEALTH_CHECK_PATH,
+    MODEL_START_GRACE_PERIOD,
+    SCALE_IN_COOLDOWN,
+    SCALE_OUT_COOLDOWN,
+    Listener,
+    TargetGroup,
+    attach,
+    request_target_group,
+)
+from neuron_constructs.tools.inspection import format_device_paths
+
+__all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for"]
+
+Capacity = ManagedInstancesCapacity | AutoScalingCapacity
+"""A capacity of a :class:`NeuronCluster`, as its ``add_*_capacity`` methods return it."""
+CapacityChoice = Capacity | ecs.ManagedInstancesCapacityProvider | ecs.AsgCapacityProvider
+"""What ``capacity=`` takes: a capacity, or its ``capacity_provider``."""
+
+
+class NeuronService(Construct):
+    """An ECS service for a Neuron task definition, on capacity that fits it.
+
+    A service of a manually mapped task definition carries ``distinctInstance``: ECS does not
+    track ``linuxParameters.devices``, so two of its tasks on one instance - copies, or the new
+    and the old task of a rolling deployment - would map the same ``/dev/neuronN``. It therefore
+    runs at most one task per instance of its capacity (NEURON017), and a second service whose
+    devices overlap on the same capacity is refused (NEURON023). When its tasks fill every instance
+    the Auto Scaling capacity can launch, a rolling deployment has no spare instance for a new task,
+    so ECS must stop an old one first: the default minimum healthy percent is then
+    ``(desired - 1) / desired`` (0 % for one task), and a higher one is refused (NEURON032).
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster`.
+    task_definition: a managed or manual Neuron task definition.
+    desired_count: tasks to run, 0 or more; default 1.
+    capacity: the capacity provider to use; default the one capacity of the
+        cluster that fits (an error when none or several fit).
+    min_healthy_percent: deployment lower bound, 0-100 and below ``max_healthy_percent``; default 100,
+        or what lets a deployment proceed on full capacity (above) or under ``max_healthy_percent``: ECS
+        rounds the minimum up and the maximum down, and with no room on either side a rolling deployment
+        never starts (NEURON040; e.g. one task deploys with 0 % when the maximum is 100 %).
+    max_healthy_percent: deployment upper bound, at least 100; default 200.
+    vpc_subnets, security_groups: awsvpc networking only (refused otherwise, NEURON034); default the
+        cluster's capacity subnets and a new security group with no inbound rules.
+    **service_options: passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
+        execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
+        with rollback - ...). ``health_check_grace_period`` defaults to 30 minutes
+        (:data:`~neuron_constructs.serving.listeners.MODEL_START_GRACE_PERIOD`: download, Neuron compile and load).
+
+    A service that may stop every task in a deployment (minimum healthy percent 0, e.g. one task on capacity it
+    fills) gets warning NEURON112.
+
+    Attributes
+    ----------
+    service: the ``ecs.FargateService`` (Managed Instances) or ``ecs.Ec2Service``.
+    capacity: the capacity construct the service runs on.
+    min_healthy_percent, max_healthy_percent: what it deploys with.
+    health_check_grace_period: how long ECS ignores failing health checks of a new task.
+    target_groups: the target groups :meth:`attach_to_listener` made, in order.
+    """
+
+    @checked(
+        ranges={
+            "desired_count": COUNT,
+            "min_healthy_percent": MINIMUM_HEALTHY_PERCENT,
+            "max_healthy_percent": MAXIMUM_PERCENT,
+        },
+        names=("service_name",),
+        options=ServiceOptions,
+    )
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        task_definition: NeuronTaskDefinition,
+        desired_count: int = 1,
+        capacity: CapacityChoice | None = None,
+        service_name: str | None = None,
+        min_healthy_percent: int | None = None,
+        max_healthy_percent: int = 200,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        **service_options: Unpack[ServiceOptions],
+    ) -> None:
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        enable_template_checks(scope)
+        self.cluster = cluster
+        self.task_definition = task_definition
+        self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
+        self.desired_count = desired_count
+        self._check_placement()
+        min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
+        self.min_healthy_percent, self.max_healthy_percent = min_healthy_percent, max_healthy_percent
+        self.health_check_grace_period: Duration = service_options.get(
+            "health_check_grace_period", MODEL_START_GRACE_PERIOD
+        )
+        self.target_groups: list[TargetGroup] = []
+        self._scaling: ecs.ScalableTaskCount | None = None
+        if desired_count and min_healthy_percent == 0 and not getattr(scope, "deploys_in_waves", False):
+            Validations.of(self).add_warning(
+                rules.EVERY_REPLICA_STOPS.warning_id,
+                rules.EVERY_REPLICA_STOPS.message(
+                    construct_path(self), f"desired_count={desired_count} deploys with min_healthy_percent=0"
+                ),
+            )
+        awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
+        for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
+            if value is not None and not awsvpc:
+                raise rules.NETWORK_OPTION_IGNORED.error(
+                    construct_path(self),
+                    f"{option} is set, but {construct_path(task_definition)} uses the "
+                    f"{str(task_definition.task_definition.network_mode.value).lower()} network mode",
+                    option=option,
+                )
+        self.capacity.services.append(self)
+        strategy = [
+            ecs.CapacityProviderStrategy(
+                capacity_provider=self.capacity.capacity_provider.capacity_provider_name, weight=1
+            )
+        ]
+        common: dict[str, Any] = {
+            "circuit_breaker": ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+            **service_options,
+            "health_check_grace_period": self.health_check_grace_period,
+            "cluster": cluster.cluster,
+            "task_definition": task_definition.task_definition,
+            "desired_count": desired_count,
+            "service_name": service_name,
+            "capacity_provider_strategies": strategy,
+            "min_healthy_percent": min_healthy_percent,
+            "max_healthy_percent": max_healthy_percent,
+        }
+        networking: dict[str, Any] = (
+            dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
+        )
+        self.service: ecs.BaseService
+        host = task_definition.task_definition.network_mode == ecs.NetworkMode.HOST
+        if isinstance(self.capacity, ManagedInstancesCapacity):
+            if host:  # the tasks use the instances' network and security groups
+                networking = {"security_groups": self.capacity.security_groups}
+            self.service = ecs.FargateService(self, "Service", assign_public_ip=False, **common, **networking)
+            if host:
+                host_network_on_managed_instances(self.service)
+        else:
+            # aws-cdk-lib's add_placement_constraints replaces what was there: every constraint goes in at once.
+            constraints: list[ecs.PlacementConstraint] = []
+            if isinstance(task_definition, ManualNeuronTaskDefinition):
+                if task_definition.is_managed_instances_compatible:
+                    # The task-level memberOf constraint is dropped for Managed Instances compatible task
+                    # definitions; keep the instance-type pin on the service instead.
+                    constraints.append(task_definition.instance_type_constraint)
+                constraints.append(ecs.PlacementConstraint.distinct_instances())
+            self.service = ecs.Ec2Service(
+                self, "Service", placement_constraints=constraints or None, **common, **networking
+            )
+        if isinstance(self.service, ecs.FargateService) and isinstance(task_definition, ManualNeuronTaskDefinition):
+            distinct_instances_on_managed_instances(self.service)
+        # ECS refuses a strategy naming a provider not yet associated with the cluster; aws-cdk-lib creates
+        # the association in an aspect, so the dependency is added by an aspect that runs after it.
+        # (on the service's L1 alone, which has no children: one visit per synth)
+        Aspects.of(self.service.node.find_child("Service")).add(
+            _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
+        )
+
+    def attach_to_listener(
+        self,
+        listener: Listener,
+        *,
+        health_check_path: str = HEALTH_CHECK_PATH,
+        conditions: Sequence[elbv2.ListenerCondition] | None = None,
+        priority: int | None = None,
+        container_name: str | None = None,
+        container_port: int | None = None,
+        health_check: elbv2.HealthCheck | None = None,
+        deregistration_delay: Duration = DEREGISTRATION_DELAY,
+        slow_start: Duration | None = None,
+    ) -> TargetGroup:
+        """Register this service's tasks with ``listener`` and open exactly the path to them; the target group.
+
+        ``listener``: an Application Load Balancer listener, or a Network Load Balancer listener whose load
+        balancer was made here with security groups (NEURON043). The target is the Neuron container's one port
+        mapping (or ``container_name`` / ``container_port``; NEURON041). ``conditions`` with ``priority`` make a
+        listener rule; neither makes the target group the listener's default action (NEURON042).
+
+        Security groups: bridge tasks are reached on the capacity's group through the ECS dynamic host port range
+        (32768-65535) or their fixed host port, host tasks on the container port, awsvpc tasks on their own group
+        on the container port; the load balancer's egress is opened to the same and nothing else. The health
+        check is :func:`~neuron_constructs.serving.listeners.target_group_health_check` on ``health_check_path`` unless
+        ``health_check`` is given; ``deregistration_delay`` defaults to 5 minutes so answers in flight finish.
+        A grace period under 10 minutes gets warning NEURON111.
+        """
+        target_group = attach(
+            self,
+            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
+            [self],
+            listener,
+            container_name=container_name,
+            container_port=container_port,
+            health_check_path=health_check_path,
+            health_check=health_check,
+            conditions=conditions,
+            priority=priority,
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        self.target_groups.append(target_group)
+        return target_group
+
+    @checked(ranges={"requests_per_target": Range(1), "min_count": COUNT, "max_count": Range(1)})
+    def scale_on_requests(
+        self,
+        *,
+        requests_per_target: int,
+        max_count: int,
+        min_count: int | None = None,
+        target_group: elbv2.ApplicationTargetGroup | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> ecs.ScalableTaskCount:
+        """Track ``requests_per_target`` requests per task on the load balancer (ALBRequestCountPerTarget).
+
+        Between ``min_count`` (default the desired count) and ``max_count`` tasks; the capacity provider's
+        managed scaling launches instances for the tasks. Scale-out may follow another after
+        ``scale_out_cooldown`` (1 minute); scale-in waits ``scale_in_cooldown`` (30 minutes, the default start-up
+        allowance): a task that took minutes to start is not stopped on a short lull. ``target_group``: default the
+        one Application Load Balancer target group :meth:`attach_to_listener` made (NEURON044). Tasks of a manually
+        mapped task definition run one per instance, so ``max_count`` is held to the capacity's ``max_capacity``
+        (NEURON017), and every count must leave a deployment room (NEURON040, NEURON032). Returns the scalable
+        target, for more policies; call it once per service (NEURON035).
+        """
+        path = construct_path(self)
+        if self._scaling is not None:
+            raise rules.SECOND_SCALING_TARGET.error(
+                path, "the service already has its scalable target (scale_on_requests, or auto_scale of its owner)"
+            )
+        minimum = self.desired_count if min_count is None else min_count
+        if minimum > max_count:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"min_count={minimum} is above max_count={max_count}",
+                name="min_count",
+                minimum=0,
+                maximum=max_count,
+            )
+        capacity = self.capacity
+        self._check_one_per_instance("max_count", max_count)
+        rules.check_deployment_percents(
+            path, range(max(1, minimum), max_count + 1), self.min_healthy_percent, self.max_healthy_percent
+        )
+        if (
+            isinstance(self.task_definition, ManualNeuronTaskDefinition)
+            and isinstance(capacity, AutoScalingCapacity)
+            and max_count >= capacity.max_capacity
+            and self.min_healthy_percent > rules.room_to_stop(max_count)
+        ):
+            raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
+                path,
+                f"max_count={max_count} with distinctInstance fills the {capacity.max_capacity} instances "
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={self.min_healthy_percent} keeps "
+                "every task running",
+                percent=rules.room_to_stop(max_count),
+                capacity=construct_path(capacity),
+                desired=max_count,
+            )
+        if target_group is None:
+            target_group = request_target_group(path, self.target_groups, "the service is")
+        self._scaling = self.service.auto_scale_task_count(min_capacity=minimum, max_capacity=max_count)
+        self._scaling.scale_on_request_count(
+            "Requests",
+            requests_per_target=requests_per_target,
+            target_group=target_group,
+            scale_out_cooldown=scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown,
+        )
+        return self._scaling
+
+    def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
+        """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
+        capacity, path, desired = self.capacity, construct_path(self), self.desired_count
+        instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
+        full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
+        largest = rules.room_to_stop(desired) if full else 100
+        if desired and rules.deployment_stalls(desired, 100, maximum):
+            largest = min(largest, rules.room_to_stop(desired))
+        if requested is None:
+            return min(largest, maximum - 1)
+        if requested >= maximum:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"min_healthy_percent={requested} is not below max_healthy_percent={maximum}",
+                name="min_healthy_percent",
+                minimum=0,
+                maximum=maximum - 1,
+            )
+        rules.check_deployment_percents(path, [desired], requested, maximum)
+        if requested > largest:
+            raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
+                path,
+                f"desired_count={desired} with distinctInstance fills the {instances} instances "
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={requested} keeps every task running",
+                percent=largest,
+                capacity=construct_path(capacity),
+                desired=desired,
+            )
+        return requested
+
+    def _check_one_per_instance(self, name: str, count: int) -> None:
+        """NEURON017: ``count`` tasks of a manually mapped task definition, one per instance, fit the capacity."""
+        capacity = self.capacity
+        if (
+            isinstance(self.task_definition, ManualNeuronTaskDefinition)
+            and isinstance(capacity, AutoScalingCapacity)
+            and count > capacity.max_capacity
+        ):
+            raise rules.SLICES_EXCEED_CAPACITY.error(
+                construct_path(self),
+                f"{name}={count} with distinctInstance, but {construct_path(capacity)} launches at most "
+                f"{capacity.max_capacity} instances",
+                max_capacity=capacity.max_capacity,
+                capacity=construct_path(capacity),
+                instances=count,
+            )
+
+    def _check_placement(self) -> None:
+        """NEURON020/017/023/012: this service fits its capacity beside the services already there."""
+        capacity, task, path = self.capacity, self.task_definition, construct_path(self)
+        if isinstance(capacity, AutoScalingCapacity):
+            owner = capacity.sliced_by
+            if owner is not None and not path.startswith(f"{construct_path(owner)}/"):
+                raise rules.SLICED_CAPACITY_SHARED.error(
+                    path,
+                    f"{construct_path(capacity)} runs the sliced service {construct_path(owner)}",
+                    sliced=construct_path(owner),
+                    other=path,
+                )
+            self._check_one_per_instance("desired_count", self.desired_count)
+        if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
+            largest = max(capacity.instance_types, key=lambda t: (t.cpu_units, t.memory_mib))
+            rules.check_task_size(path, largest, task.cpu, task.memory_mib)
+        for other in capacity.services:
+            assert isinstance(other, NeuronService)
+            overlap = _shared_devices(task, other.task_definition)
+            if overlap:
+                raise rules.SHARED_DEVICE.error(
+                    path,
+                    f"{construct_path(other)} on {construct_path(capacity)} also holds {overlap}",
+                    first=construct_path(other),
+                    other=path,
+                )
+
+
+def capacity_for(
+    path: str, cluster: NeuronCluster, task_definition: NeuronTaskDefinition, requested: CapacityChoice | None
+) -> Capacity:
+    """NEURON014/015/008: the one capacity of ``cluster`` that fits ``task_definition`` (or ``requested``)."""
+    candidates: list[Capacity] = [*cluster.managed_instances_capacities, *cluster.auto_scaling_capacities]
+    if requested is not None:
+        chosen = [c for c in candidates if requested is c or c.capacity_provider is requested]
+        if not chosen:
+            raise rules.NO_MATCHING_CAPACITY.error(
+                path, "capacity= is not a capacity of this NeuronCluster", wanted="a capacity added to the cluster"
+            )
+        candidates = chosen
+    if task_definition.uses_managed_allocation:
+        fitting: list[Capacity] = [c for c in candidates if isinstance(c, ManagedInstancesCapacity)]
+        if not fitting and requested is not None:
+            raise rules.MANAGED_ALLOCATION_CAPACITY.error(path, "capacity= is an Auto Scaling group")
+        wanted = "Managed Instances capacity"
+    else:
+        assert isinstance(task_definition, ManualNeuronTaskDefinition)
+        instance = task_definition.instance_type
+        fitting = [
+            c
+            for c in candidates
+            if (
+                isinstance(c, AutoScalingCapacity)
+                and c.neuron_instance_type == instance
+                and task_definition.is_ec2_compatible
+            )
+            # aws-cdk-lib drops task-level placement constraints from Managed Instances compatible task
+            # definitions, so on Managed Instances the capacity itself must launch only this type.
+            or (
+                isinstance(c, ManagedInstancesCapacity)
+                and c.instance_types == (instance,)
+                and task_definition.is_managed_instances_compatible
+            )
+        ]
+        wanted = f"{instance.name} capacity (Auto Scaling, or Managed Instances admitting only {instance.name})"
+    if not fitting:
+        raise rules.NO_MATCHING_CAPACITY.error(
+            path, f"the cluster has no {wanted} for {construct_path(task_definition)}", wanted=wanted
+        )
+    if len(fitting) > 1:
+        raise rules.AMBIGUOUS_CAPACITY.error(
+            path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
+        )
+    return fitting[0]
+
+
+def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -> str | None:
+    """The devices two task definitions would both hold on one instance, in words; ``None`` if none."""
+    if isinstance(first, ManualNeuronTaskDefinition) and isinstance(second, ManualNeuronTaskDefinition):
+        both = set(first.devices) & set(second.devices)
+        return format_device_paths(both) if both else None
+    manual = first if isinstance(first, ManualNeuronTaskDefinition) else second
+    if isinstance(manual, ManualNeuronTaskDefinition) and (
+        first.uses_managed_allocation or second.uses_managed_allocation
+    ):
+        return (
+            f"{format_device_paths(manual.devices)} (mapped by hand beside NeuronDevice = ALL, which ECS hands every "
+            "device)"
+        )
+    return None
+
+
+@jsii.implements(IAspect)
+class _AfterCapacityAssociations:
+    """Make ``service`` depend on the cluster's capacity provider associations."""
+
+    def __init__(self, service: ecs.BaseService, cluster: ecs.Cluster) -> None:
+        self._service = service
+        self._cluster = cluster
+
+    def visit(self, node: IConstruct) -> None:
+        for child in self._cluster.node.children:
+            if isinstance(child, ecs.CfnClusterCapacityProviderAssociations):
+                self._service.node.add_dependency(child)

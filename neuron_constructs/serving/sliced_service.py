@@ -1,0 +1,184 @@
+"""``SlicedNeuronService``: several models per Neuron instance, each on its own contiguous device slice.
+
+With managed allocation a task takes every device, so one task runs per instance. Manual
+mapping lets tasks share an instance, but ECS does not track ``linuxParameters.devices``: two
+copies of one task definition on one instance both map the same ``/dev/neuronN``. A sliced
+service makes collisions impossible by construction:
+
+* slice ``i`` is its own :class:`ManualNeuronTaskDefinition` mapping the contiguous devices
+  ``[i*k, (i+1)*k)`` (``k = devices_per_task``), pinned to the instance type (``memberOf``);
+* slice ``i`` runs as its own ECS service with ``distinctInstance``: ECS never puts two
+  tasks of one service on one instance, so no device is mapped twice, while different slices
+  share the instance;
+* every slice asks for ``1/slices`` of the instance's CPU units (ECS registers 1,024 per vCPU
+  and the agent keeps none) and of its schedulable memory
+  (:attr:`NeuronInstanceType.schedulable_memory_mib`, 90 % of nominal: ECS registers less than
+  nominal and AWS recommends a buffer for the agent), so one task of each slice fits per
+  instance and, with ``instances`` instances, every chip is used;
+* tasks are bin-packed by memory, so slices fill instances before new ones start.
+
+NeuronCore numbering (aws-neuron-sdk, "How to Build and Run a Neuron Container", section
+Cores): inside a container, NeuronCores keep the host's numbering; on an inf1.24xlarge
+(4 cores per chip) a container mapping ``/dev/neuron12`` and ``/dev/neuron13`` uses
+``NEURON_RT_VISIBLE_CORES=51,52``. By default the runtime takes every core of the devices the
+container maps, which is exactly its slice, so no runtime variable is set here; a shared
+``NEURON_RT_VISIBLE_CORES`` would be wrong for every slice but one and is refused (NEURON019),
+as is a ``NEURON_RT_NUM_CORES`` above one slice's cores.
+
+Networking: ``bridge`` (default) caps nothing, but ports must be dynamic (``host_port``
+unset), since every instance runs one task of each slice; register the slice services with a
+load balancer target group or Service Connect. ``awsvpc`` gives each task its own ENI, so
+without ENI trunking the instance's ENI limit caps tasks per instance (warning NEURON106 unless
+``eni_trunking=True`` says the account setting ``awsvpcTrunking`` is on). ``host`` is refused
+with port mappings: every slice would bind the same port.
+
+Deployments replace tasks in place: at most 100 % (an extra copy of a slice fits only on an
+extra instance) and by default at least 50 % healthy (0 % when ``instances`` is 1). So that a
+deployment never stops every replica, the slices deploy in two waves: the services of the second
+half of the slices depend on those of the first, and CloudFormation updates a service only after the
+ones it depends on have reached a steady state, so one half serves while the other is replaced.
+
+Serving: :meth:`SlicedNeuronService.attach_to_listener` puts every slice's tasks in one target group,
+and :meth:`SlicedNeuronService.scale_on_requests` scales the slices together on its request count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+from typing_extensions import Unpack
+
+from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path
+from neuron_constructs.compute.capacity import AutoScalingCapacity
+from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
+from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.serving.fleet import FleetModel
+
+__all__ = ["SlicedNeuronService"]
+
+
+class SlicedNeuronService(FleetModel):
+    """One logical service that fills each instance of a Neuron type with ``chips / devices_per_task`` tasks.
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``.
+    instance_type: a catalog Neuron type (name or entry).
+    devices_per_task: chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
+    image: the container image every slice runs.
+    instances: instances' worth of tasks, i.e. tasks per slice service, 0 or more; default 1. At most
+        the capacity's ``max_capacity`` (NEURON017).
+    network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
+    eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
+    capacity: the Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
+    min_healthy_percent: deployment lower bound (0-99: slices deploy with a 100 % maximum); default 50, or 0
+        when ``instances`` is 1. ECS rounds it up, so it must let one task stop at every task count the
+        service runs (NEURON040): 0 for one task, at most 50 for two.
+    container_name (in ``container_options``): the container's name in every slice; default ``model``.
+    task_role, execution_role: shared by every slice; default one new role each (the task role
+        assumable only for this account's tasks).
+    log_group: an existing log group every slice logs to; default a new one kept ``log_retention``
+        (one month), encrypted with ``log_encryption_key`` if given.
+    vpc_subnets, security_groups: for ``AWS_VPC``.
+    service_options: passed to every slice's ECS service (:class:`~neuron_constructs.compute.options.ServiceOptions`).
+    compile_cache, model_artifacts, hf_token: warm starts for every slice
+        (:mod:`~neuron_constructs.compute.model_sources`).
+    **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
+        environment, port_mappings, health_check, ... :class:`~neuron_constructs.compute.options.ContainerOptions`),
+        the same for every slice.
+
+    Attributes
+    ----------
+    instance_type, devices_per_task, slices, instances: the layout.
+    cpu, memory_mib: what each slice's task asks for.
+    task_definitions: one :class:`ManualNeuronTaskDefinition` per slice, slice ``i`` at index ``i``.
+    services: one ``ecs.Ec2Service`` per slice.
+    slice_services: the :class:`NeuronService` of each slice.
+    waves: the slice indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six slices).
+    target_groups: the target groups :meth:`attach_to_listener` made, in order.
+    The rest of :class:`~neuron_constructs.serving.fleet.FleetModel` (``copies`` = ``slices``, ``device_ranges``...).
+    capacity: the Auto Scaling capacity the slices run on.
+    log_group, task_role, execution_role: shared by every slice.
+    """
+
+    @checked(
+        ranges={
+            "instances": COUNT,
+            "devices_per_task": Range(1),
+            "min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with"),
+        },
+        options=ContainerOptions,
+        whole_numbers=CONTAINER_WHOLE_NUMBERS,
+    )
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: NeuronCluster,
+        instance_type: str | NeuronInstanceType,
+        devices_per_task: int,
+        image: ecs.ContainerImage,
+        instances: int = 1,
+        network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
+        eni_trunking: bool = False,
+        capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None = None,
+        min_healthy_percent: int | None = None,
+        task_role: iam.IRole | None = None,
+        execution_role: iam.IRole | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_encryption_key: kms.IKey | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        service_options: ServiceOptions | None = None,
+        compile_cache: CompileCache | None = None,
+        model_artifacts: ModelArtifacts | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
+        **container_options: Unpack[ContainerOptions],
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        instance = rules.instance_type_at(path, instance_type)
+        slices = rules.check_slice_size(path, instance, devices_per_task)
+        options = dict(container_options)
+        super().__init__(
+            scope,
+            id,
+            cluster=cluster,
+            instance_type=instance,
+            devices_per_task=devices_per_task,
+            device_ranges=[range(i * devices_per_task, (i + 1) * devices_per_task) for i in range(slices)],
+            cpu=instance.cpu_units // slices,
+            memory_mib=instance.schedulable_memory_mib // slices,
+            image=image,
+            instances=instances,
+            network_mode=network_mode,
+            eni_trunking=eni_trunking,
+            capacity=capacity,
+            copy_name="Slice",
+            min_healthy_percent=min_healthy_percent,
+            task_role=task_role,
+            execution_role=execution_role,
+            log_group=log_group,
+            log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            service_options=service_options,
+            container_options=options,
+            compile_cache=compile_cache,
+            model_artifacts=model_artifacts,
+            hf_token=hf_token,
+        )
+        self.slices = self.copies
+        self.slice_services = self.copy_services

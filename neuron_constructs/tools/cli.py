@@ -1,0 +1,504 @@
+"""``neuron-ecs``: the instance catalog, the recommended Neuron AMI, and where every Neuron device went.
+
+Commands::
+
+    neuron-ecs catalog [--json]
+    neuron-ecs ami [--region R] [--json]
+    neuron-ecs inspect --cluster NAME [--region R] [--json]
+    neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
+
+Exit status: 0 clean, 3 when ``inspect`` finds a device held by two tasks on one instance or
+``lint`` finds an error, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url``
+included), 1 when AWS cannot answer (the message says why, in a sentence), 130 on Ctrl-C.
+Calls to AWS give up on an endpoint that does not answer within about 30 s (5 s to connect,
+10 s to read, 3 attempts); a long ``inspect`` prints progress on stderr. Tables are aligned
+text; on a terminal the headers are bold and findings coloured (unless ``NO_COLOR`` is set);
+piped output is plain, and a closed pipe (``| head``) keeps the exit status. ``catalog`` and
+``lint`` import neither boto3 nor the AWS CDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance
+
+__all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_AWS_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONFLICT = 3
+
+_REQUIRED_PERMISSIONS = {
+    "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
+    "and ecs:DescribeTaskDefinition",
+    "ami": "ssm:GetParameters on the public /aws/service/ecs/* parameters",
+}
+_FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "malformed": "31", "unregistered": "33", "idle": "33"}
+_REGION = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
+EXIT_INTERRUPTED = 130
+_PROGRESS_AFTER_S = 2.0
+
+
+class _Output:
+    """Plain text, or bold headers and coloured findings on a terminal.
+
+    Once the reader closes the pipe (``| head``), further lines are dropped: the command still
+    finishes and returns its exit status.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.styled = stream.isatty() and not os.environ.get("NO_COLOR")
+        self.closed = False
+
+    def style(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.styled else text
+
+    def line(self, text: str = "") -> None:
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+        rows = [tuple(r) for r in rows]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+        self.line(self.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), "1"))
+        for row in rows:
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _compact(ids: Iterable[str]) -> str:
+    """``0-3, 6`` for device ids that are indices; the ids as given otherwise; ``-`` for none."""
+    from neuron_constructs.tools.inspection import device_index, index_runs
+
+    ids = list(ids)
+    indices = [device_index(i) for i in ids]
+    if not ids:
+        return "-"
+    if any(i is None for i in indices):
+        return ", ".join(ids)
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in index_runs(i for i in indices if i is not None))
+
+
+def _print_json(document: Any, out: _Output) -> None:
+    out.line(json.dumps(document, indent=2, sort_keys=False))
+
+
+# --- catalog -------------------------------------------------------------------------------------
+
+
+def _catalog(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.knowledge.catalog import NeuronInstanceType
+    from neuron_constructs.tools.tables import CATALOG_HEADERS, catalog_rows
+
+    if args.json:
+        _print_json([entry.to_json() for entry in NeuronInstanceType.all()], out)
+    else:
+        out.table(CATALOG_HEADERS, catalog_rows())
+    return EXIT_OK
+
+
+# --- ami -----------------------------------------------------------------------------------------
+
+
+def _session(args: argparse.Namespace) -> Any:
+    """A boto3 session in ``--region``, else ``AWS_REGION`` (as the AWS CLI reads it), else the SDK's default."""
+    import boto3
+
+    return boto3.Session(region_name=args.region or os.environ.get("AWS_REGION") or None)
+
+
+def _region(session: Any) -> str:
+    from botocore.exceptions import NoRegionError
+
+    if not session.region_name:
+        raise NoRegionError()
+    return str(session.region_name)
+
+
+def _ami(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETER_PATH, resolve_neuron_ami
+    from neuron_constructs.tools.inspection import client_config
+
+    session = _session(args)
+    region = _region(session)
+    ssm = session.client("ssm", endpoint_url=args.endpoint_url, config=client_config())
+    ami = resolve_neuron_ami(ssm, region)
+    if args.json:
+        _print_json(ami.to_json(), out)
+        return EXIT_OK
+    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI', '1')} in {region}")
+    out.line(f"  image id   {ami.image_id}")
+    for key, value in ami.details.items():
+        if key != "image_id":
+            out.line(f"  {key:<10} {value}" if len(key) <= 10 else f"  {key}: {value}")
+    if ami.parse_error:
+        out.line(out.style(f"  note: {ami.parse_error}", "33"))
+        out.line(out.style(f"  the image id above is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33"))
+    return EXIT_OK
+
+
+# --- inspect -------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A progress line on stderr once an inspection has run for a while, at most once a second."""
+
+    def __init__(self, stream: IO[str], *, after_s: float | None = None) -> None:
+        self.stream = stream
+        self.terminal = stream.isatty()
+        self.started = time.monotonic()
+        self.after_s = _PROGRESS_AFTER_S if after_s is None else after_s
+        self.shown = 0.0
+        self.last = ""
+
+    def __call__(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.started < self.after_s or (self.shown and now - self.shown < 1.0):
+            return
+        self.shown, self.last = now, message
+        end = "" if self.terminal else "\n"
+        prefix = "\r\033[K" if self.terminal else ""
+        self.stream.write(f"{prefix}neuron-ecs inspect: {message}{end}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.terminal and self.last:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _inspect(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.inspection import ecs_client, inspect_cluster
+
+    session = _session(args)
+    _region(session)
+    client = ecs_client(session=session, region=session.region_name, endpoint_url=args.endpoint_url)
+    progress = _Progress(args.stderr)
+    try:
+        inspection = inspect_cluster(client, args.cluster, progress=progress)
+    finally:
+        progress.done()
+    utilization: dict[str, float | None] | None = None
+    if args.metrics:
+        from neuron_constructs.tools.inspection import client_config
+        from neuron_constructs.tools.utilization import neuroncore_utilization
+
+        cloudwatch = session.client("cloudwatch", endpoint_url=args.endpoint_url, config=client_config())
+        ids = [i.ec2_instance_id for i in inspection.container_instances if i.ec2_instance_id]
+        utilization = neuroncore_utilization(cloudwatch, args.cluster, ids)
+    if args.json:
+        document = inspection.to_json()
+        if utilization is not None:
+            document["neuroncore_utilization"] = utilization
+        _print_json(document, out)
+    else:
+        _print_inspection(inspection, out, utilization=utilization)
+    return EXIT_CONFLICT if inspection.has_conflict else EXIT_OK
+
+
+def _print_inspection(
+    inspection: ClusterInspection, out: _Output, *, utilization: dict[str, float | None] | None = None
+) -> None:
+    instances = {i.arn: i for i in inspection.container_instances}
+    out.line(
+        f"{out.style('Cluster ' + inspection.cluster, '1')}: {len(instances)} container instances, "
+        f"{len(inspection.tasks)} tasks"
+    )
+    out.line()
+    if not instances:
+        out.line("No container instances (capacity providers launch them when tasks need them).")
+    else:
+        _instance_table(inspection, out)
+    out.line()
+    _task_table(inspection, instances, out)
+    if instances:
+        from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_device_map
+
+        out.line()
+        legend = f"(a letter per holder, {CONFLICT} held twice, {IDLE} idle)"
+        out.line(f"{out.style('Neuron devices per instance', '1')} {legend}")
+        for line in render_device_map(inspection, styled=out.styled, utilization=utilization):
+            out.line(line)
+    out.line()
+    if not inspection.findings:
+        out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")
+    for finding in inspection.findings:
+        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
+
+
+def _instance_table(inspection: ClusterInspection, out: _Output) -> None:
+    out.table(
+        ("CONTAINER INSTANCE", "EC2 INSTANCE", "TYPE", "NEURON DEVICES REGISTERED", "REMAINING"),
+        (
+            (
+                i.arn.rsplit("/", 1)[-1],
+                i.ec2_instance_id or "-",
+                i.instance_type or "-",
+                _compact(i.neuron_devices.registered),
+                _compact(i.neuron_devices.remaining),
+            )
+            for i in inspection.container_instances
+        ),
+    )
+
+
+def _task_table(inspection: ClusterInspection, instances: dict[str, ContainerInstance], out: _Output) -> None:
+    if not inspection.tasks:
+        out.line("No running tasks.")
+        return
+    rows = []
+    for task in inspection.tasks:
+        instance = instances.get(task.container_instance_arn or "")
+        where = (instance.ec2_instance_id if instance else None) or (task.container_instance_arn or "-").rsplit("/")[-1]
+        for container in task.containers or ():
+            if container.neuron_device_ids:
+                devices = f"neuronDeviceIds {_compact(container.neuron_device_ids)}"
+            elif container.device_paths:
+                devices = f"/dev/neuron {_compact(container.device_paths)} (mapped)"
+            else:
+                devices = "-"
+            rows.append(
+                (task.arn.rsplit("/", 1)[-1], task.task_definition.rsplit("/", 1)[-1], where, container.name, devices)
+            )
+    out.table(("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES"), rows)
+
+
+# --- lint ----------------------------------------------------------------------------------------
+
+
+def _lint(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.checks.lint import lint_paths, write_findings, write_rules
+
+    if args.list_rules:
+        write_rules(out)
+        return EXIT_OK
+    if not args.templates:
+        raise _UsageError("lint needs at least one template file or directory")
+    result = lint_paths(args.templates, ignore=args.ignore)
+    write_findings(result.findings, out, form="json" if args.json else args.format)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs lint: {problem}\n")
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if any(f.finding.severity == "error" for f in result.findings) else EXIT_OK
+
+
+class _UsageError(ValueError):
+    """A usage error found after parsing (exit status 2)."""
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def _explain(error: BaseException, command: str, args: argparse.Namespace) -> str | None:
+    """A sentence for an AWS error, or ``None`` if ``error`` is not one."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+        ReadTimeoutError,
+    )
+
+    from neuron_constructs.knowledge.ami import AmiNotPublishedError
+    from neuron_constructs.tools.inspection import (
+        CONNECT_TIMEOUT_S,
+        MAX_ATTEMPTS,
+        READ_TIMEOUT_S,
+        UnexpectedResponseError,
+    )
+
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "your region"
+    if isinstance(error, AmiNotPublishedError):
+        return str(error)
+    if isinstance(error, UnexpectedResponseError):
+        return f"The endpoint answered, but {error}: check --endpoint-url and any proxy in between."
+    if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
+        waited = CONNECT_TIMEOUT_S if isinstance(error, ConnectTimeoutError) else READ_TIMEOUT_S
+        return (
+            f"{error.kwargs.get('endpoint_url')} did not answer within {waited} s, {MAX_ATTEMPTS} times: "
+            "check the network, the region or --endpoint-url."
+        )
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return (
+            "No AWS credentials were found: set AWS_PROFILE (and run aws sso login if it uses SSO), "
+            "or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+        )
+    if isinstance(error, NoRegionError):
+        return "No AWS region is set: pass --region or set AWS_REGION."
+    if isinstance(error, EndpointConnectionError):
+        return (
+            f"Could not connect to {error.kwargs.get('endpoint_url')}: check the region, the network or --endpoint-url."
+        )
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        message = error.response.get("Error", {}).get("Message", "")
+        operation = error.operation_name
+        if code == "ClusterNotFoundException":
+            return (
+                f"Cluster {args.cluster!r} was not found in {region}: check the name and region "
+                f"(aws ecs list-clusters --region {region})."
+            )
+        if "AccessDenied" in code or code in ("UnauthorizedOperation", "UnrecognizedClientException"):
+            return (
+                f"Access denied for {operation} in {region}: neuron-ecs {command} needs "
+                f"{_REQUIRED_PERMISSIONS[command]}. AWS said: {message}"
+            )
+        if code in ("ExpiredTokenException", "ExpiredToken", "InvalidClientTokenId"):
+            return f"Your AWS credentials were refused ({code}): refresh them and try again."
+        if code in ("ThrottlingException", "TooManyRequestsException"):
+            return f"AWS kept throttling {operation} after retries: try again in a minute."
+        return f"AWS refused {operation} in {region} ({code}): {message}"
+    if isinstance(error, BotoCoreError):
+        return f"The AWS SDK could not complete the request: {error}"
+    return None
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neuron-ecs",
+        description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
+        "and which task holds which Neuron device.",
+        epilog="Exit status: 0 clean, 3 a device held by two tasks on one instance, 2 usage error, 1 AWS error.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    catalog = commands.add_parser("catalog", help="the Neuron instance types: chips, devices, NeuronCores, topology")
+    catalog.add_argument("--json", action="store_true", help="print JSON")
+
+    def aws_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--region", type=_region_name, help="AWS region (default: from the environment or profile)")
+        sub.add_argument(
+            "--endpoint-url", type=_endpoint_url, help="a different endpoint, e.g. the local one of make deploy-local"
+        )
+        sub.add_argument("--json", action="store_true", help="print JSON")
+
+    ami = commands.add_parser("ami", help="the recommended ECS Amazon Linux 2023 Neuron AMI in a region")
+    aws_options(ami)
+
+    inspect = commands.add_parser(
+        "inspect", help="container instances, tasks and their Neuron devices; conflicts and idle devices"
+    )
+    inspect.add_argument("--cluster", required=True, help="cluster name or ARN")
+    inspect.add_argument(
+        "--metrics",
+        action="store_true",
+        help="add each instance's NeuronCore utilization from CloudWatch (enable_neuron_monitoring publishes it)",
+    )
+    aws_options(inspect)
+
+    lint = commands.add_parser(
+        "lint",
+        help="check CloudFormation templates (JSON, YAML, or directories of *.template.json) against the Neuron rules",
+    )
+    lint.add_argument("templates", nargs="*", metavar="TEMPLATE", help="template files or directories")
+    lint.add_argument("--json", action="store_true", help="print the findings as JSON")
+    lint.add_argument(
+        "--format", choices=("text", "parseable"), default="text", help="text (as cfn-lint prints) or parseable"
+    )
+    lint.add_argument(
+        "--ignore", action="append", default=[], metavar="RULE", help="a rule id (NEURON109 or W9209) to skip"
+    )
+    lint.add_argument("--list-rules", action="store_true", help="list the rules lint checks and exit")
+    return parser
+
+
+def _region_name(value: str) -> str:
+    if not _REGION.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an AWS region name (like us-east-1)")
+    return value
+
+
+def _endpoint_url(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL (like http://127.0.0.1:5000)")
+    return value
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
+    "catalog": _catalog,
+    "ami": _ami,
+    "inspect": _inspect,
+    "lint": _lint,
+}
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+    """Run ``neuron-ecs``; returns the exit status."""
+    out = _Output(stdout or sys.stdout)
+    err = stderr or sys.stderr
+    try:
+        with contextlib.redirect_stdout(out.stream), contextlib.redirect_stderr(err):
+            args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
+        return int(exit_.code or 0)
+    args.stderr = err
+    try:
+        return _COMMANDS[args.command](args, out)
+    except KeyboardInterrupt:
+        err.write(f"\nneuron-ecs {args.command}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        from neuron_constructs.checks.lint import LintUsageError
+
+        if isinstance(error, _UsageError | LintUsageError):
+            err.write(f"neuron-ecs {args.command}: {error}\n")
+            return EXIT_USAGE
+        if args.command in ("catalog", "lint"):
+            raise
+        sentence = _explain(error, args.command, args)
+        if sentence is None:
+            raise
+        err.write(f"neuron-ecs {args.command}: {sentence}\n")
+        return EXIT_AWS_ERROR
+
+
+def run() -> None:
+    """Console-script entry point: exit with :func:`main`'s status, even once stdout is closed."""
+    try:
+        status = main()
+    except KeyboardInterrupt:  # between commands, e.g. while importing
+        sys.stderr.write("\nneuron-ecs: interrupted\n")
+        status = EXIT_INTERRUPTED
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+    # A reader that closed the pipe early must not turn the exit into a flush error at shutdown.
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), sys.stdout.fileno())
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,472 @@
+"""Where every Neuron device of an ECS cluster went: container instances, tasks, and what is wrong.
+
+:func:`inspect_cluster` reads a cluster with the fewest calls the ECS API allows and
+:func:`find_problems` turns what it read into findings:
+
+* ``ListContainerInstances`` and ``ListTasks`` in pages of 100 (their maximum);
+* ``DescribeContainerInstances`` and ``DescribeTasks`` in batches of 100 (their maximum);
+* ``DescribeTaskDefinition`` once per distinct task definition, for the ``/dev/neuronN``
+  paths that manually mapped containers take (``linuxParameters.devices``); ECS does not
+  track those, so neither ``remainingResources`` nor ``neuronDeviceIds`` shows them.
+
+Device identity: ECS names a Neuron device by its index (``neuronDeviceIds`` ``"0"`` is
+``/dev/neuron0``, per the ``PlatformDevice`` API reference); ``NEURON_DEVICES`` in
+``registeredResources`` / ``remainingResources`` lists the same ids. Both are compared by
+index, so ``"0"``, ``"neuron0"`` and ``"/dev/neuron0"`` are the same device.
+
+Uses boto3 only (no AWS CDK import), with botocore's standard retry mode for throttling and short
+timeouts (:data:`CONNECT_TIMEOUT_S`, :data:`READ_TIMEOUT_S`, :data:`MAX_ATTEMPTS`): an endpoint that
+never answers is given up on within about half a minute. A response without the fields the ECS API
+always returns raises :class:`UnexpectedResponseError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+
+__all__ = [
+    "API_PAGE_SIZE",
+    "CONNECT_TIMEOUT_S",
+    "MAX_ATTEMPTS",
+    "NEURON_DEVICE_PREFIX",
+    "READ_TIMEOUT_S",
+    "ClusterInspection",
+    "ContainerInstance",
+    "Finding",
+    "FindingKind",
+    "NeuronDevices",
+    "Task",
+    "TaskContainer",
+    "UnexpectedResponseError",
+    "client_config",
+    "count_api_calls",
+    "device_index",
+    "ecs_client",
+    "find_problems",
+    "format_device_paths",
+    "index_runs",
+    "inspect_cluster",
+]
+
+API_PAGE_SIZE = 100
+"""The maximum of ``maxResults`` for the List calls and of the ARN list for the Describe calls."""
+
+CONNECT_TIMEOUT_S = 5
+"""Seconds to wait for a TCP connection to the endpoint."""
+READ_TIMEOUT_S = 10
+"""Seconds to wait for a response once connected."""
+MAX_ATTEMPTS = 3
+"""Attempts per call, the first included (botocore's standard retry mode backs off between them):
+a hung endpoint is given up on after about ``MAX_ATTEMPTS * READ_TIMEOUT_S`` seconds."""
+
+NEURON_DEVICES = "NEURON_DEVICES"
+INSTANCE_TYPE_ATTRIBUTE = "ecs.instance-type"
+NEURON_DEVICE_PREFIX = "/dev/neuron"
+_TRAILING_INDEX = re.compile(r"(\d+)$")
+
+FindingKind = Literal["conflict", "missing-device", "malformed", "unregistered", "idle"]
+
+
+class UnexpectedResponseError(RuntimeError):
+    """The endpoint answered, but not with what the ECS API returns (a proxy page, a wrong ``--endpoint-url``)."""
+
+    def __init__(self, operation: str, detail: str) -> None:
+        super().__init__(f"{operation} returned a response that is not the ECS API's: {detail}")
+        self.operation = operation
+
+
+def device_index(device: str) -> int | None:
+    """``0`` for ``"0"``, ``"neuron0"`` or ``"/dev/neuron0"``; ``None`` for anything else."""
+    match = _TRAILING_INDEX.search(device)
+    return int(match.group(1)) if match and (device.isdigit() or "neuron" in device) else None
+
+
+@dataclass(frozen=True)
+class NeuronDevices:
+    """The ``NEURON_DEVICES`` ids a container instance registered, and those ECS has not handed out.
+
+    ``problems`` says what was wrong with a registration that is not a string set of device ids.
+    """
+
+    registered: tuple[str, ...] = ()
+    remaining: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContainerInstance:
+    arn: str
+    ec2_instance_id: str | None
+    instance_type: str | None
+    neuron_devices: NeuronDevices
+
+
+@dataclass(frozen=True)
+class TaskContainer:
+    """One container of a task: the devices ECS assigned (managed) or its task definition maps (manual)."""
+
+    name: str
+    neuron_device_ids: tuple[str, ...] = ()
+    device_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Task:
+    arn: str
+    task_definition: str
+    container_instance_arn: str | None
+    containers: tuple[TaskContainer, ...]
+
+    def device_indices(self) -> set[int]:
+        """Every Neuron device index this task holds, managed or mapped."""
+        held = {device_index(d) for c in self.containers for d in (*c.neuron_device_ids, *c.device_paths)}
+        return {i for i in held if i is not None}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    message: str
+
+
+@dataclass(frozen=True)
+class ClusterInspection:
+    """What :func:`inspect_cluster` read, the findings, and the ECS calls it took."""
+
+    cluster: str
+    container_instances: tuple[ContainerInstance, ...]
+    tasks: tuple[Task, ...]
+    findings: tuple[Finding, ...]
+    api_calls: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def has_conflict(self) -> bool:
+        return any(f.kind == "conflict" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document: ``container_instances``, ``tasks`` and ``findings``."""
+        return {
+            "container_instances": [
+                {
+                    "arn": i.arn,
+                    "ec2_instance_id": i.ec2_instance_id,
+                    "instance_type": i.instance_type,
+                    "neuron_devices": {
+                        "registered": list(i.neuron_devices.registered),
+                        "remaining": list(i.neuron_devices.remaining),
+                    },
+                }
+                for i in self.container_instances
+            ],
+            "tasks": [
+                {
+                    "arn": t.arn,
+                    "task_definition": t.task_definition,
+                    "container_instance_arn": t.container_instance_arn,
+                    "containers": [
+                        {
+                            "name": c.name,
+                            "neuron_device_ids": list(c.neuron_device_ids),
+                            "device_paths": list(c.device_paths),
+                        }
+                        for c in t.containers
+                    ],
+                }
+                for t in self.tasks
+            ],
+            "findings": [asdict(f) for f in self.findings],
+        }
+
+
+def client_config() -> Any:
+    """botocore ``Config`` of every ``neuron-ecs`` client: standard retries, short timeouts."""
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=READ_TIMEOUT_S,
+        user_agent_extra="neuron-ecs",
+    )
+
+
+def ecs_client(*, region: str | None = None, endpoint_url: str | None = None, session: Any = None) -> Any:
+    """An ECS client with :func:`client_config` (standard retry mode, short timeouts)."""
+    import boto3
+
+    session = session or boto3.Session(region_name=region)
+    return session.client("ecs", region_name=region, endpoint_url=endpoint_url, config=client_config())
+
+
+@contextlib.contextmanager
+def count_api_calls(client: Any) -> Iterator[Counter[str]]:
+    """Count the operations ``client`` calls inside the ``with`` block (one per call, not per retry)."""
+    calls: Counter[str] = Counter()
+
+    def count(model: Any, **_: Any) -> None:
+        calls[model.name] += 1
+
+    client.meta.events.register("before-parameter-build", count)
+    try:
+        yield calls
+    finally:
+        client.meta.events.unregister("before-parameter-build", count)
+
+
+def _batches(items: Sequence[str], size: int = API_PAGE_SIZE) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _field(response: Any, key: str, operation: str) -> list[Any]:
+    """``response[key]`` as the list the ECS API returns, or :class:`UnexpectedResponseError`."""
+    value = response.get(key) if isinstance(response, Mapping) else None
+    if not isinstance(value, list):
+        raise UnexpectedResponseError(operation, f"no {key} list in it")
+    return value
+
+
+def _list_all(
+    client: Any, operation: str, key: str, progress: Callable[[str], None] | None = None, **params: Any
+) -> list[str]:
+    paginator = client.get_paginator(operation)
+    pages = paginator.paginate(**params, PaginationConfig={"PageSize": API_PAGE_SIZE})
+    name = client.meta.method_to_api_mapping.get(operation, operation)
+    found: list[str] = []
+    for page in pages:
+        found += [str(arn) for arn in _field(page, key, name)]
+        if progress:
+            progress(f"listed {len(found)} {key}")
+    return found
+
+
+def _neuron_resource(resources: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], str | None]:
+    """The ``NEURON_DEVICES`` ids, and what is wrong with the entry if it is not a set of device ids."""
+    for resource in resources:
+        if isinstance(resource, Mapping) and resource.get("name") == NEURON_DEVICES:
+            values = resource.get("stringSetValue")
+            if resource.get("type") not in (None, "STRINGSET") or not isinstance(values, list):
+                return (), f"{NEURON_DEVICES} is a {resource.get('type')} resource, not a string set of device ids"
+            ids = tuple(str(v) for v in values)
+            bad = [i for i in ids if device_index(i) is None]
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            if bad:
+                return ids, f"{NEURON_DEVICES} holds ids that name no device: {bad}"
+            if repeated:
+                return ids, f"{NEURON_DEVICES} lists {repeated} more than once"
+            return ids, None
+    return (), None
+
+
+def _container_instance(raw: Mapping[str, Any]) -> ContainerInstance:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("containerInstanceArn"), str):
+        raise UnexpectedResponseError("DescribeContainerInstances", "a container instance without containerInstanceArn")
+    attributes = {
+        a["name"]: a.get("value") for a in raw.get("attributes") or [] if isinstance(a, Mapping) and "name" in a
+    }
+    registered, registered_problem = _neuron_resource(raw.get("registeredResources") or [])
+    remaining, remaining_problem = _neuron_resource(raw.get("remainingResources") or [])
+    problems = tuple(
+        f"{where}: {problem}"
+        for where, problem in (("registered", registered_problem), ("remaining", remaining_problem))
+        if problem
+    )
+    return ContainerInstance(
+        arn=raw["containerInstanceArn"],
+        ec2_instance_id=raw.get("ec2InstanceId"),
+        instance_type=attributes.get(INSTANCE_TYPE_ATTRIBUTE),
+        neuron_devices=NeuronDevices(registered=registered, remaining=remaining, problems=problems),
+    )
+
+
+def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Container name -> the ``/dev/neuronN`` host paths its ``linuxParameters.devices`` map."""
+    mapped: dict[str, tuple[str, ...]] = {}
+    for container in task_definition.get("containerDefinitions") or []:
+        if not isinstance(container, Mapping):
+            continue
+        devices = (container.get("linuxParameters") or {}).get("devices") or []
+        paths = tuple(
+            str(d["hostPath"])
+            for d in devices
+            if isinstance(d, Mapping) and str(d.get("hostPath", "")).startswith(NEURON_DEVICE_PREFIX)
+        )
+        mapped[str(container.get("name", "?"))] = paths
+    return mapped
+
+
+def inspect_cluster(
+    client: Any, cluster: str, *, desired_status: str = "RUNNING", progress: Callable[[str], None] | None = None
+) -> ClusterInspection:
+    """Read ``cluster`` through the ECS ``client`` and report where its Neuron devices went.
+
+    ``desired_status`` selects the tasks (``RUNNING`` covers pending and running ones);
+    ``progress`` receives a short line after every page and batch. Raises botocore's
+    ``ClientError`` (e.g. ``ClusterNotFoundException``) unchanged, and
+    :class:`UnexpectedResponseError` for a response the ECS API would not give.
+    """
+    with count_api_calls(client) as calls:
+        instance_arns = _list_all(
+            client, "list_container_instances", "containerInstanceArns", progress, cluster=cluster
+        )
+        instances: list[ContainerInstance] = []
+        for batch in _batches(instance_arns):
+            response = client.describe_container_instances(cluster=cluster, containerInstances=list(batch))
+            instances += [
+                _container_instance(raw) for raw in _field(response, "containerInstances", "DescribeContainerInstances")
+            ]
+            if progress:
+                progress(f"described {len(instances)} of {len(instance_arns)} container instances")
+
+        task_arns = _list_all(client, "list_tasks", "taskArns", progress, cluster=cluster, desiredStatus=desired_status)
+        raw_tasks: list[Mapping[str, Any]] = []
+        for batch in _batches(task_arns):
+            raw_tasks += _field(client.describe_tasks(cluster=cluster, tasks=list(batch)), "tasks", "DescribeTasks")
+            if progress:
+                progress(f"described {len(raw_tasks)} of {len(task_arns)} tasks")
+        for raw in raw_tasks:
+            if not isinstance(raw, Mapping) or not isinstance(raw.get("taskArn"), str):
+                raise UnexpectedResponseError("DescribeTasks", "a task without taskArn")
+            if not isinstance(raw.get("taskDefinitionArn"), str):
+                raise UnexpectedResponseError("DescribeTasks", f"task {raw['taskArn']} without taskDefinitionArn")
+
+        mapped_by_definition: dict[str, dict[str, tuple[str, ...]]] = {}
+        for arn in dict.fromkeys(t["taskDefinitionArn"] for t in raw_tasks):
+            definition = client.describe_task_definition(taskDefinition=arn).get("taskDefinition")
+            if not isinstance(definition, Mapping):
+                raise UnexpectedResponseError("DescribeTaskDefinition", "no taskDefinition in it")
+            mapped_by_definition[arn] = _mapped_devices(definition)
+
+    tasks = [
+        Task(
+            arn=raw["taskArn"],
+            task_definition=raw["taskDefinitionArn"],
+            container_instance_arn=raw.get("containerInstanceArn"),
+            containers=tuple(
+                TaskContainer(
+                    name=str(c.get("name", "?")),
+                    neuron_device_ids=tuple(c.get("neuronDeviceIds", [])),
+                    device_paths=mapped_by_definition[raw["taskDefinitionArn"]].get(c.get("name", ""), ()),
+                )
+                for c in raw.get("containers") or []
+                if isinstance(c, Mapping)
+            ),
+        )
+        for raw in raw_tasks
+    ]
+    return ClusterInspection(
+        cluster=cluster,
+        container_instances=tuple(instances),
+        tasks=tuple(tasks),
+        findings=tuple(find_problems(instances, tasks)),
+        api_calls=dict(calls),
+    )
+
+
+def _short(arn: str) -> str:
+    return arn.rsplit("/", 1)[-1]
+
+
+def _instance_label(instance: ContainerInstance) -> str:
+    return f"{instance.ec2_instance_id or _short(instance.arn)} ({instance.instance_type or 'unknown type'})"
+
+
+def index_runs(indices: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted, de-duplicated indices as (first, last) runs: ``[0, 1, 2, 5]`` -> ``[(0, 2), (5, 5)]``."""
+    runs: list[tuple[int, int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    return runs
+
+
+def format_device_paths(indices: Iterable[int]) -> str:
+    """``/dev/neuron0..2, /dev/neuron5``: device paths with contiguous runs folded."""
+    return ", ".join(f"{NEURON_DEVICE_PREFIX}{a}" + (f"..{b}" if b > a else "") for a, b in index_runs(indices))
+
+
+def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task]) -> list[Finding]:
+    """Findings, most severe first.
+
+    * ``conflict``: two tasks on one instance hold the same device (manual mappings are not
+      tracked by ECS, so two copies of a manual task, or a manual and a managed task, collide);
+    * ``missing-device``: a task holds a device its instance type does not have;
+    * ``malformed``: a ``NEURON_DEVICES`` registration that is not a string set of device ids;
+    * ``unregistered``: a Neuron instance type registered no ``NEURON_DEVICES`` (not the Neuron AMI?);
+    * ``idle``: registered devices that no task holds.
+    """
+    tasks_by_instance: dict[str, list[Task]] = defaultdict(list)
+    for task in tasks:
+        if task.container_instance_arn:
+            tasks_by_instance[task.container_instance_arn].append(task)
+
+    conflicts: list[Finding] = []
+    missing: list[Finding] = []
+    malformed: list[Finding] = []
+    unregistered: list[Finding] = []
+    idle: list[Finding] = []
+    for instance in instances:
+        on_instance = tasks_by_instance.get(instance.arn, [])
+        held = {task.arn: task.device_indices() for task in on_instance}
+        holders: dict[int, list[Task]] = defaultdict(list)
+        for task in on_instance:
+            for index in held[task.arn]:
+                holders[index].append(task)
+        label = _instance_label(instance)
+        malformed += [
+            Finding("malformed", f"{label}: {problem}; ECS cannot hand these devices out as registered")
+            for problem in instance.neuron_devices.problems
+        ]
+        for index, held_by in sorted(holders.items()):
+            if len(held_by) > 1:
+                names = ", ".join(f"{_short(t.arn)} ({_short(t.task_definition)})" for t in held_by)
+                conflicts.append(
+                    Finding(
+                        "conflict",
+                        f"{label}: {NEURON_DEVICE_PREFIX}{index} is held by {len(held_by)} tasks: {names}; "
+                        "give each task definition different devices or keep one task per instance "
+                        "(distinctInstance)",
+                    )
+                )
+        catalog_entry = NeuronInstanceType.find(instance.instance_type or "")
+        if catalog_entry is not None:
+            for task in on_instance:
+                beyond = {i for i in held[task.arn] if i >= catalog_entry.chips}
+                if beyond:
+                    missing.append(
+                        Finding(
+                            "missing-device",
+                            f"{label}: task {_short(task.arn)} ({_short(task.task_definition)}) holds "
+                            f"{format_device_paths(beyond)}, but {catalog_entry.name} has "
+                            f"{format_device_paths(range(catalog_entry.chips))} only",
+                        )
+                    )
+        registered = {i for i in map(device_index, instance.neuron_devices.registered) if i is not None}
+        if not registered:
+            if catalog_entry is not None and not instance.neuron_devices.problems:
+                unregistered.append(
+                    Finding(
+                        "unregistered",
+                        f"{label}: registered no {NEURON_DEVICES} although {catalog_entry.name} has "
+                        f"{catalog_entry.chips}; run the ECS-optimized Amazon Linux 2023 Neuron AMI",
+                    )
+                )
+            continue
+        unused = registered - set(holders)
+        if unused:
+            idle.append(
+                Finding(
+                    "idle",
+                    f"{label}: {len(unused)} of {len(registered)} Neuron devices idle: {format_device_paths(unused)}",
+                )
+            )
+    return conflicts + missing + malformed + unregistered + idle

@@ -1,0 +1,162 @@
+"""The README's catalog, rule and density tables, generated from the code.
+
+``python -m neuron_constructs.tools.tables README.md`` rewrites the tables between
+their ``<!-- name:start -->`` / ``<!-- name:end -->`` markers; a test keeps
+the README equal to this output.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.rules import RULES
+
+__all__ = [
+    "CATALOG_HEADERS",
+    "catalog_rows",
+    "catalog_table",
+    "density_table",
+    "fleet_table",
+    "mixed_fleet",
+    "rewrite",
+    "rules_table",
+]
+
+
+def _unknown(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _efa(entry: NeuronInstanceType) -> str:
+    """EFA interfaces and bandwidth: ``8 (800 Gbps)``, ``0`` or ``unknown``."""
+    if not entry.efa_interfaces:
+        return _unknown(entry.efa_interfaces)
+    return f"{entry.efa_interfaces} ({entry.efa_gbps} Gbps)" if entry.efa_gbps else str(entry.efa_interfaces)
+
+
+CATALOG_HEADERS = (
+    "type",
+    "vCPUs",
+    "memory GiB",
+    "chips",
+    "devices",
+    "accelerator",
+    "NeuronCores",
+    "HBM GiB/chip",
+    "EFA",
+    "topology",
+    "Managed Instances",
+)
+
+
+def catalog_rows() -> list[tuple[str, ...]]:
+    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (README table and ``neuron-ecs catalog``)."""
+    rows: list[tuple[str, ...]] = []
+    for e in NeuronInstanceType.all():
+        devices = e.device_paths[0] if e.chips == 1 else f"{e.device_paths[0]} … {e.device_paths[-1]}"
+        rows.append(
+            (
+                e.name,
+                str(e.vcpus),
+                str(e.memory_gib),
+                str(e.chips),
+                devices,
+                e.accelerator,
+                str(e.neuron_cores),
+                str(e.accelerator_memory_gib_per_chip),
+                _efa(e),
+                e.topology.value,
+                "yes" if e.supports_managed_instances else "no (EC2 only)",
+            )
+        )
+    return rows
+
+
+def catalog_table() -> str:
+    """Markdown table of every catalog entry."""
+    rows = ["| " + " | ".join(CATALOG_HEADERS) + " |", "|" + "---|" * len(CATALOG_HEADERS)]
+    rows += ["| " + " | ".join(row) + " |" for row in catalog_rows()]
+    return "\n".join(rows)
+
+
+def density_table() -> str:
+    """Markdown table: tasks per instance and chips used, managed allocation against sliced services."""
+    rows = [
+        "| type | chips | managed allocation (NeuronDevice ALL) | SlicedNeuronService: devices_per_task → tasks "
+        "per instance | chips used when sliced |",
+        "|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        managed = (
+            (f"1 task holding all {e.chips} chips" if e.chips > 1 else "1 task holding the 1 chip")
+            if e.supports_managed_instances
+            else "not available (Inf1 runs on EC2 only)"
+        )
+        sliced = ", ".join(f"{k} → {e.chips // k}" for k in e.slice_sizes())
+        rows.append(f"| {e.name} | {e.chips} | {managed} | {sliced} | {e.chips} of {e.chips} |")
+    return "\n".join(rows)
+
+
+def mixed_fleet(instance: NeuronInstanceType) -> list[tuple[int, int]]:
+    """A mixed fleet that fills ``instance``: (devices_per_task, copies) of a large model (the largest copy size up to
+    half the chips, once) and of a one-chip model on every chip left."""
+    large = max(k for k in instance.copy_sizes() if k <= max(1, instance.chips // 2))
+    return [(large, 1), *([(1, instance.chips - large)] if instance.chips > large else [])]
+
+
+def fleet_table() -> str:
+    """Markdown table: what a NeuronFleet can place per type, a mixed fleet that fills it, and each chip's share."""
+    rows = [
+        "| type | chips | copy sizes (devices_per_task) | a mixed fleet filling it | per chip: CPU units, MiB |",
+        "|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        allowed = e.copy_sizes()
+        contiguous = len(allowed) > 2 and list(allowed) == list(range(1, len(allowed) + 1))
+        sizes = f"1-{allowed[-1]} (any)" if contiguous else ", ".join(str(k) for k in allowed)
+        mix = " + ".join(f"{copies} x {k} chip{'s' if k > 1 else ''}" for k, copies in mixed_fleet(e))
+        share = f"{e.cpu_units // e.chips}, {e.schedulable_memory_mib // e.chips}"
+        rows.append(f"| {e.name} | {e.chips} | {sizes} | {mix} | {share} |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """Escape what Markdown would read as table or emphasis syntax."""
+    return text.replace("|", "\\|").replace("*", "\\*")
+
+
+_CHECKED = {"call": "at the call", "template": "on the template", "both": "both"}
+
+
+def rules_table() -> str:
+    """Markdown table of every rule: id, kind, where it is checked, what it catches, the AWS rule, the fix."""
+    rows = ["| id | kind | checked | input | AWS rule | fix |", "|---|---|---|---|---|---|"]
+    for rule in RULES:
+        kind = "error" if rule.severity == "error" else f"warning `{rule.warning_id}`"
+        checked = _CHECKED[rule.checked] + (f" ({rule.cfn_lint_id})" if rule.on_template else "")
+        fix = re.sub(r"\{\{?(\w+)(!r)?\}\}?", r"`<\1>`", _cell(rule.fix))
+        rows.append(f"| {rule.id} | {kind} | {checked} | {rule.title} | {_cell(rule.aws_rule)} | {fix} |")
+    return "\n".join(rows)
+
+
+TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table, "fleet": fleet_table}
+
+
+def rewrite(text: str) -> str:
+    """``text`` with every marked table replaced by its generated content."""
+    for name, render in TABLES.items():
+        start, end = f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
+        head, found, rest = text.partition(start)
+        _, found_end, tail = rest.partition(end)
+        if not (found and found_end):
+            raise ValueError(f"missing {start.strip()} / {end.strip()} markers")
+        text = head + start + render() + end + tail
+    return text
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path.write_text(rewrite(path.read_text()))
