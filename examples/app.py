@@ -31,6 +31,7 @@ from neuron_constructs import (
     NeuronFleet,
     NeuronInstanceType,
     NeuronLoadBalancer,
+    NeuronMonitoring,
     NeuronService,
     NeuronTrainingQueue,
     SlicedNeuronService,
@@ -100,7 +101,7 @@ class NeuronInferenceManaged(Stack):
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_managed_instances_capacity("ManagedInstances")
-        self.neuron.enable_neuron_monitoring()
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.task_definition = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
         self.task_definition.add_neuron_container(
             "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
@@ -118,7 +119,7 @@ class NeuronInferenceEc2(Stack):
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
-        self.neuron.enable_neuron_monitoring()
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.task_definition = ManualNeuronTaskDefinition(
             self, "Vllm", instance_type="inf2.xlarge", cpu=4096, memory_mib=12288
         )
@@ -154,7 +155,7 @@ class NeuronSlicedVllm(Stack):
         instance = NeuronInstanceType.of(instance_type)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_ec2_capacity(capacity_id, instance_type=instance.name, max_capacity=2)
-        self.neuron.enable_neuron_monitoring()
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         # Slices after the first load the graphs the first compiled (NEURON_COMPILE_CACHE_URL on S3).
         self.compile_cache = CompileCache.in_new_bucket(self, "CompileCache")
         self.vllm = SlicedNeuronService(
@@ -194,7 +195,7 @@ class NeuronRagFleet(Stack):
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
         self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
-        self.neuron.enable_neuron_monitoring()
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.fleet = NeuronFleet(self, "Fleet", cluster=self.neuron, instance_type="inf2.48xlarge")
         self.compile_cache = CompileCache.in_new_bucket(self, "CompileCache")
         self.llm = self.fleet.add_model(
@@ -256,7 +257,8 @@ class NeuronMixedCluster(Stack):
     def __init__(self, scope: Construct, id: str, *, model_id: str, inf1_image_tag: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.enable_neuron_monitoring()  # covers the capacity added after it too
+        # Monitoring in the cluster's scope, made first: it covers the capacity added after it too.
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.neuron.add_managed_instances_capacity("ManagedInstances", instance_types=["inf2.*"])
         # Room for a second instance: a deployment starts the new task before it stops the old one.
         self.neuron.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=2)

@@ -22,8 +22,8 @@ CompileCache, ModelArtifacts
 NeuronTrainingQueue, NeuronTrainingJob
     Distributed training on Trainium: an AWS Batch queue with EFA and multi-node parallel jobs.
 NeuronMonitoring
-    ``NeuronCluster.enable_neuron_monitoring``: Neuron metrics in CloudWatch, a dashboard, alarms and
-    hardware-problem recovery on every Neuron instance.
+    Neuron metrics in CloudWatch, a dashboard, alarms and hardware-problem recovery on every Neuron
+    instance of a cluster.
 
 Knowledge (no AWS CDK needed)
 -----------------------------

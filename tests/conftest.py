@@ -83,7 +83,7 @@ def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[st
 
 
 MONITORING_PREFIX = "NeuronMonitoring"
-"""Logical ids of what ``NeuronCluster.enable_neuron_monitoring`` adds to the examples (``Neuron/Monitoring``)."""
+"""Logical ids of what ``NeuronMonitoring`` adds to the examples (``Neuron/Monitoring``)."""
 
 
 def workloads(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

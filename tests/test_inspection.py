@@ -10,17 +10,15 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from neuron_constructs.knowledge.devices import device_index, format_device_paths, format_index_runs, index_runs
 from neuron_constructs.tools.inspection import (
     API_PAGE_SIZE,
     ContainerInstance,
     NeuronDevices,
     Task,
     TaskContainer,
-    device_index,
     ecs_client,
     find_problems,
-    format_device_paths,
-    index_runs,
     inspect_cluster,
 )
 
@@ -295,6 +293,7 @@ def test_device_index(device: str, index: int | None) -> None:
 def test_device_runs_fold() -> None:
     assert index_runs([5, 0, 1, 2, 2]) == [(0, 2), (5, 5)]
     assert format_device_paths([0, 1, 2, 5]) == "/dev/neuron0..2, /dev/neuron5"
+    assert format_index_runs([5, 0, 1, 2, 2, 7]) == "0-2, 5, 7"
 
 
 @pytest.mark.parametrize(

@@ -323,13 +323,13 @@ def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kern
 
 
 def test_recovery_can_be_turned_off() -> None:
-    from neuron_constructs import NeuronCluster
+    from neuron_constructs import NeuronCluster, NeuronMonitoring
 
     stack = Stack(App(), "Metrics")
     cluster = NeuronCluster(stack, "N")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     cluster.add_managed_instances_capacity("Mi")
-    cluster.enable_neuron_monitoring(recovery=False)
+    NeuronMonitoring(cluster, "Monitoring", cluster=cluster, recovery=False)
     template = App.of(stack).synth().get_stack_by_name("Metrics").template  # type: ignore[union-attr]
     daemons = resources(template, "AWS::ECS::Daemon").values()
     assert [d["Properties"]["Critical"] for d in daemons] == [False]
@@ -384,20 +384,20 @@ def test_monitoring_is_registered_however_it_is_made_and_only_once() -> None:
 def test_a_period_that_is_not_whole_minutes_is_refused(seconds: int) -> None:
     from aws_cdk import Duration
 
-    from neuron_constructs import NeuronCluster, NeuronConfigurationError
+    from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronMonitoring
 
     cluster = NeuronCluster(Stack(App(), "Period"), "N")
     with pytest.raises(NeuronConfigurationError, match="period="):
-        cluster.enable_neuron_monitoring(period=Duration.seconds(seconds))
+        NeuronMonitoring(cluster, "Monitoring", cluster=cluster, period=Duration.seconds(seconds))
 
 
 def test_the_managed_instances_rollout_drains_a_tenth_at_a_time_or_what_you_choose() -> None:
-    from neuron_constructs import NeuronCluster
+    from neuron_constructs import NeuronCluster, NeuronMonitoring
 
     stack = Stack(App(), "Rollout")
     cluster = NeuronCluster(stack, "N")
     cluster.add_managed_instances_capacity("Mi")
-    cluster.enable_neuron_monitoring(drain_percent=25)
+    NeuronMonitoring(cluster, "Monitoring", cluster=cluster, drain_percent=25)
     template = App.of(stack).synth().get_stack_by_name("Rollout").template  # type: ignore[union-attr]
     rollouts = [d["Properties"]["DeploymentConfiguration"] for d in resources(template, "AWS::ECS::Daemon").values()]
     assert rollouts == [{"DrainPercent": 25, "BakeTimeInMinutes": 10}] * 2

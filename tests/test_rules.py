@@ -26,6 +26,7 @@ from neuron_constructs import (
     NeuronService,
     SlicedNeuronService,
 )
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
@@ -459,15 +460,15 @@ def _parallel_degrees_beyond_the_world(s: Stack) -> None:
 
 
 def _monitoring_twice(s: Stack) -> None:
-    from neuron_constructs import NeuronCluster
+    from neuron_constructs import NeuronCluster, NeuronMonitoring
 
     cluster = NeuronCluster(s, "C")
-    cluster.enable_neuron_monitoring()
-    cluster.enable_neuron_monitoring(recovery=False)
+    NeuronMonitoring(cluster, "Monitoring", cluster=cluster)
+    NeuronMonitoring(s, "Again", cluster=cluster, recovery=False)
 
 
 def _training_queue_across_two_subnets(s: Stack) -> None:
-    from neuron_constructs.compute.cluster import private_vpc
+    from neuron_constructs.base.vpc import private_vpc
 
     vpc = private_vpc(s, max_azs=2)
     _queue(s, vpc=vpc, subnet=vpc.private_subnets)
@@ -695,7 +696,7 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.MONITORING_TWICE,
         _monitoring_twice,
-        r"Test/C/Monitoring: enable_neuron_monitoring was already called.*call enable_neuron_monitoring once",
+        r"Test/Again: Test/C already has its monitoring \(cluster.monitoring\).*make one NeuronMonitoring per cluster",
     ),
     (
         r.TRAINING_SUBNETS,
@@ -906,14 +907,14 @@ def test_default_minimum_leaves_a_deployment_room_under_any_maximum(desired: int
     (service,) = Template.from_stack(s).find_resources("AWS::ECS::Service").values()
     configuration = service["Properties"]["DeploymentConfiguration"]
     assert (configuration["MinimumHealthyPercent"], configuration["MaximumPercent"]) == (minimum, maximum)
-    assert not r.deployment_stalls(desired, minimum, maximum)
+    assert not inputs.deployment_stalls(desired, minimum, maximum)
 
 
 @pytest.mark.parametrize("value", ["0", "abc", "-1", "5"])
 def test_a_slice_takes_from_one_core_to_all_of_its_cores(value: str) -> None:
     with pytest.raises(NeuronConfigurationError, match=rf"NEURON_RT_NUM_CORES={value} but a slice holds 4 NeuronCores"):
-        r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": value}, 4)
-    r.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": "4"}, 4)
+        inputs.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": value}, 4)
+    inputs.check_slice_environment("S/Sliced", {"NEURON_RT_NUM_CORES": "4"}, 4)
 
 
 def test_a_short_grace_period_on_a_load_balanced_service_warns() -> None:

@@ -34,7 +34,7 @@ def training() -> dict[str, dict[str, Any]]:
     capacity choices in another, with cdk-nag on: each queue's resources as a template of their own."""
     from cdk_nag import AwsSolutionsChecks
 
-    from neuron_constructs.compute.cluster import private_vpc
+    from neuron_constructs.base.vpc import private_vpc
 
     app = App(analytics_reporting=False)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
+from neuron_constructs.checks import inputs
 from neuron_constructs.checks.cfn_template import (
     Capacity,
     Container,
@@ -32,15 +33,13 @@ from neuron_constructs.checks.cfn_template import (
     combine_templates,
 )
 from neuron_constructs.knowledge import rules as r
+from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS, STANDARD_ECS_AMI_PARAMETERS
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.devices import format_index_runs
 from neuron_constructs.knowledge.rules import Rule
 
 __all__ = ["TEMPLATE_CHECKS", "Finding", "check_template", "check_templates", "secret_like"]
 
-STANDARD_ECS_AMI_PARAMETERS = re.compile(
-    r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(recommended|[^/]+/recommended)"
-)
-NEURON_AMI_PARAMETERS = re.compile(r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(neuron|inf)/")
 _SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "APIKEY"})
 _NOT_A_SECRET_SUFFIX = ("_ARN", "_ID", "_NAME", "_PATH", "_FILE", "_URL", "_URI", "_REGION", "_ENDPOINT")
 _NOT_A_SECRET_NAMES = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
@@ -457,7 +456,7 @@ def _check_deployment_room(t: EcsTemplate, out: _Report) -> None:
                 _properties("DeploymentConfiguration"),
                 f"{full} tasks{scaled} with distinctInstance on {capacity}, which launches at most {maximum} "
                 f"instances, and a minimum healthy percent of {healthy}",
-                percent=r.room_to_stop(full),
+                percent=inputs.room_to_stop(full),
                 capacity=capacity,
                 desired=full,
             )
@@ -468,7 +467,7 @@ def _check_deployment_stalls(t: EcsTemplate, out: _Report) -> None:
         if not service.rolling:
             continue
         minimum, maximum = service.minimum_healthy_percent, service.maximum_percent
-        stalled = next((n for n in service.task_counts[:10_000] if r.deployment_stalls(n, minimum, maximum)), None)
+        stalled = next((n for n in service.task_counts[:10_000] if inputs.deployment_stalls(n, minimum, maximum)), None)
         if stalled is None:
             continue
         scaled = "" if stalled == service.desired_count else " (a count its auto scaling reaches)"
@@ -478,8 +477,8 @@ def _check_deployment_stalls(t: EcsTemplate, out: _Report) -> None:
             _properties("DeploymentConfiguration"),
             f"with {stalled} task{'s' if stalled != 1 else ''}{scaled}, a maximum percent of {maximum} starts none "
             f"beyond them and a minimum healthy percent of {minimum} stops none",
-            percent=r.room_to_stop(stalled) if stalled == 1 else f"{r.room_to_stop(stalled)} or less",
-            more_room=f"max_healthy_percent={r.room_to_start(stalled)} or more",
+            percent=inputs.room_to_stop(stalled) if stalled == 1 else f"{inputs.room_to_stop(stalled)} or less",
+            more_room=f"max_healthy_percent={inputs.room_to_start(stalled)} or more",
         )
 
 
@@ -497,14 +496,14 @@ def _check_runtime_variables(t: EcsTemplate, out: _Report) -> None:
             visible = container.environment.get("NEURON_RT_VISIBLE_CORES")
             location = _in_container(container, "Environment")
             if isinstance(visible, str):
-                cores = r.parse_cores(visible)
+                cores = inputs.parse_cores(visible)
                 if cores is None or not cores <= held:
                     out.add(
                         r.SLICE_RUNTIME_VARIABLE,
                         task.logical_id,
                         location,
                         f"NEURON_RT_VISIBLE_CORES={visible} but the container maps {_devices_text(devices)}, which "
-                        f"hold cores {_runs(held)}",
+                        f"hold cores {format_index_runs(held)}",
                         container=container,
                         cores=len(held),
                     )
@@ -520,12 +519,6 @@ def _check_runtime_variables(t: EcsTemplate, out: _Report) -> None:
                         container=container,
                         cores=len(held),
                     )
-
-
-def _runs(values: Iterable[int]) -> str:
-    from neuron_constructs.tools.inspection import index_runs
-
-    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in index_runs(values))
 
 
 def _check_pinned(t: EcsTemplate, out: _Report) -> None:
@@ -854,9 +847,9 @@ def _check_topology(t: EcsTemplate, out: _Report) -> None:
         devices = sorted(task.devices)
         if instance is None or not devices or any(i >= instance.chips for i in devices):
             continue
-        if not r.device_topology_warning("", instance, devices):
+        if not inputs.device_topology_warning("", instance, devices):
             continue  # (the construct path is looked up only for a warning)
-        warning = r.device_topology_warning(t.path_of(task.logical_id), instance, devices)
+        warning = inputs.device_topology_warning(t.path_of(task.logical_id), instance, devices)
         if warning:
             out.findings.append(
                 Finding(r.DEVICE_TOPOLOGY, task.logical_id, ("Resources", task.logical_id, "Properties"), warning)

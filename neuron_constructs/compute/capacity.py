@@ -20,6 +20,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
 from neuron_constructs.base.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
@@ -42,7 +43,7 @@ NEURON_AMI_PARAMETER = NEURON_AMI_IMAGE_ID_PARAMETER
 DEFAULT_ROOT_VOLUME_GIB = 100
 """Root volume size: Neuron framework images are large (AWS blueprints use 100 GiB)."""
 
-DEFAULT_MANAGED_INSTANCES_ACCELERATORS = rules.MANAGED_INSTANCES_ACCELERATORS
+DEFAULT_MANAGED_INSTANCES_ACCELERATORS = inputs.MANAGED_INSTANCES_ACCELERATORS
 DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
 
 
@@ -164,7 +165,7 @@ class ManagedInstancesCapacity(Construct):
         capacity_reservation: CapacityReservation | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        self.instance_types: tuple[NeuronInstanceType, ...] = rules.check_managed_instances_selection(
+        self.instance_types: tuple[NeuronInstanceType, ...] = inputs.check_managed_instances_selection(
             path, accelerators, instance_types
         )
         if capacity_reservation is not None:
@@ -180,7 +181,7 @@ class ManagedInstancesCapacity(Construct):
                 )
         super().__init__(scope, id)
         remember_path(self, scope, id)
-        self.allowed_instance_type_patterns: tuple[str, ...] = rules.instance_type_patterns(instance_types)
+        self.allowed_instance_type_patterns: tuple[str, ...] = inputs.instance_type_patterns(instance_types)
         self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
         vpc = cluster.vpc
@@ -288,7 +289,7 @@ class AutoScalingCapacity(Construct):
         capacity_reservation: CapacityReservation | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        rules.check_capacity_size(path, min_capacity, max_capacity)
+        inputs.check_capacity_size(path, min_capacity, max_capacity)
         if spot and capacity_reservation is not None:
             raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
         block = capacity_reservation is not None and capacity_reservation.kind == "capacity-block"

@@ -3,32 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
-from aws_cdk import Duration, Stack, Validations
+from aws_cdk import Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import (
     COUNT,
     GP3_VOLUME_GIB,
     MANAGED_INSTANCES_STORAGE_GIB,
-    aws,
     checked,
     construct_path,
     remember_path,
 )
-from neuron_constructs.base.l1_overrides import drop_redundant_handler_dependency
-from neuron_constructs.base.log_groups import log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
-from neuron_constructs.checks.template_checks import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
-from neuron_constructs.checks.template_checks import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
+from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.compute.capacity import (
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
@@ -38,17 +31,20 @@ from neuron_constructs.compute.capacity import (
     ManagedInstancesCapacity,
 )
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.catalog import NeuronInstanceType, closest_instance_types, ec2_instance_types
-
-if TYPE_CHECKING:
-    from neuron_constructs.monitoring.monitoring import NeuronMonitoring
+from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
+from neuron_constructs.knowledge.ami import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
+from neuron_constructs.knowledge.catalog import (
+    NeuronInstanceType,
+    closest_instance_types,
+    ec2_instance_types,
+    instance_type_at,
+)
 
 __all__ = ["NeuronCluster"]
 
 DEFAULT_MAX_CAPACITY = 2
 """Auto Scaling groups default to at most two instances: Neuron instances are costly."""
 
-_RESTRICT_DEFAULT_SG_PROVIDER = "Custom::VpcRestrictDefaultSGCustomResourceProvider"
 _CAPACITY_RANGES = {
     "min_capacity": COUNT,
     "max_capacity": COUNT,
@@ -75,60 +71,12 @@ class _Subnets(NamedTuple):
     has_public: bool
 
 
-DEFAULT_VPC_CIDR = "10.0.0.0/16"
-"""The IPv4 range of the VPC a NeuronCluster makes (aws-cdk-lib's default)."""
+class CapacityObserver(Protocol):
+    """What the cluster tells of each capacity added to it: its monitoring (``NeuronMonitoring``) registers
+    itself as :attr:`NeuronCluster.monitoring` and covers capacity added before and after it."""
 
-
-def tidy_default_security_group_handler(scope: Construct) -> None:
-    """The handler aws-cdk-lib adds to a stack for ``restrict_default_security_group``: its findings acknowledged
-    with reasons, and the ``DependsOn`` cfn-lint reports as redundant removed."""
-    provider = Stack.of(scope).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
-    if provider is not None:
-        compliance.acknowledge_default_security_group_restriction(provider)
-        drop_redundant_handler_dependency(provider)
-
-
-def private_vpc(scope: Construct, *, max_azs: int, log_encryption_key: kms.IKey | None = None) -> ec2.Vpc:
-    """The VPC the library makes (``<scope>/Vpc``): ``10.0.0.0/16``, private subnets with egress through one NAT
-    gateway in public subnets that assign no public address, the default security group's rules removed, and flow
-    logs (all traffic, kept a month) delivered by a role that trusts VPC Flow Logs only for this account's flow
-    logs (``aws:SourceAccount`` / ``aws:SourceArn``)."""
-    vpc = ec2.Vpc(
-        scope,
-        "Vpc",
-        ip_addresses=ec2.IpAddresses.cidr(DEFAULT_VPC_CIDR),
-        max_azs=max_azs,
-        nat_gateways=1,
-        restrict_default_security_group=True,
-        subnet_configuration=[
-            # Public subnets hold only the NAT gateway, which has its own Elastic IP.
-            ec2.SubnetConfiguration(
-                name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
-            ),
-            ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20),
-        ],
-    )
-    tidy_default_security_group_handler(scope)
-    flow_logs = log_group(
-        scope, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=log_encryption_key
-    )
-    # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
-    delivery_role = iam.Role(
-        scope,
-        "VpcFlowLogsRole",
-        assumed_by=iam.ServicePrincipal(
-            "vpc-flow-logs.amazonaws.com",
-            conditions={
-                "StringEquals": {"aws:SourceAccount": aws().account_id},
-                "ArnLike": {
-                    "aws:SourceArn": f"arn:{aws().partition}:ec2:{aws().region}:{aws().account_id}:vpc-flow-log/*"
-                },
-            },
-        ),
-        description="Delivers the VPC flow logs to CloudWatch Logs",
-    )
-    vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, delivery_role))
-    return vpc
+    def cover(self, capacity: AutoScalingCapacity | ManagedInstancesCapacity) -> None:
+        """Take ``capacity`` into account (called once per capacity)."""
 
 
 class NeuronCluster(Construct):
@@ -195,7 +143,15 @@ class NeuronCluster(Construct):
         remember_path(self.cluster, self, "Cluster")
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
-        self.monitoring: NeuronMonitoring | None = None
+        self.monitoring: CapacityObserver | None = None
+        """The cluster's monitoring, which registers itself here and is told of every capacity added after it."""
+        self.load_balancers: list[elbv2.ApplicationLoadBalancer] = []
+        """The load balancers of the cluster's models, as they register themselves (for dashboards)."""
+
+    @property
+    def capacities(self) -> list[AutoScalingCapacity | ManagedInstancesCapacity]:
+        """Every capacity of the cluster: the Auto Scaling ones, then the Managed Instances ones, each in order."""
+        return [*self.auto_scaling_capacities, *self.managed_instances_capacities]
 
     @property
     def vpc_cidr(self) -> str:
@@ -334,7 +290,7 @@ class NeuronCluster(Construct):
             trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
         """
         path = f"{construct_path(self)}/{id}"
-        neuron = rules.instance_type_at(path, instance_type)
+        neuron = instance_type_at(path, instance_type)
         parameter = getattr(machine_image, "parameter_name", None)
         if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
             raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
@@ -414,40 +370,3 @@ class NeuronCluster(Construct):
         )
         self.auto_scaling_capacities.append(capacity)
         return capacity
-
-    def enable_neuron_monitoring(
-        self,
-        *,
-        alarm_topic: sns.ITopic | None = None,
-        recovery: bool = True,
-        period: Duration | None = None,
-        execution_errors_threshold: int = 1,
-        drain_percent: float = 10.0,
-    ) -> NeuronMonitoring:
-        """Neuron metrics, a dashboard, alarms and hardware-problem recovery on every Neuron capacity of this cluster,
-        added before or after the call (:class:`~neuron_constructs.NeuronMonitoring`); returns them.
-
-        A method rather than a constructor argument: it returns the monitoring (dashboard, alarms, topic) to build
-        on, and it takes the options of its own. Calling it twice is refused.
-
-        Parameters
-        ----------
-        alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
-        recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
-        period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
-        execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
-        drain_percent: on Managed Instances, the share of instances a daemon rollout (enabling monitoring, or a
-            change of a daemon) drains and replaces at once, ten minutes apart; default 10.
-        """
-        from neuron_constructs.monitoring.monitoring import NeuronMonitoring
-
-        return NeuronMonitoring(
-            self,
-            "Monitoring",
-            cluster=self,
-            alarm_topic=alarm_topic,
-            recovery=recovery,
-            period=period,
-            execution_errors_threshold=execution_errors_threshold,
-            drain_percent=drain_percent,
-        )

@@ -42,6 +42,7 @@ from neuron_constructs.base.arguments import (
 from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.base.log_groups import log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.checks import inputs
 from neuron_constructs.checks.template_checks import secret_like
 from neuron_constructs.compute.model_sources import (
     AWS_CLI_IMAGE,
@@ -52,8 +53,8 @@ from neuron_constructs.compute.model_sources import (
 )
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.tools.inspection import format_device_paths
+from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
+from neuron_constructs.knowledge.devices import format_device_paths
 
 __all__ = [
     "ManagedNeuronTaskDefinition",
@@ -236,7 +237,7 @@ class NeuronTaskDefinition(Construct):
             if options.get(option):
                 raise rules.NEURON_CONTAINER_RESOURCES.error(path, f"{option} is set", field=option)
         if self.is_managed_instances_compatible:
-            for option, field in rules.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
+            for option, field in inputs.MANAGED_INSTANCES_REJECTED_CONTAINER_FIELDS.items():
                 if options.get(option):
                     raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
         self._reserve(path, options)
@@ -285,7 +286,7 @@ class NeuronTaskDefinition(Construct):
         self._reserved_cpu += cpu
         instance = self._instance()
         if instance is not None:
-            rules.check_task_size(
+            inputs.check_task_size(
                 path,
                 instance,
                 self._cpu if self._cpu is not None else self._reserved_cpu,
@@ -353,7 +354,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         largest = max(
             (t for t in NeuronInstanceType.all() if t.supports_managed_instances), key=lambda t: (t.vcpus, t.memory_gib)
         )
-        rules.check_task_size(path, largest, cpu, memory_mib)
+        inputs.check_task_size(path, largest, cpu, memory_mib)
         super().__init__(
             scope,
             id,
@@ -476,7 +477,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
         instance = self.instance_type
         on_managed_instances = compatibility in (
             ecs.Compatibility.MANAGED_INSTANCES,
@@ -500,12 +501,12 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
                 field="network_mode",
             )
-        self.devices: tuple[int, ...] = rules.check_device_indices(
+        self.devices: tuple[int, ...] = inputs.check_device_indices(
             path, instance, range(instance.chips) if devices is None else devices
         )
         """Chip indices this task maps."""
-        topology_warning = rules.device_topology_warning(path, instance, self.devices)
-        memory_warning = rules.check_task_size(path, instance, cpu, memory_mib)
+        topology_warning = inputs.device_topology_warning(path, instance, self.devices)
+        memory_warning = inputs.check_task_size(path, instance, cpu, memory_mib)
         self._mapped: dict[int, str] = {}
         self.fleet: str | None = None
         super().__init__(
@@ -593,7 +594,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         ``IPC_LOCK``, so one object can serve several containers or slices.
         """
         path = f"{construct_path(self)}/{id}"
-        chosen = self.devices if devices is None else rules.check_device_indices(path, self.instance_type, devices)
+        chosen = self.devices if devices is None else inputs.check_device_indices(path, self.instance_type, devices)
         for index in chosen:
             if index not in self.devices:
                 raise rules.UNDECLARED_DEVICE.error(

@@ -10,13 +10,16 @@ launch template resolves at deploy time. :func:`resolve_neuron_ami` reads both i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "NEURON_AMI_IMAGE_ID_PARAMETER",
+    "NEURON_AMI_PARAMETERS",
     "NEURON_AMI_PARAMETER_PATH",
+    "STANDARD_ECS_AMI_PARAMETERS",
     "AmiNotPublishedError",
     "NeuronAmi",
     "resolve_neuron_ami",
@@ -27,6 +30,13 @@ NEURON_AMI_PARAMETER_PATH = "/aws/service/ecs/optimized-ami/amazon-linux-2023/ne
 
 NEURON_AMI_IMAGE_ID_PARAMETER = f"{NEURON_AMI_PARAMETER_PATH}/image_id"
 """The SSM parameter holding only that AMI's id."""
+
+NEURON_AMI_PARAMETERS = re.compile(r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(neuron|inf)/")
+"""Every SSM parameter of an ECS-optimized Amazon Linux Neuron (or Inferentia) AMI, of any generation."""
+STANDARD_ECS_AMI_PARAMETERS = re.compile(
+    r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(recommended|[^/]+/recommended)"
+)
+"""The SSM parameters of the standard (and other non-Neuron) ECS-optimized Amazon Linux AMIs."""
 
 
 class AmiNotPublishedError(LookupError):

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
+from neuron_constructs.knowledge.rules import UNKNOWN_INSTANCE_TYPE
+
 __all__ = [
     "SCHEDULABLE_MEMORY_FRACTION",
     "Accelerator",
@@ -46,6 +48,7 @@ __all__ = [
     "NeuronInstanceType",
     "closest_instance_types",
     "ec2_instance_types",
+    "instance_type_at",
 ]
 
 Accelerator = Literal["inferentia", "inferentia2", "trainium", "trainium2"]
@@ -235,8 +238,6 @@ class NeuronInstanceType:
         NeuronConfigurationError
             for an unknown or non-Neuron type, naming the closest known types.
         """
-        from neuron_constructs.knowledge.rules import instance_type_at
-
         return instance_type_at("NeuronInstanceType", name, exact=False)
 
     @classmethod
@@ -267,6 +268,29 @@ def closest_instance_types(name: str, limit: int = 3, names: Sequence[str] | Non
     names = list(names) if names is not None else [e.name for e in _CATALOG]
     close = difflib.get_close_matches(name.lower(), names, n=limit, cutoff=0.0)
     return close or names[:limit]
+
+
+def instance_type_at(path: str, name: str | NeuronInstanceType, *, exact: bool = True) -> NeuronInstanceType:
+    """NEURON001: the catalog entry for ``name``, or an error naming ``path`` and the closest types.
+
+    A :class:`NeuronInstanceType` is taken as it is. With ``exact`` (what the constructs use) the
+    name must be spelled as EC2 spells it: ``'INF2.xlarge'`` is refused with the right spelling,
+    because it would reach the template as written.
+    """
+    if isinstance(name, NeuronInstanceType):
+        return name
+    entry = NeuronInstanceType.find(name)
+    if entry is not None and exact and entry.name != name:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path, f"{name!r} is not how EC2 spells an instance type (lowercase, no blanks)", closest=repr(entry.name)
+        )
+    if entry is None:
+        raise UNKNOWN_INSTANCE_TYPE.error(
+            path,
+            f"{name!r} is not a Neuron instance type in the catalog",
+            closest=", ".join(closest_instance_types(str(name))),
+        )
+    return entry
 
 
 def _entry(

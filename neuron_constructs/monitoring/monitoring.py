@@ -1,7 +1,7 @@
 """Neuron metrics in CloudWatch, a dashboard and alarms, and hardware-problem recovery for a :class:`NeuronCluster`.
 
-:meth:`NeuronCluster.enable_neuron_monitoring` makes a :class:`NeuronMonitoring`. It covers every Neuron
-capacity of the cluster, added before or after the call, and never a non-Neuron one:
+:class:`NeuronMonitoring` covers every Neuron capacity of its cluster, added before or after it, and never a
+non-Neuron one:
 
 * **Metrics.** neuron-monitor runs on every Neuron instance - an ECS service with the DAEMON strategy on
   Auto Scaling capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed
@@ -54,6 +54,7 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
+from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
@@ -165,8 +166,21 @@ def health_script(kmsg: str = "/dev/kmsg") -> str:
 
 
 class NeuronMonitoring(Construct):
-    """Neuron metrics, a dashboard, alarms and recovery for one cluster (module docstring); made by
-    :meth:`NeuronCluster.enable_neuron_monitoring`.
+    """Neuron metrics, a dashboard, alarms and recovery for one cluster (module docstring).
+
+    Made once per cluster, usually in the cluster's scope (``NeuronMonitoring(cluster, "Monitoring",
+    cluster=cluster)``); it registers itself as ``cluster.monitoring`` and covers the capacity added before and
+    after it. A second one for the same cluster is refused (NEURON054).
+
+    Parameters
+    ----------
+    cluster: the :class:`NeuronCluster` to monitor.
+    alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
+    recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
+    period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
+    execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
+    drain_percent: on Managed Instances, the share of instances a daemon rollout (making the monitoring, or a
+        change of a daemon) drains and replaces at once, ten minutes apart; default 10.
 
     Attributes
     ----------
@@ -191,7 +205,7 @@ class NeuronMonitoring(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: Any,
+        cluster: NeuronCluster,
         alarm_topic: sns.ITopic | None = None,
         recovery: bool = True,
         period: Duration | None = None,
@@ -200,7 +214,9 @@ class NeuronMonitoring(Construct):
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         if cluster.monitoring is not None:
-            raise rules.MONITORING_TWICE.error(path, "enable_neuron_monitoring was already called")
+            raise rules.MONITORING_TWICE.error(
+                path, f"{construct_path(cluster)} already has its monitoring (cluster.monitoring)"
+            )
         self.period = period or Duration.minutes(1)
         milliseconds = self.period.to_milliseconds()
         if milliseconds % 60_000 or not 60_000 <= milliseconds <= 3_600_000:
@@ -268,7 +284,7 @@ class NeuronMonitoring(Construct):
         )
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         Aspects.of(self).add(_DashboardOnce(self))
-        for capacity in [*cluster.auto_scaling_capacities, *cluster.managed_instances_capacities]:
+        for capacity in cluster.capacities:
             self.cover(capacity)
 
     @property
@@ -645,7 +661,7 @@ class NeuronMonitoring(Construct):
     def _neuron_services(self) -> list[Any]:
         cluster = self.neuron_cluster
         found: list[Any] = []
-        for capacity in [*cluster.auto_scaling_capacities, *cluster.managed_instances_capacities]:
+        for capacity in cluster.capacities:
             for service in capacity.services:
                 if service not in found:
                     found.append(service)
@@ -655,13 +671,7 @@ class NeuronMonitoring(Construct):
         return [s.service for s in self._neuron_services() if isinstance(getattr(s, "service", None), ecs.BaseService)]
 
     def _load_balancers(self) -> list[elbv2.ApplicationLoadBalancer]:
-        from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
-
-        return [
-            n.load_balancer
-            for n in Stack.of(self).node.find_all()
-            if isinstance(n, NeuronLoadBalancer) and n.cluster is self.neuron_cluster
-        ]
+        return list(self.neuron_cluster.load_balancers)
 
     def _target_groups(self) -> list[elbv2.ApplicationTargetGroup]:
         groups: list[elbv2.ApplicationTargetGroup] = []
@@ -701,7 +711,7 @@ class _ProduceList:
 @implements(IAspect)
 class _DashboardOnce:
     """Fills the dashboard once, before synthesis: services and load balancers added after
-    ``enable_neuron_monitoring`` are on it too."""
+    the monitoring are on it too."""
 
     def __init__(self, monitoring: NeuronMonitoring) -> None:
         self.monitoring = monitoring

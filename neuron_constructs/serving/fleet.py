@@ -36,13 +36,15 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
 from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition, task_role
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
+from neuron_constructs.knowledge.devices import format_index_runs
 from neuron_constructs.serving.listeners import (
     DEREGISTRATION_DELAY,
     HEALTH_CHECK_PATH,
@@ -122,8 +124,8 @@ class FleetModel(Construct):
         for variable in _RUNTIME_VARIABLES:
             if is_token(environment.get(variable)):
                 raise rules.TOKEN_NOT_LITERAL.error(path, f"environment {variable} is a CDK token", name=variable)
-        rules.check_slice_environment(path, environment, devices_per_task * instance.neuron_cores_per_chip)
-        rules.check_slice_host_ports(
+        inputs.check_slice_environment(path, environment, devices_per_task * instance.neuron_cores_per_chip)
+        inputs.check_slice_host_ports(
             path,
             str(network_mode.value).lower(),
             [_ports(m) for m in container_options.get("port_mappings") or ()],
@@ -185,7 +187,7 @@ class FleetModel(Construct):
         _claim(chosen, owner or self)
         if min_healthy_percent is None:
             min_healthy_percent = 0 if instances <= 1 else 50
-        rules.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
+        inputs.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
         self.min_healthy_percent = min_healthy_percent
         self.services: list[ecs.Ec2Service] = []
         self.copy_services: list[NeuronService] = []
@@ -287,7 +289,7 @@ class FleetModel(Construct):
         return targets
 
     def _check_instances(self, instances: int) -> None:
-        rules.check_slice_capacity(
+        inputs.check_slice_capacity(
             construct_path(self), instances, self.capacity.max_capacity, construct_path(self.capacity)
         )
 
@@ -314,7 +316,7 @@ class FleetModel(Construct):
                 minimum=0,
                 maximum=max_instances,
             )
-        rules.check_deployment_percents(
+        inputs.check_deployment_percents(
             construct_path(self),
             range(max(1, min_instances), max_instances + 1),
             self.min_healthy_percent,
@@ -366,9 +368,9 @@ class NeuronFleet(Construct):
         eni_trunking: bool = False,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
         self.capacity: AutoScalingCapacity = _capacity_of_type(path, cluster, self.instance_type, capacity)
-        rules.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))
+        inputs.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))
         super().__init__(scope, id)
         remember_path(self, scope, id)
         enable_template_checks(scope)
@@ -513,17 +515,10 @@ class NeuronFleet(Construct):
         )
 
     def _describe_free(self) -> str:
-        left = sorted(self.free_devices)
-        if not left:
+        if not self.free_devices:
             return "no device is free"
-        runs: list[list[int]] = []
-        for device in left:
-            if runs and device == runs[-1][-1] + 1:
-                runs[-1].append(device)
-            else:
-                runs.append([device])
-        text = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
-        return f"free devices {text} ({len(left)} of {self.instance_type.chips})"
+        free = format_index_runs(self.free_devices)
+        return f"free devices {free} ({len(self.free_devices)} of {self.instance_type.chips})"
 
 
 def _capacity_of_type(

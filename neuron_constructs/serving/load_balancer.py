@@ -132,6 +132,7 @@ class NeuronLoadBalancer(Construct):
             deletion_protection=deletion_protection,
         )
         self._log_access(self.load_balancer, self.access_logs_bucket)
+        cluster.load_balancers.append(self.load_balancer)
         self.listener = self.load_balancer.add_listener(
             "Listener",
             port=port,

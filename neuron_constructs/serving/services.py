@@ -38,6 +38,7 @@ from neuron_constructs.base.l1_overrides import (
     host_network_on_managed_instances,
 )
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import ServiceOptions
@@ -47,6 +48,7 @@ from neuron_constructs.compute.task_definitions import (
     NeuronTaskDefinition,
 )
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.serving.listeners import (
     DEREGISTRATION_DELAY,
     HEALTH_CHECK_PATH,
@@ -58,7 +60,6 @@ from neuron_constructs.serving.listeners import (
     attach,
     request_target_group,
 )
-from neuron_constructs.tools.inspection import format_device_paths
 
 __all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for"]
 
@@ -299,21 +300,21 @@ class NeuronService(Construct):
             )
         capacity = self.capacity
         self._check_one_per_instance("max_count", max_count)
-        rules.check_deployment_percents(
+        inputs.check_deployment_percents(
             path, range(max(1, minimum), max_count + 1), self.min_healthy_percent, self.max_healthy_percent
         )
         if (
             isinstance(self.task_definition, ManualNeuronTaskDefinition)
             and isinstance(capacity, AutoScalingCapacity)
             and max_count >= capacity.max_capacity
-            and self.min_healthy_percent > rules.room_to_stop(max_count)
+            and self.min_healthy_percent > inputs.room_to_stop(max_count)
         ):
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,
                 f"max_count={max_count} with distinctInstance fills the {capacity.max_capacity} instances "
                 f"{construct_path(capacity)} can launch, and min_healthy_percent={self.min_healthy_percent} keeps "
                 "every task running",
-                percent=rules.room_to_stop(max_count),
+                percent=inputs.room_to_stop(max_count),
                 capacity=construct_path(capacity),
                 desired=max_count,
             )
@@ -334,9 +335,9 @@ class NeuronService(Construct):
         capacity, path, desired = self.capacity, construct_path(self), self.desired_count
         instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
         full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
-        largest = rules.room_to_stop(desired) if full else 100
-        if desired and rules.deployment_stalls(desired, 100, maximum):
-            largest = min(largest, rules.room_to_stop(desired))
+        largest = inputs.room_to_stop(desired) if full else 100
+        if desired and inputs.deployment_stalls(desired, 100, maximum):
+            largest = min(largest, inputs.room_to_stop(desired))
         if requested is None:
             return min(largest, maximum - 1)
         if requested >= maximum:
@@ -347,7 +348,7 @@ class NeuronService(Construct):
                 minimum=0,
                 maximum=maximum - 1,
             )
-        rules.check_deployment_percents(path, [desired], requested, maximum)
+        inputs.check_deployment_percents(path, [desired], requested, maximum)
         if requested > largest:
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,
@@ -391,7 +392,7 @@ class NeuronService(Construct):
             self._check_one_per_instance("desired_count", self.desired_count)
         if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
             largest = max(capacity.instance_types, key=lambda t: (t.cpu_units, t.memory_mib))
-            rules.check_task_size(path, largest, task.cpu, task.memory_mib)
+            inputs.check_task_size(path, largest, task.cpu, task.memory_mib)
         for other in capacity.services:
             assert isinstance(other, NeuronService)
             overlap = _shared_devices(task, other.task_definition)

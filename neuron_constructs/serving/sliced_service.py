@@ -56,12 +56,12 @@ from constructs import Construct
 from typing_extensions import Unpack
 
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
-from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.serving.fleet import FleetModel
 
 __all__ = ["SlicedNeuronService"]
@@ -148,8 +148,8 @@ class SlicedNeuronService(FleetModel):
         **container_options: Unpack[ContainerOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        instance = rules.instance_type_at(path, instance_type)
-        slices = rules.check_slice_size(path, instance, devices_per_task)
+        instance = instance_type_at(path, instance_type)
+        slices = inputs.check_slice_size(path, instance, devices_per_task)
         options = dict(container_options)
         super().__init__(
             scope,

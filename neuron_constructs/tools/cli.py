@@ -87,7 +87,7 @@ class _Output:
 
 def _compact(ids: Iterable[str]) -> str:
     """``0-3, 6`` for device ids that are indices; the ids as given otherwise; ``-`` for none."""
-    from neuron_constructs.tools.inspection import device_index, index_runs
+    from neuron_constructs.knowledge.devices import device_index, format_index_runs
 
     ids = list(ids)
     indices = [device_index(i) for i in ids]
@@ -95,7 +95,7 @@ def _compact(ids: Iterable[str]) -> str:
         return "-"
     if any(i is None for i in indices):
         return ", ".join(ids)
-    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in index_runs(i for i in indices if i is not None))
+    return format_index_runs(i for i in indices if i is not None)
 
 
 def _print_json(document: Any, out: _Output) -> None:
@@ -408,7 +408,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--metrics",
         action="store_true",
-        help="add each instance's NeuronCore utilization from CloudWatch (enable_neuron_monitoring publishes it)",
+        help="add each instance's NeuronCore utilization from CloudWatch (NeuronMonitoring publishes it)",
     )
     aws_options(inspect)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuron_constructs.tools.inspection import NEURON_DEVICE_PREFIX, device_index, format_device_paths
+from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
 
 __all__ = ["Gap", "ReportItem", "StackReport", "describe_stack", "describe_stacks", "format_reports", "main"]
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance, Task, device_index
+from neuron_constructs.knowledge.devices import device_index
+from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance, Task
 
 __all__ = ["CONFLICT", "IDLE", "InstanceMap", "instance_maps", "render_device_map"]
 

@@ -23,19 +23,18 @@ always returns raises :class:`UnexpectedResponseError`.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
 
 __all__ = [
     "API_PAGE_SIZE",
     "CONNECT_TIMEOUT_S",
     "MAX_ATTEMPTS",
-    "NEURON_DEVICE_PREFIX",
     "READ_TIMEOUT_S",
     "ClusterInspection",
     "ContainerInstance",
@@ -47,11 +46,8 @@ __all__ = [
     "UnexpectedResponseError",
     "client_config",
     "count_api_calls",
-    "device_index",
     "ecs_client",
     "find_problems",
-    "format_device_paths",
-    "index_runs",
     "inspect_cluster",
 ]
 
@@ -68,8 +64,6 @@ a hung endpoint is given up on after about ``MAX_ATTEMPTS * READ_TIMEOUT_S`` sec
 
 NEURON_DEVICES = "NEURON_DEVICES"
 INSTANCE_TYPE_ATTRIBUTE = "ecs.instance-type"
-NEURON_DEVICE_PREFIX = "/dev/neuron"
-_TRAILING_INDEX = re.compile(r"(\d+)$")
 
 FindingKind = Literal["conflict", "missing-device", "malformed", "unregistered", "idle"]
 
@@ -80,12 +74,6 @@ class UnexpectedResponseError(RuntimeError):
     def __init__(self, operation: str, detail: str) -> None:
         super().__init__(f"{operation} returned a response that is not the ECS API's: {detail}")
         self.operation = operation
-
-
-def device_index(device: str) -> int | None:
-    """``0`` for ``"0"``, ``"neuron0"`` or ``"/dev/neuron0"``; ``None`` for anything else."""
-    match = _TRAILING_INDEX.search(device)
-    return int(match.group(1)) if match and (device.isdigit() or "neuron" in device) else None
 
 
 @dataclass(frozen=True)
@@ -376,22 +364,6 @@ def _short(arn: str) -> str:
 
 def _instance_label(instance: ContainerInstance) -> str:
     return f"{instance.ec2_instance_id or _short(instance.arn)} ({instance.instance_type or 'unknown type'})"
-
-
-def index_runs(indices: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted, de-duplicated indices as (first, last) runs: ``[0, 1, 2, 5]`` -> ``[(0, 2), (5, 5)]``."""
-    runs: list[tuple[int, int]] = []
-    for index in sorted(set(indices)):
-        if runs and index == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], index)
-        else:
-            runs.append((index, index))
-    return runs
-
-
-def format_device_paths(indices: Iterable[int]) -> str:
-    """``/dev/neuron0..2, /dev/neuron5``: device paths with contiguous runs folded."""
-    return ", ".join(f"{NEURON_DEVICE_PREFIX}{a}" + (f"..{b}" if b > a else "") for a, b in index_runs(indices))
 
 
 def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task]) -> list[Finding]:

@@ -51,6 +51,8 @@ from neuron_constructs.base.l1_overrides import (
     reserve_launch_template_capacity,
 )
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.vpc import private_vpc
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import (
     DEFAULT_ROOT_VOLUME_GIB,
     NEURON_AMI_PARAMETER,
@@ -58,10 +60,9 @@ from neuron_constructs.compute.capacity import (
     encrypted_root_volume,
     grant_ecs_agent,
 )
-from neuron_constructs.compute.cluster import private_vpc
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 
 __all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "LustreStorage", "NeuronTrainingJob", "NeuronTrainingQueue"]
 
@@ -166,7 +167,7 @@ class NeuronTrainingQueue(Construct):
     monitoring: every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
         ``pytorch/training/2.8.0/Dockerfile.neuronx``) and sends its reports as CloudWatch metric lines to the
-        job's log stream, in the namespace of :meth:`NeuronCluster.enable_neuron_monitoring` with the job queue's
+        job's log stream, in the namespace of :class:`~neuron_constructs.NeuronMonitoring` with the job queue's
         name as ``ClusterName``; default False. AWS Batch manages the nodes' ECS cluster, so no daemon can run there.
 
     Attributes
@@ -195,7 +196,7 @@ class NeuronTrainingQueue(Construct):
         path = f"{construct_path(scope)}/{id}"
         if storage is not None:
             _check_storage(path, storage)
-        self.instance_type: NeuronInstanceType = rules.instance_type_at(path, instance_type)
+        self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
         instance = self.instance_type
         if capacity_reservation is not None:
             if spot:
@@ -472,9 +473,9 @@ class NeuronTrainingJob(Construct):
         if nodes > 1 and queue.spot:
             raise rules.MULTI_NODE_ON_SPOT.error(path, f"nodes={nodes} on {construct_path(queue)}, which runs Spot")
         chosen = (
-            tuple(range(instance.chips)) if devices is None else rules.check_device_indices(path, instance, devices)
+            tuple(range(instance.chips)) if devices is None else inputs.check_device_indices(path, instance, devices)
         )
-        rules.check_runtime_cores(path, dict(environment or {}), instance, chosen)
+        inputs.check_runtime_cores(path, dict(environment or {}), instance, chosen)
         _check_parallel_degrees(
             path, instance, chosen, nodes, dict(environment or {}), tensor_parallel, pipeline_parallel
         )
