@@ -61,6 +61,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## Deploy the example stacks to the AWS account and region of your own credentials (never the default).
 deploy: install

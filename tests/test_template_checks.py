@@ -10,7 +10,8 @@ import pytest
 from cfn import STANDARD_AMI, container, ecs_template, managed_task, manual_task, service, with_resources
 
 from neuron_constructs.checks.cfn_template import parse_template
-from neuron_constructs.checks.template_checks import TEMPLATE_CHECKS, check_template, secret_like
+from neuron_constructs.checks.inputs import secret_like
+from neuron_constructs.checks.template_checks import TEMPLATE_CHECKS, check_template
 from neuron_constructs.knowledge import rules as r
 
 BASE = ecs_template()

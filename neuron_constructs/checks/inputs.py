@@ -294,3 +294,32 @@ def check_deployment_percents(
                 if maximum_fixed
                 else f"max_healthy_percent={room_to_start(tasks)} or more",
             )
+
+
+_SECRET_WORDS = frozenset({"SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "APIKEY"})
+_NOT_A_SECRET_SUFFIX = ("_ARN", "_ID", "_NAME", "_PATH", "_FILE", "_URL", "_URI", "_REGION", "_ENDPOINT")
+_NOT_A_SECRET_NAMES = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
+"""Names that by convention hold a file path."""
+_KEYS_THAT_ARE_NOT_SECRETS = frozenset({"PUBLIC", "S3", "CACHE", "OBJECT", "PARTITION", "SORT", "PRIMARY", "ROUTING"})
+"""A word before ``KEY`` that makes it a name, not a credential (``MODEL_S3_KEY``, ``CACHE_KEY``)."""
+
+
+def secret_like(name: str) -> bool:
+    """Whether an environment variable name says it holds a secret.
+
+    A word (``_``-separated or camelCase) ``SECRET``, ``PASSWORD``, ``CREDENTIALS``, ``APIKEY`` anywhere
+    (``DB_PASSWORD``, ``PGPASSWORD``), ``TOKEN`` as the last word (``HF_TOKEN``, ``hfToken``), or a last word
+    ending in ``KEY`` (``API_KEY``, ``AWS_SECRET_ACCESS_KEY``); not ``MAX_TOKENS``,
+    ``NEURON_TOKEN_GEN_BUCKETS``, ``TOKENIZERS_PARALLELISM``, ``SSH_PUBLIC_KEY`` or ``MODEL_S3_KEY``, and not a
+    name that points at a secret (``*_ARN``, ``*_PATH``, ``*_FILE``, ``GOOGLE_APPLICATION_CREDENTIALS``...).
+    """
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).upper().split("_")
+    upper = "_".join(words)
+    if upper.endswith(_NOT_A_SECRET_SUFFIX) or upper in _NOT_A_SECRET_NAMES:
+        return False
+    if _SECRET_WORDS & set(words) or any(w.endswith(("PASSWORD", "PASSWD")) for w in words):
+        return True
+    last = words[-1]
+    if last == "TOKEN":
+        return True
+    return last.endswith("KEY") and last != "MONKEY" and not _KEYS_THAT_ARE_NOT_SECRETS & set(words)

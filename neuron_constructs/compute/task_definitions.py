@@ -43,7 +43,7 @@ from neuron_constructs.base.l1_overrides import record_intent, require_all_neuro
 from neuron_constructs.base.log_groups import log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
-from neuron_constructs.checks.template_checks import secret_like
+from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute.model_sources import (
     AWS_CLI_IMAGE,
     COMPILE_CACHE_VARIABLE,

@@ -1,0 +1,108 @@
+"""What reaches the instance or leaks: the host network, public subnets, secrets in plain text, instance metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuron_constructs.checks.cfn_template import (
+    EcsTemplate,
+    ref_target,
+    whole_number,
+)
+from neuron_constructs.checks.inputs import secret_like
+from neuron_constructs.checks.template_checks.report import (
+    Check,
+    TemplateReport,
+    in_container,
+    in_properties,
+    neuron_launch_templates,
+)
+from neuron_constructs.knowledge import rules as r
+from neuron_constructs.knowledge.rules import Rule
+
+
+def _check_host_network(t: EcsTemplate, out: TemplateReport) -> None:
+    for task in t.task_definitions.values():
+        if task.is_neuron and task.network_mode == "host":
+            out.add(
+                r.HOST_NETWORK,
+                task.logical_id,
+                in_properties("NetworkMode"),
+                "the host network mode gives the containers the instance's network and its instance role",
+            )
+
+
+def _public_subnets(t: EcsTemplate) -> set[str]:
+    """Subnets that give instances public addresses or route 0.0.0.0/0 to an internet gateway."""
+
+    def of(kind: str) -> dict[str, dict[str, Any]]:
+        return {k: t.properties(v) for k, v in t.resources.items() if v.get("Type") == kind}
+
+    gateways = set(of("AWS::EC2::InternetGateway"))
+    to_internet = {
+        ref_target(route.get("RouteTableId"))
+        for route in of("AWS::EC2::Route").values()
+        if route.get("DestinationCidrBlock") == "0.0.0.0/0"
+        and (ref_target(route.get("GatewayId")) in gateways or str(route.get("GatewayId", "")).startswith("igw-"))
+    }
+    public = {k for k, v in of("AWS::EC2::Subnet").items() if v.get("MapPublicIpOnLaunch") in (True, "true")}
+    public |= {
+        str(ref_target(a.get("SubnetId")))
+        for a in of("AWS::EC2::SubnetRouteTableAssociation").values()
+        if ref_target(a.get("RouteTableId")) in to_internet
+    }
+    return public
+
+
+def _check_public_subnets(t: EcsTemplate, out: TemplateReport) -> None:
+    public = _public_subnets(t)
+    for capacity in t.capacities.values():
+        chosen = [t.path_of(str(ref_target(s))) for s in capacity.subnets if ref_target(s) in public]
+        if chosen:
+            out.add(
+                r.PUBLIC_SUBNETS,
+                capacity.group or capacity.logical_id,
+                in_properties(),
+                f"it launches into public subnets {chosen}",
+            )
+
+
+def _check_secrets(t: EcsTemplate, out: TemplateReport) -> None:
+    for task in t.task_definitions.values():
+        for container in task.containers:
+            for name, value in container.environment.items():
+                if secret_like(name) and value not in (None, ""):
+                    out.add(
+                        r.SECRET_IN_ENVIRONMENT,
+                        task.logical_id,
+                        in_container(container, "Environment"),
+                        f"environment variable {name} holds its value in plain text",
+                        container=container,
+                        name=name,
+                    )
+
+
+def _check_metadata_options(t: EcsTemplate, out: TemplateReport) -> None:
+    ecs_groups = {c.group for c in t.capacities.values() if c.group}
+    chosen = [t.group_launch_template(t.groups[g]) for g in ecs_groups if g in t.groups]
+    chosen += [t.launch_templates[lid] for lid, _ in neuron_launch_templates(t)]
+    templates = {x.logical_id: x for x in chosen if x is not None}
+    for template in templates.values():
+        options = template.metadata_options or {}
+        tokens, hops = options.get("HttpTokens"), whole_number(options.get("HttpPutResponseHopLimit"))
+        if tokens != "required" or hops != 1:
+            out.add(
+                r.METADATA_REACHABLE,
+                template.logical_id,
+                in_properties("LaunchTemplateData", "MetadataOptions"),
+                f"HttpTokens {tokens or 'unset'}, HttpPutResponseHopLimit {hops or 'unset'}",
+            )
+
+
+CHECKS: dict[Rule, Check] = {
+    r.HOST_NETWORK: _check_host_network,
+    r.PUBLIC_SUBNETS: _check_public_subnets,
+    r.SECRET_IN_ENVIRONMENT: _check_secrets,
+    r.METADATA_REACHABLE: _check_metadata_options,
+}
+"""This area's check of each rule."""

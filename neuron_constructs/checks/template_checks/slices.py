@@ -1,0 +1,132 @@
+"""Capacity sliced between the copies of one service or fleet: theirs alone, and no fixed host port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import combinations
+
+from neuron_constructs.checks.cfn_template import (
+    Capacity,
+    EcsTemplate,
+    Service,
+)
+from neuron_constructs.checks.template_checks.report import (
+    Check,
+    TemplateReport,
+    in_properties,
+)
+from neuron_constructs.knowledge import rules as r
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.rules import Rule
+
+
+def _lands_on(t: EcsTemplate, service: Service, capacity: Capacity) -> bool:
+    if service.capacities is not None:
+        return capacity.logical_id in service.capacities
+    if service.fargate:
+        return False
+    types = t.service_types(service)
+    return capacity.single_type is None or types is None or capacity.single_type in types
+
+
+def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], list[Service]]]:
+    """Per Auto Scaling capacity whose slices hold every chip, or that holds copies the library recorded as one fleet:
+    the slice (copy) services and the others on it."""
+    for capacity in t.capacities.values():
+        instance = NeuronInstanceType.find(capacity.single_type or "")
+        if capacity.kind != "auto-scaling" or instance is None:
+            continue
+        on_it = [s for s in t.services.values() if _lands_on(t, s, capacity)]
+        slices = [
+            s
+            for s in on_it
+            if not s.daemon
+            and s.distinct_instance
+            and t.task_definitions.get(s.task_definition or "") is not None
+            and t.task_definitions[s.task_definition or ""].manual_mapping
+        ]
+        fleets = {_fleet_of(t, s) for s in slices} - {None}
+        if fleets:  # copies the library placed as a fleet: the capacity is theirs even with chips left free
+            members = [s for s in slices if _fleet_of(t, s) in fleets]
+            yield capacity, members, [s for s in on_it if s not in members and not s.daemon]
+            continue
+        device_sets = [t.task_definitions[s.task_definition or ""].devices for s in slices]
+        disjoint = all(not (a & b) for a, b in combinations(device_sets, 2))
+        if len(slices) < 2 or not disjoint or frozenset().union(*device_sets) != frozenset(range(instance.chips)):
+            continue
+        others = [s for s in on_it if s not in slices and not s.daemon]
+        yield capacity, slices, others
+
+
+def _check_sliced_capacity(t: EcsTemplate, out: TemplateReport) -> None:
+    for capacity, slices, others in _sliced_groups(t):
+        if not others:
+            continue
+        paths = [t.path_of(s.logical_id) for s in slices]
+        owner = "/".join(_common_prefix([p.split("/") for p in paths])) or "the sliced service"
+        for other in others:
+            out.add(
+                r.SLICED_CAPACITY_SHARED,
+                other.logical_id,
+                in_properties("CapacityProviderStrategy"),
+                f"it runs on {t.path_of(capacity.logical_id)}, whose {len(slices)} slice services ({', '.join(paths)}) "
+                + ("hold every chip" if _holds_every_chip(t, capacity, slices) else "are one fleet that owns it"),
+                sliced=owner,
+                other=t.path_of(other.logical_id),
+            )
+
+
+def _fleet_of(t: EcsTemplate, service: Service) -> str | None:
+    """The fleet (or sliced service) path the library recorded on the service's task definition, if any."""
+    fleet = t.task_definitions[service.task_definition or ""].intent.get("fleet")
+    return fleet if isinstance(fleet, str) else None
+
+
+def _holds_every_chip(t: EcsTemplate, capacity: Capacity, slices: Sequence[Service]) -> bool:
+    instance = NeuronInstanceType.find(capacity.single_type or "")
+    held = frozenset().union(*(t.task_definitions[s.task_definition or ""].devices for s in slices))
+    return instance is not None and held == frozenset(range(instance.chips))
+
+
+def _common_prefix(paths: Sequence[Sequence[str]]) -> list[str]:
+    prefix: list[str] = []
+    for parts in zip(*paths, strict=False):
+        if len(set(parts)) != 1:
+            break
+        prefix.append(parts[0])
+    return prefix
+
+
+def _fixed_host_ports(t: EcsTemplate, service: Service) -> set[int]:
+    task = t.task_definitions[service.task_definition or ""]
+    ports: set[int] = set()
+    for container in task.containers:
+        for container_port, host_port in container.port_mappings:
+            if task.network_mode == "host" and container_port:
+                ports.add(container_port)
+            elif task.network_mode == "bridge" and host_port:
+                ports.add(host_port)
+    return ports
+
+
+def _check_slice_host_ports(t: EcsTemplate, out: TemplateReport) -> None:
+    """A sliced service's slices are one service's replicas, all on every instance: host ports stay dynamic."""
+    for _capacity, slices, _others in _sliced_groups(t):
+        for service in slices:
+            ports = sorted(_fixed_host_ports(t, service))
+            if ports:
+                task = service.task_definition or service.logical_id
+                out.add(
+                    r.SLICE_HOST_PORT,
+                    task,
+                    in_properties("ContainerDefinitions"),
+                    f"host port {', '.join(map(str, ports))} of a slice that runs on every instance beside the other "
+                    f"{len(slices) - 1} slices",
+                )
+
+
+CHECKS: dict[Rule, Check] = {
+    r.SLICE_HOST_PORT: _check_slice_host_ports,
+    r.SLICED_CAPACITY_SHARED: _check_sliced_capacity,
+}
+"""This area's check of each rule."""
