@@ -30,7 +30,7 @@ Knowledge (no AWS CDK needed)
 NeuronInstanceType (the catalog), RULES and Rule (every rule, with its id, AWS sentence and fix),
 NeuronConfigurationError (what a broken rule raises).
 
-Typed options: ContainerOptions, ServiceOptions. The template checks at synth:
+Typed options: ContainerOptions, ServiceOptions, ModelOptions. The template checks at synth:
 ``neuron_constructs.base.synth_checks.enable_template_checks``; on any template: ``neuron-ecs lint``.
 
 The catalog, the rules and the error type load without the AWS CDK; the constructs load on
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         NeuronTaskDefinition,
     )
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
-    from neuron_constructs.serving.fleet import FleetModel, NeuronFleet
+    from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
     from neuron_constructs.serving.services import NeuronService
     from neuron_constructs.serving.sliced_service import SlicedNeuronService
@@ -78,6 +78,7 @@ __all__ = [
     "ManagedNeuronTaskDefinition",
     "ManualNeuronTaskDefinition",
     "ModelArtifacts",
+    "ModelOptions",
     "NeuronCluster",
     "NeuronConfigurationError",
     "NeuronFleet",
@@ -105,6 +106,7 @@ _LAZY = {
     "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "ModelArtifacts": "neuron_constructs.compute.model_sources",
+    "ModelOptions": "neuron_constructs.serving.fleet",
     "NeuronCluster": "neuron_constructs.compute.cluster",
     "NeuronFleet": "neuron_constructs.serving.fleet",
     "NeuronLoadBalancer": "neuron_constructs.serving.load_balancer",

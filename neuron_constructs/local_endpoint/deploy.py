@@ -44,16 +44,6 @@ if TYPE_CHECKING:
 
     from neuron_constructs.tools.deployment_report import StackReport
 
-__all__ = [
-    "DeployedStack",
-    "LocalAwsEndpoint",
-    "LocalEndpointError",
-    "deploy_app",
-    "describe_deployed",
-    "local_aws_endpoint",
-    "main",
-]
-
 LOOPBACK = "127.0.0.1"
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "123456789012"

@@ -18,7 +18,7 @@ copies fill every chip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Duration, Validations
@@ -46,24 +46,57 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.devices import format_index_runs
 from neuron_constructs.serving.listeners import (
-    DEREGISTRATION_DELAY,
-    HEALTH_CHECK_PATH,
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
-    Listener,
+    ListenerTarget,
     TargetGroup,
-    attach,
     request_target_group,
 )
 from neuron_constructs.serving.services import NeuronService, capacity_for
 
-__all__ = ["FleetModel", "NeuronFleet"]
+__all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
 
 _ECS_TASKS = "ecs-tasks.amazonaws.com"
 _RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+_DEFAULT_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
-class FleetModel(Construct):
+class ModelOptions(ContainerOptions, total=False):
+    """What every copy of a model shares: the options of ``add_container`` (:class:`ContainerOptions`, the same for
+    every copy; ``container_name`` default ``model``), and these.
+
+    Attributes
+    ----------
+    min_healthy_percent: deployment lower bound (copies deploy with a 100 % maximum); default 50, or 0 with one
+        instance. ECS rounds it up, so it must let one task stop at every task count the model runs (NEURON040).
+    task_role, execution_role: shared by every copy; default one new role each (the task role assumable only for
+        this account's tasks).
+    log_group: an existing log group every copy logs to; default a new one kept ``log_retention`` (default one
+        month), encrypted with ``log_encryption_key`` if given.
+    vpc_subnets, security_groups: for the ``AWS_VPC`` network mode.
+    service_options: passed to every copy's ECS service (:class:`ServiceOptions`).
+    compile_cache, model_artifacts, hf_token: warm starts for every copy
+        (:mod:`~neuron_constructs.compute.model_sources`).
+    """
+
+    min_healthy_percent: int | None
+    task_role: iam.IRole | None
+    execution_role: iam.IRole | None
+    log_group: logs.ILogGroup | None
+    log_retention: logs.RetentionDays
+    log_encryption_key: kms.IKey | None
+    vpc_subnets: ec2.SubnetSelection | None
+    security_groups: Sequence[ec2.ISecurityGroup] | None
+    service_options: ServiceOptions | None
+    compile_cache: CompileCache | None
+    model_artifacts: ModelArtifacts | None
+    hf_token: secretsmanager.ISecret | None
+
+
+_MODEL_ONLY_OPTIONS = frozenset(ModelOptions.__annotations__) - frozenset(ContainerOptions.__annotations__)
+
+
+class FleetModel(Construct, ListenerTarget):
     """One model on a fleet of one Neuron type: its copies, each on its own contiguous devices, as one service.
 
     Built by :meth:`NeuronFleet.add_model` (and, as the one-model case, by ``SlicedNeuronService``).
@@ -88,38 +121,26 @@ class FleetModel(Construct):
         *,
         cluster: NeuronCluster,
         instance_type: NeuronInstanceType,
-        devices_per_task: int,
         device_ranges: Sequence[range],
-        cpu: int,
-        memory_mib: int,
+        task_cpu: int,
+        task_memory_mib: int,
         image: ecs.ContainerImage,
         instances: int,
         network_mode: ecs.NetworkMode,
         eni_trunking: bool,
         capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None,
         copy_name: str,
-        min_healthy_percent: int | None,
-        task_role: iam.IRole | None,
-        execution_role: iam.IRole | None,
-        log_group: logs.ILogGroup | None,
-        log_retention: logs.RetentionDays,
-        log_encryption_key: kms.IKey | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
-        service_options: ServiceOptions | None,
-        container_options: Mapping[str, Any],
-        compile_cache: CompileCache | None = None,
-        model_artifacts: ModelArtifacts | None = None,
-        hf_token: secretsmanager.ISecret | None = None,
         owner: Construct | None = None,
+        **options: Unpack[ModelOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         self.instance_type = instance = instance_type
-        self.devices_per_task = devices_per_task
         self.device_ranges = list(device_ranges)
+        self.devices_per_task = devices_per_task = len(self.device_ranges[0])
+        container_options: dict[str, Any] = {k: v for k, v in options.items() if k not in _MODEL_ONLY_OPTIONS}
         self.copies = len(self.device_ranges)
         self.instances = instances
-        self.cpu, self.memory_mib = cpu, memory_mib
+        self.cpu, self.memory_mib = task_cpu, task_memory_mib
         environment = container_options.get("environment") or {}
         for variable in _RUNTIME_VARIABLES:
             if is_token(environment.get(variable)):
@@ -140,11 +161,14 @@ class FleetModel(Construct):
                     path, f"{self.copies} awsvpc tasks per {instance.name} without eni_trunking"
                 ),
             )
-        self.log_group: logs.ILogGroup = log_group or new_log_group(
-            self, "Logs", retention=log_retention, encryption_key=log_encryption_key
+        self.log_group: logs.ILogGroup = options.get("log_group") or new_log_group(
+            self,
+            "Logs",
+            retention=options.get("log_retention", _DEFAULT_LOG_RETENTION),
+            encryption_key=options.get("log_encryption_key"),
         )
-        self.task_role = task_role or _copy_task_role(self)
-        self.execution_role = execution_role or iam.Role(
+        self.task_role = options.get("task_role") or _copy_task_role(self)
+        self.execution_role = options.get("execution_role") or iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)
         )
         compliance.acknowledge_execution_role(self)
@@ -156,27 +180,27 @@ class FleetModel(Construct):
                 f"{copy_name}{index}",
                 instance_type=instance,
                 devices=devices,
-                cpu=cpu,
-                memory_mib=memory_mib,
+                cpu=task_cpu,
+                memory_mib=task_memory_mib,
                 network_mode=network_mode,
                 task_role=self.task_role,
                 execution_role=self.execution_role,
                 log_group=self.log_group,
             )
             task_definition.join_fleet(construct_path(owner or self))
-            options: dict[str, Any] = dict(container_options)
-            options.setdefault(
+            container: dict[str, Any] = dict(container_options)
+            container.setdefault(
                 "logging",
                 ecs.LogDrivers.aws_logs(stream_prefix=f"{copy_name.lower()}{index}", log_group=self.log_group),
             )
-            name = str(options.pop("container_name", "model"))
+            name = str(container.pop("container_name", "model"))
             task_definition.add_neuron_container(
                 name,
                 image=image,
-                compile_cache=compile_cache,
-                model_artifacts=model_artifacts,
-                hf_token=hf_token,
-                **options,
+                compile_cache=options.get("compile_cache"),
+                model_artifacts=options.get("model_artifacts"),
+                hf_token=options.get("hf_token"),
+                **container,
             )
             self.task_definitions.append(task_definition)
 
@@ -185,6 +209,7 @@ class FleetModel(Construct):
         self.capacity: AutoScalingCapacity = chosen
         self._check_instances(instances)
         _claim(chosen, owner or self)
+        min_healthy_percent = options.get("min_healthy_percent")
         if min_healthy_percent is None:
             min_healthy_percent = 0 if instances <= 1 else 50
         inputs.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
@@ -204,9 +229,9 @@ class FleetModel(Construct):
                 capacity=chosen.capacity_provider,
                 min_healthy_percent=min_healthy_percent,
                 max_healthy_percent=100,
-                vpc_subnets=vpc_subnets,
-                security_groups=security_groups,
-                **(service_options or {}),
+                vpc_subnets=options.get("vpc_subnets"),
+                security_groups=options.get("security_groups"),
+                **(options.get("service_options") or {}),
             )
             assert isinstance(service.service, ecs.Ec2Service)
             service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
@@ -219,42 +244,8 @@ class FleetModel(Construct):
                 for earlier in self.waves[0]:
                     self.services[index].node.add_dependency(self.services[earlier])
 
-    def attach_to_listener(
-        self,
-        listener: Listener,
-        *,
-        health_check_path: str = HEALTH_CHECK_PATH,
-        conditions: Sequence[elbv2.ListenerCondition] | None = None,
-        priority: int | None = None,
-        container_name: str | None = None,
-        container_port: int | None = None,
-        health_check: elbv2.HealthCheck | None = None,
-        deregistration_delay: Duration = DEREGISTRATION_DELAY,
-        slow_start: Duration | None = None,
-    ) -> TargetGroup:
-        """Register every copy's tasks in one target group on ``listener``; the target group.
-
-        As :meth:`NeuronService.attach_to_listener`: bridge copies (the default) are reached on the capacity's
-        security group through the ECS dynamic host port range, awsvpc copies on their own group.
-        """
-        target_group = attach(
-            self,
-            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
-            self.copy_services,
-            listener,
-            container_name=container_name,
-            container_port=container_port,
-            health_check_path=health_check_path,
-            health_check=health_check,
-            conditions=conditions,
-            priority=priority,
-            deregistration_delay=deregistration_delay,
-            slow_start=slow_start,
-        )
-        self.target_groups.append(target_group)
-        for service in self.copy_services:
-            service.target_groups.append(target_group)
-        return target_group
+    def _listener_services(self) -> Sequence[NeuronService]:
+        return self.copy_services
 
     @checked(ranges={"requests_per_target": Range(1), "min_instances": COUNT, "max_instances": COUNT})
     def scale_on_requests(
@@ -386,7 +377,7 @@ class NeuronFleet(Construct):
 
     @checked(
         ranges={"devices_per_task": Range(1), "copies": Range(1), "task_cpu": Range(1), "task_memory_mib": Range(6)},
-        options=ContainerOptions,
+        options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
     )
     def add_model(
@@ -398,19 +389,7 @@ class NeuronFleet(Construct):
         copies: int = 1,
         task_cpu: int | None = None,
         task_memory_mib: int | None = None,
-        min_healthy_percent: int | None = None,
-        task_role: iam.IRole | None = None,
-        execution_role: iam.IRole | None = None,
-        log_group: logs.ILogGroup | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-        log_encryption_key: kms.IKey | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        service_options: ServiceOptions | None = None,
-        compile_cache: CompileCache | None = None,
-        model_artifacts: ModelArtifacts | None = None,
-        hf_token: secretsmanager.ISecret | None = None,
-        **container_options: Unpack[ContainerOptions],
+        **options: Unpack[ModelOptions],
     ) -> FleetModel:
         """Serve a model as ``copies`` copies of ``devices_per_task`` chips each, on devices no other model holds.
 
@@ -418,10 +397,9 @@ class NeuronFleet(Construct):
         trn1 torus 1, 4, 8 or 16 chips; on inf1/inf2 rings any contiguous run); refused, with the free devices
         named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and ``task_memory_mib``
         default to the copy's share of the instance (its chips / all chips, of the CPU units and the schedulable
-        memory); given ones must fit in what the models before left (NEURON046). Container options are those of
-        ``add_container`` (``container_name`` default ``model``), the same for every copy, with ``compile_cache``,
-        ``model_artifacts`` and ``hf_token`` for warm starts (:mod:`~neuron_constructs.compute.model_sources`); the
-        copies deploy in two waves and serve as one logical service (attach it with ``attach_to_listener``).
+        memory); given ones must fit in what the models before left (NEURON046). ``options``: the container's options
+        and what every copy shares (:class:`ModelOptions`: roles, logs, networking, warm starts); the copies deploy
+        in two waves and serve as one logical service (attach it with ``attach_to_listener``).
         """
         path = f"{construct_path(self)}/{id}"
         instance = self.instance_type
@@ -443,30 +421,17 @@ class NeuronFleet(Construct):
             id,
             cluster=self.cluster,
             instance_type=instance,
-            devices_per_task=devices_per_task,
             device_ranges=ranges,
-            cpu=task_cpu,
-            memory_mib=task_memory,
+            task_cpu=task_cpu,
+            task_memory_mib=task_memory,
             image=image,
             instances=self.instances,
             network_mode=self.network_mode,
             eni_trunking=self.eni_trunking,
             capacity=self.capacity,
             copy_name="Copy",
-            min_healthy_percent=min_healthy_percent,
-            task_role=task_role,
-            execution_role=execution_role,
-            log_group=log_group,
-            log_retention=log_retention,
-            log_encryption_key=log_encryption_key,
-            vpc_subnets=vpc_subnets,
-            security_groups=security_groups,
-            service_options=service_options,
-            container_options=container_options,
-            compile_cache=compile_cache,
-            model_artifacts=model_artifacts,
-            hf_token=hf_token,
             owner=self,
+            **options,
         )
         for devices in ranges:
             for device in devices:

@@ -59,6 +59,7 @@ __all__ = [
     "SCALE_IN_COOLDOWN",
     "SCALE_OUT_COOLDOWN",
     "Listener",
+    "ListenerTarget",
     "TargetGroup",
     "model_server_health_check",
     "target_group_health_check",
@@ -86,6 +87,71 @@ Listener = elbv2.IApplicationListener | elbv2.NetworkListener
 imported), or a Network Load Balancer listener made in this app (its load balancer's security groups are
 needed)."""
 TargetGroup = elbv2.ApplicationTargetGroup | elbv2.NetworkTargetGroup
+
+
+class ListenerTarget:
+    """What serves behind a load balancer listener: a :class:`NeuronService`, or every copy of a fleet model as one.
+
+    Gives its owner :meth:`attach_to_listener` and a ``target_groups`` list; the owner names the services whose
+    tasks are registered (:meth:`_listener_services`).
+    """
+
+    target_groups: list[TargetGroup]
+    """The target groups :meth:`attach_to_listener` made, in order."""
+
+    def _listener_services(self) -> Sequence[NeuronService]:
+        """The services whose tasks one target group holds."""
+        raise NotImplementedError
+
+    def attach_to_listener(
+        self,
+        listener: Listener,
+        *,
+        health_check_path: str = HEALTH_CHECK_PATH,
+        conditions: Sequence[elbv2.ListenerCondition] | None = None,
+        priority: int | None = None,
+        container_name: str | None = None,
+        container_port: int | None = None,
+        health_check: elbv2.HealthCheck | None = None,
+        deregistration_delay: Duration = DEREGISTRATION_DELAY,
+        slow_start: Duration | None = None,
+    ) -> TargetGroup:
+        """Register the tasks in one target group on ``listener`` and open exactly the path to them; the group.
+
+        ``listener``: an Application Load Balancer listener, or a Network Load Balancer listener whose load
+        balancer was made here with security groups (NEURON043). The target is the Neuron container's one port
+        mapping (or ``container_name`` / ``container_port``; NEURON041). ``conditions`` with ``priority`` make a
+        listener rule; neither makes the target group the listener's default action (NEURON042). A fleet model
+        or sliced service registers every copy's tasks in the one group.
+
+        Security groups: bridge tasks are reached on the capacity's group through the ECS dynamic host port range
+        (32768-65535) or their fixed host port, host tasks on the container port, awsvpc tasks on their own group
+        on the container port; the load balancer's egress is opened to the same and nothing else. The health
+        check is :func:`target_group_health_check` on ``health_check_path`` unless ``health_check`` is given;
+        ``deregistration_delay`` defaults to 5 minutes so answers in flight finish. A grace period under 10
+        minutes gets warning NEURON111.
+        """
+        assert isinstance(self, Construct)
+        services = self._listener_services()
+        target_group = attach(
+            self,
+            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
+            services,
+            listener,
+            container_name=container_name,
+            container_port=container_port,
+            health_check_path=health_check_path,
+            health_check=health_check,
+            conditions=conditions,
+            priority=priority,
+            deregistration_delay=deregistration_delay,
+            slow_start=slow_start,
+        )
+        self.target_groups.append(target_group)
+        for service in services:
+            if service.target_groups is not self.target_groups:  # each copy of a fleet model lists it too
+                service.target_groups.append(target_group)
+        return target_group
 
 
 def target_group_health_check(

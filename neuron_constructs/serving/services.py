@@ -50,14 +50,11 @@ from neuron_constructs.compute.task_definitions import (
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.serving.listeners import (
-    DEREGISTRATION_DELAY,
-    HEALTH_CHECK_PATH,
     MODEL_START_GRACE_PERIOD,
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
-    Listener,
+    ListenerTarget,
     TargetGroup,
-    attach,
     request_target_group,
 )
 
@@ -69,7 +66,7 @@ CapacityChoice = Capacity | ecs.ManagedInstancesCapacityProvider | ecs.AsgCapaci
 """What ``capacity=`` takes: a capacity, or its ``capacity_provider``."""
 
 
-class NeuronService(Construct):
+class NeuronService(Construct, ListenerTarget):
     """An ECS service for a Neuron task definition, on capacity that fits it.
 
     A service of a manually mapped task definition carries ``distinctInstance``: ECS does not
@@ -218,49 +215,8 @@ class NeuronService(Construct):
             _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
         )
 
-    def attach_to_listener(
-        self,
-        listener: Listener,
-        *,
-        health_check_path: str = HEALTH_CHECK_PATH,
-        conditions: Sequence[elbv2.ListenerCondition] | None = None,
-        priority: int | None = None,
-        container_name: str | None = None,
-        container_port: int | None = None,
-        health_check: elbv2.HealthCheck | None = None,
-        deregistration_delay: Duration = DEREGISTRATION_DELAY,
-        slow_start: Duration | None = None,
-    ) -> TargetGroup:
-        """Register this service's tasks with ``listener`` and open exactly the path to them; the target group.
-
-        ``listener``: an Application Load Balancer listener, or a Network Load Balancer listener whose load
-        balancer was made here with security groups (NEURON043). The target is the Neuron container's one port
-        mapping (or ``container_name`` / ``container_port``; NEURON041). ``conditions`` with ``priority`` make a
-        listener rule; neither makes the target group the listener's default action (NEURON042).
-
-        Security groups: bridge tasks are reached on the capacity's group through the ECS dynamic host port range
-        (32768-65535) or their fixed host port, host tasks on the container port, awsvpc tasks on their own group
-        on the container port; the load balancer's egress is opened to the same and nothing else. The health
-        check is :func:`~neuron_constructs.serving.listeners.target_group_health_check` on ``health_check_path`` unless
-        ``health_check`` is given; ``deregistration_delay`` defaults to 5 minutes so answers in flight finish.
-        A grace period under 10 minutes gets warning NEURON111.
-        """
-        target_group = attach(
-            self,
-            f"TargetGroup{len(self.target_groups) + 1}" if self.target_groups else "TargetGroup",
-            [self],
-            listener,
-            container_name=container_name,
-            container_port=container_port,
-            health_check_path=health_check_path,
-            health_check=health_check,
-            conditions=conditions,
-            priority=priority,
-            deregistration_delay=deregistration_delay,
-            slow_start=slow_start,
-        )
-        self.target_groups.append(target_group)
-        return target_group
+    def _listener_services(self) -> Sequence[NeuronService]:
+        return [self]
 
     @checked(ranges={"requests_per_target": Range(1), "min_count": COUNT, "max_count": Range(1)})
     def scale_on_requests(

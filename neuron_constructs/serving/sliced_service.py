@@ -44,14 +44,7 @@ and :meth:`SlicedNeuronService.scale_on_requests` scales the slices together on 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
@@ -59,10 +52,9 @@ from neuron_constructs.base.arguments import COUNT, Range, checked, construct_pa
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
-from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
-from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
+from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
-from neuron_constructs.serving.fleet import FleetModel
+from neuron_constructs.serving.fleet import FleetModel, ModelOptions
 
 __all__ = ["SlicedNeuronService"]
 
@@ -81,21 +73,9 @@ class SlicedNeuronService(FleetModel):
     network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
     capacity: the Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
-    min_healthy_percent: deployment lower bound (0-99: slices deploy with a 100 % maximum); default 50, or 0
-        when ``instances`` is 1. ECS rounds it up, so it must let one task stop at every task count the
-        service runs (NEURON040): 0 for one task, at most 50 for two.
-    container_name (in ``container_options``): the container's name in every slice; default ``model``.
-    task_role, execution_role: shared by every slice; default one new role each (the task role
-        assumable only for this account's tasks).
-    log_group: an existing log group every slice logs to; default a new one kept ``log_retention``
-        (one month), encrypted with ``log_encryption_key`` if given.
-    vpc_subnets, security_groups: for ``AWS_VPC``.
-    service_options: passed to every slice's ECS service (:class:`~neuron_constructs.compute.options.ServiceOptions`).
-    compile_cache, model_artifacts, hf_token: warm starts for every slice
-        (:mod:`~neuron_constructs.compute.model_sources`).
-    **container_options: the keyword options of ``ecs.TaskDefinition.add_container`` (command,
-        environment, port_mappings, health_check, ... :class:`~neuron_constructs.compute.options.ContainerOptions`),
-        the same for every slice.
+    **options: the container's options and what every slice shares (:class:`~neuron_constructs.ModelOptions`:
+        ``min_healthy_percent`` - here 0 to 99, default 50, or 0 when ``instances`` is 1 -, roles, logs,
+        networking, warm starts); ``container_name`` default ``model``.
 
     Attributes
     ----------
@@ -112,13 +92,10 @@ class SlicedNeuronService(FleetModel):
     """
 
     @checked(
-        ranges={
-            "instances": COUNT,
-            "devices_per_task": Range(1),
-            "min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with"),
-        },
-        options=ContainerOptions,
+        ranges={"instances": COUNT, "devices_per_task": Range(1)},
+        options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
+        option_ranges={"min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with")},
     )
     def __init__(
         self,
@@ -133,52 +110,26 @@ class SlicedNeuronService(FleetModel):
         network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
         eni_trunking: bool = False,
         capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None = None,
-        min_healthy_percent: int | None = None,
-        task_role: iam.IRole | None = None,
-        execution_role: iam.IRole | None = None,
-        log_group: logs.ILogGroup | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
-        log_encryption_key: kms.IKey | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        service_options: ServiceOptions | None = None,
-        compile_cache: CompileCache | None = None,
-        model_artifacts: ModelArtifacts | None = None,
-        hf_token: secretsmanager.ISecret | None = None,
-        **container_options: Unpack[ContainerOptions],
+        **options: Unpack[ModelOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         instance = instance_type_at(path, instance_type)
         slices = inputs.check_slice_size(path, instance, devices_per_task)
-        options = dict(container_options)
         super().__init__(
             scope,
             id,
             cluster=cluster,
             instance_type=instance,
-            devices_per_task=devices_per_task,
             device_ranges=[range(i * devices_per_task, (i + 1) * devices_per_task) for i in range(slices)],
-            cpu=instance.cpu_units // slices,
-            memory_mib=instance.schedulable_memory_mib // slices,
+            task_cpu=instance.cpu_units // slices,
+            task_memory_mib=instance.schedulable_memory_mib // slices,
             image=image,
             instances=instances,
             network_mode=network_mode,
             eni_trunking=eni_trunking,
             capacity=capacity,
             copy_name="Slice",
-            min_healthy_percent=min_healthy_percent,
-            task_role=task_role,
-            execution_role=execution_role,
-            log_group=log_group,
-            log_retention=log_retention,
-            log_encryption_key=log_encryption_key,
-            vpc_subnets=vpc_subnets,
-            security_groups=security_groups,
-            service_options=service_options,
-            container_options=options,
-            compile_cache=compile_cache,
-            model_artifacts=model_artifacts,
-            hf_token=hf_token,
+            **options,
         )
         self.slices = self.copies
         self.slice_services = self.copy_services
