@@ -64,7 +64,9 @@ if TYPE_CHECKING:
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
     from neuron_constructs.serving.services import NeuronService
     from neuron_constructs.serving.sliced_service import SlicedNeuronService
-    from neuron_constructs.training.queue import LustreStorage, NeuronTrainingJob, NeuronTrainingQueue
+    from neuron_constructs.training.jobs import NeuronTrainingJob
+    from neuron_constructs.training.queue import NeuronTrainingQueue
+    from neuron_constructs.training.storage import LustreStorage
 
 __all__ = [
     "RULES",
@@ -101,7 +103,7 @@ _LAZY = {
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
     "FleetModel": "neuron_constructs.serving.fleet",
-    "LustreStorage": "neuron_constructs.training.queue",
+    "LustreStorage": "neuron_constructs.training.storage",
     "ManagedInstancesCapacity": "neuron_constructs.compute.capacity",
     "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
@@ -113,7 +115,7 @@ _LAZY = {
     "NeuronMonitoring": "neuron_constructs.monitoring.monitoring",
     "NeuronService": "neuron_constructs.serving.services",
     "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
-    "NeuronTrainingJob": "neuron_constructs.training.queue",
+    "NeuronTrainingJob": "neuron_constructs.training.jobs",
     "NeuronTrainingQueue": "neuron_constructs.training.queue",
     "ServiceOptions": "neuron_constructs.compute.options",
     "SlicedNeuronService": "neuron_constructs.serving.sliced_service",

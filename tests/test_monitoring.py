@@ -14,7 +14,7 @@ from conftest import ECS_STACKS, resources
 
 from neuron_constructs import NeuronInstanceType
 from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, NAMESPACE
-from neuron_constructs.monitoring.monitoring import (
+from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
     health_script,

@@ -94,7 +94,7 @@ def test_each_report_becomes_one_emf_line_with_both_dimension_sets(sample: dict[
 
 def test_the_script_runs_as_the_daemon_runs_it(sample: dict[str, Any]) -> None:
     """``python3 -c <source>`` with the report on stdin, as the monitoring container's command does."""
-    from neuron_constructs.monitoring.monitoring import publisher_source
+    from neuron_constructs.monitoring.daemons import publisher_source
 
     result = subprocess.run(
         [sys.executable, "-u", "-c", publisher_source()],

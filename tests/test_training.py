@@ -16,7 +16,9 @@ from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
-from neuron_constructs.training.queue import EFA_ENVIRONMENT, LAUNCHER, LustreStorage, NeuronTrainingQueue
+from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER
+from neuron_constructs.training.queue import NeuronTrainingQueue
+from neuron_constructs.training.storage import LustreStorage
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
@@ -279,7 +281,7 @@ def test_with_monitoring_the_launcher_publishes_neuron_monitor_s_reports_while_t
     the CloudWatch metric line, and the job's own command still runs."""
     from pathlib import Path
 
-    from neuron_constructs.monitoring.monitoring import publisher_source
+    from neuron_constructs.monitoring.daemons import publisher_source
 
     sample = (Path(__file__).parent / "data" / "neuron_monitor_sample.json").read_text()
     (tmp_path / "neuron-monitor").write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(json.loads(sample))}\nEOF\n")
@@ -339,7 +341,7 @@ def test_a_launcher_that_cannot_start_neuron_monitor_still_runs_the_job(tmp_path
 def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
     from conftest import resources as of_type
 
-    from neuron_constructs.monitoring.monitoring import publisher_source
+    from neuron_constructs.monitoring.daemons import publisher_source
 
     (job,) = of_type(templates["NeuronTrainingTrn1"], "AWS::Batch::JobDefinition").values()
     (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]

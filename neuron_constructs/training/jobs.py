@@ -1,0 +1,259 @@
+"""Training jobs of a queue: multi-node parallel (or single-node) job definitions of one container per node."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import CfnOutput, Duration, Size
+from aws_cdk import aws_batch as batch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import construct_path, remember_path
+from neuron_constructs.base.l1_overrides import open_node_range
+from neuron_constructs.checks import inputs
+from neuron_constructs.compute.task_definitions import task_role
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT
+from neuron_constructs.monitoring.daemons import neuron_monitor_config, publisher_source
+from neuron_constructs.training.storage import storage_environment
+
+if TYPE_CHECKING:
+    from neuron_constructs.training.queue import NeuronTrainingQueue
+
+__all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "SHARED_MEMORY_FRACTION", "NeuronTrainingJob"]
+
+EFA_ENVIRONMENT = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
+"""What the Neuron collectives read over EFA, as the Neuron AWS Batch training scripts set it: libfabric's EFA
+provider, RDMA reads on the device, and fork safety for data loaders that fork."""
+LAUNCHER = r"""set -eu
+# AWS Batch multi-node parallel job -> torchrun: the main node has no AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS.
+export NNODES="${AWS_BATCH_JOB_NUM_NODES:-1}"
+export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"
+export MASTER_ADDR="${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-$(hostname -i | cut -d' ' -f1)}"
+export MASTER_PORT="${MASTER_PORT:-41000}"
+export NEURON_RT_ROOT_COMM_ID="${NEURON_RT_ROOT_COMM_ID:-$MASTER_ADDR:46820}"
+# torchrun reads each option from PET_<OPTION> when it is not on its command line.
+export PET_NNODES="$NNODES" PET_NODE_RANK="$NODE_RANK" PET_MASTER_ADDR="$MASTER_ADDR" PET_MASTER_PORT="$MASTER_PORT"
+# With monitoring: neuron-monitor's reports as CloudWatch metric lines on the job's log stream, while the job runs.
+if [ -n "${NEURON_MONITOR_EMF:-}" ]; then
+  PATH="$PATH:/opt/aws/neuron/bin"
+  config=$(mktemp 2>/dev/null || true)
+  if ! command -v neuron-monitor >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
+    echo "neuron-launch: this image has no neuron-monitor or python3; the job publishes no Neuron metrics" >&2
+  elif [ -n "$config" ] && printf '%s' "${NEURON_MONITOR_CONFIG:-"{}"}" > "$config" 2>/dev/null; then
+    (neuron-monitor -c "$config" | python3 -u -c "$NEURON_MONITOR_EMF") &
+  else
+    echo "neuron-launch: cannot write neuron-monitor's configuration; the job publishes no Neuron metrics" >&2
+  fi
+fi
+exec "$@"
+"""
+"""Runs before the job's command on every node: the rank and world of the node from what Batch gives it (AWS Batch
+guide: multi-node parallel job environment variables) as ``NNODES``, ``NODE_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``
+and as the ``PET_*`` variables ``torchrun`` reads for its options (``torch.distributed.run``), so ``torchrun
+--nproc_per_node=32 train.py`` needs nothing else; and the Neuron runtime's root communicator on the main node."""
+SHARED_MEMORY_FRACTION = 0.1
+"""Share of the instance's memory given to ``/dev/shm`` (Docker's default is 64 MiB): data loader workers and the
+Neuron runtime's host buffers pass tensors through it. A choice, not an AWS figure."""
+
+
+class NeuronTrainingJob(Construct):
+    """A training job of a :class:`NeuronTrainingQueue`: ``nodes`` copies of one container, one per instance.
+
+    ``nodes`` >= 2 makes a multi-node parallel job definition (every node runs the same container, node 0 is the
+    main node); ``nodes`` = 1 an ECS job definition. The container maps every ``/dev/neuronN`` of the type (or
+    ``devices``) and every ``/dev/infiniband/uverbsN`` the type has, with the same host and container path; runs
+    with an unlimited ``memlock`` and 65,535 open files; gets :data:`SHARED_MEMORY_FRACTION` of the instance's
+    memory as ``/dev/shm``, the type's vCPUs and 90 % of its memory; the EFA environment (:data:`EFA_ENVIRONMENT`)
+    when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
+    variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
+    nothing unless given. Infrastructure failures (``Host EC2*`` status reasons: a host that failed or a reclaimed
+    instance) are retried up to ``retry_attempts`` times, other failures are not; ``timeout`` defaults to 3 days.
+
+    ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one
+    process per NeuronCore of its devices (per logical core on Trainium2, ``NEURON_LOGICAL_NC_CONFIG``, default 2)
+    on every node. A multi-node definition's node range is open (``0:``), so ``submit_command`` (``--node-overrides
+    numNodes=N``) can run it on another number of nodes, up to the queue's ``max_nodes``.
+
+    Refused: multi-node on a type without EFA (NEURON048), more nodes than the queue launches (NEURON049),
+    multi-node on Spot (NEURON050), devices beyond the type (NEURON009), ``NEURON_RT_VISIBLE_CORES`` or
+    ``NEURON_RT_NUM_CORES`` beyond the mapped devices (NEURON019), parallel degrees that do not divide the world
+    size (NEURON053).
+
+    Attributes
+    ----------
+    job_definition (``batch.MultiNodeJobDefinition`` or ``batch.EcsJobDefinition``), container, nodes, devices,
+    job_role; submit_command: the ``aws batch submit-job`` command line that runs it (tokens until synth).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        queue: NeuronTrainingQueue,
+        nodes: int,
+        image: ecs.ContainerImage,
+        command: Sequence[str],
+        environment: Mapping[str, str] | None,
+        secrets: Mapping[str, batch.Secret] | None,
+        devices: Sequence[int] | None,
+        job_role: iam.IRole | None,
+        timeout: Duration | None,
+        retry_attempts: int,
+        tensor_parallel: int | None = None,
+        pipeline_parallel: int | None = None,
+    ) -> None:
+        path = f"{construct_path(scope)}/{id}"
+        instance = queue.instance_type
+        if nodes > 1 and not instance.supports_multi_node:
+            multi_node = ", ".join(e.name for e in NeuronInstanceType.all() if e.supports_multi_node)
+            raise rules.MULTI_NODE_WITHOUT_EFA.error(
+                path, f"nodes={nodes} on {instance.name}, which has no EFA", multi_node=multi_node
+            )
+        if nodes > queue.max_nodes:
+            raise rules.TOO_MANY_NODES.error(
+                path,
+                f"nodes={nodes} but {construct_path(queue)} launches at most {queue.max_nodes} instances",
+                max_nodes=queue.max_nodes,
+                queue=construct_path(queue),
+            )
+        if nodes > 1 and queue.spot:
+            raise rules.MULTI_NODE_ON_SPOT.error(path, f"nodes={nodes} on {construct_path(queue)}, which runs Spot")
+        chosen = (
+            tuple(range(instance.chips)) if devices is None else inputs.check_device_indices(path, instance, devices)
+        )
+        inputs.check_runtime_cores(path, dict(environment or {}), instance, chosen)
+        check_parallel_degrees(
+            path, instance, chosen, nodes, dict(environment or {}), tensor_parallel, pipeline_parallel
+        )
+        super().__init__(scope, id)
+        remember_path(self, scope, id)
+        self.nodes = nodes
+        self.devices = chosen
+        self.job_role: iam.IRole = job_role or task_role(self, "JobRole")
+        linux = batch.LinuxParameters(
+            self,
+            "LinuxParameters",
+            shared_memory_size=Size.mebibytes(int(instance.memory_mib * SHARED_MEMORY_FRACTION)),
+        )
+        linux.add_devices(
+            *[batch.Device(host_path=f"/dev/neuron{i}", container_path=f"/dev/neuron{i}") for i in chosen],
+            *[
+                batch.Device(host_path=f"/dev/infiniband/uverbs{i}", container_path=f"/dev/infiniband/uverbs{i}")
+                for i in range(instance.efa_interfaces or 0)
+            ],
+        )
+        self.container = batch.EcsEc2ContainerDefinition(
+            self,
+            "Container",
+            image=image,
+            cpu=instance.vcpus,
+            memory=Size.mebibytes(instance.schedulable_memory_mib),
+            command=["/bin/bash", "-c", LAUNCHER, "neuron-launch", *command],
+            environment={
+                **(EFA_ENVIRONMENT if nodes > 1 else {}),
+                **(storage_environment(queue.storage) if queue.storage else {}),
+                **(monitoring_environment(queue) if queue.monitoring else {}),
+                **(environment or {}),
+            },
+            volumes=[
+                batch.EcsVolume.host(
+                    name="shared", host_path=queue.storage.mount_path, container_path=queue.storage.mount_path
+                )
+            ]
+            if queue.storage
+            else None,
+            secrets=dict(secrets) if secrets else None,
+            job_role=self.job_role,
+            linux_parameters=linux,
+            ulimits=[
+                batch.Ulimit(name=batch.UlimitName.MEMLOCK, soft_limit=-1, hard_limit=-1),
+                batch.Ulimit(name=batch.UlimitName.NOFILE, soft_limit=65535, hard_limit=65535),
+            ],
+            logging=ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=queue.log_group),
+        )
+        retries = [
+            batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
+            batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),
+        ]
+        options: dict[str, Any] = {
+            "retry_attempts": retry_attempts,
+            "retry_strategies": retries,
+            "timeout": timeout or Duration.days(3),
+            "propagate_tags": True,
+        }
+        self.job_definition: batch.MultiNodeJobDefinition | batch.EcsJobDefinition
+        if nodes > 1:
+            self.job_definition = batch.MultiNodeJobDefinition(
+                self,
+                "JobDefinition",
+                instance_type=ec2.InstanceType(instance.name),
+                main_node=0,
+                containers=[batch.MultiNodeContainer(container=self.container, start_node=0, end_node=nodes - 1)],
+                **options,
+            )
+            open_node_range(self.job_definition)
+        else:
+            self.job_definition = batch.EcsJobDefinition(self, "JobDefinition", container=self.container, **options)
+        compliance.acknowledge_execution_role(self)
+        self.submit_command = (
+            f"aws batch submit-job --job-name {id.lower()} --job-queue {queue.job_queue.job_queue_name} "
+            f"--job-definition {self.job_definition.job_definition_name}"
+            + (f" --node-overrides numNodes={nodes}" if nodes > 1 else "")
+        )
+
+    def add_submit_output(self, id: str = "SubmitCommand") -> CfnOutput:
+        """A stack output with :attr:`submit_command`, the exact ``aws batch submit-job`` line that runs this job."""
+        return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
+
+
+def logical_core_size(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:
+    """Physical NeuronCores per logical core: ``NEURON_LOGICAL_NC_CONFIG`` if set, else 2 on Trainium2 (the Neuron
+    runtime's default there) and 1 elsewhere."""
+    configured = environment.get("NEURON_LOGICAL_NC_CONFIG")
+    if configured is not None and configured.isdigit() and int(configured) in (1, 2):
+        return int(configured)
+    return 2 if instance.family == "trn2" else 1
+
+
+def check_parallel_degrees(
+    path: str,
+    instance: NeuronInstanceType,
+    devices: Sequence[int],
+    nodes: int,
+    environment: Mapping[str, str],
+    tensor_parallel: int | None,
+    pipeline_parallel: int | None,
+) -> None:
+    """NEURON053: one process per (logical) NeuronCore, and tensor x pipeline parallel divides the world size."""
+    if tensor_parallel is None and pipeline_parallel is None:
+        return
+    per_node = len(devices) * instance.neuron_cores_per_chip // logical_core_size(instance, environment)
+    world = nodes * per_node
+    product = (tensor_parallel or 1) * (pipeline_parallel or 1)
+    if world % product:
+        raise rules.PARALLEL_DEGREES.error(
+            path,
+            f"tensor_parallel={tensor_parallel or 1} x pipeline_parallel={pipeline_parallel or 1} = {product} does "
+            f"not divide the world size {world} ({nodes} nodes x {per_node} NeuronCores)",
+            world=world,
+            per_node=per_node,
+        )
+
+
+def monitoring_environment(queue: NeuronTrainingQueue) -> dict[str, str]:
+    """What the launcher needs to publish Neuron metrics (:data:`LAUNCHER`): the publisher, neuron-monitor's
+    configuration and the queue's name as the metrics' ``ClusterName``."""
+    return {
+        CLUSTER_ENVIRONMENT: queue.job_queue.job_queue_name,
+        "NEURON_MONITOR_EMF": publisher_source(),
+        "NEURON_MONITOR_CONFIG": json.dumps(neuron_monitor_config(Duration.minutes(1)), separators=(",", ":")),
+    }
