@@ -51,7 +51,7 @@ test-all: test test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
 test: install lint
-	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not e2e"
+	$(BIN)/python -m pytest -n 2 -m "not e2e"
 
 ## End to end: the cdk CLI deploys the example stacks, and a team app built on the wheel, to local endpoints.
 test-e2e: install

@@ -1,9 +1,13 @@
-"""Shared fixtures: the example app is synthesized once per session, with cdk-nag on."""
+"""Shared fixtures: the example app is synthesized once per session, with cdk-nag on, and shared by every worker."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +18,16 @@ _PINNED_NODE = ROOT / "node_modules" / ".bin" / "node"
 if _PINNED_NODE.exists():
     # The pinned Node.js 22 runs jsii: no end-of-life banner, same runtime as the cdk CLI.
     os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
-# aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~3 s to load in each process) runs on
-# the example stacks, registered explicitly below, rather than in each of the suite's many small synths.
+# aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~2 s to load in each process) runs on
+# the example stacks only, registered explicitly there, rather than in each of the suite's many small synths.
 os.environ.setdefault("CDK_VALIDATION", "false")
 sys.path.insert(0, str(ROOT / "examples"))
+# Bytecode is cached (``__pycache__``, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: otherwise every
+# worker, and every command a test starts, compiles the package and the rewritten tests again.
+sys.dont_write_bytecode = False
 
-from aws_cdk import App, CloudFormationValidatePlugin, Stack, Validations, cx_api  # noqa: E402
+import example_assembly  # noqa: E402
+from aws_cdk import App  # noqa: E402
 
 EXAMPLE_STACKS = (
     "NeuronInferenceManaged",
@@ -32,49 +40,86 @@ EXAMPLE_STACKS = (
 )
 ECS_STACKS = EXAMPLE_STACKS[:-1]
 """The examples with an ECS cluster of their own (AWS Batch makes and manages the training stack's)."""
+_SHARED_ASSEMBLY = "NEURON_CONSTRUCTS_TEST_EXAMPLES"
+"""Where the session's background synthesis writes the examples (set by the first process, inherited by workers)."""
+_EXAMPLE_FIXTURES = frozenset({"templates", "validation_report", "example_assembly_dir", "broken_validation_report"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With workers (``-n``), synthesize the examples once, in the background, while the workers start."""
+    if hasattr(config, "workerinput") or _SHARED_ASSEMBLY in os.environ or not config.getoption("numprocesses", None):
+        return
+    directory = Path(tempfile.mkdtemp(prefix="neuron-examples-"))
+    with (directory / "synth.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "example_assembly.py"), str(directory)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    os.environ[_SHARED_ASSEMBLY] = str(directory)
+    config.stash[_BACKGROUND] = (process, directory)
+
+
+_BACKGROUND = pytest.StashKey[tuple[subprocess.Popen[bytes], Path]]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    background = config.stash.get(_BACKGROUND, None)
+    if background is not None:
+        process, directory = background
+        process.kill()
+        process.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+        os.environ.pop(_SHARED_ASSEMBLY, None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of the synthesized examples last, with every test of their ``xdist_group`` (a group runs as one unit),
+    so no worker waits for the background synthesis."""
+
+    def group(item: pytest.Item) -> str | None:
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0]) if mark and mark.args else None
+
+    def uses_examples(item: pytest.Item) -> bool:
+        return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+    late_groups = {group(item) for item in items if uses_examples(item)} - {None}
+    items.sort(key=lambda item: uses_examples(item) or group(item) in late_groups)
 
 
 @pytest.fixture(scope="session")
-def cloudformation_validation() -> CloudFormationValidatePlugin:
-    """aws-cdk-lib's built-in CloudFormation validation (what ``cdk synth`` runs by default), loaded once."""
-    return CloudFormationValidatePlugin()
+def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe
+    (``broken/``): the background one, or one made here when the session has no workers."""
+    shared = os.environ.get(_SHARED_ASSEMBLY)
+    if shared is not None:
+        return example_assembly.wait_for(Path(shared))
+    directory = tmp_path_factory.mktemp("example-assembly")
+    example_assembly.synthesize(directory)
+    return directory
 
 
 @pytest.fixture(scope="session")
-def example_app(cloudformation_validation: CloudFormationValidatePlugin) -> App:
-    """The example app with cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs (report only) and aws-cdk-lib's
-    built-in CloudFormation validation."""
-    from compliance_report import nag_app
-
-    app = nag_app()
-    Validations.of(app).add_plugins(cloudformation_validation)
-    return app
+def validation_report(example_assembly_dir: Path) -> dict[str, Any]:
+    """``validation-report.json`` of that synthesis: cdk-nag's packs, aws-cdk-lib's CloudFormation validation and the
+    Neuron template checks."""
+    return json.loads((example_assembly_dir / "examples" / "validation-report.json").read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
-def example_assembly(example_app: App) -> cx_api.CloudAssembly:
-    """One synthesis of every example stack, with the validation report of every plugin."""
-    return example_app.synth()
+def broken_validation_report(example_assembly_dir: Path) -> dict[str, Any]:
+    """The validation report of one stack with an unknown property, under the same CloudFormation validation."""
+    return json.loads((example_assembly_dir / "broken" / "validation-report.json").read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
-def validation_report(example_assembly: cx_api.CloudAssembly) -> dict[str, Any]:
-    """``validation-report.json`` of that synthesis: cdk-nag's packs and the Neuron template checks."""
-    import json
-
-    return json.loads((Path(example_assembly.directory) / "validation-report.json").read_text())  # type: ignore[no-any-return]
-
-
-@pytest.fixture(scope="session")
-def templates(example_assembly: cx_api.CloudAssembly) -> dict[str, dict[str, Any]]:
+def templates(example_assembly_dir: Path) -> dict[str, dict[str, Any]]:
     """Synthesized CloudFormation templates by stack name."""
-    return {name: example_assembly.get_stack_by_name(name).template for name in EXAMPLE_STACKS}
-
-
-@pytest.fixture(scope="session")
-def example_stacks(example_app: App, example_assembly: cx_api.CloudAssembly) -> dict[str, Stack]:
-    """The example ``Stack`` objects (after synthesis), by name."""
-    return {name: example_app.node.find_child(name) for name in EXAMPLE_STACKS}  # type: ignore[misc]
+    return {
+        name: json.loads((example_assembly_dir / "examples" / f"{name}.template.json").read_text())
+        for name in EXAMPLE_STACKS
+    }
 
 
 def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.ecs.models import ecs_backends
-
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 
 
@@ -72,7 +69,9 @@ def build_fleet(
     ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
     ecs = session.client("ecs", region_name=region, endpoint_url=endpoint_url)
     ecs.create_cluster(clusterName=cluster)
-    image_id = ec2.describe_images(Owners=["amazon"], MaxResults=5)["Images"][0]["ImageId"]
+    # One of moto's default Amazon Linux 2 images (a filter: moto answers MaxResults with every image it has).
+    amazon_linux = [{"Name": "name", "Values": ["amzn2-ami-hvm-*"]}]
+    image_id = ec2.describe_images(Owners=["amazon"], Filters=amazon_linux)["Images"][0]["ImageId"]
     ec2_ids: list[str] = []
     for instance_type in dict.fromkeys(instance_types):
         count = sum(1 for t in instance_types if t == instance_type)
@@ -84,6 +83,9 @@ def build_fleet(
     for instance_id, described in zip(ec2_ids, _instance_types(ec2, ec2_ids), strict=True):
         by_type.setdefault(described, []).append(instance_id)
     ordered_ids = [by_type[t].pop(0) for t in instance_types]
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ecs.models import ecs_backends
 
     backend = ecs_backends[DEFAULT_ACCOUNT_ID][region]
     arns: list[str] = []

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import grimp
-import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "neuron_constructs"
 SUBPACKAGES = ("knowledge", "checks", "base", "compute", "serving", "training", "monitoring", "tools", "local_endpoint")
@@ -94,13 +93,13 @@ def test_every_module_lives_in_a_folder_of_its_kind() -> None:
     assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) == sorted(SUBPACKAGES)
 
 
-@pytest.mark.parametrize("package", ["knowledge", "checks", "tools"])
-def test_plain_python_folders_load_without_the_cdk(package: str) -> None:
+def test_the_plain_python_folders_load_without_the_cdk() -> None:
     modules = sorted(
         ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for package in ("knowledge", "checks", "tools")
         for p in (PACKAGE / package).rglob("*.py")
     )
-    assert len(modules) > 3
+    assert len(modules) > 20
     code = f"import sys\nfor m in {modules!r}: __import__(m)\nassert not {{'aws_cdk', 'jsii'}} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
 

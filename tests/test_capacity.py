@@ -22,6 +22,8 @@ from neuron_constructs import (
     SlicedNeuronService,
 )
 
+pytestmark = pytest.mark.xdist_group("capacity")  # one worker builds the module's stacks once
+
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 BLOCK = "cr-0123456789abcdef0"
 GROUP = "arn:aws:resource-groups:us-east-1:111122223333:group/neuron-reservations"
@@ -162,6 +164,7 @@ def test_the_returned_capacity_is_what_capacity_takes() -> None:
     assert len(set(strategies)) == 2
 
 
+@pytest.mark.e2e  # cfn-lint runs on the examples in the everyday loop, on test stacks in make test-e2e
 def test_every_capacity_choice_passes_cfn_lint(choices: dict[str, Any]) -> None:
     """Spot, a Capacity Block, an On-Demand Capacity Reservation, a reservation group and reserved Managed
     Instances in one template: what the L1 overrides write is what the CloudFormation schemas accept."""

@@ -17,7 +17,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 from moto_fleet import TaskSpec, build_fleet
 
 from neuron_constructs.knowledge import ami as ami_module
@@ -30,6 +29,8 @@ from neuron_constructs.knowledge.ami import (
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.tools import inspection
 from neuron_constructs.tools.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
+
+pytestmark = pytest.mark.xdist_group("moto")  # one worker loads moto
 
 REGION = "us-east-1"
 
@@ -56,6 +57,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    from moto import mock_aws  # imported here: only the worker that runs these tests loads moto
+
     with mock_aws():
         yield boto3.Session(region_name=REGION)
 

@@ -215,10 +215,13 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
 
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
-def test_cfn_lint_reports_nothing(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint
+    from cfnlint.core import get_rules
 
-    matches = lint(json.dumps(templates[stack]), config=ManualArgs(regions=["us-east-1"]))
+    rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
+    assert any(rule.id.startswith("E91") for rule in rules)
+    matches = lint(json.dumps(templates[stack]), rules=rules, config=ManualArgs(regions=["us-east-1"]))
     assert [f"{m.rule.id} {m.message}" for m in matches] == []
 
 
@@ -269,28 +272,22 @@ def test_aws_cdk_lib_builtin_cloudformation_validation_finds_nothing(validation_
 
 
 def test_aws_cdk_lib_builtin_cloudformation_validation_would_report_a_broken_template(
-    cloudformation_validation: Any,
+    broken_validation_report: dict[str, Any],
 ) -> None:
-    from aws_cdk import App, CfnResource, Stack, Validations
+    """The same plugin, in the same synthesis process, on one stack with a property S3 buckets do not have."""
+    from aws_cdk import CloudFormationValidatePlugin
 
-    app = App(analytics_reporting=False)
-    Validations.of(app).add_plugins(cloudformation_validation)
-    CfnResource(Stack(app, "Broken"), "Bucket", type="AWS::S3::Bucket", properties={"NoSuchProperty": 1})
-    report = json.loads((Path(app.synth().directory) / "validation-report.json").read_text())
-    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == cloudformation_validation.PLUGIN_NAME)
+    plugin = next(
+        p
+        for p in broken_validation_report["pluginReports"]
+        if p["pluginName"] == CloudFormationValidatePlugin.PLUGIN_NAME
+    )
     assert "NoSuchProperty" in json.dumps(plugin["violations"])
 
 
-def test_cdk_nag_would_catch_an_unacknowledged_finding() -> None:
-    from aws_cdk import App, Stack, Validations
-    from aws_cdk import aws_sqs as sqs
-    from cdk_nag import AwsSolutionsChecks
-
-    app = App(analytics_reporting=False)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    sqs.Queue(Stack(app, "Unencrypted"), "Queue", encryption=sqs.QueueEncryption.UNENCRYPTED)
-    with pytest.raises(RuntimeError, match="AwsSolutions-SQS"):
-        app.synth()
+def test_cdk_nag_would_catch_an_unacknowledged_finding(example_assembly_dir: Path) -> None:
+    """An unencrypted queue under the same AwsSolutions pack fails its synthesis (run with the examples)."""
+    assert "AwsSolutions-SQS" in (example_assembly_dir / "nag-probe.txt").read_text()
 
 
 def test_mixed_stack_names_its_inf1_repository_and_outputs_its_uri(templates: dict[str, dict[str, Any]]) -> None:

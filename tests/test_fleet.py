@@ -28,6 +28,8 @@ from neuron_constructs import (
 )
 from neuron_constructs.tools.tables import mixed_fleet
 
+pytestmark = pytest.mark.xdist_group("fleet")  # one worker builds the module's stacks once
+
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 
 

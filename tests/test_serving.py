@@ -31,6 +31,8 @@ from neuron_constructs import (
 )
 from neuron_constructs.serving.listeners import model_server_health_check
 
+pytestmark = pytest.mark.xdist_group("serving")  # one worker builds the module's stacks once
+
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 PORT = 8080
 SERVED_EXAMPLES = ("NeuronInferenceManaged", "NeuronSlicedInf2", "NeuronSlicedTrn1", "NeuronRagFleet")

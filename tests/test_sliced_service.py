@@ -24,6 +24,8 @@ from conftest import resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 
+pytestmark = pytest.mark.xdist_group("sliced")  # one worker builds the module's stacks once
+
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 INSTANCES = 3
 REGISTERED_MEMORY_FRACTIONS = (0.9, 0.975)

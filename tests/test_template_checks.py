@@ -483,12 +483,14 @@ def test_malformed_values_anywhere_are_skipped_never_a_crash(templates: dict[str
     checked = 0
     for name, template in templates.items():
         paths = [p for p in _paths(template) if p[0] in ("Resources", "Parameters", "Outputs")]
+        broken = copy.deepcopy(template)
         for path in [("Resources",), *rng.sample(paths, min(len(paths), 100))]:
-            broken = copy.deepcopy(template)
             parent = broken
             for key in path[:-1]:
                 parent = parent[key]
+            kept = parent[path[-1]]
             parent[path[-1]] = rng.choice(junk)
             check_template(broken, name=name)
+            parent[path[-1]] = kept  # one broken value at a time
             checked += 1
     assert checked >= 500

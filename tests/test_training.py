@@ -20,6 +20,8 @@ from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER
 from neuron_constructs.training.queue import NeuronTrainingQueue
 from neuron_constructs.training.storage import LustreStorage
 
+pytestmark = pytest.mark.xdist_group("training")  # one worker builds the module's stacks once
+
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 MULTI_NODE = [e.name for e in NeuronInstanceType.all() if e.supports_multi_node]
 EVERY_TYPE = [e.name for e in NeuronInstanceType.all()]
@@ -226,6 +228,7 @@ def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(trainin
     assert (spot["Type"], spot["AllocationStrategy"]) == ("SPOT", "SPOT_PRICE_CAPACITY_OPTIMIZED")
 
 
+@pytest.mark.e2e  # cfn-lint runs on the examples in the everyday loop, on test stacks in make test-e2e
 def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint
 

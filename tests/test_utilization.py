@@ -10,13 +10,14 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 from moto_fleet import build_fleet
 
 from neuron_constructs.knowledge.metrics import NAMESPACE
 from neuron_constructs.tools.cli import EXIT_OK, main
 from neuron_constructs.tools.inspection import count_api_calls
 from neuron_constructs.tools.utilization import QUERIES_PER_CALL, cluster_name_of, neuroncore_utilization
+
+pytestmark = pytest.mark.xdist_group("moto")  # one worker loads moto
 
 REGION = "us-east-1"
 
@@ -30,6 +31,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    from moto import mock_aws  # imported here: only the worker that runs these tests loads moto
+
     with mock_aws():
         yield boto3.Session(region_name=REGION)
 

@@ -1,0 +1,85 @@
+"""The example app, synthesized once per test session and shared by every worker.
+
+``python tests/example_assembly.py DIR`` synthesizes the example app with cdk-nag's packs and aws-cdk-lib's built-in
+CloudFormation validation into ``DIR/examples``, then two probes that show those checks report what they should: one
+stack with a property CloudFormation does not know, under the same validation plugin, into ``DIR/broken``, and an
+unencrypted queue under cdk-nag's AwsSolutions pack, whose synthesis error goes to ``DIR/nag-probe.txt``. Last it writes
+``DIR/ready.json``. The
+session's first process starts it in the background while the workers start (``conftest.py``); the workers wait for
+``ready.json`` and read the templates and the validation reports from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+READY = "ready.json"
+"""Written last: ``{"ok": true}``, or ``{"ok": false, "error": <traceback>}``."""
+
+
+def synthesize(directory: Path) -> None:
+    """Synthesize the examples into ``directory / "examples"`` and the broken probe into ``directory / "broken"``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    from aws_cdk import App, CfnResource, CloudFormationValidatePlugin, Stack, Validations
+    from compliance_report import nag_app
+
+    validation = CloudFormationValidatePlugin()
+    app = nag_app(outdir=str(directory / "examples"))
+    Validations.of(app).add_plugins(validation)
+    app.synth()
+    probe = App(analytics_reporting=False, outdir=str(directory / "broken"))
+    Validations.of(probe).add_plugins(validation)
+    CfnResource(Stack(probe, "Broken"), "Bucket", type="AWS::S3::Bucket", properties={"NoSuchProperty": 1})
+    probe.synth()
+    (directory / "nag-probe.txt").write_text(_unencrypted_queue_under_cdk_nag())
+
+
+def _unencrypted_queue_under_cdk_nag() -> str:
+    """The error cdk-nag's AwsSolutions pack fails a synthesis with, for an unencrypted queue; empty if none."""
+    from aws_cdk import App, Stack, Validations
+    from aws_cdk import aws_sqs as sqs
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(analytics_reporting=False)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    sqs.Queue(Stack(app, "Unencrypted"), "Queue", encryption=sqs.QueueEncryption.UNENCRYPTED)
+    try:
+        app.synth()
+    except RuntimeError as error:
+        return str(error)
+    return ""
+
+
+def wait_for(directory: Path, *, timeout_s: float = 600.0) -> Path:
+    """``directory`` once its synthesis is done; an error with its traceback if it failed or never finished."""
+    ready = directory / READY
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the example synthesis in {directory} did not finish within {timeout_s:.0f} s")
+        time.sleep(0.05)
+    state = json.loads(ready.read_text())
+    if not state["ok"]:
+        raise RuntimeError(f"the example synthesis failed:\n{state['error']}")
+    return directory
+
+
+def main(directory: Path) -> int:
+    try:
+        synthesize(directory)
+    except BaseException:
+        state = {"ok": False, "error": traceback.format_exc()}
+    else:
+        state = {"ok": True}
+    partial = directory / f"{READY}.partial"
+    partial.write_text(json.dumps(state))
+    partial.rename(directory / READY)
+    return 0 if state["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
