@@ -16,13 +16,13 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth bench-training readme-tables compliance-report clean
+.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth bench-training docs docs-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,docs]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -46,8 +46,8 @@ synth: install
 	neuron-ecs lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
 	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint and neuron-ecs lint: clean)"
 
-## Everything CI runs: lint, the test suite, and the end-to-end deploys.
-test-all: test test-e2e
+## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys.
+test-all: test docs test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
 test: install lint
@@ -93,13 +93,19 @@ bench-synth: install
 bench-training: install
 	$(BIN)/python benchmarks/training_synth_benchmark.py
 
-## Rewrite the README's catalog and rule tables from the code.
-readme-tables: install
-	$(BIN)/python -m neuron_constructs.tools.tables README.md
+## Build the documentation site (guides and API reference) into docs/_build/html; any warning fails it.
+docs: install
+	rm -rf docs/_build
+	$(BIN)/sphinx-build -E -n -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
-## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the README's table.
+## Rewrite the docs' catalog, rule, density and fleet tables from the code.
+docs-tables: install
+	$(BIN)/python -m neuron_constructs.tools.tables docs/*.md
+
+## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the security page's table.
 compliance-report: install
-	$(BIN)/python examples/compliance_report.py README.md
+	$(BIN)/python examples/compliance_report.py docs/security.md
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out docs/_build .pytest_cache .mypy_cache .ruff_cache

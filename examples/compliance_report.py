@@ -1,9 +1,9 @@
 """cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on every example stack, counted.
 
-``python examples/compliance_report.py`` prints the README's compliance table;
-``python examples/compliance_report.py README.md`` rewrites it between its
+``python examples/compliance_report.py`` prints the compliance table of the security page;
+``python examples/compliance_report.py docs/security.md`` rewrites it between its
 ``<!-- compliance:start -->`` / ``<!-- compliance:end -->`` markers. The AwsSolutions pack must pass
-(every finding fixed or acknowledged in ``neuron_constructs/compliance.py``); the NIST pack runs
+(every finding fixed or acknowledged in ``neuron_constructs/base/compliance.py``); the NIST pack runs
 report-only and every rule it still reports needs a reason below.
 """
 
@@ -101,14 +101,14 @@ def counts(report: dict[str, Any], pack: str) -> tuple[Counter[str], int]:
 
 
 def table(report: dict[str, Any]) -> str:
-    """The README's compliance table."""
+    """The compliance table of the security page."""
     aws_open, aws_acknowledged = counts(report, "AwsSolutions")
     nist_open, nist_acknowledged = counts(report, NIST_PACK)
     rows = [
         "| pack | rule | open findings | why it stays open |",
         "|---|---|---|---|",
         f"| AwsSolutions | all rules | {sum(aws_open.values())} | {aws_acknowledged} acknowledged with a reason each "
-        "in `neuron_constructs/compliance.py` |",
+        "in `neuron_constructs/base/compliance.py` |",
     ]
     for rule, number in sorted(nist_open.items()):
         reason = OPEN_NIST_FINDINGS.get(rule, "**not reviewed**")

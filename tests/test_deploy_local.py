@@ -538,14 +538,14 @@ def _normalised(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip().splitlines()]
 
 
-def test_readme_shows_the_report_deploy_local_prints(deployment: Deployment) -> None:
-    readme = (ROOT / "README.md").read_text()
-    sample = readme.split("## Deploying locally", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+def test_the_docs_show_the_report_deploy_local_prints(deployment: Deployment) -> None:
+    page = (ROOT / "docs" / "deploying.md").read_text()
+    sample = page.split("## Deploying locally", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     printed = format_reports([deployment.reports["NeuronInferenceEc2"]], endpoint=deployment.endpoint.label)
     assert _normalised(sample) == _normalised(printed)
 
 
-def test_readme_shows_what_neuron_ecs_prints_against_the_local_endpoint(
+def test_the_docs_show_what_neuron_ecs_prints_against_the_local_endpoint(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from neuron_constructs.tools.cli import main as neuron_ecs
@@ -559,8 +559,8 @@ def test_readme_shows_what_neuron_ecs_prints_against_the_local_endpoint(
         out = io.StringIO()
         assert neuron_ecs(argv, stdout=out, stderr=out) == 0
         transcript.append(f"$ .venv/bin/neuron-ecs {' '.join(argv)}\n{out.getvalue()}")
-    readme = (ROOT / "README.md").read_text()
-    sample = readme.split("## `neuron-ecs`", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "cli.md").read_text()
+    sample = page.split("Against the local endpoint:", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     assert _normalised(sample) == _normalised("".join(transcript))
 
 

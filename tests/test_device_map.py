@@ -103,7 +103,7 @@ def test_containers_of_one_task_on_one_chip_are_no_conflict() -> None:
     assert not [f for f in inspection.findings if f.kind == "conflict"]
 
 
-def test_the_readme_shows_the_map_the_code_draws() -> None:
+def test_the_docs_show_the_map_the_code_draws() -> None:
     from pathlib import Path
 
     def manual(name: str, family: str, on: str, devices: list[int]) -> Task:
@@ -128,6 +128,6 @@ def test_the_readme_shows_the_map_the_code_draws() -> None:
         styled=False,
         utilization={"i-0a1b2c3d4e5f60718": 61.3, "i-0f9e8d7c6b5a49382": 12.0},
     )
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    sample = readme.split("The device map, here with `--metrics`", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    sample = page.split("The device map, here with `--metrics`", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     assert sample.strip().splitlines() == [line.rstrip() for line in drawn]

@@ -303,7 +303,7 @@ def test_mixed_stack_names_its_inf1_repository_and_outputs_its_uri(templates: di
     assert {"Ref": logical_id} in output["Value"]["Fn::Join"][1]
 
 
-# --- security claims of the README, each on every example template ----------------------------------
+# --- security claims of the docs (docs/security.md), each on every example template ----------------------------------
 
 
 def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:

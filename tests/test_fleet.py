@@ -34,7 +34,7 @@ IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:
 
 
 def plan(instance: NeuronInstanceType) -> list[tuple[str, int, int]]:
-    """(model, devices_per_task, copies): the README's mixed fleet for the type (a large model, one-chip copies)."""
+    """(model, devices_per_task, copies): the docs' mixed fleet for the type (a large model, one-chip copies)."""
     return [(f"Model{i}", k, copies) for i, (k, copies) in enumerate(mixed_fleet(instance))]
 
 

@@ -344,13 +344,13 @@ def test_recovery_can_be_turned_off() -> None:
     assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in recovery["Environment"]
 
 
-def test_the_readme_s_metric_table_and_cost_figures_are_the_code_s() -> None:
+def test_the_monitoring_page_s_metric_table_and_cost_figures_are_the_code_s() -> None:
     from pathlib import Path
 
     from neuron_constructs.knowledge import metrics as emf
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Observability", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "monitoring.md").read_text()
+    section = page.split("## Observability", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.M)
     assert dict(rows) == dict(METRICS)
     assert f"{len(METRICS)} custom metrics per instance" in section

@@ -44,6 +44,7 @@ __all__ = [
     "MINIMUM_HEALTHY_PERCENT",
     "TASK_CPU",
     "TASK_MEMORY",
+    "LazyPath",
     "Range",
     "check_value",
     "checked",
@@ -230,7 +231,7 @@ def _problem_type(name: str, value: object) -> str:
 
 
 def check_value(
-    path: str | _PathOf,
+    path: str | LazyPath,
     name: str,
     value: object,
     annotation: Any,
@@ -304,7 +305,7 @@ def _option_fields(options: type) -> dict[str, Any]:
     return dict(typing.get_type_hints(options))
 
 
-class _PathOf:
+class LazyPath:
     """The construct path a call's messages name, worked out only when a message is written (reading a
     construct path is a call into the CDK's JavaScript runtime)."""
 
@@ -413,7 +414,7 @@ def checked(
             if scope is not Construct and not isinstance(scope, Construct):
                 where = str(bound.arguments.get("id", called))
                 check_value(where, "scope", scope, Construct)
-            path = _PathOf(bound)
+            path = LazyPath(bound)
             for name, value in bound.arguments.items():
                 if name in ("self", "scope") or name == variadic or name not in hints:
                     continue
@@ -447,7 +448,7 @@ def _did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 def _check_options(
     label: str,
-    path: str | _PathOf,
+    path: str | LazyPath,
     given: Mapping[str, Any],
     struct: type,
     integral: frozenset[str],

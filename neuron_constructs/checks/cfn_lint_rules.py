@@ -19,10 +19,10 @@ from cfnlint.rules import CloudFormationLintRule, RuleMatch
 from neuron_constructs.checks.template_checks import check_template
 from neuron_constructs.knowledge.rules import RULES, Rule
 
-__all__ = ["NEURON_RULE_CLASSES"]
+__all__ = ["NEURON_RULE_CLASSES", "NeuronRule"]
 
 
-class _NeuronRule(CloudFormationLintRule):  # type: ignore[misc]
+class NeuronRule(CloudFormationLintRule):  # type: ignore[misc]
     """One Neuron rule; subclasses set ``rule``."""
 
     rule: Rule
@@ -35,7 +35,7 @@ class _NeuronRule(CloudFormationLintRule):  # type: ignore[misc]
             yield RuleMatch(list(finding.location), finding.message)
 
 
-def _rule_class(rule: Rule) -> type[_NeuronRule]:
+def _rule_class(rule: Rule) -> type[NeuronRule]:
     attributes = {
         "id": rule.cfn_lint_id,
         "shortdesc": f"{rule.id}: {rule.title}",
@@ -44,10 +44,10 @@ def _rule_class(rule: Rule) -> type[_NeuronRule]:
         "tags": ["neuron", "ecs"],
         "rule": rule,
     }
-    return type(f"Neuron{rule.id.removeprefix('NEURON')}", (_NeuronRule,), attributes)
+    return type(f"Neuron{rule.id.removeprefix('NEURON')}", (NeuronRule,), attributes)
 
 
-NEURON_RULE_CLASSES: tuple[type[_NeuronRule], ...] = tuple(_rule_class(rule) for rule in RULES if rule.on_template)
+NEURON_RULE_CLASSES: tuple[type[NeuronRule], ...] = tuple(_rule_class(rule) for rule in RULES if rule.on_template)
 """One cfn-lint rule class per rule checked on templates."""
 
 globals().update({cls.__name__: cls for cls in NEURON_RULE_CLASSES})

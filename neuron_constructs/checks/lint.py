@@ -22,7 +22,16 @@ from neuron_constructs.checks.cfn_template import LoadedTemplate, TemplateError,
 from neuron_constructs.checks.template_checks import Finding, check_templates
 from neuron_constructs.knowledge.rules import BY_ID
 
-__all__ = ["LintFinding", "LintResult", "LintUsageError", "lint_paths", "template_files", "write_findings"]
+__all__ = [
+    "LintFinding",
+    "LintResult",
+    "LintUsageError",
+    "Writer",
+    "lint_paths",
+    "template_files",
+    "write_findings",
+    "write_rules",
+]
 
 
 class Writer(Protocol):

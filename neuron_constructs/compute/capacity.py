@@ -138,15 +138,24 @@ class ManagedInstancesCapacity(Construct):
 
     Attributes
     ----------
-    capacity_provider: the ``ecs.ManagedInstancesCapacityProvider``.
-    security_group: the instances' security group (the first of ``security_groups``).
-    security_groups: every security group the instances get.
-    role: the instances' IAM role (ECS agent calls), from ``instance_profile``.
-    instance_profile: the instances' ``iam.IInstanceProfile``.
-    infrastructure_role: the role ECS uses to launch and drain the instances.
-    instance_types: the catalog types it may launch.
-    capacity_reservation: the reservation it launches into, if any.
-    services: the ``NeuronService`` s placed on it, in creation order.
+    capacity_provider
+        The ``ecs.ManagedInstancesCapacityProvider``.
+    security_group
+        The instances' security group (the first of ``security_groups``).
+    security_groups
+        Every security group the instances get.
+    role
+        The instances' IAM role (ECS agent calls), from ``instance_profile``.
+    instance_profile
+        The instances' ``iam.IInstanceProfile``.
+    infrastructure_role
+        The role ECS uses to launch and drain the instances.
+    instance_types
+        The catalog types it may launch.
+    capacity_reservation
+        The reservation it launches into, if any.
+    services
+        The ``NeuronService`` s placed on it, in creation order.
     """
 
     def __init__(
@@ -245,7 +254,7 @@ class AutoScalingCapacity(Construct):
     cluster, report task state to it, poll it - and nothing on CloudWatch Logs or ECR: tasks log and
     pull images with their execution role. aws-cdk-lib would add its own agent policy (with
     ``logs:*`` and ``ecr:GetAuthorizationToken`` on ``*``) through the Auto Scaling group; the group
-    therefore sees the role as immutable. Grant the instances more through :attr:`role`.
+    therefore sees the role as immutable. Grant the instances more through ``role``.
 
     Spot (``spot=True``): the launch template requests Spot Instances, the group rebalances capacity
     ahead of interruptions, and the ECS agent drains an instance on its interruption notice
@@ -258,17 +267,27 @@ class AutoScalingCapacity(Construct):
 
     Attributes
     ----------
-    capacity_provider: the ``ecs.AsgCapacityProvider``.
-    auto_scaling_group: the ``autoscaling.AutoScalingGroup``.
-    launch_template: the ``ec2.LaunchTemplate``.
-    security_group: the instances' security group (outbound only).
-    role: the instances' IAM role.
-    instance_type: the ``ec2.InstanceType``; ``neuron_instance_type`` its catalog entry (``None`` for
+    capacity_provider
+        The ``ecs.AsgCapacityProvider``.
+    auto_scaling_group
+        The ``autoscaling.AutoScalingGroup``.
+    launch_template
+        The ``ec2.LaunchTemplate``.
+    security_group
+        The instances' security group (outbound only).
+    role
+        The instances' IAM role.
+    instance_type
+        The ``ec2.InstanceType``; ``neuron_instance_type`` its catalog entry (``None`` for
         non-Neuron capacity).
-    min_capacity, max_capacity: the group's bounds, in instances.
-    spot, capacity_reservation: how the instances are bought.
-    services: the ``NeuronService`` s placed on it, in creation order.
-    sliced_by: the ``SlicedNeuronService`` that owns its devices, if any.
+    min_capacity, max_capacity
+        The group's bounds, in instances.
+    spot, capacity_reservation
+        How the instances are bought.
+    services
+        The ``NeuronService`` s placed on it, in creation order.
+    sliced_by
+        The ``SlicedNeuronService`` that owns its devices, if any.
     """
 
     def __init__(

@@ -40,7 +40,7 @@ from neuron_constructs.knowledge.catalog import (
     instance_type_at,
 )
 
-__all__ = ["NeuronCluster"]
+__all__ = ["CapacityObserver", "NeuronCluster"]
 
 DEFAULT_MAX_CAPACITY = 2
 """Auto Scaling groups default to at most two instances: Neuron instances are costly."""
@@ -73,7 +73,7 @@ class _Subnets(NamedTuple):
 
 class CapacityObserver(Protocol):
     """What the cluster tells of each capacity added to it: its monitoring (``NeuronMonitoring``) registers
-    itself as :attr:`NeuronCluster.monitoring` and covers capacity added before and after it."""
+    itself as ``NeuronCluster.monitoring`` and covers capacity added before and after it."""
 
     def cover(self, capacity: AutoScalingCapacity | ManagedInstancesCapacity) -> None:
         """Take ``capacity`` into account (called once per capacity)."""
@@ -93,19 +93,31 @@ class NeuronCluster(Construct):
 
     Parameters
     ----------
-    vpc: the VPC to use; default a new one as above.
-    cluster_name: the ECS cluster name; default generated.
-    container_insights: Container Insights on the cluster; default True.
-    capacity_subnets: where capacity launches; default the private subnets with egress (a
+    vpc
+        The VPC to use; default a new one as above.
+    cluster_name
+        The ECS cluster name; default generated.
+    container_insights
+        Container Insights on the cluster; default True.
+    capacity_subnets
+        Where capacity launches; default the private subnets with egress (a
         selection of public subnets warns, NEURON108).
-    log_encryption_key: a customer managed KMS key for the flow log group; default CloudWatch
+    log_encryption_key
+        A customer managed KMS key for the flow log group; default CloudWatch
         Logs' own encryption.
 
     Attributes
     ----------
-    cluster: the ``ecs.Cluster``.
-    vpc: the VPC the cluster and its capacity use.
-    managed_instances_capacities / auto_scaling_capacities: what was added, in order.
+    cluster
+        The ``ecs.Cluster``.
+    vpc
+        The VPC the cluster and its capacity use.
+    managed_instances_capacities, auto_scaling_capacities
+        What was added, in order (:attr:`capacities`: both).
+    monitoring
+        The cluster's :class:`~neuron_constructs.NeuronMonitoring`, once made.
+    load_balancers
+        The load balancers made for the cluster's models.
     """
 
     @checked(names=("cluster_name",))
@@ -169,7 +181,7 @@ class NeuronCluster(Construct):
     def select_capacity_subnets(
         self, path: str | None = None, selection: ec2.SubnetSelection | None = None
     ) -> list[ec2.ISubnet]:
-        """The subnets ``selection`` (default :attr:`capacity_subnets`) selects in :attr:`vpc`; NEURON033 for none."""
+        """The subnets ``selection`` (default ``capacity_subnets``) selects in ``vpc``; NEURON033 for none."""
         return list(self._select_subnets(path, selection).subnets)
 
     def _select_subnets(self, path: str | None, selection: ec2.SubnetSelection | None) -> _Subnets:
@@ -226,17 +238,24 @@ class NeuronCluster(Construct):
 
         Parameters
         ----------
-        accelerators: acceleratorNames; default ``inferentia2``, ``trainium``, ``trainium2``.
+        accelerators
+            AcceleratorNames; default ``inferentia2``, ``trainium``, ``trainium2``.
             ``inferentia`` (Inf1) is refused: ECS runs Inf1 only on the EC2 launch type (NEURON002).
-        instance_types: allowedInstanceTypes patterns or catalog entries; default ``("inf*", "trn*")``.
+        instance_types
+            AllowedInstanceTypes patterns or catalog entries; default ``("inf*", "trn*")``.
             A pattern that selects only Inf1, or no catalog type, or is not lowercase, is refused (NEURON003).
-        capacity_option_type: on-demand (default) or spot.
-        capacity_reservation: launch into the On-Demand Capacity Reservations of a resource group
+        capacity_option_type
+            On-demand (default) or spot.
+        capacity_reservation
+            Launch into the On-Demand Capacity Reservations of a resource group
             (``CapacityReservation.on_demand_group``; capacity option RESERVED); a reservation id or a
             Capacity Block is refused (NEURON039), and so is spot with a reservation (NEURON037).
-        task_volume_gib: task storage per instance, at least 1 GiB; default 100 GiB for Neuron images.
-        security_groups: default a new group with no inbound rules.
-        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
+        task_volume_gib
+            Task storage per instance, at least 1 GiB; default 100 GiB for Neuron images.
+        security_groups
+            Default a new group with no inbound rules.
+        vpc_subnets
+            Where the instances launch; default the cluster's ``capacity_subnets``.
         """
         capacity = ManagedInstancesCapacity(
             self,
@@ -274,18 +293,25 @@ class NeuronCluster(Construct):
 
         Parameters
         ----------
-        instance_type: a catalog Neuron type (``"inf2.xlarge"``, ``NeuronInstanceType.of("trn1.32xlarge")``...),
+        instance_type
+            A catalog Neuron type (``"inf2.xlarge"``, ``NeuronInstanceType.of("trn1.32xlarge")``...),
             spelled as EC2 spells it (NEURON001).
-        min_capacity, max_capacity: group bounds; default 0 and 2 (ECS managed scaling fills it), with
+        min_capacity, max_capacity
+            Group bounds; default 0 and 2 (ECS managed scaling fills it), with
             0 <= min <= max and max >= 1 (NEURON004).
-        root_volume_gib: encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
-        machine_image: an AMI instead of resolving
+        root_volume_gib
+            Encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
+        machine_image
+            An AMI instead of resolving
             ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
             at deploy time: warns unless it resolves that same parameter (NEURON105); the standard ECS AMI
             is refused (NEURON030).
-        vpc_subnets: where the instances launch; default the cluster's ``capacity_subnets``.
-        spot: Spot Instances, with capacity rebalancing and ECS Spot draining; default False.
-        capacity_reservation: an On-Demand Capacity Reservation (``CapacityReservation.on_demand``,
+        vpc_subnets
+            Where the instances launch; default the cluster's ``capacity_subnets``.
+        spot
+            Spot Instances, with capacity rebalancing and ECS Spot draining; default False.
+        capacity_reservation
+            An On-Demand Capacity Reservation (``CapacityReservation.on_demand``,
             ``.on_demand_group``) or an EC2 Capacity Block for ML (``.capacity_block``; trn1.32xlarge and
             trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
         """

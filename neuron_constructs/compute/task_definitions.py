@@ -99,13 +99,17 @@ class NeuronTaskDefinition(Construct):
 
     Attributes
     ----------
-    task_definition: the ``ecs.TaskDefinition``.
-    log_group: CloudWatch Logs group every container logs to unless given ``logging=``
+    task_definition
+        The ``ecs.TaskDefinition``.
+    log_group
+        CloudWatch Logs group every container logs to unless given ``logging=``
         (a new one kept ``log_retention``, optionally encrypted with ``log_encryption_key``,
         or the ``log_group`` passed in).
-    task_role: the role the containers act as; default a new one ECS assumes only for this
+    task_role
+        The role the containers act as; default a new one ECS assumes only for this
         account's tasks (``aws:SourceAccount`` / ``aws:SourceArn``).
-    neuron_containers: containers that received Neuron devices, in order.
+    neuron_containers
+        Containers that received Neuron devices, in order.
     """
 
     def __init__(
@@ -187,7 +191,7 @@ class NeuronTaskDefinition(Construct):
 
         Takes the image and the keyword options of ``ecs.TaskDefinition.add_container``
         (:class:`~neuron_constructs.compute.options.ContainerOptions`); ``logging`` defaults to awslogs into
-        :attr:`log_group`. Refused: GPU or inference accelerator requests (NEURON013: Neuron
+        ``log_group``. Refused: GPU or inference accelerator requests (NEURON013: Neuron
         instances have neither), fields Managed Instances reject (NEURON007), containers that together
         reserve more memory or CPU than the task (NEURON024) or its instance (NEURON012), no memory
         anywhere (NEURON025).
@@ -308,14 +312,19 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
 
     Parameters
     ----------
-    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); required. Refused
+    cpu, memory_mib
+        Task size (CPU units 128 to 196,608; MiB, at least 6); required. Refused
         beyond the largest Managed Instances Neuron type (NEURON012).
-    network_mode: ``awsvpc`` (default) or ``host`` (warns, NEURON107); Managed Instances take no other.
-    ipc_mode, inference_accelerators: refused (Managed Instances reject them);
+    network_mode
+        ``awsvpc`` (default) or ``host`` (warns, NEURON107); Managed Instances take no other.
+    ipc_mode, inference_accelerators
+        Refused (Managed Instances reject them);
         present so the refusal names the rule instead of a ``TypeError``.
-    task_role, execution_role: default one new role each (the task role trusts ECS for this
+    task_role, execution_role
+        Default one new role each (the task role trusts ECS for this
         account's tasks only; the execution role is aws-cdk-lib's, given pull and log rights as used).
-    log_group: an existing log group for the containers; default a new one
+    log_group
+        An existing log group for the containers; default a new one
         kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
     """
 
@@ -441,18 +450,24 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
 
     Parameters
     ----------
-    instance_type: a catalog Neuron type (name or entry); the task runs only there.
-    devices: chip indices to map; default every chip of the type. Indices out
+    instance_type
+        A catalog Neuron type (name or entry); the task runs only there.
+    devices
+        Chip indices to map; default every chip of the type. Indices out
         of range or repeated are refused; sets the Neuron topology would never
         hand out (non-contiguous on inf1/inf2, other than 1/4/8/16 on
         trn1/trn1n 32xlarge) give warning ``neuron-constructs:NEURON101``.
-    cpu, memory_mib: task size (CPU units 128 to 196,608; MiB, at least 6); refused beyond
+    cpu, memory_mib
+        Task size (CPU units 128 to 196,608; MiB, at least 6); refused beyond
         the instance (NEURON012), warned within 10 % of its memory (NEURON103).
-    compatibility: ``EC2`` (default), ``MANAGED_INSTANCES`` or
+    compatibility
+        ``EC2`` (default), ``MANAGED_INSTANCES`` or
         ``EC2_AND_MANAGED_INSTANCES``; Inf1 only on EC2.
-    network_mode: default ``bridge`` on EC2, ``awsvpc`` when Managed
+    network_mode
+        Default ``bridge`` on EC2, ``awsvpc`` when Managed
         Instances compatible (they take only awsvpc or host); ``host`` warns (NEURON107).
-    log_group: an existing log group for the containers; default a new one
+    log_group
+        An existing log group for the containers; default a new one
         kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
     """
 

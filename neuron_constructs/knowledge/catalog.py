@@ -154,7 +154,7 @@ class NeuronInstanceType:
 
     @property
     def schedulable_memory_mib(self) -> int:
-        """Memory tasks are planned into: :data:`SCHEDULABLE_MEMORY_FRACTION` of :attr:`memory_mib`."""
+        """Memory tasks are planned into: :data:`SCHEDULABLE_MEMORY_FRACTION` of ``memory_mib``."""
         return int(self.memory_mib * SCHEDULABLE_MEMORY_FRACTION)
 
     @property
@@ -196,7 +196,7 @@ class NeuronInstanceType:
     def slice_sizes(self) -> tuple[int, ...]:
         """Every ``devices_per_task`` that cuts the chips into equal contiguous slices the topology allows.
 
-        ``k`` qualifies when it divides :attr:`chips` and every slice ``[i*k, (i+1)*k)`` is a
+        ``k`` qualifies when it divides ``chips`` and every slice ``[i*k, (i+1)*k)`` is a
         valid device set: any divisor on a ring (inf1/inf2), 1/4/8/16 on the trn1/trn1n torus,
         only 1 or every chip where no rule is published (trn2).
         """

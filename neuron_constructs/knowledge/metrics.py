@@ -59,16 +59,16 @@ of every device."""
 
 
 MAX_REPORT_CHARS = 1024 * 1024
+"""A report longer than this is dropped: neuron-monitor's reports are a few kilobytes per application."""
 _REPORT_KEYS = {"neuron_runtime_data", "system_data", "instance_info", "neuron_hardware_info"}
 """A neuron-monitor report has these members ("instance_info" and "neuron_hardware_info" always); other JSON a line
 may hold is not a report."""
-"""A report longer than this is dropped: neuron-monitor's reports are a few kilobytes per application."""
 
 
 def reports(stream: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The JSON documents of a neuron-monitor stream, one per report, whether printed on one line or several. A line
     that starts no JSON document (a warning, a truncated report) is skipped, and so is an unfinished document longer
-    than :data:`MAX_REPORT_CHARS`: one bad line never stops the reports after it."""
+    than ``MAX_REPORT_CHARS`` (1 MiB): one bad line never stops the reports after it."""
     decoder = json.JSONDecoder()
     buffer = ""
     for chunk in stream:

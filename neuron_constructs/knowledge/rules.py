@@ -1,4 +1,4 @@
-"""Every ECS Neuron rule the library enforces, as data, with its checks.
+"""Every ECS Neuron rule the library enforces, as data: the rule table.
 
 Each :class:`Rule` is one entry: an id, the AWS sentence it enforces, the fix,
 and where the sentence comes from. Errors raise
@@ -7,8 +7,9 @@ broke them (or fail ``cdk synth`` through ``node.add_validation`` when only the
 finished task definition shows them); warnings become CDK warnings whose id a
 user can acknowledge with ``Validations.of(scope).acknowledge(...)``.
 
-The constructs call the check functions below; the README's rule table is
-generated from :data:`RULES`. No AWS CDK import here.
+The checks at the call live in :mod:`neuron_constructs.checks.inputs`, the checks on templates in
+:mod:`neuron_constructs.checks.template_checks`; the docs' rule table is generated from :data:`RULES`.
+No AWS CDK import here.
 """
 
 from __future__ import annotations
@@ -743,5 +744,6 @@ RULES: tuple[Rule, ...] = (
     SHORT_GRACE_PERIOD,
     EVERY_REPLICA_STOPS,
 )
+"""Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 """Every rule by its id."""

@@ -139,7 +139,7 @@ class LocalAwsEndpoint:
         return env
 
     def session(self, *, account: str | None = None, region: str | None = None) -> boto3.Session:
-        """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default :attr:`region`)."""
+        """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default ``region``)."""
         import boto3
 
         credentials = self.credentials(account) if account not in (None, self.account) else FAKE_CREDENTIALS

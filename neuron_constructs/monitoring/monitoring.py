@@ -93,24 +93,38 @@ class NeuronMonitoring(Construct):
 
     Parameters
     ----------
-    cluster: the :class:`NeuronCluster` to monitor.
-    alarm_topic: the SNS topic the alarms notify; default a new one encrypted with a new KMS key.
-    recovery: replace instances whose Neuron devices report unrecoverable errors; default True.
-    period: how often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
-    execution_errors_threshold: execution errors in 5 minutes that raise the alarm; default 1.
-    drain_percent: on Managed Instances, the share of instances a daemon rollout (making the monitoring, or a
+    cluster
+        The :class:`NeuronCluster` to monitor.
+    alarm_topic
+        The SNS topic the alarms notify; default a new one encrypted with a new KMS key.
+    recovery
+        Replace instances whose Neuron devices report unrecoverable errors; default True.
+    period
+        How often neuron-monitor reports, in whole minutes from 1 to 60; default 1 minute.
+    execution_errors_threshold
+        Execution errors in 5 minutes that raise the alarm; default 1.
+    drain_percent
+        On Managed Instances, the share of instances a daemon rollout (making the monitoring, or a
         change of a daemon) drains and replaces at once, ten minutes apart; default 10.
 
     Attributes
     ----------
-    log_group: the daemons' log group (the metrics are extracted from it), kept one month.
-    alarm_topic: the SNS topic the alarms notify.
-    dashboard: the ``cloudwatch.Dashboard``.
-    hardware_alarm: uncorrected ECC events or hardware execution errors; execution_errors_alarm: execution errors;
-    kernel_alarm: a kernel ``NEURON_HW_ERR=`` event the problem detector or health daemon logged.
-    daemon_service: the neuron-monitor DAEMON service of the Auto Scaling capacity (``None`` until there is one).
-    recovery_service: the node-problem-detector DAEMON service (``None`` without recovery or Auto Scaling capacity).
-    managed_daemons: the ``CfnDaemon`` s of the Managed Instances capacity, by capacity.
+    log_group
+        The daemons' log group (the metrics are extracted from it), kept one month.
+    alarm_topic
+        The SNS topic the alarms notify.
+    dashboard
+        The ``cloudwatch.Dashboard``.
+    hardware_alarm
+        Uncorrected ECC events or hardware execution errors; execution_errors_alarm: execution errors;
+    kernel_alarm
+        A kernel ``NEURON_HW_ERR=`` event the problem detector or health daemon logged.
+    daemon_service
+        The neuron-monitor DAEMON service of the Auto Scaling capacity (``None`` until there is one).
+    recovery_service
+        The node-problem-detector DAEMON service (``None`` without recovery or Auto Scaling capacity).
+    managed_daemons
+        The ``CfnDaemon`` s of the Managed Instances capacity, by capacity.
     """
 
     @checked(

@@ -10,7 +10,7 @@ with ``distinctInstance``, so one task of every copy runs per instance and no de
 each copy asks for its share of the instance's CPU units and schedulable memory, in proportion to its
 devices unless given, so that every copy fits beside the others. A model is one logical service: its
 copies deploy in two waves (one half serves while the other is replaced), sit in one target group
-(:meth:`FleetModel.attach_to_listener`) and scale together (:meth:`FleetModel.scale_on_requests`).
+(:meth:`~.ListenerTarget.attach_to_listener`) and scale together (:meth:`FleetModel.scale_on_requests`).
 
 :class:`~neuron_constructs.serving.sliced_service.SlicedNeuronService` is the one-model case: one model whose
 copies fill every chip.
@@ -67,15 +67,21 @@ class ModelOptions(ContainerOptions, total=False):
 
     Attributes
     ----------
-    min_healthy_percent: deployment lower bound (copies deploy with a 100 % maximum); default 50, or 0 with one
+    min_healthy_percent
+        Deployment lower bound (copies deploy with a 100 % maximum); default 50, or 0 with one
         instance. ECS rounds it up, so it must let one task stop at every task count the model runs (NEURON040).
-    task_role, execution_role: shared by every copy; default one new role each (the task role assumable only for
+    task_role, execution_role
+        Shared by every copy; default one new role each (the task role assumable only for
         this account's tasks).
-    log_group: an existing log group every copy logs to; default a new one kept ``log_retention`` (default one
+    log_group
+        An existing log group every copy logs to; default a new one kept ``log_retention`` (default one
         month), encrypted with ``log_encryption_key`` if given.
-    vpc_subnets, security_groups: for the ``AWS_VPC`` network mode.
-    service_options: passed to every copy's ECS service (:class:`ServiceOptions`).
-    compile_cache, model_artifacts, hf_token: warm starts for every copy
+    vpc_subnets, security_groups
+        For the ``AWS_VPC`` network mode.
+    service_options
+        Passed to every copy's ECS service (:class:`ServiceOptions`).
+    compile_cache, model_artifacts, hf_token
+        Warm starts for every copy
         (:mod:`~neuron_constructs.compute.model_sources`).
     """
 
@@ -103,15 +109,24 @@ class FleetModel(Construct, ListenerTarget):
 
     Attributes
     ----------
-    instance_type, devices_per_task, copies, instances: the layout; ``device_ranges``: the devices of each copy.
-    cpu, memory_mib: what each copy's task asks for.
-    task_definitions: one :class:`ManualNeuronTaskDefinition` per copy, copy ``i`` at index ``i``.
-    services: one ``ecs.Ec2Service`` per copy; ``copy_services``: the :class:`NeuronService` of each copy.
-    capacity: the Auto Scaling capacity the copies run on.
-    waves: the copy indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six copies).
-    min_healthy_percent: what every copy deploys with (the maximum is 100 %).
-    target_groups: the target groups :meth:`attach_to_listener` made, in order.
-    log_group, task_role, execution_role: shared by every copy.
+    instance_type, devices_per_task, copies, instances
+        The layout; ``device_ranges``: the devices of each copy.
+    cpu, memory_mib
+        What each copy's task asks for.
+    task_definitions
+        One :class:`ManualNeuronTaskDefinition` per copy, copy ``i`` at index ``i``.
+    services
+        One ``ecs.Ec2Service`` per copy; ``copy_services``: the :class:`NeuronService` of each copy.
+    capacity
+        The Auto Scaling capacity the copies run on.
+    waves
+        The copy indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six copies).
+    min_healthy_percent
+        What every copy deploys with (the maximum is 100 %).
+    target_groups
+        The target groups :meth:`attach_to_listener` made, in order.
+    log_group, task_role, execution_role
+        Shared by every copy.
     """
 
     def __init__(
@@ -325,24 +340,34 @@ class FleetModel(Construct, ListenerTarget):
 class NeuronFleet(Construct):
     """A fleet of one Neuron instance type that serves several models, each copy on its own devices.
 
-    Parameters
-    ----------
-    cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``, which the
-        fleet then owns (NEURON020).
-    instance_type: a catalog Neuron type (name or entry).
-    instances: instances' worth of copies: tasks per copy of every model, 0 or more; default 1. At most the
-        capacity's ``max_capacity`` (NEURON017).
-    capacity: the Auto Scaling capacity (or its provider) when the cluster has several of the type.
-    network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
-    eni_trunking: the account has ``awsvpcTrunking`` on; default False.
-
     The capacity is found (NEURON014/015), checked against ``instances`` (NEURON017) and claimed (NEURON020) when the
     fleet is made, so a model added later fails before it builds anything.
 
+    Parameters
+    ----------
+    cluster
+        The :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``, which the
+        fleet then owns (NEURON020).
+    instance_type
+        A catalog Neuron type (name or entry).
+    instances
+        Instances' worth of copies: tasks per copy of every model, 0 or more; default 1. At most the
+        capacity's ``max_capacity`` (NEURON017).
+    capacity
+        The Auto Scaling capacity (or its provider) when the cluster has several of the type.
+    network_mode
+        ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
+    eni_trunking
+        The account has ``awsvpcTrunking`` on; default False.
+
     Attributes
     ----------
-    instance_type, instances, capacity; models: the :class:`FleetModel` s in the order they were added;
-    free_devices: the devices no model holds yet.
+    instance_type, instances, capacity
+        The layout, and the Auto Scaling capacity the fleet owns.
+    models
+        The :class:`FleetModel` s, in the order they were added.
+    free_devices
+        The devices no model holds yet.
     """
 
     @checked(ranges={"instances": COUNT})

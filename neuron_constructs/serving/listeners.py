@@ -23,7 +23,7 @@ those figures:
 * :func:`model_server_health_check`: a container health check whose ``startPeriod`` is 300 s, the most
   ECS accepts; the service's grace period covers the rest of the start.
 
-Reaching the tasks (:func:`attach`): aws-cdk-lib opens the load balancer's security group to a bridge or
+Reaching the tasks (``attach``): aws-cdk-lib opens the load balancer's security group to a bridge or
 host task through the cluster's connections, which do not include the security group of an Auto Scaling
 capacity provider (aws/aws-cdk#22764), so the tasks are unreachable. Here the rules are added explicitly,
 and only these: from the load balancer's groups to the capacity's group on the ECS dynamic host port range
@@ -70,8 +70,11 @@ MODEL_START_GRACE_PERIOD = Duration.minutes(30)
 SHORTEST_GRACE_PERIOD = Duration.minutes(10)
 """Below this a warning (NEURON111): AWS's vLLM container alone takes 5-10 minutes to start."""
 HEALTH_CHECK_PATH = "/health"
+"""What the target groups check: vLLM's health endpoint."""
 DEREGISTRATION_DELAY = Duration.minutes(5)
+"""How long a task being replaced keeps the requests it has (the Elastic Load Balancing default)."""
 IDLE_TIMEOUT = Duration.minutes(5)
+"""The idle timeout of the load balancers the library makes (Elastic Load Balancing's default is 60 s)."""
 DYNAMIC_HOST_PORTS = (32768, 65535)
 """Host ports ECS gives bridge-mode port mappings without a ``host_port``: the ECS agent takes the kernel's
 ephemeral range (``ip_local_port_range``, 32768-60999 on Amazon Linux) or 49153-65535 when it cannot read it
@@ -83,7 +86,7 @@ CONTAINER_START_PERIOD = Duration.seconds(300)
 """The longest ``startPeriod`` ECS accepts for a container health check (0-300 s)."""
 
 Listener = elbv2.IApplicationListener | elbv2.NetworkListener
-"""What :meth:`NeuronService.attach_to_listener` takes: an Application Load Balancer listener (made here or
+"""What :meth:`~.ListenerTarget.attach_to_listener` takes: an Application Load Balancer listener (made here or
 imported), or a Network Load Balancer listener made in this app (its load balancer's security groups are
 needed)."""
 TargetGroup = elbv2.ApplicationTargetGroup | elbv2.NetworkTargetGroup
@@ -93,7 +96,7 @@ class ListenerTarget:
     """What serves behind a load balancer listener: a :class:`NeuronService`, or every copy of a fleet model as one.
 
     Gives its owner :meth:`attach_to_listener` and a ``target_groups`` list; the owner names the services whose
-    tasks are registered (:meth:`_listener_services`).
+    tasks are registered (``_listener_services``).
     """
 
     target_groups: list[TargetGroup]
@@ -283,7 +286,7 @@ _RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.We
 
 
 def attached_to(listener: IConstruct, priority: int | None = None) -> str | None:
-    """The path of what :func:`attach` put on ``listener`` at ``priority`` (``None``: the default action)."""
+    """The path of what ``attach`` put on ``listener`` at ``priority`` (``None``: the default action)."""
     return _RULES_OF.get(listener, {}).get(priority)
 
 

@@ -2,7 +2,7 @@
 
 Internal by default (in the cluster's private subnets), reachable only from the clients it is given
 (default: the VPC's own address range) on its one listener port, with no other inbound and no outbound
-rule until a service is attached (:meth:`NeuronService.attach_to_listener` opens exactly the path to
+rule until a service is attached (:meth:`~.ListenerTarget.attach_to_listener` opens exactly the path to
 the tasks). Secure and observable by default:
 
 * access logs to an S3 bucket made here: SSE-S3 (the only encryption Elastic Load Balancing writes to),
@@ -45,24 +45,36 @@ _ACCESS_LOG_PREFIX = "load-balancer"
 class NeuronLoadBalancer(Construct):
     """An internal, access-logged Application Load Balancer with one listener, for Neuron model services.
 
-    Parameters
-    ----------
-    cluster: the :class:`NeuronCluster` whose VPC it is placed in.
-    internet_facing: default False (internal, in the private subnets); True places it in the public subnets.
-    clients: who may connect, on the listener port; default the VPC's IPv4 range (an empty list admits nobody).
-    port: the listener port; default 443 with ``certificate``, else 80.
-    certificate: an ACM certificate for an HTTPS listener; default none (HTTP inside the VPC).
-    idle_timeout: default 5 minutes (Elastic Load Balancing accepts 1-4,000 s).
-    access_log_retention: how long access logs are kept, in days; default 90.
-    deletion_protection: default False (``cdk destroy`` removes it).
-
     The listener forwards to the model attached to it without conditions; with only path or host rules
     (``attach_to_listener(..., conditions=, priority=)``) other requests get a 404.
 
+    Parameters
+    ----------
+    cluster
+        The :class:`NeuronCluster` whose VPC it is placed in.
+    internet_facing
+        Default False (internal, in the private subnets); True places it in the public subnets.
+    clients
+        Who may connect, on the listener port; default the VPC's IPv4 range (an empty list admits nobody).
+    port
+        The listener port; default 443 with ``certificate``, else 80.
+    certificate
+        An ACM certificate for an HTTPS listener; default none (HTTP inside the VPC).
+    idle_timeout
+        Default 5 minutes (Elastic Load Balancing accepts 1-4,000 s).
+    access_log_retention
+        How long access logs are kept, in days; default 90.
+    deletion_protection
+        Default False (``cdk destroy`` removes it).
+
     Attributes
     ----------
-    load_balancer, listener, security_group, access_logs_bucket; url: ``http(s)://<dns name>[:port]``.
-    default_target: the path of the service attached as the listener's default action, if any.
+    load_balancer, listener, security_group, access_logs_bucket
+        What it is made of.
+    url
+        ``http(s)://<dns name>[:port]``.
+    default_target
+        The path of the service attached as the listener's default action, if any.
     """
 
     @checked(ranges={"port": Range(1, 65535, "a TCP port"), "access_log_retention": Range(1)})
@@ -154,7 +166,7 @@ class NeuronLoadBalancer(Construct):
         return attached_to(self.listener)
 
     def add_url_output(self, id: str = "Url", *, path: str = "") -> CfnOutput:
-        """A stack output with :attr:`url` (plus ``path``), for clients and ``make deploy-local``'s report."""
+        """A stack output with ``url`` (plus ``path``), for clients and ``make deploy-local``'s report."""
         return CfnOutput(self, id, value=f"{self.url}{path}", description="Model endpoint (load balancer URL)")
 
     def _log_access(self, load_balancer: elbv2.ApplicationLoadBalancer, bucket: s3.Bucket) -> None:

@@ -78,35 +78,48 @@ class NeuronService(Construct, ListenerTarget):
     so ECS must stop an old one first: the default minimum healthy percent is then
     ``(desired - 1) / desired`` (0 % for one task), and a higher one is refused (NEURON032).
 
+    A service that may stop every task in a deployment (minimum healthy percent 0, e.g. one task on capacity it
+    fills) gets warning NEURON112.
+
     Parameters
     ----------
-    cluster: the :class:`NeuronCluster`.
-    task_definition: a managed or manual Neuron task definition.
-    desired_count: tasks to run, 0 or more; default 1.
-    capacity: the capacity provider to use; default the one capacity of the
+    cluster
+        The :class:`NeuronCluster`.
+    task_definition
+        A managed or manual Neuron task definition.
+    desired_count
+        Tasks to run, 0 or more; default 1.
+    capacity
+        The capacity provider to use; default the one capacity of the
         cluster that fits (an error when none or several fit).
-    min_healthy_percent: deployment lower bound, 0-100 and below ``max_healthy_percent``; default 100,
+    min_healthy_percent
+        Deployment lower bound, 0-100 and below ``max_healthy_percent``; default 100,
         or what lets a deployment proceed on full capacity (above) or under ``max_healthy_percent``: ECS
         rounds the minimum up and the maximum down, and with no room on either side a rolling deployment
         never starts (NEURON040; e.g. one task deploys with 0 % when the maximum is 100 %).
-    max_healthy_percent: deployment upper bound, at least 100; default 200.
-    vpc_subnets, security_groups: awsvpc networking only (refused otherwise, NEURON034); default the
+    max_healthy_percent
+        Deployment upper bound, at least 100; default 200.
+    vpc_subnets, security_groups
+        Awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
-    **service_options: passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
+    **service_options
+        Passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
         with rollback - ...). ``health_check_grace_period`` defaults to 30 minutes
         (:data:`~neuron_constructs.serving.listeners.MODEL_START_GRACE_PERIOD`: download, Neuron compile and load).
 
-    A service that may stop every task in a deployment (minimum healthy percent 0, e.g. one task on capacity it
-    fills) gets warning NEURON112.
-
     Attributes
     ----------
-    service: the ``ecs.FargateService`` (Managed Instances) or ``ecs.Ec2Service``.
-    capacity: the capacity construct the service runs on.
-    min_healthy_percent, max_healthy_percent: what it deploys with.
-    health_check_grace_period: how long ECS ignores failing health checks of a new task.
-    target_groups: the target groups :meth:`attach_to_listener` made, in order.
+    service
+        The ``ecs.FargateService`` (Managed Instances) or ``ecs.Ec2Service``.
+    capacity
+        The capacity construct the service runs on.
+    min_healthy_percent, max_healthy_percent
+        What it deploys with.
+    health_check_grace_period
+        How long ECS ignores failing health checks of a new task.
+    target_groups
+        The target groups :meth:`attach_to_listener` made, in order.
     """
 
     @checked(

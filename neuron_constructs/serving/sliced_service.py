@@ -38,8 +38,8 @@ deployment never stops every replica, the slices deploy in two waves: the servic
 half of the slices depend on those of the first, and CloudFormation updates a service only after the
 ones it depends on have reached a steady state, so one half serves while the other is replaced.
 
-Serving: :meth:`SlicedNeuronService.attach_to_listener` puts every slice's tasks in one target group,
-and :meth:`SlicedNeuronService.scale_on_requests` scales the slices together on its request count.
+Serving: :meth:`~.ListenerTarget.attach_to_listener` puts every slice's tasks in one target group,
+and :meth:`~.FleetModel.scale_on_requests` scales the slices together on its request count.
 """
 
 from __future__ import annotations
@@ -64,31 +64,50 @@ class SlicedNeuronService(FleetModel):
 
     Parameters
     ----------
-    cluster: the :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``.
-    instance_type: a catalog Neuron type (name or entry).
-    devices_per_task: chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
-    image: the container image every slice runs.
-    instances: instances' worth of tasks, i.e. tasks per slice service, 0 or more; default 1. At most
+    cluster
+        The :class:`NeuronCluster`; it needs an Auto Scaling capacity of ``instance_type``.
+    instance_type
+        A catalog Neuron type (name or entry).
+    devices_per_task
+        Chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
+    image
+        The container image every slice runs.
+    instances
+        Instances' worth of tasks, i.e. tasks per slice service, 0 or more; default 1. At most
         the capacity's ``max_capacity`` (NEURON017).
-    network_mode: ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
-    eni_trunking: the account has ``awsvpcTrunking`` on and the type supports it; default False.
-    capacity: the Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
-    **options: the container's options and what every slice shares (:class:`~neuron_constructs.ModelOptions`:
+    network_mode
+        ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
+    eni_trunking
+        The account has ``awsvpcTrunking`` on and the type supports it; default False.
+    capacity
+        The Auto Scaling capacity (or its provider) to use when the cluster has several of the type.
+    **options
+        The container's options and what every slice shares (:class:`~neuron_constructs.ModelOptions`:
         ``min_healthy_percent`` - here 0 to 99, default 50, or 0 when ``instances`` is 1 -, roles, logs,
         networking, warm starts); ``container_name`` default ``model``.
 
     Attributes
     ----------
-    instance_type, devices_per_task, slices, instances: the layout.
-    cpu, memory_mib: what each slice's task asks for.
-    task_definitions: one :class:`ManualNeuronTaskDefinition` per slice, slice ``i`` at index ``i``.
-    services: one ``ecs.Ec2Service`` per slice.
-    slice_services: the :class:`NeuronService` of each slice.
-    waves: the slice indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six slices).
-    target_groups: the target groups :meth:`attach_to_listener` made, in order.
-    The rest of :class:`~neuron_constructs.serving.fleet.FleetModel` (``copies`` = ``slices``, ``device_ranges``...).
-    capacity: the Auto Scaling capacity the slices run on.
-    log_group, task_role, execution_role: shared by every slice.
+    instance_type, devices_per_task, slices, instances
+        The layout.
+    cpu, memory_mib
+        What each slice's task asks for.
+    task_definitions
+        One :class:`ManualNeuronTaskDefinition` per slice, slice ``i`` at index ``i``.
+    services
+        One ``ecs.Ec2Service`` per slice.
+    slice_services
+        The :class:`NeuronService` of each slice.
+    waves
+        The slice indices of each deployment wave (``[[0, 1, 2], [3, 4, 5]]`` for six slices).
+    target_groups
+        The target groups :meth:`attach_to_listener` made, in order.
+    copies, device_ranges, copy_services, min_healthy_percent
+        As on :class:`~neuron_constructs.serving.fleet.FleetModel` (``copies`` = ``slices``).
+    capacity
+        The Auto Scaling capacity the slices run on.
+    log_group, task_role, execution_role
+        Shared by every slice.
     """
 
     @checked(

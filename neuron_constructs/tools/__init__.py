@@ -1,2 +1,2 @@
 """Tooling over boto3 and the finished templates: the ``neuron-ecs`` command line, cluster inspection and the device
-map, NeuronCore utilization, the README tables and the deployment report. Never loads the AWS CDK."""
+map, NeuronCore utilization, the docs' generated tables and the deployment report. Never loads the AWS CDK."""

@@ -19,7 +19,7 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.devices import device_index
 from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance, Task
 
-__all__ = ["CONFLICT", "IDLE", "InstanceMap", "instance_maps", "render_device_map"]
+__all__ = ["CONFLICT", "IDLE", "UNKNOWN", "InstanceMap", "instance_maps", "render_device_map"]
 
 CONFLICT = "!"
 """The cell of a chip two or more tasks hold (the containers of one task share its devices)."""

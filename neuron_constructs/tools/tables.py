@@ -1,8 +1,8 @@
-"""The README's catalog, rule and density tables, generated from the code.
+"""The docs' catalog, rule, density and fleet tables, generated from the code.
 
-``python -m neuron_constructs.tools.tables README.md`` rewrites the tables between
-their ``<!-- name:start -->`` / ``<!-- name:end -->`` markers; a test keeps
-the README equal to this output.
+``python -m neuron_constructs.tools.tables docs/*.md`` (``make docs-tables``) rewrites each table between its
+``<!-- name:start -->`` / ``<!-- name:end -->`` markers, in whichever page holds it; a test keeps the pages equal
+to this output, and every table in exactly one page.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from neuron_constructs.knowledge.rules import RULES
 
 __all__ = [
     "CATALOG_HEADERS",
+    "TABLES",
     "catalog_rows",
     "catalog_table",
     "density_table",
@@ -23,6 +24,7 @@ __all__ = [
     "mixed_fleet",
     "rewrite",
     "rules_table",
+    "tables_in",
 ]
 
 
@@ -50,10 +52,11 @@ CATALOG_HEADERS = (
     "topology",
     "Managed Instances",
 )
+"""The columns of the catalog table (the docs and ``neuron-ecs catalog``)."""
 
 
 def catalog_rows() -> list[tuple[str, ...]]:
-    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (README table and ``neuron-ecs catalog``)."""
+    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (the docs' catalog table and ``neuron-ecs catalog``)."""
     rows: list[tuple[str, ...]] = []
     for e in NeuronInstanceType.all():
         devices = e.device_paths[0] if e.chips == 1 else f"{e.device_paths[0]} … {e.device_paths[-1]}"
@@ -143,20 +146,28 @@ def rules_table() -> str:
 
 
 TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table, "fleet": fleet_table}
+"""Each generated table by the name its markers use."""
+
+
+def tables_in(text: str) -> list[str]:
+    """The names of the generated tables ``text`` marks, in :data:`TABLES` order."""
+    return [name for name in TABLES if f"<!-- {name}:start -->" in text]
 
 
 def rewrite(text: str) -> str:
-    """``text`` with every marked table replaced by its generated content."""
-    for name, render in TABLES.items():
+    """``text`` with every marked table it holds replaced by its generated content; a table whose end marker is
+    missing is an error."""
+    for name in tables_in(text):
         start, end = f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
-        head, found, rest = text.partition(start)
+        head, _, rest = text.partition(start)
         _, found_end, tail = rest.partition(end)
-        if not (found and found_end):
-            raise ValueError(f"missing {start.strip()} / {end.strip()} markers")
-        text = head + start + render() + end + tail
+        if not found_end:
+            raise ValueError(f"{start.strip()} without {end.strip()}")
+        text = head + start + TABLES[name]() + end + tail
     return text
 
 
 if __name__ == "__main__":
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    path.write_text(rewrite(path.read_text()))
+    for argument in sys.argv[1:]:
+        page = Path(argument)
+        page.write_text(rewrite(page.read_text()))

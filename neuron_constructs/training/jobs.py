@@ -89,8 +89,12 @@ class NeuronTrainingJob(Construct):
 
     Attributes
     ----------
-    job_definition (``batch.MultiNodeJobDefinition`` or ``batch.EcsJobDefinition``), container, nodes, devices,
-    job_role; submit_command: the ``aws batch submit-job`` command line that runs it (tokens until synth).
+    job_definition
+        A ``batch.MultiNodeJobDefinition``, or a ``batch.EcsJobDefinition`` for one node.
+    container, nodes, devices, job_role
+        What each node runs.
+    submit_command
+        The ``aws batch submit-job`` command line that runs it (tokens until synth).
     """
 
     def __init__(
@@ -211,7 +215,7 @@ class NeuronTrainingJob(Construct):
         )
 
     def add_submit_output(self, id: str = "SubmitCommand") -> CfnOutput:
-        """A stack output with :attr:`submit_command`, the exact ``aws batch submit-job`` line that runs this job."""
+        """A stack output with ``submit_command``, the exact ``aws batch submit-job`` line that runs this job."""
         return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
 
 

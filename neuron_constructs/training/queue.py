@@ -70,18 +70,27 @@ class NeuronTrainingQueue(Construct):
 
     Parameters
     ----------
-    instance_type: a catalog Neuron type (name or entry).
-    max_nodes: the most instances the queue runs at once, 1 or more.
-    vpc: default a new VPC as :class:`NeuronCluster` makes one (private subnets behind a NAT gateway, no public
+    instance_type
+        A catalog Neuron type (name or entry).
+    max_nodes
+        The most instances the queue runs at once, 1 or more.
+    vpc
+        Default a new VPC as :class:`NeuronCluster` makes one (private subnets behind a NAT gateway, no public
         addresses, flow logs, the default security group closed), in one Availability Zone.
-    subnet: the one subnet (one Availability Zone) every node launches in, or a list of exactly one (more are refused,
+    subnet
+        The one subnet (one Availability Zone) every node launches in, or a list of exactly one (more are refused,
         NEURON051); default the VPC's first private subnet.
-    spot: Spot Instances (single-node jobs only, NEURON050); default False.
-    capacity_reservation: an On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
+    spot
+        Spot Instances (single-node jobs only, NEURON050); default False.
+    capacity_reservation
+        An On-Demand Capacity Reservation, a reservation group or a Capacity Block, set on the
         launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
-    root_volume_gib: the encrypted gp3 root volume; default 100 GiB.
-    storage: a :class:`LustreStorage` every node mounts; default none.
-    monitoring: every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
+    root_volume_gib
+        The encrypted gp3 root volume; default 100 GiB.
+    storage
+        A :class:`LustreStorage` every node mounts; default none.
+    monitoring
+        Every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
         ``pytorch/training/2.8.0/Dockerfile.neuronx``) and sends its reports as CloudWatch metric lines to the
         job's log stream, in the namespace of :class:`~neuron_constructs.NeuronMonitoring` with the job queue's
@@ -89,9 +98,12 @@ class NeuronTrainingQueue(Construct):
 
     Attributes
     ----------
-    compute_environment, job_queue, launch_template, placement_group, security_group, log_group,
-    instance_type (the catalog entry), max_nodes, spot, vpc, subnet; storage and file_system (``None`` without
-    storage).
+    compute_environment, job_queue, launch_template, placement_group, security_group, log_group
+        What it is made of.
+    instance_type, max_nodes, spot, vpc, subnet
+        The layout (``instance_type``: the catalog entry).
+    storage, file_system
+        The shared storage and its FSx file system; ``None`` without storage.
     """
 
     @checked(ranges={"max_nodes": Range(1), "root_volume_gib": GP3_VOLUME_GIB})
