@@ -56,7 +56,7 @@ CATALOG_HEADERS = (
 
 
 def catalog_rows() -> list[tuple[str, ...]]:
-    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (the docs' catalog table and ``neuron-ecs catalog``)."""
+    """One row of :data:`CATALOG_HEADERS` cells per catalog entry (the docs' table, ``neuron-ecs catalog``)."""
     rows: list[tuple[str, ...]] = []
     for e in NeuronInstanceType.all():
         devices = e.device_paths[0] if e.chips == 1 else f"{e.device_paths[0]} … {e.device_paths[-1]}"
