@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -64,6 +65,10 @@ _BACKGROUND = pytest.StashKey[tuple[subprocess.Popen[bytes], Path]]()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        # A worker has reported every result by now: it ends without waiting for the CDK's JavaScript runtime and
+        # the interpreter to tear down (about 2 s a worker); the runtime stops on its own when its input closes.
+        atexit.register(os._exit, 0)
     background = config.stash.get(_BACKGROUND, None)
     if background is not None:
         process, directory = background
@@ -74,8 +79,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests of the synthesized examples last, with every test of their ``xdist_group`` (a group runs as one unit),
-    so no worker waits for the background synthesis."""
+    """The order the workers take tests in (``--no-loadscope-reorder`` keeps it): the groups that build stacks of
+    their own first (each runs as one unit on one worker), then single tests, and last the tests of the synthesized
+    examples, with every test of their group, so no worker waits for the background synthesis."""
 
     def group(item: pytest.Item) -> str | None:
         mark = item.get_closest_marker("xdist_group")
@@ -85,7 +91,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
     late_groups = {group(item) for item in items if uses_examples(item)} - {None}
-    items.sort(key=lambda item: uses_examples(item) or group(item) in late_groups)
+    items.sort(key=lambda item: (uses_examples(item) or group(item) in late_groups, group(item) is None))
 
 
 @pytest.fixture(scope="session")

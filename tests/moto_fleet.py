@@ -39,6 +39,11 @@ class Fleet:
     task_arns: list[str] = field(default_factory=list)
 
 
+IMAGE_ID = "ami-0123456789abcdef0"
+"""The image the instances run: moto checks no image id unless ``MOTO_ENABLE_AMI_VALIDATION`` is set, so the tests
+turn off its default images (``MOTO_EC2_LOAD_DEFAULT_AMIS=false``), which it would otherwise build for every mock."""
+
+
 def _neuron_resource(devices: Sequence[int]) -> dict[str, Any]:
     return {
         "name": "NEURON_DEVICES",
@@ -69,9 +74,7 @@ def build_fleet(
     ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
     ecs = session.client("ecs", region_name=region, endpoint_url=endpoint_url)
     ecs.create_cluster(clusterName=cluster)
-    # One of moto's default Amazon Linux 2 images (a filter: moto answers MaxResults with every image it has).
-    amazon_linux = [{"Name": "name", "Values": ["amzn2-ami-hvm-*"]}]
-    image_id = ec2.describe_images(Owners=["amazon"], Filters=amazon_linux)["Images"][0]["ImageId"]
+    image_id = IMAGE_ID
     ec2_ids: list[str] = []
     for instance_type in dict.fromkeys(instance_types):
         count = sum(1 for t in instance_types if t == instance_type)

@@ -57,6 +57,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")  # moto_fleet.IMAGE_ID needs none of them
     from moto import mock_aws  # imported here: only the worker that runs these tests loads moto
 
     with mock_aws():

@@ -493,3 +493,14 @@ def test_training_instance_role_is_scoped_to_the_batch_cluster(templates: dict[s
     (register,) = [s for s in _statements(template, role_id) if "ecs:RegisterContainerInstance" in s["Action"]]
     rendered = json.dumps(register["Resource"])
     assert ":cluster/AWSBatch-" in rendered and environment_id in rendered and rendered.endswith('"-*"]]}')
+
+
+def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
+    from neuron_constructs.monitoring.daemons import publisher_source
+
+    (job,) = resources(templates["NeuronTrainingTrn1"], "AWS::Batch::JobDefinition").values()
+    (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]
+    environment = {e["Name"]: e["Value"] for e in node_range["Container"]["Environment"]}
+    assert environment["NEURON_MONITOR_EMF"] == publisher_source()
+    assert json.loads(environment["NEURON_MONITOR_CONFIG"])["period"] == "60s"
+    assert "JobQueueArn" in json.dumps(environment["NEURON_MONITOR_CLUSTER"])  # the job queue's name, from its ARN

@@ -24,7 +24,7 @@ from conftest import resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 
-pytestmark = pytest.mark.xdist_group("sliced")  # one worker builds the module's stacks once
+EVERY_SLICING = pytest.mark.xdist_group("sliced")  # one worker builds every slicing once
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 INSTANCES = 3
@@ -174,6 +174,7 @@ def fleet(instance: NeuronInstanceType, fraction: float) -> list[SimInstance]:
     ]
 
 
+@EVERY_SLICING
 @pytest.mark.parametrize("fraction", REGISTERED_MEMORY_FRACTIONS)
 @pytest.mark.parametrize(("instance_type", "devices_per_task"), _combos())
 def test_slices_fill_every_chip_and_never_share_a_device(
@@ -193,6 +194,7 @@ def test_slices_fill_every_chip_and_never_share_a_device(
             assert set(held) == set(instance.device_paths), f"{label}: idle chips on an instance: {held}"
 
 
+@EVERY_SLICING
 def test_the_simulation_catches_collisions_without_distinct_instance(
     every_slicing: dict[tuple[str, int], dict[str, Any]],
 ) -> None:
@@ -207,6 +209,7 @@ def test_the_simulation_catches_collisions_without_distinct_instance(
     assert max(held.values()) > 1
 
 
+@EVERY_SLICING
 def test_one_instance_too_few_leaves_tasks_unplaced(every_slicing: dict[tuple[str, int], dict[str, Any]]) -> None:
     synthesized = every_slicing[("trn1.32xlarge", 4)]
     services = services_of(synthesized["template"], synthesized["cluster"])

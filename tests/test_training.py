@@ -341,19 +341,6 @@ def test_a_launcher_that_cannot_start_neuron_monitor_still_runs_the_job(tmp_path
     assert "cannot write neuron-monitor's configuration" in result.stderr
 
 
-def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str, dict[str, Any]]) -> None:
-    from conftest import resources as of_type
-
-    from neuron_constructs.monitoring.daemons import publisher_source
-
-    (job,) = of_type(templates["NeuronTrainingTrn1"], "AWS::Batch::JobDefinition").values()
-    (node_range,) = job["Properties"]["NodeProperties"]["NodeRangeProperties"]
-    environment = {e["Name"]: e["Value"] for e in node_range["Container"]["Environment"]}
-    assert environment["NEURON_MONITOR_EMF"] == publisher_source()
-    assert json.loads(environment["NEURON_MONITOR_CONFIG"])["period"] == "60s"
-    assert "JobQueueArn" in json.dumps(environment["NEURON_MONITOR_CLUSTER"])  # the job queue's name, from its ARN
-
-
 def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_the_compile_cache(
     training: dict[str, dict[str, Any]],
 ) -> None:
