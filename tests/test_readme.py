@@ -132,3 +132,21 @@ def test_the_readme_app_s_mistake_is_refused_with_the_message_the_readme_quotes(
         exec(compile(code.replace("devices_per_task=2,", "devices_per_task=5,"), "app.py", "exec"), {})
     message = " ".join(str(refused.value).split())
     assert message.startswith(before) and message.endswith(fix)
+
+
+@pytest.mark.e2e  # collects the whole suite again, in a process of its own
+def test_the_readme_s_test_count_is_the_loop_s() -> None:
+    import subprocess
+    import sys
+
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not e2e", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    count = int(re.search(r"^(\d+)(?:/\d+)? tests? collected", collected, re.M).group(1))  # type: ignore[union-attr]
+    loop = README.read_text().split("<!-- test-loop:start -->", 1)[1].split("<!-- test-loop:end -->", 1)[0]
+    assert f"({count} tests)" in loop
+    assert f"{count} tests on this 2-core" in docs_page("performance.md")
