@@ -147,12 +147,21 @@ def _dashboard_body(template: dict[str, Any]) -> dict[str, Any]:
     return json.loads(text)  # type: ignore[no-any-return]
 
 
+SEARCHED_AWS_METRICS = {
+    ("AWS/ECS", ("ClusterName", "ServiceName")),
+    ("AWS/ApplicationELB", ("LoadBalancer", "TargetGroup")),
+}
+"""What the dashboard searches beside the Neuron metrics: each service of the cluster, each target group of its load
+balancers."""
+
+
 @pytest.mark.parametrize("stack", ECS_STACKS)
 def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
     stack: str, templates: dict[str, dict[str, Any]]
 ) -> None:
     body = _dashboard_body(templates[stack])
     ours: list[tuple[str, tuple[str, ...]]] = []
+    searched: set[str] = set()
     for widget in body["widgets"]:
         for metric in widget["properties"].get("metrics", []):
             expression = next((m["expression"] for m in metric if isinstance(m, dict) and "expression" in m), None)
@@ -160,12 +169,16 @@ def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
                 match = re.search(r"\{([^}]*)\} MetricName=\\?\"(\w+)\\?\"", expression)
                 assert match, expression
                 namespace, *dimensions = match.group(1).split(",")
+                if namespace != NAMESPACE:  # the services and target groups of every stack, found by name
+                    assert (namespace, tuple(dimensions)) in SEARCHED_AWS_METRICS, expression
+                    searched.add(namespace)
+                    continue
                 ours.append((match.group(2), tuple(dimensions)))
-                assert namespace == NAMESPACE
             elif metric[0] == NAMESPACE:
                 names = [m for m in metric[2:] if isinstance(m, str)][::2]
                 ours.append((metric[1], tuple(names)))
     assert ours, "the dashboard shows Neuron metrics"
+    assert "AWS/ECS" in searched  # every service of the cluster, whichever stack made it
     for name, dimensions in ours:
         assert name in METRICS and dimensions in DIMENSION_SETS, (name, dimensions)
     titles = [w["properties"].get("title") for w in body["widgets"]]

@@ -16,8 +16,10 @@ non-Neuron one:
   the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
   identity when neuron-monitor cannot read it from there.
 * **Dashboard and alarms.** One dashboard: NeuronCore utilization and accelerator memory per instance,
-  execution errors, ECC events and latency, the CPU and memory of every service on the cluster's capacity,
-  and the response time and 5xx count of every target group they are attached to. Alarms on uncorrected ECC
+  execution errors, ECC events and latency, the CPU and memory of every service of the cluster, and the
+  response time and 5xx count of every target group of the cluster's load balancers made in the monitoring's
+  stack - services and target groups found by metric search on the cluster's and the load balancers' names,
+  so that model stacks never have the monitoring's stack depend on them. Alarms on uncorrected ECC
   events and on execution errors notify an SNS topic: yours (``alarm_topic``) or a new one encrypted with a
   new KMS key.
 * **Recovery** (``recovery=True``, the default). On Auto Scaling capacity, AWS's node-problem-detector and
@@ -548,34 +550,39 @@ class NeuronMonitoring(Construct):
                 width=width,
             ),
         )
-        services = self._services()
-        if services:
-            self.dashboard.add_widgets(
-                cloudwatch.GraphWidget(
-                    title="Service CPU (%)", left=[s.metric_cpu_utilization() for s in services], width=width
-                ),
-                cloudwatch.GraphWidget(
-                    title="Service memory (%)", left=[s.metric_memory_utilization() for s in services], width=width
-                ),
-            )
-        target_groups = self._target_groups()
-        if target_groups:
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Service CPU (%)",
+                left=[
+                    self._search("AWS/ECS", "ClusterName,ServiceName", "CPUUtilization", "Average", self.cluster_name)
+                ],
+                width=width,
+            ),
+            cloudwatch.GraphWidget(
+                title="Service memory (%)",
+                left=[
+                    self._search(
+                        "AWS/ECS", "ClusterName,ServiceName", "MemoryUtilization", "Average", self.cluster_name
+                    )
+                ],
+                width=width,
+            ),
+        )
+        load_balancers = self._load_balancers()
+        if load_balancers:
             self.dashboard.add_widgets(
                 cloudwatch.GraphWidget(
                     title="Load balancer response time (s, p99)",
-                    left=[t.metrics.target_response_time(statistic="p99") for t in target_groups],
+                    left=[self._target_groups_of(b, "TargetResponseTime", "p99") for b in load_balancers],
                     width=width,
                 ),
                 cloudwatch.GraphWidget(
                     title="5xx: targets and load balancer",
                     left=[
-                        *(
-                            t.metrics.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, statistic="Sum")
-                            for t in target_groups
-                        ),
+                        *(self._target_groups_of(b, "HTTPCode_Target_5XX_Count", "Sum") for b in load_balancers),
                         *(
                             b.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, statistic="Sum")
-                            for b in self._load_balancers()
+                            for b in load_balancers
                         ),
                     ],
                     width=width,
@@ -589,32 +596,26 @@ class NeuronMonitoring(Construct):
             )
         )
 
-    def _neuron_services(self) -> list[Any]:
-        cluster = self.neuron_cluster
-        found: list[Any] = []
-        for capacity in cluster.capacities:
-            for service in capacity.services:
-                if service not in found:
-                    found.append(service)
-        return found
+    def _search(self, namespace: str, dimensions: str, metric: str, statistic: str, cluster: str) -> cloudwatch.IMetric:
+        """Every metric of ``namespace`` with ``dimensions`` whose first dimension is the cluster's name: the services
+        of every stack on this cluster, without a reference to any of them."""
+        first = dimensions.split(",", 1)[0]
+        search = (
+            f'SEARCH(\'{{{namespace},{dimensions}}} MetricName="{metric}" {first}="{cluster}"\', '
+            f"'{statistic}', {int(self.period.to_seconds())})"
+        )
+        return cloudwatch.MathExpression(expression=search, label="", period=self.period)
 
-    def _services(self) -> list[ecs.BaseService]:
-        return [s.service for s in self._neuron_services() if isinstance(getattr(s, "service", None), ecs.BaseService)]
+    def _target_groups_of(self, load_balancer: elbv2.ApplicationLoadBalancer, metric: str, statistic: str) -> Any:
+        """``metric`` of every target group of ``load_balancer``, whichever stack made the target group."""
+        return self._search(
+            "AWS/ApplicationELB", "LoadBalancer,TargetGroup", metric, statistic, load_balancer.load_balancer_full_name
+        )
 
     def _load_balancers(self) -> list[elbv2.ApplicationLoadBalancer]:
-        return list(self.neuron_cluster.load_balancers)
-
-    def _target_groups(self) -> list[elbv2.ApplicationTargetGroup]:
-        groups: list[elbv2.ApplicationTargetGroup] = []
-        owners = list(self._neuron_services())
-        for node in Stack.of(self).node.find_all():
-            if getattr(node, "cluster", None) is self.neuron_cluster and hasattr(node, "target_groups"):
-                owners.append(node)
-        for owner in owners:
-            for group in getattr(owner, "target_groups", []):
-                if isinstance(group, elbv2.ApplicationTargetGroup) and group not in groups:
-                    groups.append(group)
-        return groups
+        """The cluster's load balancers made in this stack (the dashboard never refers to another stack)."""
+        here = Stack.of(self)
+        return [b for b in self.neuron_cluster.load_balancers if Stack.of(b) is here]
 
 
 @implements(IStableStringProducer)
