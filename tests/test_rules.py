@@ -392,6 +392,18 @@ def _listener_rule_without_priority(s: Stack) -> None:
     service.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/model/*"])])
 
 
+def _default_action_across_stacks(s: Stack) -> None:
+    from neuron_constructs import NeuronLoadBalancer
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    listener = NeuronLoadBalancer(s, "Lb", cluster=cluster).listener
+    model = Stack(s.node.root, "Model")  # type: ignore[arg-type]
+    task = ManualNeuronTaskDefinition(model, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    NeuronService(model, "Svc", cluster=cluster, task_definition=task).attach_to_listener(listener)
+
+
 def _network_load_balancer_without_a_group(s: Stack) -> None:
     from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 
@@ -653,6 +665,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.LISTENER_RULE,
         _listener_rule_without_priority,
         r"Test/Svc/TargetGroup: conditions without priority.*pass conditions=.* with priority=",
+    ),
+    (
+        r.DEFAULT_ACTION_ACROSS_STACKS,
+        _default_action_across_stacks,
+        r"Model/Svc/TargetGroup: no conditions make it the default action of Test/Lb/LoadBalancer/Listener, in stack "
+        r"Test, but Model/Svc/TargetGroup is in stack Model.*or attach in the stack of Test/Lb/LoadBalancer/Listener",
     ),
     (
         r.NETWORK_LOAD_BALANCER_GROUP,

@@ -155,6 +155,11 @@ def served(templates: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     }
 
 
+NO_TRAFFIC = "255.255.255.255/32"
+"""aws-cdk-lib's placeholder egress of a group that allows no outbound traffic (ICMP type 252 to the broadcast
+address): it stands in the group until the group's own egress rules, here separate resources, replace it."""
+
+
 @pytest.mark.parametrize("name", [*BUILDERS, *SERVED_EXAMPLES])
 def test_the_load_balancer_reaches_every_task_on_its_ports_and_nothing_else_opens(
     served: dict[str, dict[str, Any]], name: str
@@ -176,6 +181,7 @@ def test_the_load_balancer_reaches_every_task_on_its_ports_and_nothing_else_open
     for group in balancer_groups:  # the load balancer sends to the tasks' groups, on their ports only
         rules = egress(template, group)
         assert rules is not None, "the load balancer kept EC2's allow-all egress"
+        rules = [r for r in rules if r.get("CidrIp") != NO_TRAFFIC]
         assert (
             rules
             and {(r["DestinationSecurityGroupId"]["Fn::GetAtt"][0], (r["FromPort"], r["ToPort"])) for r in rules}

@@ -548,6 +548,16 @@ MONITORING_TWICE = Rule(
     "make one NeuronMonitoring per cluster and build on it (cluster.monitoring)",
     "ECS guide: daemon scheduling strategy and Managed Daemons (one daemon task per instance)",
 )
+DEFAULT_ACTION_ACROSS_STACKS = Rule(
+    "NEURON055",
+    "Default action of a listener in another stack",
+    "a listener's default action is a property of the listener, so a target group as the default action of a listener "
+    "in another stack makes that stack depend on this one: the platform could no longer deploy first, nor the model "
+    "stack delete alone",
+    "pass conditions=[elbv2.ListenerCondition.path_patterns([...])] with priority= (a listener rule this stack owns), "
+    "or attach in the stack of {listener}",
+    "AWS CloudFormation guide: cross-stack references (an exporting stack cannot change or delete an export in use)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -731,6 +741,7 @@ RULES: tuple[Rule, ...] = (
     RESERVATION_FALLBACK,
     PARALLEL_DEGREES,
     MONITORING_TWICE,
+    DEFAULT_ACTION_ACROSS_STACKS,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, Names, Validations
+from aws_cdk import Duration, Names, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -231,6 +231,7 @@ def attach(
             raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
                 path, f"the load balancer of {construct_path(listener)} has no security group this app made"
             )
+        _check_default_action_stack(path, listener, owner)
         load_balancer_connections = load_balancer.connections
         _claim_rule(path, listener, owner, None)
         target_group = elbv2.NetworkTargetGroup(
@@ -256,8 +257,13 @@ def attach(
             raise rules.LISTENER_RULE.error(
                 path, f"{construct_path(listener)} is imported, and an imported listener keeps its default action"
             )
+        if not conditions:
+            _check_default_action_stack(path, listener, owner)
         _claim_rule(path, listener, owner, priority)
-        load_balancer_connections = listener.connections
+        # A listener rule belongs to the model: made through the listener as the model's stack refers to it, the
+        # rule and every security group rule the model needs are the model's resources, never the listener's.
+        via = _listener_in(owner, listener) if conditions else listener
+        load_balancer_connections = via.connections
         target_group = elbv2.ApplicationTargetGroup(
             owner,
             id,
@@ -269,16 +275,32 @@ def attach(
             deregistration_delay=deregistration_delay,
             slow_start=slow_start,
         )
-        listener.add_target_groups(
-            f"{Names.unique_id(owner)}{id}",
-            target_groups=[target_group],
-            conditions=list(conditions) if conditions else None,
-            priority=priority,
-        )
+        if conditions and priority is not None:
+            elbv2.ApplicationListenerRule(
+                owner,
+                f"{id}Rule",
+                listener=via,
+                priority=priority,
+                conditions=list(conditions),
+                target_groups=[target_group],
+            )
+        else:
+            listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_groups=[target_group])
     for service in services:
         target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
         _open(load_balancer_connections, service, port, host_port, network_mode)
     return target_group
+
+
+def _check_default_action_stack(path: str, listener: IConstruct, owner: Construct) -> None:
+    """NEURON055: a target group is the default action only of a listener in its own stack."""
+    if Stack.of(listener) is not Stack.of(owner):
+        raise rules.DEFAULT_ACTION_ACROSS_STACKS.error(
+            path,
+            f"no conditions make it the default action of {construct_path(listener)}, in stack "
+            f"{Stack.of(listener).stack_name}, but {path} is in stack {Stack.of(owner).stack_name}",
+            listener=construct_path(listener),
+        )
 
 
 _RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()
@@ -332,6 +354,25 @@ def _open(
         port = ec2.Port.tcp_range(*DYNAMIC_HOST_PORTS)
     load_balancer.allow_to(
         ec2.Connections(security_groups=groups), port, "Load balancer to the model's tasks (ECS host ports)"
+    )
+
+
+def _listener_in(owner: Construct, listener: elbv2.IApplicationListener) -> elbv2.IApplicationListener:
+    """``listener`` as ``owner`` refers to it, with its load balancer's security group: rules made through it, and
+    the security group rules aws-cdk-lib and :func:`_open` add through its connections, are resources of ``owner``
+    (an imported security group's rules belong to the scope that imported it)."""
+    id = f"Listener{Names.unique_id(listener)}"
+    existing = owner.node.try_find_child(id)
+    if existing is not None:
+        return existing  # type: ignore[return-value]
+    (group, *_) = listener.connections.security_groups
+    return elbv2.ApplicationListener.from_application_listener_attributes(
+        owner,
+        id,
+        listener_arn=listener.listener_arn,
+        security_group=ec2.SecurityGroup.from_security_group_id(
+            owner, f"{id}SecurityGroup", group.security_group_id, mutable=True, allow_all_outbound=False
+        ),
     )
 
 
