@@ -28,6 +28,7 @@ __all__ = [
     "accept_batch_compute_environments",
     "answer_custom_resources",
     "answer_target_group_attributes",
+    "export_what_change_sets_create",
     "main",
     "model_missing_types",
     "register_multi_node_job_definitions",
@@ -79,8 +80,9 @@ class _CreateOnly:
 
 def model_missing_types() -> None:
     """CloudFormation models for ``AWS::FSx::FileSystem`` and ``AWS::CloudWatch::Alarm`` (moto's backends), and
-    ``AWS::EC2::PlacementGroup``, ``AWS::FSx::DataRepositoryAssociation``, ``AWS::ECS::DaemonTaskDefinition`` and
-    ``AWS::ECS::Daemon`` (no backend: a name only)."""
+    ``AWS::EC2::PlacementGroup``, ``AWS::FSx::DataRepositoryAssociation``, ``AWS::ECS::DaemonTaskDefinition``,
+    ``AWS::ECS::Daemon`` and ``AWS::ECS::CapacityProvider`` (no backend: a name only, which a model stack can import
+    from the platform's)."""
     from moto.cloudformation.parsing import get_model_map
     from moto.core.common_models import CloudFormationModel
     from moto.fsx.models import fsx_backends
@@ -231,6 +233,7 @@ def model_missing_types() -> None:
             name_only("AWS::FSx::DataRepositoryAssociation", "dra-"),
             name_only("AWS::ECS::DaemonTaskDefinition", "daemon-task-definition-"),
             name_only("AWS::ECS::Daemon", "daemon-"),
+            name_only("AWS::ECS::CapacityProvider", "capacity-provider-"),
         ]
     )
     get_model_map.cache_clear()
@@ -359,10 +362,48 @@ def answer_target_group_attributes() -> None:
     model.get_cfn_attribute = attribute
 
 
+def export_what_change_sets_create() -> None:
+    """Exports across stacks deployed through change sets, as the cdk CLI deploys: moto resolves
+    ``Fn::ImportValue`` and registers a stack's exports for ``CreateStack`` only, so a model stack importing the
+    platform's listener would find nothing. Every stack's template now resolves against its region's exports, and
+    executing a change set registers the stack's outputs and exports."""
+    from moto.cloudformation.models import CloudFormationBackend, Stack, cloudformation_backends
+
+    stack_type: Any = Stack
+    create_resource_map = stack_type._create_resource_map
+
+    def resource_map_seeing_exports(self: Any) -> Any:
+        if not self.cross_stack_resources:
+            self.cross_stack_resources = cloudformation_backends[self.account_id][self.region_name].exports
+        return create_resource_map(self)
+
+    stack_type._create_resource_map = resource_map_seeing_exports
+
+    backend: Any = CloudFormationBackend
+    execute = backend.execute_change_set
+
+    def execute_and_export(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
+        execute(self, change_set_name, stack_name)
+        change_set = self.change_sets.get(change_set_name) or next(
+            c for c in self.change_sets.values() if c.change_set_name == change_set_name
+        )
+        stack = self.stacks[change_set.stack_id]
+        stack._parse_template()
+        stack.output_map = stack._create_output_map()
+        for name in [n for n, e in self.exports.items() if e.exporting_stack_id == stack.stack_id]:
+            del self.exports[name]
+        self._validate_export_uniqueness(stack)
+        for export in stack.exports:
+            self.exports[export.name] = export
+
+    backend.execute_change_set = execute_and_export
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from moto import server
 
     answer_custom_resources()
+    export_what_change_sets_create()
     model_missing_types()
     accept_batch_compute_environments()
     register_multi_node_job_definitions()
