@@ -1,0 +1,177 @@
+"""A team's Neuron platform and its workloads, each in the stack its owners deploy.
+
+``cdk deploy Platform`` first: the VPC, the ECS cluster, its capacity (an inf2.48xlarge Auto Scaling group for the
+embedding fleet, ECS Managed Instances for the LLM), an internal load balancer and Neuron monitoring. Then each
+workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load balancer on ``/v1/*``, scaling
+on requests), ``EmbeddingFleet`` (four one-chip copies of an embedding model on ``/embed/*``) and ``Training`` (a
+two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every workload stack depends on the
+platform's, never the reverse: the platform deploys first, and a workload stack deletes alone.
+
+Context ``split`` (``-c split=...``) lays the same resources out other ways: ``a stack each`` (the default), ``platform
+and workloads`` (every workload in one stack) and ``one stack``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from constructs import Construct
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronFleet,
+    NeuronLoadBalancer,
+    NeuronMonitoring,
+    NeuronService,
+    NeuronTrainingQueue,
+)
+
+SPLITS = ("a stack each", "platform and workloads", "one stack")
+"""The ways the app lays its resources out in stacks (context ``split``)."""
+DLC_ACCOUNT = "763104351884"
+"""The AWS Deep Learning Containers account."""
+VLLM_REPOSITORY = "huggingface-vllm-inference-neuronx"
+VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
+EMBEDDING_REPOSITORY = "huggingface-pytorch-inference-neuronx"
+EMBEDDING_TAG = "2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
+TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
+PORT = 8080
+
+
+def dlc_image(scope: Construct, id: str, repository: str, tag: str) -> ecs.ContainerImage:
+    """An AWS Deep Learning Container image the task's execution role may pull."""
+    return ecs.ContainerImage.from_ecr_repository(
+        ecr.Repository.from_repository_attributes(
+            scope,
+            id,
+            repository_name=repository,
+            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{repository}",
+        ),
+        tag,
+    )
+
+
+class Platform(Construct):
+    """The VPC, the cluster and its capacity, the load balancer and the monitoring: what every workload uses."""
+
+    def __init__(self, scope: Construct, id: str) -> None:
+        super().__init__(scope, id)
+        self.cluster = NeuronCluster(self, "Neuron")
+        self.fleet_capacity = self.cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+        self.llm_capacity = self.cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
+        self.monitoring = NeuronMonitoring(self, "Monitoring", cluster=self.cluster)
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.cluster)
+        self.load_balancer.add_url_output()
+
+
+class LlmService(Construct):
+    """vLLM on Managed Instances behind the platform's load balancer on ``/v1/*``, scaling on requests."""
+
+    def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
+        super().__init__(scope, id)
+        task = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
+        task.add_neuron_container(
+            "vllm",
+            image=dlc_image(self, "VllmImages", VLLM_REPOSITORY, VLLM_TAG),
+            command=[
+                "--model",
+                "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+                "--port",
+                str(PORT),
+                "--tensor-parallel-size",
+                "2",
+            ],
+            port_mappings=[ecs.PortMapping(container_port=PORT)],
+        )
+        self.service = NeuronService(self, "Service", cluster=platform.cluster, task_definition=task)
+        self.service.attach_to_listener(
+            platform.load_balancer.listener,
+            conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
+            priority=10,
+        )
+        self.service.scale_on_requests(requests_per_target=60, max_count=4)
+
+
+class EmbeddingFleet(Construct):
+    """Four one-chip copies of an embedding model on the platform's inf2.48xlarge fleet, on ``/embed/*``."""
+
+    def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
+        super().__init__(scope, id)
+        self.fleet = NeuronFleet(
+            self, "Fleet", cluster=platform.cluster, instance_type="inf2.48xlarge", capacity=platform.fleet_capacity
+        )
+        self.embedding = self.fleet.add_model(
+            "Embedding",
+            devices_per_task=1,
+            copies=4,
+            container_name="embedding",
+            image=dlc_image(self, "EmbeddingImages", EMBEDDING_REPOSITORY, EMBEDDING_TAG),
+            command=["serve"],
+            environment={"HF_MODEL_ID": "BAAI/bge-small-en-v1.5", "HF_TASK": "feature-extraction"},
+            port_mappings=[ecs.PortMapping(container_port=PORT)],
+        )
+        self.embedding.attach_to_listener(
+            platform.load_balancer.listener,
+            conditions=[elbv2.ListenerCondition.path_patterns(["/embed/*"])],
+            priority=20,
+            health_check_path="/ping",
+        )
+        self.embedding.scale_on_requests(requests_per_target=120, min_instances=1, max_instances=2)
+
+
+class Training(Construct):
+    """A two-node trn1.32xlarge queue with EFA on the platform's VPC, and one pretraining job."""
+
+    def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
+        super().__init__(scope, id)
+        self.queue = NeuronTrainingQueue(
+            self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, vpc=platform.cluster.vpc, monitoring=True
+        )
+        self.job = self.queue.add_job(
+            "Pretrain",
+            nodes=2,
+            image=ecs.ContainerImage.from_registry(TRAINING_IMAGE),
+            command=["torchrun", "--nproc_per_node=32", "train.py"],
+        )
+        self.job.add_submit_output()
+
+
+def build_app(app: App, *, split: str = SPLITS[0]) -> dict[str, Stack]:
+    """The team's stacks in ``app``, laid out as ``split`` says; by name."""
+    if split not in SPLITS:
+        raise ValueError(f"split={split!r}: one of {', '.join(SPLITS)}")
+
+    def stack(name: str) -> Stack:
+        return Stack(app, name, synthesizer=DefaultStackSynthesizer(generate_bootstrap_version_rule=False))
+
+    stacks: dict[str, Stack] = {}
+    if split == "one stack":
+        stacks["Team"] = stack("Team")
+        platform = Platform(stacks["Team"], "Platform")
+        workloads: dict[str, Any] = {"LlmService": stacks["Team"], "EmbeddingFleet": stacks["Team"]}
+        workloads["Training"] = stacks["Team"]
+    else:
+        stacks["Platform"] = stack("Platform")
+        platform = Platform(stacks["Platform"], "Platform")
+        if split == "platform and workloads":
+            stacks["Workloads"] = stack("Workloads")
+            workloads = dict.fromkeys(("LlmService", "EmbeddingFleet", "Training"), stacks["Workloads"])
+        else:
+            workloads = {
+                name: stacks.setdefault(name, stack(name)) for name in ("LlmService", "EmbeddingFleet", "Training")
+            }
+    LlmService(workloads["LlmService"], "LlmService", platform=platform)
+    EmbeddingFleet(workloads["EmbeddingFleet"], "EmbeddingFleet", platform=platform)
+    Training(workloads["Training"], "Training", platform=platform)
+    return stacks
+
+
+if __name__ == "__main__":
+    team = App(analytics_reporting=False)
+    build_app(team, split=str(team.node.try_get_context("split") or SPLITS[0]))
+    team.synth()

@@ -1,0 +1,178 @@
+"""Composing like a team: a platform stack, and model and training stacks that depend on it and never the reverse.
+
+The team app (``examples/team_app``) puts the VPC, the cluster, its capacity, the load balancer and the monitoring
+in ``Platform``, and each workload in a stack of its own. Every workload attaches to the platform's load balancer,
+scales, and is monitored by the platform's dashboard; none of that may make the platform refer to a workload.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from conftest import ROOT, resources
+
+from neuron_constructs import NeuronCluster, NeuronFleet, NeuronLoadBalancer, NeuronMonitoring
+
+_TEAM_APP = importlib.util.spec_from_file_location("team_app", ROOT / "examples" / "team_app" / "app.py")
+assert _TEAM_APP is not None and _TEAM_APP.loader is not None
+team = importlib.util.module_from_spec(_TEAM_APP)
+_TEAM_APP.loader.exec_module(team)  # by path: the examples' own app.py is the module ``app``
+pytestmark = pytest.mark.xdist_group("composition")  # one worker synthesizes each layout of the team app once
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+
+
+@functools.cache
+def synthesized(split: str) -> dict[str, Any]:
+    """Each stack of the team app laid out as ``split``: its template and the stacks it depends on."""
+    app = App(analytics_reporting=False)
+    team.build_app(app, split=split)
+    assembly = app.synth()
+    return {
+        stack.stack_name: {
+            "template": stack.template,
+            "depends_on": sorted(d.id for d in stack.dependencies if not d.id.endswith(".assets")),
+        }
+        for stack in assembly.stacks
+    }
+
+
+@pytest.fixture
+def stacks() -> dict[str, Any]:
+    return synthesized(team.SPLITS[0])
+
+
+def imports(template: dict[str, Any]) -> set[str]:
+    """The exports a template imports."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "Fn::ImportValue" in value:
+                found.add(json.dumps(value["Fn::ImportValue"], sort_keys=True))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(template)
+    return found
+
+
+def test_the_platform_depends_on_no_workload_and_every_workload_on_the_platform(stacks: dict[str, Any]) -> None:
+    assert stacks["Platform"]["depends_on"] == []
+    assert imports(stacks["Platform"]["template"]) == set()
+    for name in ("LlmService", "EmbeddingFleet", "Training"):
+        assert stacks[name]["depends_on"] == ["Platform"], name
+
+
+def test_a_workload_owns_its_listener_rule_target_group_and_security_group_rules(stacks: dict[str, Any]) -> None:
+    platform, llm = stacks["Platform"]["template"], stacks["LlmService"]["template"]
+    assert not resources(platform, "AWS::ElasticLoadBalancingV2::ListenerRule")
+    assert not resources(platform, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    (rule,) = resources(llm, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert rule["Properties"]["Priority"] == 10
+    assert "Fn::ImportValue" in rule["Properties"]["ListenerArn"]  # the platform's listener, by its export
+    assert resources(llm, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    egress = resources(llm, "AWS::EC2::SecurityGroupEgress").values()
+    assert any("Fn::ImportValue" in e["Properties"]["GroupId"] for e in egress)  # the load balancer's group
+
+
+def test_the_platform_dashboard_finds_every_workload_by_name(stacks: dict[str, Any]) -> None:
+    (dashboard,) = resources(stacks["Platform"]["template"], "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    assert "{AWS/ECS,ClusterName,ServiceName}" in body and "{AWS/ApplicationELB,LoadBalancer,TargetGroup}" in body
+
+
+def test_fleets_scaling_and_training_run_on_the_platform_s_capacity_and_vpc(stacks: dict[str, Any]) -> None:
+    fleet = stacks["EmbeddingFleet"]["template"]
+    strategies = [
+        s["Properties"]["CapacityProviderStrategy"][0]["CapacityProvider"]
+        for s in resources(fleet, "AWS::ECS::Service").values()
+    ]
+    assert len(strategies) == 4 and all("Fn::ImportValue" in json.dumps(s) for s in strategies)
+    assert len(resources(fleet, "AWS::ApplicationAutoScaling::ScalingPolicy")) == 4
+    training = stacks["Training"]["template"]
+    (environment,) = resources(training, "AWS::Batch::ComputeEnvironment").values()
+    assert "Fn::ImportValue" in json.dumps(environment["Properties"]["ComputeResources"]["Subnets"])
+    assert not resources(training, "AWS::EC2::VPC")
+
+
+def test_the_device_rules_hold_across_the_stacks_of_an_app() -> None:
+    """A plain aws-cdk-lib service in a third stack, mapping a chip on the capacity a fleet in a second stack
+    owns, fails the synth: the template checks read every stack of the app together."""
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform")
+    cluster = NeuronCluster(platform, "Neuron")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    fleet = NeuronFleet(Stack(app, "Fleet"), "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    fleet.add_model("Model", devices_per_task=4, copies=3, image=IMAGE)
+    intruder = Stack(app, "Intruder")
+    task = ecs.Ec2TaskDefinition(intruder, "Task")
+    devices = ecs.LinuxParameters(intruder, "Devices")
+    devices.add_devices(ecs.Device(host_path="/dev/neuron0"))
+    task.add_container("peek", image=IMAGE, memory_limit_mib=64, linux_parameters=devices)
+    ecs.Ec2Service(
+        intruder,
+        "Service",
+        cluster=cluster.cluster,
+        task_definition=task,
+        capacity_provider_strategies=[
+            ecs.CapacityProviderStrategy(capacity_provider=capacity.capacity_provider.capacity_provider_name, weight=1)
+        ],
+        min_healthy_percent=0,
+    )
+    with pytest.raises(RuntimeError, match=r"NEURON020.*Intruder/Service"):
+        app.synth()
+
+
+def test_an_awsvpc_fleet_and_a_managed_instances_service_in_their_own_stacks_attach_by_rule() -> None:
+    from neuron_constructs import ManagedNeuronTaskDefinition, NeuronService
+
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform")
+    cluster = NeuronCluster(platform, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
+    NeuronMonitoring(platform, "Monitoring", cluster=cluster)
+    listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
+    fleet = NeuronFleet(
+        Stack(app, "Awsvpc"),
+        "Fleet",
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        network_mode=ecs.NetworkMode.AWS_VPC,
+        eni_trunking=True,
+    )
+    model = fleet.add_model(
+        "Llm", devices_per_task=4, copies=2, image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)]
+    )
+    model.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=1)
+    managed = Stack(app, "Managed")
+    task = ManagedNeuronTaskDefinition(managed, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service = NeuronService(managed, "Service", cluster=cluster, task_definition=task)
+    service.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/embed/*"])], priority=2)
+    assembly = app.synth()
+    depends = {
+        s.stack_name: sorted(d.id for d in s.dependencies if not d.id.endswith(".assets")) for s in assembly.stacks
+    }
+    assert depends == {"Platform": [], "Awsvpc": ["Platform"], "Managed": ["Platform"]}
+
+
+@pytest.mark.parametrize("split", team.SPLITS)
+def test_no_split_of_the_team_app_has_the_platform_depend_on_a_workload(split: str) -> None:
+    stacks = synthesized(split)
+    platform = "Team" if split == "one stack" else "Platform"
+    assert stacks[platform]["depends_on"] == []
+    assert imports(stacks[platform]["template"]) == set()
+    for name, stack in stacks.items():
+        if name != platform:
+            assert stack["depends_on"] == [platform], name
