@@ -24,20 +24,24 @@ _TEAM_APP = importlib.util.spec_from_file_location("team_app", ROOT / "examples"
 assert _TEAM_APP is not None and _TEAM_APP.loader is not None
 team = importlib.util.module_from_spec(_TEAM_APP)
 _TEAM_APP.loader.exec_module(team)  # by path: the examples' own app.py is the module ``app``
+TEAM_CONTEXT = json.loads((ROOT / "examples" / "team_app" / "cdk.json").read_text())["context"]
+"""The context ``cdk synth`` gives the team app (its ``cdk.json``)."""
 pytestmark = pytest.mark.xdist_group("composition")  # one worker synthesizes each layout of the team app once
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 
 
 @functools.cache
 def synthesized(split: str) -> dict[str, Any]:
-    """Each stack of the team app laid out as ``split``: its template and the stacks it depends on."""
-    app = App(analytics_reporting=False)
+    """Each stack of the team app laid out as ``split``: its template, the stacks it depends on and the warnings and
+    errors of its synthesis."""
+    app = App(analytics_reporting=False, context=TEAM_CONTEXT)
     team.build_app(app, split=split)
     assembly = app.synth()
     return {
         stack.stack_name: {
             "template": stack.template,
             "depends_on": sorted(d.id for d in stack.dependencies if not d.id.endswith(".assets")),
+            "messages": [f"{m.id} {m.entry.data}" for m in stack.messages if m.level.value != "info"],
         }
         for stack in assembly.stacks
     }
@@ -83,6 +87,42 @@ def test_a_workload_owns_its_listener_rule_target_group_and_security_group_rules
     assert resources(llm, "AWS::ElasticLoadBalancingV2::TargetGroup")
     egress = resources(llm, "AWS::EC2::SecurityGroupEgress").values()
     assert any("Fn::ImportValue" in e["Properties"]["GroupId"] for e in egress)  # the load balancer's group
+    embedding = stacks["EmbeddingFleet"]["template"]  # bridge tasks on the platform's capacity: its rules are the
+    assert not resources(embedding, "AWS::EC2::SecurityGroupIngress")  # platform's (one per port range)
+    assert not resources(embedding, "AWS::EC2::SecurityGroupEgress")
+
+
+def test_two_model_stacks_on_one_capacity_share_the_platform_s_one_rule_to_it() -> None:
+    """EC2 refuses a second rule equal to one a group already has: two model stacks each adding the load balancer's
+    rule to the capacity's host ports would fail the second deploy. The rule is made once, in the platform."""
+    from neuron_constructs import ManualNeuronTaskDefinition, NeuronService
+
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform")
+    cluster = NeuronCluster(platform, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
+    for priority, name in enumerate(("First", "Second"), start=1):
+        model = Stack(app, name)
+        task = ManualNeuronTaskDefinition(
+            model, "Task", instance_type="inf2.48xlarge", devices=[priority], cpu=1024, memory_mib=4096
+        )
+        task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+        service = NeuronService(model, "Service", cluster=cluster, task_definition=task)
+        service.attach_to_listener(
+            listener, conditions=[elbv2.ListenerCondition.path_patterns([f"/{name}/*"])], priority=priority
+        )
+    assembly = app.synth()
+    templates = {s.stack_name: s.template for s in assembly.stacks}
+    for name in ("First", "Second"):
+        assert not resources(templates[name], "AWS::EC2::SecurityGroupIngress")
+        assert resources(templates[name], "AWS::ElasticLoadBalancingV2::ListenerRule")
+    ingress = [
+        rule["Properties"]
+        for rule in resources(templates["Platform"], "AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"].get("FromPort") == 32768
+    ]
+    assert len(ingress) == 1 and ingress[0]["ToPort"] == 65535
 
 
 def test_the_platform_dashboard_finds_every_workload_by_name(stacks: dict[str, Any]) -> None:
@@ -174,5 +214,6 @@ def test_no_split_of_the_team_app_has_the_platform_depend_on_a_workload(split: s
     assert stacks[platform]["depends_on"] == []
     assert imports(stacks[platform]["template"]) == set()
     for name, stack in stacks.items():
+        assert stack["messages"] == [], name  # cross-stack references are strong on purpose (cdk.json)
         if name != platform:
             assert stack["depends_on"] == [platform], name

@@ -260,9 +260,8 @@ def attach(
         if not conditions:
             _check_default_action_stack(path, listener, owner)
         _claim_rule(path, listener, owner, priority)
-        # A listener rule belongs to the model: made through the listener as the model's stack refers to it, the
-        # rule and every security group rule the model needs are the model's resources, never the listener's.
-        via = _listener_in(owner, listener) if conditions else listener
+        # awsvpc tasks have security groups of the model's own: the rules to them are the model's, in its stack.
+        via = _listener_in(owner, listener) if awsvpc and Stack.of(listener) is not Stack.of(owner) else listener
         load_balancer_connections = via.connections
         target_group = elbv2.ApplicationTargetGroup(
             owner,
@@ -275,6 +274,10 @@ def attach(
             deregistration_delay=deregistration_delay,
             slow_start=slow_start,
         )
+        # The listener rule is the model's resource, in the model's stack, whichever stack holds the listener. A
+        # security group rule between two groups of the platform (its load balancer's and a capacity's, for bridge
+        # and host networking) is made once, in the platform's stack: EC2 refuses the same rule twice, so two model
+        # stacks on one capacity could not each own it, and it refers to nothing of a model.
         if conditions and priority is not None:
             elbv2.ApplicationListenerRule(
                 owner,
@@ -358,9 +361,9 @@ def _open(
 
 
 def _listener_in(owner: Construct, listener: elbv2.IApplicationListener) -> elbv2.IApplicationListener:
-    """``listener`` as ``owner`` refers to it, with its load balancer's security group: rules made through it, and
-    the security group rules aws-cdk-lib and :func:`_open` add through its connections, are resources of ``owner``
-    (an imported security group's rules belong to the scope that imported it)."""
+    """``listener`` as ``owner``'s stack refers to it, with its load balancer's security group: the security group
+    rules aws-cdk-lib and :func:`_open` add through its connections are resources of ``owner`` (an imported security
+    group's rules belong to the scope that imported it)."""
     id = f"Listener{Names.unique_id(listener)}"
     existing = owner.node.try_find_child(id)
     if existing is not None:
