@@ -237,7 +237,7 @@ Check = Callable[[dict[str, Any], dict[str, Any]], None]
 
 
 def _check_capacity_provider(template: dict[str, Any], properties: dict[str, Any]) -> None:
-    # moto 5.2 has no AWS::ECS::CapacityProvider.
+    # moto 5.2 has no AWS::ECS::CapacityProvider: the local endpoint names one, and ECS does not know it.
     if "ManagedInstancesProvider" in properties:
         requirements = properties["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
         assert requirements["AcceleratorManufacturers"] == ["amazon-web-services"]

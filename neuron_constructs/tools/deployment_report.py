@@ -93,10 +93,21 @@ class _StackReader:
         }
         self.items: list[ReportItem] = []
         self.gaps: list[Gap] = []
+        self._exports: dict[str, str] | None = None
 
     def physical_id(self, logical_id: str) -> str | None:
         summary = self.created.get(logical_id)
         return summary["PhysicalResourceId"] if summary else None
+
+    def value_of(self, value: Any) -> str | None:
+        """What a ``Ref`` to this stack's resource, or an ``Fn::ImportValue`` of another stack's export, names."""
+        if isinstance(value, dict) and isinstance(value.get("Fn::ImportValue"), str):
+            if self._exports is None:
+                paginator = self.clients("cloudformation").get_paginator("list_exports")
+                self._exports = {e["Name"]: e["Value"] for page in paginator.paginate() for e in page["Exports"]}
+            return self._exports.get(value["Fn::ImportValue"])
+        logical_id = _ref(value)
+        return self.physical_id(logical_id) if logical_id else None
 
     def gap(self, logical_id: str, detail: str = "not created", *, attribute: str = "resource") -> None:
         self.gaps.append(Gap(self.declared[logical_id]["Type"], logical_id, attribute, detail))
@@ -253,6 +264,16 @@ class _StackReader:
         if physical_id is None:
             self.gap(logical_id, "not created (" + "; ".join(details) + ")")
             return
+        providers = self._described(
+            lambda: self.clients("ecs").describe_capacity_providers(capacityProviders=[physical_id])[
+                "capacityProviders"
+            ]
+        )
+        if not providers:
+            self.gap(
+                logical_id, "not created (DescribeCapacityProviders does not report it; " + "; ".join(details) + ")"
+            )
+            return
         self.items.append(ReportItem("capacity", f"capacity provider {physical_id}", details))
 
     def task_definition(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
@@ -279,8 +300,7 @@ class _StackReader:
         self.items.append(ReportItem("task definition", name, tuple(details)))
 
     def service(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
-        cluster_id = _ref(properties.get("Cluster"))
-        cluster = self.physical_id(cluster_id) if cluster_id else None
+        cluster = self.value_of(properties.get("Cluster"))
         if physical_id is None or cluster is None:
             self.gap(logical_id)
             return
@@ -291,7 +311,10 @@ class _StackReader:
         ]
         asked = properties.get("CapacityProviderStrategy", [])
         if asked and not strategy:
-            providers = ", ".join(_ref(item.get("CapacityProvider")) or "?" for item in asked)
+            providers = ", ".join(
+                _ref(item.get("CapacityProvider")) or self.value_of(item.get("CapacityProvider")) or "?"
+                for item in asked
+            )
             self.gap(
                 logical_id, f"capacityProviderStrategy ({providers}) not kept", attribute="capacityProviderStrategy"
             )
