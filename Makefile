@@ -16,7 +16,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local serve-local synth test test-e2e test-all lint deploy destroy bench-inspect bench-slices bench-lint bench-synth bench-training docs docs-tables compliance-report clean
+.PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-inspect bench-slices bench-lint bench-synth bench-training docs docs-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -33,6 +33,10 @@ node_modules/.installed: package.json package-lock.json
 ## bootstrap, deploy, print what was created, stop the endpoint. No AWS account or credentials.
 deploy-local: install
 	$(BIN)/python -m neuron_constructs.local_endpoint --context cdkNag=true $(STACKS)
+
+## Deploy the team app (examples/team_app: a platform stack and a stack per workload) to a fresh local endpoint.
+deploy-team-app: install
+	$(BIN)/python -m neuron_constructs.local_endpoint --app-dir examples/team_app --context cdkNag=true
 
 ## deploy-local, then keep the endpoint up until Ctrl-C, to look around with neuron-ecs or boto3.
 serve-local: install
@@ -107,5 +111,12 @@ docs-tables: install
 compliance-report: install
 	$(BIN)/python examples/compliance_report.py docs/security.md
 
+## Build the package's wheel into dist/ (pip install dist/neuron_constructs-*.whl in your project).
+dist:
+	rm -rf dist build
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
+	rm -rf build
+	@ls dist/*.whl
+
 clean:
-	rm -rf cdk.out docs/_build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf dist build cdk.out examples/team_app/cdk.out docs/_build .pytest_cache .mypy_cache .ruff_cache

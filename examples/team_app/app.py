@@ -8,14 +8,14 @@ two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every wo
 platform's, never the reverse: the platform deploys first, and a workload stack deletes alone.
 
 Context ``split`` (``-c split=...``) lays the same resources out other ways: ``a stack each`` (the default), ``platform
-and workloads`` (every workload in one stack) and ``one stack``.
+and workloads`` (every workload in one stack) and ``one stack``; ``-c cdkNag=true`` runs cdk-nag's AwsSolutions pack.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import App, Aws, DefaultStackSynthesizer, Stack
+from aws_cdk import Acknowledgment, App, Aws, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -112,8 +112,21 @@ class EmbeddingFleet(Construct):
             container_name="embedding",
             image=dlc_image(self, "EmbeddingImages", EMBEDDING_REPOSITORY, EMBEDDING_TAG),
             command=["serve"],
-            environment={"HF_MODEL_ID": "BAAI/bge-small-en-v1.5", "HF_TASK": "feature-extraction"},
+            environment={
+                "HF_MODEL_ID": "BAAI/bge-small-en-v1.5",
+                "HF_TASK": "feature-extraction",
+                "HF_OPTIMUM_BATCH_SIZE": "1",
+                "HF_OPTIMUM_SEQUENCE_LENGTH": "512",
+                "HF_NUM_CORES": "2",
+            },
             port_mappings=[ecs.PortMapping(container_port=PORT)],
+        )
+        Validations.of(self.embedding).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-ECS2",
+                reason="The Hugging Face inference container is configured only through environment variables; these "
+                "name the model, the task and its compiled shapes, none of them secret.",
+            )
         )
         self.embedding.attach_to_listener(
             platform.load_balancer.listener,
@@ -168,6 +181,10 @@ def build_app(app: App, *, split: str = SPLITS[0]) -> dict[str, Stack]:
     LlmService(workloads["LlmService"], "LlmService", platform=platform)
     EmbeddingFleet(workloads["EmbeddingFleet"], "EmbeddingFleet", platform=platform)
     Training(workloads["Training"], "Training", platform=platform)
+    if app.node.try_get_context("cdkNag") in (True, "true"):
+        from cdk_nag import AwsSolutionsChecks
+
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks
 
 

@@ -1,0 +1,133 @@
+"""End to end: the team app (``examples/team_app``) deployed stack by stack to a fresh local endpoint.
+
+The app deploys with the command its page gives, ``python -m neuron_constructs.local_endpoint --app-dir
+examples/team_app``, with cdk-nag's AwsSolutions pack on: the platform first, then each workload importing what it
+needs from the platform's exports. A workload stack then deletes on its own while the platform keeps running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from neuron_constructs.local_endpoint import deploy_app, local_aws_endpoint
+from neuron_constructs.local_endpoint.deploy import run_cdk
+
+pytestmark = pytest.mark.e2e
+
+TEAM_APP = ROOT / "examples" / "team_app"
+CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
+COMMAND = ("-m", "neuron_constructs.local_endpoint", "--app-dir", "examples/team_app", "--context", "cdkNag=true")
+STACKS = ("Platform", "LlmService", "EmbeddingFleet", "Training")
+
+
+def _environment() -> dict[str, str]:
+    """The environment ``make`` gives: the pinned Node.js and cdk CLI, and this Python as ``python``."""
+    path = os.pathsep.join((str(ROOT / "node_modules" / ".bin"), str(Path(sys.executable).parent), os.environ["PATH"]))
+    return {**os.environ, "PATH": path, "JSII_NODE": str(ROOT / "node_modules" / ".bin" / "node")}
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The report the command prints, and the cloud assembly it deployed."""
+    assembly = tmp_path_factory.mktemp("team-app") / "cdk.out"
+    result = subprocess.run(
+        [sys.executable, *COMMAND, "--output", str(assembly)],
+        cwd=ROOT,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, assembly
+
+
+def test_every_stack_of_the_team_app_deploys(deployed: tuple[str, Path]) -> None:
+    report, _ = deployed
+    for stack in STACKS:
+        assert f"\n{stack}: CREATE_COMPLETE" in report, stack
+    assert report.index("\nPlatform: CREATE_COMPLETE") < report.index("\nLlmService: CREATE_COMPLETE")
+
+
+def _sections(report: str) -> dict[str, str]:
+    """Each stack's part of the deployment report, by stack name."""
+    sections: dict[str, str] = {}
+    for part in report.split("\n\n"):
+        name, _, rest = part.strip().partition(": ")
+        if name in STACKS:
+            sections[name] = rest
+    return sections
+
+
+def test_each_workload_adds_its_own_rule_to_the_platform_s_listener(deployed: tuple[str, Path]) -> None:
+    sections = _sections(deployed[0])
+    assert "listener rule    priority 10: path-pattern /v1/*; forward to LlmService-" in sections["LlmService"]
+    embedding = sections["EmbeddingFleet"]
+    assert "listener rule    priority 20: path-pattern /embed/*; forward to EmbeddingFleet-" in embedding
+    assert embedding.count("\n  service   ") == 4  # four one-chip copies
+    assert "listener rule" not in sections["Platform"]
+
+
+def test_the_deployed_templates_pass_cfn_lint_with_the_neuron_rules(deployed: tuple[str, Path]) -> None:
+    from cfnlint.api import ManualArgs, lint
+    from cfnlint.core import get_rules
+
+    _, assembly = deployed
+    rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
+    for stack in STACKS:
+        template = (assembly / f"{stack}.template.json").read_text()
+        matches = lint(template, rules=rules, config=ManualArgs(regions=["us-east-1"]))
+        assert [f"{m.rule.id} {m.message}" for m in matches] == [], stack
+
+
+def test_the_platform_imports_nothing_and_every_workload_imports_from_it(deployed: tuple[str, Path]) -> None:
+    _, assembly = deployed
+    templates = {stack: (assembly / f"{stack}.template.json").read_text() for stack in STACKS}
+    assert "Fn::ImportValue" not in templates["Platform"]
+    for stack in STACKS[1:]:
+        imported = {json.dumps(value) for value in _import_values(json.loads(templates[stack]))}
+        assert imported and all(name.startswith('"Platform:') for name in imported), stack
+
+
+def _import_values(value: object) -> Iterator[object]:
+    if isinstance(value, dict):
+        if "Fn::ImportValue" in value:
+            yield value["Fn::ImportValue"]
+        for item in value.values():
+            yield from _import_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _import_values(item)
+
+
+def test_a_workload_stack_deletes_alone_and_the_platform_keeps_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assembly = tmp_path / "cdk.out"
+    env = _environment()
+    monkeypatch.setenv("PATH", env["PATH"])  # the cdk CLI runs the app with `python app.py`
+    with local_aws_endpoint() as endpoint:
+        deploy_app(endpoint, app_dir=TEAM_APP, cdk=str(CDK_CLI), output=assembly, stacks=["LlmService"])
+        cloudformation = endpoint.client("cloudformation")
+        listener = next(
+            e["Value"] for e in cloudformation.list_exports()["Exports"] if "LoadBalancerListener" in e["Name"]
+        )
+        elbv2 = endpoint.client("elbv2")
+        priorities = {r["Priority"] for r in elbv2.describe_rules(ListenerArn=listener)["Rules"]}
+        assert priorities == {"default", "10"}
+
+        destroy = ["destroy", "--no-notices", "--app", str(assembly), "LlmService", "--force"]
+        run_cdk(str(CDK_CLI), destroy, env=endpoint.environment(env), cwd=TEAM_APP)
+
+        live = {s["StackName"]: s["StackStatus"] for s in cloudformation.describe_stacks()["Stacks"]}
+        assert "LlmService" not in live
+        assert live["Platform"] == "CREATE_COMPLETE"
