@@ -103,7 +103,7 @@ CASES: list[Case] = [
         "root 100,000 GiB",
         lambda w: ec2_capacity(w, root_volume_gib=100_000),
         r.OUT_OF_RANGE,
-        r"root_volume_gib=100000 is above the maximum of 65536.*from 1 to 65,536",
+        r"root_volume_gib=100000 is above the maximum of 65536.*from 30 to 65,536",
     ),
     (
         "task volume 0",

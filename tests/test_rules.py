@@ -23,6 +23,7 @@ from neuron_constructs import (
     ManualNeuronTaskDefinition,
     NeuronCluster,
     NeuronConfigurationError,
+    NeuronMonitoring,
     NeuronService,
     SlicedNeuronService,
 )
@@ -404,6 +405,88 @@ def _default_action_across_stacks(s: Stack) -> None:
     NeuronService(model, "Svc", cluster=cluster, task_definition=task).attach_to_listener(listener)
 
 
+def _imported_cluster_without_its_providers(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    cluster = NeuronCluster.from_cluster_attributes(s, "C", cluster_name="ml", vpc=ec2.Vpc(s, "V"))
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+
+
+def _cluster_imported_twice_with_capacity(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    vpc = ec2.Vpc(s, "V")
+    for id in ("A", "B"):
+        cluster = NeuronCluster.from_cluster_attributes(
+            s, id, cluster_name="ml", vpc=vpc, existing_capacity_providers=[]
+        )
+        cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+
+
+def _cluster_arn_for_its_name(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    arn = "arn:aws:ecs:us-east-1:111122223333:cluster/ml"
+    NeuronCluster.from_cluster_attributes(s, "C", cluster_name=arn, vpc=ec2.Vpc(s, "V"))
+
+
+def _in_region(s: Stack, id: str, region: str) -> Stack:
+    from aws_cdk import Environment
+
+    return Stack(s.node.root, id, env=Environment(account="111122223333", region=region))  # type: ignore[arg-type]
+
+
+def _service_in_another_region(s: Stack) -> None:
+    platform = _in_region(s, "Platform", "us-east-1")
+    cluster = NeuronCluster(platform, "C", cluster_name="ml")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    model = _in_region(s, "Model", "us-west-2")
+    task = ManualNeuronTaskDefinition(model, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(model, "Svc", cluster=cluster, task_definition=task)
+
+
+def _alarm_topic_of_another_region(s: Stack) -> None:
+    from aws_cdk import aws_sns as sns
+
+    platform = _in_region(s, "Platform", "us-east-1")
+    cluster = NeuronCluster(platform, "C")
+    topic = sns.Topic.from_topic_arn(platform, "Alarms", "arn:aws:sns:eu-west-1:111122223333:neuron-alarms")
+    NeuronMonitoring(platform, "Monitoring", cluster=cluster, alarm_topic=topic)
+
+
+def _load_balancer_of_another_vpc(s: Stack) -> None:
+    from neuron_constructs import NeuronLoadBalancer
+
+    service, _ = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    other = NeuronCluster(s, "Other")
+    listener = NeuronLoadBalancer(s, "OtherLb", cluster=other).listener
+    service.attach_to_listener(listener)
+
+
+def _training_subnet_of_another_vpc(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import NeuronTrainingQueue
+
+    subnet = ec2.Vpc(s, "Other").private_subnets[0]
+    NeuronTrainingQueue(s, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=ec2.Vpc(s, "V"), subnet=subnet)
+
+
+def _health_check_path_without_a_slash(s: Stack) -> None:
+    service, listener = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service.attach_to_listener(listener, health_check_path="health")
+
+
+def _training_queue_in_a_public_subnet(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import NeuronTrainingQueue
+
+    vpc = ec2.Vpc(s, "V")
+    NeuronTrainingQueue(s, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=vpc, subnet=vpc.public_subnets[0])
+
+
 def _network_load_balancer_without_a_group(s: Stack) -> None:
     from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 
@@ -671,6 +754,56 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _default_action_across_stacks,
         r"Model/Svc/TargetGroup: no conditions make it the default action of Test/Lb/LoadBalancer/Listener, in stack "
         r"Test, but Model/Svc/TargetGroup is in stack Model.*or attach in the stack of Test/Lb/LoadBalancer/Listener",
+    ),
+    (
+        r.IMPORTED_CLUSTER_PROVIDERS,
+        _imported_cluster_without_its_providers,
+        r"Test/C/Inf2: Test/C imports cluster ml without existing_capacity_providers.*pass "
+        r"existing_capacity_providers=\[\.\.\.\].*--clusters ml",
+    ),
+    (
+        r.IMPORTED_CLUSTER_PROVIDERS,
+        _cluster_imported_twice_with_capacity,
+        r"Test/B/Inf2: cluster ml is imported with Auto Scaling capacity at Test/A already",
+    ),
+    (
+        r.CLUSTER_NAME,
+        _cluster_arn_for_its_name,
+        r"Test/C: cluster_name='arn:aws:ecs:us-east-1:111122223333:cluster/ml'.*Fix: pass cluster_name='ml'",
+    ),
+    (
+        r.ACROSS_ENVIRONMENTS,
+        _service_in_another_region,
+        r"Model/Svc: the service is in stack Model, Region us-west-2, and Platform/C in stack Platform, Region "
+        r"us-east-1.*give stack Model the account and Region of stack Platform",
+    ),
+    (
+        r.ACROSS_ENVIRONMENTS,
+        _alarm_topic_of_another_region,
+        r"Platform/Monitoring: alarm_topic Platform/Alarms is in Region eu-west-1, and the alarms in stack Platform, "
+        r"Region us-east-1",
+    ),
+    (
+        r.ACROSS_VPCS,
+        _load_balancer_of_another_vpc,
+        r"Test/Svc/TargetGroup: the tasks of Test/Svc is in Test/C/Vpc, and the load balancer of "
+        r"Test/OtherLb/LoadBalancer/Listener in Test/Other/Vpc.*a load balancer in the VPC of Test/C",
+    ),
+    (
+        r.ACROSS_VPCS,
+        _training_subnet_of_another_vpc,
+        r"Test/Queue: subnet Test/Other/PrivateSubnet1 is in Test/Other.*the queue's nodes \(vpc=\) in Test/V",
+    ),
+    (
+        r.HEALTH_CHECK_PATH,
+        _health_check_path_without_a_slash,
+        r"Test/Svc/TargetGroup: health_check_path='health'.*pass health_check_path='/health'",
+    ),
+    (
+        r.TRAINING_PUBLIC_SUBNET,
+        _training_queue_in_a_public_subnet,
+        r"Test/Queue: subnet Test/V/PublicSubnet1 is public, and a trn1.32xlarge node launches with 8 network "
+        r"interfaces",
     ),
     (
         r.NETWORK_LOAD_BALANCER_GROUP,

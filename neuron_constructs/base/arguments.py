@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ParamSpec, TypeVar
 
-from aws_cdk import Token
+from aws_cdk import Duration, Token
 from constructs import Construct, IConstruct
 from typing_extensions import is_typeddict
 
@@ -38,10 +38,10 @@ __all__ = [
     "CONTAINER_CPU",
     "CONTAINER_MEMORY",
     "COUNT",
-    "GP3_VOLUME_GIB",
     "MANAGED_INSTANCES_STORAGE_GIB",
     "MAXIMUM_PERCENT",
     "MINIMUM_HEALTHY_PERCENT",
+    "ROOT_VOLUME_GIB",
     "TASK_CPU",
     "TASK_MEMORY",
     "LazyPath",
@@ -53,6 +53,7 @@ __all__ = [
     "describe",
     "is_token",
     "remember_path",
+    "seconds_of",
 ]
 
 P = ParamSpec("P")
@@ -72,11 +73,21 @@ TASK_CPU = Range(128, 196_608, "ECS task cpu: 128 to 196,608 CPU units, 0.125 to
 TASK_MEMORY = Range(6, None, "ECS: a container needs at least 6 MiB of memory")
 CONTAINER_CPU = Range(0, 196_608, "ECS task cpu tops out at 196,608 CPU units")
 CONTAINER_MEMORY = Range(6, None, "ECS: a container needs at least 6 MiB of memory")
-GP3_VOLUME_GIB = Range(1, 65_536, "EC2: gp3 volumes are 1 to 65,536 GiB")
+ROOT_VOLUME_GIB = Range(
+    30, 65_536, "EC2: a root volume is at least its AMI's snapshot (30 GiB for the ECS AL2023 AMIs), at most 65,536 GiB"
+)
 MANAGED_INSTANCES_STORAGE_GIB = Range(1, None, "ECS Managed Instances storageSizeGiB is at least 1")
 COUNT = Range(0, None, "a count of tasks or instances")
 MINIMUM_HEALTHY_PERCENT = Range(0, 100, "ECS deployment minimumHealthyPercent")
 MAXIMUM_PERCENT = Range(100, None, "ECS deployment maximumPercent")
+
+
+def seconds_of(duration: Duration) -> float | None:
+    """``duration`` in seconds; ``None`` for a duration known only at deploy time (a token)."""
+    try:
+        return float(duration.to_seconds())
+    except RuntimeError:
+        return None
 
 
 def is_token(value: object) -> bool:

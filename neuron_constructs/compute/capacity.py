@@ -133,8 +133,8 @@ class ManagedInstancesCapacity(Construct):
     AMI is set. Built by :meth:`NeuronCluster.add_managed_instances_capacity`.
 
     Parameters are those of :meth:`NeuronCluster.add_managed_instances_capacity`, plus ``cluster``
-    (the ``ecs.Cluster``), ``subnets`` (the subnets the cluster selected) and ``public_subnets`` (whether
-    any of them is public, for NEURON108; default: worked out from the VPC).
+    (the ECS cluster, which registers the capacity provider), ``subnets`` (the subnets the cluster selected)
+    and ``public_subnets`` (whether any of them is public, for NEURON108; default: worked out from the VPC).
 
     Attributes
     ----------
@@ -163,7 +163,7 @@ class ManagedInstancesCapacity(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: ecs.Cluster,
+        cluster: ecs.ICluster,
         subnets: Sequence[ec2.ISubnet],
         public_subnets: bool | None = None,
         accelerators: Sequence[str] = DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
@@ -237,7 +237,6 @@ class ManagedInstancesCapacity(Construct):
                 group_arn=capacity_reservation.target,
                 fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
             )
-        cluster.add_managed_instances_capacity_provider(self.capacity_provider)
         compliance.acknowledge_managed_instances_capacity(self.capacity_provider)
 
 
@@ -295,7 +294,7 @@ class AutoScalingCapacity(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: ecs.Cluster,
+        cluster: ecs.ICluster,
         instance_type: str,
         machine_image: ec2.IMachineImage,
         subnets: Sequence[ec2.ISubnet],
@@ -391,9 +390,6 @@ class AutoScalingCapacity(Construct):
             enable_managed_scaling=True,
             enable_managed_termination_protection=True,
             enable_managed_draining=True,
-        )
-        cluster.add_asg_capacity_provider(
-            self.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
         )
         compliance.acknowledge_auto_scaling_capacity(self)
 

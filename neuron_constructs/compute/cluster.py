@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-from aws_cdk import Validations
+from aws_cdk import Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -14,8 +16,8 @@ from constructs import Construct
 
 from neuron_constructs.base.arguments import (
     COUNT,
-    GP3_VOLUME_GIB,
     MANAGED_INSTANCES_STORAGE_GIB,
+    ROOT_VOLUME_GIB,
     checked,
     construct_path,
     remember_path,
@@ -48,7 +50,7 @@ DEFAULT_MAX_CAPACITY = 2
 _CAPACITY_RANGES = {
     "min_capacity": COUNT,
     "max_capacity": COUNT,
-    "root_volume_gib": GP3_VOLUME_GIB,
+    "root_volume_gib": ROOT_VOLUME_GIB,
     "task_volume_gib": MANAGED_INSTANCES_STORAGE_GIB,
 }
 
@@ -109,7 +111,7 @@ class NeuronCluster(Construct):
     Attributes
     ----------
     cluster
-        The ``ecs.Cluster``.
+        The ECS cluster: an ``ecs.Cluster``, or the imported one (:meth:`from_cluster_attributes`).
     vpc
         The VPC the cluster and its capacity use.
     managed_instances_capacities, auto_scaling_capacities
@@ -133,6 +135,29 @@ class NeuronCluster(Construct):
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=log_encryption_key)
+        self._made = ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=self.vpc,
+            cluster_name=cluster_name,
+            container_insights_v2=(
+                ecs.ContainerInsights.ENABLED if container_insights else ecs.ContainerInsights.DISABLED
+            ),
+        )
+        self.cluster: ecs.ICluster = self._made
+        remember_path(self.cluster, self, "Cluster")
+
+    def _begin(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc | None,
+        capacity_subnets: ec2.SubnetSelection | None,
+        log_encryption_key: kms.IKey | None,
+    ) -> None:
+        """What a cluster made here and an imported one share: the VPC, the capacity subnets, the registries."""
         remember_path(self, scope, id)
         enable_template_checks(scope)
         self.log_encryption_key = log_encryption_key
@@ -143,22 +168,77 @@ class NeuronCluster(Construct):
         self._private_subnets: list[ec2.ISubnet] | None = None
         self.capacity_subnets = capacity_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         """Subnets capacity launches into. Default: private subnets with egress."""
-        self.cluster = ecs.Cluster(
-            self,
-            "Cluster",
-            vpc=self.vpc,
-            cluster_name=cluster_name,
-            container_insights_v2=(
-                ecs.ContainerInsights.ENABLED if container_insights else ecs.ContainerInsights.DISABLED
-            ),
-        )
-        remember_path(self.cluster, self, "Cluster")
         self.managed_instances_capacities: list[ManagedInstancesCapacity] = []
         self.auto_scaling_capacities: list[AutoScalingCapacity] = []
         self.monitoring: CapacityObserver | None = None
         """The cluster's monitoring, which registers itself here and is told of every capacity added after it."""
         self.load_balancers: list[elbv2.ApplicationLoadBalancer] = []
         """The load balancers of the cluster's models, as they register themselves (for dashboards)."""
+
+    @classmethod
+    @checked(names=("cluster_name",))
+    def from_cluster_attributes(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        vpc: ec2.IVpc,
+        existing_capacity_providers: Sequence[str] | None = None,
+        default_capacity_provider_strategy: Sequence[ecs.CapacityProviderStrategy] = (),
+        capacity_subnets: ec2.SubnetSelection | None = None,
+    ) -> NeuronCluster:
+        """An existing ECS cluster, to take Neuron capacity, services, fleets and monitoring; the cluster itself is
+        not created again (its settings, Container Insights among them, stay as they are).
+
+        Parameters
+        ----------
+        cluster_name
+            The cluster's name (not its ARN; NEURON057).
+        vpc
+            The VPC of the cluster's capacity and tasks.
+        existing_capacity_providers
+            The capacity providers the cluster has now. Auto Scaling capacity is associated with the cluster by
+            one ``AWS::ECS::ClusterCapacityProviderAssociations`` resource, which sets the cluster's whole list:
+            these are listed with the new ones, and Auto Scaling capacity is refused without them (NEURON056;
+            ``[]`` for a cluster with none). Managed Instances capacity is created in the cluster and needs no
+            association.
+        default_capacity_provider_strategy
+            The cluster's default strategy once the association exists (it sets that too); default none.
+        capacity_subnets
+            Where capacity launches; default the VPC's private subnets with egress.
+        """
+        return _ImportedNeuronCluster(
+            scope,
+            id,
+            cluster_name=cluster_name,
+            vpc=vpc,
+            existing_capacity_providers=existing_capacity_providers,
+            default_capacity_provider_strategy=default_capacity_provider_strategy,
+            capacity_subnets=capacity_subnets,
+        )
+
+    @property
+    def imported(self) -> bool:
+        """Whether the ECS cluster exists already (:meth:`from_cluster_attributes`) rather than being made here."""
+        return False
+
+    @property
+    def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
+        """The resources that associate Auto Scaling capacity providers with the cluster, for what must wait for
+        them (aws-cdk-lib makes a made cluster's at synthesis)."""
+        return [c for c in self._made.node.children if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)]
+
+    def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
+        """Associate ``capacity``'s provider with the cluster: aws-cdk-lib writes ``ECS_CLUSTER`` into its user data
+        and the association resource."""
+        self._made.add_asg_capacity_provider(
+            capacity.capacity_provider, machine_image_type=ecs.MachineImageType.AMAZON_LINUX_2
+        )
+
+    def _register_managed_instances(self, capacity: ManagedInstancesCapacity) -> None:
+        """Create ``capacity``'s provider in the cluster (Managed Instances providers belong to one cluster)."""
+        self._made.add_managed_instances_capacity_provider(capacity.capacity_provider)
 
     @property
     def capacities(self) -> list[AutoScalingCapacity | ManagedInstancesCapacity]:
@@ -270,6 +350,7 @@ class NeuronCluster(Construct):
             task_volume_gib=task_volume_gib,
             security_groups=security_groups,
         )
+        self._register_managed_instances(capacity)
         self.managed_instances_capacities.append(capacity)
         if self.monitoring is not None:
             self.monitoring.cover(capacity)
@@ -339,6 +420,7 @@ class NeuronCluster(Construct):
         )
         if machine_image is not None:
             _check_machine_image(capacity, neuron, machine_image)
+        self._register_auto_scaling(capacity)
         self.auto_scaling_capacities.append(capacity)
         if self.monitoring is not None:
             self.monitoring.cover(capacity)
@@ -394,5 +476,98 @@ class NeuronCluster(Construct):
             spot=spot,
             capacity_reservation=capacity_reservation,
         )
+        self._register_auto_scaling(capacity)
         self.auto_scaling_capacities.append(capacity)
         return capacity
+
+
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
+_ASSOCIATED: weakref.WeakKeyDictionary[object, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
+"""Per app: the imported clusters (account, Region, name) whose capacity providers an association sets, and where."""
+
+
+class _ImportedNeuronCluster(NeuronCluster):
+    """A :class:`NeuronCluster` over an ECS cluster that exists already (:meth:`NeuronCluster.from_cluster_attributes`).
+
+    Managed Instances providers are created in the cluster (``ClusterName``). Auto Scaling providers are associated
+    by one ``AWS::ECS::ClusterCapacityProviderAssociations`` that lists the cluster's existing providers with the new
+    ones, and their instances join the cluster through ``ECS_CLUSTER`` in their user data.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        vpc: ec2.IVpc,
+        existing_capacity_providers: Sequence[str] | None,
+        default_capacity_provider_strategy: Sequence[ecs.CapacityProviderStrategy],
+        capacity_subnets: ec2.SubnetSelection | None,
+    ) -> None:
+        Construct.__init__(self, scope, id)
+        self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=None)
+        path = construct_path(self)
+        if not Token.is_unresolved(cluster_name) and not _CLUSTER_NAME.fullmatch(cluster_name):
+            name = cluster_name.rsplit("cluster/", 1)[-1] if ":cluster/" in cluster_name else "<the cluster's name>"
+            raise rules.CLUSTER_NAME.error(path, f"cluster_name={cluster_name!r}", name=repr(name))
+        self.cluster = ecs.Cluster.from_cluster_attributes(
+            self, "Cluster", cluster_name=cluster_name, vpc=vpc, has_ec2_capacity=True, security_groups=[]
+        )
+        remember_path(self.cluster, self, "Cluster")
+        self.cluster_name = cluster_name
+        self.existing_capacity_providers = (
+            list(existing_capacity_providers) if existing_capacity_providers is not None else None
+        )
+        self.default_capacity_provider_strategy = list(default_capacity_provider_strategy)
+        self._association: ecs.CfnClusterCapacityProviderAssociations | None = None
+
+    @property
+    def imported(self) -> bool:
+        return True
+
+    @property
+    def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
+        return [self._association] if self._association is not None else []
+
+    def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
+        path = construct_path(capacity)
+        if self.existing_capacity_providers is None:
+            raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
+                path,
+                f"{construct_path(self)} imports cluster {self.cluster_name} without existing_capacity_providers, and "
+                "the association that adds this capacity would drop every provider it does not list",
+                cluster=self.cluster_name,
+            )
+        if self._association is None:
+            stack = Stack.of(self)
+            key = (stack.account, stack.region, self.cluster_name)
+            first = _ASSOCIATED.setdefault(self.node.root, {}).setdefault(key, construct_path(self))
+            if first != construct_path(self):
+                raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
+                    path,
+                    f"cluster {self.cluster_name} is imported with Auto Scaling capacity at {first} already, and two "
+                    "associations of one cluster undo each other",
+                    cluster=self.cluster_name,
+                )
+            self._association = ecs.CfnClusterCapacityProviderAssociations(
+                self,
+                "CapacityProviderAssociations",
+                cluster=self.cluster.cluster_name,
+                capacity_providers=list(self.existing_capacity_providers),
+                default_capacity_provider_strategy=[
+                    ecs.CfnClusterCapacityProviderAssociations.CapacityProviderStrategyProperty(
+                        capacity_provider=s.capacity_provider, weight=s.weight, base=s.base
+                    )
+                    for s in self.default_capacity_provider_strategy
+                ],
+            )
+        self._association.capacity_providers = [
+            *self.existing_capacity_providers,
+            *(c.capacity_provider.capacity_provider_name for c in (*self.auto_scaling_capacities, capacity)),
+        ]
+        joins = f"echo ECS_CLUSTER={self.cluster.cluster_name} >> /etc/ecs/ecs.config"
+        capacity.auto_scaling_group.add_user_data(joins)
+
+    def _register_managed_instances(self, capacity: ManagedInstancesCapacity) -> None:
+        capacity.capacity_provider.bind(self.cluster)

@@ -308,8 +308,9 @@ OUT_OF_RANGE = Rule(
     "NEURON027",
     "Value outside the range AWS accepts",
     "task cpu is 128 to 196,608 CPU units, a container needs at least 6 MiB of memory, gp3 volumes are 1 to "
-    "65,536 GiB, Managed Instances task storage is at least 1 GiB, and counts of tasks and instances are whole "
-    "numbers of 0 or more",
+    "65,536 GiB and a root volume at least its AMI's 30 GiB snapshot, Managed Instances task storage is at least "
+    "1 GiB, a health check grace period is at most 2,147,483,647 s, a deregistration delay 0 to 3,600 s, a listener "
+    "rule priority 1 to 50,000, and counts of tasks and instances are whole numbers of 0 or more",
     "pass {name} from {minimum} to {maximum}",
     "ECS API reference (TaskDefinition cpu, ContainerDefinition memory); EC2 API reference (gp3 VolumeSize)",
 )
@@ -558,6 +559,56 @@ DEFAULT_ACTION_ACROSS_STACKS = Rule(
     "or attach in the stack of {listener}",
     "AWS CloudFormation guide: cross-stack references (an exporting stack cannot change or delete an export in use)",
 )
+IMPORTED_CLUSTER_PROVIDERS = Rule(
+    "NEURON056",
+    "Auto Scaling capacity on an imported cluster without its capacity providers",
+    "an AWS::ECS::ClusterCapacityProviderAssociations resource sets a cluster's whole list of capacity providers and "
+    "its default strategy (PutClusterCapacityProviders): a provider it does not list is disassociated from the "
+    "cluster, and two such resources for one cluster undo each other",
+    "pass existing_capacity_providers=[...] to NeuronCluster.from_cluster_attributes: the providers {cluster} has now "
+    "(aws ecs describe-clusters --clusters {cluster} --query 'clusters[0].capacityProviders'), [] if none; import "
+    "the cluster once per app",
+    "ECS API reference: PutClusterCapacityProviders",
+)
+CLUSTER_NAME = Rule(
+    "NEURON057",
+    "Not an ECS cluster name",
+    "an ECS cluster name is 1 to 255 letters, numbers, hyphens and underscores; an ARN is not a name",
+    "pass cluster_name={name}",
+    "ECS API reference: CreateCluster clusterName",
+)
+ACROSS_ENVIRONMENTS = Rule(
+    "NEURON058",
+    "Parts in different accounts or Regions",
+    "ECS runs a service only on a cluster of its own account and Region, and a CloudWatch alarm notifies only an SNS "
+    "topic of its own Region",
+    "give {what} the account and Region of {other}",
+    "ECS API reference: CreateService cluster; CloudWatch API reference: PutMetricAlarm AlarmActions",
+)
+ACROSS_VPCS = Rule(
+    "NEURON059",
+    "Parts in different VPCs",
+    "a load balancer sends only to targets in its own VPC (or a peered one, as IP targets), and an AWS Batch compute "
+    "environment launches its instances only in subnets of the VPC its security groups belong to",
+    "use {fix}",
+    "Elastic Load Balancing guide: target groups (target type ip, instance); AWS Batch API reference: "
+    "ComputeResource subnets",
+)
+HEALTH_CHECK_PATH = Rule(
+    "NEURON060",
+    "Health check path without a leading /",
+    "an Application Load Balancer health check path is a path on the target, and it begins with /",
+    "pass health_check_path={path}",
+    "Elastic Load Balancing API reference: CreateTargetGroup HealthCheckPath",
+)
+TRAINING_PUBLIC_SUBNET = Rule(
+    "NEURON061",
+    "Training nodes in a public subnet",
+    "EC2 assigns no public IPv4 address to an instance launched with more than one network interface, so EFA "
+    "training nodes in a public subnet have no route to ECR, AWS Batch or Amazon ECS and never join their queue",
+    "pass subnet= a private subnet whose route table leads to a NAT gateway (the VPC's private_subnets)",
+    "Amazon EC2 user guide: public IPv4 addresses (not assigned to an instance with multiple network interfaces)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -742,6 +793,12 @@ RULES: tuple[Rule, ...] = (
     PARALLEL_DEGREES,
     MONITORING_TWICE,
     DEFAULT_ACTION_ACROSS_STACKS,
+    IMPORTED_CLUSTER_PROVIDERS,
+    CLUSTER_NAME,
+    ACROSS_ENVIRONMENTS,
+    ACROSS_VPCS,
+    HEALTH_CHECK_PATH,
+    TRAINING_PUBLIC_SUBNET,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -51,6 +51,7 @@ from jsii import implements
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.environments import check_same_environment, check_same_region
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -148,6 +149,16 @@ class NeuronMonitoring(Construct):
         drain_percent: float = DEFAULT_DRAIN_PERCENT,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        check_same_environment(path, scope, cluster, what="the monitoring", other_name=construct_path(cluster))
+        if alarm_topic is not None:
+            check_same_region(
+                path,
+                alarm_topic.env.region,
+                scope,
+                what=f"alarm_topic {construct_path(alarm_topic)}",
+                other_name="the alarms",
+                fix="alarm_topic (a topic of that stack, or imported by an ARN of its Region)",
+            )
         if cluster.monitoring is not None:
             raise rules.MONITORING_TWICE.error(
                 path, f"{construct_path(cluster)} already has its monitoring (cluster.monitoring)"
@@ -410,11 +421,7 @@ class NeuronMonitoring(Construct):
     def _after_association(self) -> None:
         """Managed daemons name capacity providers the cluster must already hold: they wait for the association
         (aws-cdk-lib creates it at synthesis)."""
-        associations = [
-            c
-            for c in self.neuron_cluster.cluster.node.find_all()
-            if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)
-        ]
+        associations = self.neuron_cluster.capacity_associations
         for child in self.node.find_all():
             if isinstance(child, ecs.CfnDaemon):
                 for association in associations:

@@ -34,6 +34,7 @@ from typing_extensions import Unpack
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
+from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
@@ -384,6 +385,7 @@ class NeuronFleet(Construct):
         eni_trunking: bool = False,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        check_same_environment(path, scope, cluster, what="the fleet", other_name=construct_path(cluster))
         self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
         self.capacity: AutoScalingCapacity = _capacity_of_type(path, cluster, self.instance_type, capacity)
         inputs.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))

@@ -43,7 +43,8 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct, IConstruct
 
-from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.base.arguments import construct_path, is_token, seconds_of
+from neuron_constructs.base.environments import check_same_vpc
 from neuron_constructs.compute.capacity import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 
@@ -55,6 +56,7 @@ __all__ = [
     "DYNAMIC_HOST_PORTS",
     "HEALTH_CHECK_PATH",
     "IDLE_TIMEOUT",
+    "MAXIMUM_GRACE_PERIOD_S",
     "MODEL_START_GRACE_PERIOD",
     "SCALE_IN_COOLDOWN",
     "SCALE_OUT_COOLDOWN",
@@ -67,6 +69,8 @@ __all__ = [
 
 MODEL_START_GRACE_PERIOD = Duration.minutes(30)
 """How long ECS ignores failing health checks of a new task: download, Neuron compile and load."""
+MAXIMUM_GRACE_PERIOD_S = 2_147_483_647
+"""ECS: healthCheckGracePeriodSeconds is at most 2,147,483,647."""
 SHORTEST_GRACE_PERIOD = Duration.minutes(10)
 """Below this a warning (NEURON111): AWS's vLLM container alone takes 5-10 minutes to start."""
 HEALTH_CHECK_PATH = "/health"
@@ -214,6 +218,17 @@ def attach(
     awsvpc = network_mode == ecs.NetworkMode.AWS_VPC
     target_type = elbv2.TargetType.IP if awsvpc else elbv2.TargetType.INSTANCE
     vpc = first.cluster.vpc
+    _check_target_group_settings(path, health_check_path, health_check, deregistration_delay)
+    balancer_vpc = _load_balancer_vpc(listener)
+    if balancer_vpc is not None:
+        check_same_vpc(
+            path,
+            vpc,
+            balancer_vpc,
+            what=f"the tasks of {construct_path(owner)}",
+            other_name=f"the load balancer of {construct_path(listener)}",
+            fix=f"a load balancer in the VPC of {construct_path(first.cluster)} (NeuronLoadBalancer(cluster=...))",
+        )
     for service in services:
         _warn_about_grace_period(service)
     target_group: TargetGroup
@@ -293,6 +308,34 @@ def attach(
         target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
         _open(load_balancer_connections, service, port, host_port, network_mode)
     return target_group
+
+
+def _check_target_group_settings(
+    path: str, health_check_path: str, health_check: elbv2.HealthCheck | None, deregistration_delay: Duration
+) -> None:
+    """NEURON060 for a health check path without its leading ``/``; NEURON027 for a deregistration delay outside the
+    0 to 3,600 s Elastic Load Balancing accepts."""
+    given = health_check.path if health_check is not None and health_check.path is not None else health_check_path
+    if not is_token(given) and not given.startswith("/"):
+        name = "health_check_path" if health_check is None or health_check.path is None else "health_check.path"
+        raise rules.HEALTH_CHECK_PATH.error(path, f"{name}={given!r}", path=repr("/" + given))
+    delay = seconds_of(deregistration_delay)
+    if delay is not None and not 0 <= delay <= 3_600:
+        raise rules.OUT_OF_RANGE.error(
+            path,
+            f"deregistration_delay={deregistration_delay.to_human_string()}",
+            name="deregistration_delay",
+            minimum="0 s",
+            maximum="3,600 s (1 hour)",
+        )
+
+
+def _load_balancer_vpc(listener: Listener) -> ec2.IVpc | None:
+    """The VPC of ``listener``'s load balancer, when the app knows it (not for listeners imported by ARN)."""
+    try:
+        return listener.load_balancer.vpc  # type: ignore[union-attr]
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def _check_default_action_stack(path: str, listener: IConstruct, owner: Construct) -> None:

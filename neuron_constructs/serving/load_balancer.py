@@ -33,6 +33,7 @@ from constructs import Construct, IConstruct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.knowledge import rules
 from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to
@@ -92,6 +93,13 @@ class NeuronLoadBalancer(Construct):
         access_log_retention: int = 90,
         deletion_protection: bool = False,
     ) -> None:
+        check_same_environment(
+            f"{construct_path(scope)}/{id}",
+            scope,
+            cluster,
+            what="the load balancer",
+            other_name=construct_path(cluster),
+        )
         super().__init__(scope, id)
         remember_path(self, scope, id)
         vpc = cluster.vpc

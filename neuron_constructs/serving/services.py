@@ -32,7 +32,9 @@ from neuron_constructs.base.arguments import (
     checked,
     construct_path,
     remember_path,
+    seconds_of,
 )
+from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.l1_overrides import (
     distinct_instances_on_managed_instances,
     host_network_on_managed_instances,
@@ -50,6 +52,7 @@ from neuron_constructs.compute.task_definitions import (
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.serving.listeners import (
+    MAXIMUM_GRACE_PERIOD_S,
     MODEL_START_GRACE_PERIOD,
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
@@ -147,6 +150,9 @@ class NeuronService(Construct, ListenerTarget):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         **service_options: Unpack[ServiceOptions],
     ) -> None:
+        check_same_environment(
+            f"{construct_path(scope)}/{id}", scope, cluster, what="the service", other_name=f"{construct_path(cluster)}"
+        )
         super().__init__(scope, id)
         remember_path(self, scope, id)
         enable_template_checks(scope)
@@ -160,6 +166,15 @@ class NeuronService(Construct, ListenerTarget):
         self.health_check_grace_period: Duration = service_options.get(
             "health_check_grace_period", MODEL_START_GRACE_PERIOD
         )
+        grace = seconds_of(self.health_check_grace_period)
+        if grace is not None and grace > MAXIMUM_GRACE_PERIOD_S:
+            raise rules.OUT_OF_RANGE.error(
+                construct_path(self),
+                f"health_check_grace_period={self.health_check_grace_period.to_human_string()}",
+                name="health_check_grace_period",
+                minimum="0 s",
+                maximum="2,147,483,647 s (about 68 years)",
+            )
         self.target_groups: list[TargetGroup] = []
         self._scaling: ecs.ScalableTaskCount | None = None
         if desired_count and min_healthy_percent == 0 and not getattr(scope, "deploys_in_waves", False):
@@ -225,7 +240,7 @@ class NeuronService(Construct, ListenerTarget):
         # the association in an aspect, so the dependency is added by an aspect that runs after it.
         # (on the service's L1 alone, which has no children: one visit per synth)
         Aspects.of(self.service.node.find_child("Service")).add(
-            _AfterCapacityAssociations(self.service, cluster.cluster), priority=AspectPriority.READONLY
+            _AfterCapacityAssociations(self.service, cluster), priority=AspectPriority.READONLY
         )
 
     def _listener_services(self) -> Sequence[NeuronService]:
@@ -442,11 +457,10 @@ def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -
 class _AfterCapacityAssociations:
     """Make ``service`` depend on the cluster's capacity provider associations."""
 
-    def __init__(self, service: ecs.BaseService, cluster: ecs.Cluster) -> None:
+    def __init__(self, service: ecs.BaseService, cluster: NeuronCluster) -> None:
         self._service = service
         self._cluster = cluster
 
     def visit(self, node: IConstruct) -> None:
-        for child in self._cluster.node.children:
-            if isinstance(child, ecs.CfnClusterCapacityProviderAssociations):
-                self._service.node.add_dependency(child)
+        for association in self._cluster.capacity_associations:
+            self._service.node.add_dependency(association)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import CfnOutput, Duration, Size
+from aws_cdk import CfnOutput, Duration, Fn, Size, Token
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -62,6 +62,28 @@ and as the ``PET_*`` variables ``torchrun`` reads for its options (``torch.distr
 SHARED_MEMORY_FRACTION = 0.1
 """Share of the instance's memory given to ``/dev/shm`` (Docker's default is 64 MiB): data loader workers and the
 Neuron runtime's host buffers pass tensors through it. A choice, not an AWS figure."""
+
+
+_ARGUMENT_SEPARATOR = "\u001f"
+"""Joins the arguments of a command holding a list token: a character no argument of a command line holds."""
+
+
+def _is_list_token(argument: str) -> bool:
+    return argument.startswith("#{Token[") and bool(Token.is_unresolved([argument]))
+
+
+def launched(command: Sequence[str]) -> list[str]:
+    """The container command: :data:`LAUNCHER`, then ``command``. Deploy-time values are passed through untouched:
+    a string token (a ``CfnParameter``'s ``value_as_string``) as one argument, a list token (a
+    ``CommaDelimitedList``'s ``value_as_list``) as its items, spliced in by ``Fn::Split`` of an ``Fn::Join``
+    (CloudFormation cannot add elements to a list it resolves)."""
+    arguments = ["/bin/bash", "-c", LAUNCHER, "neuron-launch", *command]
+    if not any(_is_list_token(a) for a in command):
+        return arguments
+    literal = [a for a in arguments if not Token.is_unresolved(a) and not _is_list_token(a)]
+    assert not any(_ARGUMENT_SEPARATOR in a for a in literal), "an argument holds the unit separator"
+    parts = [Fn.join(_ARGUMENT_SEPARATOR, [a]) if _is_list_token(a) else a for a in arguments]
+    return Fn.split(_ARGUMENT_SEPARATOR, Fn.join(_ARGUMENT_SEPARATOR, parts))
 
 
 class NeuronTrainingJob(Construct):
@@ -161,7 +183,7 @@ class NeuronTrainingJob(Construct):
             image=image,
             cpu=instance.vcpus,
             memory=Size.mebibytes(instance.schedulable_memory_mib),
-            command=["/bin/bash", "-c", LAUNCHER, "neuron-launch", *command],
+            command=launched(command),
             environment={
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(storage_environment(queue.storage) if queue.storage else {}),

@@ -39,7 +39,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import GP3_VOLUME_GIB, Range, checked, construct_path, remember_path
+from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, construct_path, remember_path
+from neuron_constructs.base.environments import check_same_vpc, vpc_of_subnet
 from neuron_constructs.base.l1_overrides import (
     drop_compute_environment_security_groups,
     efa_network_interfaces,
@@ -53,6 +54,7 @@ from neuron_constructs.compute.capacity import (
     CapacityReservation,
     encrypted_root_volume,
     grant_ecs_agent,
+    warn_about_public_subnets,
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
@@ -106,7 +108,7 @@ class NeuronTrainingQueue(Construct):
         The shared storage and its FSx file system; ``None`` without storage.
     """
 
-    @checked(ranges={"max_nodes": Range(1), "root_volume_gib": GP3_VOLUME_GIB})
+    @checked(ranges={"max_nodes": Range(1), "root_volume_gib": ROOT_VOLUME_GIB})
     def __init__(
         self,
         scope: Construct,
@@ -156,6 +158,8 @@ class NeuronTrainingQueue(Construct):
             if not private:
                 raise rules.TRAINING_SUBNETS.error(path, f"{construct_path(self.vpc)} has no private subnet")
             subnet = private[0]
+        else:
+            self._check_subnet(path, subnet)
         self.subnet: ec2.ISubnet = subnet
         self.security_group = ec2.SecurityGroup(
             self,
@@ -258,6 +262,31 @@ class NeuronTrainingQueue(Construct):
             "pipeline_parallel": Range(1),
         }
     )
+    def _check_subnet(self, path: str, subnet: ec2.ISubnet) -> None:
+        """NEURON059 for a subnet of another VPC; NEURON061 for a public subnet when the nodes have several network
+        interfaces (EFA), and warning NEURON108 when they have one."""
+        owner = vpc_of_subnet(subnet)
+        if owner is not None:
+            check_same_vpc(
+                path,
+                owner,
+                self.vpc,
+                what=f"subnet {construct_path(subnet)}",
+                other_name="the queue's nodes (vpc=)",
+                fix=f"a subnet of {construct_path(self.vpc)}, or vpc= the VPC of the subnet",
+            )
+        public = {construct_path(s) for s in (owner or self.vpc).public_subnets}
+        if construct_path(subnet) not in public:
+            return
+        interfaces = self.instance_type.efa_interfaces or 1
+        if interfaces > 1:
+            raise rules.TRAINING_PUBLIC_SUBNET.error(
+                path,
+                f"subnet {construct_path(subnet)} is public, and a {self.instance_type.name} node launches with "
+                f"{interfaces} network interfaces",
+            )
+        warn_about_public_subnets(self, owner or self.vpc, [subnet], any_public=True)
+
     def add_job(
         self,
         id: str,

@@ -237,12 +237,12 @@ def _check_task_size(t: EcsTemplate, out: TemplateReport) -> None:
         limits: list[tuple[NeuronInstanceType, str]] = []
         if task.manual_mapping and task.instance_type is not None:
             limits.append((task.instance_type, task.logical_id))
-        if task.managed_allocation:
-            for service in t.services_of(task.logical_id):
-                capacities = t.service_capacities(service) or []
-                largest = _managed_instances_limits(c for c in capacities if c.kind == "managed-instances")
-                if largest is not None:
-                    limits.append((largest, service.logical_id))
+        for service in t.services_of(task.logical_id):
+            capacities = t.service_capacities(service) or []
+            kinds = ("managed-instances",) if task.managed_allocation else ("auto-scaling",)
+            largest = _largest_admitted(c for c in capacities if c.kind in kinds)
+            if largest is not None and all(largest.name != known.name for known, _ in limits):
+                limits.append((largest, service.logical_id))
         for instance, where in limits:
             largest_note = "" if where == task.logical_id else " (the largest type its capacity admits)"
             if cpu is not None and cpu > instance.cpu_units:
@@ -267,7 +267,7 @@ def _check_task_size(t: EcsTemplate, out: TemplateReport) -> None:
                 )
 
 
-def _managed_instances_limits(capacities: Iterable[Capacity]) -> NeuronInstanceType | None:
+def _largest_admitted(capacities: Iterable[Capacity]) -> NeuronInstanceType | None:
     admitted = [t for c in capacities for t in c.admitted]
     return max(admitted, key=lambda t: (t.cpu_units, t.memory_mib)) if admitted else None
 

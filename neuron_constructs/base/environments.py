@@ -1,0 +1,76 @@
+"""One account, Region and VPC for the parts that must share them, checked where the parts meet.
+
+Stacks of one app may each have their own ``env``; a service and its cluster, an alarm and its topic, a load
+balancer and its targets, a training queue and its subnet must still be in one account and Region (NEURON058) or
+one VPC (NEURON059). A value known only at deploy time (an environment-agnostic stack, an imported id) is never
+taken for a difference: only what is provably apart is refused.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack, Token
+from aws_cdk import aws_ec2 as ec2
+from constructs import IConstruct
+
+from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.knowledge import rules
+
+__all__ = ["check_same_environment", "check_same_region", "check_same_vpc", "vpc_of_subnet"]
+
+
+def _known(value: str) -> bool:
+    return not Token.is_unresolved(value)
+
+
+def check_same_environment(path: str, part: IConstruct, other: IConstruct, *, what: str, other_name: str) -> None:
+    """NEURON058 unless ``part``'s stack and ``other``'s stack are in one account and Region (as far as known)."""
+    mine, theirs = Stack.of(part), Stack.of(other)
+    for field, label in (("account", "account"), ("region", "Region")):
+        a, b = getattr(mine, field), getattr(theirs, field)
+        if _known(a) and _known(b) and a != b:
+            raise rules.ACROSS_ENVIRONMENTS.error(
+                path,
+                f"{what} is in stack {mine.stack_name}, {label} {a}, and {other_name} in stack {theirs.stack_name}, "
+                f"{label} {b}",
+                what=f"stack {mine.stack_name}",
+                other=f"stack {theirs.stack_name}",
+            )
+
+
+def check_same_region(path: str, region: str, where: IConstruct, *, what: str, other_name: str, fix: str) -> None:
+    """NEURON058 unless ``region`` (say, of an imported ARN) is the Region of ``where``'s stack (as far as known)."""
+    stack = Stack.of(where)
+    if _known(region) and _known(stack.region) and region != stack.region:
+        raise rules.ACROSS_ENVIRONMENTS.error(
+            path,
+            f"{what} is in Region {region}, and {other_name} in stack {stack.stack_name}, Region {stack.region}",
+            what=fix,
+            other=f"stack {stack.stack_name}",
+        )
+
+
+def _describe(vpc: ec2.IVpc) -> str:
+    return f"{construct_path(vpc)} ({vpc.vpc_id})" if _known(vpc.vpc_id) else construct_path(vpc)
+
+
+def _apart(a: ec2.IVpc, b: ec2.IVpc) -> bool:
+    """Whether ``a`` and ``b`` are provably two VPCs: two literal ids that differ, or two VPCs made in this app."""
+    if a is b:
+        return False
+    if _known(a.vpc_id) and _known(b.vpc_id):
+        return a.vpc_id != b.vpc_id
+    return isinstance(a, ec2.Vpc) and isinstance(b, ec2.Vpc)
+
+
+def check_same_vpc(path: str, mine: ec2.IVpc, theirs: ec2.IVpc, *, what: str, other_name: str, fix: str) -> None:
+    """NEURON059 when ``mine`` and ``theirs`` are provably two VPCs."""
+    if _apart(mine, theirs):
+        raise rules.ACROSS_VPCS.error(
+            path, f"{what} is in {_describe(mine)}, and {other_name} in {_describe(theirs)}", fix=fix
+        )
+
+
+def vpc_of_subnet(subnet: ec2.ISubnet) -> ec2.IVpc | None:
+    """The VPC whose construct holds ``subnet`` (aws-cdk-lib's VPCs, made or looked up); ``None`` when unknown."""
+    parent = subnet.node.scope
+    return parent if parent is not None and hasattr(parent, "vpc_id") else None  # type: ignore[return-value]
