@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk import App, CfnParameter, Stack
+from aws_cdk import App, CfnParameter, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 
 from neuron_constructs import (
@@ -21,8 +21,10 @@ from neuron_constructs import (
     ManualNeuronTaskDefinition,
     NeuronCluster,
     NeuronConfigurationError,
+    NeuronFleet,
     NeuronInstanceType,
     NeuronService,
+    NeuronTrainingQueue,
     SlicedNeuronService,
 )
 from neuron_constructs.knowledge import rules as r
@@ -85,6 +87,16 @@ def service(w: World, **kwargs: Any) -> None:
     NeuronService(w.stack, w.id(), **kwargs)
 
 
+def attached(w: World, **kwargs: Any) -> None:
+    """A one-chip inf2.xlarge model on port 8080 attached to a new load balancer with ``kwargs``."""
+    from neuron_constructs import NeuronLoadBalancer
+
+    task = ManualNeuronTaskDefinition(w.stack, w.id(), instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    model = NeuronService(w.stack, w.id(), cluster=w.cluster, task_definition=task, desired_count=0)
+    model.attach_to_listener(NeuronLoadBalancer(w.stack, w.id(), cluster=w.cluster).listener, **kwargs)
+
+
 Case = tuple[str, Callable[[World], None], r.Rule, str]
 
 CASES: list[Case] = [
@@ -99,6 +111,30 @@ CASES: list[Case] = [
     ("desired_count=-3", lambda w: service(w, desired_count=-3), r.OUT_OF_RANGE, r"desired_count=-3 is below"),
     ("desired_count=1.0", lambda w: service(w, desired_count=1.0), r.WRONG_TYPE, r"desired_count=1.0 is a float"),
     ("root 0 GiB", lambda w: ec2_capacity(w, root_volume_gib=0), r.OUT_OF_RANGE, r"root_volume_gib=0 is below.*gp3"),
+    (
+        "root 10 GiB",
+        lambda w: ec2_capacity(w, root_volume_gib=10),
+        r.OUT_OF_RANGE,
+        r"root_volume_gib=10 is below the minimum of 30 \(EC2: a root volume is at least its AMI's snapshot",
+    ),
+    (
+        "training root 10 GiB",
+        lambda w: NeuronTrainingQueue(w.stack, w.id(), instance_type="trn1.32xlarge", max_nodes=1, root_volume_gib=10),
+        r.OUT_OF_RANGE,
+        r"root_volume_gib=10 is below the minimum of 30",
+    ),
+    (
+        "grace period of 30,000 days",
+        lambda w: service(w, health_check_grace_period=Duration.days(30_000)),
+        r.OUT_OF_RANGE,
+        r"health_check_grace_period=30000 days.*pass health_check_grace_period from 0 s to 2,147,483,647 s",
+    ),
+    (
+        "deregistration delay of 2 hours",
+        lambda w: attached(w, deregistration_delay=Duration.hours(2)),
+        r.OUT_OF_RANGE,
+        r"deregistration_delay=2 hours.*pass deregistration_delay from 0 s to 3,600 s",
+    ),
     (
         "root 100,000 GiB",
         lambda w: ec2_capacity(w, root_volume_gib=100_000),
@@ -116,7 +152,26 @@ CASES: list[Case] = [
     ("instances=1.5", lambda w: sliced(w, instances=1.5), r.WRONG_TYPE, r"instances=1.5 is a float"),
     ("instances=-1", lambda w: sliced(w, instances=-1), r.OUT_OF_RANGE, r"instances=-1 is below"),
     ("devices_per_task=True", lambda w: sliced(w, devices_per_task=True), r.WRONG_TYPE, r"devices_per_task=True"),
-    ("devices_per_task=0", lambda w: sliced(w, devices_per_task=0), r.OUT_OF_RANGE, r"devices_per_task=0 is below"),
+    (
+        "devices_per_task=0",
+        lambda w: sliced(w, devices_per_task=0),
+        r.SLICE_SIZE,
+        r"devices_per_task=0 does not cut.*use devices_per_task in \[1, 2, 3, 4, 6, 12\] for inf2.48xlarge",
+    ),
+    (
+        "fleet devices_per_task=0",
+        lambda w: NeuronFleet(w.stack, w.id(), cluster=w.cluster, instance_type="inf2.48xlarge").add_model(
+            "Model", devices_per_task=0, image=IMAGE
+        ),
+        r.FLEET_FULL,
+        r"devices_per_task=0 is no device set the ring topology of inf2.48xlarge allows \(sizes 1, 2, 3, 4, 5",
+    ),
+    (
+        "devices_per_task=-1",
+        lambda w: sliced(w, devices_per_task=-1),
+        r.OUT_OF_RANGE,
+        r"devices_per_task=-1 is below the minimum of 0",
+    ),
     (
         "min_healthy_percent=150",
         lambda w: service(w, min_healthy_percent=150),

@@ -884,6 +884,27 @@ def test_every_rule_checked_at_the_call_has_a_case() -> None:
     assert covered == {rule.id for rule in RULES if rule.severity == "error" and rule.at_call}
 
 
+def test_a_priority_a_plain_aws_cdk_lib_rule_holds_is_refused_at_synth() -> None:
+    """aws-cdk-lib accepts a second rule with a priority its listener has; ELB refuses it at deploy."""
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    s = new_stack()
+    service, listener = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=10)
+    listener.add_action(
+        "Maintenance",
+        priority=10,
+        conditions=[elbv2.ListenerCondition.path_patterns(["/maintenance"])],
+        action=elbv2.ListenerAction.fixed_response(503),
+    )
+    with pytest.raises(RuntimeError) as raised:
+        synth(s)
+    message = str(raised.value)
+    assert "priority 10 of Test/Lb/LoadBalancer/Listener is held by " in message
+    assert "Test/Lb/LoadBalancer/Listener/MaintenanceRule" in message and "Test/Svc/TargetGroupRule" in message
+    assert "[NEURON042: " in message
+
+
 def test_call_time_rules_raise_the_library_error() -> None:
     with pytest.raises(NeuronConfigurationError):
         _device_out_of_range(new_stack())
@@ -942,6 +963,18 @@ def test_small_root_volume_and_pinned_ami_warn() -> None:
     )
     assert "root_volume_gib=40" in str(warnings_of(s, r.SMALL_ROOT_VOLUME))
     assert "machine_image pins an AMI" in str(warnings_of(s, r.PINNED_AMI))
+
+
+def test_a_single_interface_training_queue_in_a_public_subnet_warns() -> None:
+    """One network interface gets the subnet's public address, if it maps one: a warning, not a refusal."""
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import NeuronTrainingQueue
+
+    s = new_stack()
+    vpc = ec2.Vpc(s, "V")
+    NeuronTrainingQueue(s, "Queue", instance_type="trn1.2xlarge", max_nodes=1, vpc=vpc, subnet=vpc.public_subnets[0])
+    assert "Test/V/PublicSubnet1" in str(warnings_of(s, r.PUBLIC_SUBNETS))
 
 
 def test_memory_near_instance_total_warns() -> None:

@@ -189,6 +189,15 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         r"memory 900000 MiB exceeds the 786432 MiB of inf2.48xlarge \(the largest type its capacity admits\)",
     ),
     (
+        r.TASK_EXCEEDS_INSTANCE,
+        with_resources(
+            ecs_template("inf2.xlarge"),
+            Task=manual_task(None, memory=100_000, containers=[container()]),  # no devices, no placement
+            Svc=service("Task", distinct=False),
+        ),
+        r"memory 100000 MiB exceeds the 16384 MiB of inf2.xlarge \(the largest type its capacity admits\)",
+    ),
+    (
         r.NEURON_CONTAINER_RESOURCES,
         with_resources(
             BASE,

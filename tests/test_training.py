@@ -9,7 +9,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack, Validations
+from aws_cdk import App, CfnParameter, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
 from conftest import resources
@@ -81,10 +81,17 @@ def training() -> dict[str, dict[str, Any]]:
         vpc=shared,
         storage=LustreStorage(bucket=datasets),
     ).add_job("Train", nodes=2, image=IMAGE, command=["torchrun", "train.py"])
+    script = CfnParameter(choices, "Script", default="train.py")
+    arguments = CfnParameter(choices, "Arguments", type="CommaDelimitedList", default="--epochs,3")
+    parameterized = NeuronTrainingQueue(choices, "Parameterized", instance_type="trn1.2xlarge", max_nodes=1, vpc=shared)
+    parameterized.add_job("Script", nodes=1, image=IMAGE, command=["python", script.value_as_string])
+    parameterized.add_job("Arguments", nodes=1, image=IMAGE, command=["python", "train.py", *arguments.value_as_list])
     assembly = app.synth()
     templates = {name: assembly.get_stack_by_name(name).template for name in ("Every", "Choices")}
     out = {name: _part(templates["Every"], _queue_id(name)) for name in EVERY_TYPE}
-    out.update({name: _part(templates["Choices"], name) for name in ("Block", "Reserved", "Spot", "Shared")})
+    out.update(
+        {name: _part(templates["Choices"], name) for name in ("Block", "Reserved", "Spot", "Shared", "Parameterized")}
+    )
     out["Every"], out["Choices"] = templates["Every"], templates["Choices"]
     return out
 
@@ -229,6 +236,23 @@ def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(trainin
 
 
 @pytest.mark.e2e  # cfn-lint runs on the examples in the everyday loop, on test stacks in make test-e2e
+def test_deploy_time_values_in_a_command_reach_the_job_as_arguments(training: dict[str, dict[str, Any]]) -> None:
+    """A CfnParameter string is one argument; a CommaDelimitedList's items are spliced in at deploy time."""
+    definitions = {
+        id: r["Properties"]["ContainerProperties"]["Command"]
+        for id, r in resources(training["Parameterized"], "AWS::Batch::JobDefinition").items()
+    }
+    script = next(c for id, c in definitions.items() if "Script" in id)
+    assert script[3:] == ["neuron-launch", "python", {"Ref": "Script"}]
+    arguments = next(c for id, c in definitions.items() if "Arguments" in id)
+    separator, joined = arguments["Fn::Split"]
+    delimiter, parts = joined["Fn::Join"]
+    assert separator == delimiter == "\u001f"
+    literal, items = parts  # the CDK joins the literal arguments into one part ahead of the items
+    assert literal.split(separator) == ["/bin/bash", "-c", LAUNCHER, "neuron-launch", "python", "train.py"]
+    assert items == {"Fn::Join": [separator, {"Ref": "Arguments"}]}
+
+
 def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint
 

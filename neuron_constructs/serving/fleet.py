@@ -403,7 +403,7 @@ class NeuronFleet(Construct):
         self._memory_left = self.instance_type.schedulable_memory_mib
 
     @checked(
-        ranges={"devices_per_task": Range(1), "copies": Range(1), "task_cpu": Range(1), "task_memory_mib": Range(6)},
+        ranges={"devices_per_task": COUNT, "copies": Range(1), "task_cpu": Range(1), "task_memory_mib": Range(6)},
         options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
     )

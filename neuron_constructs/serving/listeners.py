@@ -37,11 +37,12 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import jsii
 from aws_cdk import Duration, Names, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct, IConstruct
+from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base.arguments import construct_path, is_token, seconds_of
 from neuron_constructs.base.environments import check_same_vpc
@@ -369,7 +370,10 @@ def request_target_group(path: str, target_groups: Sequence[TargetGroup], what: 
 
 
 def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int | None) -> None:
-    """NEURON042: one default action, and one rule per priority, on a listener."""
+    """NEURON042: one default action, and one rule per priority, on a listener; rules made with aws-cdk-lib alone
+    (``add_targets``, ``add_action``, ``ApplicationListenerRule``) are compared at synth."""
+    if listener not in _RULES_OF:
+        listener.node.add_validation(_OneRulePerPriority(listener))
     taken = _RULES_OF.setdefault(listener, {})
     if priority in taken:
         place = "the default action" if priority is None else f"priority {priority}"
@@ -377,6 +381,29 @@ def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int
             path, f"{place} of {construct_path(listener)} already forwards to {taken[priority]}"
         )
     taken[priority] = construct_path(owner)
+
+
+@jsii.implements(IValidation)
+class _OneRulePerPriority:
+    """NEURON042 at synth: no two listener rules of the app hold one priority of ``listener``."""
+
+    def __init__(self, listener: IConstruct) -> None:
+        self._listener = listener
+
+    def validate(self) -> list[str]:
+        arn = getattr(self._listener, "listener_arn", None)
+        held: dict[object, list[str]] = {}
+        for node in self._listener.node.root.node.find_all():
+            if isinstance(node, elbv2.CfnListenerRule) and node.listener_arn == arn and not is_token(node.priority):
+                held.setdefault(node.priority, []).append(construct_path(node.node.scope or node))
+        return [
+            rules.LISTENER_RULE.message(
+                holders[1],
+                f"priority {priority:g} of {construct_path(self._listener)} is held by {' and '.join(holders)}",
+            )
+            for priority, holders in held.items()
+            if len(holders) > 1
+        ]
 
 
 def _open(

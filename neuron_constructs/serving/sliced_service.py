@@ -111,7 +111,7 @@ class SlicedNeuronService(FleetModel):
     """
 
     @checked(
-        ranges={"instances": COUNT, "devices_per_task": Range(1)},
+        ranges={"instances": COUNT, "devices_per_task": COUNT},
         options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
         option_ranges={"min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with")},
