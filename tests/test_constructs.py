@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from conftest import ROOT, resources
 
 from neuron_constructs import (
@@ -181,3 +182,29 @@ def test_dir_and_help_list_every_public_name() -> None:
     for name in neuron_constructs.__all__:
         assert name in text, name
     assert "class NeuronCluster(constructs.Construct)" in text
+
+
+@pytest.mark.parametrize("add", ["add_neuron_container", "add_container"])
+def test_an_ecr_image_named_by_uri_is_pulled_with_a_grant_scoped_to_its_repository(add: str) -> None:
+    stack = Stack(App(analytics_reporting=False), "Test")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    image = ecs.ContainerImage.from_registry("111122223333.dkr.ecr.us-west-2.amazonaws.com/team/llm:v3")
+    getattr(task, add)("model", image=image)
+    statements = [
+        s
+        for policy in resources(template_of(stack), "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert pull["Resource"] == "arn:aws:ecr:us-west-2:111122223333:repository/team/llm"
+    assert any(s["Action"] == "ecr:GetAuthorizationToken" for s in statements)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("Proper policies"))
+    assert warnings == []  # aws-cdk-lib's warning is answered, and acknowledged
+
+
+def test_a_public_image_gets_no_ecr_grant() -> None:
+    stack = Stack(App(analytics_reporting=False), "Test")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    policies = json.dumps(resources(template_of(stack), "AWS::IAM::Policy"))
+    assert "ecr:" not in policies

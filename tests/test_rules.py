@@ -294,6 +294,42 @@ def _deployment_with_no_spare_instance(s: Stack) -> None:
     assert cluster
 
 
+def _scaling_a_passed_minimum_onto_every_instance(s: Stack) -> None:
+    service = _scaled_service(s, min_healthy_percent=100)
+    service.scale_on_requests(requests_per_target=60, max_count=2)
+
+
+def _scaled_service(s: Stack, **service: Any) -> NeuronService:
+    """One inf2.48xlarge task of a manual task definition, on a capacity of two instances, behind a load balancer."""
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    from neuron_constructs import NeuronLoadBalancer
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    model = NeuronService(s, "Svc", cluster=cluster, task_definition=task, **service)
+    listener = NeuronLoadBalancer(s, "Lb", cluster=cluster).listener
+    model.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=1)
+    return model
+
+
+def test_scaling_onto_every_instance_lowers_the_minimum_the_library_chose() -> None:
+    """The library gave one task 100 %; scaling to both instances of the capacity needs room to stop one."""
+    s = new_stack()
+    service = _scaled_service(s)
+    assert service.min_healthy_percent == 100
+    service.scale_on_requests(requests_per_target=60, max_count=2)
+    assert service.min_healthy_percent == 50
+    (rendered,) = [
+        r["Properties"]["DeploymentConfiguration"]["MinimumHealthyPercent"]
+        for r in App.of(s).synth().get_stack_by_name("Test").template["Resources"].values()  # type: ignore[union-attr]
+        if r["Type"] == "AWS::ECS::Service"
+    ]
+    assert rendered == 50
+
+
 def _one_task_with_no_room_either_side(s: Stack) -> None:
     cluster = NeuronCluster(s, "C")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
@@ -485,6 +521,14 @@ def _training_queue_in_a_public_subnet(s: Stack) -> None:
 
     vpc = ec2.Vpc(s, "V")
     NeuronTrainingQueue(s, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=vpc, subnet=vpc.public_subnets[0])
+
+
+def _training_image_of_ecr_by_uri(s: Stack) -> None:
+    from neuron_constructs import NeuronTrainingQueue
+
+    image = ecs.ContainerImage.from_registry("111122223333.dkr.ecr.us-west-2.amazonaws.com/team/trainer:v1")
+    queue = NeuronTrainingQueue(s, "Queue", instance_type="trn1.32xlarge", max_nodes=2)
+    queue.add_job("Job", nodes=2, image=image, command=["torchrun", "train.py"])
 
 
 def _network_load_balancer_without_a_group(s: Stack) -> None:
@@ -706,8 +750,14 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.DEPLOYMENT_WITHOUT_ROOM,
         _deployment_with_no_spare_instance,
-        r"Test/Full: desired_count=2 with distinctInstance fills the 2 instances Test/D/Inf2 can launch.*"
-        r"pass min_healthy_percent=50 or less",
+        r"Test/Full: desired_count=2 with distinctInstance fills the 2 instances Test/D/Inf2 can launch, and "
+        r"min_healthy_percent=100 \(passed to NeuronService\).*pass min_healthy_percent=50 or less",
+    ),
+    (
+        r.DEPLOYMENT_WITHOUT_ROOM,
+        _scaling_a_passed_minimum_onto_every_instance,
+        r"Test/Svc: max_count=2 with distinctInstance fills the 2 instances Test/C/Inf2 can launch, and "
+        r"min_healthy_percent=100 \(passed to NeuronService\) keeps every task running",
     ),
     (
         r.DEPLOYMENT_STALLS,
@@ -804,6 +854,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _training_queue_in_a_public_subnet,
         r"Test/Queue: subnet Test/V/PublicSubnet1 is public, and a trn1.32xlarge node launches with 8 network "
         r"interfaces",
+    ),
+    (
+        r.UNGRANTED_ECR_IMAGE,
+        _training_image_of_ecr_by_uri,
+        r"Test/Queue/Job/Container: image is an ECR image named by its URI.*ecs.ContainerImage.from_ecr_repository",
     ),
     (
         r.NETWORK_LOAD_BALANCER_GROUP,

@@ -318,17 +318,21 @@ def test_auto_scale_scales_every_slice_together(inf2_slices: SlicedNeuronService
     assert len(resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy")) == 3
 
 
-def test_scaling_to_one_instance_needs_a_minimum_of_zero(inf2_slices: SlicedNeuronService) -> None:
-    """Slices deploy with a 100 % maximum; ECS rounds the default 50 % of one task up to one, so nothing
-    could stop or start (NEURON040). With min_healthy_percent=0 the same range is accepted."""
-    with pytest.raises(
-        NeuronConfigurationError,
-        match=r"Test/Sliced: with 1 task, the 100 % maximum slices deploy "
-        r"with starts none beyond it and min_healthy_percent=50 stops none.*\[NEURON040: .*"
-        r"Fix: pass min_healthy_percent=0, or never run fewer than 2 tasks",
-    ):
-        inf2_slices.auto_scale(min_instances=1, max_instances=4)
-    stack = Stack(App(analytics_reporting=False), "Zero")
+def test_scaling_to_one_instance_lowers_the_minimum_the_library_chose(inf2_slices: SlicedNeuronService) -> None:
+    """Slices deploy with a 100 % maximum; ECS rounds 50 % of one task up to one, so nothing could stop or start
+    (NEURON040). The library chose 50 %: scaling to one instance deploys every copy with 0 % instead."""
+    inf2_slices.auto_scale(min_instances=1, max_instances=4)
+    assert inf2_slices.min_healthy_percent == 0
+    template = App.of(inf2_slices).synth().get_stack_by_name("Test").template  # type: ignore[union-attr]
+    percents = {
+        s["Properties"]["DeploymentConfiguration"]["MinimumHealthyPercent"]
+        for s in resources(template, "AWS::ECS::Service").values()
+    }
+    assert percents == {0}
+
+
+def test_a_minimum_passed_that_leaves_no_room_is_refused_naming_the_call() -> None:
+    stack = Stack(App(analytics_reporting=False), "Passed")
     cluster = NeuronCluster(stack, "C")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=4)
     sliced = SlicedNeuronService(
@@ -339,6 +343,12 @@ def test_scaling_to_one_instance_needs_a_minimum_of_zero(inf2_slices: SlicedNeur
         devices_per_task=2,
         image=IMAGE,
         instances=2,
-        min_healthy_percent=0,
+        min_healthy_percent=50,
     )
-    assert len(sliced.auto_scale(min_instances=1, max_instances=4)) == 3
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"Passed/Sliced: with 1 task, the 100 % maximum slices deploy with starts none beyond it and "
+        r"min_healthy_percent=50 \(passed to SlicedNeuronService\) stops none.*\[NEURON040: .*"
+        r"Fix: pass min_healthy_percent=0, or never run fewer than 2 tasks",
+    ):
+        sliced.auto_scale(min_instances=1, max_instances=4)

@@ -278,17 +278,25 @@ def deployment_stalls(tasks: int, minimum_healthy_percent: int, maximum_percent:
 
 
 def check_deployment_percents(
-    path: str, task_counts: Iterable[int], minimum: int, maximum: int, *, maximum_fixed: bool = False
+    path: str,
+    task_counts: Iterable[int],
+    minimum: int,
+    maximum: int,
+    *,
+    maximum_fixed: bool = False,
+    minimum_set_by: str | None = None,
 ) -> None:
     """NEURON040 for every task count a service may run; ``maximum_fixed``: the caller cannot change the maximum
-    (sliced services deploy with 100 %), so the other fix is more tasks."""
+    (sliced services deploy with 100 %), so the other fix is more tasks; ``minimum_set_by``: the call that passed
+    the minimum, for the message."""
     for tasks in task_counts:
         if deployment_stalls(tasks, minimum, maximum):
             upper = "the 100 % maximum slices deploy with" if maximum_fixed else f"max_healthy_percent={maximum}"
+            passed = f" (passed to {minimum_set_by})" if minimum_set_by else ""
             raise DEPLOYMENT_STALLS.error(
                 path,
                 f"with {tasks} task{'s' if tasks != 1 else ''}, {upper} starts none beyond "
-                f"{'them' if tasks != 1 else 'it'} and min_healthy_percent={minimum} stops none",
+                f"{'them' if tasks != 1 else 'it'} and min_healthy_percent={minimum}{passed} stops none",
                 percent=room_to_stop(tasks) if tasks == 1 else f"{room_to_stop(tasks)} or less",
                 more_room=f"never run fewer than {tasks + 1} tasks"
                 if maximum_fixed

@@ -39,6 +39,7 @@ from neuron_constructs.base.arguments import (
     construct_path,
     remember_path,
 )
+from neuron_constructs.base.images import grant_ecr_pull
 from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.base.log_groups import log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
@@ -247,7 +248,9 @@ class NeuronTaskDefinition(Construct):
         self._reserve(path, options)
         self._warn_about_secrets(path, options.get("environment") or {})
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
-        return self.task_definition.add_container(id, image=image, **options)
+        container = self.task_definition.add_container(id, image=image, **options)
+        grant_ecr_pull(container, self.task_definition.obtain_execution_role())
+        return container
 
     def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:
         """NEURON109 for the environment given here; variables added later are found in the template at synth."""

@@ -609,6 +609,15 @@ TRAINING_PUBLIC_SUBNET = Rule(
     "pass subnet= a private subnet whose route table leads to a NAT gateway (the VPC's private_subnets)",
     "Amazon EC2 user guide: public IPv4 addresses (not assigned to an instance with multiple network interfaces)",
 )
+UNGRANTED_ECR_IMAGE = Rule(
+    "NEURON062",
+    "ECR image the job cannot pull",
+    "a job's execution role pulls its image, and an ECR image named by URI (ContainerImage.from_registry) comes "
+    "with no permission to pull it; AWS Batch's container definition does not expose the name to grant it",
+    "pass ecs.ContainerImage.from_ecr_repository(ecr.Repository.from_repository_attributes(...), tag), which "
+    "grants the execution role the pull",
+    "Amazon ECR user guide: private registry authentication and repository policies (ecr:BatchGetImage)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -799,6 +808,7 @@ RULES: tuple[Rule, ...] = (
     ACROSS_VPCS,
     HEALTH_CHECK_PATH,
     TRAINING_PUBLIC_SUBNET,
+    UNGRANTED_ECR_IMAGE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

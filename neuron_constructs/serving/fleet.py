@@ -226,9 +226,12 @@ class FleetModel(Construct, ListenerTarget):
         self._check_instances(instances)
         _claim(chosen, owner or self)
         min_healthy_percent = options.get("min_healthy_percent")
+        self._min_healthy_percent_passed = min_healthy_percent is not None
         if min_healthy_percent is None:
             min_healthy_percent = 0 if instances <= 1 else 50
-        inputs.check_deployment_percents(path, [instances], min_healthy_percent, 100, maximum_fixed=True)
+        inputs.check_deployment_percents(
+            path, [instances], min_healthy_percent, 100, maximum_fixed=True, minimum_set_by=self._passed_to()
+        )
         self.min_healthy_percent = min_healthy_percent
         self.services: list[ecs.Ec2Service] = []
         self.copy_services: list[NeuronService] = []
@@ -300,6 +303,12 @@ class FleetModel(Construct, ListenerTarget):
             construct_path(self), instances, self.capacity.max_capacity, construct_path(self.capacity)
         )
 
+    def _passed_to(self) -> str | None:
+        """The call ``min_healthy_percent`` was passed to; ``None`` when the library chose it."""
+        if not self._min_healthy_percent_passed:
+            return None
+        return "NeuronFleet.add_model" if type(self) is FleetModel else type(self).__name__
+
     @checked(ranges={"min_instances": COUNT, "max_instances": COUNT})
     def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
         """Scale every copy's service together between ``min_instances`` and ``max_instances`` tasks.
@@ -307,9 +316,9 @@ class FleetModel(Construct, ListenerTarget):
         Returns one scalable target per copy, in copy order; give each the same policy, e.g.
         ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
         ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
-        ``min_instances``. Copies deploy with a 100 % maximum, so a count ECS cannot stop one task of under
-        the service's ``min_healthy_percent`` is refused (NEURON040): scaling to one instance needs
-        ``min_healthy_percent=0``.
+        ``min_instances``. Copies deploy with a 100 % maximum, so every count needs a minimum healthy percent that
+        lets ECS stop one task: one the library chose is lowered to fit (scaling to one instance deploys with 0 %),
+        one you passed is refused where it leaves no room (NEURON040).
         """
         if self._scaled:
             raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "auto_scale was already called")
@@ -323,12 +332,22 @@ class FleetModel(Construct, ListenerTarget):
                 minimum=0,
                 maximum=max_instances,
             )
+        counts = range(max(1, min_instances), max_instances + 1)
+        if not self._min_healthy_percent_passed:
+            stalled = [
+                inputs.room_to_stop(n) for n in counts if inputs.deployment_stalls(n, self.min_healthy_percent, 100)
+            ]
+            if stalled:
+                self.min_healthy_percent = min(stalled)
+                for copy in self.copy_services:
+                    copy.lower_min_healthy_percent(self.min_healthy_percent)
         inputs.check_deployment_percents(
             construct_path(self),
-            range(max(1, min_instances), max_instances + 1),
+            counts,
             self.min_healthy_percent,
             100,
             maximum_fixed=True,
+            minimum_set_by=self._passed_to(),
         )
         self._scaled = True
         targets = []

@@ -13,11 +13,11 @@ upstream documents; services on Auto Scaling capacity use ``Ec2Service``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import AspectPriority, Aspects, Duration, IAspect, Validations
+from aws_cdk import AspectPriority, Aspects, Duration, IAspect, IStableNumberProducer, Lazy, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -161,8 +161,10 @@ class NeuronService(Construct, ListenerTarget):
         self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
         self.desired_count = desired_count
         self._check_placement()
+        self._min_healthy_percent_passed = min_healthy_percent is not None
         min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
         self.min_healthy_percent, self.max_healthy_percent = min_healthy_percent, max_healthy_percent
+        self._in_waves = bool(getattr(scope, "deploys_in_waves", False))
         self.health_check_grace_period: Duration = service_options.get(
             "health_check_grace_period", MODEL_START_GRACE_PERIOD
         )
@@ -177,13 +179,7 @@ class NeuronService(Construct, ListenerTarget):
             )
         self.target_groups: list[TargetGroup] = []
         self._scaling: ecs.ScalableTaskCount | None = None
-        if desired_count and min_healthy_percent == 0 and not getattr(scope, "deploys_in_waves", False):
-            Validations.of(self).add_warning(
-                rules.EVERY_REPLICA_STOPS.warning_id,
-                rules.EVERY_REPLICA_STOPS.message(
-                    construct_path(self), f"desired_count={desired_count} deploys with min_healthy_percent=0"
-                ),
-            )
+        self._warn_if_every_replica_stops()
         awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
         for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
             if value is not None and not awsvpc:
@@ -208,7 +204,8 @@ class NeuronService(Construct, ListenerTarget):
             "desired_count": desired_count,
             "service_name": service_name,
             "capacity_provider_strategies": strategy,
-            "min_healthy_percent": min_healthy_percent,
+            # the value at synth: a minimum the library chose follows the counts scaling asks for later
+            "min_healthy_percent": Lazy.number(_Produce(lambda: self.min_healthy_percent)),
             "max_healthy_percent": max_healthy_percent,
         }
         networking: dict[str, Any] = (
@@ -265,7 +262,8 @@ class NeuronService(Construct, ListenerTarget):
         allowance): a task that took minutes to start is not stopped on a short lull. ``target_group``: default the
         one Application Load Balancer target group :meth:`attach_to_listener` made (NEURON044). Tasks of a manually
         mapped task definition run one per instance, so ``max_count`` is held to the capacity's ``max_capacity``
-        (NEURON017), and every count must leave a deployment room (NEURON040, NEURON032). Returns the scalable
+        (NEURON017). Every count must leave a deployment room: a minimum healthy percent the library chose is
+        lowered to fit, one you passed is refused where it leaves none (NEURON040, NEURON032). Returns the scalable
         target, for more policies; call it once per service (NEURON035).
         """
         path = construct_path(self)
@@ -284,8 +282,14 @@ class NeuronService(Construct, ListenerTarget):
             )
         capacity = self.capacity
         self._check_one_per_instance("max_count", max_count)
+        counts = range(max(1, minimum), max_count + 1)
+        if not self._min_healthy_percent_passed and counts:
+            fitting = min(self._largest_minimum(n, self.max_healthy_percent) for n in counts)
+            if fitting < self.min_healthy_percent:
+                self.lower_min_healthy_percent(fitting)
+        passed_by = "NeuronService" if self._min_healthy_percent_passed else None
         inputs.check_deployment_percents(
-            path, range(max(1, minimum), max_count + 1), self.min_healthy_percent, self.max_healthy_percent
+            path, counts, self.min_healthy_percent, self.max_healthy_percent, minimum_set_by=passed_by
         )
         if (
             isinstance(self.task_definition, ManualNeuronTaskDefinition)
@@ -296,8 +300,8 @@ class NeuronService(Construct, ListenerTarget):
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,
                 f"max_count={max_count} with distinctInstance fills the {capacity.max_capacity} instances "
-                f"{construct_path(capacity)} can launch, and min_healthy_percent={self.min_healthy_percent} keeps "
-                "every task running",
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={self.min_healthy_percent}"
+                f"{f' (passed to {passed_by})' if passed_by else ''} keeps every task running",
                 percent=inputs.room_to_stop(max_count),
                 capacity=construct_path(capacity),
                 desired=max_count,
@@ -314,14 +318,42 @@ class NeuronService(Construct, ListenerTarget):
         )
         return self._scaling
 
+    def _largest_minimum(self, tasks: int, maximum: int) -> int:
+        """The largest minimum healthy percent with which a deployment of ``tasks`` tasks can stop one: below 100
+        when they fill every instance the capacity launches (NEURON032) or ``maximum`` starts none beyond them
+        (NEURON040)."""
+        capacity = self.capacity
+        instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
+        full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= tasks
+        largest = inputs.room_to_stop(tasks) if full else 100
+        if tasks and inputs.deployment_stalls(tasks, 100, maximum):
+            largest = min(largest, inputs.room_to_stop(tasks))
+        return largest
+
+    def _warn_if_every_replica_stops(self) -> None:
+        """NEURON112: a deployment of a running service that may stop every replica at once (once per service)."""
+        if self.desired_count and self.min_healthy_percent == 0 and not self._in_waves:
+            if getattr(self, "_warned_every_replica_stops", False):
+                return
+            self._warned_every_replica_stops = True
+            Validations.of(self).add_warning(
+                rules.EVERY_REPLICA_STOPS.warning_id,
+                rules.EVERY_REPLICA_STOPS.message(
+                    construct_path(self), f"desired_count={self.desired_count} deploys with min_healthy_percent=0"
+                ),
+            )
+
+    def lower_min_healthy_percent(self, percent: int) -> None:
+        """Deploy with ``percent`` as the minimum healthy percent from now on: for a minimum the library chose, when
+        a later call (scaling, a fleet's ``auto_scale``) asks for counts it leaves no room at."""
+        self.min_healthy_percent = percent
+        self._warn_if_every_replica_stops()
+
     def _minimum_healthy_percent(self, requested: int | None, maximum: int) -> int:
         """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
         capacity, path, desired = self.capacity, construct_path(self), self.desired_count
         instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
-        full = isinstance(self.task_definition, ManualNeuronTaskDefinition) and instances and instances <= desired
-        largest = inputs.room_to_stop(desired) if full else 100
-        if desired and inputs.deployment_stalls(desired, 100, maximum):
-            largest = min(largest, inputs.room_to_stop(desired))
+        largest = self._largest_minimum(desired, maximum)
         if requested is None:
             return min(largest, maximum - 1)
         if requested >= maximum:
@@ -337,7 +369,8 @@ class NeuronService(Construct, ListenerTarget):
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(
                 path,
                 f"desired_count={desired} with distinctInstance fills the {instances} instances "
-                f"{construct_path(capacity)} can launch, and min_healthy_percent={requested} keeps every task running",
+                f"{construct_path(capacity)} can launch, and min_healthy_percent={requested} (passed to NeuronService) "
+                "keeps every task running",
                 percent=largest,
                 capacity=construct_path(capacity),
                 desired=desired,
@@ -451,6 +484,17 @@ def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -
             "device)"
         )
     return None
+
+
+@jsii.implements(IStableNumberProducer)
+class _Produce:
+    """A number known at synth: what ``value`` returns then."""
+
+    def __init__(self, value: Callable[[], int]) -> None:
+        self._value = value
+
+    def produce(self) -> int:
+        return self._value()
 
 
 @jsii.implements(IAspect)

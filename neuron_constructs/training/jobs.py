@@ -15,6 +15,7 @@ from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
+from neuron_constructs.base.images import refuse_ungranted_ecr_image
 from neuron_constructs.base.l1_overrides import open_node_range
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.task_definitions import task_role
@@ -206,6 +207,7 @@ class NeuronTrainingJob(Construct):
             ],
             logging=ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=queue.log_group),
         )
+        refuse_ungranted_ecr_image(f"{path}/Container", self.container)
         retries = [
             batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
             batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),
