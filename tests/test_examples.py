@@ -213,6 +213,7 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
     }
 
 
+@pytest.mark.e2e  # cfn-lint takes a few seconds per template: it runs with the deploys (make test-e2e, CI)
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint

@@ -253,6 +253,7 @@ def test_deploy_time_values_in_a_command_reach_the_job_as_arguments(training: di
     assert items == {"Fn::Join": [separator, {"Ref": "Arguments"}]}
 
 
+@pytest.mark.e2e  # cfn-lint runs with the deploys (make test-e2e, CI)
 def test_the_training_template_passes_cfn_lint(training: dict[str, dict[str, Any]]) -> None:
     from cfnlint.api import ManualArgs, lint
 
