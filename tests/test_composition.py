@@ -92,39 +92,6 @@ def test_a_workload_owns_its_listener_rule_target_group_and_security_group_rules
     assert not resources(embedding, "AWS::EC2::SecurityGroupEgress")
 
 
-def test_two_model_stacks_on_one_capacity_share_the_platform_s_one_rule_to_it() -> None:
-    """EC2 refuses a second rule equal to one a group already has: two model stacks each adding the load balancer's
-    rule to the capacity's host ports would fail the second deploy. The rule is made once, in the platform."""
-    from neuron_constructs import ManualNeuronTaskDefinition, NeuronService
-
-    app = App(analytics_reporting=False)
-    platform = Stack(app, "Platform")
-    cluster = NeuronCluster(platform, "Neuron")
-    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
-    listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
-    for priority, name in enumerate(("First", "Second"), start=1):
-        model = Stack(app, name)
-        task = ManualNeuronTaskDefinition(
-            model, "Task", instance_type="inf2.48xlarge", devices=[priority], cpu=1024, memory_mib=4096
-        )
-        task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
-        service = NeuronService(model, "Service", cluster=cluster, task_definition=task)
-        service.attach_to_listener(
-            listener, conditions=[elbv2.ListenerCondition.path_patterns([f"/{name}/*"])], priority=priority
-        )
-    assembly = app.synth()
-    templates = {s.stack_name: s.template for s in assembly.stacks}
-    for name in ("First", "Second"):
-        assert not resources(templates[name], "AWS::EC2::SecurityGroupIngress")
-        assert resources(templates[name], "AWS::ElasticLoadBalancingV2::ListenerRule")
-    ingress = [
-        rule["Properties"]
-        for rule in resources(templates["Platform"], "AWS::EC2::SecurityGroupIngress").values()
-        if rule["Properties"].get("FromPort") == 32768
-    ]
-    assert len(ingress) == 1 and ingress[0]["ToPort"] == 65535
-
-
 def test_the_platform_dashboard_finds_every_workload_by_name(stacks: dict[str, Any]) -> None:
     (dashboard,) = resources(stacks["Platform"]["template"], "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
@@ -173,16 +140,24 @@ def test_the_device_rules_hold_across_the_stacks_of_an_app() -> None:
         app.synth()
 
 
-def test_an_awsvpc_fleet_and_a_managed_instances_service_in_their_own_stacks_attach_by_rule() -> None:
-    from neuron_constructs import ManagedNeuronTaskDefinition, NeuronService
+@functools.cache
+def shared_platform() -> dict[str, dict[str, Any]]:
+    """One platform (an inf2.48xlarge capacity for an awsvpc fleet, an inf2.24xlarge one for two bridge models,
+    Managed Instances, monitoring, a load balancer) and a stack per model: each stack's template and dependencies."""
+    from neuron_constructs import ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition, NeuronService
 
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform")
     cluster = NeuronCluster(platform, "Neuron")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    cluster.add_ec2_capacity("Small", instance_type="inf2.24xlarge", max_capacity=2)
     cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
     NeuronMonitoring(platform, "Monitoring", cluster=cluster)
     listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
+
+    def path(priority: int, pattern: str) -> dict[str, Any]:
+        return {"conditions": [elbv2.ListenerCondition.path_patterns([pattern])], "priority": priority}
+
     fleet = NeuronFleet(
         Stack(app, "Awsvpc"),
         "Fleet",
@@ -194,17 +169,57 @@ def test_an_awsvpc_fleet_and_a_managed_instances_service_in_their_own_stacks_att
     model = fleet.add_model(
         "Llm", devices_per_task=4, copies=2, image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)]
     )
-    model.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=1)
+    model.attach_to_listener(listener, **path(1, "/v1/*"))
     managed = Stack(app, "Managed")
     task = ManagedNeuronTaskDefinition(managed, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
-    service = NeuronService(managed, "Service", cluster=cluster, task_definition=task)
-    service.attach_to_listener(listener, conditions=[elbv2.ListenerCondition.path_patterns(["/embed/*"])], priority=2)
-    assembly = app.synth()
-    depends = {
-        s.stack_name: sorted(d.id for d in s.dependencies if not d.id.endswith(".assets")) for s in assembly.stacks
+    NeuronService(managed, "Service", cluster=cluster, task_definition=task).attach_to_listener(
+        listener, **path(2, "/embed/*")
+    )
+    for priority, name in enumerate(("First", "Second"), start=3):
+        stack = Stack(app, name)
+        bridge = ManualNeuronTaskDefinition(
+            stack, "Task", instance_type="inf2.24xlarge", devices=[priority - 3], cpu=1024, memory_mib=4096
+        )
+        bridge.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+        NeuronService(stack, "Service", cluster=cluster, task_definition=bridge).attach_to_listener(
+            listener, **path(priority, f"/{name}/*")
+        )
+    return {
+        s.stack_name: {
+            "template": s.template,
+            "depends_on": sorted(d.id for d in s.dependencies if not d.id.endswith(".assets")),
+        }
+        for s in app.synth().stacks
     }
-    assert depends == {"Platform": [], "Awsvpc": ["Platform"], "Managed": ["Platform"]}
+
+
+def test_an_awsvpc_fleet_and_a_managed_instances_service_in_their_own_stacks_attach_by_rule() -> None:
+    stacks = shared_platform()
+    assert {name: stack["depends_on"] for name, stack in stacks.items()} == {
+        "Platform": [],
+        "Awsvpc": ["Platform"],
+        "Managed": ["Platform"],
+        "First": ["Platform"],
+        "Second": ["Platform"],
+    }
+    for name in ("Awsvpc", "Managed"):  # their tasks' own groups: the rules to them are theirs
+        assert resources(stacks[name]["template"], "AWS::EC2::SecurityGroupIngress"), name
+
+
+def test_two_model_stacks_on_one_capacity_share_the_platform_s_one_rule_to_it() -> None:
+    """EC2 refuses a second rule equal to one a group already has: two model stacks each adding the load balancer's
+    rule to the capacity's host ports would fail the second deploy. The rule is made once, in the platform."""
+    stacks = shared_platform()
+    for name in ("First", "Second"):
+        assert not resources(stacks[name]["template"], "AWS::EC2::SecurityGroupIngress")
+        assert resources(stacks[name]["template"], "AWS::ElasticLoadBalancingV2::ListenerRule")
+    ingress = [
+        rule["Properties"]
+        for rule in resources(stacks["Platform"]["template"], "AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"].get("FromPort") == 32768
+    ]
+    assert len(ingress) == 1 and ingress[0]["ToPort"] == 65535
 
 
 @pytest.mark.parametrize("split", team.SPLITS)
