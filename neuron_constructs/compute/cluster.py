@@ -219,11 +219,6 @@ class NeuronCluster(Construct):
         )
 
     @property
-    def imported(self) -> bool:
-        """Whether the ECS cluster exists already (:meth:`from_cluster_attributes`) rather than being made here."""
-        return False
-
-    @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
         """The resources that associate Auto Scaling capacity providers with the cluster, for what must wait for
         them (aws-cdk-lib makes a made cluster's at synthesis)."""
@@ -523,10 +518,6 @@ class _ImportedNeuronCluster(NeuronCluster):
         self._association: ecs.CfnClusterCapacityProviderAssociations | None = None
 
     @property
-    def imported(self) -> bool:
-        return True
-
-    @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
         return [self._association] if self._association is not None else []
 
@@ -539,7 +530,13 @@ class _ImportedNeuronCluster(NeuronCluster):
                 "the association that adds this capacity would drop every provider it does not list",
                 cluster=self.cluster_name,
             )
-        if self._association is None:
+        providers = [
+            *self.existing_capacity_providers,
+            *(c.capacity_provider.capacity_provider_name for c in (*self.auto_scaling_capacities, capacity)),
+        ]
+        if self._association is not None:
+            self._association.capacity_providers = providers
+        else:
             stack = Stack.of(self)
             key = (stack.account, stack.region, self.cluster_name)
             first = _ASSOCIATED.setdefault(self.node.root, {}).setdefault(key, construct_path(self))
@@ -554,7 +551,7 @@ class _ImportedNeuronCluster(NeuronCluster):
                 self,
                 "CapacityProviderAssociations",
                 cluster=self.cluster.cluster_name,
-                capacity_providers=list(self.existing_capacity_providers),
+                capacity_providers=providers,
                 default_capacity_provider_strategy=[
                     ecs.CfnClusterCapacityProviderAssociations.CapacityProviderStrategyProperty(
                         capacity_provider=s.capacity_provider, weight=s.weight, base=s.base
@@ -562,10 +559,6 @@ class _ImportedNeuronCluster(NeuronCluster):
                     for s in self.default_capacity_provider_strategy
                 ],
             )
-        self._association.capacity_providers = [
-            *self.existing_capacity_providers,
-            *(c.capacity_provider.capacity_provider_name for c in (*self.auto_scaling_capacities, capacity)),
-        ]
         joins = f"echo ECS_CLUSTER={self.cluster.cluster_name} >> /etc/ecs/ecs.config"
         capacity.auto_scaling_group.add_user_data(joins)
 

@@ -333,14 +333,12 @@ class FleetModel(Construct, ListenerTarget):
                 maximum=max_instances,
             )
         counts = range(max(1, min_instances), max_instances + 1)
-        if not self._min_healthy_percent_passed:
-            stalled = [
-                inputs.room_to_stop(n) for n in counts if inputs.deployment_stalls(n, self.min_healthy_percent, 100)
-            ]
-            if stalled:
-                self.min_healthy_percent = min(stalled)
+        if not self._min_healthy_percent_passed and counts:
+            fitting = min(self.copy_services[0].largest_minimum_healthy_percent(n, 100) for n in counts)
+            if fitting < self.min_healthy_percent:
+                self.min_healthy_percent = fitting
                 for copy in self.copy_services:
-                    copy.lower_min_healthy_percent(self.min_healthy_percent)
+                    copy.lower_min_healthy_percent(fitting)
         inputs.check_deployment_percents(
             construct_path(self),
             counts,

@@ -165,6 +165,7 @@ class NeuronService(Construct, ListenerTarget):
         min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
         self.min_healthy_percent, self.max_healthy_percent = min_healthy_percent, max_healthy_percent
         self._in_waves = bool(getattr(scope, "deploys_in_waves", False))
+        self._warned_every_replica_stops = False
         self.health_check_grace_period: Duration = service_options.get(
             "health_check_grace_period", MODEL_START_GRACE_PERIOD
         )
@@ -284,7 +285,7 @@ class NeuronService(Construct, ListenerTarget):
         self._check_one_per_instance("max_count", max_count)
         counts = range(max(1, minimum), max_count + 1)
         if not self._min_healthy_percent_passed and counts:
-            fitting = min(self._largest_minimum(n, self.max_healthy_percent) for n in counts)
+            fitting = min(self.largest_minimum_healthy_percent(n, self.max_healthy_percent) for n in counts)
             if fitting < self.min_healthy_percent:
                 self.lower_min_healthy_percent(fitting)
         passed_by = "NeuronService" if self._min_healthy_percent_passed else None
@@ -318,7 +319,7 @@ class NeuronService(Construct, ListenerTarget):
         )
         return self._scaling
 
-    def _largest_minimum(self, tasks: int, maximum: int) -> int:
+    def largest_minimum_healthy_percent(self, tasks: int, maximum: int) -> int:
         """The largest minimum healthy percent with which a deployment of ``tasks`` tasks can stop one: below 100
         when they fill every instance the capacity launches (NEURON032) or ``maximum`` starts none beyond them
         (NEURON040)."""
@@ -333,7 +334,7 @@ class NeuronService(Construct, ListenerTarget):
     def _warn_if_every_replica_stops(self) -> None:
         """NEURON112: a deployment of a running service that may stop every replica at once (once per service)."""
         if self.desired_count and self.min_healthy_percent == 0 and not self._in_waves:
-            if getattr(self, "_warned_every_replica_stops", False):
+            if self._warned_every_replica_stops:
                 return
             self._warned_every_replica_stops = True
             Validations.of(self).add_warning(
@@ -353,7 +354,7 @@ class NeuronService(Construct, ListenerTarget):
         """NEURON032/040 and aws-cdk-lib's min < max: the minimum healthy percent this service deploys with."""
         capacity, path, desired = self.capacity, construct_path(self), self.desired_count
         instances = capacity.max_capacity if isinstance(capacity, AutoScalingCapacity) else None
-        largest = self._largest_minimum(desired, maximum)
+        largest = self.largest_minimum_healthy_percent(desired, maximum)
         if requested is None:
             return min(largest, maximum - 1)
         if requested >= maximum:
