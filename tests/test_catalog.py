@@ -7,7 +7,8 @@ import pytest
 from neuron_constructs import NeuronConfigurationError, NeuronInstanceType
 from neuron_constructs.knowledge.catalog import DeviceTopology
 
-# (type, vCPUs, GiB, chips) exactly as the ECS Neuron page lists them, plus trn1n.32xlarge.
+# (type, vCPUs, GiB, chips) exactly as the ECS Neuron page lists them, plus trn1n.32xlarge (Neuron multi-node
+# guide) and trn2.3xlarge and trn2u.48xlarge (EC2 accelerated computing specifications, Neuron trn2-arch).
 ECS_TABLE = [
     ("trn1.2xlarge", 8, 32, 1),
     ("trn1.32xlarge", 128, 512, 16),
@@ -21,6 +22,8 @@ ECS_TABLE = [
     ("inf2.24xlarge", 96, 384, 6),
     ("inf2.48xlarge", 192, 768, 12),
     ("trn1n.32xlarge", 128, 512, 16),
+    ("trn2.3xlarge", 12, 128, 1),
+    ("trn2u.48xlarge", 192, 2048, 16),
 ]
 
 
@@ -45,6 +48,8 @@ def test_catalog_holds_exactly_the_sourced_types() -> None:
         ("trn1.32xlarge", "trainium", 2, 32, 8, True),
         ("trn1n.32xlarge", "trainium", 2, 32, 16, True),
         ("trn2.48xlarge", "trainium2", 8, 96, 16, True),
+        ("trn2.3xlarge", "trainium2", 8, 96, 1, True),
+        ("trn2u.48xlarge", "trainium2", 8, 96, 16, True),
     ],
 )
 def test_per_chip_facts(
@@ -70,7 +75,7 @@ def test_lookup_is_case_insensitive() -> None:
 
 @pytest.mark.parametrize(
     ("name", "suggested"),
-    [("inf2.2xlarge", "inf2.xlarge"), ("trn1.48xlarge", "trn1.32xlarge"), ("p4d.24xlarge", None)],
+    [("inf2.2xlarge", "inf2.xlarge"), ("trn1.48xlarge", "trn2.48xlarge"), ("p4d.24xlarge", None)],
 )
 def test_unknown_type_names_the_closest_known_types(name: str, suggested: str | None) -> None:
     with pytest.raises(NeuronConfigurationError, match=r"NEURON001.*closest: ") as raised:
@@ -108,6 +113,10 @@ def test_patterns_match_like_ec2_allowed_instance_types(pattern: str, names: set
         ("trn1n.32xlarge", [0, 1, 2, 3, 4, 5], False),
         ("trn2.48xlarge", [0], True),
         ("trn2.48xlarge", list(range(16)), True),
+        ("trn2.48xlarge", [4, 5, 6, 7], True),
+        ("trn2.48xlarge", list(range(8, 16)), True),
+        ("trn2.48xlarge", [0, 1], False),
+        ("trn2u.48xlarge", [12, 13, 14, 15], True),
     ],
 )
 def test_topology_decides_valid_device_sets(name: str, devices: list[int], valid: bool) -> None:
@@ -118,7 +127,55 @@ def test_topologies_by_family() -> None:
     assert NeuronInstanceType.of("inf2.xlarge").topology is DeviceTopology.SINGLE
     assert NeuronInstanceType.of("inf1.24xlarge").topology is DeviceTopology.RING
     assert NeuronInstanceType.of("trn1n.32xlarge").topology is DeviceTopology.TORUS_2D
-    assert NeuronInstanceType.of("trn2.48xlarge").topology is DeviceTopology.UNPUBLISHED
+    # "16 Trainium2 chips are connected using a 4x4, 2D Torus topology" (Neuron trn2-arch).
+    assert NeuronInstanceType.of("trn2.48xlarge").topology is DeviceTopology.TORUS_2D
+    assert NeuronInstanceType.of("trn2u.48xlarge").topology is DeviceTopology.TORUS_2D
+    assert NeuronInstanceType.of("trn2.3xlarge").topology is DeviceTopology.SINGLE
+
+
+def test_trn2_slices_of_4_and_8_chips() -> None:
+    """The Neuron DRA driver allocates connected groups of 1, 4, 8 or 16 trn2 devices."""
+    assert NeuronInstanceType.of("trn2.48xlarge").slice_sizes() == (1, 4, 8, 16)
+    assert NeuronInstanceType.of("trn2.48xlarge").copy_sizes() == (1, 4, 8, 16)
+
+
+@pytest.mark.parametrize(
+    ("name", "lnc", "per_chip", "cores"),
+    [
+        ("inf1.24xlarge", None, 4, 64),
+        ("inf2.48xlarge", None, 2, 24),
+        ("trn1.32xlarge", None, 2, 32),
+        ("trn2.48xlarge", None, 4, 64),
+        ("trn2.48xlarge", 2, 4, 64),
+        ("trn2.48xlarge", 1, 8, 128),
+        ("trn2.3xlarge", None, 4, 4),
+    ],
+)
+def test_logical_cores_follow_the_lnc_setting(name: str, lnc: int | None, per_chip: int, cores: int) -> None:
+    """LNC=2 (the Trainium2 default) groups a chip's 8 physical NeuronCores into 4 logical ones; other chips have 1."""
+    entry = NeuronInstanceType.of(name)
+    assert (entry.cores_per_chip(lnc), entry.cores(lnc)) == (per_chip, cores)
+    assert entry.lnc_options == ((1, 2) if entry.accelerator == "trainium2" else (1,))
+
+
+def test_trn2u_is_an_ultraserver_node_without_spot_and_inf1_is_out_of_current_support() -> None:
+    ultra = NeuronInstanceType.of("trn2u.48xlarge")
+    assert (ultra.spot, ultra.ultraserver_nodes) == (False, 4)
+    assert (
+        NeuronInstanceType.of("trn2.48xlarge").spot and NeuronInstanceType.of("trn2.48xlarge").ultraserver_nodes is None
+    )
+    assert [e.name for e in NeuronInstanceType.all() if not e.supported_by_current_neuron_sdk] == [
+        "inf1.xlarge",
+        "inf1.2xlarge",
+        "inf1.6xlarge",
+        "inf1.24xlarge",
+    ]
+
+
+def test_every_catalog_type_is_an_ec2_instance_type() -> None:
+    from neuron_constructs.knowledge.catalog import ec2_instance_types
+
+    assert {e.name for e in NeuronInstanceType.all()} <= ec2_instance_types()
 
 
 @pytest.mark.parametrize(
@@ -128,6 +185,8 @@ def test_topologies_by_family() -> None:
         ("trn1.32xlarge", 8, 800, True),
         ("trn1n.32xlarge", 16, 1600, True),
         ("trn2.48xlarge", 16, 3200, True),
+        ("trn2.3xlarge", 1, 200, True),
+        ("trn2u.48xlarge", 16, 3200, True),
         ("inf2.48xlarge", 1, None, False),
     ],
 )

@@ -135,7 +135,7 @@ def test_cpu_or_memory_beyond_what_is_left_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Cpu")
     neuron_fleet = _inf2_fleet(stack)
     neuron_fleet.add_model("Llm", devices_per_task=8, image=IMAGE, task_cpu=180_000)
-    with pytest.raises(NeuronConfigurationError, match=r"\[NEURON046: .*free devices 8-11 \(4 of 12\)"):
+    with pytest.raises(NeuronConfigurationError, match=r"\[NEURON046: .*free chips 8-11 \(4 of 12\)"):
         neuron_fleet.add_model("Embedding", devices_per_task=1, copies=4, image=IMAGE)
 
 

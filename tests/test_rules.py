@@ -626,6 +626,25 @@ def _reservation_fallback_on_a_queue(s: Stack) -> None:
     _queue(s, capacity_reservation=CapacityReservation.on_demand("cr-0123456789abcdef0", fallback_to_on_demand=True))
 
 
+def _both_sizes_for_a_model(s: Stack) -> None:
+    from neuron_constructs import NeuronFleet
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    fleet = NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    fleet.add_model("Embedding", devices_per_task=1, cores_per_task=1, image=IMAGE)
+
+
+def _lnc_on_trn1(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", lnc=2)
+
+
+def _spot_trn2u(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Trn2u", instance_type="trn2u.48xlarge", spot=True)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -703,7 +722,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.SHARED_DEVICE,
         _two_services_of_one_manual_task,
-        r"Test/Again: Test/Svc on Test/C/Inf2 also holds /dev/neuron0..1.*give Test/Again devices disjoint",
+        r"Test/Again: Test/Svc on Test/C/Inf2 also holds /dev/neuron0..1.*give Test/Again devices or "
+        r"NEURON_RT_VISIBLE_CORES disjoint",
     ),
     (
         r.SHARED_DEVICE,
@@ -878,14 +898,27 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.FLEET_FULL,
         _model_beyond_the_free_devices,
-        r"Test/Fleet/Embedding: 5 copies of 1 contiguous devices do not fit in what is left of inf2.48xlarge.*"
-        r"fit the model in what is left \(free devices 8-11 \(4 of 12\)\)",
+        r"Test/Fleet/Embedding: 5 copies of 1 contiguous chips do not fit in what is left of inf2.48xlarge.*"
+        r"fit the model in what is left \(free chips 8-11 \(4 of 12\)\)",
     ),
+    (
+        r.CORE_SLICE,
+        _both_sizes_for_a_model,
+        r"Test/Fleet/Embedding: both of devices_per_task and cores_per_task given.*pass exactly one of "
+        r"devices_per_task and cores_per_task, cores_per_task from 1 to 2",
+    ),
+    (
+        r.LOGICAL_CORES,
+        _lnc_on_trn1,
+        r"Test/C/Trn1: lnc=2: only Trainium2 takes a logical NeuronCore setting; trn1.32xlarge has one, 1",
+    ),
+    (r.NO_SPOT, _spot_trn2u, r"Test/C/Trn2u: spot=True with trn2u.48xlarge.*drop spot=True for trn2u.48xlarge"),
     (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),
     (
         r.MULTI_NODE_WITHOUT_EFA,
         _multi_node_on_trn1_2xlarge,
-        r"Test/Queue/Job: nodes=2 on trn1.2xlarge, which has no EFA.*trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge",
+        r"Test/Queue/Job: nodes=2 on trn1.2xlarge, which has no EFA.*trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, "
+        r"trn2.48xlarge, trn2u.48xlarge",
     ),
     (
         r.TOO_MANY_NODES,

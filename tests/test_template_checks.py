@@ -77,6 +77,14 @@ def _intent(allocation: str, **task: Any) -> dict[str, Any]:
     return {"NeuronConstructs": {"allocation": allocation, "neuronContainers": ["model"], **task}}
 
 
+def _core_task(device: int, cores: str, instance_type: str = "inf2.48xlarge", lnc: str | None = None) -> dict[str, Any]:
+    """A task mapping ``/dev/neuron<device>`` that names ``cores`` in NEURON_RT_VISIBLE_CORES."""
+    environment = [{"Name": "NEURON_RT_VISIBLE_CORES", "Value": cores}]
+    if lnc is not None:
+        environment.append({"Name": "NEURON_LOGICAL_NC_CONFIG", "Value": lnc})
+    return manual_task(instance_type, containers=[container(devices=[device], Environment=environment)])
+
+
 CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
     (
         r.UNKNOWN_INSTANCE_TYPE,
@@ -269,6 +277,28 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         r.COPIES_SHARE_INSTANCE,
         with_resources(BASE, Task=manual_task(), Svc=service("Task", distinct=False, count=2)),
         r"Svc: its tasks map /dev/neuron0, /dev/neuron1 and nothing keeps two of them off one instance",
+    ),
+    (
+        r.SHARED_DEVICE,
+        with_resources(
+            BASE,
+            First=_core_task(0, "0"),
+            Second=_core_task(0, "0-1"),
+            A=service("First"),
+            B=service("Second"),
+        ),
+        r"B: it and A both hold NeuronCore 0 of /dev/neuron0 and can land on one instance",
+    ),
+    (
+        r.LOGICAL_CORES,
+        with_resources(
+            BASE,
+            Task=manual_task(
+                containers=[container(devices=[0], Environment=[{"Name": "NEURON_LOGICAL_NC_CONFIG", "Value": "2"}])]
+            ),
+        ),
+        r"Task/model: NEURON_LOGICAL_NC_CONFIG=2: only Trainium2 takes a logical NeuronCore setting, and "
+        r"inf2.48xlarge is not one",
     ),
     (
         r.SHARED_DEVICE,
@@ -503,3 +533,25 @@ def test_malformed_values_anywhere_are_skipped_never_a_crash(templates: dict[str
             parent[path[-1]] = kept  # one broken value at a time
             checked += 1
     assert checked >= 500
+
+
+def test_tasks_on_one_chip_with_disjoint_cores_do_not_conflict() -> None:
+    """Two services on one inf2 chip, each naming its own NeuronCore: no NEURON023 (a core belongs to one process;
+    the device is shared), and a third service without cores on that chip does conflict with both."""
+    template = with_resources(
+        BASE, First=_core_task(0, "0"), Second=_core_task(0, "1"), A=service("First"), B=service("Second")
+    )
+    assert not [f for f in check_template(template) if f.rule is r.SHARED_DEVICE]
+    template = with_resources(template, Whole=manual_task(devices=[0]), C=service("Whole"))
+    shared = [f.message for f in check_template(template) if f.rule is r.SHARED_DEVICE]
+    assert len(shared) == 2 and all("C: it and" in m for m in shared), shared
+
+
+def test_core_numbers_count_logical_cores_at_the_task_s_lnc() -> None:
+    """trn2 at LNC=2 (the default) numbers 4 cores a chip, at LNC=1 eight: 4-7 is chip 1 or chip 0."""
+    trn2 = ecs_template("trn2.48xlarge")
+    at_two = with_resources(trn2, Task=_core_task(1, "4-7", "trn2.48xlarge"))
+    assert not [f for f in check_template(at_two) if f.rule is r.SLICE_RUNTIME_VARIABLE]
+    at_one = with_resources(trn2, Task=_core_task(1, "4-7", "trn2.48xlarge", lnc="1"))
+    (finding,) = [f for f in check_template(at_one) if f.rule is r.SLICE_RUNTIME_VARIABLE]
+    assert "which hold cores 8-15 at LNC=1" in finding.message

@@ -13,6 +13,7 @@ A value the template computes at deploy time (an intrinsic function other than a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.cores import (
+    LOGICAL_CORE_VARIABLE,
+    VISIBLE_CORES_VARIABLE,
+    cores_of_devices,
+    parse_core_list,
+)
 
 __all__ = [
     "INTENT_METADATA_KEY",
@@ -285,6 +292,48 @@ class TaskDefinition:
     def devices(self) -> frozenset[int]:
         """Every device index its containers map."""
         return frozenset(i for c in self.containers for i in c.neuron_devices if i is not None)
+
+    @functools.cached_property
+    def lnc(self) -> int | None:
+        """The logical-core setting its containers run with: ``NEURON_LOGICAL_NC_CONFIG`` where one states 1 or 2,
+        else the declared one, else its type's default; ``None`` without a catalog type."""
+        instance = self.instance_type
+        if instance is None:
+            return None
+        for container in self.containers:
+            stated = str(container.environment.get(LOGICAL_CORE_VARIABLE, ""))
+            if stated in ("1", "2"):
+                return int(stated)
+        declared = self.intent.get("lnc")
+        return declared if isinstance(declared, int) and declared in (1, 2) else instance.default_lnc
+
+    def container_cores(self, container: Container) -> frozenset[int] | None:
+        """The NeuronCores ``container`` holds (host numbering): those its ``NEURON_RT_VISIBLE_CORES`` names
+        within its devices, else every core of its devices; ``None`` without a catalog type."""
+        instance, lnc = self.instance_type, self.lnc
+        if instance is None or lnc is None or lnc not in instance.lnc_options:
+            return None
+        per_chip = instance.cores_per_chip(lnc)
+        held = cores_of_devices((i for i in container.neuron_devices if i is not None), per_chip)
+        visible = container.environment.get(VISIBLE_CORES_VARIABLE)
+        named = parse_core_list(visible) if isinstance(visible, str) else None
+        return frozenset(named & held if named is not None and named & held else held)
+
+    @property
+    def names_cores(self) -> bool:
+        """Whether a container names its cores (``NEURON_RT_VISIBLE_CORES``) rather than taking its devices' all."""
+        return any(isinstance(c.environment.get(VISIBLE_CORES_VARIABLE), str) for c in self.containers)
+
+    @functools.cached_property
+    def cores(self) -> frozenset[int] | None:
+        """Every NeuronCore its containers hold (see :meth:`container_cores`); ``None`` without a catalog type."""
+        held: set[int] = set()
+        for container in self.containers:
+            cores = self.container_cores(container)
+            if cores is None:
+                return None
+            held |= cores
+        return frozenset(held)
 
     @property
     def on_managed_instances(self) -> bool:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
+from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.rules import (
     CAPACITY_SIZE,
     DEPLOYMENT_STALLS,
@@ -20,6 +21,7 @@ from neuron_constructs.knowledge.rules import (
     DEVICE_TOPOLOGY,
     DUPLICATE_DEVICE,
     INF1_ON_MANAGED_INSTANCES,
+    LOGICAL_CORES,
     MEMORY_NEAR_INSTANCE_TOTAL,
     NO_DEVICES,
     NON_NEURON_MANAGED_INSTANCES,
@@ -108,9 +110,31 @@ def check_device_indices(path: str, instance: NeuronInstanceType, devices: Itera
     return chosen
 
 
+def check_core_indices(path: str, instance: NeuronInstanceType, lnc: int, cores: Iterable[int]) -> tuple[int, ...]:
+    """NEURON019: ``cores`` are distinct NeuronCores of ``instance`` at ``lnc`` (host numbering), at least one."""
+    total = instance.cores(lnc)
+    chosen = tuple(cores)
+    if not chosen or any(isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < total for c in chosen):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"cores={list(chosen)!r} but {instance.name} has NeuronCores 0-{total - 1}"
+            + (f" at LNC={lnc}" if len(instance.lnc_options) > 1 else ""),
+            cores=total,
+        )
+    if len(set(chosen)) != len(chosen):
+        raise SLICE_RUNTIME_VARIABLE.error(path, f"cores={list(chosen)} names a core twice", cores=total)
+    if max(chosen) - min(chosen) + 1 != len(chosen):
+        raise SLICE_RUNTIME_VARIABLE.error(
+            path,
+            f"cores={sorted(chosen)} is not a contiguous range, which NEURON_RT_VISIBLE_CORES must name",
+            cores=total,
+        )
+    return chosen
+
+
 def device_topology_warning(path: str, instance: NeuronInstanceType, devices: Sequence[int]) -> str | None:
     """NEURON101: the warning text for a set the topology rules never hand out, else ``None``."""
-    if instance.topology is DeviceTopology.UNPUBLISHED or instance.is_valid_device_set(devices):
+    if instance.is_valid_device_set(devices):
         return None
     count = len(devices)
     if instance.topology is DeviceTopology.TORUS_2D:
@@ -173,10 +197,43 @@ def check_slice_size(path: str, instance: NeuronInstanceType, devices_per_task: 
             path,
             f"devices_per_task={devices_per_task!r} does not cut the {instance.chips} chips of {instance.name} "
             "into equal slices its topology allows",
+            size_name="devices_per_task",
             allowed=list(allowed),
             instance_type=instance.name,
         )
     return instance.chips // devices_per_task
+
+
+def check_core_slice_size(path: str, instance: NeuronInstanceType, cores_per_task: int, lnc: int) -> int:
+    """NEURON016: the number of slices ``cores_per_task`` cuts ``instance`` into at ``lnc``: it must divide a
+    chip's (logical) cores, so that every slice stays on one chip and every core is used."""
+    per_chip = instance.cores_per_chip(lnc)
+    allowed = [k for k in range(1, per_chip + 1) if per_chip % k == 0]
+    if cores_per_task not in allowed:
+        raise SLICE_SIZE.error(
+            path,
+            f"cores_per_task={cores_per_task!r} does not cut the {per_chip} NeuronCores of a {instance.name} chip"
+            + (f" at LNC={lnc}" if len(instance.lnc_options) > 1 else "")
+            + " into equal slices",
+            size_name="cores_per_task",
+            allowed=allowed,
+            instance_type=instance.name,
+        )
+    return instance.cores(lnc) // cores_per_task
+
+
+def check_lnc(path: str, instance: NeuronInstanceType, lnc: int | None) -> int:
+    """NEURON064: ``lnc`` (``None``: the type's default) is a setting ``instance``'s chips take; returns it."""
+    if lnc is None:
+        return instance.default_lnc
+    if isinstance(lnc, bool) or lnc not in instance.lnc_options:
+        only = (
+            f"{instance.name} takes LNC {' or '.join(map(str, instance.lnc_options))}"
+            if len(instance.lnc_options) > 1
+            else f"only Trainium2 takes a logical NeuronCore setting; {instance.name} has one, 1"
+        )
+        raise LOGICAL_CORES.error(path, f"lnc={lnc!r}: {only}")
+    return lnc
 
 
 def check_slice_capacity(path: str, instances: int, max_capacity: int, capacity: str) -> None:
@@ -220,28 +277,24 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
         )
 
 
-def parse_cores(text: str) -> set[int] | None:
-    """The NeuronCores ``NEURON_RT_VISIBLE_CORES`` names (``"0-3,8"``), or ``None`` when it is not such a list."""
-    cores: set[int] = set()
-    for part in text.split(","):
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
-        if not match:
-            return None
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        cores.update(range(first, last + 1))
-    return cores
+def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:
+    """The logical-core setting a container runs with: its ``NEURON_LOGICAL_NC_CONFIG`` where that is one the type
+    takes, else the type's default (2 on Trainium2, else 1)."""
+    stated = str(environment.get(LOGICAL_CORE_VARIABLE, ""))
+    return int(stated) if stated.isdigit() and int(stated) in instance.lnc_options else instance.default_lnc
 
 
 def check_runtime_cores(
     path: str, environment: Mapping[str, str], instance: NeuronInstanceType, devices: Iterable[int]
 ) -> None:
     """NEURON019 for one container per instance: ``NEURON_RT_VISIBLE_CORES`` only names cores of the mapped devices
-    (host numbering), ``NEURON_RT_NUM_CORES`` from 1 to their count."""
-    per_chip = instance.neuron_cores_per_chip
+    (host numbering, logical cores at the environment's ``NEURON_LOGICAL_NC_CONFIG``), ``NEURON_RT_NUM_CORES`` from 1
+    to their count."""
+    per_chip = instance.cores_per_chip(environment_lnc(instance, environment))
     held = {d * per_chip + k for d in devices for k in range(per_chip)}
     visible = environment.get("NEURON_RT_VISIBLE_CORES")
     if visible is not None:
-        cores = parse_cores(visible)
+        cores = parse_core_list(visible)
         if cores is None or not cores <= held:
             raise SLICE_RUNTIME_VARIABLE.error(
                 path,

@@ -24,6 +24,7 @@ from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
 
 __all__ = [
     "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
@@ -255,6 +256,10 @@ class AutoScalingCapacity(Construct):
     ``logs:*`` and ``ecr:GetAuthorizationToken`` on ``*``) through the Auto Scaling group; the group
     therefore sees the role as immutable. Grant the instances more through ``role``.
 
+    Logical NeuronCores (``lnc``, Trainium2 only, NEURON064): the user data writes
+    ``NEURON_LOGICAL_NC_CONFIG=<lnc>`` to ``/opt/aws/neuron/logical_nc_config``, the instance-wide setting the Neuron
+    runtime reads (Neuron EKS prerequisites write it the same way); tasks on the group must run at the same setting.
+
     Spot (``spot=True``): the launch template requests Spot Instances, the group rebalances capacity
     ahead of interruptions, and the ECS agent drains an instance on its interruption notice
     (``ECS_ENABLE_SPOT_INSTANCE_DRAINING``). A :class:`CapacityReservation` launches the group into an
@@ -305,9 +310,14 @@ class AutoScalingCapacity(Construct):
         neuron: NeuronInstanceType | None,
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
+        lnc: int | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         inputs.check_capacity_size(path, min_capacity, max_capacity)
+        if neuron is not None and lnc is not None:
+            inputs.check_lnc(path, neuron, lnc)
+        if spot and neuron is not None and not neuron.spot:
+            raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
         if spot and capacity_reservation is not None:
             raise rules.SPOT_WITH_RESERVATION.error(path, f"spot=True with the {capacity_reservation.describe()}")
         block = capacity_reservation is not None and capacity_reservation.kind == "capacity-block"
@@ -329,6 +339,8 @@ class AutoScalingCapacity(Construct):
         self.max_capacity = max_capacity
         self.spot = spot
         self.capacity_reservation = capacity_reservation
+        self.lnc: int | None = lnc
+        """The logical-core setting written to the instances (``None``: the runtime's default for the type)."""
         self.services: list[Construct] = []
         self.sliced_by: Construct | None = None
         self.instance_type = ec2.InstanceType(instance_type)
@@ -351,6 +363,16 @@ class AutoScalingCapacity(Construct):
         settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
+        if lnc is not None:
+            # The instance-wide default the Neuron runtime reads, as the Neuron EKS launch templates write it.
+            user_data.add_commands(
+                f"mkdir -p {LNC_FILE.rsplit('/', 1)[0]}", f"echo {LOGICAL_CORE_VARIABLE}={lnc} > {LNC_FILE}"
+            )
+        if neuron is not None and not neuron.supported_by_current_neuron_sdk:
+            Validations.of(self).add_warning(
+                rules.INF1_OUT_OF_SUPPORT.warning_id,
+                rules.INF1_OUT_OF_SUPPORT.message(construct_path(self), f"an Auto Scaling group of {neuron.name}"),
+            )
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",

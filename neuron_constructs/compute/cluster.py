@@ -364,6 +364,7 @@ class NeuronCluster(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
+        lnc: int | None = None,
     ) -> AutoScalingCapacity:
         """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
 
@@ -390,6 +391,12 @@ class NeuronCluster(Construct):
             An On-Demand Capacity Reservation (``CapacityReservation.on_demand``,
             ``.on_demand_group``) or an EC2 Capacity Block for ML (``.capacity_block``; trn1.32xlarge and
             trn2.48xlarge only, NEURON038); not with ``spot`` (NEURON037).
+        lnc
+            Trainium2 only (NEURON064): physical NeuronCores per logical core on every instance, 1 or 2, written
+            to ``/opt/aws/neuron/logical_nc_config``; default ``None``, the runtime's default (2). Tasks, fleets and
+            sliced services on the group must pass the same ``lnc``.
+
+        An Inf1 type warns (NEURON113): current Neuron SDK releases no longer support Inf1.
         """
         path = f"{construct_path(self)}/{id}"
         neuron = instance_type_at(path, instance_type)
@@ -412,6 +419,7 @@ class NeuronCluster(Construct):
             neuron=neuron,
             spot=spot,
             capacity_reservation=capacity_reservation,
+            lnc=lnc,
         )
         if machine_image is not None:
             _check_machine_image(capacity, neuron, machine_image)
@@ -433,6 +441,7 @@ class NeuronCluster(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
+        lnc: int | None = None,
     ) -> AutoScalingCapacity:
         """Add an Auto Scaling group of a non-Neuron type on the standard ECS AL2023 AMI; returns it.
 

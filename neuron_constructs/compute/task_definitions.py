@@ -55,6 +55,13 @@ from neuron_constructs.compute.model_sources import (
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
+from neuron_constructs.knowledge.cores import (
+    LOGICAL_CORE_VARIABLE,
+    VISIBLE_CORES_VARIABLE,
+    cores_of_devices,
+    devices_of_cores,
+    format_core_list,
+)
 from neuron_constructs.knowledge.devices import format_device_paths
 
 __all__ = [
@@ -456,10 +463,20 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
     instance_type
         A catalog Neuron type (name or entry); the task runs only there.
     devices
-        Chip indices to map; default every chip of the type. Indices out
-        of range or repeated are refused; sets the Neuron topology would never
+        Chip indices to map; default every chip of the type (or, with ``cores``, the chips holding them).
+        Indices out of range or repeated are refused; sets the Neuron topology would never
         hand out (non-contiguous on inf1/inf2, other than 1/4/8/16 on
-        trn1/trn1n 32xlarge) give warning ``neuron-constructs:NEURON101``.
+        the 16-chip trn1/trn1n/trn2 torus) give warning ``neuron-constructs:NEURON101``.
+    cores
+        NeuronCores the task holds (host numbering, logical cores at ``lnc``), when it holds fewer than every
+        core of its devices: each Neuron container gets ``NEURON_RT_VISIBLE_CORES`` naming those on its
+        devices, so tasks on one instance share a chip without sharing a core (a NeuronCore belongs to one
+        process). Default ``None``: the runtime takes every core of the mapped devices. Cores beyond the
+        devices are refused (NEURON019).
+    lnc
+        Trainium2 only: physical NeuronCores per logical core, 1 or 2 (NEURON064); set as
+        ``NEURON_LOGICAL_NC_CONFIG`` on every Neuron container. Default ``None``: the runtime's default (2 on
+        Trainium2), which core numbers then count in.
     cpu, memory_mib
         Task size (CPU units 128 to 196,608; MiB, at least 6); refused beyond
         the instance (NEURON012), warned within 10 % of its memory (NEURON103).
@@ -482,6 +499,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         *,
         instance_type: str | NeuronInstanceType,
         devices: Iterable[int] | None = None,
+        cores: Iterable[int] | None = None,
+        lnc: int | None = None,
         cpu: int | None = None,
         memory_mib: int | None = None,
         compatibility: ecs.Compatibility = ecs.Compatibility.EC2,
@@ -519,10 +538,28 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 f"network_mode={network_mode.value} (Managed Instances take AWS_VPC or HOST)",
                 field="network_mode",
             )
-        self.devices: tuple[int, ...] = inputs.check_device_indices(
-            path, instance, range(instance.chips) if devices is None else devices
-        )
+        self.lnc: int = inputs.check_lnc(path, instance, lnc)
+        """Physical NeuronCores per logical core the task runs with (the type's default unless ``lnc`` was given)."""
+        self._lnc_given = lnc is not None
+        per_chip = instance.cores_per_chip(self.lnc)
+        chosen_cores = inputs.check_core_indices(path, instance, self.lnc, cores) if cores is not None else None
+        if devices is None:
+            devices = (
+                range(instance.chips) if chosen_cores is None else sorted(devices_of_cores(chosen_cores, per_chip))
+            )
+        self.devices: tuple[int, ...] = inputs.check_device_indices(path, instance, devices)
         """Chip indices this task maps."""
+        held = cores_of_devices(self.devices, per_chip)
+        if chosen_cores is not None and not set(chosen_cores) <= held:
+            raise rules.SLICE_RUNTIME_VARIABLE.error(
+                path,
+                f"cores={format_core_list(chosen_cores)} but the devices {list(self.devices)} hold cores "
+                f"{format_core_list(held)}",
+                cores=len(held),
+            )
+        self.cores: tuple[int, ...] = tuple(sorted(held if chosen_cores is None else chosen_cores))
+        """NeuronCores this task holds (host numbering, at :attr:`lnc`)."""
+        self._cores_given = chosen_cores is not None
         topology_warning = inputs.device_topology_warning(path, instance, self.devices)
         memory_warning = inputs.check_task_size(path, instance, cpu, memory_mib)
         self._mapped: dict[int, str] = {}
@@ -559,6 +596,11 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         return tuple(f"/dev/neuron{i}" for i in self.devices)
 
     @property
+    def names_cores(self) -> bool:
+        """Whether the task holds chosen cores (``cores=``) rather than every core of its devices."""
+        return self._cores_given
+
+    @property
     def cpu(self) -> int | None:
         """Task CPU units, if set."""
         return self._cpu
@@ -576,6 +618,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             "allocation": "manual",
             "instanceType": self.instance_type.name,
             "devices": list(self.devices),
+            **({"cores": format_core_list(self.cores)} if self._cores_given else {}),
+            **({"lnc": self.lnc} if self._lnc_given else {}),
             **({"fleet": self.fleet} if self.fleet else {}),
             **super()._intent(),
         }
@@ -634,13 +678,50 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ]
         )
         linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
-        container = self._add(id, image, {**options, "linux_parameters": linux_parameters})
+        environment = self._runtime_environment(path, chosen, options.get("environment"))
+        container = self._add(
+            id,
+            image,
+            {**options, "linux_parameters": linux_parameters, **({"environment": environment} if environment else {})},
+        )
         self._mapped.update({i: id for i in chosen})
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container
+
+    def _runtime_environment(
+        self, path: str, devices: Sequence[int], environment: Mapping[str, str] | None
+    ) -> dict[str, str] | None:
+        """The container's environment with ``NEURON_RT_VISIBLE_CORES`` (when the task holds chosen cores) and
+        ``NEURON_LOGICAL_NC_CONFIG`` (when ``lnc`` was given); NEURON019/064 where the given environment says
+        otherwise."""
+        given = dict(environment or {})
+        if self._cores_given:
+            mine = set(self.cores) & cores_of_devices(devices, self.instance_type.cores_per_chip(self.lnc))
+            if VISIBLE_CORES_VARIABLE in given:
+                raise rules.SLICE_RUNTIME_VARIABLE.error(
+                    path,
+                    f"{VISIBLE_CORES_VARIABLE}={given[VISIBLE_CORES_VARIABLE]} is set by hand, but the task holds "
+                    f"cores {format_core_list(self.cores)} and names them itself",
+                    cores=len(self.cores),
+                )
+            if not mine:
+                raise rules.SLICE_RUNTIME_VARIABLE.error(
+                    path,
+                    f"devices {list(devices)} hold none of the task's cores {format_core_list(self.cores)}",
+                    cores=len(self.cores),
+                )
+            given[VISIBLE_CORES_VARIABLE] = format_core_list(mine)
+        if self._lnc_given:
+            stated = given.get(LOGICAL_CORE_VARIABLE)
+            if stated is not None and stated != str(self.lnc):
+                raise rules.LOGICAL_CORES.error(
+                    path, f"{LOGICAL_CORE_VARIABLE}={stated} but the task definition has lnc={self.lnc}"
+                )
+            given[LOGICAL_CORE_VARIABLE] = str(self.lnc)
+        return given or None
 
 
 def _copy_linux_parameters(scope: Construct, id: str, given: ecs.LinuxParameters | None) -> ecs.LinuxParameters:

@@ -25,7 +25,23 @@ Sources
   ``deploy/infrastructure/scheduler.rst``): inf1/inf2 chips form a ring and a
   container gets contiguous devices; trn1/trn1n 32xlarge chips form a 2D torus
   and a container takes 1, 4, 8 or 16 devices; one device or all devices is
-  always valid.
+  always valid. trn2: "In a trn2.48xlarge or trn2u.48xlarge instance, 16 Trainium2 chips are connected using a
+  4x4, 2D Torus topology" (Neuron trn2-arch), and the Neuron DRA driver allocates "subsets of 1, 4, 8, or 16
+  connected Neuron devices" (aws-neuron-sdk ``deploy/eks/dra.rst``; its diagram groups 4 as rows 0-3, 4-7, 8-11,
+  12-15 and 8 as rows 0-7, 8-15, the same sets as the trn1 scheduler's).
+* trn2.3xlarge (12 vCPUs, 128 GiB, one Trainium2, EFA on its one network card, 200 Gbps) and trn2u.48xlarge
+  (192 vCPUs, 2,048 GiB, 16 network cards of 200 Gbps, no Spot): the EC2 page "Specifications for Amazon EC2
+  accelerated computing instances"; a Trn2 UltraServer "comprises four trn2u.48xlarge instances" (Neuron
+  trn2-arch). The library provisions trn2u.48xlarge as single instances; it does not build UltraServers (their
+  capacity comes from UltraServer Capacity Blocks), nor the NeuronLink between the four.
+* Logical NeuronCores: "LNC can only be set to 1 or 2 ... On Trn2, each chip has 8 physical NeuronCores. With
+  LNC=2 (default), these are grouped into 4 Logical NeuronCores"; "On trn1, only lnc=1 is supported" (Neuron
+  logical-neuroncore-config, compiler error EARG001). Trainium3 (8 NeuronCore-v4 and 144 GiB per chip) has no
+  public per-instance table yet, so no trn3 type is in the catalog (docs: catalog, "Known unknowns").
+* Inf1: Neuron runtime 2.21 "Removed INF1 Support from Runtime library"; the last Inf1 container images are
+  Neuron SDK 2.20.2's (aws-neuron/deep-learning-containers README, ``pytorch-inference-neuron``), and from 2.27
+  "Neuron no longer supports Inf1 virtual environments and AMIs" (Neuron announcement
+  announce-eos-inf1-virtual-environments).
 
 A figure with no public source is ``None`` rather than a guess.
 """
@@ -62,9 +78,7 @@ class DeviceTopology(Enum):
     RING = "ring"
     """inf1/inf2: chips form a ring; a container takes contiguous devices."""
     TORUS_2D = "2d-torus"
-    """trn1/trn1n 32xlarge: a 2D torus; a container takes 1, 4, 8 or 16 devices."""
-    UNPUBLISHED = "unpublished"
-    """No public allocation rule (trn2): only one device or all devices are known-good."""
+    """trn1/trn1n/trn2 with 16 chips: a 4x4 2D torus; a container takes 1, 4, 8 or 16 devices."""
 
 
 # Per-chip facts by accelerator: (NeuronCores per chip, accelerator GiB per chip).
@@ -76,6 +90,7 @@ _PER_CHIP: dict[Accelerator, tuple[int, int]] = {
 }
 
 _TORUS_DEVICE_COUNTS = (1, 4, 8, 16)
+_LNC_OPTIONS: dict[Accelerator, tuple[int, ...]] = {"trainium2": (1, 2)}
 _CAPACITY_BLOCK_TYPES = frozenset({"trn1.32xlarge", "trn2.48xlarge"})
 
 SCHEDULABLE_MEMORY_FRACTION = 0.9
@@ -105,11 +120,15 @@ class NeuronInstanceType:
     """Network cards (an EFA interface each on the multi-card types); ``None`` where unknown."""
     efa_gbps: int | None = None
     """EFA bandwidth, Gbps; 0 without EFA, ``None`` where no public figure is known."""
+    spot: bool = True
+    """Whether EC2 offers the type as Spot (trn2u.48xlarge: no)."""
+    ultraserver_nodes: int | None = None
+    """Instances of this type that form one UltraServer (trn2u.48xlarge: 4); ``None`` for a standalone type."""
 
     @property
     def supports_multi_node(self) -> bool:
-        """Whether Neuron collectives can span instances of this type: it has EFA (trn1.32xlarge, trn1n.32xlarge,
-        trn2.48xlarge)."""
+        """Whether Neuron collectives can span instances of this type: it has EFA (trn1.32xlarge, trn1n.32xlarge and
+        the trn2 types)."""
         return bool(self.efa_interfaces)
 
     @property
@@ -129,8 +148,31 @@ class NeuronInstanceType:
 
     @property
     def neuron_cores(self) -> int:
-        """NeuronCores on the whole instance."""
+        """Physical NeuronCores on the whole instance."""
         return self.chips * self.neuron_cores_per_chip
+
+    @property
+    def lnc_options(self) -> tuple[int, ...]:
+        """The logical-core settings (``NEURON_LOGICAL_NC_CONFIG``) the chip takes: 1 or 2 on Trainium2, else 1."""
+        return _LNC_OPTIONS.get(self.accelerator, (1,))
+
+    @property
+    def default_lnc(self) -> int:
+        """The logical-core setting the Neuron runtime uses unless told: 2 on Trainium2, else 1."""
+        return 2 if self.accelerator == "trainium2" else 1
+
+    def cores_per_chip(self, lnc: int | None = None) -> int:
+        """(Logical) NeuronCores per chip at ``lnc`` (default :attr:`default_lnc`): what the runtime numbers."""
+        return self.neuron_cores_per_chip // (self.default_lnc if lnc is None else lnc)
+
+    def cores(self, lnc: int | None = None) -> int:
+        """(Logical) NeuronCores on the instance at ``lnc``: the most one-core models it runs at once."""
+        return self.chips * self.cores_per_chip(lnc)
+
+    @property
+    def supported_by_current_neuron_sdk(self) -> bool:
+        """False for inf1: the Neuron runtime dropped Inf1 in 2.21; its last container images are SDK 2.20.2's."""
+        return self.accelerator != "inferentia"
 
     @property
     def supports_managed_instances(self) -> bool:
@@ -164,18 +206,15 @@ class NeuronInstanceType:
             return DeviceTopology.SINGLE
         if self.accelerator in ("inferentia", "inferentia2"):
             return DeviceTopology.RING
-        if self.accelerator == "trainium":
-            return DeviceTopology.TORUS_2D
-        return DeviceTopology.UNPUBLISHED
+        return DeviceTopology.TORUS_2D
 
     def is_valid_device_set(self, devices: Sequence[int]) -> bool:
         """Whether the Neuron topology rules would hand out exactly these chips.
 
         Indices must already be in range and distinct. One device or every
         device is always valid; a ring wants contiguous indices; a 2D torus
-        wants 1, 4, 8 or 16 devices (taken contiguously, as the scheduler
-        extension hands them out); trn2 has no published rule, so
-        only those two always-valid sets count as valid.
+        wants 1, 4, 8 or 16 devices, taken contiguously, as the scheduler
+        extension and the Neuron DRA driver hand them out.
         """
         count = len(devices)
         if count in (1, self.chips):
@@ -184,21 +223,18 @@ class NeuronInstanceType:
         contiguous = ordered == list(range(ordered[0], ordered[0] + count))
         if self.topology is DeviceTopology.RING:
             return contiguous
-        if self.topology is DeviceTopology.TORUS_2D:
-            return contiguous and count in _TORUS_DEVICE_COUNTS
-        return False
+        return contiguous and count in _TORUS_DEVICE_COUNTS
 
     def copy_sizes(self) -> tuple[int, ...]:
         """Every ``devices_per_task`` one copy of a model on a fleet may hold: the sizes of contiguous device sets
-        the topology allows (any on a ring, 1/4/8/16 on the trn1/trn1n torus, 1 or every chip on trn2)."""
+        the topology allows (any on a ring, 1/4/8/16 on the 16-chip torus)."""
         return tuple(k for k in range(1, self.chips + 1) if self.is_valid_device_set(range(k)))
 
     def slice_sizes(self) -> tuple[int, ...]:
         """Every ``devices_per_task`` that cuts the chips into equal contiguous slices the topology allows.
 
         ``k`` qualifies when it divides ``chips`` and every slice ``[i*k, (i+1)*k)`` is a
-        valid device set: any divisor on a ring (inf1/inf2), 1/4/8/16 on the trn1/trn1n torus,
-        only 1 or every chip where no rule is published (trn2).
+        valid device set: any divisor on a ring (inf1/inf2), 1/4/8/16 on the trn1/trn1n/trn2 torus.
         """
         return tuple(
             k
@@ -219,6 +255,9 @@ class NeuronInstanceType:
             "accelerator": self.accelerator,
             "neuron_cores": self.neuron_cores,
             "neuron_cores_per_chip": self.neuron_cores_per_chip,
+            "lnc_options": list(self.lnc_options),
+            "default_lnc": self.default_lnc,
+            "logical_neuron_cores": self.cores(),
             "accelerator_memory_gib_per_chip": self.accelerator_memory_gib_per_chip,
             "efa_interfaces": self.efa_interfaces,
             "network_cards": self.network_cards,
@@ -226,6 +265,9 @@ class NeuronInstanceType:
             "multi_node": self.supports_multi_node,
             "topology": self.topology.value,
             "supports_managed_instances": self.supports_managed_instances,
+            "supported_by_current_neuron_sdk": self.supported_by_current_neuron_sdk,
+            "spot": self.spot,
+            "ultraserver_nodes": self.ultraserver_nodes,
             "slice_sizes": list(self.slice_sizes()),
         }
 
@@ -302,6 +344,9 @@ def _entry(
     efa: int | None,
     network_cards: int | None = 1,
     efa_gbps: int | None = None,
+    *,
+    spot: bool = True,
+    ultraserver_nodes: int | None = None,
 ) -> NeuronInstanceType:
     return NeuronInstanceType(
         name=name,
@@ -313,6 +358,8 @@ def _entry(
         efa_interfaces=efa,
         network_cards=network_cards,
         efa_gbps=0 if efa == 0 else efa_gbps,
+        spot=spot,
+        ultraserver_nodes=ultraserver_nodes,
     )
 
 
@@ -328,7 +375,20 @@ _CATALOG: tuple[NeuronInstanceType, ...] = (
     _entry("trn1.2xlarge", 8, 32, 1, "trainium", 0),
     _entry("trn1.32xlarge", 128, 512, 16, "trainium", 8, network_cards=8, efa_gbps=800),
     _entry("trn1n.32xlarge", 128, 512, 16, "trainium", 16, network_cards=16, efa_gbps=1600),
+    _entry("trn2.3xlarge", 12, 128, 1, "trainium2", 1, network_cards=1, efa_gbps=200),
     _entry("trn2.48xlarge", 192, 2048, 16, "trainium2", 16, network_cards=16, efa_gbps=3200),
+    _entry(
+        "trn2u.48xlarge",
+        192,
+        2048,
+        16,
+        "trainium2",
+        16,
+        network_cards=16,
+        efa_gbps=3200,
+        spot=False,
+        ultraserver_nodes=4,
+    ),
 )
 
 _BY_NAME: dict[str, NeuronInstanceType] = {e.name: e for e in _CATALOG}

@@ -202,10 +202,10 @@ AMBIGUOUS_CAPACITY = Rule(
 SLICE_SIZE = Rule(
     "NEURON016",
     "devices_per_task that does not slice the instance",
-    "a sliced service cuts an instance's chips into equal contiguous slices the Neuron topology hands out: "
-    "contiguous devices on inf1/inf2, 1, 4, 8 or 16 on trn1/trn1n 32xlarge, one or every device where no rule "
-    "is published (trn2)",
-    "use devices_per_task in {allowed} for {instance_type}",
+    "a sliced service cuts an instance into equal contiguous slices the Neuron topology hands out: contiguous "
+    "devices on inf1/inf2, 1, 4, 8 or 16 devices on the trn1/trn1n/trn2 16-chip torus, or NeuronCores that divide "
+    "one chip's",
+    "use {size_name} in {allowed} for {instance_type}",
     NEURON_SCHEDULER,
 )
 SLICES_EXCEED_CAPACITY = Rule(
@@ -269,12 +269,14 @@ COPIES_SHARE_INSTANCE = Rule(
 )
 SHARED_DEVICE = Rule(
     "NEURON023",
-    "Two services hold one device",
-    "ECS tracks NeuronDevice allocations but not linuxParameters.devices, so services that can share an "
-    "instance must map disjoint /dev/neuronN devices, and a manual mapping must not share a Managed Instances "
+    "Two services hold one NeuronCore",
+    "ECS tracks NeuronDevice allocations but not linuxParameters.devices, and a NeuronCore belongs to one process, "
+    "so services that can share an instance must hold disjoint NeuronCores: disjoint /dev/neuronN devices, or "
+    "disjoint NEURON_RT_VISIBLE_CORES on a shared device; a manual mapping must not share a Managed Instances "
     "capacity with managed allocation",
-    "give {other} devices disjoint from {first}'s (SlicedNeuronService does), or run it on another capacity",
-    ECS_NEURON_PAGE,
+    "give {other} devices or NEURON_RT_VISIBLE_CORES disjoint from {first}'s (NeuronFleet and SlicedNeuronService "
+    "do), or run it on another capacity",
+    f"{ECS_NEURON_PAGE}; aws-neuron-sdk issue #441 (one process per NeuronCore)",
     checked="both",
 )
 CONTAINERS_EXCEED_TASK = Rule(
@@ -479,12 +481,42 @@ UNKNOWN_VPC_RANGE = Rule(
 FLEET_FULL = Rule(
     "NEURON046",
     "Model that does not fit what is left of its fleet",
-    "each copy of a model on a fleet holds a contiguous device set the topology allows (inf1/inf2: contiguous; "
-    "trn1/trn1n 32xlarge: 1, 4, 8 or 16 contiguous) that no other copy holds, and its share of the instance's CPU "
-    "units and schedulable memory",
-    "fit the model in what is left ({free}): fewer copies or devices_per_task, a smaller task_cpu or "
-    "task_memory_mib, or a fleet of its own",
+    "each copy of a model on a fleet holds NeuronCores no other copy holds - a contiguous device set the topology "
+    "allows (inf1/inf2: contiguous; the trn1/trn1n/trn2 torus: 1, 4, 8 or 16 contiguous), or contiguous "
+    "NeuronCores of one chip - and its share of the instance's CPU units and schedulable memory",
+    "fit the model in what is left ({free}): fewer copies, fewer devices_per_task or cores_per_task, a smaller "
+    "task_cpu or task_memory_mib, or a fleet of its own",
     NEURON_SCHEDULER,
+)
+
+CORE_SLICE = Rule(
+    "NEURON063",
+    "Copy size the Neuron runtime cannot be given",
+    "a copy holds whole chips (devices_per_task) or contiguous NeuronCores of one chip (cores_per_task, given to "
+    "the runtime as NEURON_RT_VISIBLE_CORES in the host's numbering), never both; a chip holds {per_chip} "
+    "NeuronCores",
+    "pass exactly one of devices_per_task and cores_per_task, cores_per_task from 1 to {per_chip} (more is "
+    "devices_per_task=cores/{per_chip})",
+    "Neuron runtime configuration (NEURON_RT_VISIBLE_CORES); Neuron Kubernetes device plugin "
+    "(aws.amazon.com/neuroncore)",
+)
+LOGICAL_CORES = Rule(
+    "NEURON064",
+    "Logical NeuronCore setting the chip or its capacity does not take",
+    "only Trainium2 groups physical NeuronCores into logical ones (NEURON_LOGICAL_NC_CONFIG 1 or 2, default 2), "
+    "the setting must match the compiler's --lnc, and the core numbers a task names count logical cores of its "
+    "instance's setting",
+    "pass lnc= (1 or 2) only for trn2 types, give a task the capacity's setting, and compile its model with the "
+    "same --lnc",
+    "Neuron docs: logical NeuronCore configuration",
+    checked="both",
+)
+NO_SPOT = Rule(
+    "NEURON065",
+    "Spot for a type EC2 does not sell as Spot",
+    "EC2 offers trn2u.48xlarge, the Trn2 UltraServer node, without Spot",
+    "drop spot=True for {instance_type}, or buy it On-Demand, with a Capacity Reservation or a Capacity Block",
+    "EC2 guide: specifications for accelerated computing instances (Trn2u: Spot support no)",
 )
 
 S3_LOCATION = Rule(
@@ -499,8 +531,9 @@ S3_LOCATION = Rule(
 MULTI_NODE_WITHOUT_EFA = Rule(
     "NEURON048",
     "Multi-node training on a type without EFA",
-    "Neuron collectives span instances over EFA, which trn1.32xlarge (8 interfaces), trn1n.32xlarge (16) and "
-    'trn2.48xlarge (16) have; "EFA is currently not available on the smaller instances sizes"',
+    "Neuron collectives span instances over EFA, which trn1.32xlarge (8 interfaces), trn1n.32xlarge (16), "
+    'trn2.3xlarge (1), trn2.48xlarge and trn2u.48xlarge (16) have; "EFA is currently not available on the smaller '
+    'instances sizes" of Trn1',
     "train across nodes on {multi_node}, or pass nodes=1",
     "Neuron docs: How to prepare trn1.32xlarge for multi-node execution",
 )
@@ -735,6 +768,18 @@ SHORT_GRACE_PERIOD = Rule(
     "ECS API reference: healthCheckGracePeriodSeconds; aws-neuron-sdk: DLC quickstart, NxD Inference vLLM guide",
     severity="warning",
 )
+INF1_OUT_OF_SUPPORT = Rule(
+    "NEURON113",
+    "Inf1 on Neuron SDK releases that no longer support it",
+    "the Neuron runtime dropped Inf1 in 2.21 (the last Inf1 container images are Neuron SDK 2.20.2's), Neuron no "
+    "longer supports Inf1 environments and AMIs from 2.27, and Neuron driver 2.24 is the last for Inf1",
+    "run images of Neuron SDK 2.20.2 or earlier on Inf1 (public.ecr.aws/neuron/pytorch-inference-neuron:"
+    "1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04), check the Neuron AMI's driver still loads on Inf1, or move the "
+    "model to Inf2; acknowledge this warning id once you have",
+    "Neuron runtime release notes 2.21.0; Neuron announcements: end of support for Inf1 virtual environments and "
+    "AMIs, Neuron driver support for Inf1",
+    severity="warning",
+)
 EVERY_REPLICA_STOPS = Rule(
     "NEURON112",
     "Deployment that stops every replica",
@@ -809,6 +854,9 @@ RULES: tuple[Rule, ...] = (
     HEALTH_CHECK_PATH,
     TRAINING_PUBLIC_SUBNET,
     UNGRANTED_ECR_IMAGE,
+    CORE_SLICE,
+    LOGICAL_CORES,
+    NO_SPOT,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -821,6 +869,7 @@ RULES: tuple[Rule, ...] = (
     METADATA_REACHABLE,
     SHORT_GRACE_PERIOD,
     EVERY_REPLICA_STOPS,
+    INF1_OUT_OF_SUPPORT,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

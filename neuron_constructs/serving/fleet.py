@@ -45,7 +45,8 @@ from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, Container
 from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition, task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
-from neuron_constructs.knowledge.devices import format_index_runs
+from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE
+from neuron_constructs.knowledge.packing import InstancePlan, Placement
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
@@ -137,7 +138,9 @@ class FleetModel(Construct, ListenerTarget):
         *,
         cluster: NeuronCluster,
         instance_type: NeuronInstanceType,
-        device_ranges: Sequence[range],
+        placements: Sequence[Placement],
+        lnc: int,
+        lnc_given: bool,
         task_cpu: int,
         task_memory_mib: int,
         image: ecs.ContainerImage,
@@ -151,17 +154,27 @@ class FleetModel(Construct, ListenerTarget):
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         self.instance_type = instance = instance_type
-        self.device_ranges = list(device_ranges)
-        self.devices_per_task = devices_per_task = len(self.device_ranges[0])
+        self.placements = list(placements)
+        self.device_ranges = [p.devices for p in self.placements]
+        self.core_ranges = [p.cores for p in self.placements]
+        self.lnc = lnc
+        whole_chips = self.placements[0].whole_chips
+        self.devices_per_task: int | None = len(self.device_ranges[0]) if whole_chips else None
+        self.cores_per_task: int = len(self.core_ranges[0])
         container_options: dict[str, Any] = {k: v for k, v in options.items() if k not in _MODEL_ONLY_OPTIONS}
-        self.copies = len(self.device_ranges)
+        self.copies = len(self.placements)
         self.instances = instances
         self.cpu, self.memory_mib = task_cpu, task_memory_mib
         environment = container_options.get("environment") or {}
         for variable in _RUNTIME_VARIABLES:
             if is_token(environment.get(variable)):
                 raise rules.TOKEN_NOT_LITERAL.error(path, f"environment {variable} is a CDK token", name=variable)
-        inputs.check_slice_environment(path, environment, devices_per_task * instance.neuron_cores_per_chip)
+        inputs.check_slice_environment(path, environment, self.cores_per_task)
+        stated = environment.get(LOGICAL_CORE_VARIABLE)
+        if stated is not None and stated != str(lnc):
+            raise rules.LOGICAL_CORES.error(
+                path, f"environment {LOGICAL_CORE_VARIABLE}={stated} but the copies are planned at LNC={lnc}; pass lnc="
+            )
         inputs.check_slice_host_ports(
             path,
             str(network_mode.value).lower(),
@@ -190,12 +203,14 @@ class FleetModel(Construct, ListenerTarget):
         compliance.acknowledge_execution_role(self)
 
         self.task_definitions: list[ManualNeuronTaskDefinition] = []
-        for index, devices in enumerate(self.device_ranges):
+        for index, placement in enumerate(self.placements):
             task_definition = ManualNeuronTaskDefinition(
                 self,
                 f"{copy_name}{index}",
                 instance_type=instance,
-                devices=devices,
+                devices=placement.devices,
+                cores=None if placement.whole_chips else placement.cores,
+                lnc=lnc if lnc_given else None,
                 cpu=task_cpu,
                 memory_mib=task_memory_mib,
                 network_mode=network_mode,
@@ -400,10 +415,13 @@ class NeuronFleet(Construct):
         capacity: AutoScalingCapacity | ecs.AsgCapacityProvider | None = None,
         network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
         eni_trunking: bool = False,
+        lnc: int | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         check_same_environment(path, scope, cluster, what="the fleet", other_name=construct_path(cluster))
         self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
+        self.plan = InstancePlan(self.instance_type, inputs.check_lnc(path, self.instance_type, lnc))
+        self._lnc_given = lnc is not None
         self.capacity: AutoScalingCapacity = _capacity_of_type(path, cluster, self.instance_type, capacity)
         inputs.check_slice_capacity(path, instances, self.capacity.max_capacity, construct_path(self.capacity))
         super().__init__(scope, id)
@@ -415,12 +433,27 @@ class NeuronFleet(Construct):
         self.network_mode = network_mode
         self.eni_trunking = eni_trunking
         self.models: list[FleetModel] = []
-        self.free_devices: list[int] = list(range(self.instance_type.chips))
         self._cpu_left = self.instance_type.cpu_units
         self._memory_left = self.instance_type.schedulable_memory_mib
 
+    @property
+    def free_devices(self) -> list[int]:
+        """The chips none of whose NeuronCores a model holds yet."""
+        return self.plan.free_chips
+
+    @property
+    def free_cores(self) -> list[int]:
+        """The NeuronCores no model holds yet (host numbering, at the fleet's LNC)."""
+        return self.plan.free_cores
+
     @checked(
-        ranges={"devices_per_task": COUNT, "copies": Range(1), "task_cpu": Range(1), "task_memory_mib": Range(6)},
+        ranges={
+            "devices_per_task": COUNT,
+            "cores_per_task": COUNT,
+            "copies": Range(1),
+            "task_cpu": Range(1),
+            "task_memory_mib": Range(6),
+        },
         options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
     )
@@ -428,28 +461,52 @@ class NeuronFleet(Construct):
         self,
         id: str,
         *,
-        devices_per_task: int,
         image: ecs.ContainerImage,
+        devices_per_task: int | None = None,
+        cores_per_task: int | None = None,
         copies: int = 1,
         task_cpu: int | None = None,
         task_memory_mib: int | None = None,
         **options: Unpack[ModelOptions],
     ) -> FleetModel:
-        """Serve a model as ``copies`` copies of ``devices_per_task`` chips each, on devices no other model holds.
+        """Serve a model as ``copies`` copies, each on whole chips or on NeuronCores no other copy holds.
 
-        Each copy takes the lowest contiguous free range the topology allows (aligned ranges first: on the
-        trn1 torus 1, 4, 8 or 16 chips; on inf1/inf2 rings any contiguous run); refused, with the free devices
-        named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and ``task_memory_mib``
-        default to the copy's share of the instance (its chips / all chips, of the CPU units and the schedulable
-        memory); given ones must fit in what the models before left (NEURON046). ``options``: the container's options
-        and what every copy shares (:class:`ModelOptions`: roles, logs, networking, warm starts); the copies deploy
-        in two waves and serve as one logical service (attach it with ``attach_to_listener``).
+        Pass exactly one size (NEURON063):
+
+        * ``devices_per_task``: whole chips; each copy takes the lowest contiguous free range the topology allows
+          (aligned ranges first: 1, 4, 8 or 16 chips on the trn1/trn1n/trn2 torus, any run on the inf1/inf2 ring);
+        * ``cores_per_task``: 1 to a chip's NeuronCores (logical ones at the fleet's ``lnc`` on trn2); each copy
+          takes contiguous free cores of one chip, filling chips other copies already share first, maps that chip
+          and gets ``NEURON_RT_VISIBLE_CORES`` naming its cores in the host's numbering. A NeuronCore belongs to one
+          process (aws-neuron-sdk #441) and a process takes the cores that variable names (Neuron runtime
+          configuration), as the Kubernetes device plugin hands ``aws.amazon.com/neuroncore`` to containers that
+          share a device; so one model per core is the instance's limit (24 on inf2.48xlarge, 32 on trn1.32xlarge,
+          64 on inf1.24xlarge and on trn2.48xlarge at LNC=2).
+
+        Refused, with what is free named, when the copies do not fit in what is left (NEURON046). ``task_cpu`` and
+        ``task_memory_mib`` default to the copy's share of the instance (its cores / all cores, of the CPU units and
+        the schedulable memory); given ones must fit in what the models before left (NEURON046). ``options``: the
+        container's options and what every copy shares (:class:`ModelOptions`: roles, logs, networking, warm
+        starts); the copies deploy in two waves and serve as one logical service (attach it with
+        ``attach_to_listener``).
         """
         path = f"{construct_path(self)}/{id}"
         instance = self.instance_type
-        ranges = self._allocate(path, devices_per_task, copies)
-        share_cpu = instance.cpu_units * devices_per_task // instance.chips
-        share_memory = instance.schedulable_memory_mib * devices_per_task // instance.chips
+        if (devices_per_task is None) == (cores_per_task is None):
+            given = "both" if devices_per_task is not None else "neither"
+            raise rules.CORE_SLICE.error(
+                path,
+                f"{given} of devices_per_task and cores_per_task given",
+                per_chip=self.plan.cores_per_chip,
+            )
+        placements = (
+            self.plan.place_chips(path, devices_per_task, copies, commit=False)
+            if devices_per_task is not None
+            else self.plan.place_cores(path, cores_per_task or 0, copies, commit=False)
+        )
+        held = len(placements[0].cores)
+        share_cpu = instance.cpu_units * held // self.plan.cores
+        share_memory = instance.schedulable_memory_mib * held // self.plan.cores
         task_cpu = task_cpu if task_cpu is not None else share_cpu
         task_memory = task_memory_mib if task_memory_mib is not None else share_memory
         if task_cpu * copies > self._cpu_left or task_memory * copies > self._memory_left:
@@ -465,7 +522,9 @@ class NeuronFleet(Construct):
             id,
             cluster=self.cluster,
             instance_type=instance,
-            device_ranges=ranges,
+            placements=placements,
+            lnc=self.plan.lnc,
+            lnc_given=self._lnc_given,
             task_cpu=task_cpu,
             task_memory_mib=task_memory,
             image=image,
@@ -477,57 +536,14 @@ class NeuronFleet(Construct):
             owner=self,
             **options,
         )
-        for devices in ranges:
-            for device in devices:
-                self.free_devices.remove(device)
+        self.plan.commit(placements)
         self._cpu_left -= task_cpu * copies
         self._memory_left -= task_memory * copies
         self.models.append(model)
         return model
 
-    def _allocate(self, path: str, devices_per_task: int, copies: int) -> list[range]:
-        """NEURON046: ``copies`` contiguous, topology-valid, free ranges of ``devices_per_task`` devices.
-
-        Ranges aligned to their size are tried first (they leave the fewest fragments), then any start."""
-        instance = self.instance_type
-        if devices_per_task not in instance.copy_sizes():
-            raise rules.FLEET_FULL.error(
-                path,
-                f"devices_per_task={devices_per_task} is no device set the {instance.topology.value} topology of "
-                f"{instance.name} allows (sizes {', '.join(map(str, instance.copy_sizes()))})",
-                free=self._describe_free(),
-            )
-        starts = range(instance.chips - devices_per_task + 1)
-        for order in (sorted(starts, key=lambda s: (s % devices_per_task, s)), list(starts)):
-            free, taken = set(self.free_devices), []
-            for _ in range(copies):
-                found = next(
-                    (
-                        range(start, start + devices_per_task)
-                        for start in order
-                        if set(range(start, start + devices_per_task)) <= free
-                        and instance.is_valid_device_set(range(start, start + devices_per_task))
-                    ),
-                    None,
-                )
-                if found is None:
-                    break
-                taken.append(found)
-                free -= set(found)
-            else:
-                return taken
-        raise rules.FLEET_FULL.error(
-            path,
-            f"{copies} cop{'ies' if copies > 1 else 'y'} of {devices_per_task} contiguous devices do not fit in what "
-            f"is left of {instance.name}",
-            free=self._describe_free(),
-        )
-
     def _describe_free(self) -> str:
-        if not self.free_devices:
-            return "no device is free"
-        free = format_index_runs(self.free_devices)
-        return f"free devices {free} ({len(self.free_devices)} of {self.instance_type.chips})"
+        return self.plan.describe_free()
 
 
 def _capacity_of_type(

@@ -50,6 +50,7 @@ from neuron_constructs.compute.task_definitions import (
     NeuronTaskDefinition,
 )
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.cores import format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
@@ -468,13 +469,32 @@ def capacity_for(
         raise rules.AMBIGUOUS_CAPACITY.error(
             path, f"{len(fitting)} capacities fit", names=", ".join(c.node.id for c in fitting)
         )
-    return fitting[0]
+    found = fitting[0]
+    if (
+        isinstance(found, AutoScalingCapacity)
+        and isinstance(task_definition, ManualNeuronTaskDefinition)
+        and found.lnc is not None
+        and found.lnc != task_definition.lnc
+    ):
+        raise rules.LOGICAL_CORES.error(
+            path,
+            f"{construct_path(task_definition)} runs at LNC={task_definition.lnc}, but {construct_path(found)} sets "
+            f"LNC={found.lnc} on its instances; pass lnc={found.lnc}",
+        )
+    return found
 
 
 def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -> str | None:
     """The devices two task definitions would both hold on one instance, in words; ``None`` if none."""
     if isinstance(first, ManualNeuronTaskDefinition) and isinstance(second, ManualNeuronTaskDefinition):
         both = set(first.devices) & set(second.devices)
+        if both and first.instance_type == second.instance_type and first.lnc == second.lnc:
+            # One type at one setting: tasks share a chip on disjoint NeuronCores (a core belongs to one process).
+            cores = set(first.cores) & set(second.cores)
+            if not cores:
+                return None
+            if first.names_cores or second.names_cores:
+                return f"NeuronCores {format_core_list(cores)} of {format_device_paths(both)}"
         return format_device_paths(both) if both else None
     manual = first if isinstance(first, ManualNeuronTaskDefinition) else second
     if isinstance(manual, ManualNeuronTaskDefinition) and (

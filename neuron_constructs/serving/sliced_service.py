@@ -53,7 +53,9 @@ from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS
+from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
+from neuron_constructs.knowledge.packing import InstancePlan
 from neuron_constructs.serving.fleet import FleetModel, ModelOptions
 
 __all__ = ["SlicedNeuronService"]
@@ -70,6 +72,12 @@ class SlicedNeuronService(FleetModel):
         A catalog Neuron type (name or entry).
     devices_per_task
         Chips per task; one of ``NeuronInstanceType.slice_sizes()`` (NEURON016).
+    cores_per_task
+        Instead of ``devices_per_task`` (exactly one, NEURON063): NeuronCores per task, a divisor of a chip's
+        (logical) cores (NEURON016); slice ``i`` holds cores ``[i*k, (i+1)*k)``, maps the chip holding them and
+        gets ``NEURON_RT_VISIBLE_CORES`` naming them, so an inf2.48xlarge runs 24 one-core slices.
+    lnc
+        Trainium2 only: physical NeuronCores per logical core, 1 or 2 (NEURON064); default the runtime's, 2.
     image
         The container image every slice runs.
     instances
@@ -111,7 +119,7 @@ class SlicedNeuronService(FleetModel):
     """
 
     @checked(
-        ranges={"instances": COUNT, "devices_per_task": COUNT},
+        ranges={"instances": COUNT, "devices_per_task": COUNT, "cores_per_task": COUNT},
         options=ModelOptions,
         whole_numbers=CONTAINER_WHOLE_NUMBERS,
         option_ranges={"min_healthy_percent": Range(0, 99, "below the 100 % maximum a sliced service deploys with")},
@@ -123,8 +131,10 @@ class SlicedNeuronService(FleetModel):
         *,
         cluster: NeuronCluster,
         instance_type: str | NeuronInstanceType,
-        devices_per_task: int,
         image: ecs.ContainerImage,
+        devices_per_task: int | None = None,
+        cores_per_task: int | None = None,
+        lnc: int | None = None,
         instances: int = 1,
         network_mode: ecs.NetworkMode = ecs.NetworkMode.BRIDGE,
         eni_trunking: bool = False,
@@ -133,13 +143,26 @@ class SlicedNeuronService(FleetModel):
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         instance = instance_type_at(path, instance_type)
-        slices = inputs.check_slice_size(path, instance, devices_per_task)
+        plan = InstancePlan(instance, inputs.check_lnc(path, instance, lnc))
+        if (devices_per_task is None) == (cores_per_task is None):
+            given = "both" if devices_per_task is not None else "neither"
+            raise rules.CORE_SLICE.error(
+                path, f"{given} of devices_per_task and cores_per_task given", per_chip=plan.cores_per_chip
+            )
+        if devices_per_task is not None:
+            slices = inputs.check_slice_size(path, instance, devices_per_task)
+            placements = plan.place_chips(path, devices_per_task, slices)
+        else:
+            slices = inputs.check_core_slice_size(path, instance, cores_per_task or 0, plan.lnc)
+            placements = plan.place_cores(path, cores_per_task or 0, slices)
         super().__init__(
             scope,
             id,
             cluster=cluster,
             instance_type=instance,
-            device_ranges=[range(i * devices_per_task, (i + 1) * devices_per_task) for i in range(slices)],
+            placements=placements,
+            lnc=plan.lnc,
+            lnc_given=lnc is not None,
             task_cpu=instance.cpu_units // slices,
             task_memory_mib=instance.schedulable_memory_mib // slices,
             image=image,

@@ -243,15 +243,6 @@ class NeuronTrainingJob(Construct):
         return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
 
 
-def logical_core_size(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:
-    """Physical NeuronCores per logical core: ``NEURON_LOGICAL_NC_CONFIG`` if set, else 2 on Trainium2 (the Neuron
-    runtime's default there) and 1 elsewhere."""
-    configured = environment.get("NEURON_LOGICAL_NC_CONFIG")
-    if configured is not None and configured.isdigit() and int(configured) in (1, 2):
-        return int(configured)
-    return 2 if instance.family == "trn2" else 1
-
-
 def check_parallel_degrees(
     path: str,
     instance: NeuronInstanceType,
@@ -264,7 +255,7 @@ def check_parallel_degrees(
     """NEURON053: one process per (logical) NeuronCore, and tensor x pipeline parallel divides the world size."""
     if tensor_parallel is None and pipeline_parallel is None:
         return
-    per_node = len(devices) * instance.neuron_cores_per_chip // logical_core_size(instance, environment)
+    per_node = len(devices) * instance.cores_per_chip(inputs.environment_lnc(instance, environment))
     world = nodes * per_node
     product = (tensor_parallel or 1) * (pipeline_parallel or 1)
     if world % product:

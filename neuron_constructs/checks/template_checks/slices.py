@@ -50,9 +50,9 @@ def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], li
             members = [s for s in slices if _fleet_of(t, s) in fleets]
             yield capacity, members, [s for s in on_it if s not in members and not s.daemon]
             continue
-        device_sets = [t.task_definitions[s.task_definition or ""].devices for s in slices]
-        disjoint = all(not (a & b) for a, b in combinations(device_sets, 2))
-        if len(slices) < 2 or not disjoint or frozenset().union(*device_sets) != frozenset(range(instance.chips)):
+        core_sets = [_held(t, s) for s in slices]
+        disjoint = all(not (a & b) for a, b in combinations(core_sets, 2))
+        if len(slices) < 2 or not disjoint or frozenset().union(*core_sets) != _every_core(t, slices, instance):
             continue
         others = [s for s in on_it if s not in slices and not s.daemon]
         yield capacity, slices, others
@@ -82,10 +82,26 @@ def _fleet_of(t: EcsTemplate, service: Service) -> str | None:
     return fleet if isinstance(fleet, str) else None
 
 
+def _held(t: EcsTemplate, service: Service) -> frozenset[int]:
+    """What a slice holds: its NeuronCores, else (a type the catalog lacks) its devices."""
+    task = t.task_definitions[service.task_definition or ""]
+    cores = task.cores
+    return task.devices if cores is None else cores
+
+
+def _every_core(t: EcsTemplate, slices: Sequence[Service], instance: NeuronInstanceType) -> frozenset[int]:
+    """Every NeuronCore of ``instance`` at the slices' logical-core setting (every chip where that is unknown)."""
+    lnc = t.task_definitions[slices[0].task_definition or ""].lnc
+    if lnc is None or lnc not in instance.lnc_options:
+        return frozenset(range(instance.chips))
+    return frozenset(range(instance.cores(lnc)))
+
+
 def _holds_every_chip(t: EcsTemplate, capacity: Capacity, slices: Sequence[Service]) -> bool:
     instance = NeuronInstanceType.find(capacity.single_type or "")
-    held = frozenset().union(*(t.task_definitions[s.task_definition or ""].devices for s in slices))
-    return instance is not None and held == frozenset(range(instance.chips))
+    if instance is None:
+        return False
+    return frozenset().union(*(_held(t, s) for s in slices)) == _every_core(t, slices, instance)
 
 
 def _common_prefix(paths: Sequence[Sequence[str]]) -> list[str]:

@@ -21,6 +21,12 @@ from neuron_constructs.checks.template_checks.report import (
 )
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.cores import (
+    LOGICAL_CORE_VARIABLE,
+    VISIBLE_CORES_VARIABLE,
+    cores_of_devices,
+    parse_core_list,
+)
 from neuron_constructs.knowledge.devices import format_index_runs
 from neuron_constructs.knowledge.rules import Rule
 
@@ -192,19 +198,31 @@ def _check_runtime_variables(t: EcsTemplate, out: TemplateReport) -> None:
             devices = {i for i in container.neuron_devices if i is not None}
             if not devices:
                 continue
-            per_chip = instance.neuron_cores_per_chip
-            held = {d * per_chip + k for d in devices for k in range(per_chip)}
-            visible = container.environment.get("NEURON_RT_VISIBLE_CORES")
+            lnc = task.lnc or instance.default_lnc
+            per_chip = instance.cores_per_chip(lnc if lnc in instance.lnc_options else None)
+            held = cores_of_devices(devices, per_chip)
+            visible = container.environment.get(VISIBLE_CORES_VARIABLE)
             location = in_container(container, "Environment")
             if isinstance(visible, str):
-                cores = inputs.parse_cores(visible)
+                cores = parse_core_list(visible)
+                at = f" at LNC={lnc}" if len(instance.lnc_options) > 1 else ""
                 if cores is None or not cores <= held:
                     out.add(
                         r.SLICE_RUNTIME_VARIABLE,
                         task.logical_id,
                         location,
                         f"NEURON_RT_VISIBLE_CORES={visible} but the container maps {devices_text(devices)}, which "
-                        f"hold cores {format_index_runs(held)}",
+                        f"hold cores {format_index_runs(held)}{at}",
+                        container=container,
+                        cores=len(held),
+                    )
+                elif max(cores) - min(cores) + 1 != len(cores):
+                    out.add(
+                        r.SLICE_RUNTIME_VARIABLE,
+                        task.logical_id,
+                        location,
+                        f"NEURON_RT_VISIBLE_CORES={visible} is not one contiguous range, which the Neuron runtime "
+                        "requires",
                         container=container,
                         cores=len(held),
                     )
@@ -220,6 +238,29 @@ def _check_runtime_variables(t: EcsTemplate, out: TemplateReport) -> None:
                         container=container,
                         cores=len(held),
                     )
+
+
+def _check_logical_cores(t: EcsTemplate, out: TemplateReport) -> None:
+    """NEURON064: ``NEURON_LOGICAL_NC_CONFIG`` only on Trainium2, and only 1 or 2."""
+    for task in t.task_definitions.values():
+        instance = task.instance_type
+        for container in task.containers:
+            stated = container.environment.get(LOGICAL_CORE_VARIABLE)
+            if stated is None or instance is None:
+                continue
+            if str(stated) not in tuple(map(str, instance.lnc_options)):
+                takes = (
+                    f"{instance.name} takes {' or '.join(map(str, instance.lnc_options))}"
+                    if len(instance.lnc_options) > 1
+                    else f"only Trainium2 takes a logical NeuronCore setting, and {instance.name} is not one"
+                )
+                out.add(
+                    r.LOGICAL_CORES,
+                    task.logical_id,
+                    in_container(container, "Environment"),
+                    f"{LOGICAL_CORE_VARIABLE}={stated}: {takes}",
+                    container=container,
+                )
 
 
 def _size(task: TaskDefinition) -> tuple[int | None, int | None]:
@@ -362,6 +403,7 @@ CHECKS: dict[Rule, Check] = {
     r.TASK_EXCEEDS_INSTANCE: _check_task_size,
     r.NEURON_CONTAINER_RESOURCES: _check_other_accelerators,
     r.SLICE_RUNTIME_VARIABLE: _check_runtime_variables,
+    r.LOGICAL_CORES: _check_logical_cores,
     r.CONTAINERS_EXCEED_TASK: _check_container_totals,
     r.NO_TASK_MEMORY: _check_task_memory,
     r.UNDECLARED_DEVICE: _check_undeclared_devices,
