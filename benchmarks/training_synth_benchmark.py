@@ -34,11 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neuron_constructs.knowledge.container_images import PYTORCH_TRAINING
+
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JSII_NODE", str(ROOT / "node_modules" / ".bin" / "node"))
 
 NEURON_AMI = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
-TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
+TRAINING_IMAGE = PYTORCH_TRAINING.uri
 
 
 def library_stack(app: Any) -> Any:

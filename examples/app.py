@@ -36,54 +36,57 @@ from neuron_constructs import (
     NeuronTrainingQueue,
     SlicedNeuronService,
 )
+from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM
 
 DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 DEFAULT_EMBEDDING_MODEL_ID = "BAAI/bge-small-en-v1.5"
-EMBEDDING_REPOSITORY = "huggingface-pytorch-inference-neuronx"
-EMBEDDING_TAG = "2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
-"""The Hugging Face inference DLC for Neuron: it compiles ``HF_MODEL_ID`` for ``HF_TASK`` at start and serves
-``/invocations`` and ``/ping`` on port 8080 (the SageMaker inference toolkit's interface)."""
-VLLM_REPOSITORY = "huggingface-vllm-inference-neuronx"
-VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
-"""The AWS Deep Learning Container the ECS Neuron guide's managed example runs."""
-DLC_ACCOUNT = "763104351884"
 VLLM_PORT = 8080
-TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
-"""The Neuron PyTorch training container (aws-neuron/deep-learning-containers), from the Neuron team's public
-registry: PyTorch 2.8, torch-neuronx, neuronx-distributed and the EFA libraries."""
+VLLM_LIMITS = {"--max-num-seqs": 4, "--max-model-len": 128, "--block-size": 32}
+"""The Neuron DLC quickstart's server limits for the vLLM 0.16 image (sequences at once, tokens per sequence, KV
+cache block). The model is compiled for them; raise ``--max-model-len`` for longer conversations."""
 REQUESTS_PER_REPLICA_PER_MINUTE = 60
 """Request scaling target of the examples: one request a second per model replica, on average over a minute."""
 
 
+def vllm_command(*, model_id: str, tensor_parallel_size: int) -> list[str]:
+    """``vllm serve`` of ``model_id`` on port 8080, as the Neuron DLC quickstart starts the vLLM 0.16 image.
+
+    The image's entrypoint runs its arguments as a command. ``--num-gpu-blocks-override`` is the KV cache the
+    model is compiled for, ``ceil(max_model_len / block_size) * max_num_seqs`` blocks (NxD Inference's vLLM
+    guide, known issues), and bucketing is off, as in the quickstart.
+    """
+    limits = [str(part) for flag, value in VLLM_LIMITS.items() for part in (flag, value)]
+    blocks = -(-VLLM_LIMITS["--max-model-len"] // VLLM_LIMITS["--block-size"]) * VLLM_LIMITS["--max-num-seqs"]
+    return [
+        "vllm",
+        "serve",
+        "--model",
+        model_id,
+        "--port",
+        str(VLLM_PORT),
+        "--tensor-parallel-size",
+        str(tensor_parallel_size),
+        *limits,
+        "--num-gpu-blocks-override",
+        str(blocks),
+        "--additional-config",
+        '{"override_neuron_config":{"enable_bucketing":false}}',
+    ]
+
+
 def vllm_container_options(
-    scope: Construct, *, model_id: str, tensor_parallel_size: int, dynamic_host_port: bool = False
+    *, model_id: str, tensor_parallel_size: int, dynamic_host_port: bool = False
 ) -> dict[str, Any]:
     """Options for a vLLM Neuron inference container serving ``model_id`` on port 8080.
 
-    The image's entrypoint downloads the model, compiles it for Neuron and
-    serves an OpenAI-compatible API. The execution role gets pull access to
-    the AWS Deep Learning Containers repository only. ``tensor_parallel_size``
-    is the NeuronCores the model spans (chips x cores per chip). With
-    ``dynamic_host_port`` the bridge network picks the host port, so several
-    copies share an instance.
+    The image (:data:`~neuron_constructs.knowledge.container_images.VLLM`, from the Neuron team's public
+    registry: nothing to grant) downloads the model, compiles it for Neuron and serves an OpenAI-compatible API.
+    ``tensor_parallel_size`` is the NeuronCores the model spans (chips x cores per chip). With
+    ``dynamic_host_port`` the bridge network picks the host port, so several copies share an instance.
     """
-    repository = ecr.Repository.from_repository_attributes(
-        scope,
-        "VllmRepository",
-        repository_name=VLLM_REPOSITORY,
-        repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{VLLM_REPOSITORY}",
-    )
     return {
-        "image": ecs.ContainerImage.from_ecr_repository(repository, VLLM_TAG),
-        "command": [
-            "--model",
-            model_id,
-            "--port",
-            str(VLLM_PORT),
-            "--tensor-parallel-size",
-            str(tensor_parallel_size),
-            "--allow-non-cached-model",
-        ],
+        "image": ecs.ContainerImage.from_registry(VLLM.uri),
+        "command": vllm_command(model_id=model_id, tensor_parallel_size=tensor_parallel_size),
         "port_mappings": [
             ecs.PortMapping(container_port=VLLM_PORT)
             if dynamic_host_port
@@ -104,7 +107,7 @@ class NeuronInferenceManaged(Stack):
         self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.task_definition = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
         self.task_definition.add_neuron_container(
-            "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
+            "vllm", **vllm_container_options(model_id=model_id, tensor_parallel_size=2)
         )
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
         self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
@@ -124,7 +127,7 @@ class NeuronInferenceEc2(Stack):
             self, "Vllm", instance_type="inf2.xlarge", cpu=4096, memory_mib=12288
         )
         self.task_definition.add_neuron_container(
-            "vllm", **vllm_container_options(self, model_id=model_id, tensor_parallel_size=2)
+            "vllm", **vllm_container_options(model_id=model_id, tensor_parallel_size=2)
         )
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
 
@@ -168,7 +171,6 @@ class NeuronSlicedVllm(Stack):
             container_name="vllm",
             compile_cache=self.compile_cache,
             **vllm_container_options(
-                self,
                 model_id=model_id,
                 tensor_parallel_size=devices_per_task * instance.neuron_cores_per_chip,
                 dynamic_host_port=True,
@@ -204,20 +206,21 @@ class NeuronRagFleet(Stack):
             copies=2,
             container_name="vllm",
             compile_cache=self.compile_cache,
-            **vllm_container_options(self, model_id=model_id, tensor_parallel_size=8, dynamic_host_port=True),
+            **vllm_container_options(model_id=model_id, tensor_parallel_size=8, dynamic_host_port=True),
         )
+        assert EMBEDDING.ecr_account is not None
         repository = ecr.Repository.from_repository_attributes(
             self,
             "EmbeddingRepository",
-            repository_name=EMBEDDING_REPOSITORY,
-            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{EMBEDDING_REPOSITORY}",
+            repository_name=EMBEDDING.repository,
+            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{EMBEDDING.ecr_account}:repository/{EMBEDDING.repository}",
         )
         self.embedding = self.fleet.add_model(
             "Embedding",
             devices_per_task=1,
             copies=4,
             container_name="embedding",
-            image=ecs.ContainerImage.from_ecr_repository(repository, EMBEDDING_TAG),
+            image=ecs.ContainerImage.from_ecr_repository(repository, EMBEDDING.tag),
             command=["serve"],
             environment={
                 "HF_MODEL_ID": embedding_model_id,
@@ -252,7 +255,12 @@ class NeuronRagFleet(Stack):
 
 
 class NeuronMixedCluster(Stack):
-    """One cluster: Managed Instances, trn1.32xlarge, inf1.xlarge (EC2 only) and a non-Neuron group."""
+    """One cluster: Managed Instances, trn1.32xlarge, inf1.xlarge (EC2 only) and a non-Neuron group.
+
+    The Inf1 service runs the image users push to the stack's repository (stack output ``Inf1RepositoryUri``); the
+    Neuron PyTorch image for Inf1 to build it from is
+    :data:`~neuron_constructs.knowledge.container_images.INF1_INFERENCE`.
+    """
 
     def __init__(self, scope: Construct, id: str, *, model_id: str, inf1_image_tag: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
@@ -266,15 +274,13 @@ class NeuronMixedCluster(Stack):
         self.neuron.add_non_neuron_capacity("General", instance_type="m7i.large", max_capacity=2)
 
         managed = ManagedNeuronTaskDefinition(self, "Inf2Vllm", cpu=8192, memory_mib=16384)
-        managed.add_neuron_container(
-            "vllm", **vllm_container_options(managed, model_id=model_id, tensor_parallel_size=2)
-        )
+        managed.add_neuron_container("vllm", **vllm_container_options(model_id=model_id, tensor_parallel_size=2))
         NeuronService(self, "Inf2Service", cluster=self.neuron, task_definition=managed)
 
         trn1 = ManualNeuronTaskDefinition(
             self, "Trn1Vllm", instance_type="trn1.32xlarge", cpu=122880, memory_mib=458752
         )
-        trn1.add_neuron_container("vllm", **vllm_container_options(trn1, model_id=model_id, tensor_parallel_size=32))
+        trn1.add_neuron_container("vllm", **vllm_container_options(model_id=model_id, tensor_parallel_size=32))
         NeuronService(self, "Trn1Service", cluster=self.neuron, task_definition=trn1)
 
         # A fixed, lowercase name: the place users push their Inf1 image to. It is retained when
@@ -319,7 +325,7 @@ class NeuronTrainingTrn1(Stack):
         self.job = self.queue.add_job(
             "Pretrain",
             nodes=2,
-            image=ecs.ContainerImage.from_registry(TRAINING_IMAGE),
+            image=ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri),
             command=["torchrun", "--nproc_per_node=32", f"{self.storage.mount_path}/data/{training_script}"],
         )
         self.job.add_submit_output()

@@ -28,7 +28,9 @@ NeuronMonitoring
 Knowledge (no AWS CDK needed)
 -----------------------------
 NeuronInstanceType (the catalog), RULES and Rule (every rule, with its id, AWS sentence and fix),
-NeuronConfigurationError (what a broken rule raises).
+NeuronConfigurationError (what a broken rule raises), NeuronImage (a container image with its Neuron SDK
+release and source; every image the library and the examples run is a constant of
+``neuron_constructs.knowledge.container_images``).
 
 Typed options: ContainerOptions, ServiceOptions, ModelOptions. The template checks at synth:
 ``neuron_constructs.base.synth_checks.enable_template_checks``; on any template: ``neuron-ecs lint``.
@@ -45,6 +47,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.container_images import NeuronImage
 from neuron_constructs.knowledge.errors import NeuronConfigurationError
 from neuron_constructs.knowledge.rules import RULES, Rule
 
@@ -84,6 +87,7 @@ __all__ = [
     "NeuronCluster",
     "NeuronConfigurationError",
     "NeuronFleet",
+    "NeuronImage",
     "NeuronInstanceType",
     "NeuronLoadBalancer",
     "NeuronMonitoring",

@@ -30,29 +30,25 @@ from neuron_constructs import (
     NeuronService,
     NeuronTrainingQueue,
 )
+from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM, NeuronImage
 
 SPLITS = ("a stack each", "platform and workloads", "one stack")
 """The ways the app lays its resources out in stacks (context ``split``)."""
-DLC_ACCOUNT = "763104351884"
-"""The AWS Deep Learning Containers account."""
-VLLM_REPOSITORY = "huggingface-vllm-inference-neuronx"
-VLLM_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
-EMBEDDING_REPOSITORY = "huggingface-pytorch-inference-neuronx"
-EMBEDDING_TAG = "2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
-TRAINING_IMAGE = "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
 PORT = 8080
 
 
-def dlc_image(scope: Construct, id: str, repository: str, tag: str) -> ecs.ContainerImage:
-    """An AWS Deep Learning Container image the task's execution role may pull."""
+def dlc_image(scope: Construct, id: str, image: NeuronImage) -> ecs.ContainerImage:
+    """An image of an AWS Deep Learning Containers account's private registry, which the task's execution role may
+    pull."""
+    assert image.ecr_account is not None
     return ecs.ContainerImage.from_ecr_repository(
         ecr.Repository.from_repository_attributes(
             scope,
             id,
-            repository_name=repository,
-            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{DLC_ACCOUNT}:repository/{repository}",
+            repository_name=image.repository,
+            repository_arn=f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{image.ecr_account}:repository/{image.repository}",
         ),
-        tag,
+        image.tag,
     )
 
 
@@ -77,14 +73,27 @@ class LlmService(Construct):
         task = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
         task.add_neuron_container(
             "vllm",
-            image=dlc_image(self, "VllmImages", VLLM_REPOSITORY, VLLM_TAG),
+            image=ecs.ContainerImage.from_registry(VLLM.uri),
+            # The Neuron DLC quickstart's start of the vLLM 0.16 image: the entrypoint runs the command.
             command=[
+                "vllm",
+                "serve",
                 "--model",
                 "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
                 "--port",
                 str(PORT),
                 "--tensor-parallel-size",
                 "2",
+                "--max-num-seqs",
+                "4",
+                "--max-model-len",
+                "128",
+                "--block-size",
+                "32",
+                "--num-gpu-blocks-override",
+                "16",
+                "--additional-config",
+                '{"override_neuron_config":{"enable_bucketing":false}}',
             ],
             port_mappings=[ecs.PortMapping(container_port=PORT)],
         )
@@ -110,7 +119,7 @@ class EmbeddingFleet(Construct):
             devices_per_task=1,
             copies=4,
             container_name="embedding",
-            image=dlc_image(self, "EmbeddingImages", EMBEDDING_REPOSITORY, EMBEDDING_TAG),
+            image=dlc_image(self, "EmbeddingImages", EMBEDDING),
             command=["serve"],
             environment={
                 "HF_MODEL_ID": "BAAI/bge-small-en-v1.5",
@@ -148,7 +157,7 @@ class Training(Construct):
         self.job = self.queue.add_job(
             "Pretrain",
             nodes=2,
-            image=ecs.ContainerImage.from_registry(TRAINING_IMAGE),
+            image=ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri),
             command=["torchrun", "--nproc_per_node=32", "train.py"],
         )
         self.job.add_submit_output()

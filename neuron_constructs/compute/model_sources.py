@@ -2,10 +2,12 @@
 
 * :class:`CompileCache`: an S3 prefix that Neuron's persistent compile cache reads and writes.
   ``NEURON_COMPILE_CACHE_URL`` names it: torch-neuronx (libneuronxla) "will use the AWS S3 URL as the
-  cache location" when it starts with ``s3://`` (aws-neuron-sdk, "Neuron Persistent Cache"), and
-  optimum-neuron, which AWS's vLLM Neuron container serves with, takes its compile cache from the same
-  variable (``optimum/neuron/cache/hub_cache.py``: ``CacheUrl.get_cache_url()``, ``CompileCacheS3`` for
-  ``s3://``). The task role may read, write and list that prefix and nothing else in the bucket.
+  cache location" when it starts with ``s3://`` (aws-neuron-sdk, "Neuron Persistent Cache"); NxD
+  Inference, which the Neuron vLLM 0.16 container serves with, has that cache "enabled by default"
+  (aws-neuron-sdk, NxD Inference feature guide); optimum-neuron, which the Hugging Face Neuron containers serve
+  with, takes its compile cache from the same variable (``optimum/neuron/cache/hub_cache.py``:
+  ``CacheUrl.get_cache_url()``, ``CompileCacheS3`` for ``s3://``). The task role may read, write and list that
+  prefix and nothing else in the bucket.
 * :class:`ModelArtifacts`: an S3 prefix holding a model (weights, or a model exported for Neuron), read
   only. Model servers read a local directory, so a non-essential ``aws s3 sync`` container copies the
   prefix into a task volume before the model container starts (``dependsOn`` ``SUCCESS``); the model

@@ -14,6 +14,8 @@ from typing import Any
 
 from aws_cdk import Duration
 
+from neuron_constructs.knowledge.container_images import NEURON_NODE_RECOVERY, NODE_PROBLEM_DETECTOR, PYTORCH_INFERENCE
+
 __all__ = [
     "HEALTH_NAMESPACE",
     "MONITOR_IMAGE",
@@ -27,13 +29,16 @@ __all__ = [
     "publisher_source",
 ]
 
-MONITOR_IMAGE = "public.ecr.aws/neuron/pytorch-inference-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04"
-"""The Neuron PyTorch inference container (aws-neuron/deep-learning-containers, Neuron SDK 2.26.1): it installs
-``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and Python 3.11."""
-NODE_PROBLEM_DETECTOR_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20"
-"""The node-problem-detector image of aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``."""
-RECOVERY_IMAGE = "public.ecr.aws/neuron/neuron-node-recovery:1.3.0"
-"""The Neuron node recovery image of the same sample: it marks the instance unhealthy in its Auto Scaling group."""
+MONITOR_IMAGE = PYTORCH_INFERENCE.uri
+"""The Neuron PyTorch inference container (:data:`~neuron_constructs.knowledge.container_images.PYTORCH_INFERENCE`):
+it installs ``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and Python 3."""
+NODE_PROBLEM_DETECTOR_IMAGE = NODE_PROBLEM_DETECTOR.uri
+"""The node-problem-detector image of aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``
+(:data:`~neuron_constructs.knowledge.container_images.NODE_PROBLEM_DETECTOR`)."""
+RECOVERY_IMAGE = NEURON_NODE_RECOVERY.uri
+"""The Neuron node recovery image of the same sample
+(:data:`~neuron_constructs.knowledge.container_images.NEURON_NODE_RECOVERY`): it marks the instance unhealthy in its
+Auto Scaling group."""
 HEALTH_NAMESPACE = "NeuronHealthCheck"
 """Where the recovery container publishes, as AWS's sample documents it."""
 NEURON_HARDWARE_ERRORS = (

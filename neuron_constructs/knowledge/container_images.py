@@ -1,0 +1,245 @@
+"""Every container image the library and its examples run, in one place, each with its source.
+
+The current Neuron SDK release is :data:`CURRENT_SDK_RELEASE` (2.34.0, released November 30, 2026). No
+Neuron Deep Learning Container (DLC) tag for SDK 2.34 is published in the sources this module cites (the
+aws-neuron/deep-learning-containers README, the Neuron documentation's DLC pages): the images below are the
+newest published ones that run where the library and the examples run them, and each says its own SDK release.
+Why each is the release it is:
+
+* :data:`PYTORCH_INFERENCE` is SDK 2.31.1 because the image stopped there. The Neuron 2.32.0 container
+  release notes: "Starting with Neuron SDK 2.32.0, NeuronX Distributed Inference (NxDI) and NeuronX Distributed
+  (NxD) are no longer included in Neuron DLCs. As a result, the ``pytorch-inference-neuronx`` DLC and the legacy
+  vLLM 0.16 ``pytorch-inference-vllm-neuronx`` DLC are no longer published." The monitoring daemons run it for
+  its ``/opt/aws/neuron/bin/neuron-monitor`` (``aws-neuronx-tools``) and its ``python3``.
+* :data:`PYTORCH_TRAINING` is SDK 2.30.0 because that image stopped earlier. The Neuron 2.31.0 container
+  release notes: "Starting with Neuron SDK 2.31.0, the ``pytorch-training-neuronx`` DLC is no longer
+  published."
+* :data:`VLLM` is the vLLM 0.16 image of SDK 2.31.1, the last vLLM image for Inf2 and Trn1, where the examples
+  serve. The newer vLLM images (0.21 and later, SDK 2.31 to 2.33, the 2.33 one on Ubuntu 26.04, on which every
+  Neuron DLC is published from 2.33.0) support Trn2 and Trn3 only.
+* :data:`EMBEDDING` is the Hugging Face Neuron inference DLC of SDK 2.20.0 that the examples' embedding model
+  runs. It is kept at that release: it is configured through the SageMaker Hugging Face inference toolkit's
+  variables (``HF_MODEL_ID``, ``HF_TASK``, ``HF_OPTIMUM_*``), and no source found states that a newer tag keeps
+  that interface.
+* :data:`INF1_INFERENCE` is the last Inf1 image (torch-neuron, SDK 2.20.2): the base for an Inf1 serving image.
+* :data:`NEURON_NODE_RECOVERY` and :data:`NODE_PROBLEM_DETECTOR` have versions of their own, not an SDK
+  release: they are the images of AWS's ECS Neuron problem detector sample, which the recovery daemon follows.
+  The detector is v0.8.20, as the sample's task definition pins it; the Neuron ECS guide's copy of the same task
+  (``deploy/ecs/npd.rst``) names v0.8.19 with the same command, an older patch release.
+
+Plain Python, no AWS CDK: ``tests/test_container_images.py`` fails when any file of the repository names a
+Neuron image that is not one of these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "CURRENT_SDK_RELEASE",
+    "CURRENT_SDK_RELEASE_SOURCE",
+    "EMBEDDING",
+    "IMAGES",
+    "INF1_INFERENCE",
+    "NEURON_NODE_RECOVERY",
+    "NODE_PROBLEM_DETECTOR",
+    "PYTORCH_INFERENCE",
+    "PYTORCH_TRAINING",
+    "VLLM",
+    "NeuronImage",
+]
+
+CURRENT_SDK_RELEASE = "2.34.0"
+"""The newest Neuron SDK release."""
+CURRENT_SDK_RELEASE_SOURCE = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/_sources/release-notes/2.34.0.rst "
+    '("AWS Neuron SDK 2.34.0 release notes", "Date of release: November 30, 2026")'
+)
+"""Where :data:`CURRENT_SDK_RELEASE` is published."""
+
+_SDK_IN_TAG = re.compile(r"-sdk(\d+\.\d+\.\d+)-")
+_DLC_REPOSITORY = "https://github.com/aws-neuron/deep-learning-containers"
+_DLC_README = f"{_DLC_REPOSITORY}/blob/2be9ed1d5da9d7c8e15d7abac1eb7f550ed3a723/README.md (tag 2.32.0)"
+_NPD_SAMPLE = (
+    "https://github.com/aws-neuron/aws-neuron-samples/blob/2015d650cd89e4c671ae5bd1b5f1d4499d94d4dd/"
+    "neuron-problem-detector/ecs-npd-cdk/neuron_problem_detector/ecs_task_definition.json"
+)
+_NPD_GUIDE = (
+    "https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/deploy/ecs/npd.rst"
+)
+
+
+@dataclass(frozen=True)
+class NeuronImage:
+    """A container image: where it is, what it holds and where that is published.
+
+    ``registry`` is the host and namespace before the repository (``public.ecr.aws/neuron``), or, for an image in
+    an account's private ECR registry, ``<account>.dkr.ecr.{region}.amazonaws.com`` (pulled in the stack's own
+    Region). ``neuron_sdk`` is the Neuron SDK release the image is built with, ``None`` for an image with a
+    version of its own (not a Neuron DLC). ``instance_families`` are the instance families its source lists.
+    """
+
+    registry: str
+    repository: str
+    tag: str
+    neuron_sdk: str | None
+    framework: str
+    framework_version: str
+    python: str | None
+    os: str | None
+    instance_families: tuple[str, ...]
+    source: str
+
+    @property
+    def uri(self) -> str:
+        """``registry/repository:tag``; ``{region}`` stays in it for an image in a private ECR registry."""
+        return f"{self.registry}/{self.repository}:{self.tag}"
+
+    @property
+    def ecr_account(self) -> str | None:
+        """The account of the private ECR registry that holds the image, ``None`` for a public registry."""
+        match = re.fullmatch(r"(\d{12})\.dkr\.ecr\.\{region\}\.amazonaws\.com", self.registry)
+        return match.group(1) if match else None
+
+    @property
+    def tag_sdk(self) -> str | None:
+        """The ``sdkX.Y.Z`` part of the tag (``X.Y.Z``), ``None`` when the tag has none."""
+        match = _SDK_IN_TAG.search(self.tag)
+        return match.group(1) if match else None
+
+
+PYTORCH_INFERENCE = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="pytorch-inference-neuronx",
+    tag="2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
+    neuron_sdk="2.31.1",
+    framework="PyTorch",
+    framework_version="2.9.0",
+    python="3.12",
+    os="Ubuntu 24.04",
+    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    source=(
+        f"{_DLC_README}, pytorch-inference-neuronx table, first row; Dockerfile: {_DLC_REPOSITORY}/blob/"
+        "8d2d83800ee11d811007fefe88f6bfe1c0b81e52/pytorch/inference/2.9.0/Dockerfile.neuronx (tag 2.31.1: "
+        "aws-neuronx-tools, Python 3.12 from conda on the PATH); last release: aws-neuron/aws-neuron-sdk "
+        "release-notes/components/containers.rst (tag v2.32.0), Neuron 2.32.0"
+    ),
+)
+"""The Neuron PyTorch inference container, newest published (SDK 2.31.1); the monitoring daemons run it."""
+
+PYTORCH_TRAINING = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="pytorch-training-neuronx",
+    tag="2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
+    neuron_sdk="2.30.0",
+    framework="PyTorch",
+    framework_version="2.9.0",
+    python="3.12",
+    os="Ubuntu 24.04",
+    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    source=(
+        f"{_DLC_README}, pytorch-training-neuronx table, first row; Dockerfile: {_DLC_REPOSITORY}/blob/"
+        "af91ee731d73a03b3132b9375564dd62d6fdca70/pytorch/training/2.9.0/Dockerfile.neuronx (tag 2.30.0); "
+        "last release: aws-neuron/aws-neuron-sdk release-notes/components/containers.rst (tag v2.32.0), "
+        "Neuron 2.31.0"
+    ),
+)
+"""The Neuron PyTorch training container, newest published (SDK 2.30.0): torch-neuronx, neuronx-distributed,
+neuronx-distributed-training and the EFA libraries; the training examples run it."""
+
+VLLM = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="pytorch-inference-vllm-neuronx",
+    tag="0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
+    neuron_sdk="2.31.1",
+    framework="vLLM",
+    framework_version="0.16.0",
+    python="3.12",
+    os="Ubuntu 24.04",
+    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    source=(
+        f"{_DLC_README}, vllm-inference-neuronx table, row VLLM 0.16.0 / Neuron 2.31.1; Dockerfile: "
+        f"{_DLC_REPOSITORY}/blob/8d2d83800ee11d811007fefe88f6bfe1c0b81e52/vllm/inference/0.16.0/Dockerfile.neuronx "
+        "(tag 2.31.1: ENTRYPOINT python /usr/local/bin/vllm_entrypoint.py, which runs its arguments as a command; "
+        "EXPOSE 8080); server command: aws-neuron/aws-neuron-sdk deploy/environments/quickstart-deploy-dlc.rst "
+        '(tag v2.31.1), "If you are using the legacy vLLM 0.16 DLC, use the following server startup command"'
+    ),
+)
+"""vLLM 0.16 for Neuron (NxD Inference), the last vLLM image for Inf2 and Trn1 (SDK 2.31.1); the examples'
+LLMs run it with ``vllm serve``."""
+
+EMBEDDING = NeuronImage(
+    registry="763104351884.dkr.ecr.{region}.amazonaws.com",
+    repository="huggingface-pytorch-inference-neuronx",
+    tag="2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04",
+    neuron_sdk="2.20.0",
+    framework="PyTorch",
+    framework_version="2.1.2",
+    python="3.10",
+    os="Ubuntu 20.04",
+    instance_families=("inf2", "trn1"),
+    source=(
+        "https://github.com/aws/deep-learning-containers/blob/master/available_images.md, Hugging Face "
+        "inference containers, Neuron: row PyTorch 2.1.2 + transformers, Neuron SDK 2.20.0, inf2/trn1"
+    ),
+)
+"""The Hugging Face Neuron inference DLC (AWS Deep Learning Containers account 763104351884, SDK 2.20.0): it
+compiles ``HF_MODEL_ID`` for ``HF_TASK`` at start and serves ``/invocations`` and ``/ping`` on port 8080; the
+examples' embedding model runs it. Kept at SDK 2.20.0, an older release (see the module's notes)."""
+
+INF1_INFERENCE = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="pytorch-inference-neuron",
+    tag="1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04",
+    neuron_sdk="2.20.2",
+    framework="PyTorch",
+    framework_version="1.13.1",
+    python="3.10",
+    os="Ubuntu 20.04",
+    instance_families=("inf1",),
+    source=f"{_DLC_README}, pytorch-inference-neuron table (torch-neuron, Neuron 2.20.2, inf1)",
+)
+"""The last Neuron PyTorch inference container for Inf1 (torch-neuron, SDK 2.20.2): the base of an Inf1 serving
+image."""
+
+NEURON_NODE_RECOVERY = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="neuron-node-recovery",
+    tag="1.3.0",
+    neuron_sdk=None,
+    framework="neuron-node-recovery",
+    framework_version="1.3.0",
+    python=None,
+    os=None,
+    instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
+    source=f"{_NPD_SAMPLE} (container recovery); {_NPD_GUIDE}",
+)
+"""The Neuron node recovery image: it marks an instance whose Neuron hardware failed unhealthy in its Auto Scaling
+group."""
+
+NODE_PROBLEM_DETECTOR = NeuronImage(
+    registry="registry.k8s.io/node-problem-detector",
+    repository="node-problem-detector",
+    tag="v0.8.20",
+    neuron_sdk=None,
+    framework="node-problem-detector",
+    framework_version="0.8.20",
+    python=None,
+    os=None,
+    instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
+    source=f"{_NPD_SAMPLE} (container npd); the Neuron ECS guide {_NPD_GUIDE} names v0.8.19 with the same command",
+)
+"""Kubernetes' node-problem-detector, which watches the kernel log for Neuron hardware errors (not a Neuron image;
+here because the recovery daemon runs it)."""
+
+IMAGES: dict[str, NeuronImage] = {
+    "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
+    "PYTORCH_TRAINING": PYTORCH_TRAINING,
+    "VLLM": VLLM,
+    "EMBEDDING": EMBEDDING,
+    "INF1_INFERENCE": INF1_INFERENCE,
+    "NEURON_NODE_RECOVERY": NEURON_NODE_RECOVERY,
+    "NODE_PROBLEM_DETECTOR": NODE_PROBLEM_DETECTOR,
+}
+"""Every image of this module, by the name of its constant."""

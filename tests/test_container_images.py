@@ -1,0 +1,147 @@
+"""The container images are named in one place: every Neuron image the repository's code, examples and pages name
+is a constant of ``neuron_constructs.knowledge.container_images``, and every constant says its release and source."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from neuron_constructs.knowledge import container_images
+from neuron_constructs.knowledge.container_images import (
+    CURRENT_SDK_RELEASE,
+    CURRENT_SDK_RELEASE_SOURCE,
+    IMAGES,
+    NeuronImage,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = Path(container_images.__file__).resolve()
+SCANNED = ("README.md", "docs/*.md", "examples/**/*.py", "neuron_constructs/**/*.py", "benchmarks/**/*.py")
+"""The repository's text that names images (the generated docs site, snapshots and installed packages are not
+in these)."""
+
+PUBLIC_NEURON = re.compile(r"public\.ecr\.aws/neuron/[\w.-]+:[\w.-]*\w")
+PRIVATE_ECR = re.compile(r"\d{12}\.dkr\.ecr\.[\w.{}<>$-]+\.amazonaws\.com/([\w.-]*neuron[\w.-]*):([\w.-]*\w)")
+DETECTOR = re.compile(r"registry\.k8s\.io/node-problem-detector/node-problem-detector:[\w.-]*\w")
+SDK_TAG = re.compile(r"[\w.-]*\bsdk\d+\.\d+(?:\.\d+)?[\w.-]*")
+
+
+def scanned_files() -> list[Path]:
+    files = {path for pattern in SCANNED for path in ROOT.glob(pattern)}
+    return sorted(path for path in files if path.resolve() != MODULE)
+
+
+def constant_for(repository: str) -> str:
+    """The constant to use in place of an image of ``repository``: the module's image of that repository, if any."""
+    names = [name for name, image in IMAGES.items() if image.repository == repository]
+    return " or ".join(names) if names else f"one of {', '.join(IMAGES)} (or add a constant)"
+
+
+def wrong_references(path: Path, root: Path = ROOT) -> list[str]:
+    """``file:line: reference -> constant`` for every image reference of ``path`` that is not one of the module's."""
+    uris = {image.uri for image in IMAGES.values()}
+    private = {(image.repository, image.tag) for image in IMAGES.values() if image.ecr_account}
+    tags = {image.tag for image in IMAGES.values()}
+    wrong = []
+    relative = path.relative_to(root)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        covered: list[tuple[int, int]] = []
+        for match in (*PUBLIC_NEURON.finditer(line), *DETECTOR.finditer(line)):
+            covered.append(match.span())
+            if match.group(0) not in uris:
+                repository = match.group(0).rsplit(":", 1)[0].rsplit("/", 1)[1]
+                wrong.append(f"{relative}:{number}: {match.group(0)} -> use {constant_for(repository)}.uri")
+        for match in PRIVATE_ECR.finditer(line):
+            covered.append(match.span())
+            if (match.group(1), match.group(2)) not in private:
+                wrong.append(f"{relative}:{number}: {match.group(0)} -> use {constant_for(match.group(1))}")
+        for match in SDK_TAG.finditer(line):
+            inside = any(start <= match.start() and match.end() <= end for start, end in covered)
+            if not inside and match.group(0) not in tags:
+                wrong.append(f"{relative}:{number}: {match.group(0)} -> use the .tag of one of {', '.join(IMAGES)}")
+    return wrong
+
+
+def test_every_image_the_repository_names_is_one_of_the_module():
+    wrong = [reference for path in scanned_files() for reference in wrong_references(path)]
+    assert not wrong, "images named outside neuron_constructs/knowledge/container_images.py:\n" + "\n".join(wrong)
+
+
+def test_the_scan_finds_what_it_looks_for(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04\n"
+        'TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"\n'
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-inference-neuronx:2.8.0-sdk2.26.0\n"
+        "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.19\n"
+        f"{container_images.VLLM.uri} and {container_images.EMBEDDING.tag}\n",
+        encoding="utf-8",
+    )
+    wrong = wrong_references(page, root=tmp_path)
+    assert [reference.split(" -> ")[0] for reference in wrong] == [
+        "page.md:1: public.ecr.aws/neuron/pytorch-training-neuronx:2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04",
+        "page.md:2: 0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04",
+        "page.md:3: 763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-inference-neuronx:2.8.0-sdk2.26.0",
+        "page.md:4: registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.19",
+    ]
+    assert wrong[0].endswith("use PYTORCH_TRAINING.uri") and wrong[3].endswith("use NODE_PROBLEM_DETECTOR.uri")
+
+
+def test_the_scan_covers_the_readme_the_docs_the_examples_and_the_library():
+    files = {str(path.relative_to(ROOT)) for path in scanned_files()}
+    assert {"README.md", "docs/monitoring.md", "examples/app.py", "examples/team_app/app.py"} <= files
+    assert "neuron_constructs/monitoring/daemons.py" in files
+    assert "neuron_constructs/knowledge/container_images.py" not in files
+
+
+def test_images_is_every_constant_of_the_module_by_its_name():
+    constants = {name: value for name, value in vars(container_images).items() if isinstance(value, NeuronImage)}
+    assert constants == IMAGES
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_every_image_has_a_source(name):
+    image = IMAGES[name]
+    assert image.source.startswith("https://") and image.instance_families
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_every_neuron_image_has_an_sdk_release_that_its_tag_repeats(name):
+    image = IMAGES[name]
+    if image.tag_sdk is None:  # an image with a version of its own, not a Neuron DLC
+        assert image.neuron_sdk is None and "neuron" not in image.tag
+    else:
+        assert image.neuron_sdk == image.tag_sdk
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_no_image_is_newer_than_the_current_sdk_release(name):
+    release = IMAGES[name].neuron_sdk
+    if release is not None:
+        assert tuple(map(int, release.split("."))) <= tuple(map(int, CURRENT_SDK_RELEASE.split(".")))
+
+
+def test_the_current_sdk_release_has_its_source():
+    assert CURRENT_SDK_RELEASE == "2.34.0"
+    assert CURRENT_SDK_RELEASE_SOURCE.startswith("https://") and CURRENT_SDK_RELEASE in CURRENT_SDK_RELEASE_SOURCE
+
+
+def test_the_monitoring_daemons_take_their_images_from_the_module():
+    daemons = ast.parse((ROOT / "neuron_constructs/monitoring/daemons.py").read_text(encoding="utf-8"))
+    assigned = {
+        node.targets[0].id: ast.unparse(node.value)
+        for node in daemons.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    assert assigned["MONITOR_IMAGE"] == "PYTORCH_INFERENCE.uri"
+    assert assigned["RECOVERY_IMAGE"] == "NEURON_NODE_RECOVERY.uri"
+    assert assigned["NODE_PROBLEM_DETECTOR_IMAGE"] == "NODE_PROBLEM_DETECTOR.uri"
+
+
+def test_an_image_in_a_private_registry_names_its_account():
+    assert container_images.EMBEDDING.ecr_account == "763104351884"
+    assert container_images.EMBEDDING.uri.startswith("763104351884.dkr.ecr.{region}.amazonaws.com/")
+    assert container_images.VLLM.ecr_account is None
