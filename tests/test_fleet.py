@@ -222,3 +222,136 @@ def test_the_template_check_keeps_a_fleet_s_capacity_its_own_with_chips_free() -
     rules = {v["ruleName"] for v in plugin["violations"]}
     assert {"NEURON020", "NEURON018"} <= {r.rsplit("::", 1)[-1] for r in rules}
     assert "are one fleet that owns it" in json.dumps(plugin)
+
+
+# --- NeuronCore-level copies ----------------------------------------------------------------------------------------
+
+CORE_MIXES: dict[str, tuple[int | None, list[tuple[str, str, int, int]]]] = {
+    # instance type: (lnc, [(model, "devices" or "cores", size, copies)]), each filling every core of the type.
+    "inf2.48xlarge": (None, [("Llm", "devices", 4, 2), ("Embedding", "cores", 1, 6), ("Reranker", "cores", 2, 1)]),
+    "inf1.6xlarge": (None, [("Detector", "devices", 1, 1), ("Classifier", "cores", 1, 8), ("Ocr", "cores", 2, 2)]),
+    "trn2.48xlarge": (2, [("Llm", "devices", 8, 1), ("Draft", "devices", 4, 1), ("Embedding", "cores", 2, 8)]),
+}
+
+
+@pytest.fixture(scope="module")
+def core_fleets() -> dict[str, dict[str, Any]]:
+    """One synthesized fleet per mix: whole-chip and NeuronCore models side by side, every core planned."""
+    app = App(analytics_reporting=False)
+    stacks = {}
+    for name, (lnc, models) in CORE_MIXES.items():
+        stack = Stack(app, f"Cores-{name.replace('.', '-')}")
+        cluster = NeuronCluster(stack, "Neuron", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
+        cluster.add_ec2_capacity("Capacity", instance_type=name, max_capacity=INSTANCES, lnc=lnc)
+        neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type=name, instances=INSTANCES, lnc=lnc)
+        for model, unit, size, copies in models:
+            neuron_fleet.add_model(model, **{f"{unit}_per_task": size}, copies=copies, image=IMAGE)
+        assert neuron_fleet.free_cores == []
+        stacks[name] = stack
+    assembly = app.synth()
+    return {name: assembly.get_stack_by_name(stack.stack_name).template for name, stack in stacks.items()}
+
+
+@pytest.mark.parametrize("instance_type", list(CORE_MIXES))
+def test_whole_chip_and_core_models_never_share_a_core_and_hold_every_core(
+    instance_type: str, core_fleets: dict[str, dict[str, Any]]
+) -> None:
+    """Placed as ECS would, in several orders: every core of every instance held exactly once."""
+    instance = NeuronInstanceType.of(instance_type)
+    lnc, models = CORE_MIXES[instance_type]
+    services = services_of(core_fleets[instance_type], "NeuronCluster")
+    assert len(services) == sum(copies for *_, copies in models)
+    for label, order in orders(services).items():
+        instances = fleet(instance, 0.9)
+        place(services, instances, order)
+        for i in instances:
+            held = Counter(core for t in i.tasks for core in t.cores)
+            assert all(n == 1 for n in held.values()), f"{label}: a NeuronCore held twice: {held}"
+            assert set(held) == set(range(instance.cores(lnc))), f"{label}: planned cores idle: {held}"
+
+
+def test_the_template_checks_and_lint_pass_a_core_level_fleet(core_fleets: dict[str, dict[str, Any]]) -> None:
+    from neuron_constructs.checks.template_checks import check_template
+
+    for name, template in core_fleets.items():
+        assert not [f for f in check_template(template) if f.rule.severity == "error"], name
+
+
+def test_core_copies_get_their_cores_in_host_numbering_and_map_the_chip_that_holds_them(
+    core_fleets: dict[str, dict[str, Any]],
+) -> None:
+    """inf2: 2 cores a chip, so core 9 is on /dev/neuron4; the LLM's copies hold whole chips and name no cores."""
+    definitions = resources(core_fleets["inf2.48xlarge"], "AWS::ECS::TaskDefinition").values()
+    named = {}
+    for definition in definitions:
+        (container,) = definition["Properties"]["ContainerDefinitions"]
+        environment = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+        devices = [d["HostPath"] for d in container["LinuxParameters"]["Devices"]]
+        named[environment.get("NEURON_RT_VISIBLE_CORES")] = devices
+    assert named[None] == [f"/dev/neuron{i}" for i in range(4, 8)]  # the second LLM copy (the first is overwritten)
+    assert {cores: devices for cores, devices in named.items() if cores} == {
+        **{str(core): [f"/dev/neuron{core // 2}"] for core in range(16, 22)},
+        "22-23": ["/dev/neuron11"],
+    }
+
+
+def test_trn2_core_copies_count_logical_cores_and_carry_the_fleet_s_lnc(
+    core_fleets: dict[str, dict[str, Any]],
+) -> None:
+    definitions = resources(core_fleets["trn2.48xlarge"], "AWS::ECS::TaskDefinition").values()
+    environments = [
+        {e["Name"]: e["Value"] for e in d["Properties"]["ContainerDefinitions"][0].get("Environment", [])}
+        for d in definitions
+    ]
+    assert all(e["NEURON_LOGICAL_NC_CONFIG"] == "2" for e in environments)
+    assert sorted(e["NEURON_RT_VISIBLE_CORES"] for e in environments if "NEURON_RT_VISIBLE_CORES" in e) == sorted(
+        f"{c}-{c + 1}" for c in range(48, 64, 2)
+    )
+
+
+def test_one_core_copies_reach_24_on_an_inf2_48xlarge_and_one_more_is_refused() -> None:
+    stack = Stack(App(analytics_reporting=False), "Limit")
+    neuron_fleet = _inf2_fleet(stack)
+    model = neuron_fleet.add_model("Embedding", cores_per_task=1, copies=24, image=IMAGE)
+    assert [list(r) for r in model.core_ranges] == [[core] for core in range(24)]
+    assert [list(r) for r in model.device_ranges] == [[core // 2] for core in range(24)]
+    assert [t.cores for t in model.task_definitions] == [(core,) for core in range(24)]
+    assert (model.cores_per_task, model.devices_per_task) == (1, None)
+    instance = NeuronInstanceType.of("inf2.48xlarge")
+    assert (model.cpu, model.memory_mib) == (instance.cpu_units // 24, instance.schedulable_memory_mib // 24)
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"Limit/Fleet/More: 1 copy of 1 NeuronCore do not fit in what is left of inf2.48xlarge.*"
+        r"no NeuronCore of the 24 is free",
+    ):
+        neuron_fleet.add_model("More", cores_per_task=1, image=IMAGE)
+
+
+def test_sizes_are_refused_where_the_runtime_cannot_have_them() -> None:
+    stack = Stack(App(analytics_reporting=False), "Sizes")
+    neuron_fleet = _inf2_fleet(stack)
+    with pytest.raises(NeuronConfigurationError, match=r"neither of devices_per_task and cores_per_task.*NEURON063"):
+        neuron_fleet.add_model("None", image=IMAGE)
+    with pytest.raises(NeuronConfigurationError, match=r"cores_per_task=3 but a inf2.48xlarge chip holds 2.*NEURON063"):
+        neuron_fleet.add_model("Three", cores_per_task=3, image=IMAGE)
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON_RT_VISIBLE_CORES=0 is the same in every slice"):
+        neuron_fleet.add_model("Pinned", cores_per_task=1, image=IMAGE, environment={"NEURON_RT_VISIBLE_CORES": "0"})
+
+
+def test_lnc_must_match_the_capacity_and_exist_on_the_chip() -> None:
+    stack = Stack(App(analytics_reporting=False), "Lnc")
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
+    neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="trn2.48xlarge")
+    with pytest.raises(NeuronConfigurationError, match=r"runs at LNC=2, but Lnc/Cluster/Trn2 sets LNC=1.*NEURON064"):
+        neuron_fleet.add_model("Default", cores_per_task=1, image=IMAGE)
+    other = Stack(App(analytics_reporting=False), "One")
+    one = NeuronCluster(other, "Cluster")
+    one.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
+    at_one = NeuronFleet(other, "Fleet", cluster=one, instance_type="trn2.48xlarge", lnc=1)
+    model = at_one.add_model("Embedding", cores_per_task=1, copies=9, image=IMAGE)
+    # Eight logical cores a chip at LNC=1: the ninth copy starts chip 1.
+    assert model.core_ranges[-1] == range(8, 9) and model.device_ranges[-1] == range(1, 2)
+    assert at_one.plan.cores == 128
+    with pytest.raises(NeuronConfigurationError, match=r"lnc=2: only Trainium2 takes a logical NeuronCore setting"):
+        NeuronFleet(stack, "Inf2", cluster=cluster, instance_type="inf2.48xlarge", lnc=2)

@@ -23,6 +23,7 @@ from aws_cdk import aws_ecs as ecs
 from conftest import resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
+from neuron_constructs.knowledge.cores import parse_core_list
 
 EVERY_SLICING = pytest.mark.xdist_group("sliced")  # one worker builds every slicing once
 
@@ -72,6 +73,7 @@ def every_slicing() -> dict[tuple[str, int], dict[str, Any]]:
 class SimTask:
     service: str
     devices: tuple[str, ...]
+    cores: tuple[int, ...] = ()
 
 
 @dataclass
@@ -92,6 +94,8 @@ class SimService:
     distinct_instance: bool
     binpack_memory: bool
     devices: tuple[str, ...]
+    cores: tuple[int, ...] = ()
+    """The NeuronCores a task holds (host numbering): those NEURON_RT_VISIBLE_CORES names, else its devices' all."""
 
 
 class Unplaceable(Exception):
@@ -113,23 +117,44 @@ def services_of(template: dict[str, Any], cluster_prefix: str) -> list[SimServic
         devices = tuple(
             d["HostPath"] for c in task["ContainerDefinitions"] for d in c.get("LinuxParameters", {}).get("Devices", [])
         )
+        member_of = tuple(
+            re.fullmatch(r"attribute:ecs\.instance-type == (\S+)", c["Expression"]).group(1)  # type: ignore[union-attr]
+            for c in constraints
+            if c["Type"] == "memberOf"
+        )
         found.append(
             SimService(
                 name=name,
                 desired=props["DesiredCount"],
                 cpu=int(task["Cpu"]),
                 memory=int(task["Memory"]),
-                member_of=tuple(
-                    re.fullmatch(r"attribute:ecs\.instance-type == (\S+)", c["Expression"]).group(1)  # type: ignore[union-attr]
-                    for c in constraints
-                    if c["Type"] == "memberOf"
-                ),
+                member_of=member_of,
+                cores=_cores(task, NeuronInstanceType.of(member_of[0])) if member_of else (),
                 distinct_instance=any(c["Type"] == "distinctInstance" for c in constraints),
                 binpack_memory={"Type": "binpack", "Field": "MEMORY"} in props.get("PlacementStrategies", []),
                 devices=devices,
             )
         )
     return found
+
+
+def _cores(task: dict[str, Any], instance: NeuronInstanceType) -> tuple[int, ...]:
+    held: list[int] = []
+    for container in task["ContainerDefinitions"]:
+        environment = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+        devices = [
+            int(d["HostPath"].removeprefix("/dev/neuron"))
+            for d in container.get("LinuxParameters", {}).get("Devices", [])
+            if d["HostPath"].startswith("/dev/neuron")
+        ]
+        per_chip = instance.cores_per_chip(int(environment.get("NEURON_LOGICAL_NC_CONFIG", instance.default_lnc)))
+        visible = environment.get("NEURON_RT_VISIBLE_CORES")
+        held += (
+            sorted(parse_core_list(visible) or ())
+            if visible
+            else [d * per_chip + k for d in devices for k in range(per_chip)]
+        )
+    return tuple(held)
 
 
 def place(services: list[SimService], instances: list[SimInstance], order: list[str]) -> None:
@@ -150,7 +175,7 @@ def place(services: list[SimService], instances: list[SimInstance], order: list[
         chosen = min(candidates, key=lambda i: i.memory) if service.binpack_memory else candidates[0]
         chosen.cpu -= service.cpu
         chosen.memory -= service.memory
-        chosen.tasks.append(SimTask(name, service.devices))
+        chosen.tasks.append(SimTask(name, service.devices, service.cores))
 
 
 def orders(services: list[SimService]) -> dict[str, list[str]]:
@@ -352,3 +377,36 @@ def test_a_minimum_passed_that_leaves_no_room_is_refused_naming_the_call() -> No
         r"Fix: pass min_healthy_percent=0, or never run fewer than 2 tasks",
     ):
         sliced.auto_scale(min_instances=1, max_instances=4)
+
+
+def test_core_slices_fill_every_core_each_naming_its_own() -> None:
+    """cores_per_task=1 on an inf2.24xlarge (6 chips x 2 NeuronCores): 12 slices, slice i on core i of chip i // 2."""
+    stack = Stack(App(analytics_reporting=False), "CoreSlices")
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        stack, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", cores_per_task=1, image=IMAGE
+    )
+    assert (sliced.slices, sliced.cores_per_task, sliced.devices_per_task) == (12, 1, None)
+    assert [t.cores for t in sliced.task_definitions] == [(i,) for i in range(12)]
+    assert [t.devices for t in sliced.task_definitions] == [(i // 2,) for i in range(12)]
+    instance = NeuronInstanceType.of("inf2.24xlarge")
+    assert (sliced.cpu, sliced.memory_mib) == (instance.cpu_units // 12, instance.schedulable_memory_mib // 12)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "options", "message"),
+    [
+        ("inf1.6xlarge", {"cores_per_task": 3}, r"cores_per_task=3 does not cut the 4 NeuronCores.*in \[1, 2, 4\]"),
+        ("inf2.xlarge", {"cores_per_task": 1, "devices_per_task": 1}, r"both of devices_per_task and cores_per_task"),
+        ("trn2.48xlarge", {"devices_per_task": 2}, r"devices_per_task=2 does not cut.*in \[1, 4, 8, 16\]"),
+    ],
+)
+def test_core_slices_the_runtime_cannot_have_are_refused(
+    instance_type: str, options: dict[str, int], message: str
+) -> None:
+    stack = Stack(App(analytics_reporting=False), "Refused")
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_ec2_capacity("Capacity", instance_type=instance_type, max_capacity=1)
+    with pytest.raises(NeuronConfigurationError, match=message):
+        SlicedNeuronService(stack, "Sliced", cluster=cluster, instance_type=instance_type, image=IMAGE, **options)
