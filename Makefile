@@ -109,7 +109,7 @@ docs: install
 
 ## Rewrite the docs' catalog, rule, density and fleet tables from the code.
 docs-tables: install
-	$(BIN)/python -m neuron_constructs.tools.tables docs/*.md
+	$(BIN)/python -m neuron_constructs.tools.tables docs/*.md README.md
 
 ## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the security page's table.
 compliance-report: install

@@ -188,7 +188,8 @@ class NeuronRagFleet(Stack):
     """The usual retrieval-augmented generation pair on one inf2.48xlarge fleet, behind one internal load balancer.
 
     An LLM (vLLM, two copies of 4 chips: devices 0-3 and 4-7) on ``/v1/*`` and an embedding model (the Hugging
-    Face Neuron inference container, four copies of one chip: devices 8, 9, 10 and 11) on ``/invocations``.
+    Face Neuron inference container, eight copies of one NeuronCore each: cores 16-23 of devices 8-11, each copy
+    naming its core in ``NEURON_RT_VISIBLE_CORES``) on ``/invocations``.
     Each model's copies deploy in two waves, so both keep serving during a deployment; both scale on requests
     up to the capacity's two instances.
     """
@@ -217,8 +218,8 @@ class NeuronRagFleet(Stack):
         )
         self.embedding = self.fleet.add_model(
             "Embedding",
-            devices_per_task=1,
-            copies=4,
+            cores_per_task=1,
+            copies=8,
             container_name="embedding",
             image=ecs.ContainerImage.from_ecr_repository(repository, EMBEDDING.tag),
             command=["serve"],
@@ -227,7 +228,7 @@ class NeuronRagFleet(Stack):
                 "HF_TASK": "feature-extraction",
                 "HF_OPTIMUM_BATCH_SIZE": "1",
                 "HF_OPTIMUM_SEQUENCE_LENGTH": "512",
-                "HF_NUM_CORES": "2",
+                "HF_NUM_CORES": "1",
             },
             port_mappings=[ecs.PortMapping(container_port=VLLM_PORT)],
         )

@@ -104,8 +104,16 @@ def test_fleets_scaling_and_training_run_on_the_platform_s_capacity_and_vpc(stac
         s["Properties"]["CapacityProviderStrategy"][0]["CapacityProvider"]
         for s in resources(fleet, "AWS::ECS::Service").values()
     ]
-    assert len(strategies) == 4 and all("Fn::ImportValue" in json.dumps(s) for s in strategies)
-    assert len(resources(fleet, "AWS::ApplicationAutoScaling::ScalingPolicy")) == 4
+    assert len(strategies) == 8 and all("Fn::ImportValue" in json.dumps(s) for s in strategies)
+    assert len(resources(fleet, "AWS::ApplicationAutoScaling::ScalingPolicy")) == 8
+    # One NeuronCore each, in the model's stack, on the platform's capacity: cores 0-7 of chips 0-3.
+    visible = sorted(
+        int(e["Value"])
+        for t in resources(fleet, "AWS::ECS::TaskDefinition").values()
+        for e in t["Properties"]["ContainerDefinitions"][0]["Environment"]
+        if e["Name"] == "NEURON_RT_VISIBLE_CORES"
+    )
+    assert visible == list(range(8))
     training = stacks["Training"]["template"]
     (environment,) = resources(training, "AWS::Batch::ComputeEnvironment").values()
     assert "Fn::ImportValue" in json.dumps(environment["Properties"]["ComputeResources"]["Subnets"])

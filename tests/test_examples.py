@@ -213,6 +213,21 @@ def test_mixed_cluster_runs_a_service_on_each_neuron_capacity(templates: dict[st
     }
 
 
+def test_rag_fleet_runs_eight_embedding_copies_on_one_neuron_core_each(templates: dict[str, dict[str, Any]]) -> None:
+    """The LLM's copies hold chips 0-7 whole; the embedding copies share chips 8-11, two a chip, on cores 16-23."""
+    held: dict[str | None, list[str]] = {}
+    for definition in workloads(templates["NeuronRagFleet"], "AWS::ECS::TaskDefinition").values():
+        containers = [c for c in definition["Properties"]["ContainerDefinitions"] if "LinuxParameters" in c]
+        for container in containers:
+            devices = [d["HostPath"] for d in container["LinuxParameters"].get("Devices", [])]
+            if not devices:
+                continue
+            environment = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+            held.setdefault(environment.get("NEURON_RT_VISIBLE_CORES"), []).extend(devices)
+    assert sorted(held.pop(None)) == sorted(f"/dev/neuron{i}" for i in range(8))
+    assert held == {str(core): [f"/dev/neuron{core // 2}"] for core in range(16, 24)}
+
+
 @pytest.mark.e2e  # cfn-lint takes a few seconds per template: it runs with the deploys (make test-e2e, CI)
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(stack: str, templates: dict[str, dict[str, Any]]) -> None:

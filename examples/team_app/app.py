@@ -3,7 +3,7 @@
 ``cdk deploy Platform`` first: the VPC, the ECS cluster, its capacity (an inf2.48xlarge Auto Scaling group for the
 embedding fleet, ECS Managed Instances for the LLM), an internal load balancer and Neuron monitoring. Then each
 workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load balancer on ``/v1/*``, scaling
-on requests), ``EmbeddingFleet`` (four one-chip copies of an embedding model on ``/embed/*``) and ``Training`` (a
+on requests), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``) and ``Training`` (a
 two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every workload stack depends on the
 platform's, never the reverse: the platform deploys first, and a workload stack deletes alone.
 
@@ -107,7 +107,8 @@ class LlmService(Construct):
 
 
 class EmbeddingFleet(Construct):
-    """Four one-chip copies of an embedding model on the platform's inf2.48xlarge fleet, on ``/embed/*``."""
+    """Eight copies of an embedding model on the platform's inf2.48xlarge fleet, one NeuronCore each (cores 0-7 of
+    chips 0-3), on ``/embed/*``."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -116,8 +117,8 @@ class EmbeddingFleet(Construct):
         )
         self.embedding = self.fleet.add_model(
             "Embedding",
-            devices_per_task=1,
-            copies=4,
+            cores_per_task=1,
+            copies=8,
             container_name="embedding",
             image=dlc_image(self, "EmbeddingImages", EMBEDDING),
             command=["serve"],
@@ -126,7 +127,7 @@ class EmbeddingFleet(Construct):
                 "HF_TASK": "feature-extraction",
                 "HF_OPTIMUM_BATCH_SIZE": "1",
                 "HF_OPTIMUM_SEQUENCE_LENGTH": "512",
-                "HF_NUM_CORES": "2",
+                "HF_NUM_CORES": "1",
             },
             port_mappings=[ecs.PortMapping(container_port=PORT)],
         )

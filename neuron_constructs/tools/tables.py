@@ -21,6 +21,7 @@ __all__ = [
     "catalog_table",
     "density_table",
     "fleet_table",
+    "limit_table",
     "mixed_fleet",
     "rewrite",
     "rules_table",
@@ -51,6 +52,8 @@ CATALOG_HEADERS = (
     "EFA",
     "topology",
     "Managed Instances",
+    "Spot",
+    "current Neuron SDK",
 )
 """The columns of the catalog table (the docs and ``neuron-ecs catalog``)."""
 
@@ -68,14 +71,23 @@ def catalog_rows() -> list[tuple[str, ...]]:
                 str(e.chips),
                 devices,
                 e.accelerator,
-                str(e.neuron_cores),
+                _cores(e),
                 str(e.accelerator_memory_gib_per_chip),
                 _efa(e),
                 e.topology.value,
                 "yes" if e.supports_managed_instances else "no (EC2 only)",
+                "yes" if e.spot else "no",
+                "yes" if e.supported_by_current_neuron_sdk else "no (SDK 2.20.2 images, NEURON113)",
             )
         )
     return rows
+
+
+def _cores(entry: NeuronInstanceType) -> str:
+    """Physical NeuronCores, and the logical ones at the default setting where that differs: ``128 (64 at LNC=2)``."""
+    if entry.default_lnc == 1:
+        return str(entry.neuron_cores)
+    return f"{entry.neuron_cores} ({entry.cores()} at LNC={entry.default_lnc})"
 
 
 def catalog_table() -> str:
@@ -86,10 +98,10 @@ def catalog_table() -> str:
 
 
 def density_table() -> str:
-    """Markdown table: tasks per instance and chips used, managed allocation against sliced services."""
+    """Markdown table: tasks per instance, managed allocation against sliced services by chips and by NeuronCores."""
     rows = [
         "| type | chips | managed allocation (NeuronDevice ALL) | SlicedNeuronService: devices_per_task → tasks "
-        "per instance | chips used when sliced |",
+        "per instance | cores_per_task → tasks per instance |",
         "|---|---|---|---|---|",
     ]
     for e in NeuronInstanceType.all():
@@ -99,7 +111,31 @@ def density_table() -> str:
             else "not available (Inf1 runs on EC2 only)"
         )
         sliced = ", ".join(f"{k} → {e.chips // k}" for k in e.slice_sizes())
-        rows.append(f"| {e.name} | {e.chips} | {managed} | {sliced} | {e.chips} of {e.chips} |")
+        per_core = "; ".join(
+            (f"LNC={lnc}: " if len(e.lnc_options) > 1 else "")
+            + ", ".join(f"{k} → {e.cores(lnc) // k}" for k in _divisors(e.cores_per_chip(lnc)))
+            for lnc in sorted(e.lnc_options, reverse=True)
+        )
+        rows.append(f"| {e.name} | {e.chips} | {managed} | {sliced} | {per_core} |")
+    return "\n".join(rows)
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def limit_table() -> str:
+    """Markdown table: the most models one instance serves - one per NeuronCore, the physical limit - against
+    whole-chip slices."""
+    rows = [
+        "| type | chips | NeuronCores: the limit, one model each (`cores_per_task=1`) | whole chips "
+        "(`devices_per_task=1`) | models per instance, cores over chips |",
+        "|---|---|---|---|---|",
+    ]
+    for e in NeuronInstanceType.all():
+        limit = e.cores()
+        settings = f"{limit} at LNC={e.default_lnc} ({e.cores(1)} at LNC=1)" if len(e.lnc_options) > 1 else str(limit)
+        rows.append(f"| {e.name} | {e.chips} | {settings} | {e.chips} | {limit // e.chips} x |")
     return "\n".join(rows)
 
 
@@ -145,7 +181,13 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"catalog": catalog_table, "rules": rules_table, "density": density_table, "fleet": fleet_table}
+TABLES = {
+    "catalog": catalog_table,
+    "rules": rules_table,
+    "density": density_table,
+    "fleet": fleet_table,
+    "limit": limit_table,
+}
 """Each generated table by the name its markers use."""
 
 
