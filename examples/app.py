@@ -36,7 +36,8 @@ from neuron_constructs import (
     NeuronTrainingQueue,
     SlicedNeuronService,
 )
-from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.container_images import EMBEDDING, INF1_INFERENCE, PYTORCH_TRAINING, VLLM
 
 DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 DEFAULT_EMBEDDING_MODEL_ID = "BAAI/bge-small-en-v1.5"
@@ -271,7 +272,14 @@ class NeuronMixedCluster(Stack):
         self.neuron.add_managed_instances_capacity("ManagedInstances", instance_types=["inf2.*"])
         # Room for a second instance: a deployment starts the new task before it stops the old one.
         self.neuron.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=2)
-        self.neuron.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=2)
+        inf1_capacity = self.neuron.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=2)
+        Validations.of(inf1_capacity).acknowledge(
+            Acknowledgment(
+                id=rules.INF1_OUT_OF_SUPPORT.warning_id,
+                reason=f"The Inf1 serving image pushed to the stack's repository is built on {INF1_INFERENCE.uri}, "
+                f"Neuron SDK {INF1_INFERENCE.neuron_sdk}, the last release with Inf1 images.",
+            )
+        )
         self.neuron.add_non_neuron_capacity("General", instance_type="m7i.large", max_capacity=2)
 
         managed = ManagedNeuronTaskDefinition(self, "Inf2Vllm", cpu=8192, memory_mib=16384)

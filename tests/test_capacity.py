@@ -3,6 +3,7 @@ Reservations, Capacity Blocks for ML and reserved Managed Instances, read from t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 
 from neuron_constructs import (
     AutoScalingCapacity,
@@ -180,3 +181,28 @@ def test_every_capacity_choice_passes_cfn_lint(choices: dict[str, Any]) -> None:
 
 def _all(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def test_inf1_capacity_warns_that_current_neuron_releases_dropped_it_and_names_the_last() -> None:
+    from aws_cdk.assertions import Annotations
+
+    from neuron_constructs.knowledge import rules
+
+    stack = Stack(App(analytics_reporting=False), "Inf1")
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=1)
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON113"))
+    assert [w.id for w in warnings] == ["/Inf1/Cluster/Inf1"]
+    assert "SDK 2.20.2" in str(warnings[0].entry.data) and rules.INF1_OUT_OF_SUPPORT.warning_id in str(
+        warnings[0].entry.data
+    )
+
+
+def test_lnc_is_written_where_the_neuron_runtime_reads_it() -> None:
+    stack = Stack(App(analytics_reporting=False), "Lnc")
+    cluster = NeuronCluster(stack, "Cluster")
+    capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
+    assert capacity.lnc == 1
+    user_data = json.dumps(Template.from_stack(stack).find_resources("AWS::EC2::LaunchTemplate"))
+    assert "echo NEURON_LOGICAL_NC_CONFIG=1 > /opt/aws/neuron/logical_nc_config" in user_data
