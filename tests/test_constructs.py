@@ -57,6 +57,49 @@ def test_manual_task_maps_every_chip_by_default() -> None:
     assert task.device_paths == NeuronInstanceType.of("inf2.24xlarge").device_paths
 
 
+def test_a_task_holding_chosen_cores_maps_their_chips_and_names_them_in_host_numbering() -> None:
+    """inf1.24xlarge, 4 cores a chip: cores 50-51 are on /dev/neuron12 (the Neuron container guide's numbering)."""
+    stack = Stack(App(), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf1.24xlarge", cores=[50, 51], memory_mib=2048)
+    task.add_neuron_container("model", image=IMAGE)
+    (container,) = task_containers(stack)
+    assert (task.devices, task.cores, task.names_cores) == ((12,), (50, 51), True)
+    assert [d["HostPath"] for d in container["LinuxParameters"]["Devices"]] == ["/dev/neuron12"]
+    assert container["Environment"] == [{"Name": "NEURON_RT_VISIBLE_CORES", "Value": "50-51"}]
+
+
+def test_a_trn2_task_with_lnc_carries_it_and_counts_cores_at_it() -> None:
+    stack = Stack(App(), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn2.48xlarge", cores=[8], lnc=1, memory_mib=2048)
+    task.add_neuron_container("model", image=IMAGE)
+    (container,) = task_containers(stack)
+    assert task.devices == (1,)  # eight logical cores a chip at LNC=1
+    assert {e["Name"]: e["Value"] for e in container["Environment"]} == {
+        "NEURON_RT_VISIBLE_CORES": "8",
+        "NEURON_LOGICAL_NC_CONFIG": "1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"cores": [0, 2]}, r"cores=\[0, 2\] is not a contiguous range.*NEURON019"),
+        ({"cores": [24]}, r"cores=\[24\] but inf2.48xlarge has NeuronCores 0-23.*NEURON019"),
+        ({"cores": [4], "devices": [0]}, r"cores=4 but the devices \[0\] hold cores 0-1.*NEURON019"),
+        ({"lnc": 2}, r"lnc=2: only Trainium2 takes a logical NeuronCore setting.*NEURON064"),
+    ],
+)
+def test_cores_and_lnc_the_runtime_would_not_take_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(NeuronConfigurationError, match=message):
+        ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="inf2.48xlarge", memory_mib=2048, **options)
+
+
+def test_a_hand_set_visible_cores_beside_chosen_cores_is_refused() -> None:
+    task = ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="inf2.xlarge", cores=[1], memory_mib=2048)
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON_RT_VISIBLE_CORES=0 is set by hand.*NEURON019"):
+        task.add_neuron_container("model", image=IMAGE, environment={"NEURON_RT_VISIBLE_CORES": "0"})
+
+
 def test_manual_task_extends_given_linux_parameters() -> None:
     stack = Stack(App(), "S")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn1.32xlarge", devices=[4, 5, 6, 7], memory_mib=8192)
