@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+
 ROOT = Path(__file__).resolve().parent.parent
 _PINNED_NODE = ROOT / "node_modules" / ".bin" / "node"
 if _PINNED_NODE.exists():
@@ -150,3 +152,14 @@ def synth_warnings(app: App) -> list[str]:
     plugin = next((p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs"), None)
     assert plugin is None or plugin["conclusion"] == "success"
     return [v["description"] for v in (plugin["violations"] if plugin else []) if v["severity"] == "warning"]
+
+
+def distinct_layouts() -> list[NeuronInstanceType]:
+    """One catalog type per layout: types with the same vCPUs, memory, chips, NeuronCores per chip and topology are
+    planned alike by every slice and fleet (trn1n.32xlarge as trn1.32xlarge, trn2u.48xlarge as trn2.48xlarge), so
+    the synthesizing tests build the first of each."""
+    seen: dict[tuple[object, ...], NeuronInstanceType] = {}
+    for entry in NeuronInstanceType.all():
+        key = (entry.vcpus, entry.memory_gib, entry.chips, entry.neuron_cores_per_chip, entry.topology)
+        seen.setdefault(key, entry)
+    return list(seen.values())

@@ -1,9 +1,10 @@
 """``NeuronFleet``: several models on one fleet, placed by the same ECS simulation as the slices.
 
-For every catalog type a fleet of mixed models (a large one and single-chip ones filling the rest) is
-synthesized; the simulation reads each copy's service and task definition from the template and places
-the tasks as ECS would, in several orders: no device is mapped twice and every device the plan gave
-out is held, on every instance.
+For every catalog layout (types that plan alike share one) a fleet of mixed models (a large one and
+single-chip ones filling the rest) is synthesized, and fleets mixing whole-chip and NeuronCore models;
+the simulation reads each copy's service and task definition from the template and places the tasks
+as ECS would, in several orders: no NeuronCore is held twice and every core the plan gave out is held,
+on every instance.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from conftest import resources
+from conftest import distinct_layouts, resources
 from test_sliced_service import INSTANCES, fleet, orders, place, services_of
 
 from neuron_constructs import (
@@ -40,10 +41,10 @@ def plan(instance: NeuronInstanceType) -> list[tuple[str, int, int]]:
 
 @pytest.fixture(scope="module")
 def every_fleet() -> dict[str, dict[str, Any]]:
-    """One synthesized fleet of mixed models per catalog type."""
+    """One synthesized fleet of mixed models per catalog layout."""
     app = App(analytics_reporting=False)
     stacks = {}
-    for instance in NeuronInstanceType.all():
+    for instance in distinct_layouts():
         stack = Stack(app, f"Fleet-{instance.name.replace('.', '-')}")
         cluster = NeuronCluster(stack, "Neuron", vpc=ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1))
         cluster.add_ec2_capacity("Capacity", instance_type=instance.name, max_capacity=INSTANCES)
@@ -55,7 +56,7 @@ def every_fleet() -> dict[str, dict[str, Any]]:
     return {name: assembly.get_stack_by_name(stack.stack_name).template for name, stack in stacks.items()}
 
 
-@pytest.mark.parametrize("instance_type", [e.name for e in NeuronInstanceType.all()])
+@pytest.mark.parametrize("instance_type", [e.name for e in distinct_layouts()])
 def test_mixed_models_never_share_a_device_and_hold_every_device_planned(
     instance_type: str, every_fleet: dict[str, dict[str, Any]]
 ) -> None:

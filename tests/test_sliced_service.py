@@ -20,7 +20,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from conftest import resources, workloads
+from conftest import distinct_layouts, resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 from neuron_constructs.knowledge.cores import parse_core_list
@@ -34,15 +34,15 @@ REGISTERED_MEMORY_FRACTIONS = (0.9, 0.975)
 
 
 def _combos() -> list[tuple[str, int]]:
-    return [(e.name, k) for e in NeuronInstanceType.all() for k in e.slice_sizes()]
+    return [(e.name, k) for e in distinct_layouts() for k in e.slice_sizes()]
 
 
 @pytest.fixture(scope="session")
 def every_slicing() -> dict[tuple[str, int], dict[str, Any]]:
-    """One synthesized cluster per (instance type, devices_per_task), each with its sliced service."""
+    """One synthesized cluster per (instance layout, devices_per_task), each with its sliced service."""
     app = App(analytics_reporting=False)
     stacks: dict[str, Stack] = {}
-    for instance in NeuronInstanceType.all():
+    for instance in distinct_layouts():
         stack = Stack(app, instance.name.replace(".", "-"))
         stacks[instance.name] = stack
         vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
