@@ -2,9 +2,10 @@
 
 ECS does not track ``linuxParameters.devices``, so tasks that share an instance stay apart only by
 construction. A fleet owns an Auto Scaling capacity of one Neuron type (no other service may use it,
-NEURON020) and hands each model copy a contiguous device range the topology allows, never one another
-model or copy holds (:meth:`NeuronFleet.add_model`): on an inf2.48xlarge an LLM of 4 chips as two copies
-on devices 0-3 and 4-7, and an embedding model of one chip as four copies on 8, 9, 10 and 11. Each copy
+NEURON020) and hands each model copy a contiguous device range the topology allows, or contiguous NeuronCores
+of one chip, never a core another model or copy holds (:meth:`NeuronFleet.add_model`): on an inf2.48xlarge an LLM
+of 4 chips as two copies on devices 0-3 and 4-7, and an embedding model of one NeuronCore as eight copies on cores
+16-23 of devices 8-11. Each copy
 is its own :class:`ManualNeuronTaskDefinition` pinned to the type (``memberOf``) and its own ECS service
 with ``distinctInstance``, so one task of every copy runs per instance and no device is mapped twice;
 each copy asks for its share of the instance's CPU units and schedulable memory, in proportion to its
@@ -111,8 +112,10 @@ class FleetModel(Construct, ListenerTarget):
 
     Attributes
     ----------
-    instance_type, devices_per_task, copies, instances
-        The layout; ``device_ranges``: the devices of each copy.
+    instance_type, devices_per_task, cores_per_task, copies, instances
+        The layout (``devices_per_task`` is ``None`` for NeuronCore copies; ``cores_per_task`` is what every copy
+        holds, its chips' cores for whole-chip copies); ``device_ranges`` and ``core_ranges``: the chips and the
+        NeuronCores (host numbering) of each copy; ``placements`` both; ``lnc`` the logical-core setting they count in.
     cpu, memory_mib
         What each copy's task asks for.
     task_definitions
@@ -392,6 +395,10 @@ class NeuronFleet(Construct):
         ``BRIDGE`` (default), ``AWS_VPC`` (warns without ``eni_trunking``) or ``HOST``.
     eni_trunking
         The account has ``awsvpcTrunking`` on; default False.
+    lnc
+        Trainium2 only: physical NeuronCores per logical core, 1 or 2 (NEURON064), set on every copy as
+        ``NEURON_LOGICAL_NC_CONFIG``; default ``None``, the runtime's default (2). Core numbers count logical cores at
+        this setting, and a capacity with ``lnc`` needs the same.
 
     Attributes
     ----------
@@ -399,8 +406,10 @@ class NeuronFleet(Construct):
         The layout, and the Auto Scaling capacity the fleet owns.
     models
         The :class:`FleetModel` s, in the order they were added.
-    free_devices
-        The devices no model holds yet.
+    plan
+        The :class:`~neuron_constructs.knowledge.packing.InstancePlan`: who holds each NeuronCore.
+    free_devices, free_cores
+        The chips none of whose cores a model holds yet, and the NeuronCores no model holds.
     """
 
     @checked(ranges={"instances": COUNT})
