@@ -225,3 +225,22 @@ def test_a_stage_assembly_inside_cdk_out_is_linted(broken: Path, tmp_path: Path)
     status, out, _ = run("lint", str(tmp_path))
     assert status == EXIT_CONFLICT
     assert "assembly-Prod/NeuronSlicedInf2.template.json" in out
+
+
+def _on_core(cores: str) -> dict[str, Any]:
+    environment = [{"Name": "NEURON_RT_VISIBLE_CORES", "Value": cores}]
+    return manual_task(containers=[container(devices=[0], Environment=environment)])
+
+
+@pytest.mark.parametrize(("second", "status"), [("1", EXIT_OK), ("0-1", EXIT_CONFLICT)])
+def test_lint_passes_two_copies_on_one_chip_with_their_own_cores_and_fails_a_shared_core(
+    second: str, status: int, tmp_path: Path
+) -> None:
+    template = with_resources(ecs_template(), A=_on_core("0"), B=_on_core(second), ASvc=service("A"), BSvc=service("B"))
+    path = tmp_path / "fleet.template.json"
+    path.write_text(json.dumps(template))
+    code, out, _ = run("lint", str(path))
+    assert code == status, out
+    assert ("NEURON023" in out) is (status == EXIT_CONFLICT)
+    if status == EXIT_CONFLICT:
+        assert "BSvc: it and ASvc both hold NeuronCore 0 of /dev/neuron0" in out
