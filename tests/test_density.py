@@ -2,7 +2,7 @@
 inf1.24xlarge (64) and a trn2.48xlarge at LNC=2 (64); one more copy is refused; ``neuron-ecs lint`` passes each
 cloud assembly and fails it once two copies name one core.
 
-End to end (``make test-e2e``): the four fleets are 184 ECS services, about 25 s of synthesis.
+End to end (``make test-e2e``): the four fleets are 184 ECS services, too many to synthesize in the everyday loop.
 """
 
 from __future__ import annotations
