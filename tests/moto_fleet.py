@@ -22,13 +22,15 @@ class TaskSpec:
     """Tasks of one task definition, started on the given container instances (by position).
 
     ``managed_device_ids``: the ``neuronDeviceIds`` ECS would report per started task (managed
-    allocation); ``mapped_devices``: the ``/dev/neuronN`` indices the task definition maps (manual).
+    allocation); ``mapped_devices``: the ``/dev/neuronN`` indices the task definition maps (manual);
+    ``visible_cores``: its container's ``NEURON_RT_VISIBLE_CORES``, if any.
     """
 
     family: str
     on_instances: Sequence[int]
     managed_device_ids: Sequence[Sequence[int]] = ()
     mapped_devices: Sequence[int] = ()
+    visible_cores: str | None = None
 
 
 @dataclass
@@ -124,6 +126,8 @@ def build_fleet(
             }
         elif spec.managed_device_ids:
             container["resourceRequirements"] = [{"type": "NeuronDevice", "value": "ALL"}]
+        if spec.visible_cores is not None:
+            container["environment"] = [{"name": "NEURON_RT_VISIBLE_CORES", "value": spec.visible_cores}]
         definition = ecs.register_task_definition(family=spec.family, containerDefinitions=[container])
         definition_arn = definition["taskDefinition"]["taskDefinitionArn"]
         started = backend.start_task(cluster, definition_arn, [arns[i] for i in spec.on_instances], {}, "")

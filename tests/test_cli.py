@@ -205,7 +205,7 @@ def test_inspect_clean_cluster_exits_0(aws: boto3.Session) -> None:
         assert instance_id in out
     assert "neuronDeviceIds 0-15" in out
     assert "/dev/neuron 4-5 (mapped)" in out
-    assert out.rstrip().endswith("No findings: no device is held twice, every task's devices exist, nothing idle.")
+    assert out.rstrip().endswith("No findings: no NeuronCore is held twice, every task's devices exist, nothing idle.")
 
 
 def test_inspect_conflict_exits_3_and_json_names_it(aws: boto3.Session) -> None:
@@ -220,17 +220,62 @@ def test_inspect_conflict_exits_3_and_json_names_it(aws: boto3.Session) -> None:
     )
     status, out, _ = run("inspect", "--cluster", "neuron")
     assert status == EXIT_CONFLICT
-    assert "conflict: " in out and "/dev/neuron0 is held by 2 tasks" in out
+    assert "conflict: " in out and "/dev/neuron0 (NeuronCores 0-1) is held by 2 tasks" in out
+    assert "    !  /dev/neuron0 (cores 0-1) held by A and B" in out
     status, out, _ = run("inspect", "--cluster", "neuron", "--json")
     document = json.loads(out)
     assert status == EXIT_CONFLICT
     assert set(document) == {"container_instances", "tasks", "findings"}
     assert [f["kind"] for f in document["findings"]] == ["conflict", "conflict", "idle"]
     (instance,) = document["container_instances"]
-    assert set(instance) == {"arn", "ec2_instance_id", "instance_type", "neuron_devices"}
+    assert set(instance) == {"arn", "ec2_instance_id", "instance_type", "neuron_devices", "neuron_cores"}
+    assert instance["neuron_cores"] == {
+        "logical_nc_config": 1,
+        "per_device": 2,
+        "count": 24,
+        "idle": list(range(4, 24)),
+    }
+    assert all(t["neuron_cores"] == [0, 1, 2, 3] for t in document["tasks"])
     assert instance["neuron_devices"]["registered"] == [str(i) for i in range(12)]
     assert {c["name"] for t in document["tasks"] for c in t["containers"]} == {"model"}
     assert all(t["containers"][0]["device_paths"] == ["/dev/neuron0", "/dev/neuron1"] for t in document["tasks"])
+
+
+def test_inspect_two_tasks_on_disjoint_cores_of_one_chip_share_it(aws: boto3.Session) -> None:
+    build_fleet(
+        aws,
+        cluster="neuron",
+        instance_types=["inf2.xlarge"],
+        tasks=[
+            TaskSpec("embedding-0", on_instances=[0], mapped_devices=[0], visible_cores="0"),
+            TaskSpec("embedding-1", on_instances=[0], mapped_devices=[0], visible_cores="1"),
+        ],
+    )
+    status, out, err = run("inspect", "--cluster", "neuron")
+    assert (status, err) == (EXIT_OK, "")
+    assert "(inf2.xlarge): 1 chip, 2 cores\n  chip  0\n  core  0\n        AB\n" in out
+    assert out.rstrip().endswith("No findings: no NeuronCore is held twice, every task's devices exist, nothing idle.")
+    status, out, _ = run("inspect", "--cluster", "neuron", "--json")
+    document = json.loads(out)
+    assert [c["visible_cores"] for t in document["tasks"] for c in t["containers"]] == ["0", "1"]
+    assert [t["neuron_cores"] for t in document["tasks"]] == [[0], [1]]
+
+
+def test_inspect_two_tasks_on_one_core_conflict(aws: boto3.Session) -> None:
+    build_fleet(
+        aws,
+        cluster="neuron",
+        instance_types=["inf2.xlarge"],
+        tasks=[
+            TaskSpec("embedding-0", on_instances=[0], mapped_devices=[0], visible_cores="1"),
+            TaskSpec("embedding-1", on_instances=[0], mapped_devices=[0], visible_cores="1"),
+        ],
+    )
+    status, out, _ = run("inspect", "--cluster", "neuron")
+    assert status == EXIT_CONFLICT
+    assert "(inf2.xlarge): NeuronCore 1 of /dev/neuron0 is held by 2 tasks" in out
+    assert "        .!\n" in out and "    !  core 1 of /dev/neuron0 held by A and B" in out
+    assert "idle: " in out and "1 NeuronCore idle on devices in use: 0 of /dev/neuron0" in out
 
 
 def test_inspect_unknown_cluster_is_a_sentence(aws: boto3.Session) -> None:

@@ -191,6 +191,7 @@ def test_json_document_has_the_documented_shape(client: Any) -> None:
                     "registered": [str(i) for i in range(12)],
                     "remaining": [str(i) for i in range(2, 12)],
                 },
+                "neuron_cores": {"logical_nc_config": 1, "per_device": 2, "count": 24, "idle": list(range(4, 24))},
             }
         ],
         "tasks": [
@@ -198,7 +199,16 @@ def test_json_document_has_the_documented_shape(client: Any) -> None:
                 "arn": _task_arn(7),
                 "task_definition": MANAGED_FAMILY,
                 "container_instance_arn": _instance_arn(1),
-                "containers": [{"name": "model", "neuron_device_ids": ["0", "1"], "device_paths": []}],
+                "containers": [
+                    {
+                        "name": "model",
+                        "neuron_device_ids": ["0", "1"],
+                        "device_paths": [],
+                        "visible_cores": None,
+                        "logical_nc_config": None,
+                    }
+                ],
+                "neuron_cores": [0, 1, 2, 3],
             }
         ],
         "findings": [
@@ -241,7 +251,56 @@ def test_two_copies_of_a_manual_task_on_one_instance_conflict() -> None:
     tasks = [_manual("first", "a", [0, 1]), _manual("second", "a", [0, 1]), _manual("third", "a", [2, 3, 4, 5])]
     findings = find_problems(instances, tasks)
     assert [f.kind for f in findings] == ["conflict", "conflict"]
-    assert findings[0].message.startswith("i-a (inf2.24xlarge): /dev/neuron0 is held by 2 tasks: first (first:1)")
+    assert findings[0].message.startswith(
+        "i-a (inf2.24xlarge): /dev/neuron0 (NeuronCores 0-1) is held by 2 tasks: first (first:1), second (second:1)"
+    )
+
+
+def _cores(name: str, on: str, devices: list[int], visible: str | None, lnc: int | None = None) -> Task:
+    paths = tuple(f"/dev/neuron{i}" for i in devices)
+    return Task(f"task/{name}", f"td/{name}:1", f"ci/{on}", (TaskContainer("model", (), paths, visible, lnc),))
+
+
+def test_tasks_on_one_chip_with_disjoint_cores_do_not_conflict() -> None:
+    instances = [_instance("a", "inf2.xlarge", [0])]
+    assert find_problems(instances, [_cores("x", "a", [0], "0"), _cores("y", "a", [0], "1")]) == []
+
+
+def test_tasks_holding_one_core_conflict_naming_the_core_and_its_device() -> None:
+    instances = [_instance("a", "inf2.8xlarge", [0])]
+    (finding,) = find_problems(instances, [_cores("x", "a", [0], "0-1"), _cores("y", "a", [0], "1")])
+    assert finding.kind == "conflict"
+    assert finding.message.startswith("i-a (inf2.8xlarge): NeuronCore 1 of /dev/neuron0 is held by 2 tasks: x (x:1)")
+
+
+def test_a_whole_chip_task_conflicts_with_a_core_task_on_that_chip() -> None:
+    instances = [_instance("a", "inf1.6xlarge", [0, 1, 2, 3])]
+    finding, idle = find_problems(instances, [_manual("whole", "a", [1]), _cores("part", "a", [1], "6-7")])
+    assert idle.kind == "idle" and finding.kind == "conflict"
+    assert "NeuronCores 6-7 of /dev/neuron1 are held by 2 tasks" in finding.message
+
+
+def test_an_unknown_type_keeps_the_device_rule() -> None:
+    instances = [_instance("a", "inf9.large", [0])]
+    (finding,) = find_problems(instances, [_cores("x", "a", [0], "0"), _cores("y", "a", [0], "1")])
+    assert finding.message.startswith("i-a (inf9.large): /dev/neuron0 is held by 2 tasks")
+
+
+def test_trn2_cores_are_counted_at_the_logical_core_setting_the_tasks_state() -> None:
+    instances = [_instance("a", "trn2.48xlarge", list(range(16)))]
+    # LNC=1: 8 cores a chip; chip 1 holds cores 8-15.
+    disjoint = [_cores("x", "a", [1], "8-11", lnc=1), _cores("y", "a", [1], "12-15", lnc=1)]
+    assert [f.kind for f in find_problems(instances, disjoint)] == ["idle"]
+    # Logical core 6 at LNC=2 is physical cores 12-13, cores 12-13 at LNC=1.
+    overlapping = [_cores("x", "a", [1], "12", lnc=1), _cores("y", "a", [1], "6", lnc=2)]
+    assert "NeuronCore 12 of /dev/neuron1 is held by 2 tasks" in find_problems(instances, overlapping)[0].message
+
+
+def test_idle_cores_of_devices_in_use_are_listed() -> None:
+    instances = [_instance("a", "inf2.24xlarge", list(range(6)))]
+    (finding,) = find_problems(instances, [_cores("x", "a", [0], "0"), _manual("y", "a", [1, 2, 3, 4, 5])])
+    assert finding.kind == "idle"
+    assert finding.message == "i-a (inf2.24xlarge): 1 NeuronCore idle on devices in use: 1 of /dev/neuron0"
 
 
 def test_manual_task_colliding_with_a_managed_allocation_conflicts() -> None:

@@ -273,7 +273,7 @@ def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[
             f"task/d{n}",
             f"td/d{n}:1",
             "ci/a",
-            tuple(TaskContainer(name, (), paths) for name, paths in _mapped_devices(t).items()),
+            tuple(TaskContainer(name, (), mapped.paths) for name, mapped in _mapped_devices(t).items()),
         )
         for n, t in enumerate(live)
     ]

@@ -78,8 +78,8 @@ def test_inspect_metrics_adds_utilization_to_the_map_and_the_json(aws: boto3.Ses
     out = io.StringIO()
     assert main(["inspect", "--cluster", "neuron", "--metrics"], stdout=out, stderr=io.StringIO()) == EXIT_OK
     text = out.getvalue()
-    assert f"{fleet.ec2_instance_ids[0]} (inf2.xlarge): 1 chip, NeuronCore utilization 42.0 %" in text
-    assert f"{fleet.ec2_instance_ids[1]} (inf2.xlarge): 1 chip, NeuronCore utilization not published" in text
+    assert f"{fleet.ec2_instance_ids[0]} (inf2.xlarge): 1 chip, 2 cores, NeuronCore utilization 42.0 %" in text
+    assert f"{fleet.ec2_instance_ids[1]} (inf2.xlarge): 1 chip, 2 cores, NeuronCore utilization not published" in text
     out = io.StringIO()
     main(["inspect", "--cluster", "neuron", "--metrics", "--json"], stdout=out, stderr=io.StringIO())
     assert json.loads(out.getvalue())["neuroncore_utilization"] == {

@@ -32,7 +32,9 @@ __all__ = [
     "cores_of_devices",
     "devices_of_cores",
     "format_core_list",
+    "held_cores",
     "parse_core_list",
+    "relabel_cores",
 ]
 
 VISIBLE_CORES_VARIABLE = "NEURON_RT_VISIBLE_CORES"
@@ -77,3 +79,19 @@ def cores_of_devices(devices: Iterable[int], cores_per_chip: int) -> set[int]:
 def devices_of_cores(cores: Iterable[int], cores_per_chip: int) -> set[int]:
     """The chips that hold ``cores``: the devices a container taking them must map."""
     return {core // cores_per_chip for core in cores}
+
+
+def held_cores(devices: Iterable[int], visible: str | None, cores_per_chip: int) -> frozenset[int]:
+    """The cores a container holds: those ``visible`` (its ``NEURON_RT_VISIBLE_CORES``) names within its
+    ``devices``, else every core of its devices (also when the variable names none of them, or is no core list)."""
+    every = cores_of_devices(devices, cores_per_chip)
+    named = parse_core_list(visible) if isinstance(visible, str) else None
+    return frozenset(named & every if named is not None and named & every else every)
+
+
+def relabel_cores(cores: Iterable[int], lnc: int, to_lnc: int) -> frozenset[int]:
+    """Cores numbered at ``lnc`` physical cores per logical core, numbered at ``to_lnc``: every core at ``to_lnc``
+    that shares a physical core with them (Trainium2: logical core 1 at LNC=2 is cores 2-3 at LNC=1)."""
+    if lnc == to_lnc:
+        return frozenset(cores)
+    return frozenset(physical // to_lnc for core in cores for physical in range(core * lnc, (core + 1) * lnc))

@@ -7,7 +7,7 @@ Commands::
     neuron-ecs inspect --cluster NAME [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
 
-Exit status: 0 clean, 3 when ``inspect`` finds a device held by two tasks on one instance or
+Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance or
 ``lint`` finds an error, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url``
 included), 1 when AWS cannot answer (the message says why, in a sentence), 130 on Ctrl-C.
 Calls to AWS give up on an endpoint that does not answer within about 30 s (5 s to connect,
@@ -234,13 +234,13 @@ def _print_inspection(
         from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_device_map
 
         out.line()
-        legend = f"(a letter per holder, {CONFLICT} held twice, {IDLE} idle)"
-        out.line(f"{out.style('Neuron devices per instance', '1')} {legend}")
+        legend = f"(a cell per NeuronCore, a group per device: a letter per holder, {CONFLICT} held twice, {IDLE} idle)"
+        out.line(f"{out.style('NeuronCores per instance', '1')} {legend}")
         for line in render_device_map(inspection, styled=out.styled, utilization=utilization):
             out.line(line)
     out.line()
     if not inspection.findings:
-        out.line("No findings: no device is held twice, every task's devices exist, nothing idle.")
+        out.line("No findings: no NeuronCore is held twice, every task's devices exist, nothing idle.")
     for finding in inspection.findings:
         out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
 
@@ -384,7 +384,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="neuron-ecs",
         description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
         "and which task holds which Neuron device.",
-        epilog="Exit status: 0 clean, 3 a device held by two tasks on one instance, 2 usage error, 1 AWS error.",
+        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance or a lint error, "
+        "2 usage error, 1 AWS error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

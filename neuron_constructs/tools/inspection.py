@@ -7,12 +7,19 @@
 * ``DescribeContainerInstances`` and ``DescribeTasks`` in batches of 100 (their maximum);
 * ``DescribeTaskDefinition`` once per distinct task definition, for the ``/dev/neuronN``
   paths that manually mapped containers take (``linuxParameters.devices``); ECS does not
-  track those, so neither ``remainingResources`` nor ``neuronDeviceIds`` shows them.
+  track those, so neither ``remainingResources`` nor ``neuronDeviceIds`` shows them. The same
+  answer gives each container's ``NEURON_RT_VISIBLE_CORES`` and ``NEURON_LOGICAL_NC_CONFIG``
+  (``environment``): the NeuronCores it holds of those devices.
 
 Device identity: ECS names a Neuron device by its index (``neuronDeviceIds`` ``"0"`` is
 ``/dev/neuron0``, per the ``PlatformDevice`` API reference); ``NEURON_DEVICES`` in
 ``registeredResources`` / ``remainingResources`` lists the same ids. Both are compared by
 index, so ``"0"``, ``"neuron0"`` and ``"/dev/neuron0"`` are the same device.
+
+NeuronCores: on an instance type of the catalog, tasks are compared by the cores they hold
+(:func:`container_cores`, host numbering): two tasks on one device with disjoint
+``NEURON_RT_VISIBLE_CORES`` do not conflict; two that hold one core do. An instance type the
+catalog lacks is compared by device.
 
 Uses boto3 only (no AWS CDK import), with botocore's standard retry mode for throttling and short
 timeouts (:data:`CONNECT_TIMEOUT_S`, :data:`READ_TIMEOUT_S`, :data:`MAX_ATTEMPTS`): an endpoint that
@@ -29,7 +36,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
+from neuron_constructs.knowledge.cores import (
+    LOGICAL_CORE_VARIABLE,
+    VISIBLE_CORES_VARIABLE,
+    held_cores,
+    relabel_cores,
+)
+from neuron_constructs.knowledge.devices import (
+    NEURON_DEVICE_PREFIX,
+    device_index,
+    format_device_paths,
+    format_index_runs,
+)
 
 __all__ = [
     "API_PAGE_SIZE",
@@ -40,15 +58,18 @@ __all__ = [
     "ContainerInstance",
     "Finding",
     "FindingKind",
+    "InstanceCores",
     "NeuronDevices",
     "Task",
     "TaskContainer",
     "UnexpectedResponseError",
     "client_config",
+    "container_cores",
     "count_api_calls",
     "ecs_client",
     "find_problems",
     "inspect_cluster",
+    "instance_cores",
 ]
 
 API_PAGE_SIZE = 100
@@ -98,11 +119,20 @@ class ContainerInstance:
 
 @dataclass(frozen=True)
 class TaskContainer:
-    """One container of a task: the devices ECS assigned (managed) or its task definition maps (manual)."""
+    """One container of a task: the devices ECS assigned (managed) or its task definition maps (manual), and the
+    Neuron runtime variables its task definition sets: ``NEURON_RT_VISIBLE_CORES`` as written (``"4-5"``) and
+    ``NEURON_LOGICAL_NC_CONFIG`` (1 or 2; ``None`` when not set or not one of those)."""
 
     name: str
     neuron_device_ids: tuple[str, ...] = ()
     device_paths: tuple[str, ...] = ()
+    visible_cores: str | None = None
+    lnc: int | None = None
+
+    def device_indices(self) -> set[int]:
+        """The Neuron device indices it holds, managed or mapped."""
+        held = {device_index(d) for d in (*self.neuron_device_ids, *self.device_paths)}
+        return {i for i in held if i is not None}
 
 
 @dataclass(frozen=True)
@@ -114,8 +144,49 @@ class Task:
 
     def device_indices(self) -> set[int]:
         """Every Neuron device index this task holds, managed or mapped."""
-        held = {device_index(d) for c in self.containers for d in (*c.neuron_device_ids, *c.device_paths)}
-        return {i for i in held if i is not None}
+        return {i for c in self.containers for i in c.device_indices()}
+
+
+@dataclass(frozen=True)
+class InstanceCores:
+    """How the NeuronCores of one container instance are numbered, and which each task holds.
+
+    ``lnc`` is the logical-core setting the instance's tasks state (the most common), else the type's default;
+    cores are numbered at it, chip ``d`` holding ``d*per_chip .. d*per_chip+per_chip-1``.
+    """
+
+    instance_type: NeuronInstanceType
+    lnc: int
+    by_task: Mapping[str, frozenset[int]]
+
+    @property
+    def per_chip(self) -> int:
+        return self.instance_type.cores_per_chip(self.lnc)
+
+    @property
+    def count(self) -> int:
+        return self.instance_type.cores(self.lnc)
+
+
+def container_cores(container: TaskContainer, instance_type: NeuronInstanceType, lnc: int) -> frozenset[int]:
+    """The NeuronCores ``container`` holds, numbered at ``lnc``: those its ``NEURON_RT_VISIBLE_CORES`` names within
+    its devices, else every core of its devices (a container stating another logical-core setting is renumbered)."""
+    own = container.lnc if container.lnc in instance_type.lnc_options else lnc
+    cores = held_cores(container.device_indices(), container.visible_cores, instance_type.cores_per_chip(own))
+    return relabel_cores(cores, own, lnc)
+
+
+def instance_cores(instance: ContainerInstance, tasks: Sequence[Task]) -> InstanceCores | None:
+    """The cores of ``instance`` and of each of its ``tasks``; ``None`` for a type the catalog lacks."""
+    entry = NeuronInstanceType.find(instance.instance_type or "")
+    if entry is None:
+        return None
+    stated = Counter(
+        c.lnc for t in tasks for c in t.containers if c.lnc in entry.lnc_options and c.device_indices()
+    ).most_common(1)
+    lnc = stated[0][0] if stated else entry.default_lnc
+    by_task = {t.arn: frozenset().union(*(container_cores(c, entry, lnc) for c in t.containers)) for t in tasks}
+    return InstanceCores(entry, lnc, by_task)
 
 
 @dataclass(frozen=True)
@@ -138,8 +209,19 @@ class ClusterInspection:
     def has_conflict(self) -> bool:
         return any(f.kind == "conflict" for f in self.findings)
 
+    def tasks_on(self) -> dict[str, list[Task]]:
+        """Container instance ARN -> its tasks, in the inspection's order."""
+        by_instance: dict[str, list[Task]] = {}
+        for task in self.tasks:
+            if task.container_instance_arn:
+                by_instance.setdefault(task.container_instance_arn, []).append(task)
+        return by_instance
+
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` document: ``container_instances``, ``tasks`` and ``findings``."""
+        """The ``--json`` document: ``container_instances``, ``tasks`` and ``findings``; NeuronCores (``neuron_cores``)
+        where the instance type is in the catalog, else ``null``."""
+        tasks_on = self.tasks_on()
+        cores = {i.arn: instance_cores(i, tasks_on.get(i.arn, [])) for i in self.container_instances}
         return {
             "container_instances": [
                 {
@@ -150,6 +232,7 @@ class ClusterInspection:
                         "registered": list(i.neuron_devices.registered),
                         "remaining": list(i.neuron_devices.remaining),
                     },
+                    "neuron_cores": _cores_json(cores[i.arn]),
                 }
                 for i in self.container_instances
             ],
@@ -163,14 +246,33 @@ class ClusterInspection:
                             "name": c.name,
                             "neuron_device_ids": list(c.neuron_device_ids),
                             "device_paths": list(c.device_paths),
+                            "visible_cores": c.visible_cores,
+                            "logical_nc_config": c.lnc,
                         }
                         for c in t.containers
                     ],
+                    "neuron_cores": _task_cores_json(cores.get(t.container_instance_arn or ""), t.arn),
                 }
                 for t in self.tasks
             ],
             "findings": [asdict(f) for f in self.findings],
         }
+
+
+def _cores_json(cores: InstanceCores | None) -> dict[str, Any] | None:
+    if cores is None:
+        return None
+    held = frozenset().union(*cores.by_task.values())
+    return {
+        "logical_nc_config": cores.lnc,
+        "per_device": cores.per_chip,
+        "count": cores.count,
+        "idle": [c for c in range(cores.count) if c not in held],
+    }
+
+
+def _task_cores_json(cores: InstanceCores | None, task: str) -> list[int] | None:
+    return None if cores is None else sorted(cores.by_task.get(task, ()))
 
 
 def client_config() -> Any:
@@ -274,9 +376,19 @@ def _container_instance(raw: Mapping[str, Any]) -> ContainerInstance:
     )
 
 
-def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Container name -> the ``/dev/neuronN`` host paths its ``linuxParameters.devices`` map."""
-    mapped: dict[str, tuple[str, ...]] = {}
+@dataclass(frozen=True)
+class _Mapped:
+    """What a container definition says about Neuron: the ``/dev/neuronN`` host paths its ``linuxParameters.devices``
+    map, and its ``NEURON_RT_VISIBLE_CORES`` and ``NEURON_LOGICAL_NC_CONFIG``."""
+
+    paths: tuple[str, ...] = ()
+    visible_cores: str | None = None
+    lnc: int | None = None
+
+
+def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, _Mapped]:
+    """Container name -> its Neuron devices and runtime variables."""
+    mapped: dict[str, _Mapped] = {}
     for container in task_definition.get("containerDefinitions") or []:
         if not isinstance(container, Mapping):
             continue
@@ -286,7 +398,16 @@ def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, tuple[str, 
             for d in devices
             if isinstance(d, Mapping) and str(d.get("hostPath", "")).startswith(NEURON_DEVICE_PREFIX)
         )
-        mapped[str(container.get("name", "?"))] = paths
+        environment = {
+            str(e.get("name")): e.get("value")
+            for e in container.get("environment") or []
+            if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+        }
+        visible = environment.get(VISIBLE_CORES_VARIABLE)
+        lnc = str(environment.get(LOGICAL_CORE_VARIABLE, "")).strip()
+        mapped[str(container.get("name", "?"))] = _Mapped(
+            paths, str(visible) if visible is not None else None, int(lnc) if lnc in ("1", "2") else None
+        )
     return mapped
 
 
@@ -325,7 +446,7 @@ def inspect_cluster(
             if not isinstance(raw.get("taskDefinitionArn"), str):
                 raise UnexpectedResponseError("DescribeTasks", f"task {raw['taskArn']} without taskDefinitionArn")
 
-        mapped_by_definition: dict[str, dict[str, tuple[str, ...]]] = {}
+        mapped_by_definition: dict[str, dict[str, _Mapped]] = {}
         for arn in dict.fromkeys(t["taskDefinitionArn"] for t in raw_tasks):
             definition = client.describe_task_definition(taskDefinition=arn).get("taskDefinition")
             if not isinstance(definition, Mapping):
@@ -338,11 +459,7 @@ def inspect_cluster(
             task_definition=raw["taskDefinitionArn"],
             container_instance_arn=raw.get("containerInstanceArn"),
             containers=tuple(
-                TaskContainer(
-                    name=str(c.get("name", "?")),
-                    neuron_device_ids=tuple(c.get("neuronDeviceIds", [])),
-                    device_paths=mapped_by_definition[raw["taskDefinitionArn"]].get(c.get("name", ""), ()),
-                )
+                _task_container(c, mapped_by_definition[raw["taskDefinitionArn"]].get(c.get("name", ""), _Mapped()))
                 for c in raw.get("containers") or []
                 if isinstance(c, Mapping)
             ),
@@ -358,6 +475,16 @@ def inspect_cluster(
     )
 
 
+def _task_container(raw: Mapping[str, Any], mapped: _Mapped) -> TaskContainer:
+    return TaskContainer(
+        name=str(raw.get("name", "?")),
+        neuron_device_ids=tuple(raw.get("neuronDeviceIds", [])),
+        device_paths=mapped.paths,
+        visible_cores=mapped.visible_cores,
+        lnc=mapped.lnc,
+    )
+
+
 def _short(arn: str) -> str:
     return arn.rsplit("/", 1)[-1]
 
@@ -369,12 +496,14 @@ def _instance_label(instance: ContainerInstance) -> str:
 def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task]) -> list[Finding]:
     """Findings, most severe first.
 
-    * ``conflict``: two tasks on one instance hold the same device (manual mappings are not
+    * ``conflict``: two tasks on one instance hold the same NeuronCore (manual mappings are not
       tracked by ECS, so two copies of a manual task, or a manual and a managed task, collide);
+      tasks on one device with disjoint ``NEURON_RT_VISIBLE_CORES`` do not. On a type the catalog
+      lacks, the same device;
     * ``missing-device``: a task holds a device its instance type does not have;
     * ``malformed``: a ``NEURON_DEVICES`` registration that is not a string set of device ids;
     * ``unregistered``: a Neuron instance type registered no ``NEURON_DEVICES`` (not the Neuron AMI?);
-    * ``idle``: registered devices that no task holds.
+    * ``idle``: registered devices that no task holds, and idle NeuronCores of devices in use.
     """
     tasks_by_instance: dict[str, list[Task]] = defaultdict(list)
     for task in tasks:
@@ -388,31 +517,23 @@ def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task])
     idle: list[Finding] = []
     for instance in instances:
         on_instance = tasks_by_instance.get(instance.arn, [])
-        held = {task.arn: task.device_indices() for task in on_instance}
+        cores = instance_cores(instance, on_instance)
+        per_chip = cores.per_chip if cores else 1
+        held = cores.by_task if cores else {task.arn: frozenset(task.device_indices()) for task in on_instance}
         holders: dict[int, list[Task]] = defaultdict(list)
         for task in on_instance:
-            for index in held[task.arn]:
-                holders[index].append(task)
+            for core in held[task.arn]:
+                holders[core].append(task)
         label = _instance_label(instance)
         malformed += [
             Finding("malformed", f"{label}: {problem}; ECS cannot hand these devices out as registered")
             for problem in instance.neuron_devices.problems
         ]
-        for index, held_by in sorted(holders.items()):
-            if len(held_by) > 1:
-                names = ", ".join(f"{_short(t.arn)} ({_short(t.task_definition)})" for t in held_by)
-                conflicts.append(
-                    Finding(
-                        "conflict",
-                        f"{label}: {NEURON_DEVICE_PREFIX}{index} is held by {len(held_by)} tasks: {names}; "
-                        "give each task definition different devices or keep one task per instance "
-                        "(distinctInstance)",
-                    )
-                )
+        conflicts += _conflicts(label, holders, per_chip, by_core=cores is not None)
         catalog_entry = NeuronInstanceType.find(instance.instance_type or "")
         if catalog_entry is not None:
             for task in on_instance:
-                beyond = {i for i in held[task.arn] if i >= catalog_entry.chips}
+                beyond = {i for i in task.device_indices() if i >= catalog_entry.chips}
                 if beyond:
                     missing.append(
                         Finding(
@@ -433,12 +554,62 @@ def find_problems(instances: Sequence[ContainerInstance], tasks: Sequence[Task])
                     )
                 )
             continue
-        unused = registered - set(holders)
+        used = {core // per_chip for core in holders}
+        unused = registered - used
+        parts = []
         if unused:
-            idle.append(
-                Finding(
-                    "idle",
-                    f"{label}: {len(unused)} of {len(registered)} Neuron devices idle: {format_device_paths(unused)}",
-                )
+            parts.append(f"{len(unused)} of {len(registered)} Neuron devices idle: {format_device_paths(unused)}")
+        if cores is not None:
+            partly = sorted(
+                core for chip in registered & used for core in range(chip * per_chip, (chip + 1) * per_chip)
             )
+            spare = [core for core in partly if core not in holders]
+            if spare:
+                partial = ", ".join(
+                    f"{format_index_runs(c)} of {NEURON_DEVICE_PREFIX}{d}" for d, c in _by_chip(spare, per_chip)
+                )
+                cores_text = f"{len(spare)} NeuronCore{'s' if len(spare) > 1 else ''}"
+                parts.append(f"{cores_text} idle on devices in use: {partial}")
+        if parts:
+            idle.append(Finding("idle", f"{label}: {'; '.join(parts)}"))
     return conflicts + missing + malformed + unregistered + idle
+
+
+def _by_chip(cores: Iterable[int], per_chip: int) -> list[tuple[int, list[int]]]:
+    """Cores grouped by the chip holding them, in order."""
+    chips: dict[int, list[int]] = {}
+    for core in sorted(cores):
+        chips.setdefault(core // per_chip, []).append(core)
+    return list(chips.items())
+
+
+def _conflicts(label: str, holders: Mapping[int, list[Task]], per_chip: int, *, by_core: bool) -> list[Finding]:
+    """One finding per device and set of tasks holding cores of it together (``by_core``), or per device."""
+    shared: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+    tasks: dict[str, Task] = {}
+    for core, held_by in sorted(holders.items()):
+        if len(held_by) > 1:
+            tasks.update((t.arn, t) for t in held_by)
+            shared.setdefault((core // per_chip, tuple(t.arn for t in held_by)), []).append(core)
+    found = []
+    for (chip, arns), cores in shared.items():
+        names = ", ".join(f"{_short(a)} ({_short(tasks[a].task_definition)})" for a in arns)
+        device = f"{NEURON_DEVICE_PREFIX}{chip}"
+        if not by_core:
+            what = f"{device} is held"
+        elif len(cores) == per_chip:
+            what = f"{device} (NeuronCore{'s' if per_chip > 1 else ''} {format_index_runs(cores)}) is held"
+        else:
+            plural = len(cores) > 1
+            what = (
+                f"NeuronCore{'s' if plural else ''} {format_index_runs(cores)} of {device} "
+                f"{'are' if plural else 'is'} held"
+            )
+        fix = (
+            "give each task different devices or disjoint NEURON_RT_VISIBLE_CORES, or keep one task per instance "
+            "(distinctInstance)"
+            if by_core
+            else "give each task definition different devices or keep one task per instance (distinctInstance)"
+        )
+        found.append(Finding("conflict", f"{label}: {what} by {len(arns)} tasks: {names}; {fix}"))
+    return found
