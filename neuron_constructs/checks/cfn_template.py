@@ -735,6 +735,16 @@ class EcsTemplate:
             return None
         return [self.capacities[c] for c in service.capacities]
 
+    def lands_on(self, service: Service, capacity: Capacity) -> bool:
+        """Whether the service's tasks can land on ``capacity``: its strategy names it, or (no strategy the template
+        shows) it is not Fargate and the capacity's one type is among the types the service may run on."""
+        if service.capacities is not None:
+            return capacity.logical_id in service.capacities
+        if service.fargate:
+            return False
+        types = self.service_types(service)
+        return capacity.single_type is None or types is None or capacity.single_type in types
+
     def could_share_instances(self, first: Service, second: Service) -> bool:
         """Whether tasks of two services can land on one instance (same cluster and capacity, types agree)."""
         if first.cluster != second.cluster or first.fargate or second.fargate:

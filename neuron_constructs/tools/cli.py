@@ -6,15 +6,16 @@ Commands::
     neuron-ecs ami [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
+    neuron-ecs plan TEMPLATE_OR_DIR... [--json]
 
-Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance or
-``lint`` finds an error, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url``
-included), 1 when AWS cannot answer (the message says why, in a sentence), 130 on Ctrl-C.
-Calls to AWS give up on an endpoint that does not answer within about 30 s (5 s to connect,
-10 s to read, 3 attempts); a long ``inspect`` prints progress on stderr. Tables are aligned
-text; on a terminal the headers are bold and findings coloured (unless ``NO_COLOR`` is set);
-piped output is plain, and a closed pipe (``| head``) keeps the exit status. ``catalog`` and
-``lint`` import neither boto3 nor the AWS CDK.
+Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
+``lint`` finds an error or ``plan`` holds a NeuronCore twice, 2 for usage errors (a malformed
+``--region`` or ``--endpoint-url`` included), 1 when AWS cannot answer (the message says why,
+in a sentence), 130 on Ctrl-C. Calls to AWS give up on an endpoint that does not answer within
+about 30 s (5 s to connect, 10 s to read, 3 attempts); a long ``inspect`` prints progress on
+stderr. Tables are aligned text; on a terminal the headers are bold and findings coloured
+(unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe (``| head``) keeps the
+exit status. ``catalog``, ``lint`` and ``plan`` import neither boto3 nor the AWS CDK.
 """
 
 from __future__ import annotations
@@ -302,6 +303,59 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
     return EXIT_CONFLICT if any(f.finding.severity == "error" for f in result.findings) else EXIT_OK
 
 
+# --- plan ----------------------------------------------------------------------------------------
+
+
+def _plan(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.planning import plan_paths
+
+    result = plan_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {problem}\n")
+    if args.json:
+        _print_json(result.to_json(), out)
+    else:
+        _print_plan(result.layouts, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if result.holds_a_core_twice else EXIT_OK
+
+
+def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
+    from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
+
+    if not layouts:
+        out.line(
+            "No Neuron capacity in these templates: no Auto Scaling group of one Neuron instance type, and no "
+            "Managed Instances capacity running a task that asks for NeuronDevice."
+        )
+        return
+    legend = f"(a cell per NeuronCore, a group per device: a letter per service, {CONFLICT} held twice, {IDLE} idle)"
+    out.line(f"{out.style('NeuronCores per planned instance', '1')} {legend}")
+    for layout in layouts:
+        out.line()
+        for line in render_layouts([layout], styled=out.styled):
+            out.line(line)
+    out.line()
+    idle_chips = sum(len(layout.idle_chips) for layout in layouts)
+    idle_cores = sum(len(layout.idle_cores) for layout in layouts)
+    twice = sum(len(layout.conflicts) for layout in layouts)
+
+    def count(number: int, noun: str) -> str:
+        return f"{number} {noun}{'' if number == 1 else 's'}"
+
+    instances = count(len(layouts), "planned instance")
+    out.line(f"Idle on {instances}: {count(idle_chips, 'chip')}, {count(idle_cores, 'NeuronCore')}.")
+    if twice:
+        out.line(
+            out.style(f"{twice} NeuronCore{'s' if twice != 1 else ''} held twice", "31")
+            + f" (marked {CONFLICT}): give the services disjoint devices or NEURON_RT_VISIBLE_CORES, or run them "
+            "on different capacities."
+        )
+    else:
+        out.line("No NeuronCore is held twice.")
+
+
 class _UsageError(ValueError):
     """A usage error found after parsing (exit status 2)."""
 
@@ -384,8 +438,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="neuron-ecs",
         description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
         "and which task holds which Neuron device.",
-        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance or a lint error, "
-        "2 usage error, 1 AWS error.",
+        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan) or a lint "
+        "error, 2 usage error, 1 AWS error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -426,6 +480,16 @@ def _parser() -> argparse.ArgumentParser:
         "--ignore", action="append", default=[], metavar="RULE", help="a rule id (NEURON109 or W9209) to skip"
     )
     lint.add_argument("--list-rules", action="store_true", help="list the rules lint checks and exit")
+
+    plan = commands.add_parser(
+        "plan",
+        help="draw the NeuronCores of one planned instance of every Neuron capacity in templates or a cdk.out, "
+        "and which service's task holds each",
+    )
+    plan.add_argument(
+        "templates", nargs="+", metavar="TEMPLATE", help="template files or directories (cdk.out), planned as one app"
+    )
+    plan.add_argument("--json", action="store_true", help="print the planned instances as JSON")
     return parser
 
 
@@ -453,6 +517,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "ami": _ami,
     "inspect": _inspect,
     "lint": _lint,
+    "plan": _plan,
 }
 
 
@@ -477,7 +542,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         if isinstance(error, _UsageError | LintUsageError):
             err.write(f"neuron-ecs {args.command}: {error}\n")
             return EXIT_USAGE
-        if args.command in ("catalog", "lint"):
+        if args.command in ("catalog", "lint", "plan"):
             raise
         sentence = _explain(error, args.command, args)
         if sentence is None:

@@ -21,12 +21,7 @@ from neuron_constructs.knowledge.rules import Rule
 
 
 def _lands_on(t: EcsTemplate, service: Service, capacity: Capacity) -> bool:
-    if service.capacities is not None:
-        return capacity.logical_id in service.capacities
-    if service.fargate:
-        return False
-    types = t.service_types(service)
-    return capacity.single_type is None or types is None or capacity.single_type in types
+    return t.lands_on(service, capacity)
 
 
 def _sliced_groups(t: EcsTemplate) -> Iterator[tuple[Capacity, list[Service], list[Service]]]:

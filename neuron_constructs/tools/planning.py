@@ -1,0 +1,331 @@
+"""``neuron-ecs plan``: where the templates put every model's copies, before anything is deployed.
+
+For every Neuron capacity of an app's templates, one planned instance as an
+:class:`~neuron_constructs.tools.device_map.InstanceLayout`, drawn by the renderer ``neuron-ecs inspect`` uses:
+
+* an Auto Scaling capacity of one catalog type: every service whose tasks land on it (its strategy names the
+  capacity, or it may run on the capacity's type - the rule the template checks apply) and whose task holds Neuron
+  devices places its task on the instance: one per instance with ``distinctInstance`` or as a daemon, else two when
+  two of its tasks can run at once and fit one instance (as NEURON022 counts them: ECS does not track mapped
+  devices, so the second maps the same ones). A manually mapped task holds the cores its ``NEURON_RT_VISIBLE_CORES``
+  names within its devices, else every core of them; one asking for ``NeuronDevice`` holds every core;
+* a Managed Instances capacity: an instance per service whose task asks for ``NeuronDevice`` (ECS hands it every
+  device), of the capacity's one type, else of the smallest catalog type it admits that fits the task.
+
+Holders are named by construct path: the template's ``aws:cdk:path`` metadata (``cdk synth`` writes it), else the
+cloud assembly's (``manifest.json`` and the ``*.metadata.json`` beside a template in ``cdk.out``), else the logical
+id. Several templates are planned as one
+app: a service in one stack and the capacity it imports from another are matched, as ``neuron-ecs lint`` matches
+them. No AWS CDK import, no AWS call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuron_constructs.checks.cfn_template import (
+    Capacity,
+    EcsTemplate,
+    LoadedTemplate,
+    Service,
+    TaskDefinition,
+    TemplateError,
+    combine_templates,
+    load_template,
+)
+from neuron_constructs.checks.lint import template_files
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_CORES_VARIABLE, held_cores, relabel_cores
+from neuron_constructs.knowledge.devices import format_device_paths, format_index_runs
+from neuron_constructs.tools.device_map import Holder, InstanceLayout, label
+
+__all__ = ["PlanResult", "plan_paths", "plan_template", "plan_templates"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The planned instances, and the files that could not be read as templates (each with why)."""
+
+    layouts: list[InstanceLayout]
+    unreadable: list[str]
+
+    @property
+    def holds_a_core_twice(self) -> bool:
+        return any(layout.conflicts for layout in self.layouts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document: ``instances`` (one layout each) and ``unreadable``."""
+        return {"instances": [layout.to_json() for layout in self.layouts], "unreadable": list(self.unreadable)}
+
+
+def plan_paths(paths: Sequence[str]) -> PlanResult:
+    """Plan the templates ``paths`` name (files, or directories such as ``cdk.out``) as one app.
+
+    Raises :class:`~neuron_constructs.checks.lint.LintUsageError` for a path that does not exist.
+    """
+    loaded: dict[str, LoadedTemplate] = {}
+    construct_paths: dict[str, dict[str, str]] = {}
+    unreadable: list[str] = []
+    for path in template_files(paths):
+        try:
+            loaded[str(path)] = load_template(path)
+        except TemplateError as error:
+            unreadable.append(f"{path}: {error}")
+        else:
+            construct_paths[str(path)] = assembly_paths(path)
+    layouts = plan_templates(loaded, construct_paths=lambda name, lid: construct_paths[name].get(lid)) if loaded else []
+    return PlanResult(layouts, unreadable)
+
+
+def assembly_paths(template: Path) -> dict[str, str]:
+    """Logical id -> construct path, from the cloud assembly a template is part of (``manifest.json`` beside it, and
+    the metadata file it names); empty for a template outside one."""
+    try:
+        manifest = json.loads((template.parent / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
+    for artifact in (artifacts or {}).values():
+        properties = artifact.get("properties") if isinstance(artifact, dict) else None
+        if not isinstance(properties, dict) or properties.get("templateFile") != template.name:
+            continue
+        metadata = dict(artifact.get("metadata") or {})
+        extra = artifact.get("additionalMetadataFile")
+        if isinstance(extra, str):
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                metadata.update(json.loads((template.parent / extra).read_text(encoding="utf-8")))
+        return {
+            entry["data"]: path.lstrip("/")
+            for path, entries in metadata.items()
+            if isinstance(entries, list)
+            for entry in entries
+            if isinstance(entry, dict)
+            and entry.get("type") == "aws:cdk:logicalId"
+            and isinstance(entry.get("data"), str)
+        }
+    return {}
+
+
+def plan_template(template: LoadedTemplate | dict[str, Any], *, name: str = "template") -> list[InstanceLayout]:
+    """The planned instances of one template."""
+    return plan_templates({name: template})
+
+
+def plan_templates(
+    templates: Mapping[str, LoadedTemplate | dict[str, Any]],
+    *,
+    construct_paths: Callable[[str, str], str | None] | None = None,
+) -> list[InstanceLayout]:
+    """The planned instances of the templates of one app (stacks that reference each other's exports), by name;
+    ``construct_paths(template, logical_id)`` names resources whose template has no ``aws:cdk:path`` metadata."""
+    plain = {n: (t.template if isinstance(t, LoadedTemplate) else t) for n, t in templates.items()}
+    if len(plain) == 1:
+        ((name, template),) = plain.items()
+        paths = (lambda logical_id: construct_paths(name, logical_id)) if construct_paths else None
+        model = EcsTemplate(LoadedTemplate(template), name=name, construct_paths=paths)
+    else:
+        combined, origin = combine_templates(plain)
+
+        def combined_paths(logical_id: str) -> str | None:
+            return construct_paths(*origin[logical_id]) if construct_paths and logical_id in origin else None
+
+        model = EcsTemplate(LoadedTemplate(combined), construct_paths=combined_paths, origin=origin)
+    layouts: list[InstanceLayout] = []
+    for capacity in model.capacities.values():
+        if capacity.kind == "auto-scaling":
+            entry = NeuronInstanceType.find(capacity.single_type or "")
+            if entry is not None:
+                layouts.append(_auto_scaling_layout(model, capacity, entry))
+        else:
+            layouts += _managed_instances_layouts(model, capacity)
+    return layouts
+
+
+def _name(t: EcsTemplate, logical_id: str) -> str:
+    """A resource's construct path, its last segment once where it repeats (``Service/Service``); a logical id
+    without one is prefixed with its template's name when several are planned together."""
+    path = t.path_of(logical_id)
+    where = t.origin.get(logical_id)
+    if where is not None and path == where[1]:
+        return f"{Path(where[0]).name.removesuffix('.template.json')}/{path}"
+    parts = path.split("/")
+    while len(parts) > 1 and parts[-1] == parts[-2]:
+        parts.pop()
+    return "/".join(parts)
+
+
+# --- Auto Scaling --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Placed:
+    service: Service
+    task: TaskDefinition
+    copies: int
+    """Tasks of the service on one instance: 1, or 2 where nothing keeps two apart."""
+
+
+def _neuron_services(t: EcsTemplate, capacity: Capacity) -> tuple[list[_Placed], list[str]]:
+    """The services on ``capacity`` whose tasks hold Neuron devices, and remarks on those that cannot be planned."""
+    placed: list[_Placed] = []
+    remarks: list[str] = []
+    for service in t.services.values():
+        if not t.lands_on(service, capacity):
+            continue
+        task = t.task_definitions.get(service.task_definition or "")
+        if task is None:
+            remarks.append(f"{_name(t, service.logical_id)}: its task definition is not in these templates")
+        elif task.manual_mapping or task.managed_allocation:
+            placed.append(_Placed(service, task, _copies(service, task, capacity)))
+    return placed, remarks
+
+
+def _copies(service: Service, task: TaskDefinition, capacity: Capacity) -> int:
+    """2 where two of the service's tasks can run at once (more than one task, or a rolling deployment that starts a
+    new task before stopping the old) and nothing keeps them off one instance; else 1."""
+    if service.daemon or service.distinct_instance or task.managed_allocation:
+        return 1
+    concurrent = (service.max_tasks or 1) > 1 or (service.rolling and service.maximum_percent > 100)
+    entry = NeuronInstanceType.find(capacity.single_type or "")
+    cpu = task.cpu or sum(c.cpu or 0 for c in task.containers)
+    memory = task.memory or sum(c.memory_reservation or c.memory or 0 for c in task.containers)
+    fit = entry is None or (2 * cpu <= entry.cpu_units and 2 * memory <= entry.memory_mib)
+    return 2 if concurrent and fit else 1
+
+
+def _lnc(entry: NeuronInstanceType, tasks: Sequence[TaskDefinition]) -> int:
+    """The logical-core setting most of the tasks run with, else the type's default."""
+    stated = Counter(
+        lnc for lnc in (_task_lnc(entry, task) for task in tasks) if lnc is not None and lnc in entry.lnc_options
+    )
+    return stated.most_common(1)[0][0] if stated else entry.default_lnc
+
+
+def _task_lnc(entry: NeuronInstanceType, task: TaskDefinition) -> int | None:
+    if task.instance_type is not None:
+        return task.lnc
+    for container in task.containers:
+        stated = str(container.environment.get(LOGICAL_CORE_VARIABLE, ""))
+        if stated in ("1", "2"):
+            return int(stated)
+    declared = task.intent.get("lnc")
+    return declared if isinstance(declared, int) else None
+
+
+def _task_cores(entry: NeuronInstanceType, task: TaskDefinition, lnc: int) -> frozenset[int]:
+    """The cores a task holds on ``entry`` at ``lnc``: every core for ``NeuronDevice``, else its containers'."""
+    if task.managed_allocation:
+        return frozenset(range(entry.cores(lnc)))
+    own = _task_lnc(entry, task)
+    own = own if own in entry.lnc_options else lnc
+    held: set[int] = set()
+    for container in task.containers:
+        devices = [i for i in container.neuron_devices if i is not None]
+        visible = container.environment.get(VISIBLE_CORES_VARIABLE)
+        cores = held_cores(devices, visible if isinstance(visible, str) else None, entry.cores_per_chip(own))
+        held |= relabel_cores(cores, own, lnc)
+    return frozenset(held)
+
+
+def _tasks_text(service: Service, copies: int) -> str:
+    if service.daemon:
+        return "a daemon: one task on every instance"
+    low, high = service.min_tasks, service.max_tasks
+    if high is None:
+        count = "tasks"
+    elif low in (None, high):
+        count = f"{high} task{'s' if high != 1 else ''}"
+    else:
+        count = f"{low}-{high} tasks"
+    if copies > 1:
+        return f"{count}, two can land on one instance (no distinctInstance)"
+    if service.distinct_instance:
+        return f"{count} (distinctInstance)" if high == 1 else f"{count}, one per instance (distinctInstance)"
+    return count
+
+
+def _holder_name(path: str, cores: frozenset[int], per_chip: int, tasks: str) -> str:
+    devices = sorted({core // per_chip for core in cores})
+    cores_text = f"core{'s' if len(cores) != 1 else ''} {format_index_runs(cores)}"
+    return f"{path}: {cores_text} of {format_device_paths(devices)}; {tasks}"
+
+
+def _auto_scaling_layout(t: EcsTemplate, capacity: Capacity, entry: NeuronInstanceType) -> InstanceLayout:
+    placed, remarks = _neuron_services(t, capacity)
+    lnc = _lnc(entry, [p.task for p in placed])
+    per_chip = entry.cores_per_chip(lnc)
+    holders: list[Holder] = []
+    for item in placed:
+        cores = _task_cores(entry, item.task, lnc)
+        path = _name(t, item.service.logical_id)
+        beyond = sorted({core // per_chip for core in cores if core >= entry.cores(lnc)})
+        if beyond:
+            remarks.append(f"{path} maps {format_device_paths(beyond)}, which {entry.name} does not have")
+        for copy in range(item.copies):
+            name = _holder_name(path, cores, per_chip, _tasks_text(item.service, item.copies))
+            holders.append(Holder(label(len(holders)), name, f"{item.service.logical_id}#{copy}", cores))
+    highest = max((core // per_chip for h in holders for core in h.cores), default=-1)
+    notes = (f"each of up to {capacity.max_size} instances",) if capacity.max_size is not None else ()
+    return InstanceLayout(
+        title=f"{_name(t, capacity.logical_id)} ({entry.name})",
+        instance_type=entry,
+        chips=max(entry.chips, highest + 1),
+        cores_per_chip=per_chip,
+        registered=frozenset(range(entry.chips)),
+        holders=tuple(holders),
+        lnc=lnc,
+        notes=notes,
+        remarks=tuple(remarks),
+    )
+
+
+# --- Managed Instances ---------------------------------------------------------------------------
+
+
+def _managed_type(capacity: Capacity, task: TaskDefinition) -> NeuronInstanceType | None:
+    """The capacity's one catalog type, else the smallest admitted type with the task's CPU and memory."""
+    single = NeuronInstanceType.find(capacity.single_type or "")
+    if single is not None:
+        return single
+    cpu = task.cpu or 0
+    memory = task.memory or 0
+    fitting = [e for e in capacity.admitted if cpu <= e.cpu_units and memory <= e.schedulable_memory_mib]
+    return min(fitting, key=lambda e: (e.chips, e.vcpus, e.memory_gib), default=None)
+
+
+def _managed_instances_layouts(t: EcsTemplate, capacity: Capacity) -> list[InstanceLayout]:
+    layouts: list[InstanceLayout] = []
+    for service in t.services.values():
+        task = t.task_definitions.get(service.task_definition or "")
+        if task is None or not task.managed_allocation or not t.lands_on(service, capacity):
+            continue
+        entry = _managed_type(capacity, task)
+        if entry is None:
+            continue
+        lnc = _lnc(entry, [task])
+        path = _name(t, service.logical_id)
+        cores = frozenset(range(entry.cores(lnc)))
+        remarks: tuple[str, ...] = ()
+        if capacity.single_type is None:
+            remarks = (f"{entry.name}: the smallest type the capacity admits with the task's CPU and memory",)
+        tasks = f"{_tasks_text(service, 1)}; NeuronDevice: every device"
+        name = _holder_name(path, cores, entry.cores_per_chip(lnc), tasks)
+        layouts.append(
+            InstanceLayout(
+                title=f"{_name(t, capacity.logical_id)} ({entry.name}) for {path}",
+                instance_type=entry,
+                chips=entry.chips,
+                cores_per_chip=entry.cores_per_chip(lnc),
+                registered=frozenset(range(entry.chips)),
+                holders=(Holder(label(0), name, service.logical_id, cores),),
+                lnc=lnc,
+                remarks=remarks,
+            )
+        )
+    return layouts
