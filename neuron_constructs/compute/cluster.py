@@ -368,6 +368,8 @@ class NeuronCluster(Construct):
     ) -> AutoScalingCapacity:
         """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
 
+        An Inf1 type warns (NEURON113): current Neuron SDK releases no longer support Inf1.
+
         Parameters
         ----------
         instance_type
@@ -395,8 +397,6 @@ class NeuronCluster(Construct):
             Trainium2 only (NEURON064): physical NeuronCores per logical core on every instance, 1 or 2, written
             to ``/opt/aws/neuron/logical_nc_config``; default ``None``, the runtime's default (2). Tasks, fleets and
             sliced services on the group must pass the same ``lnc``.
-
-        An Inf1 type warns (NEURON113): current Neuron SDK releases no longer support Inf1.
         """
         path = f"{construct_path(self)}/{id}"
         neuron = instance_type_at(path, instance_type)
