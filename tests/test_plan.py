@@ -167,9 +167,10 @@ def test_the_example_app_plans_the_rag_fleet_by_construct_path(example_assembly_
     text = out.getvalue()
     rag = text.split("NeuronRagFleet/Neuron/Inf2/Provider (inf2.48xlarge): ", 1)[1].split("\n\n", 1)[0].splitlines()
     assert rag[0] == "12 chips, 24 cores, each of up to 2 instances"
-    assert rag[3] == "        AA AA AA AA BB BB BB BB CC DD EE FF"
-    assert rag[4].startswith(
-        "    A  NeuronRagFleet/Fleet/Llm/Copy0Service/Service: cores 0-7 of /dev/neuron0..3; 1-2 tasks"
-    )
-    assert rag[9].startswith("    F  NeuronRagFleet/Fleet/Embedding/Copy3Service/Service: cores 22-23 of /dev/neuron11")
+    # The LLM's two copies on four chips each, the embedding model's eight one-core copies two to a chip.
+    assert rag[3] == "        AA AA AA AA BB BB BB BB CD EF GH IJ"
+    fleet = "    {}  NeuronRagFleet/Fleet/{}Service/Service: {} of /dev/neuron{}; 1-2 tasks, one per instance"
+    assert rag[4].startswith(fleet.format("A", "Llm/Copy0", "cores 0-7", "0..3"))
+    assert rag[10].startswith(fleet.format("G", "Embedding/Copy4", "core 20", "10"))
+    assert rag[11].startswith(fleet.format("H", "Embedding/Copy5", "core 21", "10"))
     assert "No NeuronCore is held twice." in text
