@@ -133,7 +133,7 @@ def test_the_map_of_1000_instances_and_5000_tasks_is_drawn_within_the_inspect_bu
         lines = render_device_map(inspection, styled=True)
         timings.append(time.perf_counter() - start)
     assert len([line for line in lines if line.startswith("i-")]) == 1000
-    assert sorted(timings)[1] < 1.0, timings  # bench-inspect measures 0.064 s on this fleet
+    assert sorted(timings)[1] < 1.0, timings  # bench-inspect draws its fleet of 28,000 core cells in 0.28 s
 
 
 def test_containers_of_one_task_on_one_chip_are_no_conflict() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_index_runs
-from neuron_constructs.tools.inspection import ClusterInspection, container_cores, instance_cores
+from neuron_constructs.tools.inspection import ClusterInspection, container_cores, instance_lnc
 
 __all__ = [
     "CONFLICT",
@@ -131,13 +131,13 @@ class InstanceLayout:
         labels, owners = self._held
         return tuple((core, tuple(labels[core])) for core in sorted(owners) if len(owners[core]) > 1)
 
-    @property
+    @functools.cached_property
     def idle_chips(self) -> tuple[int, ...]:
         """Registered chips no one holds a core of."""
         used = {core // self.cores_per_chip for core in self._held[0]}
         return tuple(sorted(self.registered - used))
 
-    @property
+    @functools.cached_property
     def idle_cores(self) -> tuple[int, ...]:
         """Cores of registered chips no one holds (those of idle chips included)."""
         return tuple(i for i, cell in enumerate(self.cells) if cell == IDLE)
@@ -181,15 +181,16 @@ def inspection_layouts(
     layouts = []
     for instance in inspection.container_instances:
         tasks = tasks_on.get(instance.arn, [])
-        cores = instance_cores(instance, tasks)
-        per_chip = cores.per_chip if cores else 1
+        entry = NeuronInstanceType.find(instance.instance_type or "")
+        lnc = instance_lnc(entry, tasks) if entry else None
+        per_chip = entry.cores_per_chip(lnc) if entry else 1
         holders: list[Holder] = []
         for task in tasks:
             for container in task.containers:
                 devices = container.device_indices()
                 if not devices:
                     continue
-                held = container_cores(container, cores.instance_type, cores.lnc) if cores else frozenset(devices)
+                held = container_cores(container, entry, lnc) if entry and lnc else devices
                 name = f"{_short(task.arn)}/{container.name} ({_short(task.task_definition)})"
                 holders.append(Holder(label(len(holders)), name, task.arn, held))
         registered = frozenset(i for i in map(device_index, instance.neuron_devices.registered) if i is not None)
@@ -202,12 +203,12 @@ def inspection_layouts(
         layouts.append(
             InstanceLayout(
                 title=f"{where} ({instance.instance_type or 'unknown type'})",
-                instance_type=cores.instance_type if cores else None,
-                chips=max(cores.instance_type.chips if cores else 0, highest + 1),
+                instance_type=entry,
+                chips=max(entry.chips if entry else 0, highest + 1),
                 cores_per_chip=per_chip,
                 registered=registered,
                 holders=tuple(holders),
-                lnc=cores.lnc if cores else None,
+                lnc=lnc,
                 notes=notes,
             )
         )

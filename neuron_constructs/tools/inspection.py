@@ -30,6 +30,7 @@ always returns raises :class:`UnexpectedResponseError`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -70,6 +71,7 @@ __all__ = [
     "find_problems",
     "inspect_cluster",
     "instance_cores",
+    "instance_lnc",
 ]
 
 API_PAGE_SIZE = 100
@@ -129,10 +131,14 @@ class TaskContainer:
     visible_cores: str | None = None
     lnc: int | None = None
 
-    def device_indices(self) -> set[int]:
+    def device_indices(self) -> frozenset[int]:
         """The Neuron device indices it holds, managed or mapped."""
+        return self._indices
+
+    @functools.cached_property
+    def _indices(self) -> frozenset[int]:
         held = {device_index(d) for d in (*self.neuron_device_ids, *self.device_paths)}
-        return {i for i in held if i is not None}
+        return frozenset(i for i in held if i is not None)
 
 
 @dataclass(frozen=True)
@@ -176,15 +182,23 @@ def container_cores(container: TaskContainer, instance_type: NeuronInstanceType,
     return relabel_cores(cores, own, lnc)
 
 
+def instance_lnc(instance_type: NeuronInstanceType, tasks: Sequence[Task]) -> int:
+    """The logical-core setting an instance's cores are numbered at: the one most of its tasks' containers state,
+    else the type's default."""
+    if len(instance_type.lnc_options) == 1:
+        return instance_type.default_lnc
+    stated = Counter(
+        c.lnc for t in tasks for c in t.containers if c.lnc in instance_type.lnc_options and c.device_indices()
+    ).most_common(1)
+    return stated[0][0] if stated else instance_type.default_lnc
+
+
 def instance_cores(instance: ContainerInstance, tasks: Sequence[Task]) -> InstanceCores | None:
     """The cores of ``instance`` and of each of its ``tasks``; ``None`` for a type the catalog lacks."""
     entry = NeuronInstanceType.find(instance.instance_type or "")
     if entry is None:
         return None
-    stated = Counter(
-        c.lnc for t in tasks for c in t.containers if c.lnc in entry.lnc_options and c.device_indices()
-    ).most_common(1)
-    lnc = stated[0][0] if stated else entry.default_lnc
+    lnc = instance_lnc(entry, tasks)
     by_task = {t.arn: frozenset().union(*(container_cores(c, entry, lnc) for c in t.containers)) for t in tasks}
     return InstanceCores(entry, lnc, by_task)
 
