@@ -85,3 +85,17 @@ def test_lint_passes_the_limit_fleets_and_fails_a_shared_core(assembly: Path, tm
     broken.write_text(json.dumps(template))
     status, report = _lint(broken)
     assert status == 3 and "NEURON023" in report and "both hold NeuronCore 0 of /dev/neuron0" in report, report
+
+
+def test_plan_draws_every_core_of_the_limit_fleets_held_once_and_none_idle(assembly: Path) -> None:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    status = main(["plan", str(assembly), "--json"], stdout=stdout, stderr=stderr)
+    assert status == 0, stderr.getvalue()
+    document = json.loads(stdout.getvalue())
+    assert not document["unreadable"]
+    drawn = {i["instance_type"]: i for i in document["instances"]}
+    assert set(drawn) == set(LIMITS)
+    for name, (_lnc, limit) in LIMITS.items():
+        assert len(drawn[name]["holders"]) == limit, name
+        assert drawn[name]["idle_cores"] == [] and not drawn[name]["held_twice"], name
+        assert drawn[name]["cells"].count(".") == 0 and len(drawn[name]["cells"]) == limit, name
