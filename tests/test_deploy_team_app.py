@@ -73,7 +73,7 @@ def test_each_workload_adds_its_own_rule_to_the_platform_s_listener(deployed: tu
     assert "listener rule    priority 10: path-pattern /v1/*; forward to LlmService-" in sections["LlmService"]
     embedding = sections["EmbeddingFleet"]
     assert "listener rule    priority 20: path-pattern /embed/*; forward to EmbeddingFleet-" in embedding
-    assert embedding.count("\n  service   ") == 4  # four one-chip copies
+    assert embedding.count("\n  service   ") == 8  # eight one-core copies
     assert "listener rule" not in sections["Platform"]
 
 
