@@ -28,6 +28,7 @@ __all__ = [
     "LintUsageError",
     "Writer",
     "lint_paths",
+    "load_templates",
     "template_files",
     "write_findings",
     "write_rules",
@@ -95,13 +96,9 @@ class LintResult:
     unreadable: list[str]
 
 
-def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> LintResult:
-    """Every finding in the templates ``paths`` name, checked together as one app's stacks (a service in
-    one and the capacity it imports from another are checked as one); errors first, file by file.
-
-    A file that is not a template is reported in ``unreadable`` and the others are still checked.
-    """
-    ignored = {_rule_id(i) for i in ignore}
+def load_templates(paths: Sequence[str]) -> tuple[dict[str, LoadedTemplate], list[str]]:
+    """Every template ``paths`` name (files, or directories such as ``cdk.out``) by file name, and a sentence for
+    each file that is not a template. Raises :class:`LintUsageError` for a path that does not exist."""
     loaded: dict[str, LoadedTemplate] = {}
     unreadable: list[str] = []
     for path in template_files(paths):
@@ -109,6 +106,17 @@ def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> LintResul
             loaded[str(path)] = load_template(path)
         except TemplateError as error:
             unreadable.append(f"{path}: {error}")
+    return loaded, unreadable
+
+
+def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> LintResult:
+    """Every finding in the templates ``paths`` name, checked together as one app's stacks (a service in
+    one and the capacity it imports from another are checked as one); errors first, file by file.
+
+    A file that is not a template is reported in ``unreadable`` and the others are still checked.
+    """
+    ignored = {_rule_id(i) for i in ignore}
+    loaded, unreadable = load_templates(paths)
     found = [
         LintFinding(finding.template, *loaded[finding.template].location(finding.location), finding)
         for finding in check_templates(loaded, ignore=ignored)

@@ -35,11 +35,9 @@ from neuron_constructs.checks.cfn_template import (
     LoadedTemplate,
     Service,
     TaskDefinition,
-    TemplateError,
     combine_templates,
-    load_template,
 )
-from neuron_constructs.checks.lint import template_files
+from neuron_constructs.checks.lint import load_templates
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_CORES_VARIABLE, held_cores, relabel_cores
 from neuron_constructs.knowledge.devices import format_device_paths, format_index_runs
@@ -69,16 +67,8 @@ def plan_paths(paths: Sequence[str]) -> PlanResult:
 
     Raises :class:`~neuron_constructs.checks.lint.LintUsageError` for a path that does not exist.
     """
-    loaded: dict[str, LoadedTemplate] = {}
-    construct_paths: dict[str, dict[str, str]] = {}
-    unreadable: list[str] = []
-    for path in template_files(paths):
-        try:
-            loaded[str(path)] = load_template(path)
-        except TemplateError as error:
-            unreadable.append(f"{path}: {error}")
-        else:
-            construct_paths[str(path)] = assembly_paths(path)
+    loaded, unreadable = load_templates(paths)
+    construct_paths = {name: assembly_paths(Path(name)) for name in loaded}
     layouts = plan_templates(loaded, construct_paths=lambda name, lid: construct_paths[name].get(lid)) if loaded else []
     return PlanResult(layouts, unreadable)
 
