@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cfn import container, ecs_template, managed_task, manual_task, service, with_resources
 
 from neuron_constructs.tools.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
@@ -174,3 +175,30 @@ def test_the_example_app_plans_the_rag_fleet_by_construct_path(example_assembly_
     assert rag[10].startswith(fleet.format("G", "Embedding/Copy4", "core 20", "10"))
     assert rag[11].startswith(fleet.format("H", "Embedding/Copy5", "core 21", "10"))
     assert "No NeuronCore is held twice." in text
+
+
+@pytest.mark.e2e  # a synthesis of its own, beside the docs build that CI runs
+def test_the_cli_page_s_plan_sample_is_what_plan_draws_for_its_app(tmp_path: Path) -> None:
+    """docs/cli.md's fleet, built from the page's own code and synthesized: plan prints the page's drawing."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_ecs as ecs
+
+    from neuron_constructs import NeuronCluster, NeuronFleet
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    section = page.split("## `neuron-ecs plan`", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    drawing = section.split("```text\n", 1)[1].split("```", 1)[0].split("\n", 1)[1]  # without the command line
+    app = App(analytics_reporting=False, outdir=str(tmp_path))
+    namespace = {
+        "stack": Stack(app, "Models"),
+        "image": ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37"),
+        "port": [ecs.PortMapping(container_port=8080)],
+        "NeuronCluster": NeuronCluster,
+        "NeuronFleet": NeuronFleet,
+    }
+    exec(code, namespace)  # the page's code, as written there
+    app.synth()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["plan", str(tmp_path)], stdout=out, stderr=err) == EXIT_OK, err.getvalue()
+    assert out.getvalue() == drawing
