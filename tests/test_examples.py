@@ -471,13 +471,16 @@ def test_training_container_maps_every_device_with_memlock_and_the_efa_environme
     ]
     assert {"Name": "memlock", "SoftLimit": -1, "HardLimit": -1} in container["Ulimits"]
     environment = {
-        e["Name"]: e["Value"] for e in container["Environment"] if not e["Name"].startswith("NEURON_MONITOR")
+        e["Name"]: e["Value"]
+        for e in container["Environment"]
+        if not e["Name"].startswith(("NEURON_MONITOR", "NEURON_PREFLIGHT"))
     }
     assert environment == {
         "FI_PROVIDER": "efa",
         "FI_EFA_USE_DEVICE_RDMA": "1",
         "FI_EFA_FORK_SAFE": "1",
         "NEURON_COMPILE_CACHE_URL": "/fsx/neuron-compile-cache",
+        "NEURON_CHECKPOINT_DIR": "/fsx/checkpoints/pretrain",
     }
     assert container["Command"][-3:] == ["torchrun", "--nproc_per_node=32", "/fsx/data/train.py"]
     assert container["Image"].startswith("public.ecr.aws/neuron/pytorch-training-neuronx:")

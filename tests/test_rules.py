@@ -645,6 +645,10 @@ def _spot_trn2u(s: Stack) -> None:
     cluster.add_ec2_capacity("Trn2u", instance_type="trn2u.48xlarge", spot=True)
 
 
+def _checkpoint_without_storage(s: Stack) -> None:
+    _queue(s).add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir="/checkpoints")
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -911,6 +915,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.LOGICAL_CORES,
         _lnc_on_trn1,
         r"Test/C/Trn1: lnc=2: only Trainium2 takes a logical NeuronCore setting; trn1.32xlarge has one, 1",
+    ),
+    (
+        r.CHECKPOINT_DIR,
+        _checkpoint_without_storage,
+        r"Test/Queue/Job: checkpoint_dir='/checkpoints', but the queue's nodes share no shared storage.*s3://",
     ),
     (r.NO_SPOT, _spot_trn2u, r"Test/C/Trn2u: spot=True with trn2u.48xlarge.*drop spot=True for trn2u.48xlarge"),
     (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),

@@ -12,6 +12,7 @@ import pytest
 from aws_cdk import App, CfnParameter, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
@@ -61,6 +62,7 @@ def training() -> dict[str, dict[str, Any]]:
         vpc=shared,
         capacity_reservation=CapacityReservation.capacity_block("cr-0123456789abcdef0"),
     )
+    alerts = sns.Topic(choices, "Alerts", enforce_ssl=True)
     NeuronTrainingQueue(
         choices,
         "Reserved",
@@ -68,6 +70,8 @@ def training() -> dict[str, dict[str, Any]]:
         max_nodes=2,
         vpc=shared,
         capacity_reservation=CapacityReservation.on_demand("cr-0fedcba9876543210"),
+        notifications=alerts,
+        notify_on_success=True,
     )
     NeuronTrainingQueue(choices, "Spot", instance_type="trn1.2xlarge", max_nodes=4, spot=True, vpc=shared).add_job(
         "Train", nodes=1, image=IMAGE, command=["python", "train.py"]
@@ -80,6 +84,7 @@ def training() -> dict[str, dict[str, Any]]:
         max_nodes=2,
         vpc=shared,
         storage=LustreStorage(bucket=datasets),
+        notifications=alerts,
     ).add_job("Train", nodes=2, image=IMAGE, command=["torchrun", "train.py"])
     script = CfnParameter(choices, "Script", default="train.py")
     arguments = CfnParameter(choices, "Arguments", type="CommaDelimitedList", default="--epochs,3")
@@ -210,14 +215,94 @@ def test_the_job_gets_memlock_efa_and_the_launcher(training: dict[str, dict[str,
     container = _container(template)
     assert {"Name": "memlock", "SoftLimit": -1, "HardLimit": -1} in container["Ulimits"]
     environment = {e["Name"]: e["Value"] for e in container["Environment"]}
-    assert environment == EFA_ENVIRONMENT
+    assert {k: v for k, v in environment.items() if not k.startswith("NEURON_PREFLIGHT")} == EFA_ENVIRONMENT
     assert container["Command"][:4] == ["/bin/bash", "-c", LAUNCHER, "neuron-launch"]
     assert container["Command"][4:] == ["torchrun", "train.py"]
     assert container["LinuxParameters"]["SharedMemorySize"] == 52428  # a tenth of 512 GiB, MiB
-    retries = definition["RetryStrategy"]
-    assert retries["Attempts"] == 3
-    assert retries["EvaluateOnExit"][0] == {"Action": "RETRY", "OnStatusReason": "Host EC2*"}
     assert definition["Timeout"]["AttemptDurationSeconds"] == 3 * 24 * 3600
+
+
+# The retry strategy of every job: the preflight's exit code and Host EC2* reasons retried, everything else not.
+RETRIES = [
+    {"Action": "RETRY", "OnExitCode": "75"},
+    {"Action": "RETRY", "OnStatusReason": "Host EC2*"},
+    {"Action": "EXIT", "OnReason": "*"},
+]
+
+
+@pytest.mark.parametrize("name", ["trn1.32xlarge", "trn1.2xlarge", "Spot", "Shared", "Parameterized"])
+def test_every_job_retries_a_bad_node_and_a_lost_host_and_nothing_else(
+    name: str, training: dict[str, dict[str, Any]]
+) -> None:
+    for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
+        retries = definition["Properties"]["RetryStrategy"]
+        assert (retries["Attempts"], retries["EvaluateOnExit"]) == (4, RETRIES)  # retries=3: four attempts
+
+
+def test_every_node_runs_the_preflight_for_its_devices_and_efa_with_the_host_s_marker(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
+
+    assert PREFLIGHT_EXIT_CODE == 75
+    for name, devices, efa in (
+        ("trn1.32xlarge", "0-15", "8"),
+        ("trn1.2xlarge", "0", "0"),
+        ("trn2.48xlarge", "0-15", "16"),
+    ):
+        container = _container(training[name])
+        environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+        assert environment["NEURON_PREFLIGHT"].startswith("from __future__ import annotations"), name
+        assert (environment["NEURON_PREFLIGHT_DEVICES"], environment["NEURON_PREFLIGHT_EFA"]) == (devices, efa)
+        assert "NEURON_PREFLIGHT_COLLECTIVE" not in environment
+        assert {"Host": {"SourcePath": "/var/lib/neuron-preflight"}, "Name": "preflight"} in container["Volumes"]
+        user_data = json.dumps(_one(training[name], "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+        assert "PathExists=/var/lib/neuron-preflight/failed" in user_data and "systemctl poweroff" in user_data
+
+
+@pytest.mark.parametrize(
+    ("name", "placed"),
+    [("trn1.32xlarge", True), ("Spot", True), ("Shared", True), ("Block", False), ("Reserved", False)],
+)
+def test_placement_groups_are_on_for_on_demand_and_spot_and_off_with_a_reservation(
+    name: str, placed: bool, training: dict[str, dict[str, Any]]
+) -> None:
+    groups = resources(training[name], "AWS::EC2::PlacementGroup")
+    compute = _one(training[name], "AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert (len(groups), "PlacementGroup" in compute) == ((1, True) if placed else (0, False))
+
+
+def test_checkpoints_default_to_the_queue_s_storage_and_are_absent_without_it(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    shared = {e["Name"]: e["Value"] for e in _container(training["Shared"])["Environment"]}
+    assert shared["NEURON_CHECKPOINT_DIR"] == "/fsx/checkpoints/train"
+    for name in ("trn1.32xlarge", "Spot", "Parameterized"):
+        for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
+            assert "NEURON_CHECKPOINT_DIR" not in json.dumps(definition), name
+
+
+def test_failed_jobs_of_the_queue_reach_the_topic_with_name_reason_and_log_stream(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    template = training["Shared"]
+    (rule,) = resources(template, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert (pattern["source"], pattern["detail-type"]) == (["aws.batch"], ["Batch Job State Change"])
+    assert pattern["detail"]["status"] == ["FAILED"]
+    (queue,) = resources(template, "AWS::Batch::JobQueue")
+    assert pattern["detail"]["jobQueue"] == [{"Fn::GetAtt": [queue, "JobQueueArn"]}]
+    (target,) = rule["Properties"]["Targets"]
+    transformer = target["InputTransformer"]
+    assert set(transformer["InputPathsMap"].values()) >= {
+        "$.detail.jobName",
+        "$.detail.statusReason",
+        "$.detail.container.logStreamName",
+    }
+    for name in ("trn1.32xlarge", "Block", "Spot"):  # no topic, no rule
+        assert not resources(training[name], "AWS::Events::Rule"), name
+    both = _one(training["Reserved"], "AWS::Events::Rule")["EventPattern"]["detail"]["status"]
+    assert both == ["FAILED", "SUCCEEDED"]
 
 
 def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(training: dict[str, dict[str, Any]]) -> None:
@@ -391,8 +476,8 @@ def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_th
     user_data = json.dumps(_one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
     assert "dnf install -y lustre-client" in user_data and "mount -t lustre" in user_data
     container = _container(template)
-    assert container["Volumes"] == [{"Host": {"SourcePath": "/fsx"}, "Name": "shared"}]
-    assert container["MountPoints"] == [{"ContainerPath": "/fsx", "SourceVolume": "shared"}]
+    assert container["Volumes"][0] == {"Host": {"SourcePath": "/fsx"}, "Name": "shared"}
+    assert container["MountPoints"][0] == {"ContainerPath": "/fsx", "SourceVolume": "shared"}
     environment = {e["Name"]: e["Value"] for e in container["Environment"]}
     assert environment["NEURON_COMPILE_CACHE_URL"] == "/fsx/neuron-compile-cache"
 
@@ -470,3 +555,19 @@ def test_single_node_jobs_submit_without_node_overrides(training: dict[str, dict
     assert stack.resolve(multi.submit_command)["Fn::Join"][1][-1].endswith(" --node-overrides numNodes=3")
     single_node = _one(training["trn1.2xlarge"], "AWS::Batch::JobDefinition")
     assert single_node["Type"] == "container" and "NodeProperties" not in single_node
+
+
+def test_the_job_s_own_command_on_a_machine_without_neuron_devices_exits_retryable_and_never_runs(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    """The synthesized job definition's command and environment, run here as a node would run them: this machine has
+    no /dev/neuron0, so the preflight stops the node with 75 and torchrun never starts."""
+    container = _container(training[_stack_name("trn1.2xlarge")])
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "NEURON_", "PET_", "MASTER_"))}
+    result = subprocess.run(
+        container["Command"], env={**clean, **environment}, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 75
+    assert result.stderr == "neuron-preflight: node 0: 1 of 1 Neuron devices missing (/dev/neuron0 first)\n"
+    assert "torchrun" not in result.stdout + result.stderr

@@ -489,6 +489,15 @@ FLEET_FULL = Rule(
     NEURON_SCHEDULER,
 )
 
+CHECKPOINT_DIR = Rule(
+    "NEURON066",
+    "Checkpoint directory no node can reach",
+    "every node of a job saves to and resumes from one place: the queue's shared storage, mounted at the same path "
+    "on every node, or an S3 prefix; a node's own disk is gone when AWS Batch replaces the node",
+    "pass checkpoint_dir= a path under the queue's LustreStorage mount path, or an s3://bucket/prefix URL (and grant "
+    "the job role that prefix)",
+    "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS",
+)
 CORE_SLICE = Rule(
     "NEURON063",
     "Copy size the Neuron runtime cannot be given",
@@ -857,6 +866,7 @@ RULES: tuple[Rule, ...] = (
     CORE_SLICE,
     LOGICAL_CORES,
     NO_SPOT,
+    CHECKPOINT_DIR,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -26,6 +26,7 @@ __all__ = [
     "health_script",
     "monitor_script",
     "neuron_monitor_config",
+    "program_source",
     "publisher_source",
 ]
 
@@ -60,7 +61,14 @@ def publisher_source() -> str:
     """The code of :mod:`neuron_constructs.knowledge.metrics`, which the daemon runs with ``python3 -c``: without
     docstrings and comments, so that editing them changes no task definition (on Managed Instances a new daemon
     revision replaces every instance)."""
-    tree = ast.parse(resources.files("neuron_constructs.knowledge").joinpath("metrics.py").read_text())
+    return program_source("neuron_constructs.knowledge", "metrics.py")
+
+
+@functools.cache
+def program_source(package: str, filename: str) -> str:
+    """The code of ``filename`` in ``package``, for ``python3 -c`` in a container: docstrings and comments dropped, so
+    that editing them changes no task or job definition."""
+    tree = ast.parse(resources.files(package).joinpath(filename).read_text())
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list):

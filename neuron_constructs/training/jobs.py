@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_cdk import CfnOutput, Duration, Fn, Size, Token
 from aws_cdk import aws_batch as batch
@@ -21,14 +21,32 @@ from neuron_constructs.checks import inputs
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.cores import format_core_list
 from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT
-from neuron_constructs.monitoring.daemons import neuron_monitor_config, publisher_source
+from neuron_constructs.monitoring.daemons import neuron_monitor_config, program_source, publisher_source
+from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
 from neuron_constructs.training.storage import storage_environment
 
 if TYPE_CHECKING:
     from neuron_constructs.training.queue import NeuronTrainingQueue
 
-__all__ = ["EFA_ENVIRONMENT", "LAUNCHER", "SHARED_MEMORY_FRACTION", "NeuronTrainingJob"]
+__all__ = [
+    "CHECKPOINT_VARIABLE",
+    "EFA_ENVIRONMENT",
+    "LAUNCHER",
+    "PREFLIGHT_MARKER_DIR",
+    "SHARED_MEMORY_FRACTION",
+    "NeuronTrainingJob",
+    "Preflight",
+]
+
+Preflight = bool | Literal["collective"]
+"""``True`` (devices, EFA, driver, and the rendezvous of every node), ``"collective"`` (also an all-reduce over
+every NeuronCore of each node) or ``False``."""
+PREFLIGHT_MARKER_DIR = "/var/lib/neuron-preflight"
+"""The host directory a failed preflight writes ``failed`` to; the queue's instances power off when it appears."""
+CHECKPOINT_VARIABLE = "NEURON_CHECKPOINT_DIR"
+"""Where the training script saves checkpoints and resumes from: a path on the queue's storage, or an S3 URL."""
 
 EFA_ENVIRONMENT = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
 """What the Neuron collectives read over EFA, as the Neuron AWS Batch training scripts set it: libfabric's EFA
@@ -42,6 +60,14 @@ export MASTER_PORT="${MASTER_PORT:-41000}"
 export NEURON_RT_ROOT_COMM_ID="${NEURON_RT_ROOT_COMM_ID:-$MASTER_ADDR:46820}"
 # torchrun reads each option from PET_<OPTION> when it is not on its command line.
 export PET_NNODES="$NNODES" PET_NODE_RANK="$NODE_RANK" PET_MASTER_ADDR="$MASTER_ADDR" PET_MASTER_PORT="$MASTER_PORT"
+# With preflight: the node's devices, EFA and driver, and every other node's verdict, before the command starts.
+if [ -n "${NEURON_PREFLIGHT:-}" ]; then
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "neuron-launch: no python3 in this image for the preflight (use a Neuron training image)" >&2
+    exit 1
+  fi
+  python3 -c "$NEURON_PREFLIGHT" || exit $?
+fi
 # With monitoring: neuron-monitor's reports as CloudWatch metric lines on the job's log stream, while the job runs.
 if [ -n "${NEURON_MONITOR_EMF:-}" ]; then
   PATH="$PATH:/opt/aws/neuron/bin"
@@ -97,8 +123,11 @@ class NeuronTrainingJob(Construct):
     memory as ``/dev/shm``, the type's vCPUs and 90 % of its memory; the EFA environment (:data:`EFA_ENVIRONMENT`)
     when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
     variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
-    nothing unless given. Infrastructure failures (``Host EC2*`` status reasons: a host that failed or a reclaimed
-    instance) are retried up to ``retry_attempts`` times, other failures are not; ``timeout`` defaults to 3 days.
+    nothing unless given. Before the command, every node runs the preflight (``preflight``,
+    :mod:`neuron_constructs.training.preflight`). The preflight's exit code (75) and infrastructure failures
+    (``Host EC2*`` status reasons: a host that failed or a reclaimed Spot instance) are retried up to ``retries``
+    times (``retries + 1`` attempts), anything else - a bug in the script - is not; ``timeout`` defaults to 3 days.
+    ``checkpoint_dir`` reaches every node as ``NEURON_CHECKPOINT_DIR``.
 
     ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one
     process per NeuronCore of its devices (per logical core on Trainium2, ``NEURON_LOGICAL_NC_CONFIG``, default 2)
@@ -134,7 +163,9 @@ class NeuronTrainingJob(Construct):
         devices: Sequence[int] | None,
         job_role: iam.IRole | None,
         timeout: Duration | None,
-        retry_attempts: int,
+        retries: int,
+        preflight: Preflight = True,
+        checkpoint_dir: str | None = None,
         tensor_parallel: int | None = None,
         pipeline_parallel: int | None = None,
     ) -> None:
@@ -161,10 +192,14 @@ class NeuronTrainingJob(Construct):
         check_parallel_degrees(
             path, instance, chosen, nodes, dict(environment or {}), tensor_parallel, pipeline_parallel
         )
+        checkpoint = _checkpoint_dir(path, id, queue, checkpoint_dir)
         super().__init__(scope, id)
         remember_path(self, scope, id)
         self.nodes = nodes
         self.devices = chosen
+        self.preflight: Preflight = preflight
+        self.retries = retries
+        self.checkpoint_dir: str | None = checkpoint
         self.job_role: iam.IRole = job_role or task_role(self, "JobRole")
         linux = batch.LinuxParameters(
             self,
@@ -189,15 +224,31 @@ class NeuronTrainingJob(Construct):
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(storage_environment(queue.storage) if queue.storage else {}),
                 **(monitoring_environment(queue) if queue.monitoring else {}),
+                **(preflight_environment(instance, chosen, environment or {}, preflight) if preflight else {}),
+                **({CHECKPOINT_VARIABLE: checkpoint} if checkpoint else {}),
                 **(environment or {}),
             },
             volumes=[
-                batch.EcsVolume.host(
-                    name="shared", host_path=queue.storage.mount_path, container_path=queue.storage.mount_path
-                )
+                *(
+                    [
+                        batch.EcsVolume.host(
+                            name="shared", host_path=queue.storage.mount_path, container_path=queue.storage.mount_path
+                        )
+                    ]
+                    if queue.storage
+                    else []
+                ),
+                *(
+                    [
+                        batch.EcsVolume.host(
+                            name="preflight", host_path=PREFLIGHT_MARKER_DIR, container_path=PREFLIGHT_MARKER_DIR
+                        )
+                    ]
+                    if preflight
+                    else []
+                ),
             ]
-            if queue.storage
-            else None,
+            or None,
             secrets=dict(secrets) if secrets else None,
             job_role=self.job_role,
             linux_parameters=linux,
@@ -208,13 +259,14 @@ class NeuronTrainingJob(Construct):
             logging=ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=queue.log_group),
         )
         refuse_ungranted_ecr_image(f"{path}/Container", self.container)
-        retries = [
+        strategies = [
+            batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_exit_code=str(PREFLIGHT_EXIT_CODE))),
             batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
             batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),
         ]
         options: dict[str, Any] = {
-            "retry_attempts": retry_attempts,
-            "retry_strategies": retries,
+            "retry_attempts": retries + 1,
+            "retry_strategies": strategies,
             "timeout": timeout or Duration.days(3),
             "propagate_tags": True,
         }
@@ -241,6 +293,40 @@ class NeuronTrainingJob(Construct):
     def add_submit_output(self, id: str = "SubmitCommand") -> CfnOutput:
         """A stack output with ``submit_command``, the exact ``aws batch submit-job`` line that runs this job."""
         return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
+
+
+def preflight_environment(
+    instance: NeuronInstanceType, devices: Sequence[int], environment: Mapping[str, str], preflight: Preflight
+) -> dict[str, str]:
+    """What the preflight (:mod:`neuron_constructs.training.preflight`) reads: its own source, the devices the job
+    maps, the type's EFA interfaces, the collective check and its ranks (one per NeuronCore of the devices), and the
+    host directory it marks a bad node in."""
+    ranks = len(devices) * instance.cores_per_chip(inputs.environment_lnc(instance, environment))
+    return {
+        "NEURON_PREFLIGHT": program_source("neuron_constructs.training", "preflight.py"),
+        "NEURON_PREFLIGHT_DEVICES": format_core_list(devices),
+        "NEURON_PREFLIGHT_EFA": str(instance.efa_interfaces or 0),
+        **(
+            {"NEURON_PREFLIGHT_COLLECTIVE": "1", "NEURON_PREFLIGHT_RANKS": str(ranks)}
+            if preflight == "collective"
+            else {}
+        ),
+        "NEURON_PREFLIGHT_MARKER_DIR": PREFLIGHT_MARKER_DIR,
+    }
+
+
+def _checkpoint_dir(path: str, id: str, queue: NeuronTrainingQueue, given: str | None) -> str | None:
+    """NEURON066: the checkpoint directory - ``given`` (an absolute path on the queue's storage, or an ``s3://`` URL),
+    else ``<storage>/checkpoints/<job id>`` with storage, else none."""
+    storage = queue.storage
+    if given is None:
+        return f"{storage.mount_path}/checkpoints/{id.lower()}" if storage is not None else None
+    if given.startswith("s3://") and len(given) > len("s3://") and not given.endswith("s3:///"):
+        return given
+    if given.startswith("/") and storage is not None and (given + "/").startswith(storage.mount_path.rstrip("/") + "/"):
+        return given
+    where = f"a path under {storage.mount_path} (the queue's storage)" if storage else "no shared storage (storage=)"
+    raise rules.CHECKPOINT_DIR.error(path, f"checkpoint_dir={given!r}, but the queue's nodes share {where}")
 
 
 def check_parallel_degrees(

@@ -14,8 +14,8 @@ when the main node exits. :class:`NeuronTrainingQueue` builds what such a job ru
   driver but no EFA software (aws/amazon-ecs-ami installs ``aws-neuronx-dkms``, the OCI hook and the
   Neuron tools only), so the user data installs it with AWS's EFA installer, as those samples do; Batch
   takes user data only as a MIME multi-part archive;
-* a cluster placement group, one subnet (one Availability Zone, NEURON051) and a security group that
-  allows all traffic from and to itself and nothing inbound from anywhere else;
+* a cluster placement group where the capacity allows it (below), one subnet (one Availability Zone, NEURON051) and
+  a security group that allows all traffic from and to itself and nothing inbound from anywhere else;
 * capacity: On-Demand, Spot (single-node jobs only, NEURON050), an On-Demand Capacity Reservation or a
   Capacity Block for ML (:class:`~neuron_constructs.compute.capacity.CapacityReservation`, set on the launch
   template; NEURON038 for types Capacity Blocks do not offer).
@@ -33,14 +33,17 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, construct_path, remember_path
-from neuron_constructs.base.environments import check_same_vpc, vpc_of_subnet
+from neuron_constructs.base.environments import check_same_region, check_same_vpc, vpc_of_subnet
 from neuron_constructs.base.l1_overrides import (
     drop_compute_environment_security_groups,
     efa_network_interfaces,
@@ -58,7 +61,7 @@ from neuron_constructs.compute.capacity import (
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
-from neuron_constructs.training.jobs import NeuronTrainingJob
+from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
 from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system
 
 __all__ = ["EFA_INSTALLER", "NeuronTrainingQueue"]
@@ -97,11 +100,21 @@ class NeuronTrainingQueue(Construct):
         ``pytorch/training/2.8.0/Dockerfile.neuronx``) and sends its reports as CloudWatch metric lines to the
         job's log stream, in the namespace of :class:`~neuron_constructs.NeuronMonitoring` with the job queue's
         name as ``ClusterName``; default False. AWS Batch manages the nodes' ECS cluster, so no daemon can run there.
+    placement_group
+        A cluster placement group for the nodes: default on for an On-Demand or Spot queue of two or more nodes, off
+        with a ``capacity_reservation``. EC2 advises reserving capacity explicitly inside a cluster placement group: a
+        reservation made outside it does not guarantee instances in it, and forcing one on reserved EFA capacity
+        fails with insufficient capacity (EC2 guide: placement groups and capacity reservations;
+        terraform-aws-eks#3730, eksctl#7949); ``True`` when the reservation was made in the group.
+    notifications, notify_on_success
+        An SNS topic told of every job of this queue that fails (and succeeds, with ``notify_on_success``): an
+        EventBridge rule on ``Batch Job State Change`` with the job's name and id, status, status reason and log
+        stream. The topic is in the queue's Region (NEURON058); an encrypted topic's key must let EventBridge use it.
 
     Attributes
     ----------
-    compute_environment, job_queue, launch_template, placement_group, security_group, log_group
-        What it is made of.
+    compute_environment, job_queue, launch_template, placement_group, security_group, log_group, job_alerts
+        What it is made of (``placement_group`` and ``job_alerts`` ``None`` when off).
     instance_type, max_nodes, spot, vpc, subnet
         The layout (``instance_type``: the catalog entry).
     storage, file_system
@@ -123,8 +136,20 @@ class NeuronTrainingQueue(Construct):
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         storage: LustreStorage | None = None,
         monitoring: bool = False,
+        placement_group: bool | None = None,
+        notifications: sns.ITopic | None = None,
+        notify_on_success: bool = False,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        if notifications is not None:
+            check_same_region(
+                path,
+                notifications.env.region,
+                scope,
+                what=f"notifications {construct_path(notifications)}",
+                other_name="the queue's job alerts",
+                fix="notifications= a topic of that stack's Region",
+            )
         if storage is not None:
             check_storage(path, storage)
         self.instance_type: NeuronInstanceType = instance_type_at(path, instance_type)
@@ -169,7 +194,13 @@ class NeuronTrainingQueue(Construct):
             allow_all_outbound=True,
         )
         self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "Between training nodes")
-        self.placement_group = ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+        if placement_group is None:
+            placement_group = max_nodes > 1 and capacity_reservation is None
+        self.placement_group: ec2.PlacementGroup | None = (
+            ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
+            if placement_group
+            else None
+        )
         self.log_group: logs.ILogGroup = new_log_group(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.storage = storage
         self.file_system: fsx.LustreFileSystem | None = None
@@ -253,15 +284,37 @@ class NeuronTrainingQueue(Construct):
         # No job starts before its instances may register with the cluster Batch makes.
         self.job_queue.node.add_dependency(self.instance_role)
         self.jobs: list[NeuronTrainingJob] = []
+        self.job_alerts: events.Rule | None = (
+            self._alert(notifications, notify_on_success) if notifications is not None else None
+        )
 
-    @checked(
-        ranges={
-            "nodes": Range(1),
-            "retry_attempts": Range(1, 10, "AWS Batch: 1 to 10 attempts"),
-            "tensor_parallel": Range(1),
-            "pipeline_parallel": Range(1),
-        }
-    )
+    def _alert(self, topic: sns.ITopic, on_success: bool) -> events.Rule:
+        """An EventBridge rule on this queue's ``Batch Job State Change`` events (FAILED, and SUCCEEDED when asked) to
+        ``topic``: the job's name and id, its status and reason, and its log stream."""
+        statuses = ["FAILED", *(["SUCCEEDED"] if on_success else [])]
+        rule = events.Rule(
+            self,
+            "JobAlerts",
+            description=f"AWS Batch jobs of {construct_path(self)} that end {' or '.join(statuses)}",
+            event_pattern=events.EventPattern(
+                source=["aws.batch"],
+                detail_type=["Batch Job State Change"],
+                detail={"jobQueue": [self.job_queue.job_queue_arn], "status": statuses},
+            ),
+        )
+        field = events.EventField.from_path
+        rule.add_target(
+            targets.SnsTopic(
+                topic,
+                message=events.RuleTargetInput.from_text(
+                    f"AWS Batch job {field('$.detail.jobName')} ({field('$.detail.jobId')}) "
+                    f"{field('$.detail.status')}: {field('$.detail.statusReason')}. "
+                    f"Log stream: {field('$.detail.container.logStreamName')}"
+                ),
+            )
+        )
+        return rule
+
     def _check_subnet(self, path: str, subnet: ec2.ISubnet) -> None:
         """NEURON059 for a subnet of another VPC; NEURON061 for a public subnet when the nodes have several network
         interfaces (EFA), and warning NEURON108 when they have one."""
@@ -287,6 +340,15 @@ class NeuronTrainingQueue(Construct):
             )
         warn_about_public_subnets(self, owner or self.vpc, [subnet], any_public=True)
 
+    @checked(
+        ranges={
+            "nodes": Range(1),
+            "retries": Range(0, 9, "AWS Batch: 1 to 10 attempts, the first included"),
+            "tensor_parallel": Range(1),
+            "pipeline_parallel": Range(1),
+        },
+        names=("command", "environment", "secrets"),  # deploy-time values pass through to the job definition
+    )
     def add_job(
         self,
         id: str,
@@ -299,11 +361,24 @@ class NeuronTrainingQueue(Construct):
         devices: Sequence[int] | None = None,
         job_role: iam.IRole | None = None,
         timeout: Duration | None = None,
-        retry_attempts: int = 3,
+        preflight: Preflight = True,
+        retries: int = 3,
+        checkpoint_dir: str | None = None,
         tensor_parallel: int | None = None,
         pipeline_parallel: int | None = None,
     ) -> NeuronTrainingJob:
-        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`)."""
+        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`).
+
+        ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver, and on a
+        multi-node job waits for every other node's verdict, before the command starts; ``"collective"`` adds an
+        all-reduce over each node's NeuronCores (``nccom-test``, about a minute per node, billed); a bad node exits
+        75 with a one-line reason and powers its instance off (:mod:`neuron_constructs.training.preflight`).
+        ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
+        and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything else.
+        ``checkpoint_dir``: ``NEURON_CHECKPOINT_DIR`` for every node - a path under the queue's storage or an
+        ``s3://`` URL (NEURON066; grant the job role the bucket); default ``<storage>/checkpoints/<id>`` with
+        storage, none without.
+        """
         job = NeuronTrainingJob(
             self,
             id,
@@ -316,7 +391,9 @@ class NeuronTrainingQueue(Construct):
             devices=devices,
             job_role=job_role,
             timeout=timeout,
-            retry_attempts=retry_attempts,
+            retries=retries,
+            preflight=preflight,
+            checkpoint_dir=checkpoint_dir,
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
         )
@@ -339,6 +416,25 @@ def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
             "/opt/amazon/efa/bin/fi_info -p efa",
         )
     script.add_commands(*mount)
+    # A node its preflight found bad writes PREFLIGHT_MARKER_DIR/failed: the instance powers off, and its Auto Scaling
+    # group replaces an instance in any state but running.
+    script.add_commands(
+        f"mkdir -p {PREFLIGHT_MARKER_DIR} && rm -f {PREFLIGHT_MARKER_DIR}/failed",
+        "cat > /etc/systemd/system/neuron-preflight-failed.path <<'UNIT'",
+        "[Path]",
+        f"PathExists={PREFLIGHT_MARKER_DIR}/failed",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "UNIT",
+        "cat > /etc/systemd/system/neuron-preflight-failed.service <<'UNIT'",
+        "[Unit]",
+        "Description=Power off a training node its preflight found bad, so that its Auto Scaling group replaces it",
+        "[Service]",
+        "Type=oneshot",
+        f"ExecStart=/bin/sh -c 'logger -t neuron-preflight < {PREFLIGHT_MARKER_DIR}/failed; systemctl poweroff'",
+        "UNIT",
+        "systemctl daemon-reload && systemctl enable --now neuron-preflight-failed.path",
+    )
     multipart = ec2.MultipartUserData()
     multipart.add_user_data_part(script, ec2.MultipartBody.SHELL_SCRIPT, True)
     return multipart
