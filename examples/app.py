@@ -20,6 +20,8 @@ from aws_cdk import Acknowledgment, App, Aws, CfnOutput, DefaultStackSynthesizer
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from neuron_constructs import (
@@ -328,8 +330,22 @@ class NeuronTrainingTrn1(Stack):
     def __init__(self, scope: Construct, id: str, *, training_script: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.storage = LustreStorage.in_new_bucket(self, "Datasets")
+        # Failed jobs are told to this topic; subscribe to it. Its key is the stack's: EventBridge cannot publish to a
+        # topic under the AWS managed SNS key.
+        self.alerts = sns.Topic(
+            self,
+            "JobAlerts",
+            enforce_ssl=True,
+            master_key=kms.Key(self, "JobAlertsKey", enable_key_rotation=True, description="Training job alerts"),
+        )
         self.queue = NeuronTrainingQueue(
-            self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, storage=self.storage, monitoring=True
+            self,
+            "Trn1",
+            instance_type="trn1.32xlarge",
+            max_nodes=2,
+            storage=self.storage,
+            monitoring=True,
+            notifications=self.alerts,
         )
         self.job = self.queue.add_job(
             "Pretrain",

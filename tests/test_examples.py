@@ -480,7 +480,7 @@ def test_training_container_maps_every_device_with_memlock_and_the_efa_environme
         "FI_EFA_USE_DEVICE_RDMA": "1",
         "FI_EFA_FORK_SAFE": "1",
         "NEURON_COMPILE_CACHE_URL": "/fsx/neuron-compile-cache",
-        "NEURON_CHECKPOINT_DIR": "/fsx/checkpoints/pretrain",
+        "NEURON_CHECKPOINT_DIR": "/fsx/data/checkpoints/pretrain",
     }
     assert container["Command"][-3:] == ["torchrun", "--nproc_per_node=32", "/fsx/data/train.py"]
     assert container["Image"].startswith("public.ecr.aws/neuron/pytorch-training-neuronx:")
@@ -517,3 +517,19 @@ def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str,
     assert environment["NEURON_MONITOR_EMF"] == publisher_source()
     assert json.loads(environment["NEURON_MONITOR_CONFIG"])["period"] == "60s"
     assert "JobQueueArn" in json.dumps(environment["NEURON_MONITOR_CLUSTER"])  # the job queue's name, from its ARN
+
+
+def test_training_example_tells_its_topic_of_failed_jobs_under_a_key_eventbridge_may_use(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    template = templates["NeuronTrainingTrn1"]
+    (rule,) = resources(template, "AWS::Events::Rule").values()
+    assert rule["Properties"]["EventPattern"]["detail"]["status"] == ["FAILED"]
+    (topic_id,) = resources(template, "AWS::SNS::Topic")
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Ref": topic_id}
+    (key,) = resources(template, "AWS::KMS::Key").values()
+    events = [
+        s for s in key["Properties"]["KeyPolicy"]["Statement"] if s["Principal"] == {"Service": "events.amazonaws.com"}
+    ]
+    assert events and set(events[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    assert key["Properties"]["EnableKeyRotation"] is True

@@ -276,7 +276,7 @@ def test_checkpoints_default_to_the_queue_s_storage_and_are_absent_without_it(
     training: dict[str, dict[str, Any]],
 ) -> None:
     shared = {e["Name"]: e["Value"] for e in _container(training["Shared"])["Environment"]}
-    assert shared["NEURON_CHECKPOINT_DIR"] == "/fsx/checkpoints/train"
+    assert shared["NEURON_CHECKPOINT_DIR"] == "/fsx/data/checkpoints/train"
     for name in ("trn1.32xlarge", "Spot", "Parameterized"):
         for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
             assert "NEURON_CHECKPOINT_DIR" not in json.dumps(definition), name

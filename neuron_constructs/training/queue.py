@@ -109,7 +109,8 @@ class NeuronTrainingQueue(Construct):
     notifications, notify_on_success
         An SNS topic told of every job of this queue that fails (and succeeds, with ``notify_on_success``): an
         EventBridge rule on ``Batch Job State Change`` with the job's name and id, status, status reason and log
-        stream. The topic is in the queue's Region (NEURON058); an encrypted topic's key must let EventBridge use it.
+        stream. The topic is in the queue's Region (NEURON058); the key of an encrypted topic made in the app is given
+        to EventBridge (``kms:Decrypt``, ``kms:GenerateDataKey*``), an imported key must allow it already.
 
     Attributes
     ----------
@@ -302,6 +303,10 @@ class NeuronTrainingQueue(Construct):
                 detail={"jobQueue": [self.job_queue.job_queue_arn], "status": statuses},
             ),
         )
+        if topic.master_key is not None:
+            # EventBridge publishes to an encrypted topic only when the key lets it (the SNS guide: EventBridge and
+            # encrypted topics); a key imported from elsewhere keeps its own policy.
+            topic.master_key.grant(iam.ServicePrincipal("events.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         field = events.EventField.from_path
         rule.add_target(
             targets.SnsTopic(
@@ -376,8 +381,10 @@ class NeuronTrainingQueue(Construct):
         ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
         and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything else.
         ``checkpoint_dir``: ``NEURON_CHECKPOINT_DIR`` for every node - a path under the queue's storage or an
-        ``s3://`` URL (NEURON066; grant the job role the bucket); default ``<storage>/checkpoints/<id>`` with
-        storage, none without.
+        ``s3://`` URL (NEURON066; grant the job role the bucket); default ``<mount>/data/checkpoints/<id>`` when
+        the storage links a bucket (FSx exports it to S3), ``<mount>/checkpoints/<id>`` when not, none without
+        storage. The library only names the place; the training script saves there and resumes from the newest
+        checkpoint it finds (``AWS_BATCH_JOB_ATTEMPT`` above 1 means a retry).
         """
         job = NeuronTrainingJob(
             self,
