@@ -61,7 +61,7 @@ def training() -> dict[str, dict[str, Any]]:
         max_nodes=4,
         vpc=shared,
         capacity_reservation=CapacityReservation.capacity_block("cr-0123456789abcdef0"),
-    )
+    ).add_job("Train", nodes=4, image=IMAGE, command=["torchrun", "train.py"], retries=9)
     alerts = sns.Topic(choices, "Alerts", enforce_ssl=True)
     NeuronTrainingQueue(
         choices,
@@ -72,6 +72,14 @@ def training() -> dict[str, dict[str, Any]]:
         capacity_reservation=CapacityReservation.on_demand("cr-0fedcba9876543210"),
         notifications=alerts,
         notify_on_success=True,
+    ).add_job(
+        "Train",
+        nodes=2,
+        image=IMAGE,
+        command=["torchrun", "train.py"],
+        retries=0,
+        preflight="collective",
+        checkpoint_dir="s3://team-checkpoints/pretrain",
     )
     NeuronTrainingQueue(choices, "Spot", instance_type="trn1.2xlarge", max_nodes=4, spot=True, vpc=shared).add_job(
         "Train", nodes=1, image=IMAGE, command=["python", "train.py"]
@@ -230,13 +238,25 @@ RETRIES = [
 ]
 
 
-@pytest.mark.parametrize("name", ["trn1.32xlarge", "trn1.2xlarge", "Spot", "Shared", "Parameterized"])
+@pytest.mark.parametrize(
+    ("name", "attempts"),
+    [
+        ("trn1.32xlarge", 4),
+        ("trn1.2xlarge", 4),
+        ("Spot", 4),
+        ("Shared", 4),
+        ("Parameterized", 4),
+        ("Block", 10),
+        ("Reserved", 1),
+    ],
+)
 def test_every_job_retries_a_bad_node_and_a_lost_host_and_nothing_else(
-    name: str, training: dict[str, dict[str, Any]]
+    name: str, attempts: int, training: dict[str, dict[str, Any]]
 ) -> None:
+    """Attempts = retries + 1: the default 3, and 9 and 0 given."""
     for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
         retries = definition["Properties"]["RetryStrategy"]
-        assert (retries["Attempts"], retries["EvaluateOnExit"]) == (4, RETRIES)  # retries=3: four attempts
+        assert (retries["Attempts"], retries["EvaluateOnExit"]) == (attempts, RETRIES)
 
 
 def test_every_node_runs_the_preflight_for_its_devices_and_efa_with_the_host_s_marker(
@@ -277,9 +297,19 @@ def test_checkpoints_default_to_the_queue_s_storage_and_are_absent_without_it(
 ) -> None:
     shared = {e["Name"]: e["Value"] for e in _container(training["Shared"])["Environment"]}
     assert shared["NEURON_CHECKPOINT_DIR"] == "/fsx/data/checkpoints/train"
-    for name in ("trn1.32xlarge", "Spot", "Parameterized"):
+    for name in ("trn1.32xlarge", "Spot", "Parameterized", "Block"):
         for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
             assert "NEURON_CHECKPOINT_DIR" not in json.dumps(definition), name
+    reserved = {e["Name"]: e["Value"] for e in _container(training["Reserved"])["Environment"]}
+    assert reserved["NEURON_CHECKPOINT_DIR"] == "s3://team-checkpoints/pretrain"
+
+
+def test_the_collective_preflight_runs_an_all_reduce_over_every_neuron_core(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    """trn2.48xlarge at the default LNC=2: 16 chips x 4 logical cores, one rank each."""
+    environment = {e["Name"]: e["Value"] for e in _container(training["Reserved"])["Environment"]}
+    assert (environment["NEURON_PREFLIGHT_COLLECTIVE"], environment["NEURON_PREFLIGHT_RANKS"]) == ("1", "64")
 
 
 def test_failed_jobs_of_the_queue_reach_the_topic_with_name_reason_and_log_stream(
