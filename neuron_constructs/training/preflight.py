@@ -159,7 +159,7 @@ def _child_node(node: int, main: str, port: int, timeout_s: float, own: str | No
         except OSError:
             if time.monotonic() > deadline:
                 return own or f"the main node {main}:{port} never answered"
-            time.sleep(2)
+            time.sleep(0.5)
     if own is not None:
         return own
     return None if answer == "go" else (answer.removeprefix("stop ").strip() or "the main node stopped the job")
