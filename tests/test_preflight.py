@@ -167,7 +167,7 @@ def test_a_child_that_never_reports_fails_the_main_node_at_the_timeout(tmp_path:
             "AWS_BATCH_JOB_NODE_INDEX": "0",
             "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
             "NEURON_PREFLIGHT_PORT": port,
-            "NEURON_PREFLIGHT_TIMEOUT": "1",
+            "NEURON_PREFLIGHT_TIMEOUT": "0.3",
         }
     )
     assert result.returncode == PREFLIGHT_EXIT_CODE
