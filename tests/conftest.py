@@ -156,10 +156,15 @@ def synth_warnings(app: App) -> list[str]:
 
 def distinct_layouts() -> list[NeuronInstanceType]:
     """One catalog type per layout: types with the same vCPUs, memory, chips, NeuronCores per chip and topology are
-    planned alike by every slice and fleet (trn1n.32xlarge as trn1.32xlarge, trn2u.48xlarge as trn2.48xlarge), so
-    the synthesizing tests build the first of each."""
+    planned alike by every slice and fleet (trn1n.32xlarge as trn1.32xlarge, trn2u.48xlarge as trn2.48xlarge), and
+    every single-chip type has one slice, its chip; so the synthesizing tests build the first of each."""
     seen: dict[tuple[object, ...], NeuronInstanceType] = {}
     for entry in NeuronInstanceType.all():
-        key = (entry.vcpus, entry.memory_gib, entry.chips, entry.neuron_cores_per_chip, entry.topology)
+        # One chip slices one way (one task holding it) whatever the type's size: one single-chip type stands for all.
+        key: tuple[object, ...] = (
+            ("one chip",)
+            if entry.chips == 1
+            else (entry.vcpus, entry.memory_gib, entry.chips, entry.neuron_cores_per_chip, entry.topology)
+        )
         seen.setdefault(key, entry)
     return list(seen.values())
