@@ -512,6 +512,53 @@ def test_environment_talks_only_to_the_loopback_endpoint() -> None:
     assert env["AWS_CONFIG_FILE"] == os.devnull == env["AWS_SHARED_CREDENTIALS_FILE"]
 
 
+# Variables that would send an SDK call of the deployment (or of moto) elsewhere, or break the moto server.
+HOSTILE = {
+    "AWS_PROFILE": "no-such-profile",
+    "AWS_DEFAULT_PROFILE": "no-such-profile",
+    "AWS_ENDPOINT_URL_SSM": "https://ssm.us-east-1.amazonaws.com",
+    "AWS_ENDPOINT_URL_CLOUDFORMATION": "https://cloudformation.us-east-1.amazonaws.com",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true",
+    "AWS_CONFIG_FILE": "/nonexistent/config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+    "AWS_CA_BUNDLE": "/nonexistent/bundle.pem",
+    "AWS_ACCESS_KEY_ID": "AKIAREALLOOKINGKEY00",
+    "AWS_SECRET_ACCESS_KEY": "real-looking-secret",
+    "AWS_SESSION_TOKEN": "real-looking-token",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://169.254.170.2/creds",
+}
+
+
+def test_the_deployment_sees_only_its_endpoint_and_fake_credentials() -> None:
+    env = LocalAwsEndpoint(port=4566).environment({**HOSTILE, "PATH": os.defpath})
+    aws = {k: v for k, v in env.items() if k.startswith("AWS_")}
+    assert not any(k.startswith("AWS_ENDPOINT_URL_") and k != "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION" for k in aws)
+    assert "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS" not in aws and "AWS_PROFILE" not in aws
+    assert "AWS_CONTAINER_CREDENTIALS_FULL_URI" not in aws and "AWS_CA_BUNDLE" not in aws
+    assert (aws["AWS_ACCESS_KEY_ID"], aws["AWS_SECRET_ACCESS_KEY"]) == ("testing", "testing")
+    assert "AWS_SESSION_TOKEN" not in aws
+    assert set(aws) == {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_EC2_METADATA_DISABLED",
+    }
+
+
+def test_the_endpoint_starts_and_answers_with_every_hostile_variable_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing profile once crashed the moto server: it now sees fake credentials only, and so does a client."""
+    for key, value in HOSTILE.items():
+        monkeypatch.setenv(key, value)
+    with local_aws_endpoint() as endpoint:
+        assert endpoint.client("sts").get_caller_identity()["Account"]
+        assert _accepts_connections(endpoint.port)
+
+
 def test_examples_have_one_group_per_expected_instance_type(templates: dict[str, dict[str, Any]]) -> None:
     for stack in ECS_STACKS:
         groups = EXPECTED_GROUPS[stack]

@@ -51,17 +51,13 @@ DEFAULT_ACCOUNT = "123456789012"
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _STARTUP_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 10.0
-_INHERITED_AWS_SETTINGS = (
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN",
-    "AWS_ROLE_ARN",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CA_BUNDLE",
-)
+
+
+def sealed_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without a single ``AWS_*`` variable: no profile, credentials, credential source, config or credentials
+    file, CA bundle, and no ``AWS_ENDPOINT_URL*`` or ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` that could send an SDK
+    call of the deployment, or of the moto server, to a real AWS endpoint. The caller adds what it means."""
+    return {k: v for k, v in base.items() if not k.upper().startswith("AWS_")}
 
 
 class LocalEndpointError(RuntimeError):
@@ -115,7 +111,7 @@ class LocalAwsEndpoint:
 
     def environment(self, base: Mapping[str, str] | None = None, *, account: str | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) pointed at this endpoint only, acting in ``account``."""
-        env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _INHERITED_AWS_SETTINGS}
+        env = sealed_environment(os.environ if base is None else base)
         env.update(self.credentials(account))
         if self.cdk_home:
             env["CDK_HOME"] = self.cdk_home
@@ -141,9 +137,22 @@ class LocalAwsEndpoint:
     def session(self, *, account: str | None = None, region: str | None = None) -> boto3.Session:
         """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default ``region``)."""
         import boto3
+        import botocore.session
 
         credentials = self.credentials(account) if account not in (None, self.account) else FAKE_CREDENTIALS
+        # Read no environment variable for these (botocore session_vars: config name, variable, default, converter):
+        # no profile, config or credentials file, CA bundle or configured endpoint of the user's applies.
+        core = botocore.session.Session(
+            session_vars={
+                "profile": (None, None, None, None),
+                "config_file": (None, None, os.devnull, None),
+                "credentials_file": (None, None, os.devnull, None),
+                "ca_bundle": (None, None, None, None),
+                "ignore_configured_endpoint_urls": (None, None, True, None),
+            }
+        )
         return boto3.Session(
+            botocore_session=core,
             aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
             aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
@@ -208,6 +217,7 @@ def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None)
 
 
 def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAwsEndpoint]:
+    exited: int | None = None
     for _attempt in range(3):  # another process may take the free port between probe and bind
         port = _free_loopback_port()
         endpoint = LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
@@ -225,6 +235,15 @@ def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAws
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
+                # The server is an AWS SDK process too: it sees only fake credentials and no other endpoint.
+                env=sealed_environment(os.environ)
+                | FAKE_CREDENTIALS
+                | {
+                    "AWS_DEFAULT_REGION": region,
+                    "AWS_CONFIG_FILE": os.devnull,
+                    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                    "AWS_EC2_METADATA_DISABLED": "true",
+                },
                 start_new_session=True,  # Ctrl-C reaches us; we stop the server ourselves
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
@@ -232,8 +251,15 @@ def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAws
             if _wait_until_ready(server, endpoint.url):
                 yield endpoint
                 return
+            exited = server.poll()
         finally:
             _stop(server)
+    if exited is not None:  # three times: not a port another process took
+        raise LocalEndpointError(
+            f"the moto server exited with status {exited} before it answered on {LOOPBACK}"
+            + (f" (its output is in {log})" if log else "")
+            + "."
+        )
     raise LocalEndpointError(f"the moto server did not start on {LOOPBACK} within {_STARTUP_TIMEOUT_S:.0f} s.")
 
 
