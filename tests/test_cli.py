@@ -375,6 +375,11 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         (["inspect", "--cluster", "c", "--endpoint-url", "http://[::1"], "is not an http(s) URL"),
         (["ami", "--endpoint-url", "ftp://127.0.0.1:21"], "is not an http(s) URL"),
         (["inspect", "--cluster", "c", "--region", "us east 1"], "'us east 1' is not an AWS region name"),
+        # What botocore refuses only at the first call, with a traceback before: each a usage error now.
+        *(
+            (["inspect", "--cluster", "c", "--endpoint-url", url], "is not a host name or address an AWS SDK accepts")
+            for url in ("http://a b:5000", "http://my_host:5000", "http://hôst:5000", "http://%41:5000", "http://-host")
+        ),
     ],
 )
 def test_malformed_endpoint_or_region_is_a_usage_error(argv: list[str], message: str) -> None:
@@ -392,6 +397,20 @@ def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> 
     assert err == (
         "neuron-ecs inspect: The endpoint answered, but ListContainerInstances returned a response that is not the "
         "ECS API's: no containerInstanceArns list in it: check --endpoint-url and any proxy in between.\n"
+    )
+
+
+def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_credentials: None) -> None:
+    """Once this said the region publishes no AMI."""
+    server = _Server(body=b"<html>captive portal</html>")
+    try:
+        status, out, err = run("ami", "--region", REGION, "--endpoint-url", server.url)
+    finally:
+        server.close()
+    assert status == EXIT_AWS_ERROR and not out
+    assert err == (
+        "neuron-ecs ami: The endpoint answered, but GetParameters returned a response that is not the SSM API's: no "
+        "Parameters list in it: check --endpoint-url and any proxy in between.\n"
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +89,29 @@ class LoadedTemplate:
 _SHORT_FORMS = {"Ref": "Ref", "Condition": "Condition"}
 
 
+MAX_TEMPLATE_BYTES = 5 * 1024 * 1024
+"""The largest file read as a template: five times the 1 MB CloudFormation takes from S3 (CloudFormation quotas:
+template body size in an S3 object), room for a cloud assembly's indented JSON; a larger file is refused unread."""
+
+
 def load_template(path: str | Path) -> LoadedTemplate:
-    """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError`."""
+    """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError`, without reading it, for
+    anything but a regular file of at most :data:`MAX_TEMPLATE_BYTES` (``/dev/zero`` included)."""
+    file = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        status = file.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise TemplateError(f"{path} is not a regular file")
+        if status.st_size > MAX_TEMPLATE_BYTES:
+            raise TemplateError(
+                f"{path} is {status.st_size:,} bytes, above the {MAX_TEMPLATE_BYTES:,} a template can be "
+                "(CloudFormation takes at most 1 MB)"
+            )
+        with file.open("rb") as source:
+            data = source.read(MAX_TEMPLATE_BYTES + 1)
+        if len(data) > MAX_TEMPLATE_BYTES:
+            raise TemplateError(f"{path} grew above {MAX_TEMPLATE_BYTES:,} bytes while it was read")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise TemplateError(f"cannot read {path}: {error}") from error
     return parse_template(text)

@@ -22,6 +22,7 @@ __all__ = [
     "STANDARD_ECS_AMI_PARAMETERS",
     "AmiNotPublishedError",
     "NeuronAmi",
+    "NotSsmAnswerError",
     "resolve_neuron_ami",
 ]
 
@@ -37,6 +38,14 @@ STANDARD_ECS_AMI_PARAMETERS = re.compile(
     r"^/aws/service/ecs/optimized-ami/amazon-linux[^/]*/(recommended|[^/]+/recommended)"
 )
 """The SSM parameters of the standard (and other non-Neuron) ECS-optimized Amazon Linux AMIs."""
+
+
+class NotSsmAnswerError(ValueError):
+    """The endpoint answered GetParameters with something the SSM API never returns (a proxy's page, a wrong
+    ``--endpoint-url``): SSM always answers with a ``Parameters`` list."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"GetParameters returned a response that is not the SSM API's: {detail}")
 
 
 class AmiNotPublishedError(LookupError):
@@ -92,10 +101,18 @@ def resolve_neuron_ami(ssm: Any, region: str) -> NeuronAmi:
 
     A value that is not a JSON object does not raise: the image id then comes from
     :data:`NEURON_AMI_IMAGE_ID_PARAMETER` and ``parse_error`` says what could not be parsed.
-    Raises :class:`AmiNotPublishedError` when the region has neither parameter.
+    Raises :class:`AmiNotPublishedError` when the region has neither parameter, :class:`NotSsmAnswerError` when the
+    answer is not the SSM API's.
     """
     response = ssm.get_parameters(Names=[NEURON_AMI_PARAMETER_PATH, NEURON_AMI_IMAGE_ID_PARAMETER])
-    values = {p["Name"]: p["Value"] for p in response.get("Parameters", [])}
+    found, invalid = (
+        response.get(key) if isinstance(response, dict) else None for key in ("Parameters", "InvalidParameters")
+    )
+    if not isinstance(found, list) or not isinstance(invalid, list | None):
+        raise NotSsmAnswerError("no Parameters list in it")
+    if not all(isinstance(p, dict) and isinstance(p.get("Name"), str) and "Value" in p for p in found):
+        raise NotSsmAnswerError("a parameter without its Name and Value")
+    values = {p["Name"]: p["Value"] for p in found}
     if not values:
         raise AmiNotPublishedError(region)
     details: dict[str, Any] = {}

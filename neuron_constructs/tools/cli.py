@@ -376,7 +376,7 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
         ReadTimeoutError,
     )
 
-    from neuron_constructs.knowledge.ami import AmiNotPublishedError
+    from neuron_constructs.knowledge.ami import AmiNotPublishedError, NotSsmAnswerError
     from neuron_constructs.tools.inspection import (
         CONNECT_TIMEOUT_S,
         MAX_ATTEMPTS,
@@ -387,7 +387,7 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
     region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "your region"
     if isinstance(error, AmiNotPublishedError):
         return str(error)
-    if isinstance(error, UnexpectedResponseError):
+    if isinstance(error, UnexpectedResponseError | NotSsmAnswerError):
         return f"The endpoint answered, but {error}: check --endpoint-url and any proxy in between."
     if isinstance(error, ReadTimeoutError | ConnectTimeoutError):
         waited = CONNECT_TIMEOUT_S if isinstance(error, ConnectTimeoutError) else READ_TIMEOUT_S
@@ -509,6 +509,11 @@ def _endpoint_url(value: str) -> str:
         parts, port_ok = None, False
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL (like http://127.0.0.1:5000)")
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+    # botocore refuses more at the first call (a space, _ or a non-ASCII host, an escape, a leading -): refuse it here.
+    if not (is_valid_endpoint_url(value) or is_valid_ipv6_endpoint_url(value)):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a host name or address an AWS SDK accepts")
     return value
 
 
