@@ -95,14 +95,13 @@ template body size in an S3 object), room for a cloud assembly's indented JSON; 
 
 
 def load_template(path: str | Path) -> LoadedTemplate:
-    """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError`, without reading it, for
-    anything but a regular file of at most :data:`MAX_TEMPLATE_BYTES` (``/dev/zero`` included)."""
+    """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError` for a file above
+    :data:`MAX_TEMPLATE_BYTES`: a regular file unread, anything else (a pipe such as ``<(cdk synth)``, a device such
+    as ``/dev/zero``) after that many bytes."""
     file = Path(path)
     try:
         status = file.stat()
-        if not stat.S_ISREG(status.st_mode):
-            raise TemplateError(f"{path} is not a regular file")
-        if status.st_size > MAX_TEMPLATE_BYTES:
+        if stat.S_ISREG(status.st_mode) and status.st_size > MAX_TEMPLATE_BYTES:
             raise TemplateError(
                 f"{path} is {status.st_size:,} bytes, above the {MAX_TEMPLATE_BYTES:,} a template can be "
                 "(CloudFormation takes at most 1 MB)"
@@ -110,7 +109,7 @@ def load_template(path: str | Path) -> LoadedTemplate:
         with file.open("rb") as source:
             data = source.read(MAX_TEMPLATE_BYTES + 1)
         if len(data) > MAX_TEMPLATE_BYTES:
-            raise TemplateError(f"{path} grew above {MAX_TEMPLATE_BYTES:,} bytes while it was read")
+            raise TemplateError(f"{path} holds more than the {MAX_TEMPLATE_BYTES:,} bytes a template can be")
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise TemplateError(f"cannot read {path}: {error}") from error
