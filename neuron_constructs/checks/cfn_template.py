@@ -96,7 +96,7 @@ template body size in an S3 object), room for a cloud assembly's indented JSON; 
 
 def load_template(path: str | Path) -> LoadedTemplate:
     """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError` for a file above
-    :data:`MAX_TEMPLATE_BYTES`: a regular file unread, anything else (a pipe such as ``<(cdk synth)``, a device such
+    ``MAX_TEMPLATE_BYTES`` (5 MiB): a regular file unread, anything else (a pipe such as ``<(cdk synth)``, a device such
     as ``/dev/zero``) after that many bytes."""
     file = Path(path)
     try:
