@@ -26,8 +26,7 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import (
     LOGICAL_CORE_VARIABLE,
     VISIBLE_CORES_VARIABLE,
-    cores_of_devices,
-    parse_core_list,
+    held_cores,
 )
 
 __all__ = [
@@ -332,11 +331,9 @@ class TaskDefinition:
         instance, lnc = self.instance_type, self.lnc
         if instance is None or lnc is None or lnc not in instance.lnc_options:
             return None
-        per_chip = instance.cores_per_chip(lnc)
-        held = cores_of_devices((i for i in container.neuron_devices if i is not None), per_chip)
         visible = container.environment.get(VISIBLE_CORES_VARIABLE)
-        named = parse_core_list(visible) if isinstance(visible, str) else None
-        return frozenset(named & held if named is not None and named & held else held)
+        devices = (i for i in container.neuron_devices if i is not None)
+        return held_cores(devices, visible if isinstance(visible, str) else None, instance.cores_per_chip(lnc))
 
     @property
     def names_cores(self) -> bool:

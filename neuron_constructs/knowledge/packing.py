@@ -17,7 +17,6 @@ A request that does not fit raises NEURON046 naming what is free; nothing is pla
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from neuron_constructs.knowledge import rules
@@ -91,6 +90,23 @@ class InstancePlan:
                 f"{format_index_runs(chips_of)}, which other copies share)"
             )
         return ", ".join(parts)
+
+    def place(
+        self, path: str, *, devices_per_task: int | None, cores_per_task: int | None, copies: int, commit: bool = True
+    ) -> list[Placement]:
+        """:meth:`place_chips` or :meth:`place_cores`, whichever size is given (:meth:`require_one_size`)."""
+        self.require_one_size(path, devices_per_task, cores_per_task)
+        if devices_per_task is not None:
+            return self.place_chips(path, devices_per_task, copies, commit=commit)
+        return self.place_cores(path, cores_per_task or 0, copies, commit=commit)
+
+    def require_one_size(self, path: str, devices_per_task: int | None, cores_per_task: int | None) -> None:
+        """NEURON063 unless exactly one of ``devices_per_task`` and ``cores_per_task`` is given."""
+        if (devices_per_task is None) == (cores_per_task is None):
+            given = "both" if devices_per_task is not None else "neither"
+            raise rules.CORE_SLICE.error(
+                path, f"{given} of devices_per_task and cores_per_task given", per_chip=self.cores_per_chip
+            )
 
     def place_chips(self, path: str, devices_per_task: int, copies: int, *, commit: bool = True) -> list[Placement]:
         """NEURON046: ``copies`` copies of ``devices_per_task`` whole chips, each a contiguous set the topology
@@ -192,9 +208,3 @@ class InstancePlan:
         self._free = free
         self.placements += placed
         return placed
-
-    def held(self) -> Iterator[tuple[int, Placement]]:
-        """Every (core, placement holding it)."""
-        for placement in self.placements:
-            for core in placement.cores:
-                yield core, placement

@@ -501,17 +501,8 @@ class NeuronFleet(Construct):
         """
         path = f"{construct_path(self)}/{id}"
         instance = self.instance_type
-        if (devices_per_task is None) == (cores_per_task is None):
-            given = "both" if devices_per_task is not None else "neither"
-            raise rules.CORE_SLICE.error(
-                path,
-                f"{given} of devices_per_task and cores_per_task given",
-                per_chip=self.plan.cores_per_chip,
-            )
-        placements = (
-            self.plan.place_chips(path, devices_per_task, copies, commit=False)
-            if devices_per_task is not None
-            else self.plan.place_cores(path, cores_per_task or 0, copies, commit=False)
+        placements = self.plan.place(
+            path, devices_per_task=devices_per_task, cores_per_task=cores_per_task, copies=copies, commit=False
         )
         held = len(placements[0].cores)
         share_cpu = instance.cpu_units * held // self.plan.cores
@@ -524,7 +515,7 @@ class NeuronFleet(Construct):
                 f"{copies} copies of task_cpu={task_cpu}, task_memory_mib={task_memory} need "
                 f"{task_cpu * copies} CPU units and {task_memory * copies} MiB; the models before left "
                 f"{self._cpu_left} and {self._memory_left} on {instance.name}",
-                free=self._describe_free(),
+                free=self.plan.describe_free(),
             )
         model = FleetModel(
             self,
@@ -550,9 +541,6 @@ class NeuronFleet(Construct):
         self._memory_left -= task_memory * copies
         self.models.append(model)
         return model
-
-    def _describe_free(self) -> str:
-        return self.plan.describe_free()
 
 
 def _capacity_of_type(

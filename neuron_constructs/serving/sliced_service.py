@@ -53,7 +53,6 @@ from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS
-from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.packing import InstancePlan
 from neuron_constructs.serving.fleet import FleetModel, ModelOptions
@@ -144,17 +143,13 @@ class SlicedNeuronService(FleetModel):
         path = f"{construct_path(scope)}/{id}"
         instance = instance_type_at(path, instance_type)
         plan = InstancePlan(instance, inputs.check_lnc(path, instance, lnc))
-        if (devices_per_task is None) == (cores_per_task is None):
-            given = "both" if devices_per_task is not None else "neither"
-            raise rules.CORE_SLICE.error(
-                path, f"{given} of devices_per_task and cores_per_task given", per_chip=plan.cores_per_chip
-            )
-        if devices_per_task is not None:
-            slices = inputs.check_slice_size(path, instance, devices_per_task)
-            placements = plan.place_chips(path, devices_per_task, slices)
-        else:
-            slices = inputs.check_core_slice_size(path, instance, cores_per_task or 0, plan.lnc)
-            placements = plan.place_cores(path, cores_per_task or 0, slices)
+        plan.require_one_size(path, devices_per_task, cores_per_task)
+        slices = (
+            inputs.check_slice_size(path, instance, devices_per_task)
+            if devices_per_task is not None
+            else inputs.check_core_slice_size(path, instance, cores_per_task or 0, plan.lnc)
+        )
+        placements = plan.place(path, devices_per_task=devices_per_task, cores_per_task=cores_per_task, copies=slices)
         super().__init__(
             scope,
             id,
