@@ -23,7 +23,7 @@ class TaskSpec:
 
     ``managed_device_ids``: the ``neuronDeviceIds`` ECS would report per started task (managed
     allocation); ``mapped_devices``: the ``/dev/neuronN`` indices the task definition maps (manual);
-    ``visible_cores``: its container's ``NEURON_RT_VISIBLE_CORES``, if any.
+    ``visible_cores``: its container's ``NEURON_RT_VISIBLE_CORES``, if any; ``model``: its ``NEURON_PROCESS_TAG``.
     """
 
     family: str
@@ -31,6 +31,7 @@ class TaskSpec:
     managed_device_ids: Sequence[Sequence[int]] = ()
     mapped_devices: Sequence[int] = ()
     visible_cores: str | None = None
+    model: str | None = None
 
 
 @dataclass
@@ -126,8 +127,9 @@ def build_fleet(
             }
         elif spec.managed_device_ids:
             container["resourceRequirements"] = [{"type": "NeuronDevice", "value": "ALL"}]
-        if spec.visible_cores is not None:
-            container["environment"] = [{"name": "NEURON_RT_VISIBLE_CORES", "value": spec.visible_cores}]
+        environment = {"NEURON_RT_VISIBLE_CORES": spec.visible_cores, "NEURON_PROCESS_TAG": spec.model}
+        if any(v is not None for v in environment.values()):
+            container["environment"] = [{"name": k, "value": v} for k, v in environment.items() if v is not None]
         definition = ecs.register_task_definition(family=spec.family, containerDefinitions=[container])
         definition_arn = definition["taskDefinition"]["taskDefinitionArn"]
         started = backend.start_task(cluster, definition_arn, [arns[i] for i in spec.on_instances], {}, "")

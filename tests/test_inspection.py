@@ -206,6 +206,7 @@ def test_json_document_has_the_documented_shape(client: Any) -> None:
                         "device_paths": [],
                         "visible_cores": None,
                         "logical_nc_config": None,
+                        "model": None,
                     }
                 ],
                 "neuron_cores": [0, 1, 2, 3],

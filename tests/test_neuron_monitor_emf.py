@@ -70,7 +70,7 @@ def test_an_idle_instance_reports_zero_and_no_latency(sample: dict[str, Any]) ->
     assert values["NeuronCoreUtilization"] == 0 and "ExecutionLatencyP50" not in values
 
 
-def test_each_report_becomes_one_emf_line_with_both_dimension_sets(sample: dict[str, Any]) -> None:
+def test_each_report_becomes_one_emf_line_with_both_dimension_sets_and_one_per_model(sample: dict[str, Any]) -> None:
     stream = io.StringIO(json.dumps(sample, indent=2) + "\n" + json.dumps(sample) + "\n")
     out = io.StringIO()
     os.environ[emf.CLUSTER_ENVIRONMENT] = "neuron-prod"
@@ -79,8 +79,9 @@ def test_each_report_becomes_one_emf_line_with_both_dimension_sets(sample: dict[
     finally:
         del os.environ[emf.CLUSTER_ENVIRONMENT]
     lines = out.getvalue().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 4  # per report: the instance's line, then the guide's one tagged application, my_app_1
     record = json.loads(lines[0])
+    assert json.loads(lines[1])[emf.MODEL_DIMENSION] == "my_app_1"
     (declaration,) = record["_aws"]["CloudWatchMetrics"]
     assert declaration["Namespace"] == emf.NAMESPACE
     assert declaration["Dimensions"] == [["ClusterName"], ["ClusterName", "InstanceId"]]
@@ -105,8 +106,9 @@ def test_the_script_runs_as_the_daemon_runs_it(sample: dict[str, Any]) -> None:
         timeout=60,
         check=True,
     )
-    (line,) = result.stdout.splitlines()
-    assert json.loads(line)["NeuronCoreUtilization"] == emf.metric_values(sample)["NeuronCoreUtilization"]
+    instance, model = (json.loads(line) for line in result.stdout.splitlines())
+    assert instance["NeuronCoreUtilization"] == emf.metric_values(sample)["NeuronCoreUtilization"]
+    assert model["Model"] == "my_app_1" and model["NeuronCoreUtilization"] == round((42.01 + 42.02) / 2, 2)
 
 
 @pytest.mark.parametrize(
@@ -143,3 +145,57 @@ def test_without_instance_metadata_the_instance_comes_from_its_dmi_identity(
 
 def test_json_inside_a_line_that_is_no_report_is_not_published(sample: dict[str, Any]) -> None:
     assert list(emf.reports(['note: {"k": 1}\n', json.dumps(sample) + "\n"])) == [sample]
+
+
+def _application(sample: dict[str, Any], *, pid: int, tag: str | None, utilization: dict[str, float]) -> Any:
+    runtime = json.loads(json.dumps(sample["neuron_runtime_data"][0]))
+    runtime["pid"] = pid
+    if tag is None:
+        runtime.pop("neuron_runtime_tag")
+    else:
+        runtime["neuron_runtime_tag"] = tag
+    runtime["report"]["neuroncore_counters"]["neuroncores_in_use"] = {
+        core: {"neuroncore_utilization": value} for core, value in utilization.items()
+    }
+    return runtime
+
+
+def test_each_model_gets_the_utilization_of_the_cores_its_copies_hold(sample: dict[str, Any]) -> None:
+    """Two copies of one model (one core each) and a second model on two cores of a 64-core instance: each model's
+    utilization is over its own cores, and an application with no tag of its own (the PID stands in) is no model."""
+    report = json.loads(json.dumps(sample))
+    report["neuron_runtime_data"] = [
+        _application(sample, pid=101, tag="llama", utilization={"0": 90.0}),
+        _application(sample, pid=102, tag="llama", utilization={"1": 70.0}),
+        _application(sample, pid=103, tag="embed", utilization={"2": 10.0, "3": 30.0}),
+        _application(sample, pid=104, tag="104", utilization={"4": 100.0}),
+        _application(sample, pid=105, tag=None, utilization={"5": 100.0}),
+    ]
+    models = emf.model_values(report)
+    assert set(models) == {"llama", "embed"}
+    assert models["llama"]["NeuronCoreUtilization"] == 80.0
+    assert models["embed"]["NeuronCoreUtilization"] == 20.0
+    assert models["llama"]["ExecutionsCompleted"] == 2 * 123  # summed over the copies
+    assert set(models["llama"]) == set(emf.MODEL_METRICS)
+    instance = emf.metric_values(report)
+    assert instance["NeuronCoreUtilization"] == round((90 + 70 + 10 + 30 + 100 + 100) / 64, 2)
+
+
+def test_a_model_s_emf_line_declares_the_model_and_the_model_per_instance_sets(sample: dict[str, Any]) -> None:
+    (record,) = emf.model_records(sample, cluster="prod", timestamp_ms=1)
+    per_model, per_instance = record["_aws"]["CloudWatchMetrics"]
+    assert per_model["Dimensions"] == [["ClusterName", "Model"]]
+    assert {m["Name"] for m in per_model["Metrics"]} == set(emf.MODEL_METRICS)
+    assert per_instance["Dimensions"] == [["ClusterName", "Model", "InstanceId"]]
+    assert [m["Name"] for m in per_instance["Metrics"]] == ["NeuronCoreUtilization"]
+    assert (record["ClusterName"], record["Model"], record["InstanceId"]) == ("prod", "my_app_1", "i-0011223344556677a")
+    for declaration in (per_model, per_instance):
+        for name in [*(m["Name"] for m in declaration["Metrics"]), *declaration["Dimensions"][0]]:
+            assert name in record
+
+
+@pytest.mark.parametrize("tag", ["", "   ", "x" * 256, 7])
+def test_a_tag_the_runtime_would_not_take_is_no_model(sample: dict[str, Any], tag: Any) -> None:
+    report = json.loads(json.dumps(sample))
+    report["neuron_runtime_data"][0]["neuron_runtime_tag"] = tag
+    assert emf.model_values(report) == {}

@@ -445,8 +445,9 @@ def test_with_monitoring_the_launcher_publishes_neuron_monitor_s_reports_while_t
     )
     lines = result.stdout.splitlines()
     assert "trained" in lines
-    (metrics,) = [json.loads(line) for line in lines if line.startswith("{")]
+    metrics, tagged = [json.loads(line) for line in lines if line.startswith("{")]
     assert metrics["ClusterName"] == "training-queue" and metrics["InstanceId"] == "i-0011223344556677a"
+    assert tagged["Model"] == "my_app_1"  # the sample's one application carries a NEURON_PROCESS_TAG
 
 
 def test_without_neuron_monitor_in_the_image_the_job_still_runs_and_says_why() -> None:

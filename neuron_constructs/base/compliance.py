@@ -22,13 +22,13 @@ __all__ = [
     "acknowledge_dataset_bucket",
     "acknowledge_default_security_group_restriction",
     "acknowledge_execution_role",
+    "acknowledge_library_environment",
     "acknowledge_managed_instances_capacity",
     "acknowledge_monitoring_task",
     "acknowledge_prefix_grant",
     "acknowledge_recovery_groups",
     "acknowledge_recovery_task",
     "acknowledge_training_queue",
-    "acknowledge_warm_start_environment",
 ]
 
 _PACK = "AwsSolutions::AwsSolutions"
@@ -247,15 +247,17 @@ def acknowledge_prefix_grant(role: IConstruct, objects: str, what: str) -> None:
     )
 
 
-def acknowledge_warm_start_environment(task_definition: IConstruct) -> None:
-    """The environment values the library sets for warm starts: S3 locations and a path, never a secret."""
+def acknowledge_library_environment(task_definition: IConstruct) -> None:
+    """The environment values the library sets on Neuron containers: names, S3 locations and paths, never a secret."""
     _acknowledge(
         task_definition,
         {
             "ECS2": (
-                "The library sets NEURON_COMPILE_CACHE_URL (an S3 location) and MODEL_DIR (a path) in the environment, "
-                "the variables the Neuron frameworks and model servers read; neither is secret, and secret-looking "
-                "names in the environment are warned about by rule NEURON109."
+                "The library sets NEURON_PROCESS_TAG (the model's name, under which neuron-monitor reports it), "
+                "NEURON_RT_VISIBLE_CORES and NEURON_LOGICAL_NC_CONFIG (the cores it holds), NEURON_COMPILE_CACHE_URL "
+                "(an S3 location) and MODEL_DIR (a path) in the environment, the variables the Neuron runtime, "
+                "frameworks and model servers read; none is secret, and secret-looking names in the environment are "
+                "warned about by rule NEURON109."
             ),
         },
     )

@@ -23,6 +23,7 @@ from neuron_constructs.knowledge.rules import (
     INF1_ON_MANAGED_INSTANCES,
     LOGICAL_CORES,
     MEMORY_NEAR_INSTANCE_TOTAL,
+    MODEL_NAME,
     NO_DEVICES,
     NON_NEURON_MANAGED_INSTANCES,
     SLICE_HOST_PORT,
@@ -31,6 +32,8 @@ from neuron_constructs.knowledge.rules import (
     SLICES_EXCEED_CAPACITY,
     TASK_EXCEEDS_INSTANCE,
 )
+
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,254}")
 
 MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
 """Neuron accelerator names ECS Managed Instances can select (Inf1 excluded)."""
@@ -275,6 +278,14 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
             f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",
             cores=cores_per_slice,
         )
+
+
+def check_model_name(path: str, name: str, *, given_as: str = "model_name") -> str:
+    """NEURON067: a name neuron-monitor takes as ``NEURON_PROCESS_TAG`` (up to 255 characters) and CloudWatch as a
+    dimension value: 1 to 255 letters, digits and ``. _ - / : @ + =``, starting with a letter or digit."""
+    if not _MODEL_NAME.fullmatch(name):
+        raise MODEL_NAME.error(path, f"{given_as}={name!r} is not 1 to 255 such characters")
+    return name
 
 
 def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:

@@ -157,6 +157,8 @@ class ManagedInstancesCapacity(Construct):
         The reservation it launches into, if any.
     services
         The ``NeuronService`` s placed on it, in creation order.
+    monitored
+        Whether a ``NeuronMonitoring`` of this app runs its daemons on it (and publishes the per-model metrics).
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class ManagedInstancesCapacity(Construct):
         self.allowed_instance_type_patterns: tuple[str, ...] = inputs.instance_type_patterns(instance_types)
         self.capacity_reservation = capacity_reservation
         self.services: list[Construct] = []
+        self.monitored = False
         vpc = cluster.vpc
         warn_about_public_subnets(self, vpc, subnets, any_public=public_subnets)
         if security_groups:
@@ -290,6 +293,8 @@ class AutoScalingCapacity(Construct):
         How the instances are bought.
     services
         The ``NeuronService`` s placed on it, in creation order.
+    monitored
+        Whether a ``NeuronMonitoring`` of this app runs its daemons on it (and publishes the per-model metrics).
     sliced_by
         The ``SlicedNeuronService`` that owns its devices, if any.
     """
@@ -342,6 +347,7 @@ class AutoScalingCapacity(Construct):
         self.lnc: int | None = lnc
         """The logical-core setting written to the instances (``None``: the runtime's default for the type)."""
         self.services: list[Construct] = []
+        self.monitored = False
         self.sliced_by: Construct | None = None
         self.instance_type = ec2.InstanceType(instance_type)
         vpc = cluster.vpc

@@ -37,6 +37,7 @@ from neuron_constructs.base.arguments import (
     aws,
     checked,
     construct_path,
+    is_token,
     remember_path,
 )
 from neuron_constructs.base.images import grant_ecr_pull
@@ -63,6 +64,7 @@ from neuron_constructs.knowledge.cores import (
     format_core_list,
 )
 from neuron_constructs.knowledge.devices import format_device_paths
+from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
 
 __all__ = [
     "ManagedNeuronTaskDefinition",
@@ -118,6 +120,10 @@ class NeuronTaskDefinition(Construct):
         account's tasks (``aws:SourceAccount`` / ``aws:SourceArn``).
     neuron_containers
         Containers that received Neuron devices, in order.
+    model_name
+        The model its Neuron containers report as to neuron-monitor (their ``NEURON_PROCESS_TAG``): set by the
+        first service that runs it (:meth:`name_model`) or by a ``NEURON_PROCESS_TAG`` in the containers'
+        environment; ``None`` until then.
     """
 
     def __init__(
@@ -158,6 +164,8 @@ class NeuronTaskDefinition(Construct):
         self.log_group: logs.ILogGroup = log_group or _log_group(self, log_retention, log_encryption_key)
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         self._neuron_container_names: list[str] = []
+        self.model_name: str | None = None
+        self._untagged: list[ecs.ContainerDefinition] = []
         self._compatibility = compatibility
         self._cpu, self._memory_mib = cpu, memory_mib
         self._reserved_memory_mib = 0
@@ -218,7 +226,7 @@ class NeuronTaskDefinition(Construct):
         if hf_token is not None:
             container.add_secret(HF_TOKEN_VARIABLE, ecs.Secret.from_secrets_manager(hf_token))
         if compile_cache is not None or model_artifacts is not None:
-            compliance.acknowledge_warm_start_environment(self)
+            compliance.acknowledge_library_environment(self)
         if compile_cache is not None:
             container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
             compile_cache.grant(self.task_role)
@@ -258,6 +266,54 @@ class NeuronTaskDefinition(Construct):
         container = self.task_definition.add_container(id, image=image, **options)
         grant_ecr_pull(container, self.task_definition.obtain_execution_role())
         return container
+
+    def name_model(self, path: str, name: str, *, given: bool) -> str:
+        """Tag every Neuron container (now and later) with ``NEURON_PROCESS_TAG=name`` and return the model name.
+
+        A task definition serves one model: a second service running it reports under the first's name, and one
+        that passes a different ``model_name`` is refused (NEURON067), as is a name neuron-monitor or CloudWatch
+        cannot carry. ``given``: the caller passed ``name`` (rather than defaulting it)."""
+        if self.model_name is not None:
+            if given and name != self.model_name:
+                raise rules.MODEL_NAME.error(
+                    path,
+                    f"model_name={name!r}, but {construct_path(self)} already reports as model {self.model_name!r}",
+                )
+            return self.model_name
+        self.model_name = inputs.check_model_name(path, name)
+        if self._untagged:
+            compliance.acknowledge_library_environment(self)
+        for container in self._untagged:
+            container.add_environment(PROCESS_TAG_VARIABLE, name)
+        self._untagged.clear()
+        return name
+
+    def _tag_neuron_container(self, path: str, container: ecs.ContainerDefinition, environment: Any) -> None:
+        """Give a new Neuron container the model's tag; one it brings must be the model's (NEURON067)."""
+        stated = (environment or {}).get(PROCESS_TAG_VARIABLE)
+        if stated is None:
+            if self.model_name is None:
+                self._untagged.append(container)
+            else:
+                compliance.acknowledge_library_environment(self)
+                container.add_environment(PROCESS_TAG_VARIABLE, self.model_name)
+            return
+        if is_token(stated):
+            raise rules.TOKEN_NOT_LITERAL.error(
+                path, f"environment {PROCESS_TAG_VARIABLE} is a CDK token", name=PROCESS_TAG_VARIABLE
+            )
+        inputs.check_model_name(path, stated, given_as=PROCESS_TAG_VARIABLE)
+        if self.model_name is not None and stated != self.model_name:
+            raise rules.MODEL_NAME.error(
+                path, f"{PROCESS_TAG_VARIABLE}={stated!r}, but the task definition's model is {self.model_name!r}"
+            )
+        if self._untagged:
+            raise rules.MODEL_NAME.error(
+                path,
+                f"{PROCESS_TAG_VARIABLE}={stated!r} here, but Neuron container "
+                f"{self._untagged[0].container_name!r} has none",
+            )
+        self.model_name = stated
 
     def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:
         """NEURON109 for the environment given here; variables added later are found in the template at synth."""
@@ -442,6 +498,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             )
         container = self._add(id, image, dict(options))
         require_all_neuron_devices(self.task_definition, container)
+        self._tag_neuron_container(path, container, options.get("environment"))
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
@@ -685,6 +742,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             {**options, "linux_parameters": linux_parameters, **({"environment": environment} if environment else {})},
         )
         self._mapped.update({i: id for i in chosen})
+        self._tag_neuron_container(path, container, environment)
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()

@@ -9,7 +9,15 @@ daemon needs no ``cloudwatch:PutMetricData`` permission, only its log stream.
 Every metric goes to :data:`NAMESPACE` with two dimension sets: ``ClusterName`` (the cluster
 total, for alarms) and ``ClusterName, InstanceId`` (per instance, for the dashboard). The table
 :data:`METRICS` is the one place names and units are defined: the dashboard and alarms of
-:mod:`neuron_constructs.monitoring.monitoring` use it. Standard library only: it runs in the Neuron container.
+:mod:`neuron_constructs.monitoring.monitoring` use it.
+
+Per model: neuron-monitor reports each Neuron application under its tag, the value of its
+:data:`PROCESS_TAG_VARIABLE` (``NEURON_PROCESS_TAG``; the application's PID when it has none - Neuron user guide:
+neuron-monitor, "Neuron applications tagging"). The services, slices and fleet models of the library set it to
+their model's name, and each report adds one EMF line per tagged model: :data:`MODEL_METRICS` under
+``ClusterName, Model`` (what scaling tracks) and NeuronCore utilization under ``ClusterName, Model, InstanceId``
+(what ``neuron-ecs inspect --metrics`` shows per task). Untagged applications count in the instance's figures
+only. Standard library only: it runs in the Neuron container.
 """
 
 from __future__ import annotations
@@ -21,14 +29,35 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-__all__ = ["DIMENSION_SETS", "METRICS", "NAMESPACE", "emf_record", "main", "metric_values", "reports"]
+__all__ = [
+    "DIMENSION_SETS",
+    "METRICS",
+    "MODEL_DIMENSION",
+    "MODEL_METRICS",
+    "NAMESPACE",
+    "PROCESS_TAG_VARIABLE",
+    "emf_record",
+    "main",
+    "metric_values",
+    "model_records",
+    "model_values",
+    "reports",
+]
 
 NAMESPACE = "NeuronConstructs/Neuron"
 """The CloudWatch namespace of the metrics."""
 CLUSTER_DIMENSION = "ClusterName"
 INSTANCE_DIMENSION = "InstanceId"
+MODEL_DIMENSION = "Model"
+"""The dimension that names a model: the ``NEURON_PROCESS_TAG`` of its Neuron applications."""
 DIMENSION_SETS = ((CLUSTER_DIMENSION,), (CLUSTER_DIMENSION, INSTANCE_DIMENSION))
 """Each metric is stored once per dimension set: the cluster's total and each instance's value."""
+MODEL_DIMENSION_SETS = ((CLUSTER_DIMENSION, MODEL_DIMENSION),)
+"""Each model's :data:`MODEL_METRICS`, over every instance it runs on."""
+MODEL_INSTANCE_DIMENSION_SETS = ((CLUSTER_DIMENSION, MODEL_DIMENSION, INSTANCE_DIMENSION),)
+"""Each model's NeuronCore utilization on each instance."""
+PROCESS_TAG_VARIABLE = "NEURON_PROCESS_TAG"
+"""The environment variable that tags a Neuron application for neuron-monitor (up to 255 characters)."""
 CLUSTER_ENVIRONMENT = "NEURON_MONITOR_CLUSTER"
 """The environment variable that names the cluster (the daemon's task definition sets it)."""
 DMI_ENVIRONMENT = "NEURON_MONITOR_DMI"
@@ -57,7 +86,22 @@ ExecutionsCompleted: ``execution_summary.completed``; ExecutionLatencyP50/P99: t
 ``latency_stats.total_latency`` percentile; HardwareEcc*: ``system_data.neuron_hw_counters`` DRAM and SRAM ECC events
 of every device."""
 
+MODEL_METRICS = (
+    "NeuronCoreUtilization",
+    "AcceleratorMemoryUsed",
+    "ExecutionErrors",
+    "ExecutionsCompleted",
+    "ExecutionLatencyP50",
+    "ExecutionLatencyP99",
+)
+"""The per-application metrics published per model. NeuronCoreUtilization is the average over the NeuronCores the
+model's applications on the instance hold (every copy of it there), so a model busy on its cores reads near 100 %
+however few of the instance's cores it has; the rest are the sums (latency: the slowest) of its applications."""
 
+
+MAX_TAG_CHARS = 255
+"""The longest ``NEURON_PROCESS_TAG`` the Neuron runtime takes (neuron-monitor user guide: "a 255 character
+string")."""
 MAX_REPORT_CHARS = 1024 * 1024
 """A report longer than this is dropped: neuron-monitor's reports are a few kilobytes per application."""
 _REPORT_KEYS = {"neuron_runtime_data", "system_data", "instance_info", "neuron_hardware_info"}
@@ -105,13 +149,13 @@ def _group(runtime: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return group if isinstance(group, dict) else {}
 
 
-def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
-    """The :data:`METRICS` of one neuron-monitor report (latency only when an application ran in the period)."""
-    hardware = report.get("neuron_hardware_info") or {}
-    total_cores = int(
-        _number(hardware.get("neuron_device_count")) * _number(hardware.get("neuroncore_per_device_count"))
-    )
-    runtimes = [r for r in report.get("neuron_runtime_data") or [] if isinstance(r, dict)]
+def _runtimes(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [r for r in report.get("neuron_runtime_data") or [] if isinstance(r, dict)]
+
+
+def _application_values(runtimes: Iterable[Mapping[str, Any]], total_cores: int) -> dict[str, float]:
+    """The per-application metrics of ``runtimes`` together; utilization averaged over ``total_cores`` (or the cores
+    they use, when more)."""
     utilization = 0.0
     used_cores = 0
     memory = errors = hardware_errors = completed = 0.0
@@ -133,22 +177,56 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
             for percentile, seen in latencies.items():
                 if percentile in total_latency:
                     seen.append(_number(total_latency[percentile]))
-    devices = ((report.get("system_data") or {}).get("neuron_hw_counters") or {}).get("neuron_devices") or []
-    corrected = sum(_number(d.get("mem_ecc_corrected")) + _number(d.get("sram_ecc_corrected")) for d in devices)
-    uncorrected = sum(_number(d.get("mem_ecc_uncorrected")) + _number(d.get("sram_ecc_uncorrected")) for d in devices)
     values = {
         "NeuronCoreUtilization": round(utilization / max(total_cores, used_cores, 1), 2),
         "AcceleratorMemoryUsed": memory,
         "ExecutionErrors": errors,
         "ExecutionHardwareErrors": hardware_errors,
         "ExecutionsCompleted": completed,
-        "HardwareEccCorrected": corrected,
-        "HardwareEccUncorrected": uncorrected,
     }
     for percentile, found in latencies.items():
         if found:
             values[f"ExecutionLatency{percentile.upper()}"] = max(found)
     return values
+
+
+def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
+    """The :data:`METRICS` of one neuron-monitor report (latency only when an application ran in the period)."""
+    hardware = report.get("neuron_hardware_info") or {}
+    total_cores = int(
+        _number(hardware.get("neuron_device_count")) * _number(hardware.get("neuroncore_per_device_count"))
+    )
+    values = _application_values(_runtimes(report), total_cores)
+    devices = ((report.get("system_data") or {}).get("neuron_hw_counters") or {}).get("neuron_devices") or []
+    corrected = sum(_number(d.get("mem_ecc_corrected")) + _number(d.get("sram_ecc_corrected")) for d in devices)
+    uncorrected = sum(_number(d.get("mem_ecc_uncorrected")) + _number(d.get("sram_ecc_uncorrected")) for d in devices)
+    values["HardwareEccCorrected"] = corrected
+    values["HardwareEccUncorrected"] = uncorrected
+    return values
+
+
+def model_tag(runtime: Mapping[str, Any]) -> str | None:
+    """The model an application reports for: its ``neuron_runtime_tag``, ``None`` when it has none of its own (no
+    tag, or the PID neuron-monitor uses in place of one)."""
+    tag = runtime.get("neuron_runtime_tag")
+    if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS:
+        return None
+    return None if tag == str(runtime.get("pid")) else tag
+
+
+def model_values(report: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Model (tag) -> its :data:`MODEL_METRICS` in one report: every application with that tag together, its
+    utilization averaged over the NeuronCores they hold."""
+    by_model: dict[str, list[Mapping[str, Any]]] = {}
+    for runtime in _runtimes(report):
+        tag = model_tag(runtime)
+        if tag is not None:
+            by_model.setdefault(tag, []).append(runtime)
+    found: dict[str, dict[str, float]] = {}
+    for tag, runtimes in sorted(by_model.items()):
+        values = _application_values(runtimes, 0)
+        found[tag] = {name: values[name] for name in MODEL_METRICS if name in values}
+    return found
 
 
 def _dmi(name: str) -> str:
@@ -193,12 +271,49 @@ def emf_record(report: Mapping[str, Any], *, cluster: str, timestamp_ms: int) ->
     }
 
 
+def model_records(report: Mapping[str, Any], *, cluster: str, timestamp_ms: int) -> list[dict[str, Any]]:
+    """One EMF document per tagged model of a report: its :data:`MODEL_METRICS` per cluster and model, and its
+    NeuronCore utilization per cluster, model and instance."""
+    instance_id, instance_type = instance_identity(report)
+    records = []
+    for model, values in model_values(report).items():
+        records.append(
+            {
+                "_aws": {
+                    "Timestamp": timestamp_ms,
+                    "CloudWatchMetrics": [
+                        {
+                            "Namespace": NAMESPACE,
+                            "Dimensions": [list(d) for d in MODEL_DIMENSION_SETS],
+                            "Metrics": [{"Name": name, "Unit": METRICS[name]} for name in values],
+                        },
+                        {
+                            "Namespace": NAMESPACE,
+                            "Dimensions": [list(d) for d in MODEL_INSTANCE_DIMENSION_SETS],
+                            "Metrics": [{"Name": "NeuronCoreUtilization", "Unit": METRICS["NeuronCoreUtilization"]}],
+                        },
+                    ],
+                },
+                CLUSTER_DIMENSION: cluster,
+                MODEL_DIMENSION: model,
+                INSTANCE_DIMENSION: instance_id,
+                "InstanceType": instance_type,
+                **values,
+            }
+        )
+    return records
+
+
 def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
-    """Read neuron-monitor's reports from ``stdin`` and write one EMF line per report to ``stdout``."""
+    """Read neuron-monitor's reports from ``stdin`` and write one EMF line per report, and one per tagged model, to
+    ``stdout``."""
     cluster = os.environ.get(CLUSTER_ENVIRONMENT, "unknown")
     for report in reports(stdin):
-        record = emf_record(report, cluster=cluster, timestamp_ms=int(time.time() * 1000))
-        stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
+        timestamp_ms = int(time.time() * 1000)
+        records = [emf_record(report, cluster=cluster, timestamp_ms=timestamp_ms)]
+        records += model_records(report, cluster=cluster, timestamp_ms=timestamp_ms)
+        for record in records:
+            stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
         stdout.flush()
 
 

@@ -380,8 +380,8 @@ SECOND_SCALING_TARGET = Rule(
     "NEURON035",
     "Second scalable target for one service",
     "Application Auto Scaling registers one scalable target per service and dimension",
-    "call auto_scale or scale_on_requests once per service, and add every further policy to the scalable targets "
-    "they return",
+    "call auto_scale once per service (it returns the scalable targets for every further policy); scale_on_requests "
+    "and scale_on_neuron_utilization share one target, so call each at most once and give both the same counts",
     "Application Auto Scaling API: RegisterScalableTarget",
 )
 UNDECLARED_DEVICE = Rule(
@@ -497,6 +497,16 @@ CHECKPOINT_DIR = Rule(
     "pass checkpoint_dir= a path under the queue's LustreStorage mount path, or an s3://bucket/prefix URL (and grant "
     "the job role that prefix)",
     "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS",
+)
+MODEL_NAME = Rule(
+    "NEURON067",
+    "Model name neuron-monitor or CloudWatch cannot carry",
+    "a model is named by the NEURON_PROCESS_TAG of its Neuron containers (up to 255 characters, neuron-monitor) and "
+    "published as a CloudWatch dimension value (ASCII, not blank); a task definition serves one model, so all its "
+    "Neuron containers carry one tag",
+    "pass model_name= 1 to 255 letters, digits and . _ - / : @ + =, starting with a letter or digit, and give the "
+    "task definition's Neuron containers no NEURON_PROCESS_TAG of their own or one the same for all, matching it",
+    "Neuron user guide: neuron-monitor, Neuron applications tagging; CloudWatch API reference: Dimension",
 )
 CORE_SLICE = Rule(
     "NEURON063",
@@ -789,6 +799,17 @@ INF1_OUT_OF_SUPPORT = Rule(
     "AMIs, Neuron driver support for Inf1",
     severity="warning",
 )
+UNMONITORED_SCALING = Rule(
+    "NEURON114",
+    "Scaling on NeuronCore utilization no monitoring in this app publishes",
+    "scale_on_neuron_utilization tracks the per-model NeuronCore utilization the NeuronMonitoring daemon publishes "
+    "from neuron-monitor on each instance; with no daemon on the capacity the metric has no data, and target "
+    "tracking neither scales out nor in",
+    "cover the capacity with NeuronMonitoring (NeuronMonitoring(cluster=...) or monitoring.cover(capacity)), or "
+    "acknowledge this warning id when a monitor outside this app publishes the metric for the cluster",
+    "Application Auto Scaling guide: target tracking scaling policies (metrics with no data)",
+    severity="warning",
+)
 EVERY_REPLICA_STOPS = Rule(
     "NEURON112",
     "Deployment that stops every replica",
@@ -867,6 +888,7 @@ RULES: tuple[Rule, ...] = (
     LOGICAL_CORES,
     NO_SPOT,
     CHECKPOINT_DIR,
+    MODEL_NAME,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -880,6 +902,7 @@ RULES: tuple[Rule, ...] = (
     SHORT_GRACE_PERIOD,
     EVERY_REPLICA_STOPS,
     INF1_OUT_OF_SUPPORT,
+    UNMONITORED_SCALING,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -15,13 +15,17 @@ non-Neuron one:
   view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of reach of
   the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
   identity when neuron-monitor cannot read it from there.
-* **Dashboard and alarms.** One dashboard: NeuronCore utilization and accelerator memory per instance,
-  execution errors, ECC events and latency, the CPU and memory of every service of the cluster, and the
-  response time and 5xx count of every target group of the cluster's load balancers made in the monitoring's
-  stack - services and target groups found by metric search on the cluster's and the load balancers' names,
-  so that model stacks never have the monitoring's stack depend on them. Alarms on uncorrected ECC
-  events and on execution errors notify an SNS topic: yours (``alarm_topic``) or a new one encrypted with a
-  new KMS key.
+* **Per model.** The services, slices and fleet models of the library tag their Neuron containers with
+  ``NEURON_PROCESS_TAG=<model name>``; neuron-monitor reports each application under its tag, and the publisher
+  adds each model's NeuronCore utilization, memory, executions, errors and latency under ``ClusterName, Model``
+  (and its utilization under ``ClusterName, Model, InstanceId``). ``scale_on_neuron_utilization`` tracks them.
+* **Dashboard and alarms.** One dashboard: NeuronCore utilization and accelerator memory per instance, NeuronCore
+  utilization and executions per model, execution errors, ECC events and latency, the CPU and memory of every
+  service of the cluster, and the response time and 5xx count of every target group of the cluster's load balancers
+  made in the monitoring's stack - services and target groups found by metric search on the cluster's and the load
+  balancers' names, so that model stacks never have the monitoring's stack depend on them. Alarms on uncorrected ECC
+  events and on execution errors notify an SNS topic: yours (``alarm_topic``) or a new one encrypted with a new KMS
+  key.
 * **Recovery** (``recovery=True``, the default). On Auto Scaling capacity, AWS's node-problem-detector and
   neuron-node-recovery pattern (aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``) as a daemon
   service: node-problem-detector watches the kernel log for ``NEURON_HW_ERR=...`` and the recovery container
@@ -252,8 +256,10 @@ class NeuronMonitoring(Construct):
     def cover(self, capacity: AutoScalingCapacity | ManagedInstancesCapacity) -> None:
         """Run the daemons on ``capacity`` if it is Neuron capacity (the cluster calls this for each capacity)."""
         if isinstance(capacity, ManagedInstancesCapacity):
+            capacity.monitored = True
             self._managed_daemons(capacity)
         elif capacity.neuron_instance_type is not None:
+            capacity.monitored = True
             self._auto_scaling.append(capacity)
             if self.daemon_service is None:
                 self._daemon_services()
@@ -537,6 +543,20 @@ class NeuronMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Accelerator memory used per instance (bytes)",
                 left=[self._per_instance("AcceleratorMemoryUsed", "Average", "")],
+                width=width,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="NeuronCore utilization per model (%)",
+                left=[
+                    self._search(NAMESPACE, "ClusterName,Model", "NeuronCoreUtilization", "Average", self.cluster_name)
+                ],
+                width=width,
+            ),
+            cloudwatch.GraphWidget(
+                title="Executions completed per model",
+                left=[self._search(NAMESPACE, "ClusterName,Model", "ExecutionsCompleted", "Sum", self.cluster_name)],
                 width=width,
             ),
         )

@@ -47,6 +47,7 @@ from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinitio
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE
+from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
 from neuron_constructs.knowledge.packing import InstancePlan, Placement
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
@@ -55,12 +56,12 @@ from neuron_constructs.serving.listeners import (
     TargetGroup,
     request_target_group,
 )
-from neuron_constructs.serving.services import NeuronService, capacity_for
+from neuron_constructs.serving.services import NeuronService, capacity_for, model_utilization_metric
 
 __all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
 
 _ECS_TASKS = "ecs-tasks.amazonaws.com"
-_RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+_RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", PROCESS_TAG_VARIABLE)
 _DEFAULT_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
@@ -86,6 +87,9 @@ class ModelOptions(ContainerOptions, total=False):
     compile_cache, model_artifacts, hf_token
         Warm starts for every copy
         (:mod:`~neuron_constructs.compute.model_sources`).
+    model_name
+        What every copy reports as to neuron-monitor (``NEURON_PROCESS_TAG``) and the ``Model`` dimension of the
+        per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path (NEURON067).
     """
 
     min_healthy_percent: int | None
@@ -100,6 +104,7 @@ class ModelOptions(ContainerOptions, total=False):
     compile_cache: CompileCache | None
     model_artifacts: ModelArtifacts | None
     hf_token: secretsmanager.ISecret | None
+    model_name: str | None
 
 
 _MODEL_ONLY_OPTIONS = frozenset(ModelOptions.__annotations__) - frozenset(ContainerOptions.__annotations__)
@@ -132,6 +137,8 @@ class FleetModel(Construct, ListenerTarget):
         The target groups :meth:`attach_to_listener` made, in order.
     log_group, task_role, execution_role
         Shared by every copy.
+    model_name
+        The ``NEURON_PROCESS_TAG`` of every copy: the ``Model`` dimension of its metrics.
     """
 
     def __init__(
@@ -173,6 +180,13 @@ class FleetModel(Construct, ListenerTarget):
             if is_token(environment.get(variable)):
                 raise rules.TOKEN_NOT_LITERAL.error(path, f"environment {variable} is a CDK token", name=variable)
         inputs.check_slice_environment(path, environment, self.cores_per_task)
+        tagged = environment.get(PROCESS_TAG_VARIABLE)
+        named = options.get("model_name")
+        if named is not None and tagged is not None and named != tagged:
+            raise rules.MODEL_NAME.error(
+                path, f"model_name={named!r}, but the container's {PROCESS_TAG_VARIABLE} is {tagged!r}"
+            )
+        self.model_name: str = inputs.check_model_name(path, named or tagged or path)
         stated = environment.get(LOGICAL_CORE_VARIABLE)
         if stated is not None and stated != str(lnc):
             raise rules.LOGICAL_CORES.error(
@@ -256,6 +270,9 @@ class FleetModel(Construct, ListenerTarget):
         self.target_groups: list[TargetGroup] = []
         self.deploys_in_waves = self.copies > 1
         self._scaled = False
+        self._scaling_bounds: tuple[int, int] = (0, 0)
+        self._scaling_methods: list[str] = []
+        self._targets: list[ecs.ScalableTaskCount] = []
         for index, task_definition in enumerate(self.task_definitions):
             service = NeuronService(
                 self,
@@ -268,6 +285,7 @@ class FleetModel(Construct, ListenerTarget):
                 max_healthy_percent=100,
                 vpc_subnets=options.get("vpc_subnets"),
                 security_groups=options.get("security_groups"),
+                model_name=self.model_name,
                 **(options.get("service_options") or {}),
             )
             assert isinstance(service.service, ecs.Ec2Service)
@@ -305,7 +323,7 @@ class FleetModel(Construct, ListenerTarget):
         """
         if target_group is None:
             target_group = request_target_group(construct_path(self), self.target_groups, "the copies are")
-        targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
+        targets = self._scalable_targets("scale_on_requests", min_instances, max_instances)
         for target in targets:
             target.scale_on_request_count(
                 "Requests",
@@ -315,6 +333,60 @@ class FleetModel(Construct, ListenerTarget):
                 scale_in_cooldown=scale_in_cooldown,
             )
         return targets
+
+    @checked(ranges={"target_percent": Range(1, 100), "min_instances": COUNT, "max_instances": COUNT})
+    def scale_on_neuron_utilization(
+        self,
+        *,
+        max_instances: int,
+        target_percent: int = 70,
+        min_instances: int | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Scale the copies together on the model's NeuronCore utilization, tracking ``target_percent`` (default 70).
+
+        Every copy tracks the model's ``NeuronCoreUtilization`` (dimensions ``ClusterName`` and ``Model`` =
+        :attr:`model_name`, the average over every copy's cores; see :meth:`NeuronService.scale_on_neuron_utilization`),
+        between ``min_instances`` (default the model's ``instances``) and ``max_instances`` tasks each, with the
+        cooldowns and bounds of :meth:`scale_on_requests`, whose scalable targets it shares (same counts; each called
+        at most once, NEURON035). Returns the scalable targets, in copy order.
+        """
+        minimum = self.instances if min_instances is None else min_instances
+        targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_instances)
+        for copy, target in zip(self.copy_services, targets, strict=True):
+            if not self.capacity.monitored:
+                copy.warn_if_unmonitored()
+            target.scale_to_track_custom_metric(
+                "NeuronCoreUtilization",
+                metric=model_utilization_metric(copy.cluster.cluster.cluster_name, self.model_name),
+                target_value=target_percent,
+                scale_out_cooldown=scale_out_cooldown,
+                scale_in_cooldown=scale_in_cooldown,
+            )
+        return targets
+
+    def _scalable_targets(self, method: str, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
+        """Every copy's scalable target: made by the first scaling method, shared by the other when it asks for the
+        same counts (NEURON035)."""
+        path = construct_path(self)
+        if not self._scaled:
+            targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
+            self._scaling_methods = [method]
+            return targets
+        if self._scaling_methods == ["auto_scale"]:
+            raise rules.SECOND_SCALING_TARGET.error(path, f"{method}: auto_scale already made the scalable targets")
+        if method in self._scaling_methods:
+            raise rules.SECOND_SCALING_TARGET.error(path, f"{method} was already called")
+        if self._scaling_bounds != (min_instances, max_instances):
+            bounds = self._scaling_bounds
+            raise rules.SECOND_SCALING_TARGET.error(
+                path,
+                f"{method} asks for {min_instances} to {max_instances} tasks per copy, but {self._scaling_methods[0]} "
+                f"made the targets for {bounds[0]} to {bounds[1]}",
+            )
+        self._scaling_methods.append(method)
+        return list(self._targets)
 
     def _check_instances(self, instances: int) -> None:
         inputs.check_slice_capacity(
@@ -339,7 +411,9 @@ class FleetModel(Construct, ListenerTarget):
         one you passed is refused where it leaves no room (NEURON040).
         """
         if self._scaled:
-            raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "auto_scale was already called")
+            raise rules.SECOND_SCALING_TARGET.error(
+                construct_path(self), f"auto_scale: {self._scaling_methods[0]} already made the scalable targets"
+            )
         self._check_instances(max_instances)
         self._check_instances(min_instances)
         if min_instances > max_instances:
@@ -366,11 +440,13 @@ class FleetModel(Construct, ListenerTarget):
             minimum_set_by=self._passed_to(),
         )
         self._scaled = True
+        self._scaling_bounds = (min_instances, max_instances)
+        self._scaling_methods = ["auto_scale"]
         targets = []
         for copy in self.copy_services:
-            copy._scaling = copy.service.auto_scale_task_count(min_capacity=min_instances, max_capacity=max_instances)
-            targets.append(copy._scaling)
-        return targets
+            targets.append(copy.adopt_scalable_target(min_instances, max_instances))
+        self._targets = targets
+        return list(targets)
 
 
 class NeuronFleet(Construct):

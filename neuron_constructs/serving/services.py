@@ -18,6 +18,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import AspectPriority, Aspects, Duration, IAspect, IStableNumberProducer, Lazy, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -52,6 +53,7 @@ from neuron_constructs.compute.task_definitions import (
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
+from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
     MODEL_START_GRACE_PERIOD,
@@ -103,6 +105,12 @@ class NeuronService(Construct, ListenerTarget):
         never starts (NEURON040; e.g. one task deploys with 0 % when the maximum is 100 %).
     max_healthy_percent
         Deployment upper bound, at least 100; default 200.
+    model_name
+        What the model reports as: every Neuron container of the task definition gets
+        ``NEURON_PROCESS_TAG=<model_name>``, under which neuron-monitor reports it and the monitoring publishes its
+        per-model metrics (:meth:`scale_on_neuron_utilization` tracks them). Default the task definition's own
+        ``NEURON_PROCESS_TAG``, else this service's construct path (``Stack/Service``); 1 to 255 letters, digits
+        and ``. _ - / : @ + =`` (NEURON067).
     vpc_subnets, security_groups
         Awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
@@ -122,6 +130,8 @@ class NeuronService(Construct, ListenerTarget):
         What it deploys with.
     health_check_grace_period
         How long ECS ignores failing health checks of a new task.
+    model_name
+        The model's ``NEURON_PROCESS_TAG``: the ``Model`` dimension of its metrics.
     target_groups
         The target groups :meth:`attach_to_listener` made, in order.
     """
@@ -147,6 +157,7 @@ class NeuronService(Construct, ListenerTarget):
         service_name: str | None = None,
         min_healthy_percent: int | None = None,
         max_healthy_percent: int = 200,
+        model_name: str | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         **service_options: Unpack[ServiceOptions],
@@ -160,6 +171,11 @@ class NeuronService(Construct, ListenerTarget):
         self.cluster = cluster
         self.task_definition = task_definition
         self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
+        self.model_name: str = task_definition.name_model(
+            construct_path(self),
+            model_name or task_definition.model_name or construct_path(self),
+            given=model_name is not None,
+        )
         self.desired_count = desired_count
         self._check_placement()
         self._min_healthy_percent_passed = min_healthy_percent is not None
@@ -181,6 +197,8 @@ class NeuronService(Construct, ListenerTarget):
             )
         self.target_groups: list[TargetGroup] = []
         self._scaling: ecs.ScalableTaskCount | None = None
+        self._scaling_bounds: tuple[int, int] | None = None
+        self._scaling_methods: list[str] = []
         self._warn_if_every_replica_stops()
         awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
         for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
@@ -266,13 +284,77 @@ class NeuronService(Construct, ListenerTarget):
         mapped task definition run one per instance, so ``max_count`` is held to the capacity's ``max_capacity``
         (NEURON017). Every count must leave a deployment room: a minimum healthy percent the library chose is
         lowered to fit, one you passed is refused where it leaves none (NEURON040, NEURON032). Returns the scalable
-        target, for more policies; call it once per service (NEURON035).
+        target, for more policies; :meth:`scale_on_neuron_utilization` adds its policy to the same target (same
+        counts), and each is called at most once (NEURON035).
         """
         path = construct_path(self)
+        if target_group is None:
+            target_group = request_target_group(path, self.target_groups, "the service is")
+        scaling = self._scalable_target("scale_on_requests", min_count, max_count)
+        scaling.scale_on_request_count(
+            "Requests",
+            requests_per_target=requests_per_target,
+            target_group=target_group,
+            scale_out_cooldown=scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown,
+        )
+        return scaling
+
+    @checked(ranges={"target_percent": Range(1, 100), "min_count": COUNT, "max_count": Range(1)})
+    def scale_on_neuron_utilization(
+        self,
+        *,
+        max_count: int,
+        target_percent: int = 70,
+        min_count: int | None = None,
+        scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> ecs.ScalableTaskCount:
+        """Track ``target_percent`` (default 70) NeuronCore utilization of this model, between ``min_count`` (default
+        the desired count) and ``max_count`` tasks.
+
+        The metric is the model's own: ``NeuronCoreUtilization`` with dimensions ``ClusterName`` and ``Model``
+        (:attr:`model_name`) in the library's namespace, the 1-minute average over the NeuronCores its tasks hold,
+        which :class:`~neuron_constructs.monitoring.NeuronMonitoring` publishes from neuron-monitor (warning
+        NEURON114 when no monitoring of this app covers the capacity). It measures the chips' work, not requests,
+        so a model whose cost per request varies with prompt length scales on what it costs. The cooldowns, the
+        one-task-per-instance bound and the deployment-room rules are those of :meth:`scale_on_requests`, with which
+        it shares the scalable target: with both, Application Auto Scaling scales out when either policy asks and
+        in only when both allow it. Returns the scalable target.
+        """
+        scaling = self._scalable_target("scale_on_neuron_utilization", min_count, max_count)
+        if not self.capacity.monitored:
+            self.warn_if_unmonitored()
+        scaling.scale_to_track_custom_metric(
+            "NeuronCoreUtilization",
+            metric=model_utilization_metric(self.cluster.cluster.cluster_name, self.model_name),
+            target_value=target_percent,
+            scale_out_cooldown=scale_out_cooldown,
+            scale_in_cooldown=scale_in_cooldown,
+        )
+        return scaling
+
+    @property
+    def scalable_target(self) -> ecs.ScalableTaskCount | None:
+        """The service's scalable target, once a scaling method (or its owner's ``auto_scale``) made it."""
+        return self._scaling
+
+    def adopt_scalable_target(self, min_count: int, max_count: int) -> ecs.ScalableTaskCount:
+        """Make the scalable target for the owner of this service (a fleet model's ``auto_scale``): the service's own
+        scaling methods are then refused (NEURON035)."""
         if self._scaling is not None:
-            raise rules.SECOND_SCALING_TARGET.error(
-                path, "the service already has its scalable target (scale_on_requests, or auto_scale of its owner)"
-            )
+            raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "the service already has its scalable target")
+        self._scaling = self.service.auto_scale_task_count(min_capacity=min_count, max_capacity=max_count)
+        return self._scaling
+
+    def warn_if_unmonitored(self) -> None:
+        """NEURON114 at synth unless, by then, a NeuronMonitoring of this app covers the service's capacity."""
+        Aspects.of(self).add(_WarnIfUnmonitored(self), priority=AspectPriority.READONLY)
+
+    def _scalable_target(self, method: str, min_count: int | None, max_count: int) -> ecs.ScalableTaskCount:
+        """The service's one scalable target between ``min_count`` (default the desired count) and ``max_count``:
+        made by the first scaling method, shared by the other when it asks for the same counts (NEURON035)."""
+        path = construct_path(self)
         minimum = self.desired_count if min_count is None else min_count
         if minimum > max_count:
             raise rules.OUT_OF_RANGE.error(
@@ -282,6 +364,22 @@ class NeuronService(Construct, ListenerTarget):
                 minimum=0,
                 maximum=max_count,
             )
+        if self._scaling is not None:
+            if self._scaling_bounds is None:
+                raise rules.SECOND_SCALING_TARGET.error(
+                    path, f"{method}: the service's scalable target is its owner's (auto_scale)"
+                )
+            if method in self._scaling_methods:
+                raise rules.SECOND_SCALING_TARGET.error(path, f"{method} was already called")
+            if self._scaling_bounds != (minimum, max_count):
+                earlier = self._scaling_methods[0]
+                raise rules.SECOND_SCALING_TARGET.error(
+                    path,
+                    f"{method} asks for {minimum} to {max_count} tasks, but {earlier} made the target for "
+                    f"{self._scaling_bounds[0]} to {self._scaling_bounds[1]}",
+                )
+            self._scaling_methods.append(method)
+            return self._scaling
         capacity = self.capacity
         self._check_one_per_instance("max_count", max_count)
         counts = range(max(1, minimum), max_count + 1)
@@ -308,16 +406,9 @@ class NeuronService(Construct, ListenerTarget):
                 capacity=construct_path(capacity),
                 desired=max_count,
             )
-        if target_group is None:
-            target_group = request_target_group(path, self.target_groups, "the service is")
         self._scaling = self.service.auto_scale_task_count(min_capacity=minimum, max_capacity=max_count)
-        self._scaling.scale_on_request_count(
-            "Requests",
-            requests_per_target=requests_per_target,
-            target_group=target_group,
-            scale_out_cooldown=scale_out_cooldown,
-            scale_in_cooldown=scale_in_cooldown,
-        )
+        self._scaling_bounds = (minimum, max_count)
+        self._scaling_methods = [method]
         return self._scaling
 
     def largest_minimum_healthy_percent(self, tasks: int, maximum: int) -> int:
@@ -505,6 +596,42 @@ def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -
             "device)"
         )
     return None
+
+
+def model_utilization_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
+    """A model's NeuronCore utilization: the 1-minute average of the ``ClusterName, Model`` series the monitoring
+    publishes (:mod:`neuron_constructs.knowledge.metrics`)."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name="NeuronCoreUtilization",
+        dimensions_map={CLUSTER_DIMENSION: cluster_name, MODEL_DIMENSION: model_name},
+        statistic="Average",
+        period=Duration.minutes(1),
+        unit=cloudwatch.Unit.PERCENT,
+    )
+
+
+@jsii.implements(IAspect)
+class _WarnIfUnmonitored:
+    """NEURON114 at synth, once every construct exists: the service scales on per-model utilization, and no
+    NeuronMonitoring of this app covers its capacity."""
+
+    def __init__(self, service: NeuronService) -> None:
+        self.service = service
+        self.warned = False
+
+    def visit(self, node: IConstruct) -> None:
+        if self.warned or node is not self.service or getattr(self.service.capacity, "monitored", False):
+            return
+        self.warned = True
+        Validations.of(self.service).add_warning(
+            rules.UNMONITORED_SCALING.warning_id,
+            rules.UNMONITORED_SCALING.message(
+                construct_path(self.service),
+                f"scale_on_neuron_utilization on {construct_path(self.service.capacity)}, which no NeuronMonitoring "
+                "of this app covers",
+            ),
+        )
 
 
 @jsii.implements(IStableNumberProducer)

@@ -199,25 +199,46 @@ def _inspect(args: argparse.Namespace, out: _Output) -> int:
     finally:
         progress.done()
     utilization: dict[str, float | None] | None = None
+    per_task: dict[str, float | None] | None = None
     if args.metrics:
         from neuron_constructs.tools.inspection import client_config
-        from neuron_constructs.tools.utilization import neuroncore_utilization
+        from neuron_constructs.tools.utilization import model_utilization, neuroncore_utilization
 
         cloudwatch = session.client("cloudwatch", endpoint_url=args.endpoint_url, config=client_config())
         ids = [i.ec2_instance_id for i in inspection.container_instances if i.ec2_instance_id]
         utilization = neuroncore_utilization(cloudwatch, args.cluster, ids)
+        placed = _task_models(inspection)
+        by_model = model_utilization(cloudwatch, args.cluster, list(placed.values()))
+        per_task = {task: by_model[where] for task, where in placed.items()}
     if args.json:
         document = inspection.to_json()
         if utilization is not None:
             document["neuroncore_utilization"] = utilization
+        if per_task is not None:
+            document["task_neuroncore_utilization"] = per_task
         _print_json(document, out)
     else:
-        _print_inspection(inspection, out, utilization=utilization)
+        _print_inspection(inspection, out, utilization=utilization, per_task=per_task)
     return EXIT_CONFLICT if inspection.has_conflict else EXIT_OK
 
 
+def _task_models(inspection: ClusterInspection) -> dict[str, tuple[str, str]]:
+    """Task ARN -> (its model, its EC2 instance id), for each task whose Neuron containers are tagged."""
+    instances = {i.arn: i.ec2_instance_id for i in inspection.container_instances}
+    placed = {}
+    for task in inspection.tasks:
+        instance = instances.get(task.container_instance_arn or "")
+        if task.model and instance:
+            placed[task.arn] = (task.model, instance)
+    return placed
+
+
 def _print_inspection(
-    inspection: ClusterInspection, out: _Output, *, utilization: dict[str, float | None] | None = None
+    inspection: ClusterInspection,
+    out: _Output,
+    *,
+    utilization: dict[str, float | None] | None = None,
+    per_task: dict[str, float | None] | None = None,
 ) -> None:
     instances = {i.arn: i for i in inspection.container_instances}
     out.line(
@@ -230,7 +251,7 @@ def _print_inspection(
     else:
         _instance_table(inspection, out)
     out.line()
-    _task_table(inspection, instances, out)
+    _task_table(inspection, instances, out, per_task=per_task)
     if instances:
         from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_device_map
 
@@ -262,11 +283,19 @@ def _instance_table(inspection: ClusterInspection, out: _Output) -> None:
     )
 
 
-def _task_table(inspection: ClusterInspection, instances: dict[str, ContainerInstance], out: _Output) -> None:
+def _task_table(
+    inspection: ClusterInspection,
+    instances: dict[str, ContainerInstance],
+    out: _Output,
+    *,
+    per_task: dict[str, float | None] | None = None,
+) -> None:
+    """A row per container: its task, where it runs, its Neuron devices and model; with ``per_task`` (``--metrics``)
+    the model's NeuronCore utilization on that instance."""
     if not inspection.tasks:
         out.line("No running tasks.")
         return
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for task in inspection.tasks:
         instance = instances.get(task.container_instance_arn or "")
         where = (instance.ec2_instance_id if instance else None) or (task.container_instance_arn or "-").rsplit("/")[-1]
@@ -277,10 +306,20 @@ def _task_table(inspection: ClusterInspection, instances: dict[str, ContainerIns
                 devices = f"/dev/neuron {_compact(container.device_paths)} (mapped)"
             else:
                 devices = "-"
-            rows.append(
-                (task.arn.rsplit("/", 1)[-1], task.task_definition.rsplit("/", 1)[-1], where, container.name, devices)
-            )
-    out.table(("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES"), rows)
+            row = [
+                task.arn.rsplit("/", 1)[-1],
+                task.task_definition.rsplit("/", 1)[-1],
+                where,
+                container.name,
+                devices,
+                container.model or "-",
+            ]
+            if per_task is not None:
+                value = per_task.get(task.arn) if container.model else None
+                row.append("-" if value is None else f"{value:.1f}")
+            rows.append(tuple(row))
+    header = ("TASK", "TASK DEFINITION", "ON", "CONTAINER", "NEURON DEVICES", "MODEL")
+    out.table((*header, "CORE UTIL %") if per_task is not None else header, rows)
 
 
 # --- lint ----------------------------------------------------------------------------------------
@@ -463,7 +502,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--metrics",
         action="store_true",
-        help="add each instance's NeuronCore utilization from CloudWatch (NeuronMonitoring publishes it)",
+        help="add each instance's NeuronCore utilization, and each task's model's on its instance, from CloudWatch "
+        "(NeuronMonitoring publishes them)",
     )
     aws_options(inspect)
 

@@ -49,6 +49,7 @@ from neuron_constructs.knowledge.devices import (
     format_device_paths,
     format_index_runs,
 )
+from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
 
 __all__ = [
     "API_PAGE_SIZE",
@@ -122,14 +123,16 @@ class ContainerInstance:
 @dataclass(frozen=True)
 class TaskContainer:
     """One container of a task: the devices ECS assigned (managed) or its task definition maps (manual), and the
-    Neuron runtime variables its task definition sets: ``NEURON_RT_VISIBLE_CORES`` as written (``"4-5"``) and
-    ``NEURON_LOGICAL_NC_CONFIG`` (1 or 2; ``None`` when not set or not one of those)."""
+    Neuron runtime variables its task definition sets: ``NEURON_RT_VISIBLE_CORES`` as written (``"4-5"``),
+    ``NEURON_LOGICAL_NC_CONFIG`` (1 or 2; ``None`` when not set or not one of those) and ``NEURON_PROCESS_TAG``, the
+    model it reports as (``None`` when not set)."""
 
     name: str
     neuron_device_ids: tuple[str, ...] = ()
     device_paths: tuple[str, ...] = ()
     visible_cores: str | None = None
     lnc: int | None = None
+    model: str | None = None
 
     def device_indices(self) -> frozenset[int]:
         """The Neuron device indices it holds, managed or mapped."""
@@ -151,6 +154,11 @@ class Task:
     def device_indices(self) -> set[int]:
         """Every Neuron device index this task holds, managed or mapped."""
         return {i for c in self.containers for i in c.device_indices()}
+
+    @property
+    def model(self) -> str | None:
+        """The model its Neuron containers report as (their ``NEURON_PROCESS_TAG``), ``None`` when none is tagged."""
+        return next((c.model for c in self.containers if c.model), None)
 
 
 @dataclass(frozen=True)
@@ -262,6 +270,7 @@ class ClusterInspection:
                             "device_paths": list(c.device_paths),
                             "visible_cores": c.visible_cores,
                             "logical_nc_config": c.lnc,
+                            "model": c.model,
                         }
                         for c in t.containers
                     ],
@@ -393,11 +402,12 @@ def _container_instance(raw: Mapping[str, Any]) -> ContainerInstance:
 @dataclass(frozen=True)
 class _Mapped:
     """What a container definition says about Neuron: the ``/dev/neuronN`` host paths its ``linuxParameters.devices``
-    map, and its ``NEURON_RT_VISIBLE_CORES`` and ``NEURON_LOGICAL_NC_CONFIG``."""
+    map, and its ``NEURON_RT_VISIBLE_CORES``, ``NEURON_LOGICAL_NC_CONFIG`` and ``NEURON_PROCESS_TAG``."""
 
     paths: tuple[str, ...] = ()
     visible_cores: str | None = None
     lnc: int | None = None
+    model: str | None = None
 
 
 def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, _Mapped]:
@@ -419,8 +429,12 @@ def _mapped_devices(task_definition: Mapping[str, Any]) -> dict[str, _Mapped]:
         }
         visible = environment.get(VISIBLE_CORES_VARIABLE)
         lnc = str(environment.get(LOGICAL_CORE_VARIABLE, "")).strip()
+        tag = environment.get(PROCESS_TAG_VARIABLE)
         mapped[str(container.get("name", "?"))] = _Mapped(
-            paths, str(visible) if visible is not None else None, int(lnc) if lnc in ("1", "2") else None
+            paths,
+            str(visible) if visible is not None else None,
+            int(lnc) if lnc in ("1", "2") else None,
+            str(tag) if isinstance(tag, str) and tag.strip() else None,
         )
     return mapped
 
@@ -496,6 +510,7 @@ def _task_container(raw: Mapping[str, Any], mapped: _Mapped) -> TaskContainer:
         device_paths=mapped.paths,
         visible_cores=mapped.visible_cores,
         lnc=mapped.lnc,
+        model=mapped.model,
     )
 
 
