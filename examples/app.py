@@ -184,6 +184,7 @@ class NeuronSlicedVllm(Stack):
         self.vllm.scale_on_requests(
             requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_instances=instances, max_instances=2
         )
+        self.vllm.scale_on_neuron_utilization(min_instances=instances, max_instances=2)
         self.load_balancer.add_url_output()
 
 

@@ -533,3 +533,32 @@ def test_training_example_tells_its_topic_of_failed_jobs_under_a_key_eventbridge
     ]
     assert events and set(events[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
     assert key["Properties"]["EnableKeyRotation"] is True
+
+
+def _is_neuron_container(container: dict[str, Any]) -> bool:
+    devices = container.get("LinuxParameters", {}).get("Devices", [])
+    managed = any(r.get("Type") == "NeuronDevice" for r in container.get("ResourceRequirements", []))
+    return managed or any(str(d.get("HostPath", "")).startswith("/dev/neuron") for d in devices)
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_every_neuron_container_reports_as_its_model(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    """neuron-monitor reports each application under its NEURON_PROCESS_TAG: every Neuron container of a service,
+    slice or fleet copy carries its model's name, the copies of one model the same one, two models never one."""
+    template = templates[stack]
+    tags_by_service: dict[str, set[str]] = {}
+    definitions = resources(template, "AWS::ECS::TaskDefinition")
+    for service in resources(template, "AWS::ECS::Service").values():
+        reference = service["Properties"]["TaskDefinition"]
+        definition = definitions.get(reference.get("Ref", "") if isinstance(reference, dict) else "")
+        if definition is None:
+            continue
+        for container in definition["Properties"]["ContainerDefinitions"]:
+            if _is_neuron_container(container):
+                environment = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+                assert "NEURON_PROCESS_TAG" in environment, (stack, container["Name"])
+                tags_by_service.setdefault(str(reference), set()).add(environment["NEURON_PROCESS_TAG"])
+    assert tags_by_service, "the example runs Neuron services"
+    assert all(len(tags) == 1 for tags in tags_by_service.values())
+    models = {next(iter(tags)) for tags in tags_by_service.values()}
+    assert all(m.startswith(f"{stack}/") for m in models)  # the default: the service's or model's construct path

@@ -16,7 +16,7 @@ from aws_cdk import App, Stack
 from conftest import ECS_STACKS, resources
 
 from neuron_constructs import NeuronInstanceType
-from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, NAMESPACE
+from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, MODEL_DIMENSION_SETS, MODEL_METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
@@ -183,11 +183,16 @@ def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
     assert ours, "the dashboard shows Neuron metrics"
     assert "AWS/ECS" in searched  # every service of the cluster, whichever stack made it
     for name, dimensions in ours:
-        assert name in METRICS and dimensions in DIMENSION_SETS, (name, dimensions)
+        published = MODEL_METRICS if dimensions == MODEL_DIMENSION_SETS[0] else METRICS
+        assert name in published and dimensions in (*DIMENSION_SETS, *MODEL_DIMENSION_SETS), (name, dimensions)
+    assert ("NeuronCoreUtilization", ("ClusterName", "Model")) in ours  # each model's utilization
     titles = [w["properties"].get("title") for w in body["widgets"]]
-    assert (
-        "NeuronCore utilization per instance (%)" in titles and "Accelerator memory used per instance (bytes)" in titles
-    )
+    assert {
+        "NeuronCore utilization per instance (%)",
+        "Accelerator memory used per instance (bytes)",
+        "NeuronCore utilization per model (%)",
+        "Executions completed per model",
+    } <= set(titles)
 
 
 def test_services_and_their_load_balancer_are_on_the_dashboard(templates: dict[str, dict[str, Any]]) -> None:

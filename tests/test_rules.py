@@ -299,6 +299,10 @@ def _scaling_a_passed_minimum_onto_every_instance(s: Stack) -> None:
     service.scale_on_requests(requests_per_target=60, max_count=2)
 
 
+def _model_name_with_a_space(s: Stack) -> None:
+    _scaled_service(s, model_name="my model")
+
+
 def _scaled_service(s: Stack, **service: Any) -> NeuronService:
     """One inf2.48xlarge task of a manual task definition, on a capacity of two instances, behind a load balancer."""
     from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -795,7 +799,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _security_groups_in_bridge_mode,
         r"Test/Bridge: security_groups is set, but Test/U uses the bridge network mode",
     ),
-    (r.SECOND_SCALING_TARGET, _auto_scale_twice, r"Test/Sliced: auto_scale was already called"),
+    (r.SECOND_SCALING_TARGET, _auto_scale_twice, r"Test/Sliced: auto_scale: auto_scale already made the scalable"),
+    (r.MODEL_NAME, _model_name_with_a_space, r"Test/Svc: model_name='my model' is not 1 to 255 such characters"),
     (
         r.UNDECLARED_DEVICE,
         _device_outside_the_task,

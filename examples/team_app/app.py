@@ -104,6 +104,7 @@ class LlmService(Construct):
             priority=10,
         )
         self.service.scale_on_requests(requests_per_target=60, max_count=4)
+        self.service.scale_on_neuron_utilization(max_count=4)
 
 
 class EmbeddingFleet(Construct):

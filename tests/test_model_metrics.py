@@ -1,0 +1,242 @@
+"""Per-model metrics and scaling on the chips: every Neuron container of a service, slice or fleet model carries
+``NEURON_PROCESS_TAG`` naming its model, and ``scale_on_neuron_utilization`` tracks that model's NeuronCore
+utilization beside (or instead of) request scaling, on one scalable target, with the platform and the model in
+separate stacks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk.assertions import Annotations, Match
+from conftest import resources
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronFleet,
+    NeuronLoadBalancer,
+    NeuronMonitoring,
+    NeuronService,
+)
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.metrics import NAMESPACE, PROCESS_TAG_VARIABLE
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+ENV = {"account": "123456789012", "region": "us-east-1"}
+
+
+def _environment(container: dict[str, Any]) -> dict[str, str]:
+    return {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+
+
+def _platform(app: App, *, monitored: bool = True) -> tuple[Stack, NeuronCluster, NeuronLoadBalancer]:
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
+    if monitored:
+        NeuronMonitoring(platform, "Monitoring", cluster=cluster, recovery=False)
+    return platform, cluster, NeuronLoadBalancer(platform, "Lb", cluster=cluster)
+
+
+def _model(app: App, cluster: NeuronCluster, **service: Any) -> tuple[Stack, NeuronService]:
+    model = Stack(app, "Model", env=ENV)
+    task = ManualNeuronTaskDefinition(model, "Task", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    return model, NeuronService(model, "Llama", cluster=cluster, task_definition=task, **service)
+
+
+def _policies(stack: Stack) -> list[dict[str, Any]]:
+    template = App.of(stack).synth().get_stack_by_name(stack.stack_name).template  # type: ignore[union-attr]
+    return [r["Properties"] for r in resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy").values()]
+
+
+def test_a_service_tags_its_neuron_containers_with_its_model_name_by_default_its_path() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    _, service = _model(app, cluster)
+    assert service.model_name == "Model/Llama"
+    template = app.synth().get_stack_by_name("Model").template
+    (task,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    assert _environment(container)[PROCESS_TAG_VARIABLE] == "Model/Llama"
+
+
+def test_a_given_model_name_or_tag_names_the_model() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    _, named = _model(app, cluster, model_name="llama-3-8b")
+    assert named.model_name == "llama-3-8b"
+    stack = Stack(app, "Tagged", env=ENV)
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, environment={PROCESS_TAG_VARIABLE: "mistral"})
+    mi = NeuronCluster(stack, "Mi")
+    mi.add_managed_instances_capacity("Mi", instance_types=["inf2.xlarge"])
+    assert NeuronService(stack, "Svc", cluster=mi, task_definition=task).model_name == "mistral"
+
+
+@pytest.mark.parametrize(
+    ("model_name", "problem"),
+    [
+        ("", "model_name='' is not 1 to 255 such characters"),
+        ("x" * 256, "is not 1 to 255 such characters"),
+        ("-leading", "model_name='-leading' is not"),
+        ("naïve", "model_name='naïve' is not"),
+    ],
+)
+def test_a_name_neuron_monitor_or_cloudwatch_cannot_carry_is_refused(model_name: str, problem: str) -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    with pytest.raises(NeuronConfigurationError, match=re.escape(problem)) as raised:
+        _model(app, cluster, model_name=model_name)
+    assert f"[{rules.MODEL_NAME.id}:" in str(raised.value) and "Model/Llama" in str(raised.value)
+
+
+def test_a_task_definition_serves_one_model() -> None:
+    stack = Stack(App(analytics_reporting=False), "Model", env=ENV)
+    cluster = NeuronCluster(stack, "Mi")
+    cluster.add_managed_instances_capacity("Mi", instance_types=["inf2.xlarge"])
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(stack, "Llama", cluster=cluster, task_definition=task, model_name="llama")
+    again = NeuronService(stack, "Again", cluster=cluster, task_definition=task)
+    assert again.model_name == "llama"  # a second service of the task definition reports as its model
+    with pytest.raises(NeuronConfigurationError, match=r"Model/Other: model_name='mistral', but Model/Task already"):
+        NeuronService(stack, "Other", cluster=cluster, task_definition=task, model_name="mistral")
+
+
+def test_every_copy_of_a_fleet_model_carries_the_model_s_tag() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    stack = Stack(app, "Models", env=ENV)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    embed = fleet.add_model("Embed", image=IMAGE, cores_per_task=1, copies=4)
+    llm = fleet.add_model("Llm", image=IMAGE, devices_per_task=4, model_name="llama")
+    assert (embed.model_name, llm.model_name) == ("Models/Fleet/Embed", "llama")
+    template = app.synth().get_stack_by_name("Models").template
+    tags = sorted(
+        _environment(c)[PROCESS_TAG_VARIABLE]
+        for t in resources(template, "AWS::ECS::TaskDefinition").values()
+        for c in t["Properties"]["ContainerDefinitions"]
+    )
+    assert tags == ["Models/Fleet/Embed"] * 4 + ["llama"]
+
+
+def test_scale_on_neuron_utilization_tracks_the_model_s_metric_in_the_model_s_stack() -> None:
+    app = App(analytics_reporting=False)
+    platform, cluster, _ = _platform(app)
+    model, service = _model(app, cluster, model_name="llama")
+    target = service.scale_on_neuron_utilization(max_count=4)
+    assert target is service.scalable_target
+    (policy,) = _policies(model)
+    tracking = policy["TargetTrackingScalingPolicyConfiguration"]
+    metric = tracking["CustomizedMetricSpecification"]
+    assert (metric["Namespace"], metric["MetricName"], metric["Statistic"]) == (
+        NAMESPACE,
+        "NeuronCoreUtilization",
+        "Average",
+    )
+    dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+    assert dimensions["Model"] == "llama" and "Fn::ImportValue" in dimensions["ClusterName"]
+    assert tracking["TargetValue"] == 70
+    assert (tracking["ScaleOutCooldown"], tracking["ScaleInCooldown"]) == (60, 1800)
+    # the model depends on the platform, never the other way round
+    assert platform in model.dependencies and model not in platform.dependencies
+    assert Annotations.from_stack(model).find_warning("*", Match.string_like_regexp(rules.UNMONITORED_SCALING.id)) == []
+
+
+def test_request_and_utilization_scaling_share_one_scalable_target() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, lb = _platform(app)
+    _, service = _model(app, cluster)
+    service.attach_to_listener(lb.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=1)
+    first = service.scale_on_neuron_utilization(target_percent=60, max_count=3)
+    second = service.scale_on_requests(requests_per_target=60, max_count=3)
+    assert first is second
+    template = app.synth().get_stack_by_name("Model").template
+    assert len(resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")) == 1
+    kinds = sorted(
+        "custom" if "CustomizedMetricSpecification" in p else p["PredefinedMetricSpecification"]["PredefinedMetricType"]
+        for p in (r["Properties"]["TargetTrackingScalingPolicyConfiguration"] for r in _policy_resources(template))
+    )
+    assert kinds == ["ALBRequestCountPerTarget", "custom"]
+
+
+def _policy_resources(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(resources(template, "AWS::ApplicationAutoScaling::ScalingPolicy").values())
+
+
+def test_a_second_target_of_other_counts_or_a_repeated_method_is_refused() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, lb = _platform(app)
+    _, service = _model(app, cluster)
+    service.attach_to_listener(lb.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=1)
+    service.scale_on_neuron_utilization(max_count=3)
+    with pytest.raises(NeuronConfigurationError, match=r"scale_on_neuron_utilization was already called.*NEURON035"):
+        service.scale_on_neuron_utilization(max_count=3)
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"scale_on_requests asks for 1 to 2 tasks, but scale_on_neuron_utilization made the target for 1 to 3",
+    ):
+        service.scale_on_requests(requests_per_target=60, max_count=2)
+
+
+def test_utilization_scaling_keeps_the_request_scaling_rules() -> None:
+    """One task per instance for a manual task definition: max_count is held to the capacity (NEURON017), and a
+    passed minimum healthy percent must leave a deployment room (NEURON032)."""
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    _, service = _model(app, cluster)
+    with pytest.raises(NeuronConfigurationError, match=r"max_count=5.*\[NEURON017"):
+        service.scale_on_neuron_utilization(max_count=5)
+    _, full = _model(App(analytics_reporting=False), _platform(App(analytics_reporting=False))[1])
+    assert full.min_healthy_percent == 100
+    full.scale_on_neuron_utilization(max_count=4)
+    assert full.min_healthy_percent == 75  # the library's minimum, lowered so four tasks on four instances deploy
+    for bad in (0, 101):
+        with pytest.raises(NeuronConfigurationError, match="target_percent"):
+            service.scale_on_neuron_utilization(max_count=2, target_percent=bad)
+
+
+def test_without_monitoring_on_the_capacity_utilization_scaling_warns() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app, monitored=False)
+    model, service = _model(app, cluster)
+    service.scale_on_neuron_utilization(max_count=2)
+    app.synth()
+    (warning,) = Annotations.from_stack(model).find_warning("*", Match.string_like_regexp(rules.UNMONITORED_SCALING.id))
+    assert "Model/Llama: scale_on_neuron_utilization on Platform/Cluster/Inf2" in str(warning.entry.data)
+    assert rules.UNMONITORED_SCALING.warning_id == "neuron-constructs:NEURON114"
+
+
+def test_fleet_models_scale_their_copies_together_on_the_model_s_utilization() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, lb = _platform(app)
+    stack = Stack(app, "Models", env=ENV)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    embed = fleet.add_model(
+        "Embed", image=IMAGE, cores_per_task=1, copies=4, port_mappings=[ecs.PortMapping(container_port=8080)]
+    )
+    embed.attach_to_listener(lb.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/e/*"])], priority=2)
+    targets = embed.scale_on_neuron_utilization(max_instances=3, target_percent=80)
+    assert embed.scale_on_requests(requests_per_target=50, min_instances=1, max_instances=3) == targets
+    template = app.synth().get_stack_by_name("Models").template
+    custom = [
+        p["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+        for p in _policy_resources(template)
+        if "CustomizedMetricSpecification" in p["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+    ]
+    assert len(custom) == 4 and len(_policy_resources(template)) == 8
+    assert {
+        next(d["Value"] for d in c["CustomizedMetricSpecification"]["Dimensions"] if d["Name"] == "Model")
+        for c in custom
+    } == {"Models/Fleet/Embed"}
+    assert {c["TargetValue"] for c in custom} == {80}
+    with pytest.raises(NeuronConfigurationError, match=r"auto_scale: scale_on_neuron_utilization already made"):
+        embed.auto_scale(min_instances=1, max_instances=3)
