@@ -108,17 +108,18 @@ def test_the_readme_app_serves_an_llm_behind_an_internal_load_balancer(readme_te
     assert "LoadBalancerUrl" in "".join(readme_template["Outputs"])
 
 
-def test_the_readme_app_scales_on_requests_and_is_monitored(readme_template: dict[str, Any]) -> None:
+def test_the_readme_app_scales_on_requests_and_neuron_utilization_and_is_monitored(
+    readme_template: dict[str, Any],
+) -> None:
     targets = resources(readme_template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
     assert {(t["Properties"]["MinCapacity"], t["Properties"]["MaxCapacity"]) for t in targets} == {(1, 2)}
     policies = resources(readme_template, "AWS::ApplicationAutoScaling::ScalingPolicy").values()
-    metrics = {
-        p["Properties"]["TargetTrackingScalingPolicyConfiguration"]["PredefinedMetricSpecification"][
-            "PredefinedMetricType"
-        ]
-        for p in policies
-    }
-    assert metrics == {"ALBRequestCountPerTarget"}
+    metrics = set()
+    for policy in policies:
+        tracking = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+        predefined = tracking.get("PredefinedMetricSpecification", {}).get("PredefinedMetricType")
+        metrics.add(predefined or tracking["CustomizedMetricSpecification"]["MetricName"])
+    assert metrics == {"ALBRequestCountPerTarget", "NeuronCoreUtilization"}
     assert resources(readme_template, "AWS::CloudWatch::Dashboard")
     assert len(resources(readme_template, "AWS::CloudWatch::Alarm")) == 3
 
