@@ -17,6 +17,7 @@ from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.knowledge.efa_installer import EFA_INSTALLER
 from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER
 from neuron_constructs.training.queue import NeuronTrainingQueue
 from neuron_constructs.training.storage import LustreStorage
@@ -602,3 +603,18 @@ def test_the_job_s_own_command_on_a_machine_without_neuron_devices_exits_retryab
     assert result.returncode == 75
     assert result.stderr == "neuron-preflight: node 0: 1 of 1 Neuron devices missing (/dev/neuron0 first)\n"
     assert "torchrun" not in result.stdout + result.stderr
+
+
+def test_every_queue_with_efa_verifies_the_efa_installer_before_running_it(training: dict[str, dict[str, Any]]) -> None:
+    with_efa = 0
+    for template in training.values():
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::EC2::LaunchTemplate":
+                continue
+            user_data = json.dumps(resource["Properties"]["LaunchTemplateData"]["UserData"])
+            if "efa_installer.sh" not in user_data:
+                continue
+            with_efa += 1
+            assert EFA_INSTALLER.sha256 in user_data and "aws-efa-installer-latest" not in user_data
+            assert user_data.index("sha256sum --check") < user_data.index("tar -xf") < user_data.index("efa_installer")
+    assert with_efa >= 3  # trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge at least

@@ -61,13 +61,11 @@ from neuron_constructs.compute.capacity import (
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
+from neuron_constructs.knowledge.efa_installer import install_commands
 from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
 from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system
 
-__all__ = ["EFA_INSTALLER", "NeuronTrainingQueue"]
-
-EFA_INSTALLER = "https://efa-installer.amazonaws.com/aws-efa-installer-latest.tar.gz"
-"""AWS's EFA installer (EC2 guide: Get started with EFA), as the Neuron AWS Batch samples install it."""
+__all__ = ["NeuronTrainingQueue"]
 
 
 class NeuronTrainingQueue(Construct):
@@ -409,20 +407,13 @@ class NeuronTrainingQueue(Construct):
 
 
 def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
-    """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, the EFA
-    software on types with EFA, and the Lustre client and mount (``mount``) with shared storage."""
+    """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, the unit that
+    powers off a node its preflight found bad, the EFA software on types with EFA (a pinned release whose checksum is
+    verified first, :mod:`neuron_constructs.knowledge.efa_installer`), and the Lustre client and mount (``mount``)
+    with shared storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
-    if efa_interfaces:
-        script.add_commands(
-            "cd /tmp",
-            f"curl -sSfO {EFA_INSTALLER}",
-            "tar -xf aws-efa-installer-latest.tar.gz",
-            "cd aws-efa-installer && ./efa_installer.sh -y",
-            "/opt/amazon/efa/bin/fi_info -p efa",
-        )
-    script.add_commands(*mount)
     # A node its preflight found bad writes PREFLIGHT_MARKER_DIR/failed: the instance powers off, and its Auto Scaling
     # group replaces an instance in any state but running.
     script.add_commands(
@@ -442,6 +433,10 @@ def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
         "UNIT",
         "systemctl daemon-reload && systemctl enable --now neuron-preflight-failed.path",
     )
+    if efa_interfaces:
+        # the pinned release, run only when its checksum matches the one AWS publishes
+        script.add_commands(*install_commands())
+    script.add_commands(*mount)
     multipart = ec2.MultipartUserData()
     multipart.add_user_data_part(script, ec2.MultipartBody.SHELL_SCRIPT, True)
     return multipart
