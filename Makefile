@@ -5,6 +5,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV := .venv
+CHECKOV_VENV := .venv-checkov
 BIN := $(CURDIR)/$(VENV)/bin
 NODE_BIN := $(CURDIR)/node_modules/.bin
 
@@ -114,6 +115,12 @@ docs-tables: install
 ## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the security page's table.
 compliance-report: install
 	$(BIN)/python examples/compliance_report.py docs/security.md
+
+# checkov is heavy and only this report needs it: its own venv, pinned in requirements-checkov.txt.
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
 
 ## Build the package's wheel into dist/ (pip install dist/neuron_constructs-*.whl in your project).
 dist:
