@@ -26,8 +26,10 @@ REPORT_ONLY = "@aws-cdk/core:failSynthOnValidationErrors"
 
 OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-CloudWatchLogGroupEncrypted": (
-        "CloudWatch Logs encrypts every log group with its own key; a customer managed key is one argument "
-        "(`log_encryption_key=`), left out of the examples to spare the key's monthly charge"
+        "CloudWatch Logs encrypts every log group with its own key; a customer managed key is `log_encryption_key=` "
+        "on `NeuronCluster` (its flow logs and the monitoring's logs) and on each task definition, sliced service or "
+        "fleet model, left out of the examples to spare the key's monthly charge; the training queue's job logs and "
+        "the flow logs of the VPC it makes take no key (give the queue a `vpc=` of yours for the latter)"
     ),
     "NIST.800.53.R5-IAMNoInlinePolicy": (
         "aws-cdk-lib writes each role's grants as an inline `AWS::IAM::Policy` scoped to this stack's resources; "
