@@ -113,9 +113,9 @@ docs-tables: install
 	$(BIN)/python -m neuron_constructs.tools.tables docs/*.md README.md
 
 ## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs and checkov on the example stacks: rewrite the security
-## page's tables; fails on a finding without a reason, or a reason without a finding.
+## page's tables and the README's counts; fails on a finding without a reason, or a reason without a finding.
 compliance-report: install $(CHECKOV_VENV)/.installed
-	$(BIN)/python examples/compliance_report.py --checkov $(CURDIR)/$(CHECKOV_VENV)/bin/checkov docs/security.md
+	$(BIN)/python examples/compliance_report.py --checkov $(CURDIR)/$(CHECKOV_VENV)/bin/checkov docs/security.md README.md
 
 # checkov is heavy and only this report needs it: its own venv, pinned in requirements-checkov.txt.
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
