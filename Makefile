@@ -5,6 +5,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV := .venv
+CHECKOV_VENV := .venv-checkov
 BIN := $(CURDIR)/$(VENV)/bin
 NODE_BIN := $(CURDIR)/node_modules/.bin
 
@@ -111,9 +112,16 @@ docs: install
 docs-tables: install
 	$(BIN)/python -m neuron_constructs.tools.tables docs/*.md README.md
 
-## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on the example stacks: rewrite the security page's table.
-compliance-report: install
-	$(BIN)/python examples/compliance_report.py docs/security.md
+## cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs and checkov on the example stacks: rewrite the security
+## page's tables and the README's counts; fails on a finding without a reason, or a reason without a finding.
+compliance-report: install $(CHECKOV_VENV)/.installed
+	$(BIN)/python examples/compliance_report.py --checkov $(CURDIR)/$(CHECKOV_VENV)/bin/checkov docs/security.md README.md
+
+# checkov is heavy and only this report needs it: its own venv, pinned in requirements-checkov.txt.
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
 
 ## Build the package's wheel into dist/ (pip install dist/neuron_constructs-*.whl in your project).
 dist:

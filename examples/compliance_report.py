@@ -1,17 +1,28 @@
-"""cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs on every example stack, counted.
+"""cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs, and checkov, on every example stack, counted.
 
-``python examples/compliance_report.py`` prints the compliance table of the security page;
-``python examples/compliance_report.py docs/security.md`` rewrites it between its
-``<!-- compliance:start -->`` / ``<!-- compliance:end -->`` markers. The AwsSolutions pack must pass
-(every finding fixed or acknowledged in ``neuron_constructs/base/compliance.py``); the NIST pack runs
-report-only and every rule it still reports needs a reason below.
+``make compliance-report`` runs ``python examples/compliance_report.py --checkov .venv-checkov/bin/checkov
+docs/security.md README.md``: one synthesis of the example app into a temporary directory, cdk-nag's report of it,
+checkov on its templates, then the security page's tables rewritten between ``<!-- compliance:start -->`` /
+``<!-- compliance:end -->`` and ``<!-- checkov:start -->`` / ``<!-- checkov:end -->``, and the README's counts
+between ``<!-- security-counts:start -->`` / ``<!-- security-counts:end -->``; without pages it prints them.
+
+The AwsSolutions pack must pass (every finding fixed or acknowledged in ``neuron_constructs/base/compliance.py``);
+the NIST pack runs report-only, and every rule it still reports needs a reason in :data:`OPEN_NIST_FINDINGS`, as
+every check checkov fails does in :data:`OPEN_CHECKOV_FINDINGS`. An open AwsSolutions finding, a finding without a
+reason or a reason without a finding fails the report (exit 1) and rewrites nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +34,16 @@ from app import build_app
 
 NIST_PACK = "NIST.800.53.R5"
 REPORT_ONLY = "@aws-cdk/core:failSynthOnValidationErrors"
+ROOT = Path(__file__).resolve().parent.parent
+CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+"""Where ``make compliance-report`` installs checkov (pinned in ``requirements-checkov.txt``, a venv of its own)."""
 
 OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-CloudWatchLogGroupEncrypted": (
-        "CloudWatch Logs encrypts every log group with its own key; a customer managed key is one argument "
-        "(`log_encryption_key=`), left out of the examples to spare the key's monthly charge"
+        "CloudWatch Logs encrypts every log group with its own key; a customer managed key is `log_encryption_key=` "
+        "on `NeuronCluster` (its flow logs and the monitoring's logs) and on each task definition, sliced service or "
+        "fleet model, left out of the examples to spare the key's monthly charge; the training queue's job logs and "
+        "the flow logs of the VPC it makes take no key (give the queue a `vpc=` of yours for the latter)"
     ),
     "NIST.800.53.R5-IAMNoInlinePolicy": (
         "aws-cdk-lib writes each role's grants as an inline `AWS::IAM::Policy` scoped to this stack's resources; "
@@ -81,6 +97,65 @@ OPEN_NIST_FINDINGS = {
 """Why each NIST rule still reported stays open."""
 
 
+OPEN_CHECKOV_FINDINGS = {
+    "CKV_AWS_2": (
+        "the listener of each internal load balancer (the managed, sliced and RAG stacks) speaks plain HTTP on port "
+        "80, reachable from the VPC only; HTTPS needs a certificate for a domain you own: "
+        "`NeuronLoadBalancer(certificate=...)` listens on 443 with the TLS 1.3 policy "
+        "`ELBSecurityPolicy-TLS13-1-2-Res-2021-06`, which passes this check and CKV_AWS_103"
+    ),
+    "CKV_AWS_103": (
+        "the same four HTTP listeners: without TLS there is no TLS version to check, and checkov passes an HTTP "
+        "listener only if it redirects to HTTPS, which needs the certificate as for CKV_AWS_2"
+    ),
+    "CKV_AWS_115": (
+        "the one Lambda function of each stack is aws-cdk-lib's handler for `restrict_default_security_group`, "
+        "which removes the rules of the VPC's default security group when CloudFormation creates, updates or "
+        "deletes the VPC; it runs a few times per deployment, so reserved concurrency would set account concurrency "
+        "aside for an idle function and cap nothing; aws-cdk-lib exposes no setting for it"
+    ),
+    "CKV_AWS_116": (
+        "the same handler: CloudFormation waits for its answer, and the handler answers itself, FAILED with the "
+        "error when it fails, so a failure is a failed deployment with its reason; a dead-letter queue would keep "
+        "events nothing replays"
+    ),
+    "CKV_AWS_117": (
+        "the same handler calls the EC2 API and answers CloudFormation through a pre-signed S3 URL: outside the VPC "
+        "it needs neither the NAT gateway nor VPC endpoints, and nothing in the VPC calls it; every VPC the library "
+        "makes has it, as it keeps the default security group empty, and a VPC you pass with `vpc=` has whatever "
+        "you built"
+    ),
+    "CKV_AWS_136": (
+        "the mixed stack's `Inf1ServingImages` repository (made by `examples/app.py`, not the library), where users "
+        "push the Inf1 image: ECR encrypts it with AES-256, as every repository by default; "
+        "`ecr.Repository(encryption=ecr.RepositoryEncryption.KMS)` uses the AWS managed `aws/ecr` key (or "
+        "`encryption_key=` one of yours). ECR cannot change a repository's encryption, and this one is retained "
+        "under a fixed name, so switching means deleting it by hand first"
+    ),
+    "CKV_AWS_158": (
+        "every log group of the examples: each container's, the monitoring daemons' and the VPC flow logs'. "
+        "CloudWatch Logs encrypts them with its own key; a customer managed key is `log_encryption_key=` on "
+        "`NeuronCluster` (flow logs and monitoring) and on each task definition, sliced service or fleet model, left "
+        "out of the examples to spare the key's monthly charge; the training queue's job logs and the flow logs of "
+        "the VPC it makes take no key (give the queue a `vpc=` of yours for the latter)"
+    ),
+    "CKV_AWS_18": (
+        "S3 server access logging is off on the load balancers' access-log buckets (4: logging access to them would "
+        "need a second bucket, which would need a third; Elastic Load Balancing is their only writer), the compile "
+        "caches (3: graphs the compiler re-creates, used only by task roles granted their one prefix) and the "
+        "training datasets (1: nodes reach it only through FSx for Lustre); CloudTrail data events, where you turn "
+        "them on, record the S3 calls on all of them. `CompileCache(bucket)` and `LustreStorage(bucket=...)` take a "
+        "bucket of yours that logs access"
+    ),
+    "CKV_AWS_21": (
+        "the compile caches (`CompileCache.in_new_bucket`) keep no versions: they hold graphs the compiler "
+        "re-creates, and versions would keep every graph overwritten or expired; `CompileCache(bucket)` takes a "
+        "versioned bucket of yours. The access-log and dataset buckets are versioned"
+    ),
+}
+"""Why each checkov check that fails on the example templates stays open."""
+
+
 def nag_app(outdir: str | None = None) -> App:
     """The example app with both packs; NIST reports only (the synth fails on neither pack)."""
     from cdk_nag import NIST80053R5Checks
@@ -98,6 +173,66 @@ def counts(report: dict[str, Any], pack: str) -> tuple[Counter[str], int]:
         found[violation["ruleName"]] += len(violation["violatingConstructs"])
     acknowledged = sum(len(v["violatingConstructs"]) for v in plugin.get("suppressedViolations", []))
     return found, acknowledged
+
+
+@dataclass(frozen=True)
+class CheckovScan:
+    """checkov's counts on the example templates."""
+
+    version: str
+    resources: int
+    """Resources checkov read, across the templates."""
+    passed: int
+    failed: Counter[str]
+    """Failed resources per check ID, across the templates."""
+    titles: dict[str, str]
+    """Each failed check's title."""
+    skipped: int
+    parsing_errors: int
+
+    @property
+    def checks(self) -> int:
+        """Checks run: passed and failed."""
+        return self.passed + self.failed.total()
+
+
+def checkov_scan(output: dict[str, Any] | list[dict[str, Any]]) -> CheckovScan:
+    """The counts of checkov's JSON report (``--output json``) on CloudFormation templates."""
+    reports = output if isinstance(output, list) else [output]
+    report = next((r for r in reports if r.get("check_type") == "cloudformation"), None)
+    if report is None:
+        raise ValueError("checkov reported no CloudFormation results")
+    failed: Counter[str] = Counter()
+    titles: dict[str, str] = {}
+    for check in report["results"].get("failed_checks", []):
+        failed[check["check_id"]] += 1
+        titles[check["check_id"]] = check["check_name"]
+    summary = report["summary"]
+    return CheckovScan(
+        version=summary["checkov_version"],
+        resources=summary["resource_count"],
+        passed=summary["passed"],
+        failed=failed,
+        titles=titles,
+        skipped=summary["skipped"],
+        parsing_errors=summary["parsing_errors"],
+    )
+
+
+def run_checkov(checkov: str, templates: list[Path]) -> CheckovScan:
+    """checkov's CloudFormation checks on ``templates``: nothing downloaded, exit 0 on findings (they are counted)."""
+    command = [checkov, "--framework", "cloudformation", "--output", "json", "--quiet", "--soft-fail"]
+    command += ["--skip-download", "--file", *(str(template) for template in templates)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=templates[0].parent)
+    if done.returncode != 0:
+        raise RuntimeError(f"checkov exited with {done.returncode}:\n{done.stderr}")
+    return checkov_scan(json.loads(done.stdout))
+
+
+def _check_order(check_id: str) -> tuple[str, int]:
+    """``CKV_AWS_2`` before ``CKV_AWS_18``."""
+    prefix, _, number = check_id.rpartition("_")
+    return (prefix, int(number)) if number.isdigit() else (check_id, 0)
 
 
 def table(report: dict[str, Any]) -> str:
@@ -118,24 +253,113 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def rewrite(text: str, report: dict[str, Any]) -> str:
-    start, end = "<!-- compliance:start -->\n", "\n<!-- compliance:end -->"
-    head, found, rest = text.partition(start)
-    _, found_end, tail = rest.partition(end)
-    if not (found and found_end):
-        raise ValueError("missing <!-- compliance:start --> / <!-- compliance:end --> markers")
-    return head + start + table(report) + end + tail
+def checkov_table(scan: CheckovScan) -> str:
+    """The checkov part of the security page: the counts, then each failed check with its reason."""
+    rows = [
+        f"checkov {scan.version} ran {scan.checks:,} checks on the {scan.resources:,} resources of the example "
+        f"templates:\n{scan.passed:,} passed, {scan.failed.total():,} failed, of {len(scan.failed)} distinct checks.",
+        "",
+        "| check | title | failed resources | why it stays open |",
+        "|---|---|---|---|",
+    ]
+    for check in sorted(scan.failed, key=_check_order):
+        reason = OPEN_CHECKOV_FINDINGS.get(check, "**not reviewed**")
+        rows.append(f"| {check} | {scan.titles[check]} | {scan.failed[check]} | {reason} |")
+    return "\n".join(rows)
 
 
-def main(argv: list[str]) -> None:
-    assembly = nag_app().synth()
-    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
-    if argv:
-        path = Path(argv[0])
-        path.write_text(rewrite(path.read_text(), report))
-    else:
-        print(table(report))
+def security_counts(report: dict[str, Any], scan: CheckovScan) -> str:
+    """The README's counts: NIST's open findings and rules, checkov's failed and run checks."""
+    nist_open, _ = counts(report, NIST_PACK)
+    return (
+        f"Left open on the example stacks: cdk-nag's NIST 800-53 rev 5 pack reports {nist_open.total()} findings "
+        f"({len(nist_open)} rules) and\ncheckov fails {scan.failed.total()} of {scan.checks:,} checks "
+        f"({len(scan.failed)} distinct checks); [Security](docs/security.md) gives each one's reason."
+    )
+
+
+def sections(report: dict[str, Any], scan: CheckovScan | None) -> dict[str, str]:
+    """Each generated part by the name its markers use; checkov's parts only with its scan."""
+    made = {"compliance": table(report)}
+    if scan is not None:
+        made["checkov"] = checkov_table(scan)
+        made["security-counts"] = security_counts(report, scan)
+    return made
+
+
+MARKED = ("compliance", "checkov", "security-counts")
+"""The names of the markers this report rewrites."""
+
+
+def rewrite(text: str, report: dict[str, Any], scan: CheckovScan | None = None) -> str:
+    """``text`` with each part it marks generated anew (checkov's parts only with ``scan``, else kept as they are);
+    a page that marks none, or a start marker without its end, is an error."""
+    if not any(f"<!-- {name}:start -->" in text for name in MARKED):
+        raise ValueError("no <!-- compliance|checkov|security-counts:start --> markers")
+    for name, content in sections(report, scan).items():
+        start, end = f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
+        head, found, rest = text.partition(start)
+        if not found:
+            continue
+        _, found_end, tail = rest.partition(end)
+        if not found_end:
+            raise ValueError(f"{start.strip()} without {end.strip()}")
+        text = head + start + content + end + tail
+    return text
+
+
+def unexplained(found: Mapping[str, int], reasons: Mapping[str, str], what: str, where: str) -> list[str]:
+    """What keeps ``reasons`` from being the reasons of exactly what is ``found``."""
+    missing = [
+        f"{what} {name} fails {found[name]} time(s), without a reason in {where}"
+        for name in found
+        if name not in reasons
+    ]
+    stale = [f"{where} has a reason for {what} {name}, which fails nowhere" for name in reasons if name not in found]
+    return missing + stale
+
+
+def problems(report: dict[str, Any], scan: CheckovScan, resources: int) -> list[str]:
+    """Why the report is not true: an open AwsSolutions finding, a NIST rule or checkov check failing without a
+    reason or a reason without its failure, or checkov not reading every one of the templates' ``resources``."""
+    aws_open, _ = counts(report, "AwsSolutions")
+    found = [
+        f"AwsSolutions rule {rule} has {number} open finding(s): fix or acknowledge them with a reason"
+        for rule, number in aws_open.items()
+    ]
+    found += unexplained(counts(report, NIST_PACK)[0], OPEN_NIST_FINDINGS, "NIST rule", "OPEN_NIST_FINDINGS")
+    found += unexplained(scan.failed, OPEN_CHECKOV_FINDINGS, "checkov check", "OPEN_CHECKOV_FINDINGS")
+    if scan.parsing_errors or scan.resources != resources:
+        found.append(f"checkov read {scan.resources} of {resources} resources ({scan.parsing_errors} parsing errors)")
+    if scan.skipped:
+        found.append(f"checkov skipped {scan.skipped} check(s): give a reason in OPEN_CHECKOV_FINDINGS instead")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--checkov", default=str(CHECKOV), help="checkov's executable (default: %(default)s)")
+    parser.add_argument("pages", nargs="*", type=Path, help="pages to rewrite; none: print the generated parts")
+    args = parser.parse_args(argv)
+    checkov = shutil.which(args.checkov)
+    if checkov is None:
+        parser.error(f"no checkov at {args.checkov}: `make compliance-report` installs it")
+    with tempfile.TemporaryDirectory(prefix="compliance-report-") as directory:
+        assembly = nag_app(outdir=directory).synth()
+        report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+        templates = [Path(stack.template_full_path) for stack in assembly.stacks_recursively]
+        resources = sum(len(json.loads(template.read_text()).get("Resources", {})) for template in templates)
+        scan = run_checkov(checkov, templates)
+    found = problems(report, scan, resources)
+    if found or not args.pages:
+        print("\n\n".join(sections(report, scan).values()))
+    if found:
+        print("\n".join(["", "The report is not true:", *found]), file=sys.stderr)
+        return 1
+    for page in args.pages:
+        page.write_text(rewrite(page.read_text(), report, scan))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
