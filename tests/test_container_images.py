@@ -136,9 +136,51 @@ def test_the_monitoring_daemons_take_their_images_from_the_module():
         for node in daemons.body
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
     }
-    assert assigned["MONITOR_IMAGE"] == "PYTORCH_INFERENCE.uri"
-    assert assigned["RECOVERY_IMAGE"] == "NEURON_NODE_RECOVERY.uri"
-    assert assigned["NODE_PROBLEM_DETECTOR_IMAGE"] == "NODE_PROBLEM_DETECTOR.uri"
+    assert assigned["MONITOR_IMAGE"] == "PYTORCH_INFERENCE.reference"
+    assert assigned["RECOVERY_IMAGE"] == "NEURON_NODE_RECOVERY.reference"
+    assert assigned["NODE_PROBLEM_DETECTOR_IMAGE"] == "NODE_PROBLEM_DETECTOR.reference"
+
+
+AWAITING_A_DIGEST = {
+    "PYTORCH_INFERENCE": "no published source ties a digest to 2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
+    "NEURON_NODE_RECOVERY": "no published source ties a digest to neuron-node-recovery:1.3.0",
+    "AWS_CLI": "no published source ties a digest to public.ecr.aws/aws-cli/aws-cli:2.15.0",
+}
+"""The images the library runs whose digest is not known yet, each with why: a registry answers it, and none is
+reachable where the library is built. Pinning one fails its case below (strict xfail) until it leaves this list."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=AWAITING_A_DIGEST[name]))
+        if name in AWAITING_A_DIGEST
+        else name
+        for name in container_images.LIBRARY_IMAGES
+    ],
+)
+def test_every_image_the_library_runs_is_pinned_by_digest(name):
+    image = container_images.LIBRARY_IMAGES[name]
+    assert image.digest is not None, f"{name} is a bare tag: {image.uri}"
+    assert image.reference == f"{image.uri}@{image.digest}"
+    assert image.digest_source and image.digest_source.startswith("https://")
+
+
+def test_a_digest_is_checked_and_pinning_keeps_the_tag_beside_it():
+    digest = "sha256:" + "ab" * 32
+    pinned = container_images.PYTORCH_INFERENCE.pinned(digest, "my registry")
+    assert pinned.reference == f"{container_images.PYTORCH_INFERENCE.uri}@{digest}"
+    assert container_images.PYTORCH_INFERENCE.digest is None  # the module's constant is unchanged
+    with pytest.raises(ValueError, match="is not sha256"):
+        container_images.PYTORCH_INFERENCE.pinned("latest")
+
+
+def test_the_library_runs_only_images_of_the_module():
+    """Every image the library's own code names (not the examples') is a reference of LIBRARY_IMAGES."""
+    references = {i.reference for i in container_images.LIBRARY_IMAGES.values()}
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "neuron_constructs").rglob("*.py"))
+    named = set(re.findall(r"public\.ecr\.aws/[\w./-]+:[\w.-]+|registry\.k8s\.io/[\w./-]+:[\w.-]+", source))
+    assert named <= {r.split("@")[0] for r in references} | {i.uri for i in container_images.IMAGES.values()}
 
 
 def test_an_image_in_a_private_registry_names_its_account():

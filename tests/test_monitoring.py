@@ -16,6 +16,7 @@ from aws_cdk import App, Stack
 from conftest import ECS_STACKS, resources
 
 from neuron_constructs import NeuronInstanceType
+from neuron_constructs.knowledge.container_images import NEURON_NODE_RECOVERY, NODE_PROBLEM_DETECTOR
 from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, MODEL_DIMENSION_SETS, MODEL_METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
@@ -112,6 +113,30 @@ def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_
         "execution_stats",
     }
     assert config["system_metrics"] == [{"type": "neuron_hw_counters"}]
+
+
+def test_no_daemon_holds_more_than_it_needs(templates: dict[str, dict[str, Any]]) -> None:
+    """neuron-monitor privileged (the Neuron driver's counters of every device, as AWS's DaemonSet runs it);
+    node-problem-detector not privileged: the kernel log read-only and CAP_SYSLOG only; the recovery container
+    neither, with a read-only root file system."""
+    _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
+    containers = {c["Name"]: c for c in task["ContainerDefinitions"]}
+    detector, recovery = containers["npd"], containers["recovery"]
+    assert "Privileged" not in detector
+    assert detector["LinuxParameters"]["Devices"] == [
+        {"ContainerPath": "/dev/kmsg", "HostPath": "/dev/kmsg", "Permissions": ["read"]}
+    ]
+    assert detector["LinuxParameters"]["Capabilities"] == {"Add": ["SYSLOG"]}
+    assert "Privileged" not in recovery and "LinuxParameters" not in recovery
+    assert recovery["ReadonlyRootFilesystem"] is True
+
+
+def test_every_image_the_daemons_run_is_the_module_s_reference(templates: dict[str, dict[str, Any]]) -> None:
+    """Each daemon image is named as ``tag@digest`` where its source gives the digest (the problem detector)."""
+    _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
+    images = {c["Name"]: c["Image"] for c in task["ContainerDefinitions"]}
+    assert images == {"npd": NODE_PROBLEM_DETECTOR.reference, "recovery": NEURON_NODE_RECOVERY.reference}
+    assert images["npd"].endswith("@" + str(NODE_PROBLEM_DETECTOR.digest))
 
 
 def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:

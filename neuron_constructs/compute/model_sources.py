@@ -29,6 +29,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.container_images import AWS_CLI
 
 __all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "HF_TOKEN_VARIABLE", "CompileCache", "ModelArtifacts"]
 
@@ -36,8 +37,9 @@ COMPILE_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
 HF_TOKEN_VARIABLE = "HF_TOKEN"
 """What ``huggingface_hub`` reads (``HUGGING_FACE_HUB_TOKEN`` only for backward compatibility)."""
 CACHE_EXPIRATION = Duration.days(90)
-AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.15.0"
-"""The AWS CLI image the model-artifact sync runs (Amazon ECR Public, pinned)."""
+AWS_CLI_IMAGE = AWS_CLI.reference
+"""The AWS CLI image the model-artifact sync runs (Amazon ECR Public,
+:data:`~neuron_constructs.knowledge.container_images.AWS_CLI`)."""
 
 
 def _prefix(bucket: s3.IBucket, prefix: str) -> str:

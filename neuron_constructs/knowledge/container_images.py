@@ -27,21 +27,36 @@ Why each is the release it is:
   The detector is v0.8.20, as the sample's task definition pins it; the Neuron ECS guide's copy of the same task
   (``deploy/ecs/npd.rst``) names v0.8.19 with the same command, an older patch release.
 
+Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons
+and the model-artifact sync, root or privileged on every Neuron host) are referenced as ``tag@digest``
+(:attr:`NeuronImage.reference`) wherever a source ties a digest to the tag: a tag can be moved to other bytes, a
+digest cannot. :data:`NODE_PROBLEM_DETECTOR` is pinned from the Kubernetes image promoter's manifest, which maps
+each digest of ``registry.k8s.io/node-problem-detector`` to its tags. For the Neuron team's images and the AWS CLI
+image no published source gives the digest of these tags, and no registry is reachable where this library is
+built: they keep ``digest=None`` (the tag alone) until one does. To run your own pins, pass
+``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
+:class:`~neuron_constructs.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
+``problem_detector_image``.
+
 Plain Python, no AWS CDK: ``tests/test_container_images.py`` fails when any file of the repository names a
-Neuron image that is not one of these.
+Neuron image that is not one of these, and when an image the library runs has no digest (the unresolved ones are
+listed there, each with why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 __all__ = [
+    "AWS_CLI",
     "CURRENT_SDK_RELEASE",
     "CURRENT_SDK_RELEASE_SOURCE",
     "EMBEDDING",
     "IMAGES",
     "INF1_INFERENCE",
+    "LIBRARY_IMAGES",
     "NEURON_NODE_RECOVERY",
     "NODE_PROBLEM_DETECTOR",
     "PYTORCH_INFERENCE",
@@ -59,6 +74,7 @@ CURRENT_SDK_RELEASE_SOURCE = (
 """Where :data:`CURRENT_SDK_RELEASE` is published."""
 
 _SDK_IN_TAG = re.compile(r"-sdk(\d+\.\d+\.\d+)-")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _DLC_REPOSITORY = "https://github.com/aws-neuron/deep-learning-containers"
 _DLC_README = f"{_DLC_REPOSITORY}/blob/2be9ed1d5da9d7c8e15d7abac1eb7f550ed3a723/README.md (tag 2.32.0)"
 _NPD_SAMPLE = (
@@ -78,6 +94,8 @@ class NeuronImage:
     an account's private ECR registry, ``<account>.dkr.ecr.{region}.amazonaws.com`` (pulled in the stack's own
     Region). ``neuron_sdk`` is the Neuron SDK release the image is built with, ``None`` for an image with a
     version of its own (not a Neuron DLC). ``instance_families`` are the instance families its source lists.
+    ``digest`` is the ``sha256:`` digest the tag pointed to when ``digest_source`` recorded it, ``None`` where no
+    source gives one.
     """
 
     registry: str
@@ -90,11 +108,28 @@ class NeuronImage:
     os: str | None
     instance_families: tuple[str, ...]
     source: str
+    digest: str | None = None
+    digest_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not _DIGEST.fullmatch(self.digest):
+            raise ValueError(f"{self.repository}: digest {self.digest!r} is not sha256: and 64 lowercase hex digits")
 
     @property
     def uri(self) -> str:
         """``registry/repository:tag``; ``{region}`` stays in it for an image in a private ECR registry."""
         return f"{self.registry}/{self.repository}:{self.tag}"
+
+    @property
+    def reference(self) -> str:
+        """What a task definition names: ``registry/repository:tag@sha256:...`` when the digest is known (the tag is
+        kept for people; the container runtime pulls by the digest), else :attr:`uri`."""
+        return f"{self.uri}@{self.digest}" if self.digest else self.uri
+
+    def pinned(self, digest: str, source: str = "given by the caller") -> NeuronImage:
+        """This image pinned to ``digest`` (``sha256:`` and 64 hex digits): the digest your registry reports for the
+        tag (``docker buildx imagetools inspect <uri>``, or ``crane digest <uri>``)."""
+        return dataclasses.replace(self, digest=digest, digest_source=source)
 
     @property
     def ecr_account(self) -> str | None:
@@ -229,9 +264,28 @@ NODE_PROBLEM_DETECTOR = NeuronImage(
     os=None,
     instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
     source=f"{_NPD_SAMPLE} (container npd); the Neuron ECS guide {_NPD_GUIDE} names v0.8.19 with the same command",
+    digest="sha256:52f0618e9bc2cea60b7aa9d9c962a0b84dace6ef3cff62d1e1a29c92ba1c4177",
+    digest_source=(
+        "https://github.com/kubernetes/k8s.io/blob/5f348a27559b8939966f6392ca982714bd534d91/registry.k8s.io/images/"
+        'k8s-staging-npd/images.yaml (the image promoter\'s manifest: "sha256:52f0618e...": ["v0.8.20"])'
+    ),
 )
 """Kubernetes' node-problem-detector, which watches the kernel log for Neuron hardware errors (not a Neuron image;
 here because the recovery daemon runs it)."""
+
+AWS_CLI = NeuronImage(
+    registry="public.ecr.aws/aws-cli",
+    repository="aws-cli",
+    tag="2.15.0",
+    neuron_sdk=None,
+    framework="AWS CLI",
+    framework_version="2.15.0",
+    python=None,
+    os=None,
+    instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
+    source="https://gallery.ecr.aws/aws-cli/aws-cli (Amazon ECR Public: the AWS CLI v2 image, tag 2.15.0)",
+)
+"""The AWS CLI, which the model-artifact sync container runs (``aws s3 sync``) before the model starts."""
 
 IMAGES: dict[str, NeuronImage] = {
     "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
@@ -241,5 +295,16 @@ IMAGES: dict[str, NeuronImage] = {
     "INF1_INFERENCE": INF1_INFERENCE,
     "NEURON_NODE_RECOVERY": NEURON_NODE_RECOVERY,
     "NODE_PROBLEM_DETECTOR": NODE_PROBLEM_DETECTOR,
+    "AWS_CLI": AWS_CLI,
 }
 """Every image of this module, by the name of its constant."""
+
+LIBRARY_IMAGES: dict[str, NeuronImage] = {
+    "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
+    "NEURON_NODE_RECOVERY": NEURON_NODE_RECOVERY,
+    "NODE_PROBLEM_DETECTOR": NODE_PROBLEM_DETECTOR,
+    "AWS_CLI": AWS_CLI,
+}
+"""The images the library runs itself, by the name of their constant: neuron-monitor and the Managed Instances health
+daemon (:data:`PYTORCH_INFERENCE`), the recovery daemon (:data:`NEURON_NODE_RECOVERY`, :data:`NODE_PROBLEM_DETECTOR`)
+and the model-artifact sync (:data:`AWS_CLI`). The examples' model images are the examples' choice."""

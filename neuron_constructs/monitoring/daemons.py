@@ -30,13 +30,13 @@ __all__ = [
     "publisher_source",
 ]
 
-MONITOR_IMAGE = PYTORCH_INFERENCE.uri
+MONITOR_IMAGE = PYTORCH_INFERENCE.reference
 """The Neuron PyTorch inference container (:data:`~neuron_constructs.knowledge.container_images.PYTORCH_INFERENCE`):
 it installs ``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and Python 3."""
-NODE_PROBLEM_DETECTOR_IMAGE = NODE_PROBLEM_DETECTOR.uri
+NODE_PROBLEM_DETECTOR_IMAGE = NODE_PROBLEM_DETECTOR.reference
 """The node-problem-detector image of aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``
 (:data:`~neuron_constructs.knowledge.container_images.NODE_PROBLEM_DETECTOR`)."""
-RECOVERY_IMAGE = NEURON_NODE_RECOVERY.uri
+RECOVERY_IMAGE = NEURON_NODE_RECOVERY.reference
 """The Neuron node recovery image of the same sample
 (:data:`~neuron_constructs.knowledge.container_images.NEURON_NODE_RECOVERY`): it marks the instance unhealthy in its
 Auto Scaling group."""

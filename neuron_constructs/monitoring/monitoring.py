@@ -3,17 +3,17 @@
 :class:`NeuronMonitoring` covers every Neuron capacity of its cluster, added before or after it, and never a
 non-Neuron one:
 
-* **Metrics.** neuron-monitor runs on every Neuron instance - an ECS service with the DAEMON strategy on
-  Auto Scaling capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed
-  Instances capacity (Managed Daemons exist for Managed Instances only). Its reports become CloudWatch
-  embedded metric format lines (:mod:`neuron_constructs.knowledge.metrics`) that the ``awslogs`` driver
-  sends to the daemon's log group, where CloudWatch Logs extracts the metrics: no code to build, no
-  PutMetricData permission. The image is the Neuron PyTorch inference container from the Neuron team's public
-  registry (:data:`MONITOR_IMAGE`), which ships neuron-monitor (``aws-neuronx-tools``) and Python. The daemon
-  is privileged, as AWS's own neuron-monitor DaemonSet is: neuron-monitor reads every device's counters
-  through the Neuron driver. It maps no device (``linuxParameters.devices``), so ECS's and the inspector's
-  view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of reach of
-  the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
+* **Metrics.** neuron-monitor runs on every Neuron instance - an ECS service with the DAEMON strategy on Auto Scaling
+  capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed Instances capacity (Managed
+  Daemons exist for Managed Instances only). Its reports become CloudWatch embedded metric format lines
+  (:mod:`neuron_constructs.knowledge.metrics`) that the ``awslogs`` driver sends to the daemon's log group, where
+  CloudWatch Logs extracts the metrics: no code to build, no PutMetricData permission. The image is the Neuron PyTorch
+  inference container from the Neuron team's public registry
+  (:data:`~neuron_constructs.monitoring.daemons.MONITOR_IMAGE`), which ships neuron-monitor (``aws-neuronx-tools``)
+  and Python. The daemon is privileged, as AWS's own neuron-monitor DaemonSet is: neuron-monitor reads every
+  device's counters through the Neuron driver. It maps no device (``linuxParameters.devices``), so ECS's and the
+  inspector's view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of
+  reach of the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
   identity when neuron-monitor cannot read it from there.
 * **Per model.** The services, slices and fleet models of the library tag their Neuron containers with
   ``NEURON_PROCESS_TAG=<model name>``; neuron-monitor reports each application under its tag, and the publisher
@@ -61,14 +61,17 @@ from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInsta
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.container_images import (
+    NEURON_NODE_RECOVERY,
+    NODE_PROBLEM_DETECTOR,
+    PYTORCH_INFERENCE,
+    NeuronImage,
+)
 from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     HEALTH_NAMESPACE,
-    MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
-    NODE_PROBLEM_DETECTOR_IMAGE,
     PUBLISHER_VARIABLE,
-    RECOVERY_IMAGE,
     health_script,
     monitor_script,
     publisher_source,
@@ -113,6 +116,11 @@ class NeuronMonitoring(Construct):
     drain_percent
         On Managed Instances, the share of instances a daemon rollout (making the monitoring, or a
         change of a daemon) drains and replaces at once, ten minutes apart; default 10.
+    monitor_image, recovery_image, problem_detector_image
+        The images the daemons run (:mod:`~neuron_constructs.knowledge.container_images`); default
+        ``PYTORCH_INFERENCE`` (neuron-monitor and the health daemon), ``NEURON_NODE_RECOVERY`` and
+        ``NODE_PROBLEM_DETECTOR``, each by digest where its source gives one. Pass ``image.pinned("sha256:...")``
+        to run a digest you resolved.
 
     Attributes
     ----------
@@ -151,8 +159,13 @@ class NeuronMonitoring(Construct):
         period: Duration | None = None,
         execution_errors_threshold: int = 1,
         drain_percent: float = DEFAULT_DRAIN_PERCENT,
+        monitor_image: NeuronImage = PYTORCH_INFERENCE,
+        recovery_image: NeuronImage = NEURON_NODE_RECOVERY,
+        problem_detector_image: NeuronImage = NODE_PROBLEM_DETECTOR,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        self.monitor_image, self.recovery_image = monitor_image.reference, recovery_image.reference
+        self.problem_detector_image = problem_detector_image.reference
         check_same_environment(path, scope, cluster, what="the monitoring", other_name=construct_path(cluster))
         if alarm_topic is not None:
             check_same_region(
@@ -278,7 +291,7 @@ class NeuronMonitoring(Construct):
         )
         monitor.add_container(
             "neuron-monitor",
-            image=ecs.ContainerImage.from_registry(MONITOR_IMAGE),
+            image=ecs.ContainerImage.from_registry(self.monitor_image),
             entry_point=["/bin/bash", "-c"],
             command=[monitor_script(self.period)],
             environment={CLUSTER_ENVIRONMENT: self.cluster_name, PUBLISHER_VARIABLE: publisher_source()},
@@ -349,27 +362,29 @@ class NeuronMonitoring(Construct):
             "conditions": [{"type": "NeuronHealth", "reason": "NeuronHasNoError", "message": "Neuronhasnoerror"}],
             "rules": rules,
         }
+        # Not privileged: the kernel log as a read-only device and CAP_SYSLOG, which the kernel asks of a reader of
+        # /dev/kmsg when kernel.dmesg_restrict is 1 - what the Managed Instances health daemon reads it with too.
         kernel_log = ecs.LinuxParameters(self, "KernelLog")
         kernel_log.add_devices(
             ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
         )
+        kernel_log.add_capabilities(ecs.Capability.SYSLOG)
         detector.add_container(
             "npd",
-            image=ecs.ContainerImage.from_registry(NODE_PROBLEM_DETECTOR_IMAGE),
+            image=ecs.ContainerImage.from_registry(self.problem_detector_image),
             entry_point=["/bin/sh", "-c"],
             command=[
                 "mkdir -p /config && echo '" + json.dumps(kernel_monitor, separators=(",", ":")) + "' > "
                 "/config/kernel-monitor.json && /node-problem-detector --v=2 --logtostderr "
                 "--enable-k8s-exporter=false --config.system-log-monitor=/config/kernel-monitor.json"
             ],
-            privileged=True,
             linux_parameters=kernel_log,
             memory_reservation_mib=128,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="npd", log_group=self.log_group),
         )
         detector.add_container(
             "recovery",
-            image=ecs.ContainerImage.from_registry(RECOVERY_IMAGE),
+            image=ecs.ContainerImage.from_registry(self.recovery_image),
             entry_point=["/bin/sh", "-c"],
             command=["python scripts/check-health.py"],
             environment={"ENABLE_RECOVERY": "true" if self.recovery else "false"},
@@ -447,7 +462,7 @@ class NeuronMonitoring(Construct):
         if critical:
             container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
                 name="neuron-health",
-                image=MONITOR_IMAGE,
+                image=self.monitor_image,
                 entry_point=["/bin/sh", "-c"],
                 command=[health_script()],
                 essential=True,
@@ -465,7 +480,7 @@ class NeuronMonitoring(Construct):
         else:
             container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
                 name="neuron-monitor",
-                image=MONITOR_IMAGE,
+                image=self.monitor_image,
                 entry_point=["/bin/bash", "-c"],
                 command=[monitor_script(self.period)],
                 environment=[
