@@ -244,3 +244,37 @@ def test_no_split_of_the_team_app_has_the_platform_depend_on_a_workload(split: s
         assert stack["messages"] == [], name  # cross-stack references are strong on purpose (cdk.json)
         if name != platform:
             assert stack["depends_on"] == [platform], name
+
+
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
+
+
+def test_with_a_certificate_the_team_s_load_balancer_serves_https_only() -> None:
+    """``-c certificateArn=...``: the platform's listener is HTTPS on 443 with the TLS 1.3 policy and that certificate,
+    its clients reach 443 only, and the workloads' listener rules attach to it unchanged."""
+    app = App(analytics_reporting=False, context={**TEAM_CONTEXT, "certificateArn": CERTIFICATE})
+    team.build_app(app, split=team.SPLITS[0], certificate_arn=app.node.try_get_context("certificateArn"))
+    assembly = app.synth()
+    platform = assembly.get_stack_by_name("Platform").template
+    (listener,) = resources(platform, "AWS::ElasticLoadBalancingV2::Listener").values()
+    properties = listener["Properties"]
+    assert (properties["Protocol"], properties["Port"]) == ("HTTPS", 443)
+    assert properties["Certificates"] == [{"CertificateArn": CERTIFICATE}]
+    assert properties["SslPolicy"] == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
+    ports = {
+        (i.get("FromPort"), i.get("ToPort"))
+        for logical_id, g in resources(platform, "AWS::EC2::SecurityGroup").items()
+        if "LoadBalancerSecurityGroup" in logical_id
+        for i in g["Properties"].get("SecurityGroupIngress", [])
+    }
+    assert ports == {(443, 443)}
+    llm = assembly.get_stack_by_name("LlmService").template
+    assert resources(llm, "AWS::ElasticLoadBalancingV2::ListenerRule")
+    (output,) = [o for k, o in platform.get("Outputs", {}).items() if "Url" in k]
+    assert "https://" in json.dumps(output["Value"])
+
+
+def test_without_a_certificate_it_listens_on_http_inside_the_vpc(stacks: dict[str, Any]) -> None:
+    (listener,) = resources(stacks["Platform"]["template"], "AWS::ElasticLoadBalancingV2::Listener").values()
+    assert (listener["Properties"]["Protocol"], listener["Properties"]["Port"]) == ("HTTP", 80)
+    assert "Certificates" not in listener["Properties"]

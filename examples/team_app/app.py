@@ -2,13 +2,16 @@
 
 ``cdk deploy Platform`` first: the VPC, the ECS cluster, its capacity (an inf2.48xlarge Auto Scaling group for the
 embedding fleet, ECS Managed Instances for the LLM), an internal load balancer and Neuron monitoring. Then each
-workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load balancer on ``/v1/*``, scaling
-on requests), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``) and ``Training`` (a
-two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every workload stack depends on the
-platform's, never the reverse: the platform deploys first, and a workload stack deletes alone.
+workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load balancer on ``/v1/*``, scaling on
+requests and on its NeuronCore utilization), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on
+``/embed/*``) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
+workload stack depends on the platform's, never the reverse: the platform deploys first, and a workload stack deletes
+alone.
 
 Context ``split`` (``-c split=...``) lays the same resources out other ways: ``a stack each`` (the default), ``platform
 and workloads`` (every workload in one stack) and ``one stack``; ``-c cdkNag=true`` runs cdk-nag's AwsSolutions pack.
+Context ``certificateArn`` (``-c certificateArn=arn:aws:acm:...``, an ACM certificate for the name the team's clients
+use) makes the load balancer listen on HTTPS (443, TLS 1.3) instead of plain HTTP inside the VPC.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import Acknowledgment, App, Aws, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -53,20 +57,26 @@ def dlc_image(scope: Construct, id: str, image: NeuronImage) -> ecs.ContainerIma
 
 
 class Platform(Construct):
-    """The VPC, the cluster and its capacity, the load balancer and the monitoring: what every workload uses."""
+    """The VPC, the cluster and its capacity, the load balancer and the monitoring: what every workload uses.
 
-    def __init__(self, scope: Construct, id: str) -> None:
+    ``certificate_arn``: an ACM certificate for the load balancer's name; HTTPS on 443 with it, HTTP on 80 without."""
+
+    def __init__(self, scope: Construct, id: str, *, certificate_arn: str | None = None) -> None:
         super().__init__(scope, id)
         self.cluster = NeuronCluster(self, "Neuron")
         self.fleet_capacity = self.cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
         self.llm_capacity = self.cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
         self.monitoring = NeuronMonitoring(self, "Monitoring", cluster=self.cluster)
-        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.cluster)
+        certificate = (
+            acm.Certificate.from_certificate_arn(self, "Certificate", certificate_arn) if certificate_arn else None
+        )
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.cluster, certificate=certificate)
         self.load_balancer.add_url_output()
 
 
 class LlmService(Construct):
-    """vLLM on Managed Instances behind the platform's load balancer on ``/v1/*``, scaling on requests."""
+    """vLLM on Managed Instances behind the platform's load balancer on ``/v1/*``, scaling on requests and on its
+    NeuronCore utilization."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -165,8 +175,8 @@ class Training(Construct):
         self.job.add_submit_output()
 
 
-def build_app(app: App, *, split: str = SPLITS[0]) -> dict[str, Stack]:
-    """The team's stacks in ``app``, laid out as ``split`` says; by name."""
+def build_app(app: App, *, split: str = SPLITS[0], certificate_arn: str | None = None) -> dict[str, Stack]:
+    """The team's stacks in ``app``, laid out as ``split`` says (HTTPS with ``certificate_arn``); by name."""
     if split not in SPLITS:
         raise ValueError(f"split={split!r}: one of {', '.join(SPLITS)}")
 
@@ -176,12 +186,12 @@ def build_app(app: App, *, split: str = SPLITS[0]) -> dict[str, Stack]:
     stacks: dict[str, Stack] = {}
     if split == "one stack":
         stacks["Team"] = stack("Team")
-        platform = Platform(stacks["Team"], "Platform")
+        platform = Platform(stacks["Team"], "Platform", certificate_arn=certificate_arn)
         workloads: dict[str, Any] = {"LlmService": stacks["Team"], "EmbeddingFleet": stacks["Team"]}
         workloads["Training"] = stacks["Team"]
     else:
         stacks["Platform"] = stack("Platform")
-        platform = Platform(stacks["Platform"], "Platform")
+        platform = Platform(stacks["Platform"], "Platform", certificate_arn=certificate_arn)
         if split == "platform and workloads":
             stacks["Workloads"] = stack("Workloads")
             workloads = dict.fromkeys(("LlmService", "EmbeddingFleet", "Training"), stacks["Workloads"])
@@ -201,5 +211,9 @@ def build_app(app: App, *, split: str = SPLITS[0]) -> dict[str, Stack]:
 
 if __name__ == "__main__":
     team = App(analytics_reporting=False)
-    build_app(team, split=str(team.node.try_get_context("split") or SPLITS[0]))
+    build_app(
+        team,
+        split=str(team.node.try_get_context("split") or SPLITS[0]),
+        certificate_arn=team.node.try_get_context("certificateArn"),
+    )
     team.synth()
