@@ -380,11 +380,21 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
             (["inspect", "--cluster", "c", "--endpoint-url", url], "is not a host name or address an AWS SDK accepts")
             for url in ("http://a b:5000", "http://my_host:5000", "http://hôst:5000", "http://%41:5000", "http://-host")
         ),
+        *(
+            (["inspect", "--cluster", "c", "--endpoint-url", url], "is not an http(s) URL")
+            for url in ("", "http://", "https://:80", "http://127.0.0.1:99999", "127.0.0.1:5000", "javascript:x")
+        ),
+        (["ami", "--endpoint-url", "http://host:port"], "is not an http(s) URL"),
     ],
 )
 def test_malformed_endpoint_or_region_is_a_usage_error(argv: list[str], message: str) -> None:
+    """Exit 2 with a sentence, before any call: no traceback, and no time spent on a network."""
+    import time
+
+    started = time.monotonic()
     status, _, err = run(*argv)
     assert status == EXIT_USAGE and message in err and "Traceback" not in err
+    assert time.monotonic() - started < 2
 
 
 def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> None:
@@ -402,11 +412,15 @@ def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> 
 
 def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_credentials: None) -> None:
     """Once this said the region publishes no AMI."""
+    import time
+
     server = _Server(body=b"<html>captive portal</html>")
+    started = time.monotonic()
     try:
         status, out, err = run("ami", "--region", REGION, "--endpoint-url", server.url)
     finally:
         server.close()
+    assert time.monotonic() - started < 10
     assert status == EXIT_AWS_ERROR and not out
     assert err == (
         "neuron-ecs ami: The endpoint answered, but GetParameters returned a response that is not the SSM API's: no "
