@@ -240,3 +240,21 @@ def test_fleet_models_scale_their_copies_together_on_the_model_s_utilization() -
     assert {c["TargetValue"] for c in custom} == {80}
     with pytest.raises(NeuronConfigurationError, match=r"auto_scale: scale_on_neuron_utilization already made"):
         embed.auto_scale(min_instances=1, max_instances=3)
+
+
+def test_a_neuron_container_added_after_the_service_is_tagged_too_and_a_different_tag_is_refused() -> None:
+    stack = Stack(App(analytics_reporting=False), "Model", env=ENV)
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.48xlarge", memory_mib=8192)
+    task.add_neuron_container("first", image=IMAGE, devices=[0])
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, model_name="llama")
+    task.add_neuron_container("second", image=IMAGE, devices=[1])
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON_PROCESS_TAG='other', but the task definition's model"):
+        task.add_neuron_container("third", image=IMAGE, devices=[2], environment={PROCESS_TAG_VARIABLE: "other"})
+    template = App.of(stack).synth().get_stack_by_name("Model").template  # type: ignore[union-attr]
+    (definition,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    tags = {
+        c["Name"]: _environment(c).get(PROCESS_TAG_VARIABLE) for c in definition["Properties"]["ContainerDefinitions"]
+    }
+    assert tags == {"first": "llama", "second": "llama"}

@@ -288,16 +288,12 @@ class NeuronTaskDefinition(Construct):
         self._untagged.clear()
         return name
 
-    def _tag_neuron_container(self, path: str, container: ecs.ContainerDefinition, environment: Any) -> None:
-        """Give a new Neuron container the model's tag; one it brings must be the model's (NEURON067)."""
+    def _stated_tag(self, path: str, environment: Any) -> str | None:
+        """The ``NEURON_PROCESS_TAG`` a new Neuron container brings, checked before it is added: it must be the
+        model's, and the other Neuron containers must carry it too (NEURON067)."""
         stated = (environment or {}).get(PROCESS_TAG_VARIABLE)
         if stated is None:
-            if self.model_name is None:
-                self._untagged.append(container)
-            else:
-                compliance.acknowledge_library_environment(self)
-                container.add_environment(PROCESS_TAG_VARIABLE, self.model_name)
-            return
+            return None
         if is_token(stated):
             raise rules.TOKEN_NOT_LITERAL.error(
                 path, f"environment {PROCESS_TAG_VARIABLE} is a CDK token", name=PROCESS_TAG_VARIABLE
@@ -313,7 +309,17 @@ class NeuronTaskDefinition(Construct):
                 f"{PROCESS_TAG_VARIABLE}={stated!r} here, but Neuron container "
                 f"{self._untagged[0].container_name!r} has none",
             )
-        self.model_name = stated
+        return str(stated)
+
+    def _tag_neuron_container(self, container: ecs.ContainerDefinition, stated: str | None) -> None:
+        """Give a new Neuron container the model's tag, or take the model's name from the one it brought."""
+        if stated is not None:
+            self.model_name = stated
+        elif self.model_name is None:
+            self._untagged.append(container)
+        else:
+            compliance.acknowledge_library_environment(self)
+            container.add_environment(PROCESS_TAG_VARIABLE, self.model_name)
 
     def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:
         """NEURON109 for the environment given here; variables added later are found in the template at synth."""
@@ -496,9 +502,10 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             raise rules.ONE_NEURON_CONTAINER.error(
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
             )
+        stated = self._stated_tag(path, options.get("environment"))
         container = self._add(id, image, dict(options))
         require_all_neuron_devices(self.task_definition, container)
-        self._tag_neuron_container(path, container, options.get("environment"))
+        self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
@@ -723,6 +730,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 )
             if index in self._mapped:
                 raise rules.DUPLICATE_DEVICE.error(path, f"device {index} is already mapped by {self._mapped[index]!r}")
+        stated = self._stated_tag(path, options.get("environment"))
         linux_parameters = _copy_linux_parameters(self, f"{id}LinuxParameters", options.get("linux_parameters"))
         linux_parameters.add_devices(
             *[
@@ -742,7 +750,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             {**options, "linux_parameters": linux_parameters, **({"environment": environment} if environment else {})},
         )
         self._mapped.update({i: id for i in chosen})
-        self._tag_neuron_container(path, container, environment)
+        self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._record_intent()
