@@ -517,6 +517,7 @@ def test_the_training_example_s_jobs_publish_neuron_metrics(templates: dict[str,
     assert environment["NEURON_MONITOR_EMF"] == publisher_source()
     assert json.loads(environment["NEURON_MONITOR_CONFIG"])["period"] == "60s"
     assert "JobQueueArn" in json.dumps(environment["NEURON_MONITOR_CLUSTER"])  # the job queue's name, from its ARN
+    assert environment["NEURON_PROCESS_TAG"].startswith("NeuronTrainingTrn1/")  # each job's metrics as a model's
 
 
 def test_training_example_tells_its_topic_of_failed_jobs_under_a_key_eventbridge_may_use(

@@ -22,7 +22,7 @@ from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import format_core_list
-from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT
+from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, PROCESS_TAG_VARIABLE
 from neuron_constructs.monitoring.daemons import neuron_monitor_config, program_source, publisher_source
 from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
 from neuron_constructs.training.storage import storage_environment
@@ -224,6 +224,7 @@ class NeuronTrainingJob(Construct):
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(storage_environment(queue.storage) if queue.storage else {}),
                 **(monitoring_environment(queue) if queue.monitoring else {}),
+                **({PROCESS_TAG_VARIABLE: inputs.check_model_name(path, path)} if queue.monitoring else {}),
                 **(preflight_environment(instance, chosen, environment or {}, preflight) if preflight else {}),
                 **({CHECKPOINT_VARIABLE: checkpoint} if checkpoint else {}),
                 **(environment or {}),
