@@ -481,6 +481,7 @@ def test_training_container_maps_every_device_with_memlock_and_the_efa_environme
         "FI_EFA_FORK_SAFE": "1",
         "NEURON_COMPILE_CACHE_URL": "/fsx/neuron-compile-cache",
         "NEURON_CHECKPOINT_DIR": "/fsx/data/checkpoints/pretrain",
+        "NEURON_PROCESS_TAG": "NeuronTrainingTrn1/Trn1/Pretrain",
     }
     assert container["Command"][-3:] == ["torchrun", "--nproc_per_node=32", "/fsx/data/train.py"]
     assert container["Image"].startswith("public.ecr.aws/neuron/pytorch-training-neuronx:")
