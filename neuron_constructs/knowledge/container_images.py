@@ -35,7 +35,7 @@ each digest of ``registry.k8s.io/node-problem-detector`` to its tags. For the Ne
 image no published source gives the digest of these tags, and no registry is reachable where this library is
 built: they keep ``digest=None`` (the tag alone) until one does. To run your own pins, pass
 ``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
-:class:`~neuron_constructs.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
+:class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
 ``problem_detector_image``.
 
 Plain Python, no AWS CDK: ``tests/test_container_images.py`` fails when any file of the repository names a

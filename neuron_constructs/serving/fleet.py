@@ -347,7 +347,7 @@ class FleetModel(Construct, ListenerTarget):
         """Scale the copies together on the model's NeuronCore utilization, tracking ``target_percent`` (default 70).
 
         Every copy tracks the model's ``NeuronCoreUtilization`` (dimensions ``ClusterName`` and ``Model`` =
-        :attr:`model_name`, the average over every copy's cores; see :meth:`NeuronService.scale_on_neuron_utilization`),
+        ``model_name``, the average over every copy's cores; see :meth:`NeuronService.scale_on_neuron_utilization`),
         between ``min_instances`` (default the model's ``instances``) and ``max_instances`` tasks each, with the
         cooldowns and bounds of :meth:`scale_on_requests`, whose scalable targets it shares (same counts; each called
         at most once, NEURON035). Returns the scalable targets, in copy order.

@@ -314,8 +314,8 @@ class NeuronService(Construct, ListenerTarget):
         the desired count) and ``max_count`` tasks.
 
         The metric is the model's own: ``NeuronCoreUtilization`` with dimensions ``ClusterName`` and ``Model``
-        (:attr:`model_name`) in the library's namespace, the 1-minute average over the NeuronCores its tasks hold,
-        which :class:`~neuron_constructs.monitoring.NeuronMonitoring` publishes from neuron-monitor (warning
+        (``model_name``) in the library's namespace, the 1-minute average over the NeuronCores its tasks hold,
+        which :class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring` publishes from neuron-monitor (warning
         NEURON114 when no monitoring of this app covers the capacity). It measures the chips' work, not requests,
         so a model whose cost per request varies with prompt length scales on what it costs. The cooldowns, the
         one-task-per-instance bound and the deployment-room rules are those of :meth:`scale_on_requests`, with which
