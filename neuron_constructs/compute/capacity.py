@@ -427,28 +427,42 @@ def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
     )
 
 
-def grant_ecs_agent(role: iam.Role, cluster_arn: str, *, pattern: bool = False) -> None:
+def grant_ecs_agent(
+    role: iam.Role, cluster_arn: str, *, pattern: bool = False, managed_instances: bool = False
+) -> None:
     """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it.
 
+    ``ecs:Poll`` (the channel that carries task credentials) and ``ecs:StartTelemetrySession`` act on container
+    instances, whose ARNs exist only once they register: they are granted on ``*`` under the condition that the
+    ``ecs:cluster`` of the request is ``cluster_arn``.
+
     ``pattern``: ``cluster_arn`` ends in ``*`` (a cluster named only once it exists, as AWS Batch names its clusters
-    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``."""
+    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``.
+
+    ``managed_instances``: the agent of an ECS Managed Instance, which calls what AWS's
+    ``AmazonECSInstanceRolePolicyForManagedInstances`` grants: it registers and reports task and attachment state
+    (that policy grants no deregistration and no container state change), and sends the instance's system logs
+    (``ecs:PutSystemLogEvents``, which acts on the cluster and on its container instances: granted on the cluster and
+    under the ``ecs:cluster`` condition)."""
+    if managed_instances:
+        reports = ["ecs:RegisterContainerInstance", "ecs:SubmitAttachmentStateChanges", "ecs:SubmitTaskStateChange"]
+        system_logs = ["ecs:PutSystemLogEvents"]
+    else:
+        reports = [
+            "ecs:RegisterContainerInstance",
+            "ecs:DeregisterContainerInstance",
+            "ecs:SubmitAttachmentStateChanges",
+            "ecs:SubmitContainerStateChange",
+            "ecs:SubmitTaskStateChange",
+        ]
+        system_logs = []
     role.add_to_policy(
-        iam.PolicyStatement(
-            sid="EcsAgentRegisterAndReport",
-            actions=[
-                "ecs:RegisterContainerInstance",
-                "ecs:DeregisterContainerInstance",
-                "ecs:SubmitAttachmentStateChanges",
-                "ecs:SubmitContainerStateChange",
-                "ecs:SubmitTaskStateChange",
-            ],
-            resources=[cluster_arn],
-        )
+        iam.PolicyStatement(sid="EcsAgentRegisterAndReport", actions=[*reports, *system_logs], resources=[cluster_arn])
     )
     role.add_to_policy(
         iam.PolicyStatement(
             sid="EcsAgentPoll",
-            actions=["ecs:Poll", "ecs:StartTelemetrySession"],
+            actions=["ecs:Poll", "ecs:StartTelemetrySession", *system_logs],
             resources=["*"],
             conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
         )
