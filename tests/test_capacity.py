@@ -94,8 +94,10 @@ def test_add_managed_instances_capacity_returns_the_capacity_with_its_parts(choi
     assert isinstance(capacity.capacity_provider, ecs.ManagedInstancesCapacityProvider)
     assert capacity.security_group is capacity.security_groups[0]
     assert capacity.infrastructure_role.node.path == "Reserved/C/Mi/Provider/ProviderRole"
-    assert capacity.role.node.path == "Reserved/C/Mi/Provider/InstanceRole"
-    assert capacity.instance_profile.node.path == "Reserved/C/Mi/Provider/InstanceProfile"
+    assert isinstance(capacity.role, iam.Role)
+    assert capacity.role.node.path == "Reserved/C/Mi/InstanceRole"
+    assert capacity.instance_profile.node.path == "Reserved/C/Mi/InstanceProfile"
+    assert capacity.capacity_provider.ec2_instance_profile is capacity.instance_profile
 
 
 def test_spot_requests_spot_rebalances_and_drains(choices: dict[str, Any]) -> None:

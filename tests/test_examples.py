@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from typing import Any
@@ -348,17 +349,103 @@ def test_containers_cannot_reach_instance_metadata(stack: str, templates: dict[s
 def test_instance_roles_hold_only_the_ecs_agent_calls(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     template = templates[stack]
     instance_roles = _roles_trusting(template, "ec2.amazonaws.com")
-    asg_roles = [
-        k for k in instance_roles if "InstanceRole" in k and "ecsInstanceRole" not in json.dumps(instance_roles[k])
-    ]
-    assert asg_roles or stack == "NeuronInferenceManaged"
-    for role_id in asg_roles:
-        assert "ManagedPolicyArns" not in instance_roles[role_id]["Properties"]
+    assert instance_roles
+    for role_id, role in instance_roles.items():
+        assert "ManagedPolicyArns" not in role["Properties"] and "Policies" not in role["Properties"]
+        assert _statements(template, role_id)
         for statement in _statements(template, role_id):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             assert all(a.startswith("ecs:") for a in actions), actions  # no logs:*, no ecr:*
             if statement["Resource"] == "*":
                 assert actions == ["ecs:DiscoverPollEndpoint"] or "ecs:cluster" in json.dumps(statement["Condition"])
+
+
+def _inline_statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for policy in role["Properties"].get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+
+
+def _every_statement(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement of the template's policies, managed policies and roles' inline policies."""
+    documents = [
+        p["Properties"]["PolicyDocument"]
+        for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        for p in resources(template, kind).values()
+    ]
+    inline = [s for role in resources(template, "AWS::IAM::Role").values() for s in _inline_statements(role)]
+    return [s for d in documents for s in d["Statement"]] + inline
+
+
+def _polls(statement: dict[str, Any]) -> bool:
+    """Whether ``statement`` allows ecs:Poll or ecs:StartTelemetrySession (by name or by wildcard)."""
+    actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+    return statement["Effect"] == "Allow" and any(
+        fnmatch.fnmatchcase(call, action) for call in ("ecs:Poll", "ecs:StartTelemetrySession") for action in actions
+    )
+
+
+def _managed_instances_role(template: dict[str, Any]) -> str:
+    """The logical id of the role in the instance profile of the template's one Managed Instances provider."""
+    (provider,) = [
+        p["Properties"]["ManagedInstancesProvider"]
+        for p in resources(template, "AWS::ECS::CapacityProvider").values()
+        if "ManagedInstancesProvider" in p["Properties"]
+    ]
+    (profile_id, _) = provider["InstanceLaunchTemplate"]["Ec2InstanceProfileArn"]["Fn::GetAtt"]
+    (role,) = template["Resources"][profile_id]["Properties"]["Roles"]
+    return role["Ref"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_ecs_agent_polls_only_its_own_cluster(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    """ecs:Poll carries task credentials: every statement that allows it (or ecs:StartTelemetrySession), in policies
+    and in roles' inline policies, holds the caller to the stack's cluster - on Managed Instances capacity too."""
+    template = templates[stack]
+    instance_roles = _roles_trusting(template, "ec2.amazonaws.com")
+    if stack in ("NeuronInferenceManaged", "NeuronMixedCluster"):
+        assert _managed_instances_role(template) in instance_roles
+    for role_id, role in instance_roles.items():
+        assert any(_polls(s) for s in [*_statements(template, role_id), *_inline_statements(role)]), role_id
+    polling = [s for s in _every_statement(template) if _polls(s)]
+    if stack == "NeuronTrainingTrn1":  # AWS Batch names the cluster it makes AWSBatch-<compute environment>-<uuid>
+        (environment_id,) = resources(template, "AWS::Batch::ComputeEnvironment")
+        for statement in polling:
+            assert list(statement.get("Condition", {})) == ["ArnLike"], statement
+            ((key, cluster),) = statement["Condition"]["ArnLike"].items()
+            assert key == "ecs:cluster"
+            assert ":cluster/AWSBatch-" in json.dumps(cluster) and environment_id in json.dumps(cluster)
+        return
+    (cluster_id,) = resources(template, "AWS::ECS::Cluster")
+    for statement in polling:
+        assert statement.get("Condition") == {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster_id, "Arn"]}}}
+
+
+@pytest.mark.parametrize("stack", ["NeuronInferenceManaged", "NeuronMixedCluster"])
+def test_managed_instances_infrastructure_role_may_pass_the_instance_role(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    """AmazonECSInfrastructureRolePolicyForManagedInstances lets ECS pass only roles named ecsInstanceRole*; the
+    instance role's name is generated, so the infrastructure role may pass it by a grant in place before the
+    provider."""
+    template = templates[stack]
+    role_id = _managed_instances_role(template)
+    assert "RoleName" not in template["Resources"][role_id]["Properties"]
+    (provider,) = [
+        p
+        for p in resources(template, "AWS::ECS::CapacityProvider").values()
+        if "ManagedInstancesProvider" in p["Properties"]
+    ]
+    (infrastructure_role_id, _) = provider["Properties"]["ManagedInstancesProvider"]["InfrastructureRoleArn"][
+        "Fn::GetAtt"
+    ]
+    ((policy_id, policy),) = [
+        (k, p)
+        for k, p in resources(template, "AWS::IAM::Policy").items()
+        if p["Properties"]["Roles"] == [{"Ref": infrastructure_role_id}]
+    ]
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {"Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [role_id, "Arn"]}}
+    ]
+    assert policy_id in provider["DependsOn"]
 
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)

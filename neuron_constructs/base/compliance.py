@@ -34,7 +34,6 @@ __all__ = [
 _PACK = "AwsSolutions::AwsSolutions"
 _ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
 """``Validations.ACKNOWLEDGED_RULES_METADATA_KEY`` (a test keeps the two equal)."""
-_CONTAINER_INSTANCES = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:container-instance/*"
 
 
 def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
@@ -63,20 +62,21 @@ def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
     )
 
 
-def acknowledge_managed_instances_capacity(provider: IConstruct) -> None:
-    """The roles aws-cdk-lib's ``ManagedInstancesCapacityProvider`` creates."""
+def acknowledge_managed_instances_capacity(capacity: IConstruct) -> None:
+    """The infrastructure role aws-cdk-lib's ``ManagedInstancesCapacityProvider`` creates, and the ECS agent policy
+    of the capacity's instance role."""
     infrastructure_policy = "arn:<AWS::Partition>:iam::aws:policy/AmazonECSInfrastructureRolePolicyForManagedInstances"
     _acknowledge(
-        provider,
+        capacity,
         {
             f"IAM4[Policy::{infrastructure_policy}]": (
                 "ECS Managed Instances require this AWS managed policy on the infrastructure role; ECS keeps it "
                 "current as the service adds the EC2 actions it needs to launch and drain instances."
             ),
-            "IAM5[Resource::*]": "Instance role: ecs:DiscoverPollEndpoint supports no resource-level permissions.",
-            f"IAM5[Resource::{_CONTAINER_INSTANCES}]": (
-                "Instance role: ecs:Poll, StartTelemetrySession and PutSystemLogEvents act on container "
-                "instances whose ARNs exist only after the instances register; scoped to this account and region."
+            "IAM5[Resource::*]": (
+                "ECS agent on a Managed Instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, "
+                "and ecs:Poll, ecs:StartTelemetrySession and ecs:PutSystemLogEvents act on container instances that "
+                "exist only after they register; the ecs:cluster condition holds those three to this cluster."
             ),
         },
     )

@@ -133,6 +133,14 @@ class ManagedInstancesCapacity(Construct):
     catalog types both selectors admit. Managed Instances bring an AMI with the Neuron driver; no
     AMI is set. Built by :meth:`NeuronCluster.add_managed_instances_capacity`.
 
+    The instance role holds what the ECS agent on a Managed Instance calls (AWS's
+    ``AmazonECSInstanceRolePolicyForManagedInstances``), held to this cluster: register with it, report task and
+    attachment state to it, send system logs to it, poll it and start telemetry sessions on its container instances
+    (condition ``ecs:cluster``), discover the endpoint. aws-cdk-lib's default role would poll container instances
+    of any cluster in the account and Region. The infrastructure role may pass the role to EC2 by a grant of its
+    own (the AWS managed policy lets ECS pass only roles named ``ecsInstanceRole*``). Grant the instances more
+    through ``role``.
+
     Parameters are those of :meth:`NeuronCluster.add_managed_instances_capacity`, plus ``cluster``
     (the ECS cluster, which registers the capacity provider), ``subnets`` (the subnets the cluster selected)
     and ``public_subnets`` (whether any of them is public, for NEURON108; default: worked out from the VPC).
@@ -146,11 +154,11 @@ class ManagedInstancesCapacity(Construct):
     security_groups
         Every security group the instances get.
     role
-        The instances' IAM role (ECS agent calls), from ``instance_profile``.
+        The instances' IAM role (the ECS agent's calls), in ``instance_profile``.
     instance_profile
         The instances' ``iam.IInstanceProfile``.
     infrastructure_role
-        The role ECS uses to launch and drain the instances.
+        The role ECS uses to launch and drain the instances; it may pass ``role`` to EC2.
     instance_types
         The catalog types it may launch.
     capacity_reservation
@@ -213,9 +221,18 @@ class ManagedInstancesCapacity(Construct):
         self.security_group: ec2.ISecurityGroup = self.security_groups[0]
         smallest_vcpus = min(t.vcpus for t in self.instance_types)
         smallest_memory = min(t.memory_gib for t in self.instance_types)
+        self.role: iam.Role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"ECS Managed Instances of {construct_path(cluster)}",
+        )
+        grant_ecs_agent(self.role, cluster.cluster_arn, managed_instances=True)
+        self.instance_profile: iam.IInstanceProfile = iam.InstanceProfile(self, "InstanceProfile", role=self.role)
         self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
             self,
             "Provider",
+            ec2_instance_profile=self.instance_profile,
             subnets=list(subnets),
             security_groups=self.security_groups,
             capacity_option_type=capacity_option_type,
@@ -231,17 +248,19 @@ class ManagedInstancesCapacity(Construct):
             ),
         )
         self.infrastructure_role: iam.IRole = self.capacity_provider.infrastructure_role
-        self.instance_profile: iam.IInstanceProfile = self.capacity_provider.ec2_instance_profile
-        role = self.instance_profile.role
-        assert role is not None  # aws-cdk-lib's default profile always has its role
-        self.role: iam.IRole = role
+        resource = self.capacity_provider.node.default_child
+        assert resource is not None  # the CfnCapacityProvider
+        # AmazonECSInfrastructureRolePolicyForManagedInstances lets ECS pass only roles named ecsInstanceRole*: ECS
+        # may pass this one by this grant, in place before the provider exists, as the agent's calls are.
+        self.role.grant_pass_role(self.infrastructure_role).apply_before(resource)
+        resource.node.add_dependency(self.role)
         if capacity_reservation is not None:
             reserve_managed_instances_capacity(
                 self.capacity_provider,
                 group_arn=capacity_reservation.target,
                 fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
             )
-        compliance.acknowledge_managed_instances_capacity(self.capacity_provider)
+        compliance.acknowledge_managed_instances_capacity(self)
 
 
 class AutoScalingCapacity(Construct):
@@ -433,28 +452,42 @@ def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
     )
 
 
-def grant_ecs_agent(role: iam.Role, cluster_arn: str, *, pattern: bool = False) -> None:
+def grant_ecs_agent(
+    role: iam.Role, cluster_arn: str, *, pattern: bool = False, managed_instances: bool = False
+) -> None:
     """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it.
 
+    ``ecs:Poll`` (the channel that carries task credentials) and ``ecs:StartTelemetrySession`` act on container
+    instances, whose ARNs exist only once they register: they are granted on ``*`` under the condition that the
+    ``ecs:cluster`` of the request is ``cluster_arn``.
+
     ``pattern``: ``cluster_arn`` ends in ``*`` (a cluster named only once it exists, as AWS Batch names its clusters
-    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``."""
+    ``AWSBatch-<compute environment>-<uuid>``), matched with ``ArnLike`` rather than ``ArnEquals``.
+
+    ``managed_instances``: the agent of an ECS Managed Instance, which calls what AWS's
+    ``AmazonECSInstanceRolePolicyForManagedInstances`` grants: it registers and reports task and attachment state
+    (that policy grants no deregistration and no container state change), and sends the instance's system logs
+    (``ecs:PutSystemLogEvents``, which acts on the cluster and on its container instances: granted on the cluster and
+    under the ``ecs:cluster`` condition)."""
+    if managed_instances:
+        reports = ["ecs:RegisterContainerInstance", "ecs:SubmitAttachmentStateChanges", "ecs:SubmitTaskStateChange"]
+        system_logs = ["ecs:PutSystemLogEvents"]
+    else:
+        reports = [
+            "ecs:RegisterContainerInstance",
+            "ecs:DeregisterContainerInstance",
+            "ecs:SubmitAttachmentStateChanges",
+            "ecs:SubmitContainerStateChange",
+            "ecs:SubmitTaskStateChange",
+        ]
+        system_logs = []
     role.add_to_policy(
-        iam.PolicyStatement(
-            sid="EcsAgentRegisterAndReport",
-            actions=[
-                "ecs:RegisterContainerInstance",
-                "ecs:DeregisterContainerInstance",
-                "ecs:SubmitAttachmentStateChanges",
-                "ecs:SubmitContainerStateChange",
-                "ecs:SubmitTaskStateChange",
-            ],
-            resources=[cluster_arn],
-        )
+        iam.PolicyStatement(sid="EcsAgentRegisterAndReport", actions=[*reports, *system_logs], resources=[cluster_arn])
     )
     role.add_to_policy(
         iam.PolicyStatement(
             sid="EcsAgentPoll",
-            actions=["ecs:Poll", "ecs:StartTelemetrySession"],
+            actions=["ecs:Poll", "ecs:StartTelemetrySession", *system_logs],
             resources=["*"],
             conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
         )
