@@ -65,6 +65,17 @@ def test_readme_compliance_table_is_what_cdk_nag_reports(validation_report: dict
     assert rewrite_compliance(text, validation_report) == text, "run `make compliance-report`"
 
 
+def test_readme_s_nist_counts_are_what_cdk_nag_reports(validation_report: dict[str, Any]) -> None:
+    """The README's count of open NIST 800-53 findings and rules is this synthesis' (checkov's count needs checkov,
+    which only ``make compliance-report`` installs; that report rewrites both)."""
+    from compliance_report import NIST_PACK, counts
+
+    found, _ = counts(validation_report, NIST_PACK)
+    said = re.search(r"NIST 800-53 rev 5 pack reports (\d+) findings \((\d+) rules\)", README.read_text())
+    assert said, "the README states the NIST counts"
+    assert (int(said.group(1)), int(said.group(2))) == (found.total(), len(found)), "run `make compliance-report`"
+
+
 def test_security_claims_name_tests_that_exist() -> None:
     section = docs_page("security.md").split("## The claims", 1)[1].split("\n## ", 1)[0]
     named = re.findall(r"`((?:tests/\w+\.py::)?test_\w+)`", section)
