@@ -63,9 +63,9 @@ OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-ELBv2ACMCertificateRequired": "as for HTTPS redirection: a certificate is yours to give",
     "NIST.800.53.R5-S3BucketLoggingEnabled": (
         "the load balancer's access-log bucket (logging access to it would need a second bucket, which would need "
-        "a third), the compile cache (graphs the compiler re-creates; CloudTrail records the task roles' calls) and "
-        "the training datasets (nodes reach them only through FSx for Lustre); AwsSolutions-S1 is acknowledged "
-        "with the same reasons"
+        "a third), the compile cache (graphs the compiler re-creates; CloudTrail data events, where turned on, "
+        "record the task roles' object calls) and the training datasets (nodes reach them only through FSx for "
+        "Lustre); AwsSolutions-S1 is acknowledged with the same reasons"
     ),
     "NIST.800.53.R5-S3BucketReplicationEnabled": (
         "access logs, compiled graphs and training datasets are kept next to what uses them; replicating them to "

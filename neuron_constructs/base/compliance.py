@@ -148,7 +148,8 @@ def acknowledge_cache_bucket(bucket: IConstruct) -> None:
         {
             "S1": (
                 "The bucket holds compiled Neuron graphs that tasks re-create by compiling again; only task roles "
-                "granted its one prefix read and write it, and their calls are in CloudTrail."
+                "granted its one prefix read and write it; CloudTrail data events, where the account turns them on, "
+                "record those object calls."
             ),
         },
     )
@@ -161,8 +162,9 @@ def acknowledge_dataset_bucket(bucket: IConstruct) -> None:
         {
             "S1": (
                 "Training nodes never call S3: they read datasets and write checkpoints through FSx for Lustre, "
-                "whose data repository association imports and exports the objects; S3 calls on the bucket are "
-                "in CloudTrail, and the bucket is versioned, so no second bucket for access logs is kept."
+                "whose data repository association imports and exports the objects; CloudTrail data events, where "
+                "the account turns them on, record the object calls, and the bucket is versioned, so no second "
+                "bucket for access logs is kept."
             ),
         },
     )
