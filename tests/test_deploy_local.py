@@ -404,9 +404,16 @@ def _check_scalable_target(template: dict[str, Any], properties: dict[str, Any])
 
 
 def _check_scaling_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
-    # As above: request scaling, out after a minute, in after the 30-minute start-up allowance.
+    # As above: request scaling or the model's NeuronCore utilization (70 %), out after a minute, in after the
+    # 30-minute start-up allowance.
     configuration = properties["TargetTrackingScalingPolicyConfiguration"]
-    assert configuration["PredefinedMetricSpecification"]["PredefinedMetricType"] == "ALBRequestCountPerTarget"
+    if "CustomizedMetricSpecification" in configuration:
+        metric = configuration["CustomizedMetricSpecification"]
+        assert (metric["Namespace"], metric["MetricName"]) == ("NeuronConstructs/Neuron", "NeuronCoreUtilization")
+        assert {d["Name"] for d in metric["Dimensions"]} == {"ClusterName", "Model"}
+        assert configuration["TargetValue"] == 70
+    else:
+        assert configuration["PredefinedMetricSpecification"]["PredefinedMetricType"] == "ALBRequestCountPerTarget"
     assert (configuration["ScaleOutCooldown"], configuration["ScaleInCooldown"]) == (60, 1800)
     assert properties["ScalingTargetId"]["Ref"] in resources(template, "AWS::ApplicationAutoScaling::ScalableTarget")
 
