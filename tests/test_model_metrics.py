@@ -258,3 +258,15 @@ def test_a_neuron_container_added_after_the_service_is_tagged_too_and_a_differen
         c["Name"]: _environment(c).get(PROCESS_TAG_VARIABLE) for c in definition["Properties"]["ContainerDefinitions"]
     }
     assert tags == {"first": "llama", "second": "llama"}
+
+
+def test_monitoring_made_after_the_scaling_still_silences_the_warning() -> None:
+    """NEURON114 is decided at synth: a NeuronMonitoring made later in the app covers the capacity too."""
+    app = App(analytics_reporting=False)
+    platform, cluster, _ = _platform(app, monitored=False)
+    model, service = _model(app, cluster)
+    service.scale_on_neuron_utilization(max_count=2)
+    NeuronMonitoring(platform, "LateMonitoring", cluster=cluster, recovery=False)
+    app.synth()
+    found = Annotations.from_stack(model).find_warning("*", Match.string_like_regexp(rules.UNMONITORED_SCALING.id))
+    assert found == []
