@@ -96,6 +96,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (uses_examples(item) or group(item) in late_groups, group(item) is None))
 
 
+class _SearchPaths(list[str]):
+    """A loader's search paths that keep one copy of each: boto3 appends its data path for every session it makes."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_botocore_loader() -> Any:
+    """Every botocore session of the test process reads its service models and endpoint data through one loader.
+
+    Each ``neuron-ecs`` call makes a session, and each session would read the same JSON files from disk again (a
+    tenth of a second per client); the data never changes within a process, so the tests share what was read. A
+    session given its own ``AWS_DATA_PATH`` still gets a loader of its own."""
+    import botocore.loaders
+    import botocore.session
+
+    original = botocore.session.create_loader
+    shared = original()
+    shared._search_paths = _SearchPaths(shared.search_paths)
+
+    def create_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+        return shared if search_path_string is None else original(search_path_string)
+
+    botocore.session.create_loader = create_loader  # type: ignore[assignment]
+    yield shared
+    botocore.session.create_loader = original
+
+
 @pytest.fixture(scope="session")
 def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe
