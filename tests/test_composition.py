@@ -252,8 +252,10 @@ CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6a7b
 def test_with_a_certificate_the_team_s_load_balancer_serves_https_only() -> None:
     """``-c certificateArn=...``: the platform's listener is HTTPS on 443 with the TLS 1.3 policy and that certificate,
     its clients reach 443 only, and the workloads' listener rules attach to it unchanged."""
-    app = App(analytics_reporting=False, context={**TEAM_CONTEXT, "certificateArn": CERTIFICATE})
-    team.build_app(app, split=team.SPLITS[0], certificate_arn=app.node.try_get_context("certificateArn"))
+    app = App(analytics_reporting=False, context=TEAM_CONTEXT)
+    platform_stack, llm_stack = Stack(app, "Platform"), Stack(app, "LlmService")
+    platform_ = team.Platform(platform_stack, "Platform", certificate_arn=CERTIFICATE)
+    team.LlmService(llm_stack, "LlmService", platform=platform_)
     assembly = app.synth()
     platform = assembly.get_stack_by_name("Platform").template
     (listener,) = resources(platform, "AWS::ElasticLoadBalancingV2::Listener").values()
