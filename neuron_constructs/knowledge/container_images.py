@@ -33,7 +33,8 @@ and the model-artifact sync, root or privileged on every Neuron host) are refere
 digest cannot. :data:`NODE_PROBLEM_DETECTOR` is pinned from the Kubernetes image promoter's manifest, which maps
 each digest of ``registry.k8s.io/node-problem-detector`` to its tags. For the Neuron team's images and the AWS CLI
 image no published source gives the digest of these tags, and no registry is reachable where this library is
-built: they keep ``digest=None`` (the tag alone) until one does. To run your own pins, pass
+built: they keep ``digest=None`` (the tag alone) until one does; ``neuron-ecs digests`` asks the registries and
+prints the digest to pin each with. To run your own pins, pass
 ``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
 :class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
 ``problem_detector_image``.

@@ -469,6 +469,30 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
     return None
 
 
+# --- digests -------------------------------------------------------------------------------------
+
+
+def _digests(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.digests import DigestLookupError, check_library_images
+
+    try:
+        found = check_library_images(endpoint_url=args.endpoint_url)
+    except DigestLookupError as error:
+        args.stderr.write(f"neuron-ecs digests: {error}\n")
+        return EXIT_AWS_ERROR
+    if args.json:
+        _print_json({"images": [d.to_json() for d in found]}, out)
+    else:
+        out.table(
+            ("IMAGE", "REFERENCE", "REGISTRY DIGEST", "STATUS"),
+            ((d.name, d.uri, d.registry, d.status) for d in found),
+        )
+        for d in found:
+            if d.status == "tag moved":
+                out.line(f"{d.name}: pinned to {d.pinned}, but {d.uri} is now {d.registry}")
+    return EXIT_CONFLICT if any(d.status == "tag moved" for d in found) else EXIT_OK
+
+
 # --- entry point ---------------------------------------------------------------------------------
 
 
@@ -477,8 +501,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="neuron-ecs",
         description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
         "and which task holds which Neuron device.",
-        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan) or a lint "
-        "error, 2 usage error, 1 AWS error.",
+        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan), a lint "
+        "error or a pinned image whose tag moved (digests), 2 usage error, 1 AWS or registry error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -530,6 +554,16 @@ def _parser() -> argparse.ArgumentParser:
         "templates", nargs="+", metavar="TEMPLATE", help="template files or directories (cdk.out), planned as one app"
     )
     plan.add_argument("--json", action="store_true", help="print the planned instances as JSON")
+
+    digests = commands.add_parser(
+        "digests",
+        help="ask each image's registry for the digest of the tag the library runs: pinned ones must match, "
+        "unpinned ones get the digest to pin",
+    )
+    digests.add_argument(
+        "--endpoint-url", type=_endpoint_url, help="ask this registry instead of each image's own (a mirror)"
+    )
+    digests.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -563,6 +597,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "inspect": _inspect,
     "lint": _lint,
     "plan": _plan,
+    "digests": _digests,
 }
 
 

@@ -1,0 +1,180 @@
+"""``neuron-ecs digests``: each registry asked as a container runtime asks it, against a registry on 127.0.0.1 that
+answers as the OCI distribution API and the Docker token specification do (a bearer challenge, an anonymous token,
+the digest in ``Docker-Content-Digest``)."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from neuron_constructs.knowledge.container_images import LIBRARY_IMAGES, NODE_PROBLEM_DETECTOR
+from neuron_constructs.tools.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, main
+from neuron_constructs.tools.digests import MANIFEST_MEDIA_TYPES, DigestLookupError, manifest_url, registry_digest
+
+TOKEN = "anonymous-pull-token"
+
+
+def _digest(n: int) -> str:
+    return f"sha256:{n:064x}"
+
+
+class _Registry:
+    """A registry that holds ``manifests`` (``/v2/<name>/manifests/<tag>`` path -> digest) behind a bearer challenge,
+    and records what it was asked."""
+
+    def __init__(self, manifests: dict[str, str], *, token_body: bytes | None = None) -> None:
+        self.manifests = manifests
+        self.asked: list[tuple[str, str, dict[str, str]]] = []
+        registry = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # the token realm
+                registry.asked.append(("GET", self.path, dict(self.headers)))
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                body = token_body if token_body is not None else json.dumps({"token": TOKEN}).encode()
+                if not self.path.startswith("/token") or not query.get("scope", [""])[0].endswith(":pull"):
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_HEAD(self) -> None:  # a manifest
+                registry.asked.append(("HEAD", self.path, dict(self.headers)))
+                name = self.path.removeprefix("/v2/").rsplit("/manifests/", 1)[0]
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    self.send_response(401)
+                    self.send_header(
+                        "WWW-Authenticate",
+                        f'Bearer realm="{registry.url}/token",service="test-registry",scope="repository:{name}:pull"',
+                    )
+                    self.end_headers()
+                    return
+                digest = registry.manifests.get(self.path)
+                self.send_response(200 if digest else 404)
+                if digest:
+                    self.send_header("Docker-Content-Digest", digest)
+                    self.send_header("Content-Type", MANIFEST_MEDIA_TYPES[0])
+                self.end_headers()
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _paths(registry_url: str) -> dict[str, str]:
+    """Each library image's manifest path on a registry at ``registry_url``."""
+    return {
+        name: urllib.parse.urlsplit(manifest_url(image, registry_url)).path for name, image in LIBRARY_IMAGES.items()
+    }
+
+
+@pytest.fixture
+def registry() -> Iterator[_Registry]:
+    served = _Registry({})
+    yield served
+    served.close()
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_the_manifest_url_is_the_registry_s_v2_path_of_the_tag() -> None:
+    assert manifest_url(NODE_PROBLEM_DETECTOR) == (
+        "https://registry.k8s.io/v2/node-problem-detector/node-problem-detector/manifests/v0.8.20"
+    )
+    assert manifest_url(LIBRARY_IMAGES["PYTORCH_INFERENCE"], "http://127.0.0.1:5000/") == (
+        "http://127.0.0.1:5000/v2/neuron/pytorch-inference-neuronx/manifests/2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+    )
+
+
+def test_a_challenge_is_met_with_an_anonymous_token_and_the_digest_read_from_the_header(registry: _Registry) -> None:
+    paths = _paths(registry.url)
+    registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(7)}
+    assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == _digest(7)
+    (first, token, second) = registry.asked
+    assert first[0] == "HEAD" and "Authorization" not in first[2]
+    assert token[0] == "GET" and "scope=repository%3Anode-problem-detector%2Fnode-problem-detector%3Apull" in token[1]
+    assert second[2]["Authorization"] == f"Bearer {TOKEN}"
+    assert second[2]["Accept"].split(", ") == list(MANIFEST_MEDIA_TYPES)  # an index first, as a runtime asks
+
+
+def test_digests_says_which_pins_match_and_gives_the_digest_to_pin_the_others(registry: _Registry) -> None:
+    paths = _paths(registry.url)
+    registry.manifests = {path: _digest(n) for n, path in enumerate(paths.values(), start=1)}
+    registry.manifests[paths["NODE_PROBLEM_DETECTOR"]] = str(NODE_PROBLEM_DETECTOR.digest)
+    status, out, err = _run("digests", "--endpoint-url", registry.url, "--json")
+    assert (status, err) == (EXIT_OK, "")
+    found = {d["name"]: d for d in json.loads(out)["images"]}
+    assert set(found) == set(LIBRARY_IMAGES)
+    assert found["NODE_PROBLEM_DETECTOR"]["status"] == "matches"
+    assert found["PYTORCH_INFERENCE"] == {
+        "name": "PYTORCH_INFERENCE",
+        "uri": LIBRARY_IMAGES["PYTORCH_INFERENCE"].uri,
+        "pinned": None,
+        "registry": registry.manifests[paths["PYTORCH_INFERENCE"]],
+        "status": "not pinned",
+    }
+
+
+def test_a_pinned_tag_that_now_names_other_bytes_exits_3_and_says_so(registry: _Registry) -> None:
+    paths = _paths(registry.url)
+    registry.manifests = {path: _digest(n) for n, path in enumerate(paths.values(), start=1)}
+    status, out, _ = _run("digests", "--endpoint-url", registry.url)
+    assert status == EXIT_CONFLICT
+    moved = registry.manifests[paths["NODE_PROBLEM_DETECTOR"]]
+    assert (
+        f"NODE_PROBLEM_DETECTOR: pinned to {NODE_PROBLEM_DETECTOR.digest}, but {NODE_PROBLEM_DETECTOR.uri} is now "
+        in out
+    )
+    assert moved in out and "tag moved" in out
+
+
+@pytest.mark.parametrize(
+    ("token_body", "problem"),
+    [
+        (b"<html>login</html>", "is not JSON"),
+        (b'{"expires_in": 300}', "holds no token"),
+        (b"x" * (64 * 1024 + 1), "longer than 65,536 bytes"),
+    ],
+)
+def test_a_token_answer_that_is_not_one_is_a_sentence(token_body: bytes, problem: str) -> None:
+    served = _Registry({}, token_body=token_body)
+    try:
+        with pytest.raises(DigestLookupError, match=problem):
+            registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=served.url)
+    finally:
+        served.close()
+
+
+def test_an_unknown_tag_or_no_registry_is_exit_1_with_a_sentence_and_no_traceback(registry: _Registry) -> None:
+    started = time.monotonic()
+    status, out, err = _run("digests", "--endpoint-url", registry.url)  # the registry holds none of the tags
+    assert (status, out) == (EXIT_AWS_ERROR, "")
+    assert err.startswith("neuron-ecs digests: ") and "answered no such tag or repository" in err
+    assert "Traceback" not in err
+    registry.close()
+    status, _, err = _run("digests", "--endpoint-url", registry.url)  # nothing listens there now
+    assert status == EXIT_AWS_ERROR and "could not be reached" in err and "Traceback" not in err
+    assert time.monotonic() - started < 10
