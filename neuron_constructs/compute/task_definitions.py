@@ -281,8 +281,7 @@ class NeuronTaskDefinition(Construct):
                 )
             return self.model_name
         self.model_name = inputs.check_model_name(path, name)
-        if self._untagged:
-            compliance.acknowledge_library_environment(self)
+        compliance.acknowledge_library_environment(self)  # the library tags every Neuron container from now on
         for container in self._untagged:
             container.add_environment(PROCESS_TAG_VARIABLE, name)
         self._untagged.clear()
@@ -318,7 +317,6 @@ class NeuronTaskDefinition(Construct):
         elif self.model_name is None:
             self._untagged.append(container)
         else:
-            compliance.acknowledge_library_environment(self)
             container.add_environment(PROCESS_TAG_VARIABLE, self.model_name)
 
     def _warn_about_secrets(self, path: str, environment: Mapping[str, str]) -> None:

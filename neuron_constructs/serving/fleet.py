@@ -56,7 +56,7 @@ from neuron_constructs.serving.listeners import (
     TargetGroup,
     request_target_group,
 )
-from neuron_constructs.serving.services import NeuronService, capacity_for, model_utilization_metric
+from neuron_constructs.serving.services import NeuronService, capacity_for
 
 __all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
 
@@ -269,7 +269,6 @@ class FleetModel(Construct, ListenerTarget):
         self.copy_services: list[NeuronService] = []
         self.target_groups: list[TargetGroup] = []
         self.deploys_in_waves = self.copies > 1
-        self._scaled = False
         self._scaling_bounds: tuple[int, int] = (0, 0)
         self._scaling_methods: list[str] = []
         self._targets: list[ecs.ScalableTaskCount] = []
@@ -355,22 +354,14 @@ class FleetModel(Construct, ListenerTarget):
         minimum = self.instances if min_instances is None else min_instances
         targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_instances)
         for copy, target in zip(self.copy_services, targets, strict=True):
-            if not self.capacity.monitored:
-                copy.warn_if_unmonitored()
-            target.scale_to_track_custom_metric(
-                "NeuronCoreUtilization",
-                metric=model_utilization_metric(copy.cluster.cluster.cluster_name, self.model_name),
-                target_value=target_percent,
-                scale_out_cooldown=scale_out_cooldown,
-                scale_in_cooldown=scale_in_cooldown,
-            )
+            copy.track_neuron_utilization(target, target_percent, scale_out_cooldown, scale_in_cooldown)
         return targets
 
     def _scalable_targets(self, method: str, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
         """Every copy's scalable target: made by the first scaling method, shared by the other when it asks for the
         same counts (NEURON035)."""
         path = construct_path(self)
-        if not self._scaled:
+        if not self._targets:
             targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
             self._scaling_methods = [method]
             return targets
@@ -410,7 +401,7 @@ class FleetModel(Construct, ListenerTarget):
         lets ECS stop one task: one the library chose is lowered to fit (scaling to one instance deploys with 0 %),
         one you passed is refused where it leaves no room (NEURON040).
         """
-        if self._scaled:
+        if self._targets:
             raise rules.SECOND_SCALING_TARGET.error(
                 construct_path(self), f"auto_scale: {self._scaling_methods[0]} already made the scalable targets"
             )
@@ -439,7 +430,6 @@ class FleetModel(Construct, ListenerTarget):
             maximum_fixed=True,
             minimum_set_by=self._passed_to(),
         )
-        self._scaled = True
         self._scaling_bounds = (min_instances, max_instances)
         self._scaling_methods = ["auto_scale"]
         targets = []

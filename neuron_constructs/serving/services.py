@@ -323,8 +323,20 @@ class NeuronService(Construct, ListenerTarget):
         in only when both allow it. Returns the scalable target.
         """
         scaling = self._scalable_target("scale_on_neuron_utilization", min_count, max_count)
+        self.track_neuron_utilization(scaling, target_percent, scale_out_cooldown, scale_in_cooldown)
+        return scaling
+
+    def track_neuron_utilization(
+        self,
+        scaling: ecs.ScalableTaskCount,
+        target_percent: int,
+        scale_out_cooldown: Duration,
+        scale_in_cooldown: Duration,
+    ) -> None:
+        """Add the target-tracking policy on this model's NeuronCore utilization to ``scaling`` (NEURON114 at synth
+        when no monitoring of the app covers the capacity)."""
         if not self.capacity.monitored:
-            self.warn_if_unmonitored()
+            Aspects.of(self).add(_WarnIfUnmonitored(self), priority=AspectPriority.READONLY)
         scaling.scale_to_track_custom_metric(
             "NeuronCoreUtilization",
             metric=model_utilization_metric(self.cluster.cluster.cluster_name, self.model_name),
@@ -332,7 +344,6 @@ class NeuronService(Construct, ListenerTarget):
             scale_out_cooldown=scale_out_cooldown,
             scale_in_cooldown=scale_in_cooldown,
         )
-        return scaling
 
     @property
     def scalable_target(self) -> ecs.ScalableTaskCount | None:
@@ -346,10 +357,6 @@ class NeuronService(Construct, ListenerTarget):
             raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "the service already has its scalable target")
         self._scaling = self.service.auto_scale_task_count(min_capacity=min_count, max_capacity=max_count)
         return self._scaling
-
-    def warn_if_unmonitored(self) -> None:
-        """NEURON114 at synth unless, by then, a NeuronMonitoring of this app covers the service's capacity."""
-        Aspects.of(self).add(_WarnIfUnmonitored(self), priority=AspectPriority.READONLY)
 
     def _scalable_target(self, method: str, min_count: int | None, max_count: int) -> ecs.ScalableTaskCount:
         """The service's one scalable target between ``min_count`` (default the desired count) and ``max_count``:
