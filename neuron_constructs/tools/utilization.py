@@ -9,7 +9,7 @@ with one ``GetMetricData`` call per 500 series (the API's limit of queries per c
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, INSTANCE_DIMENSION, MODEL_DIMENSION, NAMESPACE
@@ -23,11 +23,6 @@ QUERIES_PER_CALL = 500
 def cluster_name_of(cluster: str) -> str:
     """The cluster name from a name or an ARN (``arn:...:cluster/<name>``): the metrics' ``ClusterName``."""
     return cluster.rsplit("/", 1)[-1] if cluster.startswith("arn:") else cluster
-
-
-def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), QUERIES_PER_CALL):
-        yield items[start : start + QUERIES_PER_CALL]
 
 
 def _latest(
