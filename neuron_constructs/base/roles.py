@@ -37,8 +37,9 @@ class ExecutionRole(iam.Role):
         rendered: Any = Stack.of(self).resolve(statement.to_statement_json())
         if rendered != _REGISTRY_TOKEN:
             return super().add_to_principal_policy(statement)
-        if getattr(self, "_token_policy", None) is None:
-            self._token_policy = iam.Policy(self, "RegistryToken", roles=[self])
-            compliance.acknowledge_execution_role(self._token_policy)
-        self._token_policy.add_statements(statement)
-        return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=self._token_policy)
+        policy = getattr(self, "_token_policy", None)
+        if policy is None:
+            policy = self._token_policy = iam.Policy(self, "RegistryToken", roles=[self])
+            compliance.acknowledge_execution_role(policy)
+        policy.add_statements(statement)
+        return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=policy)
