@@ -393,7 +393,8 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         present so the refusal names the rule instead of a ``TypeError``.
     task_role, execution_role
         Default one new role each (the task role trusts ECS for this
-        account's tasks only; the execution role is aws-cdk-lib's, given pull and log rights as used).
+        account's tasks only; the execution role, ``<id>/ExecutionRole``, is given pull and log rights as used, its
+        ECR registry token in a policy of its own: :class:`~neuron_constructs.base.roles.ExecutionRole`).
     log_group
         An existing log group for the containers; default a new one
         kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
