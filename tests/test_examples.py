@@ -259,6 +259,22 @@ def test_cdk_nag_ran_and_every_finding_is_fixed_or_acknowledged(validation_repor
     assert all(len(v["reason"]) > 40 for v in plugin["suppressedViolations"])
 
 
+def test_every_aws_solutions_acknowledgement_sits_on_the_resource_it_suppresses(
+    validation_report: dict[str, Any],
+) -> None:
+    """aws-cdk-lib (and cdk-nag) apply an acknowledgement to the construct it sits on and everything under it: each
+    one the examples use is on the very resource with the finding, so it covers nothing else (tests/test_compliance.py
+    shows a user's wildcard on the library's roles reported)."""
+    plugin = next(p for p in validation_report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    wider = [
+        (v["ruleName"], v["acknowledgedAt"], c["constructPath"])
+        for v in plugin["suppressedViolations"]
+        for c in v["violatingConstructs"]
+        if c["constructPath"] != v["acknowledgedAt"]
+    ]
+    assert wider == []
+
+
 def test_acknowledgments_are_written_where_the_cdk_reads_them() -> None:
     """The library writes acknowledgments as the metadata ``Validations.acknowledge`` writes, in one entry per
     construct (the cdk-nag report above shows them honoured)."""

@@ -1,17 +1,23 @@
 """cdk-nag AwsSolutions findings on resources this library creates, acknowledged with reasons.
 
-Every finding the library cannot fix is acknowledged here, on the construct
-that owns the resource, with the exact finding id cdk-nag reports and a reason
-specific to that resource. Acknowledgements are aws-cdk-lib's own (the
-``aws:cdk:acknowledged-rules`` metadata ``Validations.acknowledge`` writes), so the
-library does not depend on cdk-nag.
+Every finding the library cannot fix is acknowledged here, on the one CloudFormation resource that carries it
+(the ``AWS::IAM::Policy``, the bucket, the task definition...), with the exact finding id cdk-nag reports (for the
+rules with per-finding ids, IAM4 and IAM5, the ``[Policy::...]`` / ``[Resource::...]`` qualifier cdk-nag calls
+``appliesTo``) and a reason specific to that resource. Acknowledgements are aws-cdk-lib's own (the
+``aws:cdk:acknowledged-rules`` metadata ``Validations.acknowledge`` writes), so the library does not depend on
+cdk-nag; cdk-nag 3 and aws-cdk-lib both read them, and both extend an acknowledgement to everything under the
+construct it sits on: on a resource it covers that resource only.
+
+A user's ``Resource::*`` grant carries the same finding id as the library's, so the library's own wildcard
+statements live in policies of their own (the ECS agent's, an execution role's registry token): what a user adds
+with ``role.add_to_policy`` lands in the role's ``DefaultPolicy``, which nothing here acknowledges for ``*``.
 """
 
 from __future__ import annotations
 
 import json
 
-from aws_cdk import Stack
+from aws_cdk import CfnResource, Stack
 from constructs import IConstruct
 
 __all__ = [
@@ -52,27 +58,52 @@ def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
     return "".join(out)
 
 
+def _resource(construct: IConstruct) -> CfnResource:
+    """``construct`` if it is a CloudFormation resource, else the resource it declares (its default child)."""
+    if CfnResource.is_cfn_resource(construct):
+        return construct  # type: ignore[return-value]
+    child = construct.node.default_child
+    if child is None or not CfnResource.is_cfn_resource(child):
+        raise TypeError(f"{construct.node.path} declares no one CloudFormation resource to acknowledge findings on")
+    return child  # type: ignore[return-value]
+
+
+def _policy_of(role: IConstruct) -> CfnResource | None:
+    """The ``AWS::IAM::Policy`` a role's grants land in (``DefaultPolicy`` of a role of this app, ``Policy`` of an
+    imported one), if it has one."""
+    for id in ("DefaultPolicy", "Policy"):
+        policy = role.node.try_find_child(id)
+        if policy is not None and policy.node.default_child is not None:
+            return _resource(policy)
+    return None
+
+
 def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
-    """What ``Validations.of(scope).acknowledge(...)`` records, as one metadata entry: the CDK collects every
-    ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack trace per rule (as ``acknowledge``
-    does) is most of a small stack's synth time."""
-    scope.node.add_metadata(
+    """What ``Validations.of(resource).acknowledge(...)`` records on ``scope``'s CloudFormation resource, as one
+    metadata entry: the CDK collects every ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack
+    trace per rule (as ``acknowledge`` does) is most of a small stack's synth time."""
+    _resource(scope).node.add_metadata(
         _ACKNOWLEDGED_RULES,
         {f"{_PACK}-{finding}": reason for finding, reason in findings.items()},
     )
 
 
-def acknowledge_managed_instances_capacity(capacity: IConstruct) -> None:
+def acknowledge_managed_instances_capacity(infrastructure_role: IConstruct, agent_policy: IConstruct) -> None:
     """The infrastructure role aws-cdk-lib's ``ManagedInstancesCapacityProvider`` creates, and the ECS agent policy
-    of the capacity's instance role."""
+    of the capacity's instance role (``grant_ecs_agent``'s policy)."""
     infrastructure_policy = "arn:<AWS::Partition>:iam::aws:policy/AmazonECSInfrastructureRolePolicyForManagedInstances"
     _acknowledge(
-        capacity,
+        infrastructure_role,
         {
             f"IAM4[Policy::{infrastructure_policy}]": (
                 "ECS Managed Instances require this AWS managed policy on the infrastructure role; ECS keeps it "
                 "current as the service adds the EC2 actions it needs to launch and drain instances."
             ),
+        },
+    )
+    _acknowledge(
+        agent_policy,
+        {
             "IAM5[Resource::*]": (
                 "ECS agent on a Managed Instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, "
                 "and ecs:Poll, ecs:StartTelemetrySession and ecs:PutSystemLogEvents act on container instances that "
@@ -82,16 +113,21 @@ def acknowledge_managed_instances_capacity(capacity: IConstruct) -> None:
     )
 
 
-def acknowledge_auto_scaling_capacity(capacity: IConstruct) -> None:
-    """The ECS agent policy of a capacity's instance role, and ASG notifications."""
+def acknowledge_auto_scaling_capacity(auto_scaling_group: IConstruct, agent_policy: IConstruct) -> None:
+    """The ECS agent policy of a capacity's instance role (``grant_ecs_agent``'s policy), and ASG notifications."""
     _acknowledge(
-        capacity,
+        agent_policy,
         {
             "IAM5[Resource::*]": (
                 "ECS agent on the instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, and "
                 "ecs:Poll and ecs:StartTelemetrySession act on container instances that exist only after they "
                 "register; the ecs:cluster condition holds those two to this cluster."
             ),
+        },
+    )
+    _acknowledge(
+        auto_scaling_group,
+        {
             "AS3": (
                 "Scaling is driven by ECS managed scaling; activity is recorded in the Auto Scaling activity "
                 "history and ECS service events, so no SNS notification topic is kept."
@@ -100,10 +136,11 @@ def acknowledge_auto_scaling_capacity(capacity: IConstruct) -> None:
     )
 
 
-def acknowledge_execution_role(task_definition: IConstruct) -> None:
-    """The task execution role: pulling images from ECR needs ecr:GetAuthorizationToken."""
+def acknowledge_execution_role(token_policy: IConstruct) -> None:
+    """The policy of an execution role that holds only ecr:GetAuthorizationToken (``roles.ExecutionRole``): pulling
+    images from ECR needs it."""
     _acknowledge(
-        task_definition,
+        token_policy,
         {
             "IAM5[Resource::*]": (
                 "Task execution role: ecr:GetAuthorizationToken supports no resource-level permissions; "
@@ -117,7 +154,7 @@ def acknowledge_default_security_group_restriction(provider: IConstruct) -> None
     """The Lambda function aws-cdk-lib runs to strip the rules of a VPC's default security group."""
     basic_execution = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
     _acknowledge(
-        provider,
+        provider.node.find_child("Role"),
         {
             f"IAM4[Policy::{basic_execution}]": (
                 "aws-cdk-lib's custom resource that removes the default security group's rules writes its own "
@@ -192,8 +229,10 @@ def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> 
             "reporting; it is not secret.",
         },
     )
+    policy = _policy_of(role)
+    assert policy is not None  # the role's statements are made before it is acknowledged
     _acknowledge(
-        role,
+        policy,
         {
             "IAM5[Resource::*]": (
                 "The recovery container looks up which Auto Scaling instance it runs on "
@@ -207,8 +246,10 @@ def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> 
 
 def acknowledge_recovery_groups(role: IConstruct, group_arns: list[str]) -> None:
     """The recovery role's ``autoscaling:SetInstanceHealth``, on each Neuron Auto Scaling group's ARN."""
+    policy = _policy_of(role)
+    assert policy is not None  # the role's statements are made before it is acknowledged
     _acknowledge(
-        role,
+        policy,
         {
             f"IAM5[Resource::{_as_cdk_nag_renders(role, arn)}]": (
                 "An Auto Scaling group's ARN holds a generated id (autoScalingGroup:<id>:autoScalingGroupName/<name>) "
@@ -235,11 +276,13 @@ def acknowledge_daemon_critical(daemon: IConstruct) -> None:
 
 
 def acknowledge_prefix_grant(role: IConstruct, objects: str, what: str) -> None:
-    """A task role's access to the objects under one S3 prefix (``objects``: the resource as cdk-nag names it)."""
-    if not objects:
+    """A task role's access to the objects under one S3 prefix (``objects``: the resource as cdk-nag names it), on
+    the policy the grant landed in."""
+    policy = _policy_of(role)
+    if not objects or policy is None:
         return
     _acknowledge(
-        role,
+        policy,
         {
             f"IAM5[Resource::{objects}]": (
                 f"The {what}: the objects under one prefix, whose keys the tasks choose at run time; listing is "
@@ -265,17 +308,18 @@ def acknowledge_library_environment(task_definition: IConstruct) -> None:
     )
 
 
-def acknowledge_training_queue(queue: IConstruct, batch_cluster: str) -> None:
-    """The ECS agent policy of a training queue's instance role, scoped to the ``batch_cluster`` ARN pattern."""
+def acknowledge_training_queue(agent_policy: IConstruct, batch_cluster: str) -> None:
+    """The ECS agent policy of a training queue's instance role (``grant_ecs_agent``'s policy), scoped to the
+    ``batch_cluster`` ARN pattern."""
     _acknowledge(
-        queue,
+        agent_policy,
         {
             "IAM5[Resource::*]": (
                 "ECS agent on an AWS Batch instance: ecs:DiscoverPollEndpoint supports no resource-level permissions, "
                 "and ecs:Poll and ecs:StartTelemetrySession act on container instances that exist only after they "
                 "register; the ecs:cluster condition holds those two to the compute environment's cluster."
             ),
-            f"IAM5[Resource::{_as_cdk_nag_renders(queue, batch_cluster)}]": (
+            f"IAM5[Resource::{_as_cdk_nag_renders(agent_policy, batch_cluster)}]": (
                 "AWS Batch creates the compute environment's ECS cluster and names it AWSBatch-<compute environment "
                 "name>-<uuid>; the uuid is known only once the cluster exists, so the agent's calls are scoped to "
                 "this compute environment's clusters by name."

@@ -227,7 +227,7 @@ class ManagedInstancesCapacity(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"ECS Managed Instances of {construct_path(cluster)}",
         )
-        grant_ecs_agent(self.role, cluster.cluster_arn, managed_instances=True)
+        agent_policy = grant_ecs_agent(self.role, cluster.cluster_arn, managed_instances=True)
         self.instance_profile: iam.IInstanceProfile = iam.InstanceProfile(self, "InstanceProfile", role=self.role)
         self.capacity_provider = ecs.ManagedInstancesCapacityProvider(
             self,
@@ -260,7 +260,7 @@ class ManagedInstancesCapacity(Construct):
                 group_arn=capacity_reservation.target,
                 fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
             )
-        compliance.acknowledge_managed_instances_capacity(self)
+        compliance.acknowledge_managed_instances_capacity(self.infrastructure_role, agent_policy)
 
 
 class AutoScalingCapacity(Construct):
@@ -384,7 +384,7 @@ class AutoScalingCapacity(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"ECS container instances ({instance_type}) of {construct_path(cluster)}",
         )
-        grant_ecs_agent(self.role, cluster.cluster_arn)
+        agent_policy = grant_ecs_agent(self.role, cluster.cluster_arn)
         settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
@@ -438,7 +438,7 @@ class AutoScalingCapacity(Construct):
             enable_managed_termination_protection=True,
             enable_managed_draining=True,
         )
-        compliance.acknowledge_auto_scaling_capacity(self)
+        compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
 
 
 def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
@@ -454,8 +454,11 @@ def encrypted_root_volume(gib: int) -> ec2.BlockDevice:
 
 def grant_ecs_agent(
     role: iam.Role, cluster_arn: str, *, pattern: bool = False, managed_instances: bool = False
-) -> None:
-    """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it.
+) -> iam.Policy:
+    """What the ECS container agent calls, scoped to the cluster ``cluster_arn`` wherever ECS allows it, as a policy
+    of its own (``<role>/EcsAgent``, returned) attached to ``role``: its ``*`` statements are acknowledged there,
+    and what else the role is granted (``role.add_to_policy``) lands in the role's ``DefaultPolicy``, where cdk-nag
+    reports a wildcard.
 
     ``ecs:Poll`` (the channel that carries task credentials) and ``ecs:StartTelemetrySession`` act on container
     instances, whose ARNs exist only once they register: they are granted on ``*`` under the condition that the
@@ -481,17 +484,20 @@ def grant_ecs_agent(
             "ecs:SubmitTaskStateChange",
         ]
         system_logs = []
-    role.add_to_policy(
-        iam.PolicyStatement(sid="EcsAgentRegisterAndReport", actions=[*reports, *system_logs], resources=[cluster_arn])
-    )
-    role.add_to_policy(
-        iam.PolicyStatement(
-            sid="EcsAgentPoll",
-            actions=["ecs:Poll", "ecs:StartTelemetrySession", *system_logs],
-            resources=["*"],
-            conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
-        )
-    )
-    role.add_to_policy(
-        iam.PolicyStatement(sid="EcsAgentDiscoverEndpoint", actions=["ecs:DiscoverPollEndpoint"], resources=["*"])
+    return iam.Policy(
+        role,
+        "EcsAgent",
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(
+                sid="EcsAgentRegisterAndReport", actions=[*reports, *system_logs], resources=[cluster_arn]
+            ),
+            iam.PolicyStatement(
+                sid="EcsAgentPoll",
+                actions=["ecs:Poll", "ecs:StartTelemetrySession", *system_logs],
+                resources=["*"],
+                conditions={"ArnLike" if pattern else "ArnEquals": {"ecs:cluster": cluster_arn}},
+            ),
+            iam.PolicyStatement(sid="EcsAgentDiscoverEndpoint", actions=["ecs:DiscoverPollEndpoint"], resources=["*"]),
+        ],
     )

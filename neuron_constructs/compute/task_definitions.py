@@ -43,6 +43,7 @@ from neuron_constructs.base.arguments import (
 from neuron_constructs.base.images import grant_ecr_pull
 from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
 from neuron_constructs.base.log_groups import log_group
+from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
@@ -157,7 +158,7 @@ class NeuronTaskDefinition(Construct):
             memory_mib=str(memory_mib) if memory_mib is not None else None,
             family=family,
             task_role=self.task_role,
-            execution_role=execution_role,
+            execution_role=execution_role or ExecutionRole(self, "ExecutionRole"),
             volumes=list(volumes) if volumes else None,
             placement_constraints=list(placement_constraints) if placement_constraints else None,
         )
@@ -170,7 +171,6 @@ class NeuronTaskDefinition(Construct):
         self._cpu, self._memory_mib = cpu, memory_mib
         self._reserved_memory_mib = 0
         self._reserved_cpu = 0
-        compliance.acknowledge_execution_role(self)
         if network_mode == ecs.NetworkMode.HOST:
             Validations.of(self).add_warning(
                 rules.HOST_NETWORK.warning_id,
@@ -226,7 +226,7 @@ class NeuronTaskDefinition(Construct):
         if hf_token is not None:
             container.add_secret(HF_TOKEN_VARIABLE, ecs.Secret.from_secrets_manager(hf_token))
         if compile_cache is not None or model_artifacts is not None:
-            compliance.acknowledge_library_environment(self)
+            compliance.acknowledge_library_environment(self.task_definition)
         if compile_cache is not None:
             container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
             compile_cache.grant(self.task_role)
@@ -281,7 +281,8 @@ class NeuronTaskDefinition(Construct):
                 )
             return self.model_name
         self.model_name = inputs.check_model_name(path, name)
-        compliance.acknowledge_library_environment(self)  # the library tags every Neuron container from now on
+        # The library tags every Neuron container from now on.
+        compliance.acknowledge_library_environment(self.task_definition)
         for container in self._untagged:
             container.add_environment(PROCESS_TAG_VARIABLE, name)
         self._untagged.clear()
@@ -392,7 +393,8 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         present so the refusal names the rule instead of a ``TypeError``.
     task_role, execution_role
         Default one new role each (the task role trusts ECS for this
-        account's tasks only; the execution role is aws-cdk-lib's, given pull and log rights as used).
+        account's tasks only; the execution role, ``<id>/ExecutionRole``, is given pull and log rights as used, its
+        ECR registry token in a policy of its own: :class:`~neuron_constructs.base.roles.ExecutionRole`).
     log_group
         An existing log group for the containers; default a new one
         kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.

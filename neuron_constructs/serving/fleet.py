@@ -33,10 +33,10 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
-from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
@@ -60,7 +60,6 @@ from neuron_constructs.serving.services import NeuronService, capacity_for
 
 __all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
 
-_ECS_TASKS = "ecs-tasks.amazonaws.com"
 _RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", PROCESS_TAG_VARIABLE)
 _DEFAULT_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
@@ -214,10 +213,7 @@ class FleetModel(Construct, ListenerTarget):
             encryption_key=options.get("log_encryption_key"),
         )
         self.task_role = options.get("task_role") or _copy_task_role(self)
-        self.execution_role = options.get("execution_role") or iam.Role(
-            self, "ExecutionRole", assumed_by=iam.ServicePrincipal(_ECS_TASKS)
-        )
-        compliance.acknowledge_execution_role(self)
+        self.execution_role = options.get("execution_role") or ExecutionRole(self, "ExecutionRole")
 
         self.task_definitions: list[ManualNeuronTaskDefinition] = []
         for index, placement in enumerate(self.placements):

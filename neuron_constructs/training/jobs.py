@@ -13,10 +13,10 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
 from neuron_constructs.base.images import refuse_ungranted_ecr_image
 from neuron_constructs.base.l1_overrides import open_node_range
+from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
@@ -252,6 +252,7 @@ class NeuronTrainingJob(Construct):
             or None,
             secrets=dict(secrets) if secrets else None,
             job_role=self.job_role,
+            execution_role=ExecutionRole(self, "ExecutionRole"),
             linux_parameters=linux,
             ulimits=[
                 batch.Ulimit(name=batch.UlimitName.MEMLOCK, soft_limit=-1, hard_limit=-1),
@@ -284,7 +285,6 @@ class NeuronTrainingJob(Construct):
             open_node_range(self.job_definition)
         else:
             self.job_definition = batch.EcsJobDefinition(self, "JobDefinition", container=self.container, **options)
-        compliance.acknowledge_execution_role(self)
         self.submit_command = (
             f"aws batch submit-job --job-name {id.lower()} --job-queue {queue.job_queue.job_queue_name} "
             f"--job-definition {self.job_definition.job_definition_name}"

@@ -271,8 +271,8 @@ class NeuronTrainingQueue(Construct):
             self.compute_environment.compute_environment_arn, ArnFormat.SLASH_RESOURCE_NAME
         ).resource_name
         batch_cluster = stack.format_arn(service="ecs", resource="cluster", resource_name=f"AWSBatch-{name}-*")
-        grant_ecs_agent(self.instance_role, batch_cluster, pattern=True)
-        compliance.acknowledge_training_queue(self, batch_cluster)
+        agent_policy = grant_ecs_agent(self.instance_role, batch_cluster, pattern=True)
+        compliance.acknowledge_training_queue(agent_policy, batch_cluster)
         self.job_queue = batch.JobQueue(
             self,
             "JobQueue",
