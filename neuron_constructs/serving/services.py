@@ -51,7 +51,7 @@ from neuron_constructs.compute.task_definitions import (
     NeuronTaskDefinition,
 )
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.cores import format_core_list
+from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.listeners import (
@@ -585,15 +585,13 @@ def capacity_for(
 def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -> str | None:
     """The devices two task definitions would both hold on one instance, in words; ``None`` if none."""
     if isinstance(first, ManualNeuronTaskDefinition) and isinstance(second, ManualNeuronTaskDefinition):
-        both = set(first.devices) & set(second.devices)
-        if both and first.instance_type == second.instance_type and first.lnc == second.lnc:
-            # One type at one setting: tasks share a chip on disjoint NeuronCores (a core belongs to one process).
-            cores = set(first.cores) & set(second.cores)
-            if not cores:
-                return None
-            if first.names_cores or second.names_cores:
-                return f"NeuronCores {format_core_list(cores)} of {format_device_paths(both)}"
-        return format_device_paths(both) if both else None
+        # The template checks' decision (knowledge.cores.core_overlap): a shared chip is fine on disjoint NeuronCores.
+        overlap = core_overlap(first.held, second.held)
+        if overlap is None:
+            return None
+        if overlap.cores is not None:
+            return f"NeuronCores {format_core_list(overlap.cores)} of {format_device_paths(overlap.devices)}"
+        return format_device_paths(overlap.devices)
     manual = first if isinstance(first, ManualNeuronTaskDefinition) else second
     if isinstance(manual, ManualNeuronTaskDefinition) and (
         first.uses_managed_allocation or second.uses_managed_allocation
