@@ -50,7 +50,7 @@ def refused_at_call(first: Copy, second: Copy) -> bool:
             cores=copy.cores,
             memory_mib=2048,
         )
-        environment = {"NEURON_RT_VISIBLE_CORES": copy.visible} if copy.visible is not None else None
+        environment = {"NEURON_RT_VISIBLE_CORES": copy.visible} if copy.visible is not None else {}
         task.add_neuron_container("model", image=IMAGE, environment=environment)
         try:
             NeuronService(stack, f"S{index}", cluster=cluster, task_definition=task)
@@ -122,9 +122,9 @@ def test_one_decision_reads_a_shared_device_on_disjoint_cores_as_no_conflict() -
 
     assert core_overlap(held([0], "0"), held([0], "1")) is None
     overlap = core_overlap(held([0], "0-1"), held([0], "1"))
-    assert overlap is not None and overlap.cores == {1} and overlap.devices == {0}
+    assert overlap is not None and overlap.cores == frozenset({1}) and overlap.devices == frozenset({0})
     whole = core_overlap(held([0, 1], None), held([1], None))
-    assert whole is not None and whole.cores is None and whole.devices == {1}
+    assert whole is not None and whole.cores is None and whole.devices == frozenset({1})
 
 
 def _copies() -> st.SearchStrategy[Copy]:
