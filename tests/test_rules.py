@@ -924,7 +924,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.CHECKPOINT_DIR,
         _checkpoint_without_storage,
-        r"Test/Queue/Job: checkpoint_dir='/checkpoints', but the queue's nodes share no shared storage.*s3://",
+        r"Test/Queue/Job: checkpoint_dir='/checkpoints' is not on shared storage: the queue's nodes share no shared "
+        r"storage.*s3://",
     ),
     (r.NO_SPOT, _spot_trn2u, r"Test/C/Trn2u: spot=True with trn2u.48xlarge.*drop spot=True for trn2u.48xlarge"),
     (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),

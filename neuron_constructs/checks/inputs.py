@@ -9,6 +9,8 @@ to finished templates. No AWS CDK import here.
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -16,6 +18,7 @@ from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceTy
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.rules import (
     CAPACITY_SIZE,
+    CHECKPOINT_DIR,
     DEPLOYMENT_STALLS,
     DEVICE_INDEX_RANGE,
     DEVICE_TOPOLOGY,
@@ -286,6 +289,86 @@ def check_model_name(path: str, name: str, *, given_as: str = "model_name") -> s
     if not _MODEL_NAME.fullmatch(name):
         raise MODEL_NAME.error(path, f"{given_as}={name!r} is not 1 to 255 such characters")
     return name
+
+
+_S3_SCHEME = "s3://"
+_BUCKET_CHARACTERS = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3")
+_KEY_BYTES = 1024
+_PATH_BYTES = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def s3_bucket_name_problem(name: str) -> str | None:
+    """Why S3 would not take ``name`` as a general purpose bucket name, or ``None`` (Amazon S3 user guide, "General
+    purpose bucket naming rules"): 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a
+    letter or digit, no two adjacent periods, not an IP address, not beginning ``xn--``, ``sthree-`` or
+    ``amzn-s3-demo-``, not ending ``-s3alias``, ``--ol-s3``, ``.mrap`` or ``--x-s3``."""
+    if not _BUCKET_CHARACTERS.fullmatch(name):
+        return "is not 3 to 63 lowercase letters, digits, dots and hyphens beginning and ending with a letter or digit"
+    if ".." in name:
+        return "has two adjacent periods"
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        pass
+    else:
+        return "is formatted as an IP address"
+    for prefix in _BUCKET_RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"begins with the reserved prefix {prefix!r}"
+    for suffix in _BUCKET_RESERVED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"ends with the reserved suffix {suffix!r}"
+    return None
+
+
+def check_checkpoint_dir(path: str, given: str, mount_path: str | None) -> str:
+    """NEURON066: ``given``, a checkpoint directory every node of a job reaches - returned as given.
+
+    * ``s3://<bucket>/<prefix>``: a bucket name S3 allows (:func:`s3_bucket_name_problem`) and a key prefix of at most
+      1,024 bytes with no empty, ``.`` or ``..`` segment (Amazon S3 user guide, "Naming Amazon S3 objects": tools
+      that map keys to paths read those as directories, so one prefix would be two).
+    * a local path: absolute, in normal form (``posixpath.normpath`` leaves it unchanged: no ``.``, ``..``, doubled
+      or trailing ``/``) and at or under ``mount_path``, the queue's shared storage. A ``..`` is refused even where
+      it would stay inside: the kernel resolves it after following symbolic links, which a lexical check cannot.
+      Nothing is rewritten: a path not in normal form is refused with its normal form in the message.
+
+    No control characters anywhere (the value reaches every node as an environment variable)."""
+    where = f"a path under {mount_path} (the queue's storage)" if mount_path else "no shared storage (storage=)"
+
+    def refuse(problem: str) -> Exception:
+        return CHECKPOINT_DIR.error(path, f"checkpoint_dir={given[:200]!r} {problem}")
+
+    if _CONTROL.search(given):
+        raise refuse("holds a control character")
+    if given.startswith(_S3_SCHEME):
+        bucket, _, key = given[len(_S3_SCHEME) :].partition("/")
+        problem = s3_bucket_name_problem(bucket)
+        if problem:
+            raise refuse(f"names the bucket {bucket[:80]!r}, which {problem} (S3 bucket naming rules)")
+        segments = key.rstrip("/").split("/")
+        if not key.strip("/"):
+            raise refuse("names no key prefix under the bucket")
+        if len(key.encode("utf-8", "surrogatepass")) > _KEY_BYTES:
+            raise refuse(f"has a key prefix longer than {_KEY_BYTES} bytes, the most an S3 object key holds")
+        if any(segment in ("", ".", "..") for segment in segments):
+            raise refuse("has an empty, '.' or '..' segment in its key prefix")
+        return given
+    if not given.startswith("/"):
+        raise refuse("is neither an absolute path nor an s3://bucket/prefix URL")
+    if len(given.encode("utf-8", "surrogatepass")) > _PATH_BYTES:
+        raise refuse(f"is longer than {_PATH_BYTES} bytes, the longest path Linux takes")
+    if ".." in given.split("/"):
+        raise refuse(f"climbs with '..' (to {posixpath.normpath(given)!r} as written)")
+    normal = posixpath.normpath(given)
+    if normal != given:
+        raise refuse(f"is not in normal form; write {normal!r}")
+    mount = posixpath.normpath(mount_path) if mount_path else None
+    if mount is None or not (normal == mount or normal.startswith(mount.rstrip("/") + "/")):
+        raise refuse(f"is not on shared storage: the queue's nodes share {where}")
+    return given
 
 
 def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:

@@ -493,10 +493,13 @@ CHECKPOINT_DIR = Rule(
     "NEURON066",
     "Checkpoint directory no node can reach",
     "every node of a job saves to and resumes from one place: the queue's shared storage, mounted at the same path "
-    "on every node, or an S3 prefix; a node's own disk is gone when AWS Batch replaces the node",
-    "pass checkpoint_dir= a path under the queue's LustreStorage mount path, or an s3://bucket/prefix URL (and grant "
-    "the job role that prefix)",
-    "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS",
+    "on every node, or an S3 prefix; a node's own disk is gone when AWS Batch replaces the node; a bucket name is 3 "
+    "to 63 lowercase letters, digits, dots and hyphens, begins and ends with a letter or digit, and is no IP address",
+    "pass checkpoint_dir= an absolute path in normal form (no '..', '.', '//' or trailing '/') under the queue's "
+    "LustreStorage mount path, or an s3://bucket/prefix URL with a valid bucket name and a key prefix (and grant the "
+    "job role that prefix)",
+    "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS; Amazon S3 user guide: "
+    "general purpose bucket naming rules, naming Amazon S3 objects",
 )
 MODEL_NAME = Rule(
     "NEURON067",

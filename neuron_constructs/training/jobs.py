@@ -317,22 +317,17 @@ def preflight_environment(
 
 
 def _checkpoint_dir(path: str, id: str, queue: NeuronTrainingQueue, given: str | None) -> str | None:
-    """NEURON066: the checkpoint directory - ``given`` (an absolute path on the queue's storage, or an ``s3://`` URL),
-    else, with storage, ``<mount>/data/checkpoints/<job id>`` when a bucket is linked at ``<mount>/data`` (FSx exports
-    what is written there to S3, so checkpoints outlive the file system) or ``<mount>/checkpoints/<job id>``; else
-    none."""
+    """NEURON066: the checkpoint directory - ``given`` (an absolute path in normal form on the queue's storage, or an
+    ``s3://bucket/prefix`` URL S3 can hold: :func:`~neuron_constructs.checks.inputs.check_checkpoint_dir`), else,
+    with storage, ``<mount>/data/checkpoints/<job id>`` when a bucket is linked at ``<mount>/data`` (FSx exports what
+    is written there to S3, so checkpoints outlive the file system) or ``<mount>/checkpoints/<job id>``; else none."""
     storage = queue.storage
     if given is None:
         if storage is None:
             return None
         linked = "/data" if storage.bucket is not None else ""
         return f"{storage.mount_path}{linked}/checkpoints/{id.lower()}"
-    if given.startswith("s3://") and len(given) > len("s3://") and not given.endswith("s3:///"):
-        return given
-    if given.startswith("/") and storage is not None and (given + "/").startswith(storage.mount_path.rstrip("/") + "/"):
-        return given
-    where = f"a path under {storage.mount_path} (the queue's storage)" if storage else "no shared storage (storage=)"
-    raise rules.CHECKPOINT_DIR.error(path, f"checkpoint_dir={given!r}, but the queue's nodes share {where}")
+    return inputs.check_checkpoint_dir(path, given, storage.mount_path if storage is not None else None)
 
 
 def check_parallel_degrees(
