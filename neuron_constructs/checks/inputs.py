@@ -9,6 +9,7 @@ to finished templates. No AWS CDK import here.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import posixpath
 import re
@@ -37,6 +38,9 @@ from neuron_constructs.knowledge.rules import (
 )
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,254}")
+_MODEL_NAME_LENGTH = 255
+_NOT_MODEL_NAME_CHARACTER = re.compile(r"[^A-Za-z0-9._/:@+=-]")
+_NAME_HASH_LENGTH = 8
 
 MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
 """Neuron accelerator names ECS Managed Instances can select (Inf1 excluded)."""
@@ -289,6 +293,19 @@ def check_model_name(path: str, name: str, *, given_as: str = "model_name") -> s
     if not _MODEL_NAME.fullmatch(name):
         raise MODEL_NAME.error(path, f"{given_as}={name!r} is not 1 to 255 such characters")
     return name
+
+
+def derived_model_name(path: str) -> str:
+    """The model name the library derives from a construct path when the user gives none: the path itself when
+    neuron-monitor and CloudWatch can carry it (:func:`check_model_name`), else the path with every other character
+    replaced by ``-``, leading ones dropped, cut to fit 255 characters with ``-`` and the first 8 hex digits of the
+    path's SHA-256 appended, so two paths that read alike once replaced (``Llama 3``, ``Llama-3``) stay two models.
+    Never refused: the name is the library's, not the user's."""
+    if _MODEL_NAME.fullmatch(path):
+        return path
+    readable = _NOT_MODEL_NAME_CHARACTER.sub("-", path).lstrip("._/:@+=-") or "model"
+    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:_NAME_HASH_LENGTH]
+    return f"{readable[: _MODEL_NAME_LENGTH - _NAME_HASH_LENGTH - 1]}-{digest}"
 
 
 _S3_SCHEME = "s3://"

@@ -186,7 +186,12 @@ class FleetModel(Construct, ListenerTarget):
             raise rules.MODEL_NAME.error(
                 path, f"model_name={named!r}, but the container's {PROCESS_TAG_VARIABLE} is {tagged!r}"
             )
-        self.model_name: str = inputs.check_model_name(path, named if named is not None else tagged or path)
+        if named is not None:
+            self.model_name: str = inputs.check_model_name(path, named)
+        elif tagged is not None:
+            self.model_name = inputs.check_model_name(path, tagged, given_as=PROCESS_TAG_VARIABLE)
+        else:
+            self.model_name = inputs.derived_model_name(path)
         stated = environment.get(LOGICAL_CORE_VARIABLE)
         if stated is not None and stated != str(lnc):
             raise rules.LOGICAL_CORES.error(

@@ -173,7 +173,9 @@ class NeuronService(Construct, ListenerTarget):
         self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
         self.model_name: str = task_definition.name_model(
             construct_path(self),
-            model_name if model_name is not None else task_definition.model_name or construct_path(self),
+            model_name
+            if model_name is not None
+            else task_definition.model_name or inputs.derived_model_name(construct_path(self)),
             given=model_name is not None,
         )
         self.desired_count = desired_count

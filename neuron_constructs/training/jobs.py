@@ -224,7 +224,7 @@ class NeuronTrainingJob(Construct):
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(storage_environment(queue.storage) if queue.storage else {}),
                 **(monitoring_environment(queue) if queue.monitoring else {}),
-                **({PROCESS_TAG_VARIABLE: inputs.check_model_name(path, path)} if queue.monitoring else {}),
+                **({PROCESS_TAG_VARIABLE: inputs.derived_model_name(path)} if queue.monitoring else {}),
                 **(preflight_environment(instance, chosen, environment or {}, preflight) if preflight else {}),
                 **({CHECKPOINT_VARIABLE: checkpoint} if checkpoint else {}),
                 **(environment or {}),
