@@ -365,5 +365,5 @@ def test_a_monitored_training_job_with_a_space_in_its_id_is_tagged_with_a_valid_
         monitoring=True,
     )
     job = queue.add_job("Llama 3", nodes=1, image=IMAGE, command=["python", "train.py"])
-    tag = job.container.environment[PROCESS_TAG_VARIABLE]
+    tag = (job.container.environment or {})[PROCESS_TAG_VARIABLE]
     assert re.fullmatch(r"Train/Queue/Llama-3-[0-9a-f]{8}", tag), tag

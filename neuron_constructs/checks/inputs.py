@@ -24,6 +24,7 @@ from neuron_constructs.knowledge.rules import (
     DEVICE_INDEX_RANGE,
     DEVICE_TOPOLOGY,
     DUPLICATE_DEVICE,
+    IMPORTED_CLUSTER_PROVIDERS,
     INF1_ON_MANAGED_INSTANCES,
     LOGICAL_CORES,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -386,6 +387,31 @@ def check_checkpoint_dir(path: str, given: str, mount_path: str | None) -> str:
     if mount is None or not (normal == mount or normal.startswith(mount.rstrip("/") + "/")):
         raise refuse(f"is not on shared storage: the queue's nodes share {where}")
     return given
+
+
+def check_default_strategy(path: str, cluster: str, named: Sequence[str], listed: Sequence[str] | None) -> None:
+    """NEURON056: an imported cluster's default capacity provider strategy names only providers the association
+    lists - ``listed``, the cluster's existing providers and those the library adds (PutClusterCapacityProviders: "A
+    capacity provider must be associated with the cluster to be used in a capacity provider strategy"). ``named``:
+    the strategy's literal provider names (the caller leaves deploy-time values out); ``listed`` ``None``: the
+    existing providers were not given, so nothing is listed and the strategy could never be set."""
+    if not named:
+        return
+    if listed is None:
+        raise IMPORTED_CLUSTER_PROVIDERS.error(
+            path,
+            f"default_capacity_provider_strategy names {named[0]!r}, but existing_capacity_providers is not given, so "
+            f"no association lists it",
+            cluster=cluster,
+        )
+    for name in named:
+        if name not in listed:
+            raise IMPORTED_CLUSTER_PROVIDERS.error(
+                path,
+                f"default_capacity_provider_strategy names {name!r}, which the cluster's providers {list(listed)} "
+                "(existing_capacity_providers and those added here) do not include",
+                cluster=cluster,
+            )
 
 
 def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:

@@ -616,14 +616,15 @@ DEFAULT_ACTION_ACROSS_STACKS = Rule(
 )
 IMPORTED_CLUSTER_PROVIDERS = Rule(
     "NEURON056",
-    "Auto Scaling capacity on an imported cluster without its capacity providers",
+    "Imported cluster whose capacity providers are not all listed",
     "an AWS::ECS::ClusterCapacityProviderAssociations resource sets a cluster's whole list of capacity providers and "
     "its default strategy (PutClusterCapacityProviders): a provider it does not list is disassociated from the "
-    "cluster, and two such resources for one cluster undo each other",
+    "cluster, two such resources for one cluster undo each other, and a default strategy may name only providers "
+    "associated with the cluster",
     "pass existing_capacity_providers=[...] to NeuronCluster.from_cluster_attributes: the providers {cluster} has now "
-    "(aws ecs describe-clusters --clusters {cluster} --query 'clusters[0].capacityProviders'), [] if none; import "
-    "the cluster once per app",
-    "ECS API reference: PutClusterCapacityProviders",
+    "(aws ecs describe-clusters --clusters {cluster} --query 'clusters[0].capacityProviders'), [] if none, and name "
+    "in default_capacity_provider_strategy only those; import the cluster once per app",
+    "ECS API reference: PutClusterCapacityProviders (defaultCapacityProviderStrategy)",
 )
 CLUSTER_NAME = Rule(
     "NEURON057",
