@@ -6,7 +6,10 @@ Two services on one capacity that map the same /dev/neuronN share it on disjoint
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from neuron_constructs.checks.template_checks import check_template
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list, task_cores
+from neuron_constructs.tools.planning import plan_paths
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 INSTANCE = "inf2.48xlarge"  # 12 chips of 2 NeuronCores
@@ -69,13 +73,24 @@ def _task(copy: Copy) -> dict[str, Any]:
     return manual_task(INSTANCE, containers=[container(devices=devices, Environment=environment)], memory=2048)
 
 
-def refused_on_template(first: Copy, second: Copy) -> bool:
-    """Whether the template checks (``neuron-ecs lint``, ``plan``, synth) find NEURON023 in a hand-written template
-    of the same two services."""
-    template = with_resources(
+def _template(first: Copy, second: Copy) -> dict[str, Any]:
+    return with_resources(
         ecs_template(INSTANCE), First=_task(first), Second=_task(second), A=service("First"), B=service("Second")
     )
-    return any(f.rule is r.SHARED_DEVICE for f in check_template(template))
+
+
+def refused_on_template(first: Copy, second: Copy) -> bool:
+    """Whether the template checks (``neuron-ecs lint``, synth) find NEURON023 in a hand-written template of the
+    same two services."""
+    return any(f.rule is r.SHARED_DEVICE for f in check_template(_template(first, second)))
+
+
+def drawn_twice_by_plan(first: Copy, second: Copy) -> bool:
+    """Whether ``neuron-ecs plan`` draws a NeuronCore held by both services of that template."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "App.template.json"
+        path.write_text(json.dumps(_template(first, second)))
+        return plan_paths([str(path)]).holds_a_core_twice
 
 
 CASES = [
@@ -96,6 +111,7 @@ def test_call_and_template_agree_on_shared_cores(first: Copy, second: Copy, conf
     same verdict: disjoint NeuronCores accepted, shared ones refused (NEURON023)."""
     assert refused_at_call(first, second) is conflict
     assert refused_on_template(first, second) is conflict
+    assert drawn_twice_by_plan(first, second) is conflict
 
 
 def test_hand_set_disjoint_cores_synthesize_and_lint_clean() -> None:
@@ -149,5 +165,7 @@ def _copies() -> st.SearchStrategy[Copy]:
 @given(first=_copies(), second=_copies())
 def test_random_hand_set_cores_get_one_verdict(first: Copy, second: Copy) -> None:
     """GIVEN random devices and hand-set core ranges for two services on one capacity WHEN the constructs and the
-    template checks judge them THEN their verdicts are equal."""
-    assert refused_at_call(first, second) is refused_on_template(first, second)
+    template checks (and the plan) judge them THEN their verdicts are equal."""
+    verdict = refused_at_call(first, second)
+    assert refused_on_template(first, second) is verdict
+    assert drawn_twice_by_plan(first, second) is verdict
