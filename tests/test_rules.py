@@ -452,6 +452,19 @@ def _imported_cluster_without_its_providers(s: Stack) -> None:
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
 
 
+def _imported_strategy_naming_an_unlisted_provider(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    NeuronCluster.from_cluster_attributes(
+        s,
+        "C",
+        cluster_name="ml",
+        vpc=ec2.Vpc(s, "V"),
+        existing_capacity_providers=["FARGATE"],
+        default_capacity_provider_strategy=[ecs.CapacityProviderStrategy(capacity_provider="legacy-cp", weight=1)],
+    )
+
+
 def _cluster_imported_twice_with_capacity(s: Stack) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -839,6 +852,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _imported_cluster_without_its_providers,
         r"Test/C/Inf2: Test/C imports cluster ml without existing_capacity_providers.*pass "
         r"existing_capacity_providers=\[\.\.\.\].*--clusters ml",
+    ),
+    (
+        r.IMPORTED_CLUSTER_PROVIDERS,
+        _imported_strategy_naming_an_unlisted_provider,
+        r"Test/C: default_capacity_provider_strategy names 'legacy-cp', which the cluster's providers \['FARGATE'\].*"
+        r"name in default_capacity_provider_strategy only those",
     ),
     (
         r.IMPORTED_CLUSTER_PROVIDERS,
