@@ -89,7 +89,9 @@ class ModelOptions(ContainerOptions, total=False):
         (:mod:`~neuron_constructs.compute.model_sources`).
     model_name
         What every copy reports as to neuron-monitor (``NEURON_PROCESS_TAG``) and the ``Model`` dimension of the
-        per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path (NEURON067).
+        per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path made to fit
+        the tag (:func:`~neuron_constructs.checks.inputs.derived_model_name`). A name or tag given is refused when
+        neuron-monitor or CloudWatch cannot carry it (NEURON067); a derived one never is.
     """
 
     min_healthy_percent: int | None

@@ -79,7 +79,9 @@ class NeuronService(Construct, ListenerTarget):
     track ``linuxParameters.devices``, so two of its tasks on one instance - copies, or the new
     and the old task of a rolling deployment - would map the same ``/dev/neuronN``. It therefore
     runs at most one task per instance of its capacity (NEURON017), and a second service whose
-    devices overlap on the same capacity is refused (NEURON023). When its tasks fill every instance
+    devices overlap on the same capacity is refused (NEURON023) unless the two hold disjoint NeuronCores of the
+    shared devices (``cores=``, or ``NEURON_RT_VISIBLE_CORES`` set by hand; decided by
+    :func:`~neuron_constructs.knowledge.cores.core_overlap`, as on the template). When its tasks fill every instance
     the Auto Scaling capacity can launch, a rolling deployment has no spare instance for a new task,
     so ECS must stop an old one first: the default minimum healthy percent is then
     ``(desired - 1) / desired`` (0 % for one task), and a higher one is refused (NEURON032).
@@ -109,8 +111,10 @@ class NeuronService(Construct, ListenerTarget):
         What the model reports as: every Neuron container of the task definition gets
         ``NEURON_PROCESS_TAG=<model_name>``, under which neuron-monitor reports it and the monitoring publishes its
         per-model metrics (:meth:`scale_on_neuron_utilization` tracks them). Default the task definition's own
-        ``NEURON_PROCESS_TAG``, else this service's construct path (``Stack/Service``); 1 to 255 letters, digits
-        and ``. _ - / : @ + =`` (NEURON067).
+        ``NEURON_PROCESS_TAG``, else this service's construct path (``Stack/Service``) made to fit the tag
+        (:func:`~neuron_constructs.checks.inputs.derived_model_name`: ``Stack/Llama 3`` reports as
+        ``Stack/Llama-3-<8 hex digits>``); a name given here must be 1 to 255 letters, digits and
+        ``. _ - / : @ + =`` (NEURON067).
     vpc_subnets, security_groups
         Awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.

@@ -137,7 +137,9 @@ class NeuronTrainingJob(Construct):
     Refused: multi-node on a type without EFA (NEURON048), more nodes than the queue launches (NEURON049),
     multi-node on Spot (NEURON050), devices beyond the type (NEURON009), ``NEURON_RT_VISIBLE_CORES`` or
     ``NEURON_RT_NUM_CORES`` beyond the mapped devices (NEURON019), parallel degrees that do not divide the world
-    size (NEURON053).
+    size (NEURON053), a ``checkpoint_dir`` off the queue's storage (``..`` included) or in no valid S3 bucket
+    (NEURON066). With a monitored queue the nodes carry ``NEURON_PROCESS_TAG`` = the job's construct path, made to
+    fit the tag where it does not (:func:`~neuron_constructs.checks.inputs.derived_model_name`).
 
     Attributes
     ----------
