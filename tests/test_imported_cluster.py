@@ -112,3 +112,58 @@ def test_services_fleets_and_monitoring_run_on_the_cluster(platform: dict[str, A
     assert all(s["Properties"]["Cluster"] == "ml" for s in services.values())
     assert model["depends_on"] == ["Platform"]
     assert synthesized()["Platform"]["depends_on"] == []
+
+
+def _import(stack: Stack, providers: list[str] | None, *strategy: str) -> NeuronCluster:
+    return NeuronCluster.from_cluster_attributes(
+        stack,
+        "Ml",
+        cluster_name="ml",
+        vpc=ec2.Vpc(stack, "Vpc", max_azs=2),
+        existing_capacity_providers=providers,
+        default_capacity_provider_strategy=[
+            ecs.CapacityProviderStrategy(capacity_provider=p, weight=1) for p in strategy
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("providers", "strategy", "message"),
+    [
+        (["FARGATE"], "legacy-cp", r"names 'legacy-cp', which the cluster's providers \['FARGATE'\]"),
+        ([], "FARGATE", r"names 'FARGATE', which the cluster's providers \[\]"),
+        (None, "FARGATE", r"names 'FARGATE', but existing_capacity_providers is not given"),
+    ],
+    ids=["provider-not-listed", "no-providers", "providers-not-given"],
+)
+def test_a_default_strategy_naming_a_provider_the_cluster_does_not_list_is_refused_at_the_call(
+    providers: list[str] | None, strategy: str, message: str
+) -> None:
+    """GIVEN an imported cluster WHEN its default strategy names a provider its existing providers do not include
+    THEN NEURON056 is raised at from_cluster_attributes, naming the provider and the list (ECS refuses a default
+    strategy naming a provider the cluster is not associated with)."""
+    from neuron_constructs import NeuronConfigurationError
+
+    with pytest.raises(NeuronConfigurationError, match=rf"^Platform/Ml: default_capacity_provider_strategy {message}"):
+        _import(Stack(App(analytics_reporting=False), "Platform"), providers, strategy)
+
+
+def test_a_default_strategy_of_listed_providers_is_the_association_s() -> None:
+    """GIVEN an imported cluster listing FARGATE and FARGATE_SPOT WHEN the default strategy names them THEN the
+    association carries it; a strategy changed afterwards to name another provider is refused when the association is
+    made."""
+    from neuron_constructs import NeuronConfigurationError
+
+    stack = Stack(App(analytics_reporting=False), "Platform")
+    cluster = _import(stack, ["FARGATE", "FARGATE_SPOT"], "FARGATE", "FARGATE_SPOT")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
+    (association,) = cluster.capacity_associations
+    assert [s.capacity_provider for s in association.default_capacity_provider_strategy] == [  # type: ignore[union-attr]
+        "FARGATE",
+        "FARGATE_SPOT",
+    ]
+    later = _import(Stack(App(analytics_reporting=False), "Other"), ["FARGATE"], "FARGATE")
+    assert isinstance(later, NeuronCluster)
+    later.default_capacity_provider_strategy.append(ecs.CapacityProviderStrategy(capacity_provider="legacy-cp"))  # type: ignore[attr-defined]
+    with pytest.raises(NeuronConfigurationError, match=r"Other/Ml: default_capacity_provider_strategy names 'legacy"):
+        later.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)

@@ -8,6 +8,7 @@ before anything is built, so the cases share one stack and one cluster.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 from aws_cdk import App, CfnParameter, Duration, Stack
 from aws_cdk import aws_ecs as ecs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -27,6 +30,7 @@ from neuron_constructs import (
     NeuronTrainingQueue,
     SlicedNeuronService,
 )
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
@@ -406,3 +410,88 @@ def test_imported_resources_are_accepted_everywhere() -> None:
         if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"
     ]
     assert subnets == [["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]]
+
+
+# ---------------------------------------------------------------- checkpoint_dir (NEURON066) ---
+
+CHECKPOINT_REFUSED = [
+    pytest.param("/fsx/../var/ckpt", r"climbs with '\.\.' \(to '/var/ckpt' as written\)", id="dot-dot-escape"),
+    pytest.param("/fsx/run/../other", r"climbs with '\.\.'", id="dot-dot-inside"),
+    pytest.param("s3:///run1", r"names the bucket '', which is not 3 to 63", id="s3-no-bucket"),
+    pytest.param("s3://ml ckpts/run1", r"names the bucket 'ml ckpts', which is not 3 to 63", id="s3-space"),
+    pytest.param("s3://ML-Ckpts/run1", r"bucket 'ML-Ckpts', which is not 3 to 63 lowercase", id="s3-uppercase"),
+    pytest.param("s3://ab/run1", r"bucket 'ab', which is not 3 to 63", id="s3-short"),
+    pytest.param("s3://" + "a" * 64 + "/run1", r"which is not 3 to 63", id="s3-long"),
+    pytest.param("s3://-ckpts/run1", r"beginning and ending with a letter or digit", id="s3-leading-hyphen"),
+    pytest.param("s3://ml..ckpts/run1", r"has two adjacent periods", id="s3-adjacent-periods"),
+    pytest.param("s3://192.168.5.4/run1", r"is formatted as an IP address", id="s3-ip-address"),
+    pytest.param("s3://xn--ckpts/run1", r"reserved prefix 'xn--'", id="s3-xn-prefix"),
+    pytest.param("s3://sthree-ckpts/run1", r"reserved prefix 'sthree-'", id="s3-sthree-prefix"),
+    pytest.param("s3://ckpts-s3alias/run1", r"reserved suffix '-s3alias'", id="s3-alias-suffix"),
+    pytest.param("s3://ckpts--ol-s3/run1", r"reserved suffix '--ol-s3'", id="s3-object-lambda-suffix"),
+    pytest.param("s3://ml-ckpts", r"names no key prefix", id="s3-no-prefix"),
+    pytest.param("s3://ml-ckpts/", r"names no key prefix", id="s3-slash-only"),
+    pytest.param("s3://ml-ckpts/run1/../run2", r"'\.\.' segment in its key prefix", id="s3-dot-dot-key"),
+    pytest.param("s3://ml-ckpts/a//b", r"empty, '\.' or '\.\.' segment", id="s3-empty-segment"),
+    pytest.param("s3://ml-ckpts/" + "k" * 1025, r"longer than 1024 bytes", id="s3-key-too-long"),
+    pytest.param("fsx/ckpt", r"neither an absolute path nor an s3://bucket/prefix URL", id="relative"),
+    pytest.param("./ckpt", r"neither an absolute path", id="dot-relative"),
+    pytest.param("S3://ml-ckpts/run1", r"neither an absolute path", id="scheme-case"),
+    pytest.param("/fsx/a/./b", r"is not in normal form; write '/fsx/a/b'", id="dot-segment"),
+    pytest.param("/fsx//ckpt", r"is not in normal form; write '/fsx/ckpt'", id="double-slash"),
+    pytest.param("/fsx/ckpt/", r"is not in normal form; write '/fsx/ckpt'", id="trailing-slash"),
+    pytest.param(
+        "/fsxother/ckpt", r"is not on shared storage: the queue's nodes share a path under /fsx", id="sibling"
+    ),
+    pytest.param("//fsx/ckpt", r"is not on shared storage", id="double-leading-slash"),
+    pytest.param("/var/ckpt", r"is not on shared storage", id="root-disk"),
+    pytest.param("/fsx/ckpt\n/etc", r"holds a control character", id="newline"),
+    pytest.param("/fsx/" + "d/" * 2100 + "x", r"longer than 4096 bytes", id="path-too-long"),
+]
+
+
+@pytest.mark.parametrize(("given", "message"), CHECKPOINT_REFUSED)
+def test_checkpoint_dir_that_no_node_reaches_or_escapes_its_storage_is_refused(given: str, message: str) -> None:
+    """GIVEN a queue sharing /fsx WHEN a job's checkpoint_dir climbs out of it, is not absolute or not in normal form,
+    or names a bucket S3 does not allow or no key prefix THEN NEURON066 names the job, the problem and the fix."""
+    with pytest.raises(NeuronConfigurationError, match=message) as raised:
+        inputs.check_checkpoint_dir("App/Queue/Job", given, "/fsx")
+    assert str(raised.value).startswith("App/Queue/Job: checkpoint_dir=") and "[NEURON066:" in str(raised.value)
+    assert "Fix: pass checkpoint_dir= an absolute path in normal form" in str(raised.value)
+
+
+CHECKPOINT_ACCEPTED = [
+    "/fsx",
+    "/fsx/checkpoints/run1",
+    "/fsx/data/checkpoints/llama-3 8b",
+    "/fsx/a..b/c",  # '..' inside a name is a name
+    "s3://ml-ckpts/run1",
+    "s3://ml.ckpts.2026/team/run1/",
+    "s3://abc/x",
+    "s3://" + "a" * 63 + "/run1",
+    "s3://ml-ckpts/" + "k" * 1024,
+]
+
+
+@pytest.mark.parametrize("given", CHECKPOINT_ACCEPTED)
+def test_checkpoint_dir_on_the_storage_or_in_a_valid_bucket_is_written_as_given(given: str) -> None:
+    """GIVEN a normal path under /fsx or an s3:// URL S3 can hold WHEN checked THEN it is accepted unchanged."""
+    assert inputs.check_checkpoint_dir("App/Queue/Job", given, "/fsx") == given
+
+
+def test_a_local_checkpoint_dir_without_storage_is_refused() -> None:
+    with pytest.raises(NeuronConfigurationError, match=r"is not on shared storage: the queue's nodes share no shared"):
+        inputs.check_checkpoint_dir("App/Queue/Job", "/fsx/ckpt", None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("/.a-xs3:"), max_size=30).map(lambda tail: "/fsx/" + tail))
+def test_an_accepted_local_checkpoint_dir_never_leaves_the_storage(text: str) -> None:
+    """Whatever text follows /fsx/: what is accepted is its own normal form, at or under /fsx, with no '..'."""
+    try:
+        accepted = inputs.check_checkpoint_dir("App/Queue/Job", text, "/fsx")
+    except NeuronConfigurationError as error:
+        assert "[NEURON066:" in str(error)
+        return
+    assert accepted == text == posixpath.normpath(text)
+    assert ".." not in accepted.split("/") and (accepted == "/fsx" or accepted.startswith("/fsx/"))

@@ -14,6 +14,8 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk.assertions import Annotations, Match
 from conftest import resources
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -24,9 +26,12 @@ from neuron_constructs import (
     NeuronLoadBalancer,
     NeuronMonitoring,
     NeuronService,
+    SlicedNeuronService,
 )
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.metrics import NAMESPACE, PROCESS_TAG_VARIABLE
+from neuron_constructs.training.queue import NeuronTrainingQueue
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 ENV = {"account": "123456789012", "region": "us-east-1"}
@@ -270,3 +275,95 @@ def test_monitoring_made_after_the_scaling_still_silences_the_warning() -> None:
     app.synth()
     found = Annotations.from_stack(model).find_warning("*", Match.string_like_regexp(rules.UNMONITORED_SCALING.id))
     assert found == []
+
+
+DERIVED = [
+    pytest.param("Model/Llama", "Model/Llama", id="a path neuron-monitor carries is the name"),
+    pytest.param("Model/Llama 3", "Model/Llama-3-", id="a space becomes a hyphen"),
+    pytest.param("Model/Llama\u00e9 3", "Model/Llama--3-", id="non-ASCII becomes a hyphen"),
+]
+
+
+@pytest.mark.parametrize(("path", "start"), DERIVED)
+def test_a_derived_model_name_is_the_path_made_fit_for_neuron_monitor(path: str, start: str) -> None:
+    """GIVEN a construct path WHEN the library derives a model name from it THEN the name is the path where that is
+    valid, else the path with invalid characters replaced and 8 hex digits of its hash appended."""
+    name = inputs.derived_model_name(path)
+    assert name == path if start == path else re.fullmatch(re.escape(start) + r"[0-9a-f]{8}", name), name
+    assert inputs.check_model_name("App/X", name) == name
+
+
+def test_derived_model_names_of_paths_that_read_alike_once_replaced_differ() -> None:
+    names = {inputs.derived_model_name(p) for p in ("App/Llama 3", "App/Llama-3", "App/Llama\t3", "App/Llama+3")}
+    assert len(names) == 4
+
+
+def test_a_derived_model_name_of_a_long_path_fits_in_255_characters() -> None:
+    path = "App/" + "/".join(["Nested Model"] * 40)
+    name = inputs.derived_model_name(path)
+    assert len(name) == 255 and name.startswith("App/Nested-Model/") and re.search(r"-[0-9a-f]{8}$", name)
+    assert inputs.derived_model_name(path + "x") != name  # cut alike, hashed apart
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_every_derived_model_name_is_one_neuron_monitor_and_cloudwatch_take(path: str) -> None:
+    """Whatever the path (any Unicode, any length): the derived name passes the NEURON067 check."""
+    name = inputs.derived_model_name(path)
+    assert inputs.check_model_name("App/X", name) == name
+
+
+def test_a_service_with_a_space_in_its_id_gets_a_valid_derived_model_name() -> None:
+    """GIVEN a NeuronService with the construct id "Llama 3" and no model_name WHEN built THEN it is accepted and its
+    Neuron containers carry the derived name; a user's own model_name "Llama 3" is refused (NEURON067)."""
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    model = Stack(app, "Model", env=ENV)
+    task = ManualNeuronTaskDefinition(model, "Task", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    service = NeuronService(model, "Llama 3", cluster=cluster, task_definition=task)
+    assert re.fullmatch(r"Model/Llama-3-[0-9a-f]{8}", service.model_name), service.model_name
+    template = app.synth().get_stack_by_name("Model").template
+    (definition,) = resources(template, "AWS::ECS::TaskDefinition").values()
+    (container,) = definition["Properties"]["ContainerDefinitions"]
+    assert _environment(container)[PROCESS_TAG_VARIABLE] == service.model_name
+    other = ManualNeuronTaskDefinition(model, "Other", instance_type="inf2.48xlarge", devices=[2, 3], memory_mib=8192)
+    other.add_neuron_container("model", image=IMAGE)
+    with pytest.raises(NeuronConfigurationError, match=r"Model/Mine: model_name='Llama 3' is not 1 to 255.*NEURON067"):
+        NeuronService(model, "Mine", cluster=cluster, task_definition=other, model_name="Llama 3")
+
+
+def test_fleet_models_and_sliced_services_with_a_space_in_their_id_get_a_valid_derived_model_name() -> None:
+    """GIVEN a fleet model and a SlicedNeuronService with the id "Llama 3" and no model_name THEN both are accepted
+    with the derived name; a fleet model's own model_name "Llama 3" is refused (NEURON067)."""
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    stack = Stack(app, "Models", env=ENV)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    model = fleet.add_model("Llama 3", image=IMAGE, cores_per_task=1, copies=2)
+    assert re.fullmatch(r"Models/Fleet/Llama-3-[0-9a-f]{8}", model.model_name), model.model_name
+    assert {s.model_name for s in model.copy_services} == {model.model_name}
+    with pytest.raises(NeuronConfigurationError, match=r"model_name='Llama 3' is not 1 to 255.*NEURON067"):
+        fleet.add_model("Mine", image=IMAGE, cores_per_task=1, copies=1, model_name="Llama 3")
+    sliced_stack = Stack(App(analytics_reporting=False), "Sliced")
+    own = NeuronCluster(sliced_stack, "C")
+    own.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        sliced_stack, "Llama 3", cluster=own, instance_type="inf2.24xlarge", devices_per_task=2, image=IMAGE
+    )
+    assert re.fullmatch(r"Sliced/Llama-3-[0-9a-f]{8}", sliced.model_name), sliced.model_name
+
+
+def test_a_monitored_training_job_with_a_space_in_its_id_is_tagged_with_a_valid_derived_name() -> None:
+    """GIVEN a monitored training queue WHEN a job with the id "Llama 3" is added THEN it is accepted and its
+    NEURON_PROCESS_TAG is the derived name."""
+    queue = NeuronTrainingQueue(
+        Stack(App(analytics_reporting=False), "Train"),
+        "Queue",
+        instance_type="trn1.32xlarge",
+        max_nodes=1,
+        monitoring=True,
+    )
+    job = queue.add_job("Llama 3", nodes=1, image=IMAGE, command=["python", "train.py"])
+    tag = (job.container.environment or {})[PROCESS_TAG_VARIABLE]
+    assert re.fullmatch(r"Train/Queue/Llama-3-[0-9a-f]{8}", tag), tag

@@ -452,6 +452,19 @@ def _imported_cluster_without_its_providers(s: Stack) -> None:
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
 
 
+def _imported_strategy_naming_an_unlisted_provider(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    NeuronCluster.from_cluster_attributes(
+        s,
+        "C",
+        cluster_name="ml",
+        vpc=ec2.Vpc(s, "V"),
+        existing_capacity_providers=["FARGATE"],
+        default_capacity_provider_strategy=[ecs.CapacityProviderStrategy(capacity_provider="legacy-cp", weight=1)],
+    )
+
+
 def _cluster_imported_twice_with_capacity(s: Stack) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -842,6 +855,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     ),
     (
         r.IMPORTED_CLUSTER_PROVIDERS,
+        _imported_strategy_naming_an_unlisted_provider,
+        r"Test/C: default_capacity_provider_strategy names 'legacy-cp', which the cluster's providers \['FARGATE'\].*"
+        r"name in default_capacity_provider_strategy only those",
+    ),
+    (
+        r.IMPORTED_CLUSTER_PROVIDERS,
         _cluster_imported_twice_with_capacity,
         r"Test/B/Inf2: cluster ml is imported with Auto Scaling capacity at Test/A already",
     ),
@@ -924,7 +943,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.CHECKPOINT_DIR,
         _checkpoint_without_storage,
-        r"Test/Queue/Job: checkpoint_dir='/checkpoints', but the queue's nodes share no shared storage.*s3://",
+        r"Test/Queue/Job: checkpoint_dir='/checkpoints' is not on shared storage: the queue's nodes share no shared "
+        r"storage.*s3://",
     ),
     (r.NO_SPOT, _spot_trn2u, r"Test/C/Trn2u: spot=True with trn2u.48xlarge.*drop spot=True for trn2u.48xlarge"),
     (r.S3_LOCATION, _compile_cache_on_the_whole_bucket, r"Test/Cache: prefix='/'.*pass a non-empty prefix"),

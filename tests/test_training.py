@@ -618,3 +618,26 @@ def test_every_queue_with_efa_verifies_the_efa_installer_before_running_it(train
             assert EFA_INSTALLER.sha256 in user_data and "aws-efa-installer-latest" not in user_data
             assert user_data.index("sha256sum --check") < user_data.index("tar -xf") < user_data.index("efa_installer")
     assert with_efa >= 3  # trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge at least
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_dir", "message"),
+    [
+        ("/fsx/../var/ckpt", r"checkpoint_dir='/fsx/\.\./var/ckpt' climbs with '\.\.' \(to '/var/ckpt' as written\)"),
+        ("s3:///run1", r"checkpoint_dir='s3:///run1' names the bucket '', which is not 3 to 63"),
+        ("s3://ml ckpts/run1", r"checkpoint_dir='s3://ml ckpts/run1' names the bucket 'ml ckpts', which is not"),
+    ],
+    ids=["root-disk-through-dot-dot", "no-bucket", "bucket-with-a-space"],
+)
+def test_a_job_s_checkpoint_dir_off_the_storage_or_in_no_bucket_is_refused_at_add_job(
+    checkpoint_dir: str, message: str
+) -> None:
+    """GIVEN a queue sharing FSx at /fsx WHEN add_job is given a checkpoint_dir that escapes it or names no valid
+    bucket THEN NEURON066 is raised at the call, naming the job."""
+    from neuron_constructs import NeuronConfigurationError
+
+    queue = NeuronTrainingQueue(
+        Stack(App(), "Jobs"), "Queue", instance_type="trn1.32xlarge", max_nodes=2, storage=LustreStorage()
+    )
+    with pytest.raises(NeuronConfigurationError, match=rf"^Jobs/Queue/Job: {message}.*\[NEURON066:"):
+        queue.add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir=checkpoint_dir)

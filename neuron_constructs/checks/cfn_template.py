@@ -24,9 +24,11 @@ from typing import Any
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import (
-    LOGICAL_CORE_VARIABLE,
     VISIBLE_CORES_VARIABLE,
+    TaskCores,
     held_cores,
+    running_lnc,
+    task_cores,
 )
 
 __all__ = [
@@ -318,12 +320,7 @@ class TaskDefinition:
         instance = self.instance_type
         if instance is None:
             return None
-        for container in self.containers:
-            stated = str(container.environment.get(LOGICAL_CORE_VARIABLE, ""))
-            if stated in ("1", "2"):
-                return int(stated)
-        declared = self.intent.get("lnc")
-        return declared if isinstance(declared, int) and declared in (1, 2) else instance.default_lnc
+        return running_lnc((c.environment for c in self.containers), self.intent.get("lnc"), instance.default_lnc)
 
     def container_cores(self, container: Container) -> frozenset[int] | None:
         """The NeuronCores ``container`` holds (host numbering): those its ``NEURON_RT_VISIBLE_CORES`` names
@@ -335,21 +332,25 @@ class TaskDefinition:
         devices = (i for i in container.neuron_devices if i is not None)
         return held_cores(devices, visible if isinstance(visible, str) else None, instance.cores_per_chip(lnc))
 
+    @functools.cached_property
+    def held(self) -> TaskCores:
+        """What it holds on an instance (:func:`~neuron_constructs.knowledge.cores.task_cores`, as the constructs
+        see it at the call)."""
+        return task_cores(
+            self.instance_type,
+            self.intent.get("lnc"),
+            [(tuple(i for i in c.neuron_devices if i is not None), c.environment) for c in self.containers],
+        )
+
     @property
     def names_cores(self) -> bool:
         """Whether a container names its cores (``NEURON_RT_VISIBLE_CORES``) rather than taking its devices' all."""
-        return any(isinstance(c.environment.get(VISIBLE_CORES_VARIABLE), str) for c in self.containers)
+        return self.held.names_cores
 
-    @functools.cached_property
+    @property
     def cores(self) -> frozenset[int] | None:
         """Every NeuronCore its containers hold (see :meth:`container_cores`); ``None`` without a catalog type."""
-        held: set[int] = set()
-        for container in self.containers:
-            cores = self.container_cores(container)
-            if cores is None:
-                return None
-            held |= cores
-        return frozenset(held)
+        return self.held.cores
 
     @property
     def on_managed_instances(self) -> bool:

@@ -9,6 +9,9 @@ to finished templates. No AWS CDK import here.
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -16,10 +19,12 @@ from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceTy
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.rules import (
     CAPACITY_SIZE,
+    CHECKPOINT_DIR,
     DEPLOYMENT_STALLS,
     DEVICE_INDEX_RANGE,
     DEVICE_TOPOLOGY,
     DUPLICATE_DEVICE,
+    IMPORTED_CLUSTER_PROVIDERS,
     INF1_ON_MANAGED_INSTANCES,
     LOGICAL_CORES,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -34,6 +39,9 @@ from neuron_constructs.knowledge.rules import (
 )
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+=-]{0,254}")
+_MODEL_NAME_LENGTH = 255
+_NOT_MODEL_NAME_CHARACTER = re.compile(r"[^A-Za-z0-9._/:@+=-]")
+_NAME_HASH_LENGTH = 8
 
 MANAGED_INSTANCES_ACCELERATORS = ("inferentia2", "trainium", "trainium2")
 """Neuron accelerator names ECS Managed Instances can select (Inf1 excluded)."""
@@ -286,6 +294,124 @@ def check_model_name(path: str, name: str, *, given_as: str = "model_name") -> s
     if not _MODEL_NAME.fullmatch(name):
         raise MODEL_NAME.error(path, f"{given_as}={name!r} is not 1 to 255 such characters")
     return name
+
+
+def derived_model_name(path: str) -> str:
+    """The model name the library derives from a construct path when the user gives none: the path itself when
+    neuron-monitor and CloudWatch can carry it (:func:`check_model_name`), else the path with every other character
+    replaced by ``-``, leading ones dropped, cut to fit 255 characters with ``-`` and the first 8 hex digits of the
+    path's SHA-256 appended, so two paths that read alike once replaced (``Llama 3``, ``Llama-3``) stay two models.
+    Never refused: the name is the library's, not the user's."""
+    if _MODEL_NAME.fullmatch(path):
+        return path
+    readable = _NOT_MODEL_NAME_CHARACTER.sub("-", path).lstrip("._/:@+=-") or "model"
+    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:_NAME_HASH_LENGTH]
+    return f"{readable[: _MODEL_NAME_LENGTH - _NAME_HASH_LENGTH - 1]}-{digest}"
+
+
+_S3_SCHEME = "s3://"
+_BUCKET_CHARACTERS = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3")
+_KEY_BYTES = 1024
+_PATH_BYTES = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def s3_bucket_name_problem(name: str) -> str | None:
+    """Why S3 would not take ``name`` as a general purpose bucket name, or ``None`` (Amazon S3 user guide, "General
+    purpose bucket naming rules"): 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a
+    letter or digit, no two adjacent periods, not an IP address, not beginning ``xn--``, ``sthree-`` or
+    ``amzn-s3-demo-``, not ending ``-s3alias``, ``--ol-s3``, ``.mrap`` or ``--x-s3``."""
+    if not _BUCKET_CHARACTERS.fullmatch(name):
+        return "is not 3 to 63 lowercase letters, digits, dots and hyphens beginning and ending with a letter or digit"
+    if ".." in name:
+        return "has two adjacent periods"
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        pass
+    else:
+        return "is formatted as an IP address"
+    for prefix in _BUCKET_RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"begins with the reserved prefix {prefix!r}"
+    for suffix in _BUCKET_RESERVED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"ends with the reserved suffix {suffix!r}"
+    return None
+
+
+def check_checkpoint_dir(path: str, given: str, mount_path: str | None) -> str:
+    """NEURON066: ``given``, a checkpoint directory every node of a job reaches - returned as given.
+
+    * ``s3://<bucket>/<prefix>``: a bucket name S3 allows (:func:`s3_bucket_name_problem`) and a key prefix of at most
+      1,024 bytes with no empty, ``.`` or ``..`` segment (Amazon S3 user guide, "Naming Amazon S3 objects": tools
+      that map keys to paths read those as directories, so one prefix would be two).
+    * a local path: absolute, in normal form (``posixpath.normpath`` leaves it unchanged: no ``.``, ``..``, doubled
+      or trailing ``/``) and at or under ``mount_path``, the queue's shared storage. A ``..`` is refused even where
+      it would stay inside: the kernel resolves it after following symbolic links, which a lexical check cannot.
+      Nothing is rewritten: a path not in normal form is refused with its normal form in the message.
+
+    No control characters anywhere (the value reaches every node as an environment variable)."""
+    where = f"a path under {mount_path} (the queue's storage)" if mount_path else "no shared storage (storage=)"
+
+    def refuse(problem: str) -> Exception:
+        return CHECKPOINT_DIR.error(path, f"checkpoint_dir={given[:200]!r} {problem}")
+
+    if _CONTROL.search(given):
+        raise refuse("holds a control character")
+    if given.startswith(_S3_SCHEME):
+        bucket, _, key = given[len(_S3_SCHEME) :].partition("/")
+        problem = s3_bucket_name_problem(bucket)
+        if problem:
+            raise refuse(f"names the bucket {bucket[:80]!r}, which {problem} (S3 bucket naming rules)")
+        segments = key.rstrip("/").split("/")
+        if not key.strip("/"):
+            raise refuse("names no key prefix under the bucket")
+        if len(key.encode("utf-8", "surrogatepass")) > _KEY_BYTES:
+            raise refuse(f"has a key prefix longer than {_KEY_BYTES} bytes, the most an S3 object key holds")
+        if any(segment in ("", ".", "..") for segment in segments):
+            raise refuse("has an empty, '.' or '..' segment in its key prefix")
+        return given
+    if not given.startswith("/"):
+        raise refuse("is neither an absolute path nor an s3://bucket/prefix URL")
+    if len(given.encode("utf-8", "surrogatepass")) > _PATH_BYTES:
+        raise refuse(f"is longer than {_PATH_BYTES} bytes, the longest path Linux takes")
+    if ".." in given.split("/"):
+        raise refuse(f"climbs with '..' (to {posixpath.normpath(given)!r} as written)")
+    normal = posixpath.normpath(given)
+    if normal != given:
+        raise refuse(f"is not in normal form; write {normal!r}")
+    mount = posixpath.normpath(mount_path) if mount_path else None
+    if mount is None or not (normal == mount or normal.startswith(mount.rstrip("/") + "/")):
+        raise refuse(f"is not on shared storage: the queue's nodes share {where}")
+    return given
+
+
+def check_default_strategy(path: str, cluster: str, named: Sequence[str], listed: Sequence[str] | None) -> None:
+    """NEURON056: an imported cluster's default capacity provider strategy names only providers the association
+    lists - ``listed``, the cluster's existing providers and those the library adds (PutClusterCapacityProviders: "A
+    capacity provider must be associated with the cluster to be used in a capacity provider strategy"). ``named``:
+    the strategy's literal provider names (the caller leaves deploy-time values out); ``listed`` ``None``: the
+    existing providers were not given, so nothing is listed and the strategy could never be set."""
+    if not named:
+        return
+    if listed is None:
+        raise IMPORTED_CLUSTER_PROVIDERS.error(
+            path,
+            f"default_capacity_provider_strategy names {named[0]!r}, but existing_capacity_providers is not given, so "
+            f"no association lists it",
+            cluster=cluster,
+        )
+    for name in named:
+        if name not in listed:
+            raise IMPORTED_CLUSTER_PROVIDERS.error(
+                path,
+                f"default_capacity_provider_strategy names {name!r}, which the cluster's providers {list(listed)} "
+                "(existing_capacity_providers and those added here) do not include",
+                cluster=cluster,
+            )
 
 
 def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]) -> int:

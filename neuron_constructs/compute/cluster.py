@@ -24,6 +24,7 @@ from neuron_constructs.base.arguments import (
 )
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import (
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
@@ -525,6 +526,20 @@ class _ImportedNeuronCluster(NeuronCluster):
         )
         self.default_capacity_provider_strategy = list(default_capacity_provider_strategy)
         self._association: ecs.CfnClusterCapacityProviderAssociations | None = None
+        self._check_default_strategy()
+
+    def _check_default_strategy(self) -> None:
+        """NEURON056: the default strategy names only the cluster's existing providers (those the library adds are
+        deploy-time names, and deploy-time names are not checked)."""
+        listed = self.existing_capacity_providers
+        if listed is not None and any(Token.is_unresolved(p) for p in listed):
+            return
+        named = [
+            s.capacity_provider
+            for s in self.default_capacity_provider_strategy
+            if not Token.is_unresolved(s.capacity_provider)
+        ]
+        inputs.check_default_strategy(construct_path(self), self.cluster_name, named, listed)
 
     @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
@@ -546,6 +561,7 @@ class _ImportedNeuronCluster(NeuronCluster):
         if self._association is not None:
             self._association.capacity_providers = providers
         else:
+            self._check_default_strategy()  # again: the strategy is a public list, and it is read here
             stack = Stack.of(self)
             key = (stack.account, stack.region, self.cluster_name)
             first = _ASSOCIATED.setdefault(self.node.root, {}).setdefault(key, construct_path(self))

@@ -60,9 +60,11 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_typ
 from neuron_constructs.knowledge.cores import (
     LOGICAL_CORE_VARIABLE,
     VISIBLE_CORES_VARIABLE,
+    TaskCores,
     cores_of_devices,
     devices_of_cores,
     format_core_list,
+    task_cores,
 )
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
@@ -167,6 +169,8 @@ class NeuronTaskDefinition(Construct):
         self._neuron_container_names: list[str] = []
         self.model_name: str | None = None
         self._untagged: list[ecs.ContainerDefinition] = []
+        self._environments: dict[str, dict[str, object]] = {}
+        """Each container's environment as given (literal values only), by container id."""
         self._compatibility = compatibility
         self._cpu, self._memory_mib = cpu, memory_mib
         self._reserved_memory_mib = 0
@@ -262,6 +266,7 @@ class NeuronTaskDefinition(Construct):
                     raise rules.MANAGED_INSTANCES_FIELD.error(path, f"{option} is set", field=field)
         self._reserve(path, options)
         self._warn_about_secrets(path, options.get("environment") or {})
+        self._environments[id] = {k: v for k, v in (options.get("environment") or {}).items() if not is_token(v)}
         options.setdefault("logging", ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group))
         container = self.task_definition.add_container(id, image=image, **options)
         grant_ecr_pull(container, self.task_definition.obtain_execution_role())
@@ -663,6 +668,28 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
     def names_cores(self) -> bool:
         """Whether the task holds chosen cores (``cores=``) rather than every core of its devices."""
         return self._cores_given
+
+    @property
+    def held(self) -> TaskCores:
+        """The devices and NeuronCores its Neuron containers hold on an instance, as the template checks read them
+        (:func:`~neuron_constructs.knowledge.cores.task_cores`): ``cores=``, or a ``NEURON_RT_VISIBLE_CORES`` set by
+        hand in a container's environment. Before any container is added: the declared devices and cores."""
+        if not self._mapped:
+            return TaskCores(
+                self.instance_type.name,
+                self.lnc,
+                frozenset(self.devices),
+                frozenset(self.cores),
+                self._cores_given,
+            )
+        devices: dict[str, list[int]] = {}
+        for index, name in self._mapped.items():
+            devices.setdefault(name, []).append(index)
+        return task_cores(
+            self.instance_type,
+            self.lnc if self._lnc_given else None,
+            [(devices.get(name, []), environment) for name, environment in self._environments.items()],
+        )
 
     @property
     def cpu(self) -> int | None:

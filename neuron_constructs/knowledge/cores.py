@@ -20,8 +20,10 @@ Pure Python, no AWS CDK import.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.devices import index_runs
 
 __all__ = [
@@ -29,12 +31,17 @@ __all__ = [
     "LOGICAL_CORE_VARIABLE",
     "NUM_CORES_VARIABLE",
     "VISIBLE_CORES_VARIABLE",
+    "CoreOverlap",
+    "TaskCores",
+    "core_overlap",
     "cores_of_devices",
     "devices_of_cores",
     "format_core_list",
     "held_cores",
     "parse_core_list",
     "relabel_cores",
+    "running_lnc",
+    "task_cores",
 ]
 
 VISIBLE_CORES_VARIABLE = "NEURON_RT_VISIBLE_CORES"
@@ -95,3 +102,86 @@ def relabel_cores(cores: Iterable[int], lnc: int, to_lnc: int) -> frozenset[int]
     if lnc == to_lnc:
         return frozenset(cores)
     return frozenset(physical // to_lnc for core in cores for physical in range(core * lnc, (core + 1) * lnc))
+
+
+def running_lnc(environments: Iterable[Mapping[str, object]], declared: object, default: int) -> int:
+    """The logical-core setting a task's containers run with: ``NEURON_LOGICAL_NC_CONFIG`` where one states 1 or 2,
+    else ``declared`` (when it is 1 or 2), else ``default`` (the type's)."""
+    for environment in environments:
+        stated = str(environment.get(LOGICAL_CORE_VARIABLE, ""))
+        if stated in ("1", "2"):
+            return int(stated)
+    return declared if isinstance(declared, int) and declared in (1, 2) else default
+
+
+@dataclass(frozen=True)
+class TaskCores:
+    """What a manually mapped task holds on an instance: the devices its containers map, at which type and
+    logical-core setting (``None`` when not known), the NeuronCores its containers hold (``None`` when not known:
+    no catalog type, or a setting the type does not have), and whether a container names its cores
+    (``NEURON_RT_VISIBLE_CORES``) rather than taking every core of its devices."""
+
+    instance_type: str | None
+    lnc: int | None
+    devices: frozenset[int]
+    cores: frozenset[int] | None
+    names_cores: bool
+
+
+def task_cores(
+    instance: NeuronInstanceType | None,
+    declared_lnc: object,
+    containers: Sequence[tuple[Iterable[int], Mapping[str, object]]],
+) -> TaskCores:
+    """What a task whose ``containers`` (each: the devices it maps, its environment) run on ``instance`` holds.
+
+    A container holds the cores its ``NEURON_RT_VISIBLE_CORES`` names within its devices, else every core of its
+    devices (:func:`held_cores`), numbered at the task's logical-core setting (:func:`running_lnc`). The constructs
+    (at the call) and the template checks (on CloudFormation) both describe a task with this function, so they
+    cannot see different cores."""
+    mapped = [(frozenset(devices), environment) for devices, environment in containers]
+    devices = frozenset(i for held, _ in mapped for i in held)
+    names = any(isinstance(environment.get(VISIBLE_CORES_VARIABLE), str) for _, environment in mapped)
+    if instance is None:
+        return TaskCores(None, None, devices, None, names)
+    lnc = running_lnc((environment for _, environment in mapped), declared_lnc, instance.default_lnc)
+    if lnc not in instance.lnc_options:
+        return TaskCores(instance.name, lnc, devices, None, names)
+    per_chip = instance.cores_per_chip(lnc)
+    cores: set[int] = set()
+    for held, environment in mapped:
+        visible = environment.get(VISIBLE_CORES_VARIABLE)
+        cores |= held_cores(held, visible if isinstance(visible, str) else None, per_chip)
+    return TaskCores(instance.name, lnc, devices, frozenset(cores), names)
+
+
+@dataclass(frozen=True)
+class CoreOverlap:
+    """What two tasks on one instance both hold: the devices both map, and the NeuronCores of them both hold -
+    ``None`` when the conflict is the whole devices (neither names its cores, or their types, settings or cores are
+    not known to match)."""
+
+    devices: frozenset[int]
+    cores: frozenset[int] | None
+
+
+def core_overlap(first: TaskCores, second: TaskCores) -> CoreOverlap | None:
+    """NEURON023: what ``first`` and ``second`` would both hold on one instance; ``None`` when nothing.
+
+    Tasks that map one device share it on disjoint NeuronCores (a core belongs to one process, aws-neuron-sdk issue
+    #441) only when one of them names its cores and both number them alike (one type, one logical-core setting);
+    otherwise a shared device is the conflict. The one decision both the constructs and the template checks use."""
+    devices = first.devices & second.devices
+    if not devices:
+        return None
+    comparable = (
+        first.instance_type is not None
+        and (first.instance_type, first.lnc) == (second.instance_type, second.lnc)
+        and first.cores is not None
+        and second.cores is not None
+    )
+    if not comparable or not (first.names_cores or second.names_cores):
+        return CoreOverlap(devices, None)
+    assert first.cores is not None and second.cores is not None
+    both = first.cores & second.cores
+    return CoreOverlap(devices, both) if both else None

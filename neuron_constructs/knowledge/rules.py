@@ -493,10 +493,13 @@ CHECKPOINT_DIR = Rule(
     "NEURON066",
     "Checkpoint directory no node can reach",
     "every node of a job saves to and resumes from one place: the queue's shared storage, mounted at the same path "
-    "on every node, or an S3 prefix; a node's own disk is gone when AWS Batch replaces the node",
-    "pass checkpoint_dir= a path under the queue's LustreStorage mount path, or an s3://bucket/prefix URL (and grant "
-    "the job role that prefix)",
-    "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS",
+    "on every node, or an S3 prefix; a node's own disk is gone when AWS Batch replaces the node; a bucket name is 3 "
+    "to 63 lowercase letters, digits, dots and hyphens, begins and ends with a letter or digit, and is no IP address",
+    "pass checkpoint_dir= an absolute path in normal form (no '..', '.', '//' or trailing '/') under the queue's "
+    "LustreStorage mount path, or an s3://bucket/prefix URL with a valid bucket name and a key prefix (and grant the "
+    "job role that prefix)",
+    "AWS Batch guide: multi-node parallel jobs; FSx for Lustre guide: mounting on Amazon ECS; Amazon S3 user guide: "
+    "general purpose bucket naming rules, naming Amazon S3 objects",
 )
 MODEL_NAME = Rule(
     "NEURON067",
@@ -613,14 +616,15 @@ DEFAULT_ACTION_ACROSS_STACKS = Rule(
 )
 IMPORTED_CLUSTER_PROVIDERS = Rule(
     "NEURON056",
-    "Auto Scaling capacity on an imported cluster without its capacity providers",
+    "Imported cluster whose capacity providers are not all listed",
     "an AWS::ECS::ClusterCapacityProviderAssociations resource sets a cluster's whole list of capacity providers and "
     "its default strategy (PutClusterCapacityProviders): a provider it does not list is disassociated from the "
-    "cluster, and two such resources for one cluster undo each other",
+    "cluster, two such resources for one cluster undo each other, and a default strategy may name only providers "
+    "associated with the cluster",
     "pass existing_capacity_providers=[...] to NeuronCluster.from_cluster_attributes: the providers {cluster} has now "
-    "(aws ecs describe-clusters --clusters {cluster} --query 'clusters[0].capacityProviders'), [] if none; import "
-    "the cluster once per app",
-    "ECS API reference: PutClusterCapacityProviders",
+    "(aws ecs describe-clusters --clusters {cluster} --query 'clusters[0].capacityProviders'), [] if none, and name "
+    "in default_capacity_provider_strategy only those; import the cluster once per app",
+    "ECS API reference: PutClusterCapacityProviders (defaultCapacityProviderStrategy)",
 )
 CLUSTER_NAME = Rule(
     "NEURON057",

@@ -88,7 +88,9 @@ class ModelOptions(ContainerOptions, total=False):
         (:mod:`~neuron_constructs.compute.model_sources`).
     model_name
         What every copy reports as to neuron-monitor (``NEURON_PROCESS_TAG``) and the ``Model`` dimension of the
-        per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path (NEURON067).
+        per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path made to fit
+        the tag (:func:`~neuron_constructs.checks.inputs.derived_model_name`). A name or tag given is refused when
+        neuron-monitor or CloudWatch cannot carry it (NEURON067); a derived one never is.
     """
 
     min_healthy_percent: int | None
@@ -185,7 +187,12 @@ class FleetModel(Construct, ListenerTarget):
             raise rules.MODEL_NAME.error(
                 path, f"model_name={named!r}, but the container's {PROCESS_TAG_VARIABLE} is {tagged!r}"
             )
-        self.model_name: str = inputs.check_model_name(path, named if named is not None else tagged or path)
+        if named is not None:
+            self.model_name: str = inputs.check_model_name(path, named)
+        elif tagged is not None:
+            self.model_name = inputs.check_model_name(path, tagged, given_as=PROCESS_TAG_VARIABLE)
+        else:
+            self.model_name = inputs.derived_model_name(path)
         stated = environment.get(LOGICAL_CORE_VARIABLE)
         if stated is not None and stated != str(lnc):
             raise rules.LOGICAL_CORES.error(

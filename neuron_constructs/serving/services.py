@@ -51,7 +51,7 @@ from neuron_constructs.compute.task_definitions import (
     NeuronTaskDefinition,
 )
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.cores import format_core_list
+from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.listeners import (
@@ -79,7 +79,9 @@ class NeuronService(Construct, ListenerTarget):
     track ``linuxParameters.devices``, so two of its tasks on one instance - copies, or the new
     and the old task of a rolling deployment - would map the same ``/dev/neuronN``. It therefore
     runs at most one task per instance of its capacity (NEURON017), and a second service whose
-    devices overlap on the same capacity is refused (NEURON023). When its tasks fill every instance
+    devices overlap on the same capacity is refused (NEURON023) unless the two hold disjoint NeuronCores of the
+    shared devices (``cores=``, or ``NEURON_RT_VISIBLE_CORES`` set by hand; decided by
+    :func:`~neuron_constructs.knowledge.cores.core_overlap`, as on the template). When its tasks fill every instance
     the Auto Scaling capacity can launch, a rolling deployment has no spare instance for a new task,
     so ECS must stop an old one first: the default minimum healthy percent is then
     ``(desired - 1) / desired`` (0 % for one task), and a higher one is refused (NEURON032).
@@ -109,8 +111,10 @@ class NeuronService(Construct, ListenerTarget):
         What the model reports as: every Neuron container of the task definition gets
         ``NEURON_PROCESS_TAG=<model_name>``, under which neuron-monitor reports it and the monitoring publishes its
         per-model metrics (:meth:`scale_on_neuron_utilization` tracks them). Default the task definition's own
-        ``NEURON_PROCESS_TAG``, else this service's construct path (``Stack/Service``); 1 to 255 letters, digits
-        and ``. _ - / : @ + =`` (NEURON067).
+        ``NEURON_PROCESS_TAG``, else this service's construct path (``Stack/Service``) made to fit the tag
+        (:func:`~neuron_constructs.checks.inputs.derived_model_name`: ``Stack/Llama 3`` reports as
+        ``Stack/Llama-3-<8 hex digits>``); a name given here must be 1 to 255 letters, digits and
+        ``. _ - / : @ + =`` (NEURON067).
     vpc_subnets, security_groups
         Awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
@@ -173,7 +177,9 @@ class NeuronService(Construct, ListenerTarget):
         self.capacity: Capacity = capacity_for(construct_path(self), cluster, task_definition, capacity)
         self.model_name: str = task_definition.name_model(
             construct_path(self),
-            model_name if model_name is not None else task_definition.model_name or construct_path(self),
+            model_name
+            if model_name is not None
+            else task_definition.model_name or inputs.derived_model_name(construct_path(self)),
             given=model_name is not None,
         )
         self.desired_count = desired_count
@@ -585,15 +591,13 @@ def capacity_for(
 def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -> str | None:
     """The devices two task definitions would both hold on one instance, in words; ``None`` if none."""
     if isinstance(first, ManualNeuronTaskDefinition) and isinstance(second, ManualNeuronTaskDefinition):
-        both = set(first.devices) & set(second.devices)
-        if both and first.instance_type == second.instance_type and first.lnc == second.lnc:
-            # One type at one setting: tasks share a chip on disjoint NeuronCores (a core belongs to one process).
-            cores = set(first.cores) & set(second.cores)
-            if not cores:
-                return None
-            if first.names_cores or second.names_cores:
-                return f"NeuronCores {format_core_list(cores)} of {format_device_paths(both)}"
-        return format_device_paths(both) if both else None
+        # The template checks' decision (knowledge.cores.core_overlap): a shared chip is fine on disjoint NeuronCores.
+        overlap = core_overlap(first.held, second.held)
+        if overlap is None:
+            return None
+        if overlap.cores is not None:
+            return f"NeuronCores {format_core_list(overlap.cores)} of {format_device_paths(overlap.devices)}"
+        return format_device_paths(overlap.devices)
     manual = first if isinstance(first, ManualNeuronTaskDefinition) else second
     if isinstance(manual, ManualNeuronTaskDefinition) and (
         first.uses_managed_allocation or second.uses_managed_allocation

@@ -137,7 +137,9 @@ class NeuronTrainingJob(Construct):
     Refused: multi-node on a type without EFA (NEURON048), more nodes than the queue launches (NEURON049),
     multi-node on Spot (NEURON050), devices beyond the type (NEURON009), ``NEURON_RT_VISIBLE_CORES`` or
     ``NEURON_RT_NUM_CORES`` beyond the mapped devices (NEURON019), parallel degrees that do not divide the world
-    size (NEURON053).
+    size (NEURON053), a ``checkpoint_dir`` off the queue's storage (``..`` included) or in no valid S3 bucket
+    (NEURON066). With a monitored queue the nodes carry ``NEURON_PROCESS_TAG`` = the job's construct path, made to
+    fit the tag where it does not (:func:`~neuron_constructs.checks.inputs.derived_model_name`).
 
     Attributes
     ----------
@@ -224,7 +226,7 @@ class NeuronTrainingJob(Construct):
                 **(EFA_ENVIRONMENT if nodes > 1 else {}),
                 **(storage_environment(queue.storage) if queue.storage else {}),
                 **(monitoring_environment(queue) if queue.monitoring else {}),
-                **({PROCESS_TAG_VARIABLE: inputs.check_model_name(path, path)} if queue.monitoring else {}),
+                **({PROCESS_TAG_VARIABLE: inputs.derived_model_name(path)} if queue.monitoring else {}),
                 **(preflight_environment(instance, chosen, environment or {}, preflight) if preflight else {}),
                 **({CHECKPOINT_VARIABLE: checkpoint} if checkpoint else {}),
                 **(environment or {}),
@@ -317,22 +319,17 @@ def preflight_environment(
 
 
 def _checkpoint_dir(path: str, id: str, queue: NeuronTrainingQueue, given: str | None) -> str | None:
-    """NEURON066: the checkpoint directory - ``given`` (an absolute path on the queue's storage, or an ``s3://`` URL),
-    else, with storage, ``<mount>/data/checkpoints/<job id>`` when a bucket is linked at ``<mount>/data`` (FSx exports
-    what is written there to S3, so checkpoints outlive the file system) or ``<mount>/checkpoints/<job id>``; else
-    none."""
+    """NEURON066: the checkpoint directory - ``given`` (an absolute path in normal form on the queue's storage, or an
+    ``s3://bucket/prefix`` URL S3 can hold: :func:`~neuron_constructs.checks.inputs.check_checkpoint_dir`), else,
+    with storage, ``<mount>/data/checkpoints/<job id>`` when a bucket is linked at ``<mount>/data`` (FSx exports what
+    is written there to S3, so checkpoints outlive the file system) or ``<mount>/checkpoints/<job id>``; else none."""
     storage = queue.storage
     if given is None:
         if storage is None:
             return None
         linked = "/data" if storage.bucket is not None else ""
         return f"{storage.mount_path}{linked}/checkpoints/{id.lower()}"
-    if given.startswith("s3://") and len(given) > len("s3://") and not given.endswith("s3:///"):
-        return given
-    if given.startswith("/") and storage is not None and (given + "/").startswith(storage.mount_path.rstrip("/") + "/"):
-        return given
-    where = f"a path under {storage.mount_path} (the queue's storage)" if storage else "no shared storage (storage=)"
-    raise rules.CHECKPOINT_DIR.error(path, f"checkpoint_dir={given!r}, but the queue's nodes share {where}")
+    return inputs.check_checkpoint_dir(path, given, storage.mount_path if storage is not None else None)
 
 
 def check_parallel_degrees(

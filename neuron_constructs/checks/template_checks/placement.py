@@ -8,7 +8,6 @@ from itertools import combinations
 from neuron_constructs.checks.cfn_template import (
     EcsTemplate,
     Service,
-    TaskDefinition,
 )
 from neuron_constructs.checks.template_checks.report import (
     Check,
@@ -17,7 +16,7 @@ from neuron_constructs.checks.template_checks.report import (
     in_properties,
 )
 from neuron_constructs.knowledge import rules as r
-from neuron_constructs.knowledge.cores import format_core_list
+from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.rules import Rule
 
 
@@ -152,15 +151,18 @@ def _check_shared_devices(t: EcsTemplate, out: TemplateReport) -> None:
         if not t.could_share_instances(first, second):
             continue
         problem = None
-        if a.manual_mapping and b.manual_mapping and a.devices & b.devices:
+        if a.manual_mapping and b.manual_mapping:
+            overlap = core_overlap(a.held, b.held)
             same = " (the same task definition)" if a.logical_id == b.logical_id else ""
-            shared = _shared_cores(a, b)
-            if shared is None or not (a.names_cores or b.names_cores):
-                problem = f"both map {devices_text(a.devices & b.devices)}{same} and can land on one instance"
-            elif shared:
+            if overlap is None:
+                pass
+            elif overlap.cores is None:
+                problem = f"both map {devices_text(overlap.devices)}{same} and can land on one instance"
+            else:
+                shared = overlap.cores
                 problem = (
                     f"both hold NeuronCore{'s' if len(shared) > 1 else ''} {format_core_list(shared)} of "
-                    f"{devices_text(a.devices & b.devices)}{same} and can land on one instance"
+                    f"{devices_text(overlap.devices)}{same} and can land on one instance"
                 )
         elif (a.managed_allocation and b.manual_mapping) or (a.manual_mapping and b.managed_allocation):
             manual = a if a.manual_mapping else b
@@ -177,15 +179,6 @@ def _check_shared_devices(t: EcsTemplate, out: TemplateReport) -> None:
                 first=_service_label(t, first),
                 other=_service_label(t, second),
             )
-
-
-def _shared_cores(a: TaskDefinition, b: TaskDefinition) -> frozenset[int] | None:
-    """The NeuronCores two manually mapped tasks both hold; ``None`` where either has no catalog type, or their types
-    or logical-core settings differ (then a shared device is the conflict)."""
-    if a.instance_type is None or a.instance_type != b.instance_type or a.lnc != b.lnc:
-        return None
-    first, second = a.cores, b.cores
-    return None if first is None or second is None else first & second
 
 
 CHECKS: dict[Rule, Check] = {
