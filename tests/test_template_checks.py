@@ -85,6 +85,12 @@ def _core_task(device: int, cores: str, instance_type: str = "inf2.48xlarge", ln
     return manual_task(instance_type, containers=[container(devices=[device], Environment=environment)])
 
 
+def _plain_task(*containers: dict[str, Any], **properties: Any) -> dict[str, Any]:
+    """A task definition of no Neuron kind: no device, no NeuronDevice, no intent."""
+    body = {"RequiresCompatibilities": ["EC2"], "NetworkMode": "bridge", "ContainerDefinitions": list(containers)}
+    return {"Type": "AWS::ECS::TaskDefinition", "Properties": {**body, **properties}}
+
+
 CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
     (
         r.UNKNOWN_INSTANCE_TYPE,
@@ -381,7 +387,53 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         _launch_data(MetadataOptions={"HttpTokens": "required"}),
         r"LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit unset",
     ),
+    (
+        r.PRIVILEGED_CONTAINER,
+        with_resources(BASE, Task=_plain_task(container("agent", Privileged=True))),
+        r"Task: container agent: it is privileged, so it can use the instance role \(ecs:Poll: every task's "
+        r"credentials on the instance\).*acknowledge this warning id with the reason",
+    ),
 ]
+
+
+def test_every_privileged_container_and_host_network_task_is_reported_neuron_or_not() -> None:
+    template = with_resources(
+        BASE,
+        Plain=_plain_task(container("sidecar"), container("agent", Privileged="true")),
+        Host=_plain_task(container("proxy"), container("exporter"), NetworkMode="host"),
+        Both=_plain_task(container("root", Privileged=True), NetworkMode="HOST"),
+        Daemon={
+            "Type": "AWS::ECS::DaemonTaskDefinition",
+            "Properties": {"ContainerDefinitions": [container("daemon", Privileged=True)]},
+        },
+        Unprivileged=_plain_task(container("web", Privileged=False)),
+    )
+    found = {
+        (f.logical_id, f.message.split(": ", 2)[1]): f.location
+        for f in check_template(template)
+        if f.rule is r.PRIVILEGED_CONTAINER
+    }
+    assert set(found) == {
+        ("Plain", "container agent"),
+        ("Host", "container proxy"),
+        ("Host", "container exporter"),
+        ("Both", "container root"),
+        ("Daemon", "container daemon"),
+    }
+    assert found["Plain", "container agent"] == (
+        "Resources",
+        "Plain",
+        "Properties",
+        "ContainerDefinitions",
+        1,
+        "Privileged",
+    )
+    assert found["Host", "container proxy"] == ("Resources", "Host", "Properties", "NetworkMode")
+    both = next(
+        f.message for f in check_template(template) if f.logical_id == "Both" and f.rule is r.PRIVILEGED_CONTAINER
+    )
+    assert "it is privileged and its task uses the host network" in both
+    assert r.PRIVILEGED_CONTAINER.severity == "warning"
 
 
 def test_a_compliant_template_has_no_findings() -> None:
