@@ -490,6 +490,8 @@ def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kern
         {"HostPath": "/dev/kmsg", "ContainerPath": "/dev/kmsg", "Permissions": ["read"]}
     ]
     assert "Privileged" not in container and container["Essential"] is True
+    assert container["Image"] == AWS_CLI.reference  # sh and grep; not the retired inference DLC
+    assert "TaskRoleArn" not in health  # it calls no AWS API
 
 
 def test_recovery_can_be_turned_off() -> None:
@@ -691,3 +693,35 @@ def test_the_library_acknowledges_only_its_privileged_monitor_and_a_user_s_privi
         if e.type == "aws:cdk:acknowledged-rules" and "neuron-constructs:NEURON115" in e.data
     ]
     assert acknowledged == ["Pins/N/Monitoring/MonitorTask", "Pins/N/Monitoring/MonitorDaemonTask"]
+
+
+def test_neuron_ecs_lint_sees_the_library_s_acknowledgement_in_the_template_and_reports_the_rest() -> None:
+    """The template carries the library's acknowledgement (cfn-lint's ignore_checks, NEURON115's W9215) on the
+    monitor's two task definitions only; a user's host-network task in the same template is reported."""
+    from aws_cdk import aws_ecs as ecs
+
+    from neuron_constructs.checks.template_checks import check_template
+
+    app, stack = _monitored_app(monitor_image=NEURON_MONITOR.pinned(DIGEST))
+    ecs.Ec2TaskDefinition(stack, "Proxy", network_mode=ecs.NetworkMode.HOST).add_container(
+        "proxy", image=ecs.ContainerImage.from_registry("busybox"), memory_limit_mib=64
+    )
+    template = app.synth().get_stack_by_name("Pins").template
+    ignoring = {
+        k for k, r in template["Resources"].items() if "W9215" in json.dumps(r.get("Metadata", {}).get("cfn-lint", {}))
+    }
+    monitors = {
+        k
+        for kind in ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+        for k, r in resources(template, kind).items()
+        if [c["Name"] for c in r["Properties"]["ContainerDefinitions"]] == ["neuron-monitor"]
+    }
+    assert len(monitors) == 2 and ignoring == monitors
+    found = [f for f in check_template(template) if f.rule.id == "NEURON115"]
+    assert [(f.logical_id[:5], f.message.split(": ", 1)[1].split(". [")[0]) for f in found] == [
+        (
+            "Proxy",
+            "container proxy: its task uses the host network, so it can use the instance role (ecs:Poll: every "
+            "task's credentials on the instance)",
+        )
+    ]

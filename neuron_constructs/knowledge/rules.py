@@ -511,8 +511,8 @@ MODEL_NAME = Rule(
 UNPINNED_PRIVILEGED_IMAGE = Rule(
     "NEURON068",
     "Privileged or host-network daemon image named by a tag",
-    "a privileged or host-network container is root on the instance and can act as its instance role, whose "
-    "ecs:Poll returns the credentials of every task there; a tag can be moved to other bytes, a digest cannot",
+    "a privileged or host-network container can act as the instance and use its instance role, whose ecs:Poll "
+    "returns the credentials of every task there; a tag can be moved to other bytes, a digest cannot",
     'pass {argument}={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
     "(`neuron-ecs digests` resolves it, or `crane digest {uri}`)",
     "ECS guide: task IAM roles (instance role credentials); Docker docs: image digests; "
@@ -823,13 +823,15 @@ UNMONITORED_SCALING = Rule(
 PRIVILEGED_CONTAINER = Rule(
     "NEURON115",
     "Privileged or host-network container",
-    "a privileged container, or any container of a host-network task, reaches the instance metadata service past "
-    "the hop limit of 1 and ECS_AWSVPC_BLOCK_IMDS: it can act as the instance role, whose ecs:Poll returns the "
-    "credentials of every task on the instance (their task roles, their secrets)",
+    "a privileged container holds every capability and device of the instance, so it can act as the instance; a "
+    "container of a host-network task reaches the instance metadata service past the hop limit of 1 and "
+    "ECS_AWSVPC_BLOCK_IMDS: either can use the instance role, whose ecs:Poll returns the credentials of every task "
+    "on the instance (their task roles, their secrets)",
     "drop privileged (map the devices and add the capabilities it needs) and use the bridge or awsvpc network "
     "mode; acknowledge this warning id with the reason the container needs it",
     "ECS guide: task IAM roles (instance role, blocking instance metadata); ECS API reference: ContainerDefinition "
-    "privileged, TaskDefinition networkMode; ECS best practices guide: security (ecs:Poll)",
+    'privileged ("the container is given elevated privileges on the host container instance, similar to the root '
+    'user"), TaskDefinition networkMode; ECS guide: Amazon ECS container instance IAM role (ecs:Poll)',
     severity="warning",
     checked="template",
 )

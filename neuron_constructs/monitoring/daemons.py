@@ -18,7 +18,6 @@ from neuron_constructs.knowledge.container_images import AWS_CLI, NEURON_MONITOR
 
 __all__ = [
     "DMI_DIRECTORY",
-    "HEALTH_NAMESPACE",
     "MONITOR_IMAGE",
     "NEURON_HARDWARE_ERRORS",
     "NODE_PROBLEM_DETECTOR_IMAGE",
@@ -43,10 +42,10 @@ RECOVERY_IMAGE = AWS_CLI.reference
 ``grep``, ``aws``), which runs :func:`recovery_script` and :func:`health_script`."""
 DMI_DIRECTORY = "/sys/devices/virtual/dmi/id"
 """The instance's DMI identity in sysfs: on Nitro instances (every Neuron type) ``board_asset_tag`` holds the instance
-id, readable by any user and without the instance metadata service, which the hop limit of 1 keeps from bridge-mode
-containers (EC2 guide: "Get the instance ID from within the instance", ``board_asset_tag``)."""
-HEALTH_NAMESPACE = "NeuronHealthCheck"
-"""Where the recovery container publishes, as AWS's sample documents it."""
+id (``cat /sys/devices/virtual/dmi/id/board_asset_tag`` on a trn1.32xlarge: gist verdimrc/1ba1387e, "Probe ec2
+instances without instance metadata"), readable by any user (Linux ``drivers/firmware/dmi-id.c``: mode 0444, unlike
+the serial numbers) and without the instance metadata service, which the hop limit of 1 keeps from bridge-mode
+containers. The metric publisher reads the same file (:data:`~neuron_constructs.knowledge.metrics.DMI_ENVIRONMENT`)."""
 NEURON_HARDWARE_ERRORS = (
     "SRAM_UNCORRECTABLE_ERROR",
     "NC_UNCORRECTABLE_ERROR",
