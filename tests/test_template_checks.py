@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from cfn import STANDARD_AMI, container, ecs_template, managed_task, manual_task, service, with_resources
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuron_constructs.checks.cfn_template import parse_template
 from neuron_constructs.checks.inputs import secret_like
@@ -434,6 +436,36 @@ def test_every_privileged_container_and_host_network_task_is_reported_neuron_or_
     )
     assert "it is privileged and its task uses the host network" in both
     assert r.PRIVILEGED_CONTAINER.severity == "warning"
+
+
+_ANY_VALUE = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2), st.just({})
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(["AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition", "AWS::ECS::Service"]),
+    mode=st.one_of(_ANY_VALUE, st.sampled_from(["host", "HOST", "Host", "bridge", "awsvpc"])),
+    privileged=st.lists(st.one_of(_ANY_VALUE, st.sampled_from([True, "true", "True", False, "false"])), max_size=4),
+)
+def test_a_container_is_reported_exactly_when_privileged_or_in_a_host_network_task(
+    kind: str, mode: Any, privileged: list[Any]
+) -> None:
+    """Any value where CloudFormation reads Privileged and NetworkMode: a finding per container exactly when the
+    container is privileged (true, "true") or its task definition's network mode is host, never a crash."""
+    containers = [{"Name": f"c{i}", "Image": "busybox", "Privileged": p} for i, p in enumerate(privileged)]
+    template = with_resources(
+        BASE, Task={"Type": kind, "Properties": {"NetworkMode": mode, "ContainerDefinitions": containers}}
+    )
+    found = {f.message.split(": ", 2)[1] for f in check_template(template) if f.rule is r.PRIVILEGED_CONTAINER}
+    host = isinstance(mode, str) and mode.lower() == "host"
+    expected = {
+        f"container c{i}"
+        for i, p in enumerate(privileged)
+        if kind != "AWS::ECS::Service" and (host or p is True or p in ("true", "True"))
+    }
+    assert found == expected
 
 
 def test_a_compliant_template_has_no_findings() -> None:
