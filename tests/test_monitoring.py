@@ -632,7 +632,9 @@ def test_a_privileged_daemon_image_without_a_digest_is_refused(image: NeuronImag
         _monitored_app(monitor_image=image)
     message = str(raised.value)
     assert "Pins/N/Monitoring: monitor_image " + image.uri + " has no digest" in message
-    assert "[NEURON068: " in message and 'pinned("sha256:...")' in message and "neuron-ecs digests" in message
+    assert "[NEURON068: " in message and "neuron-ecs digests" in message
+    constant = next((n for n, i in IMAGES.items() if i.uri == image.uri), "your_image")
+    assert f'pass monitor_image={constant}.pinned("sha256:...")' in message
 
 
 def test_a_pinned_monitor_image_runs_by_its_digest_on_both_capacity_kinds_without_a_warning() -> None:

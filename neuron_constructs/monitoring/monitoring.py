@@ -690,7 +690,7 @@ def _check_pinned(path: str, image: NeuronImage) -> NeuronImage | None:
         return None
     if any(image == known for known in PRIVILEGED_IMAGES.values()):
         return image
-    constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "monitor_image")
+    constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
     raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
         path,
         f"monitor_image {image.uri} has no digest, and neuron-monitor runs privileged",
