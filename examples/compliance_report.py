@@ -84,11 +84,6 @@ OPEN_NIST_FINDINGS = {
     "NIST.800.53.R5-S3BucketVersioningEnabled": (
         "the compile cache holds graphs the compiler re-creates; versions would keep every graph it overwrites"
     ),
-    "NIST.800.53.R5-ECSTaskDefinitionUserForHostMode": (
-        "the problem detector and recovery daemon runs as root in the host network: node-problem-detector reads "
-        "the kernel log (/dev/kmsg) and AWS's recovery container reads its instance from the instance metadata "
-        "service, which the instances block for awsvpc tasks; the instance role holds only the ECS agent's calls"
-    ),
     "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
         "the public subnets' default route to the internet gateway is what the NAT gateway in them needs; no "
         "instance or task runs there"

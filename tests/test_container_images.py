@@ -136,14 +136,28 @@ def test_the_monitoring_daemons_take_their_images_from_the_module():
         for node in daemons.body
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
     }
-    assert assigned["MONITOR_IMAGE"] == "PYTORCH_INFERENCE.reference"
-    assert assigned["RECOVERY_IMAGE"] == "NEURON_NODE_RECOVERY.reference"
+    assert assigned["MONITOR_IMAGE"] == "NEURON_MONITOR.reference"
+    assert assigned["RECOVERY_IMAGE"] == "AWS_CLI.reference"
     assert assigned["NODE_PROBLEM_DETECTOR_IMAGE"] == "NODE_PROBLEM_DETECTOR.reference"
 
 
+def test_neuron_monitor_is_the_image_the_neuron_sdk_s_manifest_runs_not_a_retired_dlc():
+    image = container_images.NEURON_MONITOR
+    assert image.uri == "public.ecr.aws/neuron/neuron-monitor:1.3.0"
+    assert "src/k8/k8s-neuron-monitor-daemonset.yml" in image.source and "privileged: true" in image.source
+    assert "/opt/aws/neuron/bin/neuron-monitor" in image.source  # the binary the daemon's script runs
+    assert container_images.PYTORCH_INFERENCE not in container_images.LIBRARY_IMAGES.values()
+    assert container_images.NEURON_NODE_RECOVERY not in container_images.LIBRARY_IMAGES.values()
+
+
+def test_the_privileged_images_are_library_images_and_only_neuron_monitor():
+    assert set(container_images.PRIVILEGED_IMAGES) == {"NEURON_MONITOR"}
+    assert all(container_images.LIBRARY_IMAGES[n] is i for n, i in container_images.PRIVILEGED_IMAGES.items())
+
+
 AWAITING_A_DIGEST = {
-    "PYTORCH_INFERENCE": "no published source ties a digest to 2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
-    "NEURON_NODE_RECOVERY": "no published source ties a digest to neuron-node-recovery:1.3.0",
+    "NEURON_MONITOR": "no published source ties a digest to public.ecr.aws/neuron/neuron-monitor:1.3.0 "
+    "(the monitoring warns, NEURON116, until it is pinned)",
     "AWS_CLI": "no published source ties a digest to public.ecr.aws/aws-cli/aws-cli:2.15.0",
 }
 """The images the library runs whose digest is not known yet, each with why: a registry answers it, and none is

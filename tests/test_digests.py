@@ -104,8 +104,8 @@ def test_the_manifest_url_is_the_registry_s_v2_path_of_the_tag() -> None:
     assert manifest_url(NODE_PROBLEM_DETECTOR) == (
         "https://registry.k8s.io/v2/node-problem-detector/node-problem-detector/manifests/v0.8.20"
     )
-    assert manifest_url(LIBRARY_IMAGES["PYTORCH_INFERENCE"], "http://127.0.0.1:5000/") == (
-        "http://127.0.0.1:5000/v2/neuron/pytorch-inference-neuronx/manifests/2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+    assert manifest_url(LIBRARY_IMAGES["NEURON_MONITOR"], "http://127.0.0.1:5000/") == (
+        "http://127.0.0.1:5000/v2/neuron/neuron-monitor/manifests/1.3.0"
     )
 
 
@@ -129,11 +129,11 @@ def test_digests_says_which_pins_match_and_gives_the_digest_to_pin_the_others(re
     found = {d["name"]: d for d in json.loads(out)["images"]}
     assert set(found) == set(LIBRARY_IMAGES)
     assert found["NODE_PROBLEM_DETECTOR"]["status"] == "matches"
-    assert found["PYTORCH_INFERENCE"] == {
-        "name": "PYTORCH_INFERENCE",
-        "uri": LIBRARY_IMAGES["PYTORCH_INFERENCE"].uri,
+    assert found["NEURON_MONITOR"] == {
+        "name": "NEURON_MONITOR",
+        "uri": LIBRARY_IMAGES["NEURON_MONITOR"].uri,
         "pinned": None,
-        "registry": registry.manifests[paths["PYTORCH_INFERENCE"]],
+        "registry": registry.manifests[paths["NEURON_MONITOR"]],
         "status": "not pinned",
     }
 

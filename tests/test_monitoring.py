@@ -15,14 +15,22 @@ import pytest
 from aws_cdk import App, Stack
 from conftest import ECS_STACKS, resources
 
-from neuron_constructs import NeuronInstanceType
-from neuron_constructs.knowledge.container_images import NEURON_NODE_RECOVERY, NODE_PROBLEM_DETECTOR
+from neuron_constructs import NeuronConfigurationError, NeuronInstanceType
+from neuron_constructs.knowledge.container_images import (
+    AWS_CLI,
+    IMAGES,
+    NEURON_MONITOR,
+    NODE_PROBLEM_DETECTOR,
+    PRIVILEGED_IMAGES,
+    NeuronImage,
+)
 from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, MODEL_DIMENSION_SETS, MODEL_METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
     health_script,
     publisher_source,
+    recovery_script,
 )
 from neuron_constructs.tools.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
 
@@ -98,7 +106,9 @@ def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_
 ) -> None:
     _, task = _monitor(templates["NeuronInferenceEc2"])
     (container,) = task["ContainerDefinitions"]
-    assert container["Image"] == MONITOR_IMAGE and container["Privileged"] is True
+    assert container["Image"] == MONITOR_IMAGE == NEURON_MONITOR.reference and container["Privileged"] is True
+    assert task["NetworkMode"] == "bridge"  # the hop limit of 1 keeps the metadata service from it
+    assert container["EntryPoint"] == ["/bin/sh", "-c"]  # POSIX sh: the image's shell, whatever it links to
     assert "LinuxParameters" not in container  # no /dev/neuronN of its own: the workloads' devices stay theirs
     environment = {e["Name"]: e["Value"] for e in container["Environment"]}
     assert environment["NEURON_MONITOR_EMF"] == publisher_source()
@@ -116,26 +126,50 @@ def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_
 
 
 def test_no_daemon_holds_more_than_it_needs(templates: dict[str, dict[str, Any]]) -> None:
-    """neuron-monitor privileged (the Neuron driver's counters of every device, as AWS's DaemonSet runs it);
-    node-problem-detector not privileged: the kernel log read-only and CAP_SYSLOG only; the recovery container
-    neither, with a read-only root file system."""
+    """neuron-monitor privileged (the Neuron driver's counters of every device, as the Neuron SDK's manifest runs
+    it); node-problem-detector and the recovery container not privileged: the kernel log read-only and CAP_SYSLOG
+    only, the recovery container with a read-only root file system; every daemon task in the bridge network."""
     _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
+    assert task["NetworkMode"] == "bridge"
     containers = {c["Name"]: c for c in task["ContainerDefinitions"]}
     detector, recovery = containers["npd"], containers["recovery"]
-    assert "Privileged" not in detector
-    assert detector["LinuxParameters"]["Devices"] == [
-        {"ContainerPath": "/dev/kmsg", "HostPath": "/dev/kmsg", "Permissions": ["read"]}
-    ]
-    assert detector["LinuxParameters"]["Capabilities"] == {"Add": ["SYSLOG"]}
-    assert "Privileged" not in recovery and "LinuxParameters" not in recovery
+    for container in (detector, recovery):
+        assert "Privileged" not in container
+        assert container["LinuxParameters"]["Devices"] == [
+            {"ContainerPath": "/dev/kmsg", "HostPath": "/dev/kmsg", "Permissions": ["read"]}
+        ]
+        assert container["LinuxParameters"]["Capabilities"] == {"Add": ["SYSLOG"]}
     assert recovery["ReadonlyRootFilesystem"] is True
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_only_the_neuron_monitor_runs_privileged_and_nothing_in_the_host_network(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    """Every daemon of the library, on both capacity kinds: the one privileged container is neuron-monitor."""
+    template = templates[stack]
+    kinds = ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+    daemons = {
+        k: v
+        for kind in kinds
+        for k, v in resources(template, kind).items()
+        if any(c["Name"] in ("neuron-monitor", "npd", "neuron-health") for c in v["Properties"]["ContainerDefinitions"])
+    }
+    assert daemons
+    for task in daemons.values():
+        if task["Type"] == "AWS::ECS::TaskDefinition":
+            assert task["Properties"]["NetworkMode"] == "bridge"
+        else:  # a managed daemon names no network mode: ECS runs it in its daemon bridge network
+            assert "NetworkMode" not in task["Properties"]
+        for container in task["Properties"]["ContainerDefinitions"]:
+            assert bool(container.get("Privileged")) == (container["Name"] == "neuron-monitor"), container["Name"]
 
 
 def test_every_image_the_daemons_run_is_the_module_s_reference(templates: dict[str, dict[str, Any]]) -> None:
     """Each daemon image is named as ``tag@digest`` where its source gives the digest (the problem detector)."""
     _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
     images = {c["Name"]: c["Image"] for c in task["ContainerDefinitions"]}
-    assert images == {"npd": NODE_PROBLEM_DETECTOR.reference, "recovery": NEURON_NODE_RECOVERY.reference}
+    assert images == {"npd": NODE_PROBLEM_DETECTOR.reference, "recovery": AWS_CLI.reference}
     assert images["npd"].endswith("@" + str(NODE_PROBLEM_DETECTOR.digest))
 
 
@@ -157,14 +191,13 @@ def test_each_daemon_role_holds_only_what_it_needs(templates: dict[str, dict[str
         "logs:PutLogEvents",
     }
     _, recovery = _daemon_task(template, "npd")
-    # The host network: the instances block instance metadata for awsvpc tasks, and recovery needs it.
-    assert recovery["NetworkMode"] == "host"
+    # The bridge network: the instance id comes from DMI, so neither the metadata service nor a lookup is needed.
+    assert recovery["NetworkMode"] == "bridge"
     statements = {s["Sid"]: s for s in _statements(template, recovery["TaskRoleArn"]["Fn::GetAtt"][0])}
-    assert set(statements) == {"MarkNeuronInstancesUnhealthy", "FindTheInstance", "PublishHealth"}
+    assert set(statements) == {"MarkNeuronInstancesUnhealthy"}
     assert statements["MarkNeuronInstancesUnhealthy"]["Action"] == "autoscaling:SetInstanceHealth"
     (group,) = resources(template, "AWS::AutoScaling::AutoScalingGroup")
     assert group in json.dumps(statements["MarkNeuronInstancesUnhealthy"]["Resource"])
-    assert statements["PublishHealth"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": "NeuronHealthCheck"}}
 
 
 def _dashboard_body(template: dict[str, Any]) -> dict[str, Any]:
@@ -364,6 +397,87 @@ def test_a_kernel_log_it_cannot_read_never_stops_the_health_daemon(tmp_path: Any
         assert stderr.count(b"neuron-health: cannot read") == 1  # said once, then a minute's wait
 
 
+def _recovery(tmp_path: Any, *, enable: str = "true", instance: str | None = "i-0123456789abcdef0\n") -> Any:
+    """The recovery script on a FIFO for /dev/kmsg, a DMI directory and an ``aws`` that records its arguments."""
+    fifo, dmi, bin_dir = tmp_path / "kmsg", tmp_path / "dmi", tmp_path / "bin"
+    os.mkfifo(fifo)
+    dmi.mkdir()
+    bin_dir.mkdir()
+    if instance is not None:
+        (dmi / "board_asset_tag").write_text(instance)
+    aws = bin_dir / "aws"
+    aws.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "calls"}\n')
+    aws.chmod(0o755)
+    env = {
+        "NEURON_HEALTH_KMSG": str(fifo),
+        "NEURON_RECOVERY_DMI": str(dmi),
+        "ENABLE_RECOVERY": enable,
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+    }
+    daemon = subprocess.Popen(
+        ["sh", "-c", recovery_script()],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its sleep holds the pipes open: stop the whole group
+    )
+    return daemon, fifo, tmp_path / "calls"
+
+
+def _stop(daemon: Any) -> tuple[str, str]:
+    os.killpg(daemon.pid, signal.SIGKILL)
+    out, err = daemon.communicate(timeout=10)
+    return str(out), str(err)
+
+
+def _wait_for(path: Any, timeout_s: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return str(path.read_text()) if path.exists() else ""
+
+
+def test_the_recovery_container_marks_the_instance_dmi_names_unhealthy_at_an_unrecoverable_error(tmp_path: Any) -> None:
+    """The instance id from the instance's DMI identity (no metadata service), one call, then it waits."""
+    daemon, fifo, calls = _recovery(tmp_path)
+    try:
+        with open(fifo, "w") as kernel:
+            kernel.write("6,100,1;neuron: NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR nd-id=0\n")
+            kernel.flush()
+            time.sleep(0.5)
+            assert not calls.exists()  # a correctable error: still watching, nothing marked
+            kernel.write("3,101,2;NEURON_HW_ERR=DMA_ERROR nd-id=1 action=TERMINATE_INSTANCE\n")
+        recorded = _wait_for(calls)
+        time.sleep(0.3)
+        assert daemon.poll() is None  # it waits: a restart would not mark the instance again
+    finally:
+        out, _ = _stop(daemon)
+    assert recorded.splitlines() == [
+        "autoscaling set-instance-health --instance-id i-0123456789abcdef0 --health-status Unhealthy "
+        "--no-should-respect-grace-period"
+    ]
+    assert "unrecoverable Neuron hardware error on i-0123456789abcdef0" in out and "NEURON_HW_ERR=DMA_ERROR" in out
+    assert "169.254.169.254" not in recovery_script()  # never the instance metadata service
+
+
+@pytest.mark.parametrize(("enable", "instance"), [("false", "i-0123456789abcdef0\n"), ("true", None), ("true", "")])
+def test_the_recovery_container_only_reports_with_recovery_off_or_no_instance_id(
+    tmp_path: Any, enable: str, instance: str | None
+) -> None:
+    daemon, fifo, calls = _recovery(tmp_path, enable=enable, instance=instance)
+    try:
+        with open(fifo, "w") as kernel:
+            kernel.write("3,101,2;NEURON_HW_ERR=NC_UNCORRECTABLE_ERROR nd-id=0\n")
+        time.sleep(1)
+        assert daemon.poll() is None
+    finally:
+        out, err = _stop(daemon)
+    assert not calls.exists()
+    assert "NEURON_HW_ERR=NC_UNCORRECTABLE_ERROR" in out
+    assert ("no instance id in" in err) == (instance != "i-0123456789abcdef0\n")
+
+
 def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kernel_log(
     templates: dict[str, dict[str, Any]],
 ) -> None:
@@ -379,6 +493,8 @@ def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kern
         {"HostPath": "/dev/kmsg", "ContainerPath": "/dev/kmsg", "Permissions": ["read"]}
     ]
     assert "Privileged" not in container and container["Essential"] is True
+    assert container["Image"] == AWS_CLI.reference  # sh and grep; not the retired inference DLC
+    assert "TaskRoleArn" not in health  # it calls no AWS API
 
 
 def test_recovery_can_be_turned_off() -> None:
@@ -465,3 +581,152 @@ def test_the_managed_instances_rollout_drains_a_tenth_at_a_time_or_what_you_choo
 def test_the_examples_roll_managed_daemons_out_a_tenth_at_a_time(templates: dict[str, dict[str, Any]]) -> None:
     for daemon in resources(templates["NeuronInferenceManaged"], "AWS::ECS::Daemon").values():
         assert daemon["Properties"]["DeploymentConfiguration"] == {"DrainPercent": 10, "BakeTimeInMinutes": 10}
+
+
+DIGEST = "sha256:" + "5e" * 32
+"""A digest of the right form for tests; no registry holds it."""
+
+
+def _monitored_app(**monitoring: Any) -> tuple[App, Stack]:
+    from neuron_constructs import NeuronCluster, NeuronMonitoring
+
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Pins")
+    cluster = NeuronCluster(stack, "N")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    cluster.add_managed_instances_capacity("Mi")
+    NeuronMonitoring(cluster, "Monitoring", cluster=cluster, **monitoring)
+    return app, stack
+
+
+def _warnings(stack: Stack, rule_id: str) -> list[str]:
+    return [
+        str(entry.data)
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:warning" and rule_id in str(entry.data)
+    ]
+
+
+@pytest.mark.parametrize(
+    "image",
+    [i for i in IMAGES.values() if i.digest is None and i not in PRIVILEGED_IMAGES.values()]
+    + [
+        NeuronImage(
+            "my.registry.example/team",
+            "neuron-monitor",
+            "1.3.0",
+            None,
+            "neuron-monitor",
+            "1.3.0",
+            None,
+            None,
+            ("inf2",),
+            "mine",
+        )
+    ],
+    ids=lambda i: i.repository,
+)
+def test_a_privileged_daemon_image_without_a_digest_is_refused(image: NeuronImage) -> None:
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _monitored_app(monitor_image=image)
+    message = str(raised.value)
+    assert "Pins/N/Monitoring: monitor_image " + image.uri + " has no digest" in message
+    assert "[NEURON068: " in message and "neuron-ecs digests" in message
+    constant = next((n for n, i in IMAGES.items() if i.uri == image.uri), "your_image")
+    assert f'pass monitor_image={constant}.pinned("sha256:...")' in message
+
+
+def test_a_pinned_monitor_image_runs_by_its_digest_on_both_capacity_kinds_without_a_warning() -> None:
+    app, stack = _monitored_app(monitor_image=NEURON_MONITOR.pinned(DIGEST))
+    template = app.synth().get_stack_by_name("Pins").template
+    images = {
+        c["Image"]
+        for kind in ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+        for t in resources(template, kind).values()
+        for c in t["Properties"]["ContainerDefinitions"]
+        if c.get("Privileged")
+    }
+    assert images == {f"{NEURON_MONITOR.uri}@{DIGEST}"}
+    assert _warnings(stack, "NEURON116") == []
+
+
+def test_the_library_s_own_monitor_image_runs_by_its_tag_only_with_a_warning() -> None:
+    """No published source gives neuron-monitor:1.3.0's digest: the default runs by tag, and says so."""
+    assert NEURON_MONITOR.digest is None  # when a source gives it, pin it in the module and this test changes
+    _, stack = _monitored_app()
+    (warning,) = _warnings(stack, "NEURON116")
+    assert (
+        "Pins/N/Monitoring: neuron-monitor runs privileged from public.ecr.aws/neuron/neuron-monitor:1.3.0" in warning
+    )
+    assert 'monitor_image=NEURON_MONITOR.pinned("sha256:...")' in warning
+
+
+def test_the_library_acknowledges_only_its_privileged_monitor_and_a_user_s_privileged_container_warns() -> None:
+    """NEURON115 at synth: the library's neuron-monitor task definitions (service and managed daemon) are
+    acknowledged with their reason; a user's privileged container and host-network task are reported until the
+    user acknowledges them."""
+    from aws_cdk import Acknowledgment, Validations
+    from aws_cdk import aws_ecs as ecs
+    from conftest import synth_warnings
+
+    from neuron_constructs.knowledge import rules
+
+    def build(acknowledge: bool) -> App:
+        app, stack = _monitored_app(monitor_image=NEURON_MONITOR.pinned(DIGEST))
+        mine = ecs.Ec2TaskDefinition(stack, "Agent", network_mode=ecs.NetworkMode.HOST)
+        mine.add_container(
+            "agent", image=ecs.ContainerImage.from_registry("busybox"), memory_limit_mib=64, privileged=True
+        )
+        if acknowledge:
+            Validations.of(mine).acknowledge(
+                Acknowledgment(id=rules.PRIVILEGED_CONTAINER.warning_id, reason="the agent manages the host")
+            )
+        return app
+
+    warnings = [w for w in synth_warnings(build(acknowledge=False)) if "[NEURON115: " in w]
+    assert [w.split(". [")[0] for w in warnings] == [
+        "Pins/Agent: container agent: it is privileged and its task uses the host network, so it can use the "
+        "instance role (ecs:Poll: every task's credentials on the instance)"
+    ]
+    assert [w for w in synth_warnings(build(acknowledge=True)) if "[NEURON115: " in w] == []
+    _, stack = _monitored_app(monitor_image=NEURON_MONITOR.pinned(DIGEST))
+    acknowledged = [
+        c.node.path
+        for c in stack.node.find_all()
+        for e in c.node.metadata
+        if e.type == "aws:cdk:acknowledged-rules" and "neuron-constructs:NEURON115" in e.data
+    ]
+    assert acknowledged == ["Pins/N/Monitoring/MonitorTask", "Pins/N/Monitoring/MonitorDaemonTask"]
+
+
+def test_neuron_ecs_lint_sees_the_library_s_acknowledgement_in_the_template_and_reports_the_rest() -> None:
+    """The template carries the library's acknowledgement (cfn-lint's ignore_checks, NEURON115's W9215) on the
+    monitor's two task definitions only; a user's host-network task in the same template is reported."""
+    from aws_cdk import aws_ecs as ecs
+
+    from neuron_constructs.checks.template_checks import check_template
+
+    app, stack = _monitored_app(monitor_image=NEURON_MONITOR.pinned(DIGEST))
+    ecs.Ec2TaskDefinition(stack, "Proxy", network_mode=ecs.NetworkMode.HOST).add_container(
+        "proxy", image=ecs.ContainerImage.from_registry("busybox"), memory_limit_mib=64
+    )
+    template = app.synth().get_stack_by_name("Pins").template
+    ignoring = {
+        k for k, r in template["Resources"].items() if "W9215" in json.dumps(r.get("Metadata", {}).get("cfn-lint", {}))
+    }
+    monitors = {
+        k
+        for kind in ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+        for k, r in resources(template, kind).items()
+        if [c["Name"] for c in r["Properties"]["ContainerDefinitions"]] == ["neuron-monitor"]
+    }
+    assert len(monitors) == 2 and ignoring == monitors
+    found = [f for f in check_template(template) if f.rule.id == "NEURON115"]
+    assert [(f.logical_id[:5], f.message.split(": ", 1)[1].split(". [")[0]) for f in found] == [
+        (
+            "Proxy",
+            "container proxy: its task uses the host network, so it can use the instance role (ecs:Poll: every "
+            "task's credentials on the instance)",
+        )
+    ]

@@ -623,6 +623,14 @@ def _monitoring_twice(s: Stack) -> None:
     NeuronMonitoring(s, "Again", cluster=cluster, recovery=False)
 
 
+def _unpinned_privileged_monitor_image(s: Stack) -> None:
+    from neuron_constructs import NeuronCluster, NeuronMonitoring
+    from neuron_constructs.knowledge.container_images import PYTORCH_INFERENCE
+
+    cluster = NeuronCluster(s, "C")
+    NeuronMonitoring(cluster, "Monitoring", cluster=cluster, monitor_image=PYTORCH_INFERENCE)
+
+
 def _training_queue_across_two_subnets(s: Stack) -> None:
     from neuron_constructs.base.vpc import private_vpc
 
@@ -970,6 +978,13 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.MONITORING_TWICE,
         _monitoring_twice,
         r"Test/Again: Test/C already has its monitoring \(cluster.monitoring\).*make one NeuronMonitoring per cluster",
+    ),
+    (
+        r.UNPINNED_PRIVILEGED_IMAGE,
+        _unpinned_privileged_monitor_image,
+        r"Test/C/Monitoring: monitor_image public.ecr.aws/neuron/pytorch-inference-neuronx:\S+ has no digest, and "
+        r"neuron-monitor runs privileged.*pass monitor_image=PYTORCH_INFERENCE.pinned\(\"sha256:...\"\).*"
+        r"neuron-ecs digests",
     ),
     (
         r.TRAINING_SUBNETS,

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from cfn import STANDARD_AMI, container, ecs_template, managed_task, manual_task, service, with_resources
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuron_constructs.checks.cfn_template import parse_template
 from neuron_constructs.checks.inputs import secret_like
@@ -83,6 +85,12 @@ def _core_task(device: int, cores: str, instance_type: str = "inf2.48xlarge", ln
     if lnc is not None:
         environment.append({"Name": "NEURON_LOGICAL_NC_CONFIG", "Value": lnc})
     return manual_task(instance_type, containers=[container(devices=[device], Environment=environment)])
+
+
+def _plain_task(*containers: dict[str, Any], **properties: Any) -> dict[str, Any]:
+    """A task definition of no Neuron kind: no device, no NeuronDevice, no intent."""
+    body = {"RequiresCompatibilities": ["EC2"], "NetworkMode": "bridge", "ContainerDefinitions": list(containers)}
+    return {"Type": "AWS::ECS::TaskDefinition", "Properties": {**body, **properties}}
 
 
 CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
@@ -381,7 +389,83 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         _launch_data(MetadataOptions={"HttpTokens": "required"}),
         r"LaunchTemplate: HttpTokens required, HttpPutResponseHopLimit unset",
     ),
+    (
+        r.PRIVILEGED_CONTAINER,
+        with_resources(BASE, Task=_plain_task(container("agent", Privileged=True))),
+        r"Task: container agent: it is privileged, so it can use the instance role \(ecs:Poll: every task's "
+        r"credentials on the instance\).*acknowledge this warning id with the reason",
+    ),
 ]
+
+
+def test_every_privileged_container_and_host_network_task_is_reported_neuron_or_not() -> None:
+    template = with_resources(
+        BASE,
+        Plain=_plain_task(container("sidecar"), container("agent", Privileged="true")),
+        Host=_plain_task(container("proxy"), container("exporter"), NetworkMode="host"),
+        Both=_plain_task(container("root", Privileged=True), NetworkMode="HOST"),
+        Daemon={
+            "Type": "AWS::ECS::DaemonTaskDefinition",
+            "Properties": {"ContainerDefinitions": [container("daemon", Privileged=True)]},
+        },
+        Unprivileged=_plain_task(container("web", Privileged=False)),
+    )
+    found = {
+        (f.logical_id, f.message.split(": ", 2)[1]): f.location
+        for f in check_template(template)
+        if f.rule is r.PRIVILEGED_CONTAINER
+    }
+    assert set(found) == {
+        ("Plain", "container agent"),
+        ("Host", "container proxy"),
+        ("Host", "container exporter"),
+        ("Both", "container root"),
+        ("Daemon", "container daemon"),
+    }
+    assert found["Plain", "container agent"] == (
+        "Resources",
+        "Plain",
+        "Properties",
+        "ContainerDefinitions",
+        1,
+        "Privileged",
+    )
+    assert found["Host", "container proxy"] == ("Resources", "Host", "Properties", "NetworkMode")
+    both = next(
+        f.message for f in check_template(template) if f.logical_id == "Both" and f.rule is r.PRIVILEGED_CONTAINER
+    )
+    assert "it is privileged and its task uses the host network" in both
+    assert r.PRIVILEGED_CONTAINER.severity == "warning"
+
+
+_ANY_VALUE = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2), st.just({})
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(["AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition", "AWS::ECS::Service"]),
+    mode=st.one_of(_ANY_VALUE, st.sampled_from(["host", "HOST", "Host", "bridge", "awsvpc"])),
+    privileged=st.lists(st.one_of(_ANY_VALUE, st.sampled_from([True, "true", "True", False, "false"])), max_size=4),
+)
+def test_a_container_is_reported_exactly_when_privileged_or_in_a_host_network_task(
+    kind: str, mode: Any, privileged: list[Any]
+) -> None:
+    """Any value where CloudFormation reads Privileged and NetworkMode: a finding per container exactly when the
+    container is privileged (true, "true") or its task definition's network mode is host, never a crash."""
+    containers = [{"Name": f"c{i}", "Image": "busybox", "Privileged": p} for i, p in enumerate(privileged)]
+    template = with_resources(
+        BASE, Task={"Type": kind, "Properties": {"NetworkMode": mode, "ContainerDefinitions": containers}}
+    )
+    found = {f.message.split(": ", 2)[1] for f in check_template(template) if f.rule is r.PRIVILEGED_CONTAINER}
+    host = isinstance(mode, str) and mode.lower() == "host"
+    expected = {
+        f"container c{i}"
+        for i, p in enumerate(privileged)
+        if kind != "AWS::ECS::Service" and (host or p is True or p in ("true", "True"))
+    }
+    assert found == expected
 
 
 def test_a_compliant_template_has_no_findings() -> None:

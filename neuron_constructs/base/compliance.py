@@ -20,6 +20,8 @@ import json
 from aws_cdk import CfnResource, Stack
 from constructs import IConstruct
 
+from neuron_constructs.knowledge import rules
+
 __all__ = [
     "acknowledge_access_log_bucket",
     "acknowledge_auto_scaling_capacity",
@@ -208,7 +210,8 @@ def acknowledge_dataset_bucket(bucket: IConstruct) -> None:
 
 
 def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
-    """The neuron-monitor daemon's task definition."""
+    """The neuron-monitor daemon's task definition (a service's, or a Managed Instances daemon's): its environment,
+    and its privileged container (NEURON115), which the library runs as the Neuron SDK's own manifest does."""
     _acknowledge(
         task_definition,
         {
@@ -218,28 +221,33 @@ def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
             ),
         },
     )
+    # In the template too, for `neuron-ecs lint` and cfn-lint's rule pack, which read no construct tree (cfn-lint's
+    # convention: the rule's cfn-lint id in the resource's Metadata.cfn-lint.config.ignore_checks).
+    resource = task_definition if isinstance(task_definition, CfnResource) else task_definition.node.default_child
+    if isinstance(resource, CfnResource):
+        resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [rules.PRIVILEGED_CONTAINER.cfn_lint_id]}})
+    task_definition.node.add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            rules.PRIVILEGED_CONTAINER.warning_id: (
+                "neuron-monitor reads every Neuron device of the instance through the Neuron driver, whose device "
+                "count varies by instance type; the Neuron SDK's Kubernetes manifest runs it privileged and no "
+                "published source runs it with less. It runs in the bridge network, its image is pinned by digest "
+                "or warned about (NEURON068, NEURON116), and its task role grants nothing."
+            )
+        },
+    )
 
 
 def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> None:
-    """The node-problem-detector and recovery daemon's task definition and role."""
+    """The node-problem-detector and recovery daemon's task definition (its role needs no acknowledgement: it may
+    only mark the cluster's Neuron Auto Scaling groups' instances unhealthy, :func:`acknowledge_recovery_groups`)."""
+    del role
     _acknowledge(
         task_definition,
         {
-            "ECS2": "ENABLE_RECOVERY only switches AWS's recovery container between marking instances unhealthy and "
-            "reporting; it is not secret.",
-        },
-    )
-    policy = _policy_of(role)
-    assert policy is not None  # the role's statements are made before it is acknowledged
-    _acknowledge(
-        policy,
-        {
-            "IAM5[Resource::*]": (
-                "The recovery container looks up which Auto Scaling instance it runs on "
-                "(autoscaling:DescribeAutoScalingInstances, ec2:DescribeInstances: no resource-level permissions) and "
-                "publishes to CloudWatch only in the NeuronHealthCheck namespace (a cloudwatch:namespace condition); "
-                "SetInstanceHealth is held to the cluster's Neuron Auto Scaling groups."
-            ),
+            "ECS2": "ENABLE_RECOVERY only switches the recovery container between marking instances unhealthy and "
+            "reporting, and AWS_REGION names the Region of the Auto Scaling API; neither is secret.",
         },
     )
 

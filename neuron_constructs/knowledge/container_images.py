@@ -9,8 +9,7 @@ Why each is the release it is:
 * :data:`PYTORCH_INFERENCE` is SDK 2.31.1 because the image stopped there. The Neuron 2.32.0 container
   release notes: "Starting with Neuron SDK 2.32.0, NeuronX Distributed Inference (NxDI) and NeuronX Distributed
   (NxD) are no longer included in Neuron DLCs. As a result, the ``pytorch-inference-neuronx`` DLC and the legacy
-  vLLM 0.16 ``pytorch-inference-vllm-neuronx`` DLC are no longer published." The monitoring daemons run it for
-  its ``/opt/aws/neuron/bin/neuron-monitor`` (``aws-neuronx-tools``) and its ``python3``.
+  vLLM 0.16 ``pytorch-inference-vllm-neuronx`` DLC are no longer published." The library no longer runs it.
 * :data:`PYTORCH_TRAINING` is SDK 2.30.0 because that image stopped earlier. The Neuron 2.31.0 container
   release notes: "Starting with Neuron SDK 2.31.0, the ``pytorch-training-neuronx`` DLC is no longer
   published."
@@ -22,19 +21,23 @@ Why each is the release it is:
   variables (``HF_MODEL_ID``, ``HF_TASK``, ``HF_OPTIMUM_*``), and no source found states that a newer tag keeps
   that interface.
 * :data:`INF1_INFERENCE` is the last Inf1 image (torch-neuron, SDK 2.20.2): the base for an Inf1 serving image.
+* :data:`NEURON_MONITOR` has a version of its own: the neuron-monitor image the Neuron SDK's Kubernetes manifest
+  (``src/k8/k8s-neuron-monitor-daemonset.yml``) runs, privileged, which the monitoring daemon runs.
 * :data:`NEURON_NODE_RECOVERY` and :data:`NODE_PROBLEM_DETECTOR` have versions of their own, not an SDK
   release: they are the images of AWS's ECS Neuron problem detector sample, which the recovery daemon follows.
   The detector is v0.8.20, as the sample's task definition pins it; the Neuron ECS guide's copy of the same task
   (``deploy/ecs/npd.rst``) names v0.8.19 with the same command, an older patch release.
 
 Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons
-and the model-artifact sync, root or privileged on every Neuron host) are referenced as ``tag@digest``
+and the model-artifact sync, root, one of them privileged, on every Neuron host) are referenced as ``tag@digest``
 (:attr:`NeuronImage.reference`) wherever a source ties a digest to the tag: a tag can be moved to other bytes, a
 digest cannot. :data:`NODE_PROBLEM_DETECTOR` is pinned from the Kubernetes image promoter's manifest, which maps
 each digest of ``registry.k8s.io/node-problem-detector`` to its tags. For the Neuron team's images and the AWS CLI
 image no published source gives the digest of these tags, and no registry is reachable where this library is
 built: they keep ``digest=None`` (the tag alone) until one does; ``neuron-ecs digests`` asks the registries and
-prints the digest to pin each with. To run your own pins, pass
+prints the digest to pin each with. An image the library runs privileged or in the host network
+(:data:`PRIVILEGED_IMAGES`) must be pinned: the monitoring refuses any other one without a digest (NEURON068) and
+warns that its own :data:`NEURON_MONITOR` runs by tag until it is pinned (NEURON116). To run your own pins, pass
 ``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
 :class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
 ``problem_detector_image``.
@@ -58,8 +61,10 @@ __all__ = [
     "IMAGES",
     "INF1_INFERENCE",
     "LIBRARY_IMAGES",
+    "NEURON_MONITOR",
     "NEURON_NODE_RECOVERY",
     "NODE_PROBLEM_DETECTOR",
+    "PRIVILEGED_IMAGES",
     "PYTORCH_INFERENCE",
     "PYTORCH_TRAINING",
     "VLLM",
@@ -162,7 +167,7 @@ PYTORCH_INFERENCE = NeuronImage(
         "release-notes/components/containers.rst (tag v2.32.0), Neuron 2.32.0"
     ),
 )
-"""The Neuron PyTorch inference container, newest published (SDK 2.31.1); the monitoring daemons run it."""
+"""The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired)."""
 
 PYTORCH_TRAINING = NeuronImage(
     registry="public.ecr.aws/neuron",
@@ -239,6 +244,31 @@ INF1_INFERENCE = NeuronImage(
 """The last Neuron PyTorch inference container for Inf1 (torch-neuron, SDK 2.20.2): the base of an Inf1 serving
 image."""
 
+_NEURON_MONITOR_MANIFEST = (
+    "https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/"
+    "src/k8/k8s-neuron-monitor-daemonset.yml"
+)
+NEURON_MONITOR = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="neuron-monitor",
+    tag="1.3.0",
+    neuron_sdk=None,
+    framework="neuron-monitor",
+    framework_version="1.3.0",
+    python=None,
+    os=None,
+    instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
+    source=(
+        f"{_NEURON_MONITOR_MANIFEST} (image public.ecr.aws/neuron/neuron-monitor:1.3.0, securityContext privileged: "
+        "true; its entrypoint runs /opt/aws/neuron/bin/neuron-monitor with /opt/aws/neuron/bin/neuron-monitor.conf "
+        "into the Python exporter neuron-monitor-prometheus.py); aws-neuron-sdk deploy/infrastructure/monitoring.rst "
+        "(same commit: the exporter answers with Python's prometheus_client metrics)"
+    ),
+)
+"""The Neuron team's neuron-monitor image, the one the Neuron SDK's Kubernetes manifest runs (privileged):
+``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and the Python 3 its Prometheus exporter runs on; the
+monitoring daemon pipes neuron-monitor into the library's EMF publisher with that Python."""
+
 NEURON_NODE_RECOVERY = NeuronImage(
     registry="public.ecr.aws/neuron",
     repository="neuron-node-recovery",
@@ -289,6 +319,7 @@ AWS_CLI = NeuronImage(
 """The AWS CLI, which the model-artifact sync container runs (``aws s3 sync``) before the model starts."""
 
 IMAGES: dict[str, NeuronImage] = {
+    "NEURON_MONITOR": NEURON_MONITOR,
     "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
     "PYTORCH_TRAINING": PYTORCH_TRAINING,
     "VLLM": VLLM,
@@ -301,11 +332,15 @@ IMAGES: dict[str, NeuronImage] = {
 """Every image of this module, by the name of its constant."""
 
 LIBRARY_IMAGES: dict[str, NeuronImage] = {
-    "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
-    "NEURON_NODE_RECOVERY": NEURON_NODE_RECOVERY,
+    "NEURON_MONITOR": NEURON_MONITOR,
     "NODE_PROBLEM_DETECTOR": NODE_PROBLEM_DETECTOR,
     "AWS_CLI": AWS_CLI,
 }
-"""The images the library runs itself, by the name of their constant: neuron-monitor and the Managed Instances health
-daemon (:data:`PYTORCH_INFERENCE`), the recovery daemon (:data:`NEURON_NODE_RECOVERY`, :data:`NODE_PROBLEM_DETECTOR`)
-and the model-artifact sync (:data:`AWS_CLI`). The examples' model images are the examples' choice."""
+"""The images the library runs itself, by the name of their constant: neuron-monitor (:data:`NEURON_MONITOR`), the
+kernel-log watchers of the recovery daemon and the Managed Instances health daemon (:data:`NODE_PROBLEM_DETECTOR`,
+:data:`AWS_CLI`, which also marks an instance unhealthy) and the model-artifact sync (:data:`AWS_CLI`). The examples'
+model images are the examples' choice."""
+
+PRIVILEGED_IMAGES: dict[str, NeuronImage] = {"NEURON_MONITOR": NEURON_MONITOR}
+"""The images of :data:`LIBRARY_IMAGES` the library runs privileged or in the host network: neuron-monitor, privileged
+as the Neuron SDK's own manifest runs it. Each must be pinned by digest (NEURON068, NEURON116)."""

@@ -511,6 +511,16 @@ MODEL_NAME = Rule(
     "task definition's Neuron containers no NEURON_PROCESS_TAG of their own or one the same for all, matching it",
     "Neuron user guide: neuron-monitor, Neuron applications tagging; CloudWatch API reference: Dimension",
 )
+UNPINNED_PRIVILEGED_IMAGE = Rule(
+    "NEURON068",
+    "Privileged or host-network daemon image named by a tag",
+    "a privileged or host-network container can act as the instance and use its instance role, whose ecs:Poll "
+    "returns the credentials of every task there; a tag can be moved to other bytes, a digest cannot",
+    'pass {argument}={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
+    "(`neuron-ecs digests` resolves it, or `crane digest {uri}`)",
+    "ECS guide: task IAM roles (instance role credentials); Docker docs: image digests; "
+    "ECS API reference: ContainerDefinition privileged, TaskDefinition networkMode",
+)
 CORE_SLICE = Rule(
     "NEURON063",
     "Copy size the Neuron runtime cannot be given",
@@ -814,6 +824,31 @@ UNMONITORED_SCALING = Rule(
     "Application Auto Scaling guide: target tracking scaling policies (metrics with no data)",
     severity="warning",
 )
+PRIVILEGED_CONTAINER = Rule(
+    "NEURON115",
+    "Privileged or host-network container",
+    "a privileged container holds every capability and device of the instance, so it can act as the instance; a "
+    "container of a host-network task reaches the instance metadata service past the hop limit of 1 and "
+    "ECS_AWSVPC_BLOCK_IMDS: either can use the instance role, whose ecs:Poll returns the credentials of every task "
+    "on the instance (their task roles, their secrets)",
+    "drop privileged (map the devices and add the capabilities it needs) and use the bridge or awsvpc network "
+    "mode; acknowledge this warning id with the reason the container needs it",
+    "ECS guide: task IAM roles (instance role, blocking instance metadata); ECS API reference: ContainerDefinition "
+    'privileged ("the container is given elevated privileges on the host container instance, similar to the root '
+    'user"), TaskDefinition networkMode; ECS guide: Amazon ECS container instance IAM role (ecs:Poll)',
+    severity="warning",
+    checked="template",
+)
+UNPINNED_LIBRARY_DAEMON = Rule(
+    "NEURON116",
+    "Library daemon running privileged by tag",
+    "no published source gives the digest of the tag the library runs this privileged daemon from, so it runs by "
+    "the tag, which can be moved to other bytes",
+    'pass monitor_image={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
+    "(`neuron-ecs digests` resolves it); acknowledge this warning id if you accept the tag",
+    "Docker docs: image digests; neuron_constructs.knowledge.container_images (NEURON_MONITOR)",
+    severity="warning",
+)
 EVERY_REPLICA_STOPS = Rule(
     "NEURON112",
     "Deployment that stops every replica",
@@ -893,6 +928,7 @@ RULES: tuple[Rule, ...] = (
     NO_SPOT,
     CHECKPOINT_DIR,
     MODEL_NAME,
+    UNPINNED_PRIVILEGED_IMAGE,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -907,6 +943,8 @@ RULES: tuple[Rule, ...] = (
     EVERY_REPLICA_STOPS,
     INF1_OUT_OF_SUPPORT,
     UNMONITORED_SCALING,
+    PRIVILEGED_CONTAINER,
+    UNPINNED_LIBRARY_DAEMON,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -14,10 +14,10 @@ from typing import Any
 
 from aws_cdk import Duration
 
-from neuron_constructs.knowledge.container_images import NEURON_NODE_RECOVERY, NODE_PROBLEM_DETECTOR, PYTORCH_INFERENCE
+from neuron_constructs.knowledge.container_images import AWS_CLI, NEURON_MONITOR, NODE_PROBLEM_DETECTOR
 
 __all__ = [
-    "HEALTH_NAMESPACE",
+    "DMI_DIRECTORY",
     "MONITOR_IMAGE",
     "NEURON_HARDWARE_ERRORS",
     "NODE_PROBLEM_DETECTOR_IMAGE",
@@ -28,20 +28,24 @@ __all__ = [
     "neuron_monitor_config",
     "program_source",
     "publisher_source",
+    "recovery_script",
 ]
 
-MONITOR_IMAGE = PYTORCH_INFERENCE.reference
-"""The Neuron PyTorch inference container (:data:`~neuron_constructs.knowledge.container_images.PYTORCH_INFERENCE`):
-it installs ``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and Python 3."""
+MONITOR_IMAGE = NEURON_MONITOR.reference
+"""The Neuron team's neuron-monitor image (:data:`~neuron_constructs.knowledge.container_images.NEURON_MONITOR`):
+``/opt/aws/neuron/bin/neuron-monitor`` and Python 3."""
 NODE_PROBLEM_DETECTOR_IMAGE = NODE_PROBLEM_DETECTOR.reference
 """The node-problem-detector image of aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``
 (:data:`~neuron_constructs.knowledge.container_images.NODE_PROBLEM_DETECTOR`)."""
-RECOVERY_IMAGE = NEURON_NODE_RECOVERY.reference
-"""The Neuron node recovery image of the same sample
-(:data:`~neuron_constructs.knowledge.container_images.NEURON_NODE_RECOVERY`): it marks the instance unhealthy in its
-Auto Scaling group."""
-HEALTH_NAMESPACE = "NeuronHealthCheck"
-"""Where the recovery container publishes, as AWS's sample documents it."""
+RECOVERY_IMAGE = AWS_CLI.reference
+"""The AWS CLI image (:data:`~neuron_constructs.knowledge.container_images.AWS_CLI`, Amazon Linux 2: ``sh``,
+``grep``, ``aws``), which runs :func:`recovery_script` and :func:`health_script`."""
+DMI_DIRECTORY = "/sys/devices/virtual/dmi/id"
+"""The instance's DMI identity in sysfs: on Nitro instances (every Neuron type) ``board_asset_tag`` holds the instance
+id (``cat /sys/devices/virtual/dmi/id/board_asset_tag`` on a trn1.32xlarge: gist verdimrc/1ba1387e, "Probe ec2
+instances without instance metadata"), readable by any user (Linux ``drivers/firmware/dmi-id.c``: mode 0444, unlike
+the serial numbers) and without the instance metadata service, which the hop limit of 1 keeps from bridge-mode
+containers. The metric publisher reads the same file (:data:`~neuron_constructs.knowledge.metrics.DMI_ENVIRONMENT`)."""
 NEURON_HARDWARE_ERRORS = (
     "SRAM_UNCORRECTABLE_ERROR",
     "NC_UNCORRECTABLE_ERROR",
@@ -50,7 +54,7 @@ NEURON_HARDWARE_ERRORS = (
 )
 """The kernel log's unrecoverable ``NEURON_HW_ERR=`` codes the sample's detector rules match (the Neuron runtime
 troubleshooting guide: ``NEURON_HW_ERR=<code> instance-id=... action=TERMINATE_INSTANCE``)."""
-NEURON_MONITOR = "/opt/aws/neuron/bin/neuron-monitor"
+NEURON_MONITOR_BINARY = "/opt/aws/neuron/bin/neuron-monitor"
 _RUNTIME_GROUPS = ("neuroncore_counters", "memory_used", "neuron_runtime_vcpu_usage", "execution_stats")
 PUBLISHER_VARIABLE = "NEURON_MONITOR_EMF"
 """The environment variable that holds the publisher's source in the monitor container."""
@@ -95,13 +99,13 @@ def neuron_monitor_config(period: Duration) -> dict[str, Any]:
 
 
 def monitor_script(period: Duration) -> str:
-    """The monitor container's command: neuron-monitor piped into the EMF publisher; if either stops, so does the
-    container, and ECS starts it again."""
+    """The monitor container's command (POSIX sh): neuron-monitor piped into the EMF publisher; if either stops, so
+    does the other (end of input, or a broken pipe), then the container, and ECS starts it again."""
     config = json.dumps(neuron_monitor_config(period), separators=(",", ":"))
     return (
-        "set -euo pipefail\n"
+        "set -eu\n"
         f"printf '%s' '{config}' > /tmp/neuron-monitor.json\n"
-        f'{NEURON_MONITOR} -c /tmp/neuron-monitor.json | python3 -u -c "${PUBLISHER_VARIABLE}"\n'
+        f'{NEURON_MONITOR_BINARY} -c /tmp/neuron-monitor.json | python3 -u -c "${PUBLISHER_VARIABLE}"\n'
     )
 
 
@@ -119,6 +123,42 @@ def health_script(kmsg: str = "/dev/kmsg") -> str:
         "    exit 1\n"
         "  fi\n"
         '  echo "neuron-health: cannot read $KMSG; watching again in 60 s" >&2\n'
+        "  sleep 60\n"
+        "done\n"
+    )
+
+
+def recovery_script(kmsg: str = "/dev/kmsg", dmi: str = DMI_DIRECTORY) -> str:
+    """The Auto Scaling recovery container's command (POSIX sh, in the AWS CLI image): at the first unrecoverable
+    Neuron error in the kernel log, log it and, with ``ENABLE_RECOVERY=true``, mark this instance unhealthy in its
+    Auto Scaling group (``aws autoscaling set-instance-health``), which replaces it; then wait, so that a restart does
+    not mark it again. The instance id is read from the instance's DMI identity (:data:`DMI_DIRECTORY`), never from
+    the instance metadata service: the container runs in the bridge network, where the hop limit of 1 keeps the
+    metadata service (and the instance role) out of reach. A kernel log it cannot read is retried a minute later,
+    from the start of the buffer; a call that fails is retried a minute later."""
+    codes = "|".join(NEURON_HARDWARE_ERRORS)
+    return (
+        f"KMSG=${{NEURON_HEALTH_KMSG:-{kmsg}}}\n"
+        f"DMI=${{NEURON_RECOVERY_DMI:-{dmi}}}\n"
+        'INSTANCE=$(cat "$DMI/board_asset_tag" 2>/dev/null || true)\n'
+        'case "$INSTANCE" in\n'
+        "  i-*) ;;\n"
+        '  *) echo "neuron-recovery: no instance id in $DMI/board_asset_tag; reporting only" >&2; INSTANCE= ;;\n'
+        "esac\n"
+        "while :; do\n"
+        f"  if line=$(grep -m1 -E 'NEURON_HW_ERR=({codes})' \"$KMSG\"); then\n"
+        '    echo "neuron-recovery: unrecoverable Neuron hardware error on ${INSTANCE:-this instance}: $line"\n'
+        '    if [ "${ENABLE_RECOVERY:-false}" = true ] && [ -n "$INSTANCE" ]; then\n'
+        '      until aws autoscaling set-instance-health --instance-id "$INSTANCE" --health-status Unhealthy '
+        "--no-should-respect-grace-period; do\n"
+        '        echo "neuron-recovery: could not mark $INSTANCE unhealthy; trying again in 60 s" >&2\n'
+        "        sleep 60\n"
+        "      done\n"
+        '      echo "neuron-recovery: marked $INSTANCE unhealthy; its Auto Scaling group replaces it"\n'
+        "    fi\n"
+        "    while :; do sleep 3600; done\n"
+        "  fi\n"
+        '  echo "neuron-recovery: cannot read $KMSG; watching again in 60 s" >&2\n'
         "  sleep 60\n"
         "done\n"
     )

@@ -7,14 +7,16 @@ non-Neuron one:
   capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed Instances capacity (Managed
   Daemons exist for Managed Instances only). Its reports become CloudWatch embedded metric format lines
   (:mod:`neuron_constructs.knowledge.metrics`) that the ``awslogs`` driver sends to the daemon's log group, where
-  CloudWatch Logs extracts the metrics: no code to build, no PutMetricData permission. The image is the Neuron PyTorch
-  inference container from the Neuron team's public registry
-  (:data:`~neuron_constructs.monitoring.daemons.MONITOR_IMAGE`), which ships neuron-monitor (``aws-neuronx-tools``)
-  and Python. The daemon is privileged, as AWS's own neuron-monitor DaemonSet is: neuron-monitor reads every
-  device's counters through the Neuron driver. It maps no device (``linuxParameters.devices``), so ECS's and the
-  inspector's view of which task holds which chip stays the workloads' own. It runs in the bridge network, out of
-  reach of the instance metadata service (hop limit 1): the publisher takes the instance id from the instance's DMI
-  identity when neuron-monitor cannot read it from there.
+  CloudWatch Logs extracts the metrics: no code to build, no PutMetricData permission. The image is the Neuron team's
+  neuron-monitor image (:data:`~neuron_constructs.monitoring.daemons.MONITOR_IMAGE`), the one the Neuron SDK's
+  Kubernetes manifest runs, which ships neuron-monitor (``aws-neuronx-tools``) and Python. The daemon is privileged,
+  as that manifest runs it: neuron-monitor reads every device's counters through the Neuron driver, and an instance's
+  device count varies by type (no published source runs it with less). Privileged, it can reach the instance role:
+  so its image must be pinned by digest (NEURON068; NEURON116 while the library's own runs by tag), and the template
+  check NEURON115, which reports every privileged or host-network container, is acknowledged on its task
+  definitions only. It maps no device (``linuxParameters.devices``), so ECS's and the inspector's view of which task
+  holds which chip stays the workloads' own. It runs in the bridge network: the publisher takes the instance id from
+  the instance's DMI identity when neuron-monitor cannot read it from the instance metadata service.
 * **Per model.** The services, slices and fleet models of the library tag their Neuron containers with
   ``NEURON_PROCESS_TAG=<model name>``; neuron-monitor reports each application under its tag, and the publisher
   adds each model's NeuronCore utilization, memory, executions, errors and latency under ``ClusterName, Model``
@@ -26,13 +28,16 @@ non-Neuron one:
   balancers' names, so that model stacks never have the monitoring's stack depend on them. Alarms on uncorrected ECC
   events and on execution errors notify an SNS topic: yours (``alarm_topic``) or a new one encrypted with a new KMS
   key.
-* **Recovery** (``recovery=True``, the default). On Auto Scaling capacity, AWS's node-problem-detector and
-  neuron-node-recovery pattern (aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``) as a daemon
-  service: node-problem-detector watches the kernel log for ``NEURON_HW_ERR=...`` and the recovery container
-  marks the instance unhealthy in its Auto Scaling group, which replaces it. On Managed Instances, a *critical*
-  managed daemon that stops when the kernel log reports an unrecoverable Neuron error, so ECS drains and
-  replaces the instance. ``recovery=False``: metrics and alarms only (on Auto Scaling capacity the detector
-  still runs and reports, with ``ENABLE_RECOVERY=false``).
+* **Recovery** (``recovery=True``, the default). On Auto Scaling capacity, after AWS's node-problem-detector and
+  neuron-node-recovery pattern (aws-neuron-samples ``neuron-problem-detector/ecs-npd-cdk``), a daemon service in
+  the bridge network, no container privileged: node-problem-detector watches the kernel log for ``NEURON_HW_ERR=...``
+  and reports it, and the recovery container (:func:`~neuron_constructs.monitoring.daemons.recovery_script`, in the
+  AWS CLI image) marks the instance unhealthy in its Auto Scaling group, which replaces it. The recovery container
+  reads the instance id from the instance's DMI identity, so it needs neither the host network nor the instance
+  metadata service (AWS's sample runs it where the metadata service is open to it). On Managed Instances, a
+  *critical* managed daemon that stops when the kernel log reports an unrecoverable Neuron error, so ECS drains and
+  replaces the instance. ``recovery=False``: metrics and alarms only (on Auto Scaling capacity the detector still
+  runs and reports, with ``ENABLE_RECOVERY=false``).
 """
 
 from __future__ import annotations
@@ -41,7 +46,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aws_cdk import Aspects, Aws, Duration, IAspect, IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import (
+    Aspects,
+    Aws,
+    Duration,
+    IAspect,
+    IStableListProducer,
+    IStableStringProducer,
+    Lazy,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ecs as ecs
@@ -62,19 +77,21 @@ from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import (
-    NEURON_NODE_RECOVERY,
+    AWS_CLI,
+    IMAGES,
+    NEURON_MONITOR,
     NODE_PROBLEM_DETECTOR,
-    PYTORCH_INFERENCE,
+    PRIVILEGED_IMAGES,
     NeuronImage,
 )
 from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
-    HEALTH_NAMESPACE,
     NEURON_HARDWARE_ERRORS,
     PUBLISHER_VARIABLE,
     health_script,
     monitor_script,
     publisher_source,
+    recovery_script,
 )
 
 __all__ = ["DEFAULT_DRAIN_PERCENT", "KERNEL_EVENTS_NAMESPACE", "NeuronMonitoring"]
@@ -118,9 +135,11 @@ class NeuronMonitoring(Construct):
         change of a daemon) drains and replaces at once, ten minutes apart; default 10.
     monitor_image, recovery_image, problem_detector_image
         The images the daemons run (:mod:`~neuron_constructs.knowledge.container_images`); default
-        ``PYTORCH_INFERENCE`` (neuron-monitor and the health daemon), ``NEURON_NODE_RECOVERY`` and
-        ``NODE_PROBLEM_DETECTOR``, each by digest where its source gives one. Pass ``image.pinned("sha256:...")``
-        to run a digest you resolved.
+        ``NEURON_MONITOR`` (neuron-monitor, privileged), ``AWS_CLI`` (the recovery container and the health
+        daemon, which need ``sh``, ``grep`` and ``aws``) and ``NODE_PROBLEM_DETECTOR``, each by digest where its
+        source gives one. Pass ``image.pinned("sha256:...")`` to run a digest you resolved. The monitor image runs
+        privileged: one without a digest is refused (NEURON068), except the library's own ``NEURON_MONITOR``, which
+        runs by its tag with a warning (NEURON116) until a source gives its digest.
 
     Attributes
     ----------
@@ -159,11 +178,12 @@ class NeuronMonitoring(Construct):
         period: Duration | None = None,
         execution_errors_threshold: int = 1,
         drain_percent: float = DEFAULT_DRAIN_PERCENT,
-        monitor_image: NeuronImage = PYTORCH_INFERENCE,
-        recovery_image: NeuronImage = NEURON_NODE_RECOVERY,
+        monitor_image: NeuronImage = NEURON_MONITOR,
+        recovery_image: NeuronImage = AWS_CLI,
         problem_detector_image: NeuronImage = NODE_PROBLEM_DETECTOR,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        unpinned_default = _check_pinned(path, monitor_image)
         self.monitor_image, self.recovery_image = monitor_image.reference, recovery_image.reference
         self.problem_detector_image = problem_detector_image.reference
         check_same_environment(path, scope, cluster, what="the monitoring", other_name=construct_path(cluster))
@@ -192,6 +212,16 @@ class NeuronMonitoring(Construct):
             )
         super().__init__(scope, id)
         remember_path(self, scope, id)
+        if unpinned_default is not None:
+            Validations.of(self).add_warning(
+                rules.UNPINNED_LIBRARY_DAEMON.warning_id,
+                rules.UNPINNED_LIBRARY_DAEMON.message(
+                    path,
+                    f"neuron-monitor runs privileged from {unpinned_default.uri}, by its tag",
+                    constant=unpinned_default.repository.upper().replace("-", "_"),
+                    uri=unpinned_default.uri,
+                ),
+            )
         cluster.monitoring = self
         self.neuron_cluster = cluster
         self.recovery = recovery
@@ -292,7 +322,7 @@ class NeuronMonitoring(Construct):
         monitor.add_container(
             "neuron-monitor",
             image=ecs.ContainerImage.from_registry(self.monitor_image),
-            entry_point=["/bin/bash", "-c"],
+            entry_point=["/bin/sh", "-c"],
             command=[monitor_script(self.period)],
             environment={CLUSTER_ENVIRONMENT: self.cluster_name, PUBLISHER_VARIABLE: publisher_source()},
             privileged=True,
@@ -325,25 +355,10 @@ class NeuronMonitoring(Construct):
                     sid="MarkNeuronInstancesUnhealthy", actions=["autoscaling:SetInstanceHealth"], resources=groups
                 )
             )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="FindTheInstance",
-                actions=["autoscaling:DescribeAutoScalingInstances", "ec2:DescribeInstances"],
-                resources=["*"],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PublishHealth",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": HEALTH_NAMESPACE}},
-            )
-        )
-        # The host network, unlike AWS's sample (awsvpc with the instance metadata left open to containers): the
-        # instances block the metadata service for awsvpc tasks, and the recovery container needs it to learn which
-        # instance it runs on.
-        detector = ecs.Ec2TaskDefinition(self, "RecoveryTask", network_mode=ecs.NetworkMode.HOST, task_role=role)
+        # The bridge network, unlike AWS's sample (awsvpc with the instance metadata open to containers): the
+        # instances' hop limit of 1 keeps the metadata service, and the instance role, from bridge-mode containers;
+        # the recovery container reads its instance id from the instance's DMI identity instead.
+        detector = ecs.Ec2TaskDefinition(self, "RecoveryTask", network_mode=ecs.NetworkMode.BRIDGE, task_role=role)
         rules = [
             {
                 "type": "permanent",
@@ -382,12 +397,18 @@ class NeuronMonitoring(Construct):
             memory_reservation_mib=128,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="npd", log_group=self.log_group),
         )
+        recovery_log = ecs.LinuxParameters(self, "RecoveryKernelLog")
+        recovery_log.add_devices(
+            ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
+        )
+        recovery_log.add_capabilities(ecs.Capability.SYSLOG)
         detector.add_container(
             "recovery",
             image=ecs.ContainerImage.from_registry(self.recovery_image),
             entry_point=["/bin/sh", "-c"],
-            command=["python scripts/check-health.py"],
-            environment={"ENABLE_RECOVERY": "true" if self.recovery else "false"},
+            command=[recovery_script()],
+            environment={"ENABLE_RECOVERY": "true" if self.recovery else "false", "AWS_REGION": Aws.REGION},
+            linux_parameters=recovery_log,
             readonly_root_filesystem=True,
             memory_reservation_mib=128,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="recovery", log_group=self.log_group),
@@ -462,7 +483,7 @@ class NeuronMonitoring(Construct):
         if critical:
             container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
                 name="neuron-health",
-                image=self.monitor_image,
+                image=self.recovery_image,
                 entry_point=["/bin/sh", "-c"],
                 command=[health_script()],
                 essential=True,
@@ -481,7 +502,7 @@ class NeuronMonitoring(Construct):
             container = ecs.CfnDaemonTaskDefinition.DaemonContainerDefinitionProperty(
                 name="neuron-monitor",
                 image=self.monitor_image,
-                entry_point=["/bin/bash", "-c"],
+                entry_point=["/bin/sh", "-c"],
                 command=[monitor_script(self.period)],
                 environment=[
                     ecs.CfnDaemonTaskDefinition.KeyValuePairProperty(name=CLUSTER_ENVIRONMENT, value=self.cluster_name),
@@ -495,6 +516,8 @@ class NeuronMonitoring(Construct):
         definition = ecs.CfnDaemonTaskDefinition(
             self, id, container_definitions=[container], execution_role_arn=execution.role_arn
         )
+        if not critical:
+            compliance.acknowledge_monitoring_task(definition)
         self._daemon_task_definitions[id] = definition
         return definition
 
@@ -658,6 +681,23 @@ class NeuronMonitoring(Construct):
         """The cluster's load balancers made in this stack (the dashboard never refers to another stack)."""
         here = Stack.of(self)
         return [b for b in self.neuron_cluster.load_balancers if Stack.of(b) is here]
+
+
+def _check_pinned(path: str, image: NeuronImage) -> NeuronImage | None:
+    """Refuse a privileged daemon image without a digest (NEURON068); the library's own unpinned one, which no source
+    gives a digest for yet, is returned for the NEURON116 warning."""
+    if image.digest is not None:
+        return None
+    if any(image == known for known in PRIVILEGED_IMAGES.values()):
+        return image
+    constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
+    raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
+        path,
+        f"monitor_image {image.uri} has no digest, and neuron-monitor runs privileged",
+        argument="monitor_image",
+        constant=constant,
+        uri=image.uri,
+    )
 
 
 @implements(IStableStringProducer)

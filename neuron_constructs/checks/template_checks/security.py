@@ -32,6 +32,38 @@ def _check_host_network(t: EcsTemplate, out: TemplateReport) -> None:
             )
 
 
+_TASK_DEFINITION_TYPES = ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+
+
+def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
+    """Every privileged container, and every container of a host-network task definition, of any task definition
+    (the library's or not, Neuron or not; Managed Instances daemons' too)."""
+    for logical_id, resource in t.resources.items():
+        if not isinstance(resource, dict) or resource.get("Type") not in _TASK_DEFINITION_TYPES:
+            continue
+        properties = t.properties(resource)
+        mode = properties.get("NetworkMode")
+        host = isinstance(mode, str) and mode.lower() == "host"
+        containers = properties.get("ContainerDefinitions")
+        for index, container in enumerate(containers if isinstance(containers, list) else []):
+            if not isinstance(container, dict):
+                continue
+            name = container.get("Name")
+            name = name if isinstance(name, str) else f"container {index}"
+            privileged = container.get("Privileged") in (True, "true", "True")
+            reasons = (["it is privileged"] if privileged else []) + (["its task uses the host network"] * host)
+            if reasons:
+                out.add(
+                    r.PRIVILEGED_CONTAINER,
+                    logical_id,
+                    in_properties("ContainerDefinitions", index, "Privileged")
+                    if privileged
+                    else in_properties("NetworkMode"),
+                    f"container {name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every "
+                    "task's credentials on the instance)",
+                )
+
+
 def _public_subnets(t: EcsTemplate) -> set[str]:
     """Subnets that give instances public addresses or route 0.0.0.0/0 to an internet gateway."""
 
@@ -104,5 +136,6 @@ CHECKS: dict[Rule, Check] = {
     r.PUBLIC_SUBNETS: _check_public_subnets,
     r.SECRET_IN_ENVIRONMENT: _check_secrets,
     r.METADATA_REACHABLE: _check_metadata_options,
+    r.PRIVILEGED_CONTAINER: _check_privileged,
 }
 """This area's check of each rule."""
