@@ -63,7 +63,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.efa_installer import install_commands
 from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
-from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system
+from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system, mount_commands
 
 __all__ = ["NeuronTrainingQueue"]
 
@@ -208,13 +208,7 @@ class NeuronTrainingQueue(Construct):
             self.file_system = lustre_file_system(
                 self, storage, vpc=self.vpc, subnet=self.subnet, nodes=self.security_group
             )
-            mount = [
-                "dnf install -y lustre-client",
-                f"mkdir -p {storage.mount_path}",
-                f"mount -t lustre -o relatime,flock {self.file_system.dns_name}@tcp:/{self.file_system.mount_name} "
-                f"{storage.mount_path}",
-                f"mkdir -p {storage.mount_path}/neuron-compile-cache",
-            ]
+            mount = mount_commands(self.file_system.dns_name, self.file_system.mount_name, storage.mount_path)
         efa = instance.efa_interfaces or 0
         self.launch_template = ec2.LaunchTemplate(
             self,
@@ -409,8 +403,9 @@ class NeuronTrainingQueue(Construct):
 def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
     """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, the unit that
     powers off a node its preflight found bad, the EFA software on types with EFA (a pinned release whose checksum is
-    verified first, :mod:`neuron_constructs.knowledge.efa_installer`), and the Lustre client and mount (``mount``)
-    with shared storage."""
+    verified first, :mod:`neuron_constructs.knowledge.efa_installer`), and the Lustre client and mount (``mount``,
+    :func:`~neuron_constructs.training.storage.mount_commands`: a failed mount fails the user data) with shared
+    storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
