@@ -126,9 +126,10 @@ class NeuronTrainingJob(Construct):
     when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
     variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
     nothing unless given. Before the command, every node runs the preflight (``preflight``,
-    :mod:`neuron_constructs.training.preflight`). The preflight's exit code (75) and infrastructure failures
-    (``Host EC2*`` status reasons: a host that failed or a reclaimed Spot instance) are retried up to ``retries``
-    times (``retries + 1`` attempts), anything else - a bug in the script - is not; ``timeout`` defaults to 3 days.
+    :mod:`neuron_constructs.training.preflight`; with the queue's storage it also checks the Lustre mount). The
+    preflight's exit code (75) and infrastructure failures (``Host EC2*`` status reasons: a host that failed or a
+    reclaimed Spot instance) are retried up to ``retries`` times (``retries + 1`` attempts), anything else - a bug in
+    the script - is not; ``timeout`` defaults to 3 days.
     ``checkpoint_dir`` reaches every node as ``NEURON_CHECKPOINT_DIR``.
 
     ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one

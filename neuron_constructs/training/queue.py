@@ -91,7 +91,8 @@ class NeuronTrainingQueue(Construct):
     root_volume_gib
         The encrypted gp3 root volume; default 100 GiB.
     storage
-        A :class:`LustreStorage` every node mounts; default none.
+        A :class:`LustreStorage` every node mounts; default none. A mount that fails at boot fails the node's user
+        data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place.
     monitoring
         Every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
@@ -366,10 +367,12 @@ class NeuronTrainingQueue(Construct):
     ) -> NeuronTrainingJob:
         """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`).
 
-        ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver, and on a
-        multi-node job waits for every other node's verdict, before the command starts; ``"collective"`` adds an
-        all-reduce over each node's NeuronCores (``nccom-test``, about a minute per node, billed); a bad node exits
-        75 with a one-line reason and powers its instance off (:mod:`neuron_constructs.training.preflight`).
+        ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver (and, with
+        storage, that the Lustre file system is mounted), and on a multi-node job waits for every other node's
+        verdict of this job (other jobs of the queue reach the same port, and are refused), before the command
+        starts; ``"collective"`` adds an all-reduce over each node's NeuronCores (``nccom-test``, about a minute per
+        node, billed); a bad node exits 75 with a one-line reason and powers its instance off
+        (:mod:`neuron_constructs.training.preflight`).
         ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
         and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything else.
         ``checkpoint_dir``: ``NEURON_CHECKPOINT_DIR`` for every node - a path under the queue's storage or an
