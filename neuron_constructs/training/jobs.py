@@ -40,6 +40,7 @@ __all__ = [
     "SHARED_MEMORY_FRACTION",
     "NeuronTrainingJob",
     "Preflight",
+    "preflight_program",
 ]
 
 Preflight = bool | Literal["collective"]
