@@ -1,9 +1,11 @@
 """The preflight every training node runs before the job's command: its Neuron devices, its EFA interfaces, the
-Neuron driver, and (multi-node) every other node's verdict, so the command never starts on a bad node.
+Neuron driver, the shared file system, and (multi-node) every other node's verdict, so the command never starts on
+a bad node.
 
-The launcher (:data:`~neuron_constructs.training.jobs.LAUNCHER`) runs this file's source with ``python3 -c`` (the
-Neuron training containers ship Python) from the ``NEURON_PREFLIGHT`` variable. Standard library only; this module
-imports nothing of the library, so the job carries it as text.
+The launcher (:data:`~neuron_constructs.training.jobs.LAUNCHER`) runs this file's source with ``python3`` (the
+Neuron training containers ship Python) from the ``NEURON_PREFLIGHT`` variable, where the job definition carries it
+compressed (:func:`~neuron_constructs.training.jobs.preflight_program`). Standard library only; this module imports
+nothing of the library, so the job carries it as text.
 
 Checks, from what the job definition states in the environment:
 
@@ -37,7 +39,7 @@ the attempt (retried) but never makes the job go.
 A node that fails prints one line (``neuron-preflight: node N: <reason>``), writes the reason to
 ``$NEURON_PREFLIGHT_MARKER_DIR/failed`` (a host directory: the queue's instances power themselves off when it
 appears, and their Auto Scaling group replaces them) and exits :data:`PREFLIGHT_EXIT_CODE`, which the job's retry
-strategy retries. ``NEURON_PREFLIGHT_ROOT`` (default ``/``) prefixes ``/dev`` for tests.
+strategy retries. ``NEURON_PREFLIGHT_ROOT`` (default ``/``) prefixes ``/dev`` and ``/proc`` for tests.
 """
 
 from __future__ import annotations
