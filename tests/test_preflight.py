@@ -1,20 +1,27 @@
 """The training preflight as a program: ``python3 -c`` of its source, as every node runs it, on this machine (no
 Neuron devices) and on simulated nodes (device files in a directory, stand-in ``neuron-ls``/``fi_info``/
-``nccom-test`` on ``PATH``), alone and as the main and child nodes of a multi-node job over localhost."""
+``nccom-test`` on ``PATH``), alone and as the main and child nodes of a multi-node job over localhost, with hostile
+peers of the queue's security group speaking to the main node."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuron_constructs.monitoring.daemons import program_source
-from neuron_constructs.training.jobs import LAUNCHER
-from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
+from neuron_constructs.training.jobs import LAUNCHER, preflight_program
+from neuron_constructs.training.preflight import LINE_LIMIT, PREFLIGHT_EXIT_CODE, job_id, parse_verdict
 
 SOURCE = program_source("neuron_constructs.training", "preflight.py")
 BASE = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "NEURON_", "MASTER_", "PET_"))} | {
@@ -107,17 +114,24 @@ def test_a_whole_node_is_ready(tmp_path: Path) -> None:
     assert (result.returncode, result.stderr) == (0, "neuron-preflight: node 0: ready\n")
 
 
+JOB = "4c5ee1a8-2f53-4c3e-9f0b-1d2e3f4a5b6c"
+"""A job id as AWS Batch gives one; each node of a multi-node job sees ``<id>#<node index>``."""
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-def _job(tmp_path: Path, child_devices: int, *, children: int = 1, timeout: str = "20") -> list[tuple[int, str]]:
+def _job(
+    tmp_path: Path, child_devices: int, *, children: int = 1, timeout: str = "20", child_job: str = JOB
+) -> list[tuple[int, str]]:
     """A main node (2 devices) and ``children`` child nodes over localhost; each node's (exit status, stderr)."""
     port = str(_free_port())
     common = {
         "AWS_BATCH_JOB_NUM_NODES": str(children + 1),
+        "AWS_BATCH_JOB_ID": JOB,
         "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
         "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "127.0.0.1",
         "NEURON_PREFLIGHT_DEVICES": "0-1",
@@ -132,6 +146,7 @@ def _job(tmp_path: Path, child_devices: int, *, children: int = 1, timeout: str 
             | common
             | {
                 "AWS_BATCH_JOB_NODE_INDEX": str(index),
+                "AWS_BATCH_JOB_ID": f"{JOB if index == 0 else child_job}#{index}",
                 "NEURON_PREFLIGHT_ROOT": str(_node(tmp_path / f"node{index}", devices=devices)),
             },
             stderr=subprocess.PIPE,
@@ -164,6 +179,7 @@ def test_a_child_that_never_reports_fails_the_main_node_at_the_timeout(tmp_path:
     result = _preflight(
         {
             "AWS_BATCH_JOB_NUM_NODES": "3",
+            "AWS_BATCH_JOB_ID": f"{JOB}#0",
             "AWS_BATCH_JOB_NODE_INDEX": "0",
             "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
             "NEURON_PREFLIGHT_PORT": port,
@@ -171,7 +187,7 @@ def test_a_child_that_never_reports_fails_the_main_node_at_the_timeout(tmp_path:
         }
     )
     assert result.returncode == PREFLIGHT_EXIT_CODE
-    assert "the job stops: 2 of 2 child nodes never reported" in result.stderr
+    assert "the job stops: 2 of 2 child nodes never reported (node 1)" in result.stderr
 
 
 @pytest.mark.parametrize(("devices", "status"), [(0, PREFLIGHT_EXIT_CODE), (1, 0)])
@@ -183,7 +199,7 @@ def test_the_launcher_runs_the_command_only_after_the_preflight_passed(
         ["bash", "-c", LAUNCHER, "neuron-launch", "touch", str(ran)],
         env=BASE
         | {
-            "NEURON_PREFLIGHT": SOURCE,
+            "NEURON_PREFLIGHT": preflight_program(),
             "NEURON_PREFLIGHT_DEVICES": "0",
             "NEURON_PREFLIGHT_ROOT": str(_node(tmp_path / "node", devices=devices)),
         },
@@ -193,3 +209,307 @@ def test_the_launcher_runs_the_command_only_after_the_preflight_passed(
     )
     assert result.returncode == status, result.stderr
     assert ran.exists() is (status == 0)
+
+
+# The main node against the queue's other tenants: every instance of the queue's security group reaches TCP 41001.
+
+
+def _main_node(port: int, *, nodes: int, timeout: float) -> subprocess.Popen[str]:
+    """The real main node (its own checks pass: it maps no device) of a job of ``nodes`` nodes."""
+    environment = {
+        "AWS_BATCH_JOB_ID": f"{JOB}#0",
+        "AWS_BATCH_JOB_NUM_NODES": str(nodes),
+        "AWS_BATCH_JOB_NODE_INDEX": "0",
+        "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
+        "NEURON_PREFLIGHT_PORT": str(port),
+        "NEURON_PREFLIGHT_TIMEOUT": str(timeout),
+    }
+    return subprocess.Popen([sys.executable, "-c", SOURCE], env=BASE | environment, stderr=subprocess.PIPE, text=True)
+
+
+def _finished(main: subprocess.Popen[str], started: float) -> tuple[int, str, float]:
+    """The main node's exit status, its stderr and how long it ran (seconds)."""
+    status = main.wait(timeout=30)
+    return status, main.stderr.read() if main.stderr else "", time.monotonic() - started
+
+
+def _speak(port: int, payload: bytes, *, source: str = "127.0.0.1", drip: float = 0.0) -> str:
+    """A peer of the security group: connects (once the main node listens), sends ``payload`` (one byte every
+    ``drip`` seconds when given), and returns the main node's answer line, ``""`` when it only closes."""
+    until = time.monotonic() + 10
+    while True:
+        try:
+            connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+            break
+        except ConnectionRefusedError:
+            if time.monotonic() > until:
+                raise
+            time.sleep(0.05)
+    with connection:
+        try:
+            if drip:
+                for byte in payload:
+                    connection.sendall(bytes([byte]))
+                    time.sleep(drip)
+            else:
+                connection.sendall(payload)
+            answer = b""
+            while not answer.endswith(b"\n"):
+                chunk = connection.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            return ""
+    return answer.decode().strip()
+
+
+def _verdict(node: object, *, job: object = JOB, problem: object = None) -> bytes:
+    return (json.dumps({"job": job, "node": node, "problem": problem}) + "\n").encode()
+
+
+def _peers(port: int, *speakers: tuple[bytes, dict[str, Any]]) -> list[str]:
+    """Every peer at once, each in a thread of its own; their answers, in order."""
+    with ThreadPoolExecutor(max_workers=len(speakers)) as pool:
+        futures = [pool.submit(_speak, port, payload, **options) for payload, options in speakers]
+        return [future.result(timeout=30) for future in futures]
+
+
+def test_two_port_probes_are_not_two_children_and_the_main_node_never_says_go() -> None:
+    """GIVEN a three-node job WHEN two peers connect, one sends an empty line, one nothing THEN neither counts: the main
+    node exits 75 at its deadline naming the missing child, and nobody is told to go."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=3, timeout=0.8)
+    answers = _peers(port, (b"\n", {}), (b"", {}))
+    status, stderr, _ = _finished(main, started)
+    assert "go" not in answers and answers[0] == "refused an empty line"
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr.startswith("neuron-preflight: node 0: the job stops: 2 of 2 child nodes never reported (node 1); ")
+    assert "2 connections refused (127.0.0.1: an empty line; 127.0.0.1: no verdict line in time)" in stderr
+    assert "Traceback" not in stderr and stderr.count("\n") == 1
+
+
+HOSTILE = {
+    "non-object": (b"[1]\n", "not a JSON object"),
+    "null": (b"null\n", "not a JSON object"),
+    "not-json": (b"go\n", "not JSON"),
+    "not-utf8": (b"\xff\xfe{}\n", "not JSON"),
+    "deeply-nested": (b"[" * 3000 + b"\n", "not JSON"),
+    "over-long": (b'{"job": "' + b"a" * LINE_LIMIT + b'"}\n', f"a line over {LINE_LIMIT} bytes"),
+    "over-long-no-newline": (b"x" * (LINE_LIMIT * 4), f"a line over {LINE_LIMIT} bytes"),
+    "another-job": (_verdict(1, job="0f0e0d0c-aaaa-bbbb-cccc-000000000000"), "not this job's verdict"),
+    "a-node-s-own-id": (_verdict(1, job=f"{JOB}#1"), "not this job's verdict"),
+    "no-job": (b'{"node": 1, "problem": null}\n', "not this job's verdict"),
+    "the-main-node": (_verdict(0), "no child node index of this job"),
+    "out-of-range": (_verdict(2), "no child node index of this job"),
+    "bool-index": (_verdict(True), "no child node index of this job"),
+    "text-index": (_verdict("1"), "no child node index of this job"),
+    "problem-not-text": (_verdict(1, problem=[1]), "a problem that is not text"),
+}
+
+
+def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_sentence() -> None:
+    """GIVEN a two-node job WHEN the only peer sends ``[1]`` THEN it is answered ``refused not a JSON object``, does
+    not count, and the main node exits 75 (retried) at its deadline with one sentence, not a traceback."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=2, timeout=1.0)
+    (answer,) = _peers(port, (b"[1]\n", {}))
+    status, stderr, _ = _finished(main, started)
+    assert answer == "refused not a JSON object"
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr == (
+        "neuron-preflight: node 0: the job stops: 1 of 1 child nodes never reported (node 1); "
+        "1 connections refused (127.0.0.1: not a JSON object)\n"
+    )
+
+
+def test_every_line_that_is_not_this_job_s_verdict_is_refused_with_its_reason_and_never_counts() -> None:
+    """GIVEN a two-node job WHEN peers, each from its own address, send every kind of line that is not a verdict of
+    this job (over-long ones too) THEN each is answered ``refused <reason>``, none counts, and the main node exits 75
+    with one sentence."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=2, timeout=1.0)
+    answers = _peers(port, *[(line, {"source": f"127.0.0.{10 + i}"}) for i, (line, _) in enumerate(HOSTILE.values())])
+    status, stderr, _ = _finished(main, started)
+    assert dict(zip(HOSTILE, answers, strict=True)) == {k: f"refused {reason}" for k, (_, reason) in HOSTILE.items()}
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr.startswith("neuron-preflight: node 0: the job stops: 1 of 1 child nodes never reported (node 1); ")
+    assert f"{len(HOSTILE)} connections refused" in stderr and stderr.count("\n") == 1 and "Traceback" not in stderr
+
+
+def test_one_client_reporting_node_1_twice_is_counted_once() -> None:
+    """GIVEN a three-node job WHEN one address reports node 1 on two connections THEN node 1 counts once (answered on
+    its newest connection), node 2 is still missing, and no connection is told to go."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=3, timeout=0.8)
+    answers = _peers(port, (_verdict(1), {}), (_verdict(1), {}))
+    status, stderr, _ = _finished(main, started)
+    assert "go" not in answers
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr == "neuron-preflight: node 0: the job stops: 1 of 2 child nodes never reported (node 2)\n"
+
+
+def test_one_address_cannot_speak_for_two_nodes() -> None:
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=3, timeout=0.8)
+    answers = _peers(port, (_verdict(1), {}), (_verdict(2), {}))
+    status, stderr, _ = _finished(main, started)
+    assert "go" not in answers
+    assert len([a for a in answers if a.startswith("refused this address reported for node ")]) == 1
+    assert status == PREFLIGHT_EXIT_CODE and "the job stops: 1 of 2 child nodes never reported" in stderr
+
+
+def test_two_addresses_reporting_one_node_stop_the_job() -> None:
+    """Someone other than the child speaks for it: the main node cannot tell which is the child, so nobody goes."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=3, timeout=0.8)
+    answers = _peers(port, (_verdict(1), {}), (_verdict(1), {"source": "127.0.0.2"}))
+    status, stderr, _ = _finished(main, started)
+    assert "go" not in answers and any(a == "refused node 1 reported from another address" for a in answers)
+    assert status == PREFLIGHT_EXIT_CODE
+    assert "the job stops: node 1 reported from both 127.0.0." in stderr
+
+
+def test_a_peer_dripping_bytes_cannot_hold_the_main_node_past_its_deadline() -> None:
+    """GIVEN a 1.2 s deadline WHEN two peers send a verdict one byte every 50 ms (6 s each) THEN the main node exits 75
+    at its deadline, not when they finish: a byte received extends nothing."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=2, timeout=1.2)
+    slow = b'{"job": "' + JOB.encode() + b'", "node": 1, "problem": null}' + b" " * 60 + b"\n"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        drippers = [pool.submit(_speak, port, slow, drip=0.05) for _ in range(2)]
+        status, stderr, elapsed = _finished(main, started)
+        assert "go" not in [d.result(timeout=30) for d in drippers]
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr == (
+        "neuron-preflight: node 0: the job stops: 1 of 1 child nodes never reported (node 1); 2 connections refused "
+        "(127.0.0.1: no verdict line in time; 127.0.0.1: no verdict line in time)\n"
+    )
+    assert 1.2 <= elapsed < 2.2, elapsed
+
+
+def test_real_children_go_while_hostile_peers_probe_drip_and_lie() -> None:
+    """GIVEN a three-node job and hostile peers already connected (an empty probe, another job's verdict, a peer
+    dripping bytes) WHEN the child node (its program) and a third node (the protocol, from its own address) report
+    THEN every node goes as soon as both children reported, long before the deadline; the hostile peers never do."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=3, timeout=20)
+    lies = _peers(
+        port,
+        (b"\n", {"source": "127.0.0.4"}),
+        (_verdict(2, job="0f0e0d0c-aaaa-bbbb-cccc-000000000000"), {"source": "127.0.0.5"}),
+    )
+    assert lies == ["refused an empty line", "refused not this job's verdict"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        dripper = pool.submit(_speak, port, _verdict(2) * 2, source="127.0.0.3", drip=0.2)
+        child = subprocess.Popen(
+            [sys.executable, "-c", SOURCE],
+            env=BASE
+            | {
+                "AWS_BATCH_JOB_ID": f"{JOB}#1",
+                "AWS_BATCH_JOB_NUM_NODES": "3",
+                "AWS_BATCH_JOB_NODE_INDEX": "1",
+                "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
+                "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "127.0.0.1",
+                "NEURON_PREFLIGHT_PORT": str(port),
+                "NEURON_PREFLIGHT_TIMEOUT": "20",
+            },
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        third = pool.submit(_speak, port, _verdict(2), source="127.0.0.2")
+        status, stderr, elapsed = _finished(main, started)
+        assert (third.result(timeout=30), dripper.result(timeout=30)) == ("go", "")
+    assert (status, stderr) == (0, "neuron-preflight: node 0: ready\n")
+    assert (child.wait(timeout=30), child.stderr.read() if child.stderr else "") == (
+        0,
+        "neuron-preflight: node 1: ready\n",
+    )
+    assert elapsed < 10
+
+
+def test_a_child_with_another_job_s_id_is_refused_and_both_nodes_stop(tmp_path: Path) -> None:
+    (main, main_err), (child, child_err) = _job(tmp_path, child_devices=2, timeout="1.0", child_job="another-job")
+    assert (main, child) == (PREFLIGHT_EXIT_CODE, PREFLIGHT_EXIT_CODE)
+    assert child_err == (
+        "neuron-preflight: node 1: the job stops: the main node refused this node's verdict: not this job's verdict\n"
+    )
+    assert "the job stops: 1 of 1 child nodes never reported (node 1); 1 connections refused" in main_err
+
+
+def test_every_node_of_a_multi_node_job_shares_the_id_before_the_node_index() -> None:
+    assert job_id({"AWS_BATCH_JOB_ID": f"{JOB}#3"}) == job_id({"AWS_BATCH_JOB_ID": JOB}) == JOB
+    assert job_id({}) == ""
+
+
+def test_a_multi_node_job_without_a_job_id_does_not_rendezvous() -> None:
+    result = _preflight({"AWS_BATCH_JOB_NUM_NODES": "2", "NEURON_PREFLIGHT_PORT": str(_free_port())})
+    assert result.returncode == PREFLIGHT_EXIT_CODE
+    assert "no AWS_BATCH_JOB_ID, so no verdict can be told from another job's" in result.stderr
+
+
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.sampled_from(["job", "node", "problem", "x"]), inner, max_size=4)
+            ),
+            max_leaves=8,
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_any_line_is_a_verdict_of_this_job_or_refused_with_a_reason(line: bytes) -> None:
+    try:
+        node, problem = parse_verdict(line, JOB, {1, 2})
+    except ValueError as refusal:
+        assert str(refusal)
+        return
+    verdict = json.loads(line)
+    assert verdict["job"] == JOB and node in {1, 2} and node == verdict["node"]
+    assert problem is None or problem == verdict["problem"][:300]
+
+
+# The queue's FSx for Lustre file system, as the container sees it.
+
+LUSTRE = "1503 1480 0:57 / /fsx rw,relatime shared:612 - lustre 10.0.1.25@tcp:/abcdefgh rw,flock,lazystatfs\n"
+ROOT_VOLUME = "1503 1480 259:1 /fsx /fsx rw,noatime - xfs /dev/nvme0n1p1 rw,attr2,inode64,noquota\n"
+
+
+@pytest.mark.parametrize(
+    ("mounts", "fsx", "problem"),
+    [
+        (None, None, "is not a mount point, not the queue's FSx for Lustre: the host did not mount it"),
+        (ROOT_VOLUME, "/fsx", "/fsx is a xfs file system, not the queue's FSx for Lustre: the host did not mount it"),
+        (ROOT_VOLUME + LUSTRE, "/fsx/", None),
+    ],
+    ids=["plain-directory", "bind-mount-of-the-root-volume", "lustre"],
+)
+def test_a_node_without_the_queue_s_lustre_mount_fails_its_preflight(
+    mounts: str | None, fsx: str | None, problem: str | None, tmp_path: Path
+) -> None:
+    """GIVEN the container's mount table (this machine's own for a plain directory) WHEN the job's storage path is not
+    a Lustre mount there THEN the node fails retryable and marks its host: checkpoints would land on the root volume.
+    A host directory mapped into the container is a bind mount, so only the file system type tells."""
+    root = _node(tmp_path / "node", devices=0)
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "self" / "mountinfo").write_text(mounts or Path("/proc/self/mountinfo").read_text())
+    (tmp_path / "fsx").mkdir()
+    marker = tmp_path / "marker"
+    marker.mkdir()
+    result = _preflight(
+        {
+            "NEURON_PREFLIGHT_ROOT": str(root),
+            "NEURON_PREFLIGHT_LUSTRE": fsx or str(tmp_path / "fsx"),
+            "NEURON_PREFLIGHT_MARKER_DIR": str(marker),
+        }
+    )
+    if problem is None:
+        assert (result.returncode, result.stderr) == (0, "neuron-preflight: node 0: ready\n")
+        return
+    assert result.returncode == PREFLIGHT_EXIT_CODE
+    assert result.stderr.startswith("neuron-preflight: node 0: ") and result.stderr.endswith(problem + "\n")
+    assert (marker / "failed").read_text().endswith(problem + "\n")

@@ -3,6 +3,8 @@ synthesized templates."""
 
 from __future__ import annotations
 
+import base64
+import bz2
 import json
 import os
 import subprocess
@@ -18,9 +20,10 @@ from conftest import resources
 from neuron_constructs import CapacityReservation, NeuronInstanceType
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.knowledge.efa_installer import EFA_INSTALLER
-from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER
+from neuron_constructs.monitoring.daemons import program_source
+from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER, preflight_program
 from neuron_constructs.training.queue import NeuronTrainingQueue
-from neuron_constructs.training.storage import LustreStorage
+from neuron_constructs.training.storage import LustreStorage, mount_commands
 
 pytestmark = pytest.mark.xdist_group("training")  # one worker builds the module's stacks once
 
@@ -94,7 +97,8 @@ def training() -> dict[str, dict[str, Any]]:
         vpc=shared,
         storage=LustreStorage(bucket=datasets),
         notifications=alerts,
-    ).add_job("Train", nodes=2, image=IMAGE, command=["torchrun", "train.py"])
+        monitoring=True,
+    ).add_job("Train", nodes=2, image=IMAGE, command=["torchrun", "train.py"], preflight="collective")
     script = CfnParameter(choices, "Script", default="train.py")
     arguments = CfnParameter(choices, "Arguments", type="CommaDelimitedList", default="--epochs,3")
     parameterized = NeuronTrainingQueue(choices, "Parameterized", instance_type="trn1.2xlarge", max_nodes=1, vpc=shared)
@@ -273,7 +277,8 @@ def test_every_node_runs_the_preflight_for_its_devices_and_efa_with_the_host_s_m
     ):
         container = _container(training[name])
         environment = {e["Name"]: e["Value"] for e in container["Environment"]}
-        assert environment["NEURON_PREFLIGHT"].startswith("from __future__ import annotations"), name
+        assert environment["NEURON_PREFLIGHT"] == preflight_program(), name
+        assert "NEURON_PREFLIGHT_LUSTRE" not in environment, name  # no storage
         assert (environment["NEURON_PREFLIGHT_DEVICES"], environment["NEURON_PREFLIGHT_EFA"]) == (devices, efa)
         assert "NEURON_PREFLIGHT_COLLECTIVE" not in environment
         assert {"Host": {"SourcePath": "/var/lib/neuron-preflight"}, "Name": "preflight"} in container["Volumes"]
@@ -507,11 +512,76 @@ def test_shared_storage_is_lustre_in_the_nodes_subnet_mounted_everywhere_with_th
     assert [(r["FromPort"], r["ToPort"]) for r in from_nodes] == [(988, 988), (1018, 1023)]
     user_data = json.dumps(_one(template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
     assert "dnf install -y lustre-client" in user_data and "mount -t lustre" in user_data
+    assert "if ! mountpoint -q /fsx; then" in user_data
     container = _container(template)
     assert container["Volumes"][0] == {"Host": {"SourcePath": "/fsx"}, "Name": "shared"}
     assert container["MountPoints"][0] == {"ContainerPath": "/fsx", "SourceVolume": "shared"}
     environment = {e["Name"]: e["Value"] for e in container["Environment"]}
     assert environment["NEURON_COMPILE_CACHE_URL"] == "/fsx/neuron-compile-cache"
+    assert environment["NEURON_PREFLIGHT_LUSTRE"] == "/fsx"  # the preflight checks the mount from the container
+
+
+def _mount(tmp_path: Any, mount_status: int) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The user data's mount commands in bash, with ``dnf``, ``mount``, ``mountpoint`` and ``sleep`` stood in for:
+    ``mount`` exits ``mount_status`` (and, on 0, leaves the mark ``mountpoint`` looks for)."""
+    bin_dir, mounted, calls = tmp_path / "bin", tmp_path / "mounted", tmp_path / "calls"
+    bin_dir.mkdir()
+    for name, body in {
+        "dnf": "exit 0",
+        "sleep": "exit 0",
+        "mount": f'echo "$*" >> {calls}; [ {mount_status} -eq 0 ] && touch {mounted}; exit {mount_status}',
+        "mountpoint": f"[ -e {mounted} ]",
+    }.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    script = "\n".join(mount_commands("fs-0123.fsx.us-east-1.amazonaws.com", "abcdefgh", str(tmp_path / "fsx")))
+    result = subprocess.run(
+        ["bash", "-c", script + "\necho after-the-mount"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return result, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_user_data_fails_on_a_failed_lustre_mount_before_writing_to_the_root_volume(tmp_path: Any) -> None:
+    """GIVEN a mount that keeps failing WHEN the node boots THEN its user data tries three times, says so and exits 1:
+    nothing after the mount runs, and no compile cache directory lands on the root volume."""
+    result, calls = _mount(tmp_path, mount_status=32)
+    assert result.returncode == 1
+    assert len(calls) == 3 and calls[0].startswith("-t lustre -o relatime,flock fs-0123.fsx.us-east-1.amazonaws.com")
+    assert result.stderr.strip() == (
+        f"FSx for Lustre fs-0123.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh did not mount at {tmp_path / 'fsx'}; "
+        "this node fails its preflight"
+    )
+    assert "after-the-mount" not in result.stdout and not (tmp_path / "fsx" / "neuron-compile-cache").exists()
+
+
+def test_user_data_mounts_lustre_once_and_goes_on(tmp_path: Any) -> None:
+    result, calls = _mount(tmp_path, mount_status=0)
+    assert (result.returncode, len(calls), result.stdout.strip()) == (0, 1, "after-the-mount")
+    assert (tmp_path / "fsx" / "neuron-compile-cache").is_dir()
+
+
+def test_every_job_definition_carries_the_preflight_compressed_and_fits_aws_batch_s_24_kib(
+    training: dict[str, dict[str, Any]],
+) -> None:
+    """AWS Batch registers job definitions of at most 24 KiB (AWS Batch guide: service quotas). The fullest one here
+    (Shared: monitoring, storage and the collective preflight) carries the metrics publisher and the preflight; the
+    preflight travels bzip2-compressed and base64-encoded and decodes to exactly the library's program."""
+    packed = preflight_program()
+    assert bz2.decompress(base64.b64decode(packed)).decode() == program_source(
+        "neuron_constructs.training", "preflight.py"
+    )
+    sizes = {
+        logical_id: len(json.dumps(definition["Properties"], separators=(",", ":")))
+        for template in training.values()
+        for logical_id, definition in resources(template, "AWS::Batch::JobDefinition").items()
+    }
+    fullest = max(sizes, key=sizes.__getitem__)
+    assert fullest.startswith("SharedTrain") and sizes[fullest] < 24 * 1024 - 2048, sizes  # room for resolved ids
 
 
 @pytest.mark.parametrize(

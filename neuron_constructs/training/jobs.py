@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import bz2
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +40,7 @@ __all__ = [
     "SHARED_MEMORY_FRACTION",
     "NeuronTrainingJob",
     "Preflight",
+    "preflight_program",
 ]
 
 Preflight = bool | Literal["collective"]
@@ -66,7 +69,7 @@ if [ -n "${NEURON_PREFLIGHT:-}" ]; then
     echo "neuron-launch: no python3 in this image for the preflight (use a Neuron training image)" >&2
     exit 1
   fi
-  python3 -c "$NEURON_PREFLIGHT" || exit $?
+  python3 -c 'import base64, bz2, os; exec(bz2.decompress(base64.b64decode(os.environ["NEURON_PREFLIGHT"])))' || exit $?
 fi
 # With monitoring: neuron-monitor's reports as CloudWatch metric lines on the job's log stream, while the job runs.
 if [ -n "${NEURON_MONITOR_EMF:-}" ]; then
@@ -124,9 +127,10 @@ class NeuronTrainingJob(Construct):
     when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
     variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
     nothing unless given. Before the command, every node runs the preflight (``preflight``,
-    :mod:`neuron_constructs.training.preflight`). The preflight's exit code (75) and infrastructure failures
-    (``Host EC2*`` status reasons: a host that failed or a reclaimed Spot instance) are retried up to ``retries``
-    times (``retries + 1`` attempts), anything else - a bug in the script - is not; ``timeout`` defaults to 3 days.
+    :mod:`neuron_constructs.training.preflight`; with the queue's storage it also checks the Lustre mount). The
+    preflight's exit code (75) and infrastructure failures (``Host EC2*`` status reasons: a host that failed or a
+    reclaimed Spot instance) are retried up to ``retries`` times (``retries + 1`` attempts), anything else - a bug in
+    the script - is not; ``timeout`` defaults to 3 days.
     ``checkpoint_dir`` reaches every node as ``NEURON_CHECKPOINT_DIR``.
 
     ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one
@@ -227,7 +231,17 @@ class NeuronTrainingJob(Construct):
                 **(storage_environment(queue.storage) if queue.storage else {}),
                 **(monitoring_environment(queue) if queue.monitoring else {}),
                 **({PROCESS_TAG_VARIABLE: inputs.derived_model_name(path)} if queue.monitoring else {}),
-                **(preflight_environment(instance, chosen, environment or {}, preflight) if preflight else {}),
+                **(
+                    preflight_environment(
+                        instance,
+                        chosen,
+                        environment or {},
+                        preflight,
+                        queue.storage.mount_path if queue.storage else None,
+                    )
+                    if preflight
+                    else {}
+                ),
                 **({CHECKPOINT_VARIABLE: checkpoint} if checkpoint else {}),
                 **(environment or {}),
             },
@@ -298,17 +312,33 @@ class NeuronTrainingJob(Construct):
         return CfnOutput(self, id, value=self.submit_command, description="Runs the training job on its queue")
 
 
+def preflight_program() -> str:
+    """The preflight's source (:func:`~neuron_constructs.monitoring.daemons.program_source`) as the job definition
+    carries it in ``NEURON_PREFLIGHT``: bzip2-compressed, then base64, which :data:`LAUNCHER` decodes for ``python3``.
+    AWS Batch takes job definitions of at most 24 KiB (AWS Batch guide: service quotas, "Maximum job definition size");
+    as text, the preflight and the metrics publisher together would not fit. bzip2 rather than zlib: zlib-ng, which
+    some distributions ship as zlib, compresses to other bytes, and the templates are byte-stable."""
+    source = program_source("neuron_constructs.training", "preflight.py")
+    return base64.b64encode(bz2.compress(source.encode(), 9)).decode()
+
+
 def preflight_environment(
-    instance: NeuronInstanceType, devices: Sequence[int], environment: Mapping[str, str], preflight: Preflight
+    instance: NeuronInstanceType,
+    devices: Sequence[int],
+    environment: Mapping[str, str],
+    preflight: Preflight,
+    lustre: str | None = None,
 ) -> dict[str, str]:
-    """What the preflight (:mod:`neuron_constructs.training.preflight`) reads: its own source, the devices the job
-    maps, the type's EFA interfaces, the collective check and its ranks (one per NeuronCore of the devices), and the
-    host directory it marks a bad node in."""
+    """What the preflight (:mod:`neuron_constructs.training.preflight`) reads: its own program
+    (:func:`preflight_program`), the devices the job maps, the type's EFA interfaces, the collective check and its
+    ranks (one per NeuronCore of the devices), where the queue's Lustre file system must be mounted (``lustre``), and
+    the host directory it marks a bad node in."""
     ranks = len(devices) * instance.cores_per_chip(inputs.environment_lnc(instance, environment))
     return {
-        "NEURON_PREFLIGHT": program_source("neuron_constructs.training", "preflight.py"),
+        "NEURON_PREFLIGHT": preflight_program(),
         "NEURON_PREFLIGHT_DEVICES": format_core_list(devices),
         "NEURON_PREFLIGHT_EFA": str(instance.efa_interfaces or 0),
+        **({"NEURON_PREFLIGHT_LUSTRE": lustre} if lustre else {}),
         **(
             {"NEURON_PREFLIGHT_COLLECTIVE": "1", "NEURON_PREFLIGHT_RANKS": str(ranks)}
             if preflight == "collective"

@@ -63,7 +63,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.efa_installer import install_commands
 from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
-from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system
+from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system, mount_commands
 
 __all__ = ["NeuronTrainingQueue"]
 
@@ -91,7 +91,8 @@ class NeuronTrainingQueue(Construct):
     root_volume_gib
         The encrypted gp3 root volume; default 100 GiB.
     storage
-        A :class:`LustreStorage` every node mounts; default none.
+        A :class:`LustreStorage` every node mounts; default none. A mount that fails at boot fails the node's user
+        data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place.
     monitoring
         Every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
@@ -208,13 +209,7 @@ class NeuronTrainingQueue(Construct):
             self.file_system = lustre_file_system(
                 self, storage, vpc=self.vpc, subnet=self.subnet, nodes=self.security_group
             )
-            mount = [
-                "dnf install -y lustre-client",
-                f"mkdir -p {storage.mount_path}",
-                f"mount -t lustre -o relatime,flock {self.file_system.dns_name}@tcp:/{self.file_system.mount_name} "
-                f"{storage.mount_path}",
-                f"mkdir -p {storage.mount_path}/neuron-compile-cache",
-            ]
+            mount = mount_commands(self.file_system.dns_name, self.file_system.mount_name, storage.mount_path)
         efa = instance.efa_interfaces or 0
         self.launch_template = ec2.LaunchTemplate(
             self,
@@ -372,10 +367,12 @@ class NeuronTrainingQueue(Construct):
     ) -> NeuronTrainingJob:
         """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`).
 
-        ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver, and on a
-        multi-node job waits for every other node's verdict, before the command starts; ``"collective"`` adds an
-        all-reduce over each node's NeuronCores (``nccom-test``, about a minute per node, billed); a bad node exits
-        75 with a one-line reason and powers its instance off (:mod:`neuron_constructs.training.preflight`).
+        ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver (and, with
+        storage, that the Lustre file system is mounted), and on a multi-node job waits for every other node's
+        verdict of this job (other jobs of the queue reach the same port, and are refused), before the command
+        starts; ``"collective"`` adds an all-reduce over each node's NeuronCores (``nccom-test``, about a minute per
+        node, billed); a bad node exits 75 with a one-line reason and powers its instance off
+        (:mod:`neuron_constructs.training.preflight`).
         ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
         and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything else.
         ``checkpoint_dir``: ``NEURON_CHECKPOINT_DIR`` for every node - a path under the queue's storage or an
@@ -409,8 +406,9 @@ class NeuronTrainingQueue(Construct):
 def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
     """MIME multi-part user data (AWS Batch takes no other form): IMDS blocked for awsvpc containers, the unit that
     powers off a node its preflight found bad, the EFA software on types with EFA (a pinned release whose checksum is
-    verified first, :mod:`neuron_constructs.knowledge.efa_installer`), and the Lustre client and mount (``mount``)
-    with shared storage."""
+    verified first, :mod:`neuron_constructs.knowledge.efa_installer`), and the Lustre client and mount (``mount``,
+    :func:`~neuron_constructs.training.storage.mount_commands`: a failed mount fails the user data) with shared
+    storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")

@@ -13,7 +13,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.knowledge import rules
 
-__all__ = ["LustreStorage", "check_storage", "lustre_file_system", "storage_environment"]
+__all__ = ["LustreStorage", "check_storage", "lustre_file_system", "mount_commands", "storage_environment"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,32 @@ def lustre_file_system(
             ),
         )
     return file_system
+
+
+MOUNT_ATTEMPTS = 3
+"""How often a node tries to mount the file system at boot, 10 seconds apart, before its user data fails."""
+
+
+def mount_commands(dns_name: str, mount_name: str, mount_path: str) -> list[str]:
+    """User data that mounts the file system ``<dns_name>@tcp:/<mount_name>`` at ``mount_path`` (FSx for Lustre
+    guide: mounting from an Amazon EC2 instance) and makes Neuron's compile cache directory there. A mount that has not
+    succeeded after :data:`MOUNT_ATTEMPTS` tries fails the user data (exit 1, with a line saying so) before anything
+    is written to ``mount_path``: on the root volume, checkpoints would die with the node. The job's preflight
+    checks the mount again from inside the container (``NEURON_PREFLIGHT_LUSTRE``)."""
+    source = f"{dns_name}@tcp:/{mount_name}"
+    return [
+        "dnf install -y lustre-client",
+        f"mkdir -p {mount_path}",
+        f"for attempt in $(seq {MOUNT_ATTEMPTS}); do",
+        f"  mountpoint -q {mount_path} || mount -t lustre -o relatime,flock {source} {mount_path} && break",
+        "  sleep 10",
+        "done",
+        f"if ! mountpoint -q {mount_path}; then",
+        f"  echo 'FSx for Lustre {source} did not mount at {mount_path}; this node fails its preflight' >&2",
+        "  exit 1",
+        "fi",
+        f"mkdir -p {mount_path}/neuron-compile-cache",
+    ]
 
 
 def storage_environment(storage: LustreStorage) -> dict[str, str]:
