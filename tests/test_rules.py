@@ -657,6 +657,12 @@ def _scaling_minimum_above_its_maximum(s: Stack) -> None:
     NeuronService(s, "Svc", cluster=cluster, task_definition=task).scale_on_neuron_utilization(min_count=4, max_count=2)
 
 
+def _service_in_another_app(s: Stack) -> None:
+    platform = Stack(App(analytics_reporting=False), "Platform")
+    cluster = NeuronCluster(platform, "C")
+    NeuronService(s, "Svc", cluster=cluster, task_definition=managed(s))
+
+
 def _spot_trn2u(s: Stack) -> None:
     cluster = NeuronCluster(s, "C")
     cluster.add_ec2_capacity("Trn2u", instance_type="trn2u.48xlarge", spot=True)
@@ -939,6 +945,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _lnc_1_on_inf2,
         r"Test/C/Inf2: lnc=1: only Trainium2 takes a logical NeuronCore setting, not inf2.xlarge.*Fix: pass lnc= "
         r"\(1 or 2\) only for trn2 types",
+    ),
+    (
+        r.ACROSS_APPS,
+        _service_in_another_app,
+        r"Test/Svc: the service is in stack Test of one CDK app, and Platform/C in stack Platform of another.*"
+        r"Fix: make both in one app, or import Platform/C into this one: NeuronCluster.from_cluster_attributes",
     ),
     (
         r.BOUNDS_REVERSED,

@@ -683,6 +683,16 @@ BOUNDS_REVERSED = Rule(
     "aws-ecs BaseService (minHealthyPercent below maxHealthyPercent)",
 )
 
+ACROSS_APPS = Rule(
+    "NEURON077",
+    "Parts in different CDK apps",
+    "a CDK app synthesizes its own constructs into one cloud assembly, and a stack refers to another stack's "
+    "resources only within one app (aws-cdk-lib: CannotReferenceAcrossApps); what another app deployed is imported "
+    "by name or ARN",
+    "make both in one app, or import {other} into this one: {how}",
+    "AWS CDK guide: apps, stacks and cross-stack references",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -902,6 +912,7 @@ RULES: tuple[Rule, ...] = (
     CHECKPOINT_DIR,
     MODEL_NAME,
     BOUNDS_REVERSED,
+    ACROSS_APPS,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
