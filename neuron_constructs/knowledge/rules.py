@@ -683,6 +683,20 @@ BOUNDS_REVERSED = Rule(
     "aws-ecs BaseService (minHealthyPercent below maxHealthyPercent)",
 )
 
+UNREACHABLE_TARGETS = Rule(
+    "NEURON076",
+    "Load balancer targets the load balancer cannot reach",
+    "a load balancer sends to a registered target only where the outbound rules of its security groups and the "
+    "inbound rules of the target's allow the target port: the tasks' own groups on the container port in the awsvpc "
+    "network mode, the container instance's groups on the host port in the bridge and host modes (bridge host ports "
+    "are dynamic, 32768-60999 on Amazon Linux)",
+    "allow TCP {ports} from {load_balancer} into {targets}, and out of the load balancer's group to them, as "
+    "attach_to_listener does; aws-cdk-lib's target_group.add_target(service) opens no security group of an Auto "
+    "Scaling capacity provider (aws/aws-cdk#22764)",
+    "Elastic Load Balancing guide: target security groups; ECS guide: port mappings (dynamic host ports), "
+    "ECS agent ECS_DYNAMIC_HOST_PORT_RANGE",
+    checked="template",
+)
 ACROSS_APPS = Rule(
     "NEURON077",
     "Parts in different CDK apps",
@@ -912,6 +926,7 @@ RULES: tuple[Rule, ...] = (
     CHECKPOINT_DIR,
     MODEL_NAME,
     BOUNDS_REVERSED,
+    UNREACHABLE_TARGETS,
     ACROSS_APPS,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
