@@ -693,8 +693,8 @@ UNREACHABLE_TARGETS = Rule(
     "allow TCP {ports} from {load_balancer} into {targets}, and out of the load balancer's group to them, as "
     "attach_to_listener does; aws-cdk-lib's target_group.add_target(service) opens no security group of an Auto "
     "Scaling capacity provider (aws/aws-cdk#22764)",
-    "Elastic Load Balancing guide: target security groups; ECS guide: port mappings (dynamic host ports), "
-    "ECS agent ECS_DYNAMIC_HOST_PORT_RANGE",
+    "Elastic Load Balancing guide: target security groups; ECS API reference: PortMapping hostPort (the ephemeral "
+    "range of /proc/sys/net/ipv4/ip_local_port_range)",
     checked="template",
 )
 ACROSS_APPS = Rule(

@@ -29,9 +29,10 @@ from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.rules import Rule
 
 DYNAMIC_HOST_PORTS = (32768, 60999)
-"""The host ports ECS gives a bridge port mapping without a ``hostPort``: the kernel's ephemeral range
-(``ip_local_port_range``) the ECS agent reads, 32768-60999 on Amazon Linux (``ECS_DYNAMIC_HOST_PORT_RANGE`` changes
-it; a group that admits another range can silence this rule with the resource's ``cfn-lint`` ``ignore_checks``)."""
+"""The host ports ECS gives a bridge port mapping without a ``hostPort``: "the default ephemeral port range ... listed
+on the instance under /proc/sys/net/ipv4/ip_local_port_range" (ECS API reference, PortMapping), 32768-60999 on Amazon
+Linux. An agent given another range (``ECS_DYNAMIC_HOST_PORT_RANGE``) and a group that admits it can silence this
+rule for the service with its ``cfn-lint`` ``ignore_checks`` metadata."""
 
 _GROUP = "AWS::EC2::SecurityGroup"
 _ADDRESSES = "addresses"
