@@ -18,6 +18,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_sns as sns
 from conftest import resources
 
 from neuron_constructs import (
@@ -190,6 +191,20 @@ ACROSS_APPS: dict[str, tuple[Any, str, str]] = {
         lambda m, _, listener: _service_in(m, _imported_cluster(m)).attach_to_listener(listener, **ROUTE),
         "Model/LlmService/TargetGroup",
         "elbv2.ApplicationListener.from_application_listener_attributes",
+    ),
+    "monitoring alarms to the platform's topic": (
+        lambda m, c, _: NeuronMonitoring(
+            m, "Monitoring", cluster=_imported_cluster(m), alarm_topic=sns.Topic(Stack.of(c), "Alarms")
+        ),
+        "Model/Monitoring",
+        "sns.Topic.from_topic_arn",
+    ),
+    "training queue notifying the platform's topic": (
+        lambda m, c, _: NeuronTrainingQueue(
+            m, "Queue", instance_type="trn1.32xlarge", max_nodes=2, notifications=sns.Topic(Stack.of(c), "Jobs")
+        ),
+        "Model/Queue",
+        "sns.Topic.from_topic_arn",
     ),
     "training queue on the platform's VPC": (
         lambda m, c, _: NeuronTrainingQueue(m, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=c.vpc),

@@ -1,7 +1,8 @@
 """One app, account, Region and VPC for the parts that must share them, checked where the parts meet.
 
 A service, fleet, load balancer or monitoring and its cluster, a target group and its listener, a training queue
-and its VPC must be constructs of one CDK app (NEURON077): a part another app made is imported into this one.
+and its VPC, alarms and their topic must be constructs of one CDK app (NEURON077): a part another app made is
+imported into this one.
 Stacks of one app may each have their own ``env``; a service and its cluster, an alarm and its topic, a load
 balancer and its targets, a training queue and its subnet must still be in one account and Region (NEURON058) or
 one VPC (NEURON059). A value known only at deploy time (an environment-agnostic stack, an imported id) is never
@@ -20,6 +21,7 @@ from neuron_constructs.knowledge import rules
 __all__ = [
     "IMPORT_CLUSTER",
     "IMPORT_LISTENER",
+    "IMPORT_TOPIC",
     "IMPORT_VPC",
     "check_same_app",
     "check_same_environment",
@@ -40,6 +42,8 @@ IMPORT_LISTENER = (
 """How a load balancer's listener another app made is imported; an imported listener keeps its default action."""
 IMPORT_VPC = "ec2.Vpc.from_lookup(scope, id, vpc_id=...) or ec2.Vpc.from_vpc_attributes(...)"
 """How a VPC another app made is imported."""
+IMPORT_TOPIC = "sns.Topic.from_topic_arn(scope, id, topic_arn)"
+"""How an SNS topic another app made is imported."""
 
 
 def _known(value: str) -> bool:

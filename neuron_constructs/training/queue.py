@@ -44,6 +44,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, construct_path, remember_path
 from neuron_constructs.base.environments import (
+    IMPORT_TOPIC,
     IMPORT_VPC,
     check_same_app,
     check_same_region,
@@ -150,6 +151,9 @@ class NeuronTrainingQueue(Construct):
         for part in [*([vpc] if vpc is not None else []), *subnets]:
             check_same_app(path, scope, part, what="the queue", other_name=construct_path(part), how=IMPORT_VPC)
         if notifications is not None:
+            check_same_app(
+                path, scope, notifications, what="the queue", other_name=construct_path(notifications), how=IMPORT_TOPIC
+            )
             check_same_region(
                 path,
                 notifications.env.region,
