@@ -19,6 +19,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from conftest import ROOT, resources
 
 from neuron_constructs import NeuronCluster, NeuronFleet, NeuronLoadBalancer, NeuronMonitoring
+from neuron_constructs.knowledge import rules as r
 
 _TEAM_APP = importlib.util.spec_from_file_location("team_app", ROOT / "examples" / "team_app" / "app.py")
 assert _TEAM_APP is not None and _TEAM_APP.loader is not None
@@ -280,3 +281,32 @@ def test_without_a_certificate_it_listens_on_http_inside_the_vpc(stacks: dict[st
     (listener,) = resources(stacks["Platform"]["template"], "AWS::ElasticLoadBalancingV2::Listener").values()
     assert (listener["Properties"]["Protocol"], listener["Properties"]["Port"]) == ("HTTP", 80)
     assert "Certificates" not in listener["Properties"]
+
+
+def test_every_load_balanced_workload_is_reachable_across_the_stacks_and_found_when_its_rules_go(
+    stacks: dict[str, Any],
+) -> None:
+    """NEURON076 reads the stacks together (the target group, its rule and the security group rules of a workload,
+    the load balancer and the capacity of the platform): nothing is found in the team app, and every load-balanced
+    service is found once the ingress rules are gone; each template on its own judges only what it shows."""
+    import copy
+
+    from neuron_constructs.checks.template_checks import check_template, check_templates
+
+    templates = {name: stack["template"] for name, stack in stacks.items()}
+    assert [f.message for f in check_templates(templates) if f.rule is r.UNREACHABLE_TARGETS] == []
+    for name, template in templates.items():
+        assert [f.message for f in check_template(template, name=name) if f.rule is r.UNREACHABLE_TARGETS] == []
+    closed = copy.deepcopy(templates)
+    for template in closed.values():
+        for logical_id, resource in list(template["Resources"].items()):
+            if resource["Type"] == "AWS::EC2::SecurityGroupIngress":
+                del template["Resources"][logical_id]
+    found = {(f.template, f.logical_id) for f in check_templates(closed) if f.rule is r.UNREACHABLE_TARGETS}
+    registered = {
+        (name, logical_id)
+        for name, template in templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::ECS::Service" and resource["Properties"].get("LoadBalancers")
+    }
+    assert found == registered and len(registered) > 2

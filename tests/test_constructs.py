@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from neuron_constructs import (
     ManualNeuronTaskDefinition,
     NeuronCluster,
     NeuronConfigurationError,
+    NeuronFleet,
     NeuronInstanceType,
     NeuronService,
+    SlicedNeuronService,
 )
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
@@ -92,6 +95,43 @@ def test_a_trn2_task_with_lnc_carries_it_and_counts_cores_at_it() -> None:
 def test_cores_and_lnc_the_runtime_would_not_take_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(NeuronConfigurationError, match=message):
         ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="inf2.48xlarge", memory_mib=2048, **options)
+
+
+def _lnc_entry_points() -> dict[str, Callable[[Stack, str, int], object]]:
+    """Every call that takes ``lnc=``, given an instance type and a setting."""
+
+    def cluster(stack: Stack) -> NeuronCluster:
+        return NeuronCluster(stack, "C")
+
+    return {
+        "add_ec2_capacity": lambda s, t, lnc: cluster(s).add_ec2_capacity("Cap", instance_type=t, lnc=lnc),
+        "add_non_neuron_capacity": lambda s, t, lnc: cluster(s).add_non_neuron_capacity(
+            "Cap", instance_type="m7i.large", lnc=lnc
+        ),
+        "ManualNeuronTaskDefinition": lambda s, t, lnc: ManualNeuronTaskDefinition(
+            s, "T", instance_type=t, memory_mib=2048, lnc=lnc
+        ),
+        "SlicedNeuronService": lambda s, t, lnc: SlicedNeuronService(
+            s, "Sliced", cluster=cluster(s), instance_type=t, devices_per_task=1, image=IMAGE, lnc=lnc
+        ),
+        "NeuronFleet": lambda s, t, lnc: NeuronFleet(s, "Fleet", cluster=cluster(s), instance_type=t, lnc=lnc),
+    }
+
+
+@pytest.mark.parametrize("lnc", [1, 2])
+@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "trn1.32xlarge", "inf1.xlarge"])
+@pytest.mark.parametrize("entry_point", list(_lnc_entry_points()))
+def test_lnc_of_any_value_is_refused_for_a_type_that_is_not_trainium2(
+    entry_point: str, instance_type: str, lnc: int
+) -> None:
+    """Only Trainium2 groups NeuronCores; even lnc=1 on another type would be written into user data and
+    environments the runtime never reads, so the call is refused before anything is built."""
+    stack = Stack(App(), "S")
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _lnc_entry_points()[entry_point](stack, instance_type, lnc)
+    message = str(raised.value)
+    assert f"lnc={lnc}: only Trainium2 takes a logical NeuronCore setting" in message
+    assert "[NEURON064: " in message and "Fix: pass lnc= (1 or 2) only for trn2 types" in message
 
 
 def test_a_hand_set_visible_cores_beside_chosen_cores_is_refused() -> None:

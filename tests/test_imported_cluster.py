@@ -1,5 +1,7 @@
 """An ECS cluster that exists already, imported with ``NeuronCluster.from_cluster_attributes``.
 
+A model stack in another CDK app is refused at the call, pointing to the import; the import works there.
+
 One app: a platform stack imports cluster ``ml`` (which has the ``FARGATE`` provider already), gives it an
 inf2.48xlarge Auto Scaling capacity, a Managed Instances capacity, monitoring and a load balancer; a model stack
 runs a fleet and a Managed Instances service on it behind the load balancer. Nothing creates the cluster again.
@@ -16,15 +18,19 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_sns as sns
 from conftest import resources
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
     NeuronCluster,
+    NeuronConfigurationError,
     NeuronFleet,
     NeuronLoadBalancer,
     NeuronMonitoring,
     NeuronService,
+    NeuronTrainingQueue,
+    SlicedNeuronService,
 )
 
 pytestmark = pytest.mark.xdist_group("composition")
@@ -167,3 +173,124 @@ def test_a_default_strategy_of_listed_providers_is_the_association_s() -> None:
     later.default_capacity_provider_strategy.append(ecs.CapacityProviderStrategy(capacity_provider="legacy-cp"))  # type: ignore[attr-defined]
     with pytest.raises(NeuronConfigurationError, match=r"Other/Ml: default_capacity_provider_strategy names 'legacy"):
         later.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
+
+
+# --- a model stack in another CDK app ----------------------------------------------------------------------------
+
+
+def _platform() -> tuple[NeuronCluster, Any]:
+    """A platform app: a cluster with inf2.48xlarge capacity and a load balancer."""
+    platform = Stack(App(analytics_reporting=False), "Platform")
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    return cluster, NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
+
+
+def _service_in(model: Stack, cluster: NeuronCluster) -> NeuronService:
+    task = ManagedNeuronTaskDefinition(model, "Llm", cpu=8192, memory_mib=16384)
+    task.add_neuron_container("llm", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    return NeuronService(model, "LlmService", cluster=cluster, task_definition=task)
+
+
+def _imported_cluster(model: Stack) -> NeuronCluster:
+    vpc = ec2.Vpc.from_vpc_attributes(
+        model,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        vpc_cidr_block="10.0.0.0/16",
+        availability_zones=["us-east-1a", "us-east-1b"],
+        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+    )
+    cluster = NeuronCluster.from_cluster_attributes(model, "Ml", cluster_name="ml", vpc=vpc)
+    cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
+    return cluster
+
+
+def _imported_listener(model: Stack) -> Any:
+    return elbv2.ApplicationListener.from_application_listener_attributes(
+        model,
+        "Listener",
+        listener_arn="arn:aws:elasticloadbalancing:us-east-1:111122223333:listener/app/platform/1/2",
+        security_group=ec2.SecurityGroup.from_security_group_id(model, "LbGroup", "sg-0123456789abcdef0", mutable=True),
+    )
+
+
+ROUTE = {"conditions": [elbv2.ListenerCondition.path_patterns(["/v1/*"])], "priority": 1}
+
+ACROSS_APPS: dict[str, tuple[Any, str, str]] = {
+    # what the model app does with the platform app's objects: (call, what is refused, the import it points to)
+    "service": (lambda m, c, _: _service_in(m, c), "Model/LlmService", "NeuronCluster.from_cluster_attributes"),
+    "sliced service": (
+        lambda m, c, _: SlicedNeuronService(
+            m, "Sliced", cluster=c, instance_type="inf2.48xlarge", devices_per_task=1, image=IMAGE
+        ),
+        "Model/Sliced",
+        "NeuronCluster.from_cluster_attributes",
+    ),
+    "fleet": (
+        lambda m, c, _: NeuronFleet(m, "Fleet", cluster=c, instance_type="inf2.48xlarge"),
+        "Model/Fleet",
+        "NeuronCluster.from_cluster_attributes",
+    ),
+    "load balancer": (
+        lambda m, c, _: NeuronLoadBalancer(m, "Lb", cluster=c),
+        "Model/Lb",
+        "NeuronCluster.from_cluster_attributes",
+    ),
+    "monitoring": (
+        lambda m, c, _: NeuronMonitoring(m, "Monitoring", cluster=c),
+        "Model/Monitoring",
+        "NeuronCluster.from_cluster_attributes",
+    ),
+    "attach to the platform's listener": (
+        lambda m, _, listener: _service_in(m, _imported_cluster(m)).attach_to_listener(listener, **ROUTE),
+        "Model/LlmService/TargetGroup",
+        "elbv2.ApplicationListener.from_application_listener_attributes",
+    ),
+    "monitoring alarms to the platform's topic": (
+        lambda m, c, _: NeuronMonitoring(
+            m, "Monitoring", cluster=_imported_cluster(m), alarm_topic=sns.Topic(Stack.of(c), "Alarms")
+        ),
+        "Model/Monitoring",
+        "sns.Topic.from_topic_arn",
+    ),
+    "training queue notifying the platform's topic": (
+        lambda m, c, _: NeuronTrainingQueue(
+            m, "Queue", instance_type="trn1.32xlarge", max_nodes=2, notifications=sns.Topic(Stack.of(c), "Jobs")
+        ),
+        "Model/Queue",
+        "sns.Topic.from_topic_arn",
+    ),
+    "training queue on the platform's VPC": (
+        lambda m, c, _: NeuronTrainingQueue(m, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=c.vpc),
+        "Model/Queue",
+        "ec2.Vpc.from_lookup",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ACROSS_APPS))
+def test_a_model_stack_in_another_app_is_refused_at_the_call_pointing_to_the_import(case: str) -> None:
+    """aws-cdk-lib would fail only at synth, with a bare CannotReferenceAcrossApps naming neither part."""
+    cluster, listener = _platform()
+    model = Stack(App(analytics_reporting=False), "Model")
+    call, path, how = ACROSS_APPS[case]
+    with pytest.raises(NeuronConfigurationError) as raised:
+        call(model, cluster, listener)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: ")
+    assert "in stack Model of one CDK app, and " in message and "in stack Platform of another" in message
+    assert "[NEURON077: " in message and "Fix: make both in one app, or import " in message
+    assert how in message
+
+
+def test_the_import_the_refusal_points_to_works_in_the_model_s_own_app() -> None:
+    """The model app imports the cluster and the listener by name and ARN: it synthesizes alone, and its listener
+    rule names the platform's listener by its ARN."""
+    model = Stack(App(analytics_reporting=False), "Model")
+    service = _service_in(model, _imported_cluster(model))
+    service.attach_to_listener(_imported_listener(model), **ROUTE)
+    template = App.of(model).synth().get_stack_by_name("Model").template  # type: ignore[union-attr]
+    (rule,) = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert rule["Properties"]["ListenerArn"].endswith("listener/app/platform/1/2")
+    assert not resources(template, "AWS::ECS::Cluster")

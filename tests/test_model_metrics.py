@@ -200,7 +200,8 @@ def test_utilization_scaling_keeps_the_request_scaling_rules() -> None:
     _, service = _model(app, cluster)
     with pytest.raises(NeuronConfigurationError, match=r"max_count=5.*\[NEURON017"):
         service.scale_on_neuron_utilization(max_count=5)
-    _, full = _model(App(analytics_reporting=False), _platform(App(analytics_reporting=False))[1])
+    other = App(analytics_reporting=False)
+    _, full = _model(other, _platform(other)[1])
     assert full.min_healthy_percent == 100
     full.scale_on_neuron_utilization(max_count=4)
     assert full.min_healthy_percent == 75  # the library's minimum, lowered so four tasks on four instances deploy

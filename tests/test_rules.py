@@ -665,6 +665,25 @@ def _lnc_on_trn1(s: Stack) -> None:
     cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", lnc=2)
 
 
+def _lnc_1_on_inf2(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", lnc=1)
+
+
+def _scaling_minimum_above_its_maximum(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task).scale_on_neuron_utilization(min_count=4, max_count=2)
+
+
+def _service_in_another_app(s: Stack) -> None:
+    platform = Stack(App(analytics_reporting=False), "Platform")
+    cluster = NeuronCluster(platform, "C")
+    NeuronService(s, "Svc", cluster=cluster, task_definition=managed(s))
+
+
 def _spot_trn2u(s: Stack) -> None:
     cluster = NeuronCluster(s, "C")
     cluster.add_ec2_capacity("Trn2u", instance_type="trn2u.48xlarge", spot=True)
@@ -946,7 +965,24 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (
         r.LOGICAL_CORES,
         _lnc_on_trn1,
-        r"Test/C/Trn1: lnc=2: only Trainium2 takes a logical NeuronCore setting; trn1.32xlarge has one, 1",
+        r"Test/C/Trn1: lnc=2: only Trainium2 takes a logical NeuronCore setting, not trn1.32xlarge; leave lnc unset",
+    ),
+    (
+        r.LOGICAL_CORES,
+        _lnc_1_on_inf2,
+        r"Test/C/Inf2: lnc=1: only Trainium2 takes a logical NeuronCore setting, not inf2.xlarge.*Fix: pass lnc= "
+        r"\(1 or 2\) only for trn2 types",
+    ),
+    (
+        r.ACROSS_APPS,
+        _service_in_another_app,
+        r"Test/Svc: the service is in stack Test of one CDK app, and Platform/C in stack Platform of another.*"
+        r"Fix: make both in one app, or import Platform/C into this one: NeuronCluster.from_cluster_attributes",
+    ),
+    (
+        r.BOUNDS_REVERSED,
+        _scaling_minimum_above_its_maximum,
+        r"Test/Svc: min_count=4 is above max_count=2.*Fix: pass min_count=2 or less, or max_count=4 or more",
     ),
     (
         r.CHECKPOINT_DIR,
@@ -1012,7 +1048,134 @@ def test_rule_violation_names_path_rule_and_fix(rule: r.Rule, build: Callable[[S
         build(new_stack())
     message = str(raised.value)
     assert f"[{rule.id}: {rule.aws_rule}]" in message
-    assert "Fix: " in message
+    assert re.search(r"\. \[" + rule.id + r": .*\] Fix: " + fix_pattern(rule) + "$", message, re.DOTALL), message
+    assert re.search(text, message), message
+    assert not UNFILLED.search(message), message
+
+
+def fix_pattern(rule: r.Rule) -> str:
+    """A pattern for ``rule``'s fix as a message renders it: its text, each ``{placeholder}`` any value."""
+    return ".+?".join(re.escape(part) for part in re.split(r"\{\w+(?:!r)?\}", rule.fix))
+
+
+UNFILLED = re.compile(r"\{!?\w*(?:![rs])?\}")
+"""A placeholder left in a rendered text: ``{per_chip}``, ``{name!r}``, ``{}``."""
+
+
+def _rule_calls() -> list[tuple[str, r.Rule, set[str] | None]]:
+    """Every place the package renders a rule's message: ``RULE.error(...)``, ``RULE.message(...)`` and a template
+    check's ``report.add(RULE, ...)``, as (place, rule, the fix values it passes; ``None`` for ``**values``)."""
+    import ast
+    from pathlib import Path
+
+    import neuron_constructs
+
+    by_name = {name: rule for name, rule in vars(r).items() if isinstance(rule, r.Rule)}
+    calls: list[tuple[str, r.Rule, set[str] | None]] = []
+    root = Path(neuron_constructs.__file__).parent
+    for module in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            target, not_fix = (node.func.value, set()) if node.func.attr in ("error", "message") else (None, set())
+            if node.func.attr == "add" and node.args:
+                target, not_fix = node.args[0], {"container"}
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if name in by_name:
+                given = {k.arg for k in node.keywords if k.arg is not None} - not_fix
+                splat = any(k.arg is None for k in node.keywords)
+                calls.append((f"{module.relative_to(root)}:{node.lineno}", by_name[name], None if splat else given))
+    return calls
+
+
+def test_every_rule_text_has_no_placeholder_and_every_fix_only_named_ones() -> None:
+    """Only the fix is filled in (Rule.message); a ``{...}`` in the title, the AWS rule or the source would be
+    printed as it stands."""
+    import string
+
+    for rule in RULES:
+        for text in (rule.id, rule.title, rule.aws_rule, rule.source):
+            assert "{" not in text and "}" not in text, f"{rule.id}: {text}"
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(rule.fix) if name]
+        assert all(name.isidentifier() and not spec and conversion in (None, "r") for name, spec, conversion in fields)
+
+
+def test_every_message_the_package_renders_fills_every_placeholder_of_its_fix() -> None:
+    """Read from the source: each ``RULE.error``/``RULE.message``/``report.add(RULE, ...)`` passes exactly the values
+    its rule's fix names (a missing one would print ``{name}``, an extra one is meant for another rule)."""
+    import string
+
+    calls = _rule_calls()
+    assert len(calls) > 150, "the calls were not found"
+    assert {rule.id for _, rule, _ in calls} >= {rule.id for rule in RULES if rule.severity == "error"}
+    for place, rule, given in calls:
+        wanted = {name for _, name, _, _ in string.Formatter().parse(rule.fix) if name}
+        assert given is None or given == wanted, f"{place}: {rule.id} takes {sorted(wanted)}, given {sorted(given)}"
+        rendered = rule.message("P", "p", **dict.fromkeys(wanted, "v"))
+        assert not UNFILLED.search(rendered), f"{place}: {rendered}"
+
+
+def test_the_rules_page_prints_no_placeholder() -> None:
+    """docs/rules.md, as generated: placeholders of fixes as ``<name>``, nothing in braces."""
+    from pathlib import Path
+
+    from neuron_constructs.tools.tables import rules_table
+
+    table = rules_table()
+    assert not re.search(r"[{}]", table)
+    assert table in (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
+
+
+def _fleet_model(s: Stack) -> Any:
+    from neuron_constructs import NeuronFleet
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
+    return NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=3).add_model(
+        "Embedding", devices_per_task=1, image=IMAGE
+    )
+
+
+def _service(s: Stack, **options: Any) -> NeuronService:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    return NeuronService(s, "Svc", cluster=cluster, task_definition=task, **options)
+
+
+@pytest.mark.parametrize(
+    ("build", "text"),
+    [
+        (
+            lambda s: _service(s, desired_count=3).scale_on_neuron_utilization(max_count=2),
+            r"Test/Svc: min_count=3 \(the desired count, as min_count was not given\) is above max_count=2.*"
+            r"Fix: pass min_count=2 or less, or max_count=3 or more",
+        ),
+        (
+            lambda s: _service(s, min_healthy_percent=100, max_healthy_percent=100),
+            r"Test/Svc: min_healthy_percent=100 is not below max_healthy_percent=100.*"
+            r"Fix: pass min_healthy_percent=99 or less, or max_healthy_percent=101 or more",
+        ),
+        (
+            lambda s: _fleet_model(s).auto_scale(min_instances=3, max_instances=1),
+            r"Test/Fleet/Embedding: min_instances=3 is above max_instances=1",
+        ),
+        (
+            lambda s: _fleet_model(s).scale_on_neuron_utilization(max_instances=2),
+            r"Test/Fleet/Embedding: min_instances=3 \(the model's instances, as min_instances was not given\) is above "
+            r"max_instances=2",
+        ),
+    ],
+    ids=["service-default-minimum", "deployment-percents", "fleet-auto-scale", "fleet-default-minimum"],
+)
+def test_a_lower_bound_above_its_upper_bound_cites_its_own_rule(build: Callable[[Stack], None], text: str) -> None:
+    """Not NEURON027, whose ranges are about single values: the bounds rule and a fix in the parameters' names."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        build(new_stack())
+    message = str(raised.value)
+    assert f"[{r.BOUNDS_REVERSED.id}: {r.BOUNDS_REVERSED.aws_rule}]" in message
+    assert r.OUT_OF_RANGE.id not in message
     assert re.search(text, message), message
 
 

@@ -3,6 +3,9 @@ and the start-up, health check and scaling defaults a Neuron model server needs 
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -231,7 +234,13 @@ def test_the_analysis_finds_the_gap_of_a_plain_service_on_auto_scaling_capacity(
     )
     listener = NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener
     listener.add_targets("Model", port=PORT, targets=[service], conditions=None)
-    template = App.of(stack).synth().get_stack_by_name("Plain").template  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match=r"FATAL Plain/Service: it is registered with Plain/Lb/"):
+        App.of(stack).synth()  # type: ignore[union-attr]  # the template check NEURON076 sees the gap too
+    # silenced for the service, the template synthesizes, and the analysis finds the gap on its own
+    service.node.default_child.add_metadata(  # type: ignore[union-attr]
+        "cfn-lint", {"config": {"ignore_checks": ["NEURON076"]}}
+    )
+    template = App.of(stack).synth(force=True).get_stack_by_name("Plain").template  # type: ignore[union-attr]
     (path,) = paths(template)
     assert not allowed(template, path.load_balancer_groups[0], path.task_groups[0], path.ports)
 
@@ -447,3 +456,54 @@ def test_host_tasks_on_managed_instances_use_the_instances_network(served: dict[
     assert "NetworkConfiguration" not in service["Properties"]
     (path,) = paths(template)
     assert path.task_groups == capacity_groups(template, service) and path.ports == (PORT, PORT)
+
+
+def _second_capacity_added_with_aws_cdk_lib() -> Stack:
+    """A model attached with the library on one capacity, and a second service on another capacity registered in
+    the same target group with aws-cdk-lib alone (``target_group.add_target``), which opens no group to it."""
+    stack, service, listener = _listener_and_service("Plain", port_mappings=[ecs.PortMapping(container_port=PORT)])
+    target_group = service.attach_to_listener(listener)
+    cluster = service.cluster
+    cluster.add_ec2_capacity("Other", instance_type="inf2.8xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(stack, "OtherTask", instance_type="inf2.8xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])
+    other = NeuronService(stack, "Other", cluster=cluster, task_definition=task)
+    target_group.add_target(other.service.load_balancer_target(container_name="model", container_port=PORT))
+    return stack
+
+
+def test_a_service_registered_with_aws_cdk_lib_on_a_capacity_closed_to_the_load_balancer_fails_the_synth() -> None:
+    stack = _second_capacity_added_with_aws_cdk_lib()
+    with pytest.raises(RuntimeError) as raised:
+        App.of(stack).synth()  # type: ignore[union-attr]
+    found = re.search(r"found in: (\S+validation-report\.json)", str(raised.value))
+    assert found, raised.value
+    report = json.loads(Path(found.group(1)).read_text())
+    (plugin,) = [p for p in report["pluginReports"] if p["pluginName"] == "NeuronConstructs"]
+    (violation,) = plugin["violations"]
+    assert violation["ruleName"].endswith("NEURON076")
+    message = violation["description"]
+    assert message.startswith(
+        "Plain/Other/Service: it is registered with Plain/Service/TargetGroup of Plain/Lb/LoadBalancer, but the "
+        "instances of Plain/Neuron/Other/Provider (security groups Plain/Neuron/Other/SecurityGroup) admit no TCP "
+        "32768-60999 from Plain/Lb/SecurityGroup. [NEURON076: "
+    )
+    assert "Plain/Service:" not in message  # the library's own attachment opened its capacity
+
+
+def test_the_library_s_own_attachment_is_reachable_on_every_capacity_and_network_mode() -> None:
+    """attach_to_listener opens the path it registers, whatever the network mode: nothing for NEURON076."""
+    from neuron_constructs.checks.template_checks import check_template
+
+    for mode in (ecs.NetworkMode.BRIDGE, ecs.NetworkMode.HOST, ecs.NetworkMode.AWS_VPC):
+        stack = Stack(App(analytics_reporting=False), "Own" + mode.value.title().replace("_", ""))
+        cluster = _cluster(stack)
+        task = ManualNeuronTaskDefinition(
+            stack, "Task", instance_type="inf2.xlarge", memory_mib=8192, network_mode=mode
+        )
+        task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])
+        service = NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+        service.attach_to_listener(NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener)
+        template = App.of(stack).synth().get_stack_by_name(stack.stack_name).template  # type: ignore[union-attr]
+        assert [f.message for f in check_template(template) if f.rule.id == "NEURON076"] == [], mode
+        assert resources(template, "AWS::ECS::Service")  # judged: the service is in this template

@@ -3,6 +3,7 @@ finds nothing, and each broken one gets exactly its rule with the rule-style mes
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -77,6 +78,71 @@ def _public_subnet() -> dict[str, Any]:
 
 def _intent(allocation: str, **task: Any) -> dict[str, Any]:
     return {"NeuronConstructs": {"allocation": allocation, "neuronContainers": ["model"], **task}}
+
+
+def _load_balanced(*rules: dict[str, Any], awsvpc: bool = False, **changes: Any) -> dict[str, Any]:
+    """A bridge service on the Auto Scaling capacity (or an awsvpc one with its own group) registered on port 8080
+    with a target group an Application Load Balancer's listener forwards to; ``rules`` are added to the group in
+    front of the tasks (``InstanceGroup`` or ``TaskGroup``), inbound from ``BalancerGroup``."""
+    group = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "g", "VpcId": "vpc-1"}}
+    balancer_group = copy.deepcopy(group)
+    balancer_group["Properties"]["SecurityGroupEgress"] = [{"CidrIp": "0.0.0.0/0", "IpProtocol": "-1"}]
+    task = manual_task(containers=[container(devices=[0], PortMappings=[{"ContainerPort": 8080}])])
+    extra: dict[str, Any] = {}
+    if awsvpc:
+        task["Properties"]["NetworkMode"] = "awsvpc"
+        extra["NetworkConfiguration"] = {
+            "AwsvpcConfiguration": {"SecurityGroups": [{"Fn::GetAtt": ["TaskGroup", "GroupId"]}], "Subnets": ["s"]}
+        }
+    front = "TaskGroup" if awsvpc else "InstanceGroup"
+    resources = {
+        "InstanceGroup": group,
+        "TaskGroup": group,
+        "BalancerGroup": balancer_group,
+        "Balancer": {
+            "Type": "AWS::ElasticLoadBalancingV2::LoadBalancer",
+            "Properties": {"SecurityGroups": [{"Fn::GetAtt": ["BalancerGroup", "GroupId"]}], "Subnets": ["s"]},
+        },
+        "Listener": {
+            "Type": "AWS::ElasticLoadBalancingV2::Listener",
+            "Properties": {
+                "LoadBalancerArn": {"Ref": "Balancer"},
+                "Port": 80,
+                "Protocol": "HTTP",
+                "DefaultActions": [{"Type": "forward", "TargetGroupArn": {"Ref": "Targets"}}],
+            },
+        },
+        "Targets": {
+            "Type": "AWS::ElasticLoadBalancingV2::TargetGroup",
+            "Properties": {"Port": 8080, "Protocol": "HTTP", "VpcId": "vpc-1"},
+        },
+        "Task": task,
+        "Svc": service(
+            "Task",
+            LoadBalancers=[{"ContainerName": "model", "ContainerPort": 8080, "TargetGroupArn": {"Ref": "Targets"}}],
+            **extra,
+        ),
+        **{
+            f"Rule{i}": {
+                "Type": "AWS::EC2::SecurityGroupIngress",
+                "Properties": {
+                    "GroupId": {"Fn::GetAtt": [front, "GroupId"]},
+                    "SourceSecurityGroupId": {"Fn::GetAtt": ["BalancerGroup", "GroupId"]},
+                    **rule,
+                },
+            }
+            for i, rule in enumerate(rules)
+        },
+    }
+    template = with_resources(BASE, **resources)
+    data = template["Resources"]["LaunchTemplate"]["Properties"]["LaunchTemplateData"]
+    data["SecurityGroupIds"] = [{"Fn::GetAtt": ["InstanceGroup", "GroupId"]}]
+    for logical_id, properties in changes.items():
+        template["Resources"][logical_id]["Properties"].update(properties)
+    return template
+
+
+DYNAMIC = {"IpProtocol": "tcp", "FromPort": 32768, "ToPort": 65535}
 
 
 def _core_task(device: int, cores: str, instance_type: str = "inf2.48xlarge", lnc: str | None = None) -> dict[str, Any]:
@@ -395,6 +461,13 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         r"Task: container agent: it is privileged, so it can use the instance role \(ecs:Poll: every task's "
         r"credentials on the instance\).*acknowledge this warning id with the reason",
     ),
+    (
+        r.UNREACHABLE_TARGETS,
+        _load_balanced(),
+        r"Svc: it is registered with Targets of Balancer, but the instances of Asg \(security groups InstanceGroup\) "
+        r"admit no TCP 32768-60999 from BalancerGroup.*Fix: allow TCP 32768-60999 from BalancerGroup into "
+        r"InstanceGroup",
+    ),
 ]
 
 
@@ -639,3 +712,55 @@ def test_core_numbers_count_logical_cores_at_the_task_s_lnc() -> None:
     at_one = with_resources(trn2, Task=_core_task(1, "4-7", "trn2.48xlarge", lnc="1"))
     (finding,) = [f for f in check_template(at_one) if f.rule is r.SLICE_RUNTIME_VARIABLE]
     assert "which hold cores 8-15 at LNC=1" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("template", "text"),
+    [
+        (_load_balanced(), r"instances of Asg .* admit no TCP 32768-60999 from BalancerGroup"),
+        (
+            _load_balanced({"IpProtocol": "tcp", "FromPort": 32768, "ToPort": 40000}),
+            r"admit no TCP 32768-60999",
+        ),
+        (_load_balanced({"IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080}), r"admit no TCP 32768-60999"),
+        (
+            _load_balanced(awsvpc=True),
+            r"Svc: it is registered with Targets of Balancer, but its tasks' security groups TaskGroup admit no TCP "
+            r"8080 from BalancerGroup",
+        ),
+        (
+            _load_balanced(DYNAMIC, BalancerGroup={"SecurityGroupEgress": [{"CidrIp": "255.255.255.255/32"}]}),
+            r"BalancerGroup let nothing out to the instances of Asg \(security groups InstanceGroup\) on TCP "
+            r"32768-60999",
+        ),
+    ],
+    ids=["nothing-admitted", "part-of-the-dynamic-range", "the-container-port-not-the-host-port", "awsvpc", "egress"],
+)
+def test_load_balanced_tasks_the_load_balancer_cannot_reach_are_found(template: dict[str, Any], text: str) -> None:
+    (finding,) = [f for f in check_template(template) if f.rule is r.UNREACHABLE_TARGETS]
+    assert finding.logical_id == "Svc" and finding.location == ("Resources", "Svc", "Properties", "LoadBalancers", 0)
+    assert re.search(text, finding.message), finding.message
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        _load_balanced(DYNAMIC),
+        _load_balanced({"IpProtocol": "tcp", "FromPort": 32768, "ToPort": 50000}, {"IpProtocol": "-1"}),
+        _load_balanced({"IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080}, awsvpc=True),
+        _load_balanced({"IpProtocol": "tcp", "FromPort": 0, "ToPort": 65535, "SourceSecurityGroupId": None}),
+        # what the template does not show is not judged: the instances' group made elsewhere, exported, or a load
+        # balancer without security groups
+        _load_balanced(LaunchTemplate={"LaunchTemplateData": {"SecurityGroupIds": ["sg-0123456789abcdef0"]}}),
+        _load_balanced(Balancer={"SecurityGroups": []}),
+        {
+            **_load_balanced(),
+            "Outputs": {"Group": {"Value": {"Fn::GetAtt": ["InstanceGroup", "GroupId"]}, "Export": {"Name": "g"}}},
+        },
+    ],
+    ids=["dynamic-range", "two-rules", "awsvpc", "unknown-source", "imported-group", "no-balancer-groups", "exported"],
+)
+def test_load_balanced_tasks_the_load_balancer_reaches_or_the_template_does_not_show_are_not_found(
+    template: dict[str, Any],
+) -> None:
+    assert [f.message for f in check_template(template) if f.rule is r.UNREACHABLE_TARGETS] == []

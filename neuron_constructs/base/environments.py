@@ -1,5 +1,8 @@
-"""One account, Region and VPC for the parts that must share them, checked where the parts meet.
+"""One app, account, Region and VPC for the parts that must share them, checked where the parts meet.
 
+A service, fleet, load balancer or monitoring and its cluster, a target group and its listener, a training queue
+and its VPC, alarms and their topic must be constructs of one CDK app (NEURON077): a part another app made is
+imported into this one.
 Stacks of one app may each have their own ``env``; a service and its cluster, an alarm and its topic, a load
 balancer and its targets, a training queue and its subnet must still be in one account and Region (NEURON058) or
 one VPC (NEURON059). A value known only at deploy time (an environment-agnostic stack, an imported id) is never
@@ -15,15 +18,59 @@ from constructs import IConstruct
 from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.knowledge import rules
 
-__all__ = ["check_same_environment", "check_same_region", "check_same_vpc", "vpc_of_subnet"]
+__all__ = [
+    "IMPORT_CLUSTER",
+    "IMPORT_LISTENER",
+    "IMPORT_TOPIC",
+    "IMPORT_VPC",
+    "check_same_app",
+    "check_same_environment",
+    "check_same_region",
+    "check_same_vpc",
+    "vpc_of_subnet",
+]
+
+IMPORT_CLUSTER = (
+    "NeuronCluster.from_cluster_attributes(scope, id, cluster_name=..., vpc=..., existing_capacity_providers=[...])"
+)
+"""How a cluster another app made is imported (docs/team-apps.md, "An existing cluster")."""
+IMPORT_LISTENER = (
+    "elbv2.ApplicationListener.from_application_listener_attributes(scope, id, listener_arn=..., "
+    "security_group=ec2.SecurityGroup.from_security_group_id(scope, id, <load balancer group id>, mutable=True)), "
+    "attached with conditions= and priority="
+)
+"""How a load balancer's listener another app made is imported; an imported listener keeps its default action."""
+IMPORT_VPC = "ec2.Vpc.from_lookup(scope, id, vpc_id=...) or ec2.Vpc.from_vpc_attributes(...)"
+"""How a VPC another app made is imported."""
+IMPORT_TOPIC = "sns.Topic.from_topic_arn(scope, id, topic_arn)"
+"""How an SNS topic another app made is imported."""
 
 
 def _known(value: str) -> bool:
     return not Token.is_unresolved(value)
 
 
-def check_same_environment(path: str, part: IConstruct, other: IConstruct, *, what: str, other_name: str) -> None:
-    """NEURON058 unless ``part``'s stack and ``other``'s stack are in one account and Region (as far as known)."""
+def check_same_app(path: str, part: IConstruct, other: IConstruct, *, what: str, other_name: str, how: str) -> None:
+    """NEURON077 unless ``part`` and ``other`` are constructs of one CDK app; ``how``: how to import ``other``.
+
+    aws-cdk-lib itself fails only at synth, with a bare ``CannotReferenceAcrossApps`` that names neither part."""
+    if part.node.root is not other.node.root:
+        raise rules.ACROSS_APPS.error(
+            path,
+            f"{what} is in stack {Stack.of(part).stack_name} of one CDK app, and {other_name} in stack "
+            f"{Stack.of(other).stack_name} of another",
+            other=other_name,
+            how=how,
+        )
+
+
+def check_same_environment(
+    path: str, part: IConstruct, other: IConstruct, *, what: str, other_name: str, how: str = IMPORT_CLUSTER
+) -> None:
+    """NEURON077 unless ``part`` and ``other`` are of one app (``how``: how to import ``other``, by default a
+    cluster); NEURON058 unless ``part``'s stack and ``other``'s stack are in one account and Region (as far as
+    known)."""
+    check_same_app(path, part, other, what=what, other_name=other_name, how=how)
     mine, theirs = Stack.of(part), Stack.of(other)
     for field, label in (("account", "account"), ("region", "Region")):
         a, b = getattr(mine, field), getattr(theirs, field)

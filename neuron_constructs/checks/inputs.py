@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.rules import (
+    BOUNDS_REVERSED,
     CAPACITY_SIZE,
     CHECKPOINT_DIR,
     DEPLOYMENT_STALLS,
@@ -98,6 +99,23 @@ def check_capacity_size(path: str, min_capacity: int, max_capacity: int) -> None
     """NEURON004."""
     if min_capacity < 0 or max_capacity < 1 or min_capacity > max_capacity:
         raise CAPACITY_SIZE.error(path, f"min_capacity={min_capacity}, max_capacity={max_capacity}")
+
+
+def check_bounds(
+    path: str, lower: tuple[str, int], upper: tuple[str, int], *, strictly: bool = False, lower_default: str = ""
+) -> None:
+    """NEURON075: ``lower`` (name, value) is at most ``upper`` (below it when ``strictly``); ``lower_default``: where
+    the lower value came from when it was not passed, for the message."""
+    (low_name, low), (high_name, high) = lower, upper
+    if low > high or (strictly and low == high):
+        shown = f"{low_name}={low}" + (f" ({lower_default})" if lower_default else "")
+        most, least = (high - 1, low + 1) if strictly else (high, low)
+        raise BOUNDS_REVERSED.error(
+            path,
+            f"{shown} is {'not below' if strictly else 'above'} {high_name}={high}",
+            lower=f"{low_name}={most}",
+            upper=f"{high_name}={least}",
+        )
 
 
 def check_device_indices(path: str, instance: NeuronInstanceType, devices: Iterable[int]) -> tuple[int, ...]:
@@ -233,17 +251,23 @@ def check_core_slice_size(path: str, instance: NeuronInstanceType, cores_per_tas
     return instance.cores(lnc) // cores_per_task
 
 
-def check_lnc(path: str, instance: NeuronInstanceType, lnc: int | None) -> int:
-    """NEURON064: ``lnc`` (``None``: the type's default) is a setting ``instance``'s chips take; returns it."""
+def check_lnc(path: str, instance: NeuronInstanceType | None, lnc: int | None, *, type_name: str = "") -> int:
+    """NEURON064: ``lnc`` (``None``: the type's default) is a setting ``instance``'s chips take; returns it.
+
+    Only Trainium2 takes a logical NeuronCore setting, so any ``lnc`` - even 1, the only grouping other chips have -
+    is refused for another type (``instance`` ``None``: a non-Neuron type, named ``type_name``): the library would
+    otherwise write a setting no runtime reads into user data and environments."""
     if lnc is None:
-        return instance.default_lnc
-    if isinstance(lnc, bool) or lnc not in instance.lnc_options:
-        only = (
-            f"{instance.name} takes LNC {' or '.join(map(str, instance.lnc_options))}"
-            if len(instance.lnc_options) > 1
-            else f"only Trainium2 takes a logical NeuronCore setting; {instance.name} has one, 1"
+        return 1 if instance is None else instance.default_lnc
+    if instance is None or len(instance.lnc_options) == 1:
+        name = instance.name if instance is not None else (type_name or "this type")
+        raise LOGICAL_CORES.error(
+            path, f"lnc={lnc!r}: only Trainium2 takes a logical NeuronCore setting, not {name}; leave lnc unset"
         )
-        raise LOGICAL_CORES.error(path, f"lnc={lnc!r}: {only}")
+    if isinstance(lnc, bool) or lnc not in instance.lnc_options:
+        raise LOGICAL_CORES.error(
+            path, f"lnc={lnc!r}: {instance.name} takes LNC {' or '.join(map(str, instance.lnc_options))}"
+        )
     return lnc
 
 

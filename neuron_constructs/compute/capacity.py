@@ -338,8 +338,7 @@ class AutoScalingCapacity(Construct):
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         inputs.check_capacity_size(path, min_capacity, max_capacity)
-        if neuron is not None and lnc is not None:
-            inputs.check_lnc(path, neuron, lnc)
+        inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
         if spot and capacity_reservation is not None:

@@ -449,7 +449,8 @@ class NeuronCluster(Construct):
         For the CPU-only parts of an ML system (gateways, pre-processing) in the same cluster; same
         launch-template hardening and choices as :meth:`add_ec2_capacity`. A Neuron type is refused
         (the standard AMI has no Neuron driver, NEURON030), and so is a type the EC2 API does not list
-        (NEURON031). Root volume default 30 GiB.
+        (NEURON031). Root volume default 30 GiB. ``lnc`` is refused: only Trainium2 takes a logical NeuronCore
+        setting (NEURON064).
         """
         path = f"{construct_path(self)}/{id}"
         if isinstance(instance_type, NeuronInstanceType):
@@ -480,6 +481,7 @@ class NeuronCluster(Construct):
             neuron=None,
             spot=spot,
             capacity_reservation=capacity_reservation,
+            lnc=lnc,
         )
         self._register_auto_scaling(capacity)
         self.auto_scaling_capacities.append(capacity)

@@ -309,6 +309,7 @@ WRONG_TYPE = Rule(
 OUT_OF_RANGE = Rule(
     "NEURON027",
     "Value outside the range AWS accepts",
+    "a number outside the range AWS accepts for it fails at deploy time, and the fix names the range; for example "
     "task cpu is 128 to 196,608 CPU units, a container needs at least 6 MiB of memory, gp3 volumes are 1 to "
     "65,536 GiB and a root volume at least its AMI's 30 GiB snapshot, Managed Instances task storage is at least "
     "1 GiB, a health check grace period is at most 2,147,483,647 s, a deregistration delay 0 to 3,600 s, a listener "
@@ -525,8 +526,8 @@ CORE_SLICE = Rule(
     "NEURON063",
     "Copy size the Neuron runtime cannot be given",
     "a copy holds whole chips (devices_per_task) or contiguous NeuronCores of one chip (cores_per_task, given to "
-    "the runtime as NEURON_RT_VISIBLE_CORES in the host's numbering), never both; a chip holds {per_chip} "
-    "NeuronCores",
+    "the runtime as NEURON_RT_VISIBLE_CORES in the host's numbering), never both; a chip holds 4 NeuronCores on "
+    "Inf1, 2 on Inf2 and Trn1, and 8 on Trn2 (4 logical ones at LNC=2)",
     "pass exactly one of devices_per_task and cores_per_task, cores_per_task from 1 to {per_chip} (more is "
     "devices_per_task=cores/{per_chip})",
     "Neuron runtime configuration (NEURON_RT_VISIBLE_CORES); Neuron Kubernetes device plugin "
@@ -683,6 +684,41 @@ UNGRANTED_ECR_IMAGE = Rule(
     "pass ecs.ContainerImage.from_ecr_repository(ecr.Repository.from_repository_attributes(...), tag), which "
     "grants the execution role the pull",
     "Amazon ECR user guide: private registry authentication and repository policies (ecr:BatchGetImage)",
+)
+
+BOUNDS_REVERSED = Rule(
+    "NEURON075",
+    "Lower bound above its upper bound",
+    "an Application Auto Scaling scalable target keeps the task count from MinCapacity to MaxCapacity, so the "
+    "minimum is at most the maximum; a rolling deployment keeps minimumHealthyPercent of the tasks running while it "
+    "starts up to maximumPercent, and aws-cdk-lib takes the minimum only below the maximum",
+    "pass {lower} or less, or {upper} or more",
+    "Application Auto Scaling API reference: RegisterScalableTarget (MinCapacity, MaxCapacity); aws-cdk-lib "
+    "aws-ecs BaseService (minHealthyPercent below maxHealthyPercent)",
+)
+
+UNREACHABLE_TARGETS = Rule(
+    "NEURON076",
+    "Load balancer targets the load balancer cannot reach",
+    "a load balancer sends to a registered target only where the outbound rules of its security groups and the "
+    "inbound rules of the target's allow the target port: the tasks' own groups on the container port in the awsvpc "
+    "network mode, the container instance's groups on the host port in the bridge and host modes (bridge host ports "
+    "are dynamic, 32768-60999 on Amazon Linux)",
+    "allow TCP {ports} from {load_balancer} into {targets}, and out of the load balancer's group to them, as "
+    "attach_to_listener does; aws-cdk-lib's target_group.add_target(service) opens no security group of an Auto "
+    "Scaling capacity provider (aws/aws-cdk#22764)",
+    "Elastic Load Balancing guide: target security groups; ECS API reference: PortMapping hostPort (the ephemeral "
+    "range of /proc/sys/net/ipv4/ip_local_port_range)",
+    checked="template",
+)
+ACROSS_APPS = Rule(
+    "NEURON077",
+    "Parts in different CDK apps",
+    "a CDK app synthesizes its own constructs into one cloud assembly, and a stack refers to another stack's "
+    "resources only within one app (aws-cdk-lib: CannotReferenceAcrossApps); what another app deployed is imported "
+    "by name or ARN",
+    "make both in one app, or import {other} into this one: {how}",
+    "AWS CDK guide: apps, stacks and cross-stack references",
 )
 
 # -------------------------------------------------------------- warnings ---
@@ -929,6 +965,9 @@ RULES: tuple[Rule, ...] = (
     CHECKPOINT_DIR,
     MODEL_NAME,
     UNPINNED_PRIVILEGED_IMAGE,
+    BOUNDS_REVERSED,
+    UNREACHABLE_TARGETS,
+    ACROSS_APPS,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,

@@ -70,7 +70,12 @@ from jsii import implements
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
-from neuron_constructs.base.environments import check_same_environment, check_same_region
+from neuron_constructs.base.environments import (
+    IMPORT_TOPIC,
+    check_same_app,
+    check_same_environment,
+    check_same_region,
+)
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -188,6 +193,9 @@ class NeuronMonitoring(Construct):
         self.problem_detector_image = problem_detector_image.reference
         check_same_environment(path, scope, cluster, what="the monitoring", other_name=construct_path(cluster))
         if alarm_topic is not None:
+            check_same_app(
+                path, scope, alarm_topic, what="the alarms", other_name=construct_path(alarm_topic), how=IMPORT_TOPIC
+            )
             check_same_region(
                 path,
                 alarm_topic.env.region,

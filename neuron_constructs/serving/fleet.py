@@ -355,6 +355,13 @@ class FleetModel(Construct, ListenerTarget):
         at most once, NEURON035). Returns the scalable targets, in copy order.
         """
         minimum = self.instances if min_instances is None else min_instances
+        if min_instances is None:
+            inputs.check_bounds(
+                construct_path(self),
+                ("min_instances", minimum),
+                ("max_instances", max_instances),
+                lower_default="the model's instances, as min_instances was not given",
+            )
         targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_instances)
         for copy, target in zip(self.copy_services, targets, strict=True):
             copy.track_neuron_utilization(target, target_percent, scale_out_cooldown, scale_in_cooldown)
@@ -400,9 +407,9 @@ class FleetModel(Construct, ListenerTarget):
         Returns one scalable target per copy, in copy order; give each the same policy, e.g.
         ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
         ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
-        ``min_instances``. Copies deploy with a 100 % maximum, so every count needs a minimum healthy percent that
-        lets ECS stop one task: one the library chose is lowered to fit (scaling to one instance deploys with 0 %),
-        one you passed is refused where it leaves no room (NEURON040).
+        ``min_instances`` (NEURON075). Copies deploy with a 100 % maximum, so every count needs a minimum healthy
+        percent that lets ECS stop one task: one the library chose is lowered to fit (scaling to one instance deploys
+        with 0 %), one you passed is refused where it leaves no room (NEURON040).
         """
         if self._targets:
             raise rules.SECOND_SCALING_TARGET.error(
@@ -410,14 +417,7 @@ class FleetModel(Construct, ListenerTarget):
             )
         self._check_instances(max_instances)
         self._check_instances(min_instances)
-        if min_instances > max_instances:
-            raise rules.OUT_OF_RANGE.error(
-                construct_path(self),
-                f"min_instances={min_instances} is above max_instances={max_instances}",
-                name="min_instances",
-                minimum=0,
-                maximum=max_instances,
-            )
+        inputs.check_bounds(construct_path(self), ("min_instances", min_instances), ("max_instances", max_instances))
         counts = range(max(1, min_instances), max_instances + 1)
         if not self._min_healthy_percent_passed and counts:
             fitting = min(self.copy_services[0].largest_minimum_healthy_percent(n, 100) for n in counts)

@@ -45,7 +45,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base.arguments import construct_path, is_token, seconds_of
-from neuron_constructs.base.environments import check_same_vpc
+from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
 from neuron_constructs.compute.capacity import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 
@@ -213,6 +213,14 @@ def attach(
     """One target group under ``owner`` holding every task of ``services``, registered with ``listener``,
     and the security group rules that let the load balancer reach them (module docstring)."""
     path = f"{construct_path(owner)}/{id}"
+    check_same_app(
+        path,
+        owner,
+        listener,
+        what=f"the tasks of {construct_path(owner)}",
+        other_name=construct_path(listener),
+        how=IMPORT_LISTENER,
+    )
     first = services[0]
     container, port, host_port = _target_port(path, first, container_name, container_port)
     network_mode = first.task_definition.task_definition.network_mode

@@ -282,8 +282,9 @@ class NeuronService(Construct, ListenerTarget):
     ) -> ecs.ScalableTaskCount:
         """Track ``requests_per_target`` requests per task on the load balancer (ALBRequestCountPerTarget).
 
-        Between ``min_count`` (default the desired count) and ``max_count`` tasks; the capacity provider's
-        managed scaling launches instances for the tasks. Scale-out may follow another after
+        Between ``min_count`` (default the desired count) and ``max_count`` tasks, the first at most the second
+        (NEURON075); the capacity provider's managed scaling launches instances for the tasks. Scale-out may follow
+        another after
         ``scale_out_cooldown`` (1 minute); scale-in waits ``scale_in_cooldown`` (30 minutes, the default start-up
         allowance): a task that took minutes to start is not stopped on a short lull. ``target_group``: default the
         one Application Load Balancer target group :meth:`attach_to_listener` made (NEURON044). Tasks of a manually
@@ -369,14 +370,12 @@ class NeuronService(Construct, ListenerTarget):
         made by the first scaling method, shared by the other when it asks for the same counts (NEURON035)."""
         path = construct_path(self)
         minimum = self.desired_count if min_count is None else min_count
-        if minimum > max_count:
-            raise rules.OUT_OF_RANGE.error(
-                path,
-                f"min_count={minimum} is above max_count={max_count}",
-                name="min_count",
-                minimum=0,
-                maximum=max_count,
-            )
+        inputs.check_bounds(
+            path,
+            ("min_count", minimum),
+            ("max_count", max_count),
+            lower_default="" if min_count is not None else "the desired count, as min_count was not given",
+        )
         if self._scaling is not None:
             if self._scaling_bounds is None:
                 raise rules.SECOND_SCALING_TARGET.error(
@@ -462,14 +461,7 @@ class NeuronService(Construct, ListenerTarget):
         largest = self.largest_minimum_healthy_percent(desired, maximum)
         if requested is None:
             return min(largest, maximum - 1)
-        if requested >= maximum:
-            raise rules.OUT_OF_RANGE.error(
-                path,
-                f"min_healthy_percent={requested} is not below max_healthy_percent={maximum}",
-                name="min_healthy_percent",
-                minimum=0,
-                maximum=maximum - 1,
-            )
+        inputs.check_bounds(path, ("min_healthy_percent", requested), ("max_healthy_percent", maximum), strictly=True)
         inputs.check_deployment_percents(path, [desired], requested, maximum)
         if requested > largest:
             raise rules.DEPLOYMENT_WITHOUT_ROOM.error(

@@ -49,6 +49,7 @@ from constructs import Construct
 from typing_extensions import Unpack
 
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path
+from neuron_constructs.base.environments import IMPORT_CLUSTER, check_same_app
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -141,6 +142,9 @@ class SlicedNeuronService(FleetModel):
         **options: Unpack[ModelOptions],
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        check_same_app(
+            path, scope, cluster, what="the sliced service", other_name=construct_path(cluster), how=IMPORT_CLUSTER
+        )
         instance = instance_type_at(path, instance_type)
         plan = InstancePlan(instance, inputs.check_lnc(path, instance, lnc))
         plan.require_one_size(path, devices_per_task, cores_per_task)

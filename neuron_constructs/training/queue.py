@@ -43,7 +43,14 @@ from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, construct_path, remember_path
-from neuron_constructs.base.environments import check_same_region, check_same_vpc, vpc_of_subnet
+from neuron_constructs.base.environments import (
+    IMPORT_TOPIC,
+    IMPORT_VPC,
+    check_same_app,
+    check_same_region,
+    check_same_vpc,
+    vpc_of_subnet,
+)
 from neuron_constructs.base.l1_overrides import (
     drop_compute_environment_security_groups,
     efa_network_interfaces,
@@ -141,7 +148,13 @@ class NeuronTrainingQueue(Construct):
         notify_on_success: bool = False,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        subnets = list(subnet) if isinstance(subnet, Sequence) else [] if subnet is None else [subnet]
+        for part in [*([vpc] if vpc is not None else []), *subnets]:
+            check_same_app(path, scope, part, what="the queue", other_name=construct_path(part), how=IMPORT_VPC)
         if notifications is not None:
+            check_same_app(
+                path, scope, notifications, what="the queue", other_name=construct_path(notifications), how=IMPORT_TOPIC
+            )
             check_same_region(
                 path,
                 notifications.env.region,

@@ -20,7 +20,8 @@ folders:
 * :mod:`.deployments`: rolling deployments that can start and finish;
 * :mod:`.slices`: capacity sliced between the copies of one service or fleet;
 * :mod:`.capacity`: Auto Scaling groups of a Neuron type (bounds, the ECS Neuron AMI, the root volume);
-* :mod:`.security`: the host network, public subnets, secrets in plain text, instance metadata.
+* :mod:`.security`: the host network, public subnets, secrets in plain text, instance metadata;
+* :mod:`.load_balancing`: services a load balancer they are registered with can reach.
 
 :data:`TEMPLATE_CHECKS` runs them in the order of the rule table.
 """
@@ -35,6 +36,7 @@ from neuron_constructs.checks.cfn_template import EcsTemplate, LoadedTemplate, c
 from neuron_constructs.checks.template_checks import (
     capacity,
     deployments,
+    load_balancing,
     managed_instances,
     placement,
     security,
@@ -54,6 +56,7 @@ _AREAS = (
     slices,
     capacity,
     security,
+    load_balancing,
 )
 
 
