@@ -495,6 +495,16 @@ def _alarm_topic_of_another_region(s: Stack) -> None:
     NeuronMonitoring(platform, "Monitoring", cluster=cluster, alarm_topic=topic)
 
 
+def _alert_topic_of_another_account(s: Stack) -> None:
+    from aws_cdk import aws_sns as sns
+
+    from neuron_constructs import NeuronTrainingQueue
+
+    training = _in_region(s, "Training", "us-east-1")
+    topic = sns.Topic.from_topic_arn(training, "Alerts", "arn:aws:sns:us-east-1:444455556666:team-alerts")
+    NeuronTrainingQueue(training, "Queue", instance_type="trn1.2xlarge", max_nodes=1, notifications=topic)
+
+
 def _load_balancer_of_another_vpc(s: Stack) -> None:
     from neuron_constructs import NeuronLoadBalancer
 
@@ -861,6 +871,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _alarm_topic_of_another_region,
         r"Platform/Monitoring: alarm_topic Platform/Alarms is in Region eu-west-1, and the alarms in stack Platform, "
         r"Region us-east-1",
+    ),
+    (
+        r.ALERT_TOPIC_ACCOUNT,
+        _alert_topic_of_another_account,
+        r"Training/Queue: notifications Training/Alerts is in account 444455556666, and the queue's job alerts in "
+        r"stack Training, account 111122223333.*pass notifications= a topic of account 111122223333",
     ),
     (
         r.ACROSS_VPCS,

@@ -670,6 +670,18 @@ UNGRANTED_ECR_IMAGE = Rule(
     "grants the execution role the pull",
     "Amazon ECR user guide: private registry authentication and repository policies (ecr:BatchGetImage)",
 )
+ALERT_TOPIC_ACCOUNT = Rule(
+    "NEURON070",
+    "Alert topic in another account",
+    "EventBridge delivers to an SNS topic of another account of the same Region only through an execution role of "
+    "the rule's account that the topic's own policy trusts; the library writes no policy in another account, and "
+    "aws-cdk-lib routes a target of another account through an event bus of that account, which an imported topic "
+    "does not have",
+    "pass notifications= a topic of account {account} (the queue's), and subscribe the other account's endpoint to "
+    "it, or forward from it",
+    "EventBridge user guide: sending events to an AWS service in another account (execution role, target resource "
+    "policy, same Region)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -820,6 +832,16 @@ EVERY_REPLICA_STOPS = Rule(
     "ECS API reference: DeploymentConfiguration (minimumHealthyPercent)",
     severity="warning",
 )
+OPEN_PLAIN_HTTP = Rule(
+    "NEURON119",
+    "Internet-facing load balancer serving plain HTTP to everyone",
+    "an internet-facing Application Load Balancer in public subnets, open to 0.0.0.0/0 or ::/0, without a "
+    "certificate listens on HTTP: requests and model answers cross the internet unencrypted",
+    "pass certificate= an ACM certificate (HTTPS, TLS 1.3 policy), or clients= the ranges that may connect; "
+    "acknowledge this warning id if plain HTTP to everyone is deliberate",
+    "Elastic Load Balancing guide: HTTPS listeners for your Application Load Balancer",
+    severity="warning",
+)
 
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
@@ -889,6 +911,7 @@ RULES: tuple[Rule, ...] = (
     NO_SPOT,
     CHECKPOINT_DIR,
     MODEL_NAME,
+    ALERT_TOPIC_ACCOUNT,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -903,6 +926,7 @@ RULES: tuple[Rule, ...] = (
     EVERY_REPLICA_STOPS,
     INF1_OUT_OF_SUPPORT,
     UNMONITORED_SCALING,
+    OPEN_PLAIN_HTTP,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

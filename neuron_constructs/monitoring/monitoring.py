@@ -41,7 +41,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aws_cdk import Aspects, Aws, Duration, IAspect, IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import (
+    Aspects,
+    Aws,
+    Duration,
+    IAspect,
+    IStableListProducer,
+    IStableStringProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ecs as ecs
@@ -56,6 +66,7 @@ from jsii import implements
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
 from neuron_constructs.base.environments import check_same_environment, check_same_region
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -121,11 +132,14 @@ class NeuronMonitoring(Construct):
         ``PYTORCH_INFERENCE`` (neuron-monitor and the health daemon), ``NEURON_NODE_RECOVERY`` and
         ``NODE_PROBLEM_DETECTOR``, each by digest where its source gives one. Pass ``image.pinned("sha256:...")``
         to run a digest you resolved.
+    log_retention, log_removal_policy
+        How long the daemons' log group keeps its events (default one month) and what ``cdk destroy`` does with it
+        (default ``RemovalPolicy.DESTROY``: the daemons' logs describe instances that are gone with the stack).
 
     Attributes
     ----------
     log_group
-        The daemons' log group (the metrics are extracted from it), kept one month.
+        The daemons' log group (the metrics are extracted from it), events kept ``log_retention``.
     alarm_topic
         The SNS topic the alarms notify.
     dashboard
@@ -162,6 +176,8 @@ class NeuronMonitoring(Construct):
         monitor_image: NeuronImage = PYTORCH_INFERENCE,
         recovery_image: NeuronImage = NEURON_NODE_RECOVERY,
         problem_detector_image: NeuronImage = NODE_PROBLEM_DETECTOR,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         self.monitor_image, self.recovery_image = monitor_image.reference, recovery_image.reference
@@ -199,7 +215,11 @@ class NeuronMonitoring(Construct):
             drain_percent=float(drain_percent), bake_time_in_minutes=10
         )
         self.log_group: logs.ILogGroup = new_log_group(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=cluster.log_encryption_key
+            self,
+            "Logs",
+            retention=log_retention,
+            removal_policy=log_removal_policy,
+            encryption_key=cluster.log_encryption_key,
         )
         self.alarm_topic: sns.ITopic = alarm_topic or self._topic()
         self.daemon_service: ecs.Ec2Service | None = None
