@@ -488,6 +488,7 @@ def test_a_load_balancer_with_a_certificate_limited_clients_or_internal_does_not
     )
     everyone = [ec2.Peer.any_ipv4(), ec2.Peer.any_ipv6()]
     NeuronLoadBalancer(stack, "Https", cluster=cluster, internet_facing=True, clients=everyone, certificate=certificate)
-    NeuronLoadBalancer(stack, "Office", cluster=cluster, internet_facing=True, clients=[ec2.Peer.ipv4("203.0.113.0/24")])
+    office = [ec2.Peer.ipv4("203.0.113.0/24")]
+    NeuronLoadBalancer(stack, "Office", cluster=cluster, internet_facing=True, clients=office)
     NeuronLoadBalancer(stack, "Internal", cluster=cluster, clients=everyone)
     assert _open_warnings(stack) == []

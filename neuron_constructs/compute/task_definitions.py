@@ -49,7 +49,6 @@ from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute.model_sources import (
     AWS_CLI_IMAGE,
-    COMPILE_CACHE_VARIABLE,
     HF_TOKEN_VARIABLE,
     CompileCache,
     ModelArtifacts,
@@ -219,6 +218,11 @@ class NeuronTaskDefinition(Construct):
         """
         return self._add(id, image, dict(options))
 
+    @property
+    def model_key(self) -> str:
+        """What names this task definition's model in a shared compile cache: its construct path."""
+        return construct_path(self)
+
     def _warm_start(
         self,
         container: ecs.ContainerDefinition,
@@ -233,8 +237,7 @@ class NeuronTaskDefinition(Construct):
         if compile_cache is not None or model_artifacts is not None:
             compliance.acknowledge_library_environment(self)
         if compile_cache is not None:
-            container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
-            compile_cache.grant(self.task_role)
+            compile_cache.apply(container, self.task_role, self.model_key)
         if model_artifacts is not None:
             name = container.container_name
             volume = f"{name}-model"
@@ -698,6 +701,12 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             **({"fleet": self.fleet} if self.fleet else {}),
             **super()._intent(),
         }
+
+    @property
+    def model_key(self) -> str:
+        """What names this task definition's model in a shared compile cache: the path of its fleet model or sliced
+        service (every copy shares the model's prefix), else its own construct path."""
+        return self.fleet or construct_path(self)
 
     def join_fleet(self, owner: str) -> None:
         """Record that this task definition is one copy of the fleet or sliced service at path ``owner``: the
