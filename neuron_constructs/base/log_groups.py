@@ -29,7 +29,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from neuron_constructs.base.arguments import aws
+from neuron_constructs.base.arguments import aws, construct_path
+from neuron_constructs.checks.inputs import check_removal_policy
 
 __all__ = ["DEFAULT_LOG_RETENTION", "OPERATIONAL_REMOVAL", "RECORD_REMOVAL", "allow_cloudwatch_logs", "log_group"]
 
@@ -75,6 +76,7 @@ def log_group(
 ) -> logs.LogGroup:
     """A log group whose events are kept ``retention``, removed with its stack as ``removal_policy`` says, encrypted
     with ``encryption_key`` if given."""
+    check_removal_policy(construct_path(scope), "log_removal_policy", removal_policy.value, "a log group")
     if encryption_key is not None:
         allow_cloudwatch_logs(encryption_key)
     return logs.LogGroup(scope, id, retention=retention, encryption_key=encryption_key, removal_policy=removal_policy)

@@ -682,6 +682,16 @@ ALERT_TOPIC_ACCOUNT = Rule(
     "EventBridge user guide: sending events to an AWS service in another account (execution role, target resource "
     "policy, same Region)",
 )
+SNAPSHOT_REMOVAL = Rule(
+    "NEURON071",
+    "Snapshot removal policy on a resource CloudFormation cannot snapshot",
+    "CloudFormation's Snapshot deletion policy applies only to resources that support snapshots (EBS volumes, RDS, "
+    "ElastiCache, Neptune, Redshift and a few others); a CloudWatch Logs group or an FSx for Lustre file system "
+    "takes Delete or Retain",
+    "pass {name}=RemovalPolicy.RETAIN to keep it after the stack, or RemovalPolicy.DESTROY to delete it with the "
+    "stack (for a file system, back it up first: aws fsx create-backup)",
+    "CloudFormation user guide: DeletionPolicy attribute",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -842,6 +852,19 @@ OPEN_PLAIN_HTTP = Rule(
     "Elastic Load Balancing guide: HTTPS listeners for your Application Load Balancer",
     severity="warning",
 )
+KEPT_FILE_SYSTEM_IN_OWN_VPC = Rule(
+    "NEURON120",
+    "File system kept after the stack in a VPC the stack deletes",
+    "a retained FSx for Lustre file system keeps its network interfaces in its subnet and its security group, so "
+    "CloudFormation cannot delete the subnet, the security groups or the VPC the queue made, and cdk destroy fails "
+    "(DELETE_FAILED) until the file system is deleted",
+    "pass vpc= a VPC that outlives this stack, or LustreStorage(removal_policy=RemovalPolicy.DESTROY) when the linked "
+    "bucket holds what matters, or delete the file system before cdk destroy (docs/deploying.md); acknowledge this "
+    "warning id once you have",
+    "Amazon VPC user guide: delete a subnet (network interfaces in use); CloudFormation user guide: DeletionPolicy "
+    "attribute",
+    severity="warning",
+)
 
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
@@ -912,6 +935,7 @@ RULES: tuple[Rule, ...] = (
     CHECKPOINT_DIR,
     MODEL_NAME,
     ALERT_TOPIC_ACCOUNT,
+    SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -927,6 +951,7 @@ RULES: tuple[Rule, ...] = (
     INF1_OUT_OF_SUPPORT,
     UNMONITORED_SCALING,
     OPEN_PLAIN_HTTP,
+    KEPT_FILE_SYSTEM_IN_OWN_VPC,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import jsii
-from aws_cdk import ArnFormat, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, Names, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -68,6 +68,8 @@ from neuron_constructs.training.storage import LustreStorage, check_storage, lus
 
 __all__ = ["NeuronTrainingQueue"]
 
+_KEPT = (RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+
 
 class NeuronTrainingQueue(Construct):
     """An AWS Batch job queue of one Neuron instance type, ready for multi-node training over EFA.
@@ -92,7 +94,8 @@ class NeuronTrainingQueue(Construct):
     root_volume_gib
         The encrypted gp3 root volume; default 100 GiB.
     storage
-        A :class:`LustreStorage` every node mounts; default none.
+        A :class:`LustreStorage` every node mounts; default none. A file system kept after the stack (its default)
+        in the VPC the queue makes warns (NEURON120): it would keep ``cdk destroy`` from deleting the VPC.
     monitoring
         Every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
@@ -220,6 +223,16 @@ class NeuronTrainingQueue(Construct):
         self.file_system: fsx.LustreFileSystem | None = None
         mount: list[str] = []
         if storage is not None:
+            if vpc is None and storage.removal_policy in _KEPT:
+                Validations.of(self).add_warning(
+                    rules.KEPT_FILE_SYSTEM_IN_OWN_VPC.warning_id,
+                    rules.KEPT_FILE_SYSTEM_IN_OWN_VPC.message(
+                        path,
+                        f"the FSx for Lustre file system is kept after the stack (removal_policy="
+                        f"RemovalPolicy.{storage.removal_policy.name}), in {construct_path(self.vpc)}, which the "
+                        "stack deletes",
+                    ),
+                )
             self.file_system = lustre_file_system(
                 self, storage, vpc=self.vpc, subnet=self.subnet, nodes=self.security_group
             )
