@@ -115,7 +115,6 @@ class NeuronTrainingQueue(Construct):
         EventBridge publish, and the key of an encrypted topic lets it ``kms:Decrypt`` and ``kms:GenerateDataKey*``,
         each only for this queue's rule (``aws:SourceAccount`` the queue's account, ``aws:SourceArn`` the rule's
         ARN); a topic or key imported from elsewhere keeps its own policy, which must allow it already.
-
     log_retention, log_removal_policy
         How long the job logs (and the flow logs of the VPC made here) keep their events, default one month, and what
         ``cdk destroy`` does with their groups: default ``RemovalPolicy.RETAIN``, since a job's log is the record of a
