@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, App, Aws, CfnOutput, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import Acknowledgment, App, Aws, CfnOutput, DefaultStackSynthesizer, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -331,7 +331,9 @@ class NeuronTrainingTrn1(Stack):
 
     def __init__(self, scope: Construct, id: str, *, training_script: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
-        self.storage = LustreStorage.in_new_bucket(self, "Datasets")
+        # The file system goes with the stack: FSx exports what the nodes write under /fsx/data to the bucket, which
+        # is kept. A kept file system would hold the subnet of the queue's own VPC and fail cdk destroy (NEURON120).
+        self.storage = LustreStorage.in_new_bucket(self, "Datasets", removal_policy=RemovalPolicy.DESTROY)
         # Failed jobs are told to this topic; subscribe to it. Its key is the stack's: EventBridge cannot publish to a
         # topic under the AWS managed SNS key.
         self.alerts = sns.Topic(

@@ -656,3 +656,62 @@ def test_the_training_queue_and_its_multi_node_job_deploy(
     report = format_reports([deployment.reports["NeuronTrainingTrn1"]], endpoint=deployment.endpoint.label)
     assert "multinode, 2 node(s); nodes 0:: 24 devices" in report
     assert "AWS::EC2::PlacementGroup" in report  # listed as not created, never hidden
+
+
+KEPT_STORAGE_APP = """
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+
+from neuron_constructs import LustreStorage, NeuronTrainingQueue
+from neuron_constructs.base.vpc import private_vpc
+
+app = App(analytics_reporting=False)
+network = Stack(app, "Network")
+vpc = private_vpc(network, max_azs=1)
+stack = Stack(app, "KeptStorage")
+storage = LustreStorage.in_new_bucket(stack, "Data")
+queue = NeuronTrainingQueue(stack, "Queue", instance_type="trn1.32xlarge", max_nodes=2, vpc=vpc, storage=storage)
+queue.add_job(
+    "Train", nodes=2, image=ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37"),
+    command=["torchrun", "train.py"],
+)
+app.synth()
+"""
+
+
+def test_a_training_stack_with_kept_storage_deletes_and_keeps_what_it_says(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIVEN a training queue whose FSx file system is kept after the stack (the default), in the VPC of a network
+    stack (as NEURON120 advises), WHEN the training stack is deployed and destroyed on the local endpoint, THEN the
+    destroy succeeds, the network stack stays, and the file system, the dataset bucket and the job log group are still
+    there."""
+    import sys
+
+    from neuron_constructs.local_endpoint.deploy import run_cdk
+
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    (app_dir / "app.py").write_text(KEPT_STORAGE_APP)
+    (app_dir / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py"}))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    assembly = tmp_path / "cdk.out"
+    with local_aws_endpoint() as endpoint:
+        deploy_app(endpoint, app_dir=app_dir, cdk=str(CDK_CLI), output=assembly, stacks=["Network", "KeptStorage"])
+        cloudformation = endpoint.client("cloudformation")
+        summaries = cloudformation.list_stack_resources(StackName="KeptStorage")["StackResourceSummaries"]
+        physical = [(s["ResourceType"], s["PhysicalResourceId"]) for s in summaries]
+        (file_system_id,) = (v for kind, v in physical if kind == "AWS::FSx::FileSystem")
+        (bucket,) = (v for kind, v in physical if kind == "AWS::S3::Bucket")
+        (log_group,) = (v for kind, v in physical if kind == "AWS::Logs::LogGroup")  # the job logs
+
+        destroy = ["destroy", "--no-notices", "--app", str(assembly), "KeptStorage", "--force"]
+        run_cdk(str(CDK_CLI), destroy, env=endpoint.environment(), cwd=app_dir)
+
+        live = {s["StackName"]: s["StackStatus"] for s in cloudformation.describe_stacks()["Stacks"]}
+        assert "KeptStorage" not in live and live["Network"] == "CREATE_COMPLETE"
+        fsx = endpoint.client("fsx").describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+        assert [f["FileSystemId"] for f in fsx] == [file_system_id]
+        endpoint.client("s3").head_bucket(Bucket=bucket)
+        groups = endpoint.client("logs").describe_log_groups(logGroupNamePrefix=log_group)["logGroups"]
+        assert [g["logGroupName"] for g in groups] == [log_group]

@@ -667,3 +667,42 @@ def test_every_neuron_container_reports_as_its_model(stack: str, templates: dict
     assert all(len(tags) == 1 for tags in tags_by_service.values())
     models = {next(iter(tags)) for tags in tags_by_service.values()}
     assert all(m.startswith(f"{stack}/") for m in models)  # the default: the service's or model's construct path
+
+
+def _kept_in_the_docs() -> dict[tuple[str, str], int]:
+    """(stack, resource type) -> how many of them docs/deploying.md says ``make destroy`` keeps."""
+    from conftest import ROOT
+
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    table = text.split("<!-- kept:begin -->", 1)[1].split("<!-- kept:end -->", 1)[0]
+    kept: dict[tuple[str, str], int] = {}
+    for row in table.strip().splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        kind = cells[1].strip("`")
+        stacks = EXAMPLE_STACKS if cells[2] == "every example stack" else tuple(cells[2].split(", "))
+        for stack in stacks:
+            kept[stack, kind] = kept.get((stack, kind), 0) + 1
+    return kept
+
+
+def test_what_make_destroy_keeps_is_what_the_docs_list(templates: dict[str, dict[str, Any]]) -> None:
+    """Every resource an example template keeps after its stack is deleted (DeletionPolicy Retain) is listed in
+    docs/deploying.md, and nothing listed there is deleted with its stack."""
+    kept: dict[tuple[str, str], int] = {}
+    for stack in EXAMPLE_STACKS:
+        for resource in templates[stack]["Resources"].values():
+            if resource.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate"):
+                kept[stack, resource["Type"]] = kept.get((stack, resource["Type"]), 0) + 1
+    assert kept == _kept_in_the_docs()
+
+
+def test_flow_logs_and_job_logs_are_kept_and_service_logs_go_with_the_stack(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """Every log group keeps its events one month; the flow logs and the training job logs outlive the stack, the
+    containers' and daemons' logs are deleted with it."""
+    for stack in EXAMPLE_STACKS:
+        for logical_id, group in resources(templates[stack], "AWS::Logs::LogGroup").items():
+            assert group["Properties"]["RetentionInDays"] == 30, (stack, logical_id)
+            record = "VpcFlowLogs" in logical_id or stack == "NeuronTrainingTrn1"
+            assert group["DeletionPolicy"] == ("Retain" if record else "Delete"), (stack, logical_id)

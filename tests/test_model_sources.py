@@ -11,6 +11,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from conftest import resources, workloads
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neuron_constructs import (
     CompileCache,
@@ -65,7 +67,7 @@ def test_the_container_reads_the_cache_url_and_the_task_role_holds_exactly_its_p
     (bucket_id,) = resources(template, "AWS::S3::Bucket")
     environment = {e["Name"]: e["Value"] for e in _containers(template)["model"]["Environment"]}
     assert environment["NEURON_COMPILE_CACHE_URL"] == {
-        "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/neuron-compile-cache/"]]
+        "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/neuron-compile-cache/Warm/Task/"]]
     }
 
     def actions(statement: dict[str, Any]) -> list[str]:
@@ -76,9 +78,13 @@ def test_the_container_reads_the_cache_url_and_the_task_role_holds_exactly_its_p
     assert len(cache) == 2  # objects under the prefix, and listing the prefix: nothing else in the bucket
     write = next(s for s in cache if s["Action"] != "s3:ListBucket")
     assert sorted(write["Action"]) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
-    assert write["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/neuron-compile-cache/*"]]}
+    assert write["Resource"] == {
+        "Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/neuron-compile-cache/Warm/Task/*"]]
+    }
     listing = next(s for s in cache if s["Action"] == "s3:ListBucket")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["neuron-compile-cache", "neuron-compile-cache/*"]}}
+    assert listing["Condition"] == {
+        "StringLike": {"s3:prefix": ["neuron-compile-cache/Warm/Task", "neuron-compile-cache/Warm/Task/*"]}
+    }
 
 
 def test_the_cache_bucket_is_private_encrypted_tls_only_and_expires_entries(warm: dict[str, Any]) -> None:
@@ -129,7 +135,72 @@ def test_every_slice_gets_the_cache_of_the_sliced_example(templates: dict[str, d
         for e in c.get("Environment", [])
         if e["Name"] == "NEURON_COMPILE_CACHE_URL"
     }
-    assert len(task_definitions) == 6 and len(urls) == 1
+    assert len(task_definitions) == 6 and len(urls) == 1  # the copies of one model share its prefix
+    assert "/neuron-compile-cache/NeuronSlicedInf2/" in urls.pop()
+
+
+def _cache_grants(template: dict[str, Any], bucket: str) -> dict[str, tuple[str, list[str]]]:
+    """Per task role: the objects it may write in ``bucket`` and the prefixes it may list."""
+    grants: dict[str, tuple[str, list[str]]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        (role,) = policy["Properties"]["Roles"]
+        statements = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if bucket in str(s["Resource"])]
+        if not statements:
+            continue
+        write = next(s for s in statements if s["Action"] != "s3:ListBucket")
+        listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
+        grants[role["Ref"]] = (write["Resource"]["Fn::Join"][1][1], listing["Condition"]["StringLike"]["s3:prefix"])
+    return grants
+
+
+def _models_on_one_cache(shared: bool) -> dict[str, Any]:
+    stack = Stack(App(analytics_reporting=False), "Two")
+    cache = CompileCache.in_new_bucket(stack, "Cache")
+    if shared:
+        cache = CompileCache(cache.bucket, shared=True)
+    for name in ("Llama", "Mistral"):
+        task = ManualNeuronTaskDefinition(stack, name, instance_type="inf2.xlarge", memory_mib=8192)
+        task.add_neuron_container("model", image=IMAGE, compile_cache=cache)
+    return App.of(stack).synth().get_stack_by_name("Two").template  # type: ignore[union-attr,no-any-return]
+
+
+def test_two_models_on_one_cache_get_disjoint_prefixes_and_grants() -> None:
+    """GIVEN one CompileCache given to two models, THEN each container's URL and each task role's write and list grants
+    name that model's own prefix, and neither prefix contains the other."""
+    template = _models_on_one_cache(shared=False)
+    (bucket_id,) = resources(template, "AWS::S3::Bucket")
+    urls = {
+        task_id: next(e["Value"] for e in c["Environment"] if e["Name"] == "NEURON_COMPILE_CACHE_URL")["Fn::Join"][1][2]
+        for task_id, task in workloads(template, "AWS::ECS::TaskDefinition").items()
+        for c in task["Properties"]["ContainerDefinitions"]
+    }
+    assert sorted(urls.values()) == ["/neuron-compile-cache/Two/Llama/", "/neuron-compile-cache/Two/Mistral/"]
+    grants = _cache_grants(template, bucket_id)
+    assert sorted(grants.values()) == [
+        ("/neuron-compile-cache/Two/Llama/*", ["neuron-compile-cache/Two/Llama", "neuron-compile-cache/Two/Llama/*"]),
+        (
+            "/neuron-compile-cache/Two/Mistral/*",
+            ["neuron-compile-cache/Two/Mistral", "neuron-compile-cache/Two/Mistral/*"],
+        ),
+    ]
+
+
+def test_a_cache_shared_on_purpose_gives_every_model_the_one_prefix() -> None:
+    template = _models_on_one_cache(shared=True)
+    (bucket_id,) = resources(template, "AWS::S3::Bucket")
+    grants = _cache_grants(template, bucket_id)
+    assert (
+        list(grants.values()) == [("/neuron-compile-cache/*", ["neuron-compile-cache", "neuron-compile-cache/*"])] * 2
+    )
+
+
+@given(st.text(max_size=40))
+def test_a_model_prefix_is_under_the_cache_s_and_never_holds_a_wildcard(model: str) -> None:
+    """Whatever names the model, its prefix stays under the cache's and holds no IAM wildcard."""
+    cache = CompileCache(s3.Bucket.from_bucket_name(Stack(), "B", "cache-bucket"), "cache")
+    prefix = cache.model_prefix(model)
+    assert prefix == "cache" or prefix.startswith("cache/")
+    assert not any(c in prefix for c in "*?$") and "//" not in prefix
 
 
 def test_the_hugging_face_token_is_an_ecs_secret_the_execution_role_alone_reads(warm: dict[str, Any]) -> None:

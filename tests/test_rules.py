@@ -508,6 +508,30 @@ def _alarm_topic_of_another_region(s: Stack) -> None:
     NeuronMonitoring(platform, "Monitoring", cluster=cluster, alarm_topic=topic)
 
 
+def _alert_topic_of_another_account(s: Stack) -> None:
+    from aws_cdk import aws_sns as sns
+
+    from neuron_constructs import NeuronTrainingQueue
+
+    training = _in_region(s, "Training", "us-east-1")
+    topic = sns.Topic.from_topic_arn(training, "Alerts", "arn:aws:sns:us-east-1:444455556666:team-alerts")
+    NeuronTrainingQueue(training, "Queue", instance_type="trn1.2xlarge", max_nodes=1, notifications=topic)
+
+
+def _snapshot_of_a_log_group(s: Stack) -> None:
+    from aws_cdk import RemovalPolicy
+
+    ManagedNeuronTaskDefinition(s, "Snapshot", cpu=4096, memory_mib=8192, log_removal_policy=RemovalPolicy.SNAPSHOT)
+
+
+def _snapshot_of_a_file_system(s: Stack) -> None:
+    from aws_cdk import RemovalPolicy
+
+    from neuron_constructs import LustreStorage
+
+    _queue(s, storage=LustreStorage(removal_policy=RemovalPolicy.SNAPSHOT))
+
+
 def _load_balancer_of_another_vpc(s: Stack) -> None:
     from neuron_constructs import NeuronLoadBalancer
 
@@ -909,6 +933,23 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Region us-east-1",
     ),
     (
+        r.ALERT_TOPIC_ACCOUNT,
+        _alert_topic_of_another_account,
+        r"Training/Queue: notifications Training/Alerts is in account 444455556666, and the queue's job alerts in "
+        r"stack Training, account 111122223333.*pass notifications= a topic of account 111122223333",
+    ),
+    (
+        r.SNAPSHOT_REMOVAL,
+        _snapshot_of_a_log_group,
+        r"Test/Snapshot: log_removal_policy=RemovalPolicy.SNAPSHOT for a log group.*pass "
+        r"log_removal_policy=RemovalPolicy.RETAIN",
+    ),
+    (
+        r.SNAPSHOT_REMOVAL,
+        _snapshot_of_a_file_system,
+        r"Test/Queue: removal_policy=RemovalPolicy.SNAPSHOT for the FSx for Lustre file system.*aws fsx create-backup",
+    ),
+    (
         r.ACROSS_VPCS,
         _load_balancer_of_another_vpc,
         r"Test/Svc/TargetGroup: the tasks of Test/Svc is in Test/C/Vpc, and the load balancer of "
@@ -1275,6 +1316,31 @@ def test_a_single_interface_training_queue_in_a_public_subnet_warns() -> None:
     vpc = ec2.Vpc(s, "V")
     NeuronTrainingQueue(s, "Queue", instance_type="trn1.2xlarge", max_nodes=1, vpc=vpc, subnet=vpc.public_subnets[0])
     assert "Test/V/PublicSubnet1" in str(warnings_of(s, r.PUBLIC_SUBNETS))
+
+
+def test_a_file_system_kept_in_the_queue_s_own_vpc_warns_and_one_that_goes_or_lives_elsewhere_does_not() -> None:
+    """GIVEN shared storage kept after the stack (the default) in the VPC the queue makes, THEN NEURON120 warns that
+    cdk destroy cannot delete that VPC; a file system deleted with the stack, or in a VPC given with vpc=, does not."""
+    from aws_cdk import RemovalPolicy
+
+    from neuron_constructs import LustreStorage, NeuronTrainingQueue
+    from neuron_constructs.base.vpc import private_vpc
+
+    s = new_stack()
+    NeuronTrainingQueue(s, "Kept", instance_type="trn1.32xlarge", max_nodes=2, storage=LustreStorage())
+    (found,) = warnings_of(s, r.KEPT_FILE_SYSTEM_IN_OWN_VPC)
+    assert found.startswith(
+        "Test/Kept: the FSx for Lustre file system is kept after the stack (removal_policy=RemovalPolicy.RETAIN), in "
+        "Test/Kept/Vpc, which the stack deletes"
+    )
+    assert "Fix: pass vpc= a VPC that outlives this stack" in found
+    quiet = new_stack()
+    gone = LustreStorage(removal_policy=RemovalPolicy.DESTROY)
+    NeuronTrainingQueue(quiet, "Gone", instance_type="trn1.32xlarge", max_nodes=2, storage=gone)
+    vpc = private_vpc(quiet, max_azs=1)
+    kept = LustreStorage()
+    NeuronTrainingQueue(quiet, "Elsewhere", instance_type="trn1.32xlarge", max_nodes=2, vpc=vpc, storage=kept)
+    assert warnings_of(quiet, r.KEPT_FILE_SYSTEM_IN_OWN_VPC) == []
 
 
 def test_memory_near_instance_total_warns() -> None:

@@ -507,3 +507,48 @@ def test_the_library_s_own_attachment_is_reachable_on_every_capacity_and_network
         template = App.of(stack).synth().get_stack_by_name(stack.stack_name).template  # type: ignore[union-attr]
         assert [f.message for f in check_template(template) if f.rule.id == "NEURON076"] == [], mode
         assert resources(template, "AWS::ECS::Service")  # judged: the service is in this template
+
+
+def _open_warnings(stack: Stack) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    from neuron_constructs.knowledge import rules
+
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(rules.OPEN_PLAIN_HTTP.id))
+    return [str(message.entry.data) for message in found]
+
+
+@pytest.mark.parametrize(
+    ("peer", "shown"),
+    [(ec2.Peer.any_ipv4(), "0.0.0.0/0"), (ec2.Peer.any_ipv6(), "::/0"), (ec2.Peer.ipv4("0.0.0.0/0"), "0.0.0.0/0")],
+    ids=["any-ipv4", "any-ipv6", "ipv4-range"],
+)
+def test_an_internet_facing_load_balancer_open_to_everyone_without_a_certificate_warns(peer: Any, shown: str) -> None:
+    """GIVEN internet_facing=True, a client peer of every address and no certificate, THEN warning NEURON119 names the
+    range, the port and the fix (certificate=), under an id the user can acknowledge."""
+    from neuron_constructs.knowledge import rules
+
+    stack = Stack(App(analytics_reporting=False), "Open")
+    NeuronLoadBalancer(stack, "Lb", cluster=_cluster(stack), internet_facing=True, clients=[peer])
+    (warning,) = _open_warnings(stack)
+    assert warning.startswith(f"Open/Lb: internet_facing=True with clients {shown} and no certificate: HTTP on port 80")
+    assert "Fix: pass certificate=" in warning
+    assert warning.endswith(f"[ack: Annotation::{rules.OPEN_PLAIN_HTTP.warning_id}]")
+
+
+def test_a_load_balancer_with_a_certificate_limited_clients_or_internal_does_not_warn() -> None:
+    """GIVEN an internet-facing load balancer with a certificate, or with clients that are not everyone, or an internal
+    one open to everyone, THEN no NEURON119 warning."""
+    from aws_cdk import aws_certificatemanager as acm
+
+    stack = Stack(App(analytics_reporting=False), "Closed")
+    cluster = _cluster(stack)
+    certificate = acm.Certificate.from_certificate_arn(
+        stack, "Certificate", "arn:aws:acm:us-east-1:111122223333:certificate/01234567-89ab-cdef-0123-456789abcdef"
+    )
+    everyone = [ec2.Peer.any_ipv4(), ec2.Peer.any_ipv6()]
+    NeuronLoadBalancer(stack, "Https", cluster=cluster, internet_facing=True, clients=everyone, certificate=certificate)
+    office = [ec2.Peer.ipv4("203.0.113.0/24")]
+    NeuronLoadBalancer(stack, "Office", cluster=cluster, internet_facing=True, clients=office)
+    NeuronLoadBalancer(stack, "Internal", cluster=cluster, clients=everyone)
+    assert _open_warnings(stack) == []

@@ -711,3 +711,77 @@ def test_a_job_s_checkpoint_dir_off_the_storage_or_in_no_bucket_is_refused_at_ad
     )
     with pytest.raises(NeuronConfigurationError, match=rf"^Jobs/Queue/Job: {message}.*\[NEURON066:"):
         queue.add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir=checkpoint_dir)
+
+
+def _events_statements(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in document["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
+
+
+def _rule_arn_name(condition: dict[str, Any]) -> str:
+    """The rule name at the end of an ``aws:SourceArn`` condition (``Fn::Join`` of the partition, Region, account)."""
+    parts = condition["ArnEquals"]["aws:SourceArn"]["Fn::Join"][1]
+    assert parts[2] == ":events:" and parts[-1].startswith(":rule/"), parts
+    return str(parts[-1].removeprefix(":rule/"))
+
+
+def test_eventbridge_may_publish_to_the_alert_topic_and_use_its_key_only_for_the_queue_s_rule() -> None:
+    """GIVEN an encrypted topic shared by two queues, one of them in another stack of the app, WHEN both send their job
+    alerts to it, THEN the topic policy and the key policy trust events.amazonaws.com only with aws:SourceAccount and
+    aws:SourceArn = each queue's rule, and no statement trusts it without them."""
+    from aws_cdk import aws_kms as kms
+
+    app = App(analytics_reporting=False)
+    alerts = Stack(app, "Alerts")
+    key = kms.Key(alerts, "Key", enable_key_rotation=True)
+    topic = sns.Topic(alerts, "Topic", master_key=key, enforce_ssl=True)
+    NeuronTrainingQueue(alerts, "Near", instance_type="trn1.2xlarge", max_nodes=1, notifications=topic)
+    NeuronTrainingQueue(Stack(app, "Other"), "Far", instance_type="trn1.2xlarge", max_nodes=1, notifications=topic)
+    assembly = app.synth()
+    template = assembly.get_stack_by_name("Alerts").template
+    rule_names = {
+        _one({"Resources": {k: v}}, "AWS::Events::Rule")["Name"]
+        for stack in ("Alerts", "Other")
+        for k, v in assembly.get_stack_by_name(stack).template["Resources"].items()
+        if v["Type"] == "AWS::Events::Rule"
+    }
+    assert len(rule_names) == 2
+    documents = {
+        "topic": _one(template, "AWS::SNS::TopicPolicy")["PolicyDocument"],
+        "key": _one(template, "AWS::KMS::Key")["KeyPolicy"],
+    }
+    for what, document in documents.items():
+        statements = _events_statements(document)
+        assert {_rule_arn_name(s["Condition"]) for s in statements} == rule_names, what
+        for statement in statements:
+            assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}, what
+    assert {s["Action"] for s in _events_statements(documents["topic"])} == {"sns:Publish"}
+    for statement in _events_statements(documents["key"]):
+        assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    # the queue in the other stack names the rule: the topic's stack does not depend on it
+    assert "Fn::ImportValue" not in json.dumps(template)
+
+
+def test_job_logs_and_flow_logs_outlive_the_queue_by_default_and_follow_the_settings() -> None:
+    """GIVEN a queue with its own VPC, THEN its job log group and flow log group are kept after the stack
+    (DeletionPolicy Retain) with one month of events; WHEN log_removal_policy and log_retention are given, THEN both
+    groups follow them."""
+    from aws_cdk import RemovalPolicy
+    from aws_cdk import aws_logs as logs
+
+    app = App(analytics_reporting=False)
+    default, chosen = Stack(app, "Default"), Stack(app, "Chosen")
+    NeuronTrainingQueue(default, "Queue", instance_type="trn1.2xlarge", max_nodes=1)
+    NeuronTrainingQueue(
+        chosen,
+        "Queue",
+        instance_type="trn1.2xlarge",
+        max_nodes=1,
+        log_retention=logs.RetentionDays.ONE_YEAR,
+        log_removal_policy=RemovalPolicy.DESTROY,
+    )
+    assembly = app.synth()
+    for stack, policy, days in (("Default", "Retain", 30), ("Chosen", "Delete", 365)):
+        groups = resources(assembly.get_stack_by_name(stack).template, "AWS::Logs::LogGroup")
+        assert {k.split("Queue")[-1][:4] for k in groups} == {"Logs", "VpcF"}, groups.keys()
+        for group in groups.values():
+            assert (group["DeletionPolicy"], group["Properties"]["RetentionInDays"]) == (policy, days), stack

@@ -11,7 +11,7 @@ taken for a difference: only what is provably apart is refused.
 
 from __future__ import annotations
 
-from aws_cdk import Stack, Token
+from aws_cdk import IResource, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import IConstruct
 
@@ -23,6 +23,7 @@ __all__ = [
     "IMPORT_LISTENER",
     "IMPORT_TOPIC",
     "IMPORT_VPC",
+    "check_same_account",
     "check_same_app",
     "check_same_environment",
     "check_same_region",
@@ -93,6 +94,20 @@ def check_same_region(path: str, region: str, where: IConstruct, *, what: str, o
             f"{what} is in Region {region}, and {other_name} in stack {stack.stack_name}, Region {stack.region}",
             what=fix,
             other=f"stack {stack.stack_name}",
+        )
+
+
+def check_same_account(path: str, topic: IResource, where: IConstruct) -> None:
+    """NEURON070 unless the SNS ``topic`` (made in a stack, or imported by an ARN) is in the account of ``where``'s
+    stack (as far as known)."""
+    stack = Stack.of(where)
+    account = topic.env.account
+    if _known(account) and _known(stack.account) and account != stack.account:
+        raise rules.ALERT_TOPIC_ACCOUNT.error(
+            path,
+            f"notifications {construct_path(topic)} is in account {account}, and the queue's job alerts in stack "
+            f"{stack.stack_name}, account {stack.account}",
+            account=stack.account,
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -12,7 +12,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import aws
 from neuron_constructs.base.l1_overrides import drop_redundant_handler_dependency
-from neuron_constructs.base.log_groups import log_group
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL, log_group
 
 __all__ = ["DEFAULT_VPC_CIDR", "private_vpc", "tidy_default_security_group_handler"]
 
@@ -31,11 +31,19 @@ def tidy_default_security_group_handler(scope: Construct) -> None:
         drop_redundant_handler_dependency(provider)
 
 
-def private_vpc(scope: Construct, *, max_azs: int, log_encryption_key: kms.IKey | None = None) -> ec2.Vpc:
+def private_vpc(
+    scope: Construct,
+    *,
+    max_azs: int,
+    log_encryption_key: kms.IKey | None = None,
+    log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+    log_removal_policy: RemovalPolicy = RECORD_REMOVAL,
+) -> ec2.Vpc:
     """The VPC the library makes (``<scope>/Vpc``): ``10.0.0.0/16``, private subnets with egress through one NAT
     gateway in public subnets that assign no public address, the default security group's rules removed, and flow
-    logs (all traffic, kept a month) delivered by a role that trusts VPC Flow Logs only for this account's flow
-    logs (``aws:SourceAccount`` / ``aws:SourceArn``)."""
+    logs (all traffic, events kept ``log_retention``, the group kept after the stack unless ``log_removal_policy``
+    says otherwise) delivered by a role that trusts VPC Flow Logs only for this account's flow logs
+    (``aws:SourceAccount`` / ``aws:SourceArn``)."""
     vpc = ec2.Vpc(
         scope,
         "Vpc",
@@ -53,7 +61,11 @@ def private_vpc(scope: Construct, *, max_azs: int, log_encryption_key: kms.IKey 
     )
     tidy_default_security_group_handler(scope)
     flow_logs = log_group(
-        scope, "VpcFlowLogs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=log_encryption_key
+        scope,
+        "VpcFlowLogs",
+        retention=log_retention,
+        removal_policy=log_removal_policy,
+        encryption_key=log_encryption_key,
     )
     # VPC Flow Logs honour aws:SourceAccount and aws:SourceArn in the delivery role's trust policy.
     delivery_role = iam.Role(

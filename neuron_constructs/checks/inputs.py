@@ -36,6 +36,7 @@ from neuron_constructs.knowledge.rules import (
     SLICE_RUNTIME_VARIABLE,
     SLICE_SIZE,
     SLICES_EXCEED_CAPACITY,
+    SNAPSHOT_REMOVAL,
     TASK_EXCEEDS_INSTANCE,
 )
 
@@ -545,3 +546,10 @@ def secret_like(name: str) -> bool:
     if last == "TOKEN":
         return True
     return last.endswith("KEY") and last != "MONKEY" and not _KEYS_THAT_ARE_NOT_SECRETS & set(words)
+
+
+def check_removal_policy(path: str, name: str, policy: str, what: str) -> None:
+    """NEURON071: ``policy`` (a ``RemovalPolicy`` name) ``SNAPSHOT`` for ``what``, which CloudFormation cannot
+    snapshot."""
+    if policy == "SNAPSHOT":
+        raise SNAPSHOT_REMOVAL.error(path, f"{name}=RemovalPolicy.SNAPSHOT for {what}", name=name)

@@ -7,11 +7,12 @@ import weakref
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-from aws_cdk import Stack, Token, Validations
+from aws_cdk import RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from neuron_constructs.base.arguments import (
@@ -22,6 +23,7 @@ from neuron_constructs.base.arguments import (
     construct_path,
     remember_path,
 )
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.checks import inputs
@@ -86,7 +88,7 @@ class NeuronCluster(Construct):
     """An ECS cluster for AWS Neuron workloads, with any mix of Neuron capacity.
 
     Defaults: a new VPC (2 AZs, one NAT gateway in public subnets that assign no public
-    addresses, VPC flow logs to CloudWatch Logs kept one month, the default security group
+    addresses, VPC flow logs to CloudWatch Logs kept one month and after the stack, the default security group
     stripped of its rules) unless ``vpc`` is given; capacity in its private subnets; Container
     Insights on. Capacity is added with
     :meth:`add_managed_instances_capacity`, :meth:`add_ec2_capacity` and
@@ -108,6 +110,10 @@ class NeuronCluster(Construct):
     log_encryption_key
         A customer managed KMS key for the flow log group; default CloudWatch
         Logs' own encryption.
+    log_retention, log_removal_policy
+        How long the flow log group of the VPC made here keeps its events (default one month) and what
+        ``cdk destroy`` does with the group (default ``RemovalPolicy.RETAIN``: flow logs are the record of what
+        reached the network, read after the fact; the group empties itself once its retention has passed).
 
     Attributes
     ----------
@@ -134,8 +140,11 @@ class NeuronCluster(Construct):
         container_insights: bool = True,
         capacity_subnets: ec2.SubnetSelection | None = None,
         log_encryption_key: kms.IKey | None = None,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = RECORD_REMOVAL,
     ) -> None:
         super().__init__(scope, id)
+        self._flow_logs: tuple[logs.RetentionDays, RemovalPolicy] = (log_retention, log_removal_policy)
         self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=log_encryption_key)
         self._made = ecs.Cluster(
             self,
@@ -295,7 +304,14 @@ class NeuronCluster(Construct):
         return _Subnets(list(selected.subnets), has_public=bool(selected.has_public))
 
     def _create_vpc(self) -> ec2.Vpc:
-        return private_vpc(self, max_azs=2, log_encryption_key=self.log_encryption_key)
+        retention, removal = self._flow_logs
+        return private_vpc(
+            self,
+            max_azs=2,
+            log_encryption_key=self.log_encryption_key,
+            log_retention=retention,
+            log_removal_policy=removal,
+        )
 
     @checked(ranges=_CAPACITY_RANGES)
     def add_managed_instances_capacity(

@@ -6,8 +6,10 @@
   Inference, which the Neuron vLLM 0.16 container serves with, has that cache "enabled by default"
   (aws-neuron-sdk, NxD Inference feature guide); optimum-neuron, which the Hugging Face Neuron containers serve
   with, takes its compile cache from the same variable (``optimum/neuron/cache/hub_cache.py``:
-  ``CacheUrl.get_cache_url()``, ``CompileCacheS3`` for ``s3://``). The task role may read, write and list that
-  prefix and nothing else in the bucket.
+  ``CacheUrl.get_cache_url()``, ``CompileCacheS3`` for ``s3://``). Each model gets a prefix of its own under the
+  cache's, ``<prefix>/<model's construct path>`` (the copies of one fleet model or sliced service share theirs), so
+  a model can neither overwrite nor read another model's entries: its task role may read, write and list that
+  prefix and nothing else in the bucket. ``CompileCache(..., shared=True)`` gives every model the one prefix.
 * :class:`ModelArtifacts`: an S3 prefix holding a model (weights, or a model exported for Neuron), read
   only. Model servers read a local directory, so a non-essential ``aws s3 sync`` container copies the
   prefix into a task volume before the model container starts (``dependsOn`` ``SUCCESS``); the model
@@ -18,6 +20,8 @@
 """
 
 from __future__ import annotations
+
+import re
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ecs as ecs
@@ -37,6 +41,9 @@ COMPILE_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
 HF_TOKEN_VARIABLE = "HF_TOKEN"
 """What ``huggingface_hub`` reads (``HUGGING_FACE_HUB_TOKEN`` only for backward compatibility)."""
 CACHE_EXPIRATION = Duration.days(90)
+_NOT_IN_A_MODEL_KEY = re.compile(r"[^A-Za-z0-9._/-]+")
+"""Characters a model's prefix does not take from its construct path: S3 keys and IAM resource ARNs read the rest
+literally (``*`` and ``?`` would be wildcards in the task role's grant)."""
 AWS_CLI_IMAGE = AWS_CLI.reference
 """The AWS CLI image the model-artifact sync runs (Amazon ECR Public,
 :data:`~neuron_constructs.knowledge.container_images.AWS_CLI`)."""
@@ -78,18 +85,38 @@ def _objects_resource(bucket: s3.IBucket, prefix: str) -> str:
 
 
 class CompileCache:
-    """Neuron's persistent compile cache on S3: ``NEURON_COMPILE_CACHE_URL=s3://<bucket>/<prefix>/``.
+    """Neuron's persistent compile cache on S3: ``NEURON_COMPILE_CACHE_URL=s3://<bucket>/<prefix>/<model>/``.
 
     ``CompileCache(bucket, prefix)`` uses a bucket you have; :meth:`in_new_bucket` makes one. Give it to
     ``add_neuron_container(..., compile_cache=)``, ``SlicedNeuronService(compile_cache=)`` or
     ``NeuronFleet.add_model(compile_cache=)``: the container gets the variable, the task role read, write and
-    list on the prefix (and the key, if the bucket has one).
+    list on the model's prefix (and the key, if the bucket has one).
+
+    One cache may serve several models: each gets ``<prefix>/<model>`` (:meth:`model_prefix`), ``<model>`` the
+    construct path of its task definition, or of its fleet model or sliced service for their copies, which share
+    it. Neuron's cache keys hold a hash of the compiled graph, so models could share entries; but a task that can
+    write a prefix can also overwrite or delete every entry under it, and a model would load graphs another model's
+    task put there. ``shared=True`` opts into one prefix for every model, when the models trust each other's tasks.
     """
 
-    def __init__(self, bucket: s3.IBucket, prefix: str = "neuron-compile-cache") -> None:
+    def __init__(self, bucket: s3.IBucket, prefix: str = "neuron-compile-cache", *, shared: bool = False) -> None:
         self.bucket = bucket
         self.prefix = _prefix(bucket, prefix)
+        self.shared = shared
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}/"
+        """The whole cache; a model's own is :meth:`url_for`."""
+
+    def model_prefix(self, model: str) -> str:
+        """The prefix of ``model`` (a construct path or a name): ``<prefix>/<model>``, characters other than letters,
+        digits, ``.``, ``_``, ``-`` and ``/`` replaced by ``-``; the cache's prefix when ``shared``."""
+        key = "/".join(part for part in _NOT_IN_A_MODEL_KEY.sub("-", model).split("/") if part)
+        if self.shared or not key:
+            return self.prefix
+        return f"{self.prefix}/{key}"
+
+    def url_for(self, model: str) -> str:
+        """``NEURON_COMPILE_CACHE_URL`` for ``model``: ``s3://<bucket>/<model prefix>/``."""
+        return f"s3://{self.bucket.bucket_name}/{self.model_prefix(model)}/"
 
     @classmethod
     def in_new_bucket(
@@ -118,21 +145,23 @@ class CompileCache:
         compliance.acknowledge_cache_bucket(bucket)
         return cls(bucket, prefix)
 
-    def grant(self, role: iam.IRole) -> None:
-        """Read, write and delete objects under the prefix, and list it; nothing else in the bucket."""
+    def grant(self, role: iam.IRole, model: str | None = None) -> None:
+        """Read, write and delete objects under ``model``'s prefix (the whole cache's without ``model``), and list
+        it; nothing else in the bucket."""
+        prefix = self.prefix if model is None else self.model_prefix(model)
         _grant(
             role,
             self.bucket,
-            self.prefix,
+            prefix,
             ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
             key=self.bucket.encryption_key,
         )
-        compliance.acknowledge_prefix_grant(role, _objects_resource(self.bucket, self.prefix), "compile cache")
+        compliance.acknowledge_prefix_grant(role, _objects_resource(self.bucket, prefix), "compile cache")
 
-    def apply(self, container: ecs.ContainerDefinition, role: iam.IRole) -> None:
-        """Point ``container`` at the cache and let ``role`` use it."""
-        container.add_environment(COMPILE_CACHE_VARIABLE, self.url)
-        self.grant(role)
+    def apply(self, container: ecs.ContainerDefinition, role: iam.IRole, model: str) -> None:
+        """Point ``container`` at ``model``'s part of the cache and let ``role`` use that part."""
+        container.add_environment(COMPILE_CACHE_VARIABLE, self.url_for(model))
+        self.grant(role, model)
 
 
 class ModelArtifacts:

@@ -19,7 +19,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Size, Stack, Validations
+from aws_cdk import RemovalPolicy, Size, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -42,14 +42,14 @@ from neuron_constructs.base.arguments import (
 )
 from neuron_constructs.base.images import grant_ecr_pull
 from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
-from neuron_constructs.base.log_groups import log_group
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
+from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute.model_sources import (
     AWS_CLI_IMAGE,
-    COMPILE_CACHE_VARIABLE,
     HF_TOKEN_VARIABLE,
     CompileCache,
     ModelArtifacts,
@@ -116,7 +116,8 @@ class NeuronTaskDefinition(Construct):
         The ``ecs.TaskDefinition``.
     log_group
         CloudWatch Logs group every container logs to unless given ``logging=``
-        (a new one kept ``log_retention``, optionally encrypted with ``log_encryption_key``,
+        (a new one kept ``log_retention`` and removed as ``log_removal_policy`` says, optionally encrypted with
+        ``log_encryption_key``,
         or the ``log_group`` passed in).
     task_role
         The role the containers act as; default a new one ECS assumes only for this
@@ -146,6 +147,7 @@ class NeuronTaskDefinition(Construct):
         log_retention: logs.RetentionDays,
         log_group: logs.ILogGroup | None = None,
         log_encryption_key: kms.IKey | None = None,
+        log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
     ) -> None:
         super().__init__(scope, id)
         remember_path(self, scope, id)
@@ -164,7 +166,9 @@ class NeuronTaskDefinition(Construct):
             volumes=list(volumes) if volumes else None,
             placement_constraints=list(placement_constraints) if placement_constraints else None,
         )
-        self.log_group: logs.ILogGroup = log_group or _log_group(self, log_retention, log_encryption_key)
+        self.log_group: logs.ILogGroup = log_group or new_log_group(
+            self, "Logs", retention=log_retention, removal_policy=log_removal_policy, encryption_key=log_encryption_key
+        )
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         self._neuron_container_names: list[str] = []
         self.model_name: str | None = None
@@ -218,6 +222,11 @@ class NeuronTaskDefinition(Construct):
         """
         return self._add(id, image, dict(options))
 
+    @property
+    def model_key(self) -> str:
+        """What names this task definition's model in a shared compile cache: its construct path."""
+        return construct_path(self)
+
     def _warm_start(
         self,
         container: ecs.ContainerDefinition,
@@ -232,8 +241,7 @@ class NeuronTaskDefinition(Construct):
         if compile_cache is not None or model_artifacts is not None:
             compliance.acknowledge_library_environment(self.task_definition)
         if compile_cache is not None:
-            container.add_environment(COMPILE_CACHE_VARIABLE, compile_cache.url)
-            compile_cache.grant(self.task_role)
+            compile_cache.apply(container, self.task_role, self.model_key)
         if model_artifacts is not None:
             name = container.container_name
             volume = f"{name}-model"
@@ -401,8 +409,10 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         account's tasks only; the execution role, ``<id>/ExecutionRole``, is given pull and log rights as used, its
         ECR registry token in a policy of its own: :class:`~neuron_constructs.base.roles.ExecutionRole`).
     log_group
-        An existing log group for the containers; default a new one
-        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
+        An existing log group for the containers; default a new one whose events are
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given, and deleted with the
+        stack unless ``log_removal_policy`` says otherwise (default ``RemovalPolicy.DESTROY``: the logs of a task
+        definition describe tasks that no longer run once it is gone).
     """
 
     @checked(ranges=_TASK_RANGES, names=("family",))
@@ -421,7 +431,8 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         ipc_mode: ecs.IpcMode | None = None,
         inference_accelerators: Sequence[ecs.InferenceAccelerator] | None = None,
         log_group: logs.ILogGroup | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
@@ -456,6 +467,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             log_retention=log_retention,
             log_group=log_group,
             log_encryption_key=log_encryption_key,
+            log_removal_policy=log_removal_policy,
         )
 
     @property
@@ -556,8 +568,10 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         Default ``bridge`` on EC2, ``awsvpc`` when Managed
         Instances compatible (they take only awsvpc or host); ``host`` warns (NEURON107).
     log_group
-        An existing log group for the containers; default a new one
-        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given.
+        An existing log group for the containers; default a new one whose events are
+        kept ``log_retention`` (one month), encrypted with ``log_encryption_key`` if given, and deleted with the
+        stack unless ``log_removal_policy`` says otherwise (default ``RemovalPolicy.DESTROY``: the logs of a task
+        definition describe tasks that no longer run once it is gone).
     """
 
     @checked(ranges=_TASK_RANGES, names=("family",))
@@ -578,7 +592,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         task_role: iam.IRole | None = None,
         execution_role: iam.IRole | None = None,
         volumes: Sequence[ecs.Volume] | None = None,
-        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
         log_group: logs.ILogGroup | None = None,
         log_encryption_key: kms.IKey | None = None,
     ) -> None:
@@ -648,6 +663,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             log_retention=log_retention,
             log_group=log_group,
             log_encryption_key=log_encryption_key,
+            log_removal_policy=log_removal_policy,
         )
         if topology_warning:
             Validations.of(self).add_warning(rules.DEVICE_TOPOLOGY.warning_id, topology_warning)
@@ -714,6 +730,12 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             **({"fleet": self.fleet} if self.fleet else {}),
             **super()._intent(),
         }
+
+    @property
+    def model_key(self) -> str:
+        """What names this task definition's model in a shared compile cache: the path of its fleet model or sliced
+        service (every copy shares the model's prefix), else its own construct path."""
+        return self.fleet or construct_path(self)
 
     def join_fleet(self, owner: str) -> None:
         """Record that this task definition is one copy of the fleet or sliced service at path ``owner``: the
@@ -859,7 +881,3 @@ def _copy_linux_parameters(scope: Construct, id: str, given: ecs.LinuxParameters
 
 def _new_task_role(owner: Construct) -> iam.Role:
     return task_role(owner, "TaskRole")
-
-
-def _log_group(owner: Construct, retention: logs.RetentionDays, key: kms.IKey | None) -> logs.ILogGroup:
-    return log_group(owner, "Logs", retention=retention, encryption_key=key)

@@ -685,6 +685,28 @@ UNGRANTED_ECR_IMAGE = Rule(
     "grants the execution role the pull",
     "Amazon ECR user guide: private registry authentication and repository policies (ecr:BatchGetImage)",
 )
+ALERT_TOPIC_ACCOUNT = Rule(
+    "NEURON070",
+    "Alert topic in another account",
+    "EventBridge delivers to an SNS topic of another account of the same Region only through an execution role of "
+    "the rule's account that the topic's own policy trusts; the library writes no policy in another account, and "
+    "aws-cdk-lib routes a target of another account through an event bus of that account, which an imported topic "
+    "does not have",
+    "pass notifications= a topic of account {account} (the queue's), and subscribe the other account's endpoint to "
+    "it, or forward from it",
+    "EventBridge user guide: sending events to an AWS service in another account (execution role, target resource "
+    "policy, same Region)",
+)
+SNAPSHOT_REMOVAL = Rule(
+    "NEURON071",
+    "Snapshot removal policy on a resource CloudFormation cannot snapshot",
+    "CloudFormation's Snapshot deletion policy applies only to resources that support snapshots (EBS volumes, RDS, "
+    "ElastiCache, Neptune, Redshift and a few others); a CloudWatch Logs group or an FSx for Lustre file system "
+    "takes Delete or Retain",
+    "pass {name}=RemovalPolicy.RETAIN to keep it after the stack, or RemovalPolicy.DESTROY to delete it with the "
+    "stack (for a file system, back it up first: aws fsx create-backup)",
+    "CloudFormation user guide: DeletionPolicy attribute",
+)
 
 BOUNDS_REVERSED = Rule(
     "NEURON075",
@@ -895,6 +917,29 @@ EVERY_REPLICA_STOPS = Rule(
     "ECS API reference: DeploymentConfiguration (minimumHealthyPercent)",
     severity="warning",
 )
+OPEN_PLAIN_HTTP = Rule(
+    "NEURON119",
+    "Internet-facing load balancer serving plain HTTP to everyone",
+    "an internet-facing Application Load Balancer in public subnets, open to 0.0.0.0/0 or ::/0, without a "
+    "certificate listens on HTTP: requests and model answers cross the internet unencrypted",
+    "pass certificate= an ACM certificate (HTTPS, TLS 1.3 policy), or clients= the ranges that may connect; "
+    "acknowledge this warning id if plain HTTP to everyone is deliberate",
+    "Elastic Load Balancing guide: HTTPS listeners for your Application Load Balancer",
+    severity="warning",
+)
+KEPT_FILE_SYSTEM_IN_OWN_VPC = Rule(
+    "NEURON120",
+    "File system kept after the stack in a VPC the stack deletes",
+    "a retained FSx for Lustre file system keeps its network interfaces in its subnet and its security group, so "
+    "CloudFormation cannot delete the subnet, the security groups or the VPC the queue made, and cdk destroy fails "
+    "(DELETE_FAILED) until the file system is deleted",
+    "pass vpc= a VPC that outlives this stack, or LustreStorage(removal_policy=RemovalPolicy.DESTROY) when the linked "
+    "bucket holds what matters, or delete the file system before cdk destroy (docs/deploying.md); acknowledge this "
+    "warning id once you have",
+    "Amazon VPC user guide: delete a subnet (network interfaces in use); CloudFormation user guide: DeletionPolicy "
+    "attribute",
+    severity="warning",
+)
 
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
@@ -968,6 +1013,8 @@ RULES: tuple[Rule, ...] = (
     BOUNDS_REVERSED,
     UNREACHABLE_TARGETS,
     ACROSS_APPS,
+    ALERT_TOPIC_ACCOUNT,
+    SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
     SMALL_ROOT_VOLUME,
     MEMORY_NEAR_INSTANCE_TOTAL,
@@ -984,6 +1031,8 @@ RULES: tuple[Rule, ...] = (
     UNMONITORED_SCALING,
     PRIVILEGED_CONTAINER,
     UNPINNED_LIBRARY_DAEMON,
+    OPEN_PLAIN_HTTP,
+    KEPT_FILE_SYSTEM_IN_OWN_VPC,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -54,6 +54,7 @@ from aws_cdk import (
     IStableListProducer,
     IStableStringProducer,
     Lazy,
+    RemovalPolicy,
     Stack,
     Validations,
 )
@@ -76,6 +77,7 @@ from neuron_constructs.base.environments import (
     check_same_environment,
     check_same_region,
 )
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -145,11 +147,14 @@ class NeuronMonitoring(Construct):
         source gives one. Pass ``image.pinned("sha256:...")`` to run a digest you resolved. The monitor image runs
         privileged: one without a digest is refused (NEURON068), except the library's own ``NEURON_MONITOR``, which
         runs by its tag with a warning (NEURON116) until a source gives its digest.
+    log_retention, log_removal_policy
+        How long the daemons' log group keeps its events (default one month) and what ``cdk destroy`` does with it
+        (default ``RemovalPolicy.DESTROY``: the daemons' logs describe instances that are gone with the stack).
 
     Attributes
     ----------
     log_group
-        The daemons' log group (the metrics are extracted from it), kept one month.
+        The daemons' log group (the metrics are extracted from it), events kept ``log_retention``.
     alarm_topic
         The SNS topic the alarms notify.
     dashboard
@@ -186,6 +191,8 @@ class NeuronMonitoring(Construct):
         monitor_image: NeuronImage = NEURON_MONITOR,
         recovery_image: NeuronImage = AWS_CLI,
         problem_detector_image: NeuronImage = NODE_PROBLEM_DETECTOR,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         unpinned_default = _check_pinned(path, monitor_image)
@@ -237,7 +244,11 @@ class NeuronMonitoring(Construct):
             drain_percent=float(drain_percent), bake_time_in_minutes=10
         )
         self.log_group: logs.ILogGroup = new_log_group(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=cluster.log_encryption_key
+            self,
+            "Logs",
+            retention=log_retention,
+            removal_policy=log_removal_policy,
+            encryption_key=cluster.log_encryption_key,
         )
         self.alarm_topic: sns.ITopic = alarm_topic or self._topic()
         self.daemon_service: ecs.Ec2Service | None = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Duration, Validations
+from aws_cdk import Duration, RemovalPolicy, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -35,6 +35,7 @@ from typing_extensions import Unpack
 
 from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
 from neuron_constructs.base.environments import check_same_environment
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
@@ -61,7 +62,6 @@ from neuron_constructs.serving.services import NeuronService, capacity_for
 __all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
 
 _RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", PROCESS_TAG_VARIABLE)
-_DEFAULT_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
 class ModelOptions(ContainerOptions, total=False):
@@ -77,8 +77,9 @@ class ModelOptions(ContainerOptions, total=False):
         Shared by every copy; default one new role each (the task role assumable only for
         this account's tasks).
     log_group
-        An existing log group every copy logs to; default a new one kept ``log_retention`` (default one
-        month), encrypted with ``log_encryption_key`` if given.
+        An existing log group every copy logs to; default a new one whose events are kept ``log_retention``
+        (default one month), encrypted with ``log_encryption_key`` if given, deleted with the stack unless
+        ``log_removal_policy`` says otherwise (default ``RemovalPolicy.DESTROY``).
     vpc_subnets, security_groups
         For the ``AWS_VPC`` network mode.
     service_options
@@ -98,6 +99,7 @@ class ModelOptions(ContainerOptions, total=False):
     execution_role: iam.IRole | None
     log_group: logs.ILogGroup | None
     log_retention: logs.RetentionDays
+    log_removal_policy: RemovalPolicy
     log_encryption_key: kms.IKey | None
     vpc_subnets: ec2.SubnetSelection | None
     security_groups: Sequence[ec2.ISecurityGroup] | None
@@ -216,7 +218,8 @@ class FleetModel(Construct, ListenerTarget):
         self.log_group: logs.ILogGroup = options.get("log_group") or new_log_group(
             self,
             "Logs",
-            retention=options.get("log_retention", _DEFAULT_LOG_RETENTION),
+            retention=options.get("log_retention", DEFAULT_LOG_RETENTION),
+            removal_policy=options.get("log_removal_policy", OPERATIONAL_REMOVAL),
             encryption_key=options.get("log_encryption_key"),
         )
         self.task_role = options.get("task_role") or _copy_task_role(self)

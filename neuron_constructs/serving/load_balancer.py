@@ -9,7 +9,9 @@ the tasks). Secure and observable by default:
   public access blocked, TLS-only, versioned, objects expiring after ``access_log_retention`` (90 days);
 * invalid HTTP header fields dropped;
 * an idle timeout of 5 minutes (default 60 s), so a model's non-streaming answer is not cut;
-* HTTPS when a ``certificate`` is given (TLS 1.3 policy), HTTP otherwise (inside the VPC).
+* HTTPS when a ``certificate`` is given (TLS 1.3 policy), HTTP otherwise (inside the VPC); an internet-facing one
+  open to everyone (a client peer of 0.0.0.0/0 or ::/0) without a certificate warns (NEURON119): it would serve
+  plain HTTP to the internet.
 
 Access logs need the Elastic Load Balancing account of the stack's Region in the bucket policy. For a
 stack with a Region, aws-cdk-lib's ``log_access_logs`` writes it; for an environment-agnostic stack the
@@ -23,7 +25,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jsii
-from aws_cdk import AspectPriority, Aspects, Aws, CfnOutput, Duration, IAspect, RemovalPolicy, Stack, Token, region_info
+from aws_cdk import (
+    AspectPriority,
+    Aspects,
+    Aws,
+    CfnOutput,
+    Duration,
+    IAspect,
+    RemovalPolicy,
+    Stack,
+    Token,
+    Validations,
+    region_info,
+)
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -54,7 +68,9 @@ class NeuronLoadBalancer(Construct):
     cluster
         The :class:`NeuronCluster` whose VPC it is placed in.
     internet_facing
-        Default False (internal, in the private subnets); True places it in the public subnets.
+        Default False (internal, in the private subnets); True places it in the public subnets. With clients open to
+        everyone (``ec2.Peer.any_ipv4()``, ``any_ipv6()`` or a ``/0`` range) and no ``certificate`` it warns
+        (NEURON119, acknowledgeable): pass ``certificate=`` for HTTPS.
     clients
         Who may connect, on the listener port; default the VPC's IPv4 range (an empty list admits nobody).
     port
@@ -120,8 +136,19 @@ class NeuronLoadBalancer(Construct):
                 minimum="1 second",
                 maximum="4,000 seconds (Elastic Load Balancing)",
             )
-        for peer in clients if clients is not None else [ec2.Peer.ipv4(cluster.vpc_cidr)]:
+        peers = list(clients) if clients is not None else [ec2.Peer.ipv4(cluster.vpc_cidr)]
+        for peer in peers:
             self.security_group.add_ingress_rule(peer, ec2.Port.tcp(port), "Clients of the models")
+        open_to = [_everyone(peer) for peer in peers if _everyone(peer)]
+        if internet_facing and certificate is None and open_to:
+            Validations.of(self).add_warning(
+                rules.OPEN_PLAIN_HTTP.warning_id,
+                rules.OPEN_PLAIN_HTTP.message(
+                    construct_path(self),
+                    f"internet_facing=True with clients {', '.join(open_to)} and no certificate: HTTP on port {port} "
+                    "to the whole internet",
+                ),
+            )
         self.access_logs_bucket = s3.Bucket(
             self,
             "AccessLogs",
@@ -197,6 +224,16 @@ class NeuronLoadBalancer(Construct):
         # Elastic Load Balancing checks that it may write to the bucket when access logs are turned on.
         if bucket.policy is not None:
             load_balancer.node.add_dependency(bucket.policy)
+
+
+def _everyone(peer: ec2.IPeer) -> str:
+    """``0.0.0.0/0`` or ``::/0`` when ``peer`` admits every address of its family, else ``""``."""
+    config = peer.to_ingress_rule_config()
+    for field in ("cidr_ip", "cidr_ipv6"):
+        value = getattr(config, field, None)
+        if isinstance(value, str) and not Token.is_unresolved(value) and value.endswith("/0"):
+            return value
+    return ""
 
 
 @jsii.implements(IAspect)

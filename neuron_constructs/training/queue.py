@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import ArnFormat, Duration, Stack
+import jsii
+from aws_cdk import ArnFormat, Duration, Names, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -46,6 +46,7 @@ from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, co
 from neuron_constructs.base.environments import (
     IMPORT_TOPIC,
     IMPORT_VPC,
+    check_same_account,
     check_same_app,
     check_same_region,
     check_same_vpc,
@@ -56,6 +57,7 @@ from neuron_constructs.base.l1_overrides import (
     efa_network_interfaces,
     reserve_launch_template_capacity,
 )
+from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.vpc import private_vpc
 from neuron_constructs.compute.capacity import (
@@ -73,6 +75,8 @@ from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTraining
 from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system, mount_commands
 
 __all__ = ["NeuronTrainingQueue"]
+
+_KEPT = (RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
 class NeuronTrainingQueue(Construct):
@@ -99,7 +103,9 @@ class NeuronTrainingQueue(Construct):
         The encrypted gp3 root volume; default 100 GiB.
     storage
         A :class:`LustreStorage` every node mounts; default none. A mount that fails at boot fails the node's user
-        data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place.
+        data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place. A
+        file system kept after the stack (its default) in the VPC the queue makes warns (NEURON120): it would keep
+        ``cdk destroy`` from deleting the VPC.
     monitoring
         Every job's nodes publish Neuron metrics while they run: the launcher starts neuron-monitor (the
         Neuron training containers install aws-neuronx-tools: aws-neuron/deep-learning-containers
@@ -115,8 +121,14 @@ class NeuronTrainingQueue(Construct):
     notifications, notify_on_success
         An SNS topic told of every job of this queue that fails (and succeeds, with ``notify_on_success``): an
         EventBridge rule on ``Batch Job State Change`` with the job's name and id, status, status reason and log
-        stream. The topic is in the queue's Region (NEURON058); the key of an encrypted topic made in the app is given
-        to EventBridge (``kms:Decrypt``, ``kms:GenerateDataKey*``), an imported key must allow it already.
+        stream. The topic is in the queue's Region (NEURON058) and account (NEURON070). The topic's policy lets
+        EventBridge publish, and the key of an encrypted topic lets it ``kms:Decrypt`` and ``kms:GenerateDataKey*``,
+        each only for this queue's rule (``aws:SourceAccount`` the queue's account, ``aws:SourceArn`` the rule's
+        ARN); a topic or key imported from elsewhere keeps its own policy, which must allow it already.
+    log_retention, log_removal_policy
+        How long the job logs (and the flow logs of the VPC made here) keep their events, default one month, and what
+        ``cdk destroy`` does with their groups: default ``RemovalPolicy.RETAIN``, since a job's log is the record of a
+        training run and is read after the queue is gone; a kept group empties itself once its retention has passed.
 
     Attributes
     ----------
@@ -146,6 +158,8 @@ class NeuronTrainingQueue(Construct):
         placement_group: bool | None = None,
         notifications: sns.ITopic | None = None,
         notify_on_success: bool = False,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_removal_policy: RemovalPolicy = RECORD_REMOVAL,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         subnets = list(subnet) if isinstance(subnet, Sequence) else [] if subnet is None else [subnet]
@@ -155,6 +169,7 @@ class NeuronTrainingQueue(Construct):
             check_same_app(
                 path, scope, notifications, what="the queue", other_name=construct_path(notifications), how=IMPORT_TOPIC
             )
+            check_same_account(path, notifications, scope)
             check_same_region(
                 path,
                 notifications.env.region,
@@ -183,7 +198,9 @@ class NeuronTrainingQueue(Construct):
         self.max_nodes = max_nodes
         self.spot = spot
         self.monitoring = monitoring
-        self.vpc: ec2.IVpc = vpc or private_vpc(self, max_azs=1)
+        self.vpc: ec2.IVpc = vpc or private_vpc(
+            self, max_azs=1, log_retention=log_retention, log_removal_policy=log_removal_policy
+        )
         if isinstance(subnet, Sequence):
             if len(subnet) != 1:
                 raise rules.TRAINING_SUBNETS.error(
@@ -214,11 +231,23 @@ class NeuronTrainingQueue(Construct):
             if placement_group
             else None
         )
-        self.log_group: logs.ILogGroup = new_log_group(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        self.log_group: logs.ILogGroup = new_log_group(
+            self, "Logs", retention=log_retention, removal_policy=log_removal_policy
+        )
         self.storage = storage
         self.file_system: fsx.LustreFileSystem | None = None
         mount: list[str] = []
         if storage is not None:
+            if vpc is None and storage.removal_policy in _KEPT:
+                Validations.of(self).add_warning(
+                    rules.KEPT_FILE_SYSTEM_IN_OWN_VPC.warning_id,
+                    rules.KEPT_FILE_SYSTEM_IN_OWN_VPC.message(
+                        path,
+                        f"the FSx for Lustre file system is kept after the stack (removal_policy="
+                        f"RemovalPolicy.{storage.removal_policy.name}), in {construct_path(self.vpc)}, which the "
+                        "stack deletes",
+                    ),
+                )
             self.file_system = lustre_file_system(
                 self, storage, vpc=self.vpc, subnet=self.subnet, nodes=self.security_group
             )
@@ -297,11 +326,17 @@ class NeuronTrainingQueue(Construct):
 
     def _alert(self, topic: sns.ITopic, on_success: bool) -> events.Rule:
         """An EventBridge rule on this queue's ``Batch Job State Change`` events (FAILED, and SUCCEEDED when asked) to
-        ``topic``: the job's name and id, its status and reason, and its log stream."""
+        ``topic``: the job's name and id, its status and reason, and its log stream.
+
+        The rule is named (unique in the app) so that its ARN is known without a reference to it: the topic may be in
+        another stack of the app, whose policy then names the rule without depending on this stack."""
         statuses = ["FAILED", *(["SUCCEEDED"] if on_success else [])]
+        stack = Stack.of(self)
+        name = Names.unique_resource_name(self, max_length=64 - len("-JobAlerts"), separator="-") + "-JobAlerts"
         rule = events.Rule(
             self,
             "JobAlerts",
+            rule_name=name,
             description=f"AWS Batch jobs of {construct_path(self)} that end {' or '.join(statuses)}",
             event_pattern=events.EventPattern(
                 source=["aws.batch"],
@@ -309,15 +344,42 @@ class NeuronTrainingQueue(Construct):
                 detail={"jobQueue": [self.job_queue.job_queue_arn], "status": statuses},
             ),
         )
+        # EventBridge sends aws:SourceAccount and aws:SourceArn (the rule) with its calls to SNS and, through SNS, to
+        # KMS (EventBridge user guide: resource-based policies for Amazon SNS; SNS guide: encrypted topics and AWS
+        # service event sources).
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnEquals": {
+                "aws:SourceArn": stack.format_arn(
+                    service="events", resource="rule", resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME
+                )
+            },
+        }
+        events_service = iam.ServicePrincipal("events.amazonaws.com")
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[events_service],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions=conditions,
+            )
+        )
         if topic.master_key is not None:
             # EventBridge publishes to an encrypted topic only when the key lets it (the SNS guide: EventBridge and
             # encrypted topics); a key imported from elsewhere keeps its own policy.
-            topic.master_key.grant(iam.ServicePrincipal("events.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+            topic.master_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[events_service],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                    conditions=conditions,
+                )
+            )
         field = events.EventField.from_path
         rule.add_target(
-            targets.SnsTopic(
+            _AlertTopic(
                 topic,
-                message=events.RuleTargetInput.from_text(
+                events.RuleTargetInput.from_text(
                     f"AWS Batch job {field('$.detail.jobName')} ({field('$.detail.jobId')}) "
                     f"{field('$.detail.status')}: {field('$.detail.statusReason')}. "
                     f"Log stream: {field('$.detail.container.logStreamName')}"
@@ -414,6 +476,19 @@ class NeuronTrainingQueue(Construct):
         )
         self.jobs.append(job)
         return job
+
+
+@jsii.implements(events.IRuleTarget)
+class _AlertTopic:
+    """An SNS topic as a rule's target, with no permission of its own: aws-cdk-lib's ``targets.SnsTopic`` lets
+    ``events.amazonaws.com`` publish with no source condition; the queue writes the conditioned statements itself."""
+
+    def __init__(self, topic: sns.ITopic, message: events.RuleTargetInput) -> None:
+        self._topic = topic
+        self._message = message
+
+    def bind(self, rule: object, id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self._topic.topic_arn, input=self._message)
 
 
 def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:

@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from neuron_constructs.base import compliance
+from neuron_constructs.checks.inputs import check_removal_policy
 from neuron_constructs.knowledge import rules
 
 __all__ = ["LustreStorage", "check_storage", "lustre_file_system", "mount_commands", "storage_environment"]
@@ -25,12 +26,18 @@ class LustreStorage:
     500 or 1,000 MB/s per TiB. ``bucket``: an S3 bucket linked at ``<mount_path>/data`` through a data repository
     association (objects imported and exported as they change), for datasets and checkpoints. Neuron's compile
     cache goes to ``<mount_path>/neuron-compile-cache``, so nodes and later jobs reuse compiled graphs.
+
+    ``removal_policy``: what ``cdk destroy`` does with the file system; default ``RemovalPolicy.RETAIN``, as it may
+    hold the only copy of checkpoints (anything outside ``<mount_path>/data``, and what the bucket has not received
+    yet). A kept file system holds its subnet and security group, so a queue that makes its own VPC warns
+    (NEURON120); ``RemovalPolicy.DESTROY`` deletes it with the stack (FSx takes no Snapshot policy, NEURON071).
     """
 
     capacity_gib: int = 1200
     throughput_per_tib: int = 125
     mount_path: str = "/fsx"
     bucket: s3.IBucket | None = None
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
 
     @classmethod
     def in_new_bucket(
@@ -41,10 +48,11 @@ class LustreStorage:
         capacity_gib: int = 1200,
         throughput_per_tib: int = 125,
         mount_path: str = "/fsx",
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> LustreStorage:
         """Storage linked to a new bucket for datasets and checkpoints: encrypted (S3 managed keys), TLS only, public
         access blocked, owner-enforced objects, versioned (an overwritten checkpoint can be restored), kept when the
-        stack is deleted."""
+        stack is deleted; ``removal_policy`` is the file system's."""
         bucket = s3.Bucket(
             scope,
             id,
@@ -57,7 +65,11 @@ class LustreStorage:
         )
         compliance.acknowledge_dataset_bucket(bucket)
         return cls(
-            capacity_gib=capacity_gib, throughput_per_tib=throughput_per_tib, mount_path=mount_path, bucket=bucket
+            capacity_gib=capacity_gib,
+            throughput_per_tib=throughput_per_tib,
+            mount_path=mount_path,
+            bucket=bucket,
+            removal_policy=removal_policy,
         )
 
 
@@ -81,6 +93,7 @@ def check_storage(path: str, storage: LustreStorage) -> None:
         )
     if not storage.mount_path.startswith("/"):
         raise rules.S3_LOCATION.error(path, f"mount_path={storage.mount_path!r} is not absolute")
+    check_removal_policy(path, "removal_policy", storage.removal_policy.value, "the FSx for Lustre file system")
 
 
 def lustre_file_system(
@@ -101,7 +114,7 @@ def lustre_file_system(
         vpc_subnet=subnet,
         storage_capacity_gib=storage.capacity_gib,
         security_group=group,
-        removal_policy=RemovalPolicy.RETAIN,
+        removal_policy=storage.removal_policy,
         lustre_configuration=fsx.LustreConfiguration(
             deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
             per_unit_storage_throughput=storage.throughput_per_tib,
