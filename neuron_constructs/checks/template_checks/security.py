@@ -50,7 +50,8 @@ def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
                 continue
             name = container.get("Name")
             name = name if isinstance(name, str) else f"container {index}"
-            privileged = container.get("Privileged") in (True, "true", "True")
+            flag = container.get("Privileged")
+            privileged = flag is True or flag in ("true", "True")  # not 1: 1 == True in Python, not in CloudFormation
             reasons = (["it is privileged"] if privileged else []) + (["its task uses the host network"] * host)
             if reasons:
                 out.add(
