@@ -47,6 +47,7 @@ __all__ = [
     "combine_templates",
     "load_template",
     "parse_template",
+    "read_json_file",
 ]
 
 INTENT_METADATA_KEY = "NeuronConstructs"
@@ -119,11 +120,23 @@ def load_template(path: str | Path) -> LoadedTemplate:
     """Read a CloudFormation template file (JSON or YAML); raises :class:`TemplateError` for a file above
     ``MAX_TEMPLATE_BYTES`` (5 MiB): a regular file unread, anything else (a pipe such as ``<(cdk synth)``, a device such
     as ``/dev/zero``) after that many bytes."""
+    return parse_template(_read_text(path, regular_only=False))
+
+
+def read_json_file(path: str | Path) -> Any:
+    """A JSON file of a cloud assembly (``manifest.json``, a ``*.metadata.json``): a regular file of at most
+    ``MAX_TEMPLATE_BYTES``, nested and sized as a template may be; :class:`TemplateError` with a sentence otherwise."""
+    return _decode_json(_read_text(path, regular_only=True))
+
+
+def _read_text(path: str | Path, *, regular_only: bool) -> str:
     file = Path(path)
     try:
         status = file.stat()
         if stat.S_ISDIR(status.st_mode):
-            raise TemplateError(f"{path} is a directory, not a template file")
+            raise TemplateError(f"{path} is a directory")
+        if regular_only and not stat.S_ISREG(status.st_mode):
+            raise TemplateError(f"{path} is not a regular file")
         if stat.S_ISREG(status.st_mode) and status.st_size > MAX_TEMPLATE_BYTES:
             raise TemplateError(
                 f"{path} is {status.st_size:,} bytes, above the {MAX_TEMPLATE_BYTES:,} a template can be "
@@ -133,10 +146,9 @@ def load_template(path: str | Path) -> LoadedTemplate:
             data = source.read(MAX_TEMPLATE_BYTES + 1)
         if len(data) > MAX_TEMPLATE_BYTES:
             raise TemplateError(f"{path} holds more than the {MAX_TEMPLATE_BYTES:,} bytes a template can be")
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise TemplateError(f"cannot read {path}: {error}") from error
-    return parse_template(text)
 
 
 def parse_template(text: str) -> LoadedTemplate:
@@ -169,6 +181,14 @@ def parse_template(text: str) -> LoadedTemplate:
 
 
 def _parse_json(text: str) -> LoadedTemplate:
+    """A JSON template; ``ValueError`` for text that is not JSON, :class:`TemplateError` for JSON too big or deep."""
+    document = _decode_json(text, syntax_errors=False)
+    return LoadedTemplate(document if isinstance(document, dict) else {}, locate=_JsonLocations(text))
+
+
+def _decode_json(text: str, *, syntax_errors: bool = True) -> Any:
+    """``json.loads`` bounded: at most ``MAX_JSON_CONTAINERS`` mappings and lists, ``MAX_TEMPLATE_DEPTH`` levels.
+    A syntax error is a :class:`TemplateError` with ``syntax_errors``, else the decoder's ``ValueError``."""
     containers = text.count("{") + text.count("[")  # at least as many as it holds: bounds the memory it takes
     if containers > MAX_JSON_CONTAINERS:
         raise TemplateError(f"more than {MAX_JSON_CONTAINERS:,} mappings and lists, more than a template holds")
@@ -177,9 +197,13 @@ def _parse_json(text: str) -> LoadedTemplate:
             document = json.loads(text)
     except RecursionError:
         raise TemplateError(f"nested more than {MAX_TEMPLATE_DEPTH} levels deep") from None
+    except ValueError as error:
+        if syntax_errors:
+            raise TemplateError(f"not valid JSON: {error}") from None
+        raise
     if _deeper_than(document, MAX_TEMPLATE_DEPTH):
         raise TemplateError(f"nested more than {MAX_TEMPLATE_DEPTH} levels deep")
-    return LoadedTemplate(document if isinstance(document, dict) else {}, locate=_JsonLocations(text))
+    return document
 
 
 @contextlib.contextmanager
