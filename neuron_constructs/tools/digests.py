@@ -166,8 +166,9 @@ def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, s
     return connection, target
 
 
-def _cut(connection: http.client.HTTPConnection) -> None:
-    """End a connection's socket operations now (the deadline passed)."""
+def _cut(connection: http.client.HTTPConnection, done: threading.Event) -> None:
+    """End a connection's socket operations now (the deadline passed): what was read so far is no answer."""
+    done.set()
     sock = connection.sock
     if sock is not None:
         with contextlib.suppress(OSError):
@@ -177,20 +178,26 @@ def _cut(connection: http.client.HTTPConnection) -> None:
 def _request(method: str, url: str, headers: Mapping[str, str], deadline: Deadline, *, max_body: int = 0) -> _Answer:
     """One request, no redirect followed; the connection is cut when the deadline passes, whatever it is doing."""
     connection, target = _connection(url, deadline.remaining(url))
-    watchdog = threading.Timer(deadline.remaining(url), _cut, (connection,))
+    cut = threading.Event()
+    watchdog = threading.Timer(deadline.remaining(url), _cut, (connection, cut))
     watchdog.daemon = True
     watchdog.start()
+    failure: str | None = None
     try:
         connection.request(method, target, headers=dict(headers))
         response = connection.getresponse()
-        body = response.read(max_body + 1) if max_body else b""
-        return _Answer(response.status, response.headers, body)
+        answer = _Answer(response.status, response.headers, response.read(max_body + 1) if max_body else b"")
     except (http.client.HTTPException, OSError, ValueError) as error:
-        deadline.remaining(url)  # an operation the deadline cut: say so
-        raise DigestLookupError(f"{url} {_failure(error)}") from None
+        failure = _failure(error)
     finally:
         watchdog.cancel()
         connection.close()
+    if cut.is_set():  # cut by the deadline: whatever was read is no answer
+        raise DigestLookupError(f"{url} did not answer within the {deadline.seconds:g} s the run may take")
+    if failure is not None:
+        deadline.remaining(url)  # a socket timeout at the deadline: say so
+        raise DigestLookupError(f"{url} {failure}")
+    return answer
 
 
 def _failure(error: BaseException) -> str:
