@@ -13,6 +13,7 @@ A value the template computes at deploy time (an intrinsic function other than a
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -104,6 +105,9 @@ template body size in an S3 object), room for a cloud assembly's indented JSON; 
 MAX_TEMPLATE_DEPTH = 100
 """The deepest a template's values may nest (a mapping or list in another counts one level); CDK's templates nest
 about 10 deep. Deeper input is refused before anything recurses over it."""
+MAX_TEMPLATE_RESOURCES = 500
+"""The most resources a template may declare: CloudFormation's quota (CloudFormation User Guide, "Understand
+CloudFormation quotas": 500 resources per template); checks that compare resources pairwise stay fast below it."""
 MAX_JSON_CONTAINERS = 200_000
 """The most mappings and lists a JSON template may hold (every ``{`` and ``[`` in the text counts, in strings too):
 three times what a 5 MiB cloud assembly template holds."""
@@ -177,6 +181,12 @@ def parse_template(text: str) -> LoadedTemplate:
             raise error from None
     if not isinstance(loaded.template, dict) or not isinstance(loaded.template.get("Resources"), dict):
         raise TemplateError("not a CloudFormation template: no Resources section")
+    declared = len(loaded.template["Resources"])
+    if declared > MAX_TEMPLATE_RESOURCES:
+        raise TemplateError(
+            f"declares {declared:,} resources, and CloudFormation takes at most {MAX_TEMPLATE_RESOURCES} in a "
+            "template: split the stack"
+        )
     return loaded
 
 
@@ -246,6 +256,9 @@ class _JsonLocations:
     def __init__(self, text: str) -> None:
         self.text = text
         self.decoder = json.JSONDecoder()
+        self.counted = [0]
+        """Places whose line and column are known, in order, and those (``locations``)."""
+        self.locations: list[Location] = [(1, 1)]
         self.scanned: dict[int, dict[str | int, tuple[int, int]]] = {}
         """Where a mapping or list starts -> each member: where its key (its value, in a list) and its value start."""
 
@@ -279,14 +292,29 @@ class _JsonLocations:
             pass
         return found
 
+    def _line_column(self, index: int) -> Location:
+        """The line and column of a place in the text, counted from the nearest place before it already counted
+        (each finding counts a stretch of the text, not all of it before)."""
+        at = bisect.bisect_right(self.counted, index) - 1
+        start, (line, column) = self.counted[at], self.locations[at]
+        if start == index:
+            return line, column
+        breaks = self.text.count("\n", start, index)
+        if breaks:
+            where = (line + breaks, index - self.text.rfind("\n", start, index))
+        else:
+            where = (line, column + index - start)
+        self.counted.insert(at + 1, index)
+        self.locations.insert(at + 1, where)
+        return where
+
     def __call__(self, path: Sequence[str | int]) -> Location:
         start, where = self._skip(0), (1, 1)
         for part in path:
             member = self._members(start).get(part)
             if member is None:
                 break
-            line = self.text.count("\n", 0, member[0]) + 1
-            where, start = (line, member[0] - self.text.rfind("\n", 0, member[0])), member[1]
+            where, start = self._line_column(member[0]), member[1]
         return where
 
 
@@ -680,6 +708,7 @@ class EcsTemplate:
             k: v for k, v in _dict(loaded.template.get("Resources")).items() if isinstance(v, dict)
         }
         self._construct_paths = construct_paths
+        self._service_types: dict[Service, tuple[frozenset[str] | None]] = {}
         self.parameters: dict[str, Any] = _dict(loaded.template.get("Parameters"))
         self.launch_templates = {lid: self._launch_template(lid, r) for lid, r in self._of("AWS::EC2::LaunchTemplate")}
         self.groups = dict(self._of("AWS::AutoScaling::AutoScalingGroup"))
@@ -1000,7 +1029,16 @@ class EcsTemplate:
         return first_types is None or second_types is None or bool(first_types & second_types)
 
     def service_types(self, service: Service) -> frozenset[str] | None:
-        """Instance types a service's tasks may run on: its pins, its task's pins and its capacities agree."""
+        """Instance types a service's tasks may run on: its pins, its task's pins and its capacities agree (worked
+        out once per service: pairwise checks ask for it again and again)."""
+        known = self._service_types.get(service)
+        if known is not None:
+            return known[0]
+        types = self._worked_out_service_types(service)
+        self._service_types[service] = (types,)
+        return types
+
+    def _worked_out_service_types(self, service: Service) -> frozenset[str] | None:
         types: frozenset[str] | None = service.pinned_types
         task = self.task_definitions.get(service.task_definition or "")
         if task is not None and task.pinned_types is not None:
