@@ -115,6 +115,7 @@ MAX_YAML_NODES = 100_000
 """The most values (scalars, mappings and lists) read from a YAML template: more than a hand-written template of the
 1 MB CloudFormation takes holds, and few enough to read in well under a second (a JSON template may hold more)."""
 _JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_COLLECTION_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "binary", "timestamp")
 )
@@ -399,6 +400,8 @@ def _compose(loader: Any) -> LoadedTemplate:
             else:
                 if len(stack) >= MAX_TEMPLATE_DEPTH:
                     raise TemplateError(f"{where(event)}: nested more than {MAX_TEMPLATE_DEPTH} levels deep")
+                if tag is not None and tag not in _COLLECTION_TAGS and not tag.startswith("!"):
+                    raise TemplateError(f"{where(event)}: the tag {tag} is not one a CloudFormation template holds")
                 short = tag[1:] if isinstance(tag, str) and tag.startswith("!") and tag != "!" else None
                 stack.append(({} if kind is events.MappingStartEvent else [], path, short, [None]))
                 continue
