@@ -7,15 +7,17 @@ Commands::
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--json]
-    neuron-ecs digests [--endpoint-url URL] [--json]
+    neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
 ``lint`` finds an error, ``plan`` holds a NeuronCore twice or ``digests`` finds a pinned tag that
 moved, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
-long ``inspect`` prints progress on stderr. Tables are aligned text; on a terminal the headers are
-bold and findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
+long ``inspect`` prints progress on stderr. ``digests`` ends within one deadline for the whole run
+(30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s and 256 MB and answer a
+sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
+findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
 (``| head``) keeps the exit status. ``catalog``, ``lint`` and ``plan`` import neither boto3 nor the
 AWS CDK.
 """
