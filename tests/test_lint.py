@@ -562,7 +562,9 @@ def test_hostile_cdk_out_folders_never_break_lint_or_plan() -> None:
     @given(
         manifest=manifest,
         metadata=_shapes(),
-        extra=st.sets(st.sampled_from(["dir", "pipe", "loop", "dir.template.json", "pipe.template.json"])),
+        extra=st.sets(
+            st.sampled_from(["dir", "pipe", "loop", "dir.template.json", "pipe.template.json", "loop.template.json"])
+        ),
     )
     def check(manifest: Any, metadata: Any, extra: set[str]) -> None:
         with tempfile.TemporaryDirectory() as folder:
