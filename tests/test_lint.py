@@ -306,6 +306,12 @@ def _hostile_inputs() -> dict[str, tuple[str, str]]:
         "200,000 YAML values": ("Resources: {}\na: [" + "1, " * 200_000 + "1]\n", "more than 100,000 values"),
         "two YAML documents": ("Resources: {}\n---\nResources: {}\n", "a second YAML document"),
         "a complex key": ("Resources: {}\n? [a]\n: b\n", "a key that is a list or mapping"),
+        "dates and bytes where names go": (
+            "Resources:\n  S: {Type: AWS::ECS::Service, Properties: {Cluster: 2020-01-01, TaskDefinition: !!binary "
+            "aGk=}}\n  T: {Type: AWS::ECS::TaskDefinition, Properties: {Cpu: 2020-01-01, ContainerDefinitions: "
+            "[{Name: !!binary aGk=, Environment: [{Name: NEURON_RT_VISIBLE_CORES, Value: 2020-01-01}]}]}}\n",
+            "",
+        ),
         "a Python tag": ("Resources: !!python/object:os.system {}\n", "is not one a CloudFormation template holds"),
         "500 services on one chip": (json.dumps(with_resources(template, **services)), ""),
         "501 resources": (json.dumps({"Resources": {f"R{n}": {} for n in range(501)}}), "declares 501 resources"),
@@ -450,7 +456,16 @@ def _shapes() -> Any:
     from hypothesis import strategies as st
 
     words = st.sampled_from(_WORDS)
-    scalars = st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=True) | words | st.text(max_size=8)
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 70)
+        | st.floats(allow_nan=True)
+        | words
+        | st.text(max_size=8)
+        | st.dates()  # YAML reads 2020-01-01 unquoted as a date
+        | st.binary(max_size=4)  # and !!binary as bytes
+    )
     return st.recursive(
         scalars,
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(words | st.text(max_size=6), inner, max_size=5),
@@ -524,7 +539,7 @@ def test_random_json_and_yaml_shapes_never_break_lint_or_plan() -> None:
     @_fuzz_settings()
     @given(document=_templates(), as_yaml=st.booleans())
     def check(document: Any, as_yaml: bool) -> None:
-        text = yaml.safe_dump(document) if as_yaml else json.dumps(document)
+        text = yaml.safe_dump(document) if as_yaml else json.dumps(document, default=str)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / ("t.yaml" if as_yaml else "t.template.json")
             path.write_text(text)
@@ -571,8 +586,8 @@ def test_hostile_cdk_out_folders_never_break_lint_or_plan() -> None:
             root = Path(folder) / "cdk.out"
             root.mkdir()
             (root / name).write_text(json.dumps(template))
-            (root / "manifest.json").write_text(json.dumps(manifest))
-            (root / "App.metadata.json").write_text(json.dumps(metadata))
+            (root / "manifest.json").write_text(json.dumps(manifest, default=str))
+            (root / "App.metadata.json").write_text(json.dumps(metadata, default=str))
             for entry in extra:
                 if entry.startswith("dir"):
                     (root / entry).mkdir()

@@ -1064,7 +1064,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    return json.dumps(value, sort_keys=True, default=str)  # YAML can hold dates and bytes
 
 
 def _pattern_matches(pattern: str, name: str) -> bool:
