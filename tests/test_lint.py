@@ -318,9 +318,20 @@ def _hostile_inputs() -> dict[str, tuple[str, str]]:
     }
 
 
+_RUN_AND_REPORT_PEAK = """
+import sys
+from neuron_constructs.tools.cli import main
+status = main(sys.argv[1:])
+with open("/proc/self/status") as own:
+    peak = next(line for line in own if line.startswith("VmHWM:"))
+sys.stderr.write(f"@@ {peak.split()[1]}\\n")
+sys.exit(status)
+"""
+
+
 def _measured(command: str, path: Path) -> tuple[int, str, float, int]:
     """``neuron-ecs COMMAND PATH`` in a process limited to 256 MB of address space: exit status, stderr, CPU seconds
-    and peak resident MB."""
+    and peak resident MB (the process's own ``VmHWM``: ``ru_maxrss`` would count the pytest process it forked from)."""
     import os
     import resource
 
@@ -328,7 +339,7 @@ def _measured(command: str, path: Path) -> tuple[int, str, float, int]:
         resource.setrlimit(resource.RLIMIT_AS, (256 * 1024 * 1024, 256 * 1024 * 1024))
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "neuron_constructs.tools.cli", command, str(path)],
+        [sys.executable, "-c", _RUN_AND_REPORT_PEAK, command, str(path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         preexec_fn=limit,
@@ -338,7 +349,8 @@ def _measured(command: str, path: Path) -> tuple[int, str, float, int]:
     err = process.stderr.read()
     _, wait_status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(wait_status)
-    return process.returncode, err, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+    err, _, peak_kb = err.rpartition("@@ ")
+    return process.returncode, err, usage.ru_utime + usage.ru_stime, int(peak_kb) // 1024
 
 
 _MEASURED = ("alias bomb, 10 wide, 10 deep", "JSON nested 100,000 deep", "5 MiB of numbers", "500 services on one chip")

@@ -121,7 +121,9 @@ class Deadline:
         """The time left; :class:`DigestLookupError` once there is none."""
         left = self.ends - time.monotonic()
         if left <= 0:
-            raise DigestLookupError(f"{url} did not answer within the {self.seconds:g} s the run may take")
+            raise DigestLookupError(
+                f"{_printable(url, 300)} did not answer within the {self.seconds:g} s the run may take"
+            )
         return left
 
 
@@ -193,10 +195,12 @@ def _request(method: str, url: str, headers: Mapping[str, str], deadline: Deadli
         watchdog.cancel()
         connection.close()
     if cut.is_set():  # cut by the deadline: whatever was read is no answer
-        raise DigestLookupError(f"{url} did not answer within the {deadline.seconds:g} s the run may take")
+        raise DigestLookupError(
+            f"{_printable(url, 300)} did not answer within the {deadline.seconds:g} s the run may take"
+        )
     if failure is not None:
         deadline.remaining(url)  # a socket timeout at the deadline: say so
-        raise DigestLookupError(f"{url} {failure}")
+        raise DigestLookupError(f"{_printable(url, 300)} {failure}")
     return answer
 
 
@@ -271,8 +275,8 @@ def registry_digest(
             target = urllib.parse.urljoin(url, answer.headers["Location"])
             if _origin(target) != _origin(first):
                 raise DigestLookupError(
-                    f"{url} redirected to {_printable(target)}, another origin: a registry's digest and token stay "
-                    "with that registry"
+                    f"{_printable(url, 300)} redirected to {_printable(target)}, another origin: a registry's digest "
+                    "and token stay with that registry"
                 )
             redirects += 1
             if redirects > MAX_REDIRECTS:
@@ -282,10 +286,10 @@ def registry_digest(
         break
     if answer.status != 200:
         what = "no such tag or repository" if answer.status == 404 else f"HTTP {answer.status}"
-        raise DigestLookupError(f"{url} answered {what}")
+        raise DigestLookupError(f"{_printable(url, 300)} answered {what}")
     digest = str(answer.headers.get("Docker-Content-Digest", ""))
     if not _DIGEST.fullmatch(digest):
-        raise DigestLookupError(f"{url} answered without a sha256 Docker-Content-Digest header")
+        raise DigestLookupError(f"{_printable(url, 300)} answered without a sha256 Docker-Content-Digest header")
     return digest
 
 
