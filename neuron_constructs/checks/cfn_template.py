@@ -711,7 +711,7 @@ class EcsTemplate:
             k: v for k, v in _dict(loaded.template.get("Resources")).items() if isinstance(v, dict)
         }
         self._construct_paths = construct_paths
-        self._service_types: dict[Service, tuple[frozenset[str] | None]] = {}
+        self._service_types: dict[str, frozenset[str] | None] = {}
         self.parameters: dict[str, Any] = _dict(loaded.template.get("Parameters"))
         self.launch_templates = {lid: self._launch_template(lid, r) for lid, r in self._of("AWS::EC2::LaunchTemplate")}
         self.groups = dict(self._of("AWS::AutoScaling::AutoScalingGroup"))
@@ -1034,12 +1034,11 @@ class EcsTemplate:
     def service_types(self, service: Service) -> frozenset[str] | None:
         """Instance types a service's tasks may run on: its pins, its task's pins and its capacities agree (worked
         out once per service: pairwise checks ask for it again and again)."""
-        known = self._service_types.get(service)
-        if known is not None:
-            return known[0]
-        types = self._worked_out_service_types(service)
-        self._service_types[service] = (types,)
-        return types
+        if getattr(self, "services", {}).get(service.logical_id) is not service:  # not one of this template's: not kept
+            return self._worked_out_service_types(service)
+        if service.logical_id not in self._service_types:
+            self._service_types[service.logical_id] = self._worked_out_service_types(service)
+        return self._service_types[service.logical_id]
 
     def _worked_out_service_types(self, service: Service) -> frozenset[str] | None:
         types: frozenset[str] | None = service.pinned_types
