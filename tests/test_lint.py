@@ -623,3 +623,18 @@ def test_a_yaml_alias_is_refused_with_where_it_is(tmp_path: Path) -> None:
         f"neuron-ecs lint: {path}: line 3: *a is a YAML alias, which CloudFormation does not accept in a template: "
         "write the value out\n"
     )
+
+
+def test_many_services_on_one_device_get_a_finding_per_other_service_up_to_three_then_one(tmp_path: Path) -> None:
+    """NEURON023 per pair would be quadratic: a service names three others, then one finding names the rest."""
+    template = with_resources(ecs_template(), T=manual_task(containers=[container(devices=[0])]))
+    template = with_resources(template, **{f"S{n}": service("T") for n in range(7)})
+    path = tmp_path / "crowd.template.json"
+    path.write_text(json.dumps(template))
+    status, out, _ = run("lint", "--json", str(path))
+    assert status == EXIT_CONFLICT
+    shared = [f for f in json.loads(out) if f["rule"] == "NEURON023"]
+    last = [f["message"] for f in shared if f["resource"] == "S6"]
+    assert len(last) == 4  # S0, S1, S2 named one by one; S3, S4, S5 in one
+    assert "S6: it and 3 more services (S3, S4, S5) also hold its devices or NeuronCores" in last[-1]
+    assert len(shared) == sum(min(n, 3) + (n > 3) for n in range(7))

@@ -188,8 +188,8 @@ def _check_shared_devices(t: EcsTemplate, out: TemplateReport) -> None:
             r.SHARED_DEVICE,
             logical_id,
             in_properties("TaskDefinition"),
-            f"it and {len(others)} more services ({listed}{more}) also hold its devices or NeuronCores and can land "
-            "on one instance",
+            f"it and {len(others)} more service{'s' if len(others) > 1 else ''} ({listed}{more}) also hold its "
+            "devices or NeuronCores and can land on one instance",
             first=_service_label(t, others[0]),
             other=_service_label(t, seconds[logical_id]),
         )
