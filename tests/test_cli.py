@@ -499,3 +499,87 @@ def test_a_long_inspection_shows_progress_on_stderr(aws: boto3.Session, monkeypa
     status, out, err = run("inspect", "--cluster", "neuron")
     assert status == EXIT_OK and "Cluster neuron: 3 container instances" in out
     assert err.startswith("neuron-ecs inspect: listed 3 containerInstanceArns\n")
+
+
+# --- the local endpoint is reached directly, whatever proxy the environment names -----------------------------
+
+
+_CALLER_IDENTITY = (
+    b'<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>'
+    b"<Arn>arn:aws:iam::123456789012:user/local</Arn><UserId>AIDLOCAL</UserId><Account>123456789012</Account>"
+    b"</GetCallerIdentityResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata>"
+    b"</GetCallerIdentityResponse>"
+)
+
+
+@pytest.fixture
+def loopback_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 answering the readiness probe and STS GetCallerIdentity, recording each request path;
+    and every proxy variable pointing at a port where nothing listens."""
+    import http.server
+    import socket
+    import threading
+
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self, body: bytes) -> None:
+            asked.append(f"{self.command} {self.path}")
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self.answer(b"{}")
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.answer(_CALLER_IDENTITY)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, nowhere)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}", asked
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_readiness_probe_reaches_the_local_endpoint_past_any_proxy(
+    loopback_endpoint: tuple[str, list[str]],
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    from neuron_constructs.local_endpoint.deploy import _wait_until_ready
+
+    url, asked = loopback_endpoint
+    with pytest.raises(urllib.error.URLError):  # a plain urlopen goes to the proxy, where nothing listens
+        urllib.request.urlopen(f"{url}/moto-api/", timeout=2)
+
+    class Running:
+        def poll(self) -> None:
+            return None
+
+    assert _wait_until_ready(Running(), url) is True  # type: ignore[arg-type]
+    assert asked == ["GET /moto-api/"]
+
+
+def test_the_local_endpoint_s_boto3_clients_reach_it_past_any_proxy(loopback_endpoint: tuple[str, list[str]]) -> None:
+    from urllib.parse import urlsplit
+
+    from neuron_constructs.local_endpoint import LocalAwsEndpoint
+
+    url, asked = loopback_endpoint
+    endpoint = LocalAwsEndpoint(port=int(urlsplit(url).port or 0))
+    assert endpoint.client("sts").get_caller_identity()["Account"] == "123456789012"
+    assert asked == ["POST /"]

@@ -4,13 +4,16 @@ the digest in ``Docker-Content-Digest``)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import http.server
 import io
 import json
+import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +35,8 @@ class _Registry:
 
     def __init__(self, manifests: dict[str, str], *, token_body: bytes | None = None) -> None:
         self.manifests = manifests
+        self.redirect: str | None = None
+        """Where an authorized HEAD is sent on (``/moved``: this registry, a URL: another), the path appended."""
         self.asked: list[tuple[str, str, dict[str, str]]] = []
         registry = self
 
@@ -55,7 +60,8 @@ class _Registry:
 
             def do_HEAD(self) -> None:  # a manifest
                 registry.asked.append(("HEAD", self.path, dict(self.headers)))
-                name = self.path.removeprefix("/v2/").rsplit("/manifests/", 1)[0]
+                path = self.path.removeprefix("/moved")
+                name = path.removeprefix("/v2/").rsplit("/manifests/", 1)[0]
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     self.send_response(401)
                     self.send_header(
@@ -64,7 +70,12 @@ class _Registry:
                     )
                     self.end_headers()
                     return
-                digest = registry.manifests.get(self.path)
+                if registry.redirect is not None and path == self.path:
+                    self.send_response(307)
+                    self.send_header("Location", f"{registry.redirect}{path}")
+                    self.end_headers()
+                    return
+                digest = registry.manifests.get(path)
                 self.send_response(200 if digest else 404)
                 if digest:
                     self.send_header("Docker-Content-Digest", digest)
@@ -178,3 +189,128 @@ def test_an_unknown_tag_or_no_registry_is_exit_1_with_a_sentence_and_no_tracebac
     status, _, err = _run("digests", "--endpoint-url", registry.url)  # nothing listens there now
     assert status == EXIT_AWS_ERROR and "could not be reached" in err and "Traceback" not in err
     assert time.monotonic() - started < 10
+
+
+# --- hostile servers: every answer a sentence, every run within its deadline --------------------------------------
+
+
+@contextlib.contextmanager
+def _raw_server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that runs ``answer`` on each connection; yields its http URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection, contextlib.suppress(OSError):
+                answer(connection)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def _ssh_banner(connection: socket.socket) -> None:
+    connection.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+    connection.recv(4096)
+
+
+def _long_header_line(connection: socket.socket) -> None:
+    connection.recv(4096)
+    connection.sendall(b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 70_000 + b"\r\n\r\n")
+
+
+def _drip(connection: socket.socket) -> None:
+    """An answer one byte at a time, each well within any per-read timeout, never finished."""
+    connection.recv(4096)
+    connection.sendall(b"HTTP/1.1 200 OK\r\n")
+    for _ in range(600):
+        connection.sendall(b"X")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("answer", "sentence"),
+    [
+        (_ssh_banner, "did not answer HTTP (it said"),
+        (_long_header_line, "answered with a line longer than HTTP clients read (64 KiB)"),
+    ],
+    ids=["ssh banner", "70 KB header line"],
+)
+def test_a_server_that_does_not_answer_http_is_exit_1_with_a_sentence(
+    answer: Callable[[socket.socket], None], sentence: str
+) -> None:
+    with _raw_server(answer) as url:
+        started = time.monotonic()
+        status, out, err = _run("digests", "--endpoint-url", url)
+    assert (status, out) == (EXIT_AWS_ERROR, "")
+    assert err.startswith("neuron-ecs digests: http://127.0.0.1:") and sentence in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert time.monotonic() - started < 5
+
+
+def test_a_dripping_server_is_given_up_on_at_the_deadline_of_the_whole_run() -> None:
+    """One byte every 50 ms passes any per-read timeout; the run still ends when its deadline passes."""
+    with _raw_server(_drip) as url:
+        started = time.monotonic()
+        status, _, err = _run("digests", "--endpoint-url", url, "--deadline", "1.5")
+        took = time.monotonic() - started
+    assert status == EXIT_AWS_ERROR
+    assert "did not answer within the 1.5 s the run may take" in err and "Traceback" not in err
+    assert 1.4 < took < 3.5
+
+
+def test_a_cross_origin_redirect_gets_neither_the_token_nor_trust(registry: _Registry) -> None:
+    other = _Registry({})
+    try:
+        other.manifests = {path: _digest(9) for path in _paths(other.url).values()}
+        registry.redirect = other.url
+        status, out, err = _run("digests", "--endpoint-url", registry.url)
+    finally:
+        other.close()
+    assert (status, out) == (EXIT_AWS_ERROR, "")
+    assert f"redirected to {other.url}/v2/" in err and "another origin" in err
+    assert other.asked == []  # never asked: neither the token nor the request went there
+    assert _digest(9) not in err
+
+
+def test_a_redirect_within_the_registry_is_followed_without_the_token(registry: _Registry) -> None:
+    paths = _paths(registry.url)
+    registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(5)}
+    registry.redirect = "/moved"
+    assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == _digest(5)
+    heads = [(path, headers.get("Authorization")) for method, path, headers in registry.asked if method == "HEAD"]
+    moved = [authorization for path, authorization in heads if path.startswith("/moved/")]
+    assert moved[0] is None  # the token stays behind on a redirect; the registry asks for one again
+    assert moved[-1] == f"Bearer {TOKEN}"
+
+
+def test_redirects_to_plain_http_or_another_port_are_other_origins() -> None:
+    from neuron_constructs.tools.digests import _origin
+
+    assert _origin("https://public.ecr.aws/v2/x") == _origin("https://PUBLIC.ecr.aws:443/v2/y")
+    assert _origin("https://public.ecr.aws/v2/x") != _origin("http://public.ecr.aws/v2/x")
+    assert _origin("https://public.ecr.aws/v2/x") != _origin("https://public.ecr.aws:8443/v2/x")
+
+
+@pytest.mark.parametrize("deadline", ["0", "-1", "nan", "soon", "3601"])
+def test_a_deadline_that_is_not_a_number_of_seconds_is_a_usage_error(deadline: str) -> None:
+    status, _, err = _run("digests", "--deadline", deadline)
+    assert status == 2 and "is not a number of seconds" in err
+
+
+def test_an_error_sentence_needs_no_region_or_cluster_the_command_does_not_take() -> None:
+    from botocore.exceptions import ClientError
+
+    from neuron_constructs.tools.cli import _explain
+
+    error = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "HeadObject")
+    sentence = _explain(error, "digests", argparse.Namespace(command="digests"))
+    assert sentence is not None and sentence.startswith("Access denied for HeadObject")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,374 @@ def test_lint_refuses_a_template_above_the_size_limit_without_reading_it_whole(k
     assert status == EXIT_USAGE and "Traceback" not in err, err
     assert "5,242,880 bytes a template can be" in err if kind == "device" else "above the 5,242,880" in err
     assert time.monotonic() - started < 2
+
+
+# --- any file: a sentence and exit 0, 2 or 3, within 2 s of CPU and 256 MB ---------------------------------------
+
+
+def _alias_bomb(width: int, levels: int) -> str:
+    """Billion laughs: each level a list of ``width`` aliases of the one before (``width ** levels`` strings)."""
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * width) + "]")
+    return "\n".join([*lines, "Resources: {}", ""])
+
+
+@functools.cache
+def _hostile_inputs() -> dict[str, tuple[str, str]]:
+    """Name -> (file text, what the sentence on stderr says; empty for a file that checks clean)."""
+    chain = "[" * 99 + "0" + "]" * 99
+    template = with_resources(ecs_template(), T=manual_task(containers=[container(devices=[0])]))
+    services = {f"S{n}": service("T") for n in range(500 - len(template["Resources"]))}
+    return {
+        "alias bomb, 9 wide, 9 deep": (_alias_bomb(9, 9), "is a YAML alias, which CloudFormation does not accept"),
+        "alias bomb, 10 wide, 10 deep": (_alias_bomb(10, 10), "is a YAML alias"),
+        "JSON nested 100,000 deep": ('{"a":' * 100_000 + "1" + "}" * 100_000, "nested more than 100 levels deep"),
+        "JSON lists nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "neither JSON nor YAML"),
+        "YAML nested 100,000 deep": ("Resources: {}\na: " + "[" * 100_000 + "]" * 100_000, "neither JSON nor YAML"),
+        "YAML nested 101 deep": ("Resources: {}\na: " + "[" * 100 + "]" * 100, "nested more than 100 levels deep"),
+        "5 MiB of one-element lists": (
+            '{"Resources": {}, "a": [' + "[0]," * 1_300_000 + "[0]]}",
+            "more than 200,000 mappings and lists",
+        ),
+        "lists 99 deep, 2,000 of them": (
+            '{"Resources": {}, "a": [' + ",".join([chain] * 2000) + "]}",
+            "nested more than 100",
+        ),
+        "5 MiB of numbers": ('{"Resources": {}, "a": [' + "1," * 2_600_000 + "1]}", ""),
+        "5 MiB of strings in one line": ('{"Resources": {}, "a": ["' + '", "'.join(["ab"] * 870_000) + '"]}', ""),
+        "200,000 YAML values": ("Resources: {}\na: [" + "1, " * 200_000 + "1]\n", "more than 100,000 values"),
+        "two YAML documents": ("Resources: {}\n---\nResources: {}\n", "a second YAML document"),
+        "a complex key": ("Resources: {}\n? [a]\n: b\n", "a key that is a list or mapping"),
+        "dates and bytes where names go": (
+            "Resources:\n  S: {Type: AWS::ECS::Service, Properties: {Cluster: 2020-01-01, TaskDefinition: !!binary "
+            "aGk=}}\n  T: {Type: AWS::ECS::TaskDefinition, Properties: {Cpu: 2020-01-01, ContainerDefinitions: "
+            "[{Name: !!binary aGk=, Environment: [{Name: NEURON_RT_VISIBLE_CORES, Value: 2020-01-01}]}]}}\n",
+            "",
+        ),
+        "a Python tag": ("Resources: !!python/object:os.system {}\n", "is not one a CloudFormation template holds"),
+        "500 services on one chip": (json.dumps(with_resources(template, **services)), ""),
+        "501 resources": (json.dumps({"Resources": {f"R{n}": {} for n in range(501)}}), "declares 501 resources"),
+    }
+
+
+_RUN_AND_REPORT_PEAK = """
+import sys
+from neuron_constructs.tools.cli import main
+status = main(sys.argv[1:])
+with open("/proc/self/status") as own:
+    peak = next(line for line in own if line.startswith("VmHWM:"))
+sys.stderr.write(f"@@ {peak.split()[1]}\\n")
+sys.exit(status)
+"""
+
+
+def _measured(command: str, path: Path) -> tuple[int, str, float, int]:
+    """``neuron-ecs COMMAND PATH`` in a process limited to 256 MB of address space: exit status, stderr, CPU seconds
+    and peak resident MB (the process's own ``VmHWM``: ``ru_maxrss`` would count the pytest process it forked from)."""
+    import os
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (256 * 1024 * 1024, 256 * 1024 * 1024))
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", _RUN_AND_REPORT_PEAK, command, str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=limit,
+        text=True,
+    )
+    assert process.stderr is not None
+    err = process.stderr.read()
+    _, wait_status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(wait_status)
+    err, _, peak_kb = err.rpartition("@@ ")
+    return process.returncode, err, usage.ru_utime + usage.ru_stime, int(peak_kb) // 1024
+
+
+_MEASURED = ("alias bomb, 10 wide, 10 deep", "JSON nested 100,000 deep", "5 MiB of numbers", "500 services on one chip")
+"""The inputs measured in a process of their own (the others are checked in this one, for time)."""
+
+
+def _check_hostile(name: str, command: str, status: int, err: str, path: Path) -> None:
+    sentence = _hostile_inputs()[name][1]
+    assert status in (EXIT_OK, EXIT_USAGE, EXIT_CONFLICT), err
+    assert "Traceback" not in err and "Error:" not in err
+    if sentence:
+        assert status == EXIT_USAGE
+        assert err.startswith(f"neuron-ecs {command}: {path}: ") and err.count("\n") == 1 and sentence in err, err
+    else:
+        assert err == ""
+
+
+@pytest.mark.parametrize("command", ["lint", "plan"])
+@pytest.mark.parametrize("name", _MEASURED)
+def test_the_worst_files_are_checked_within_2_s_and_256_mb(name: str, command: str, tmp_path: Path) -> None:
+    """Each in its own process, its address space limited to 256 MB; CPU time measured (the machine may be busy)."""
+    path = tmp_path / "hostile.template"
+    path.write_text(_hostile_inputs()[name][0])
+    status, err, cpu_s, peak_mb = _measured(command, path)
+    assert cpu_s < 2 and peak_mb < 256, (cpu_s, peak_mb)
+    _check_hostile(name, command, status, err, path)
+
+
+@pytest.mark.parametrize("name", [name for name in _hostile_inputs() if name not in _MEASURED])
+def test_any_file_is_an_exit_status_and_a_sentence(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "hostile.template"
+    path.write_text(_hostile_inputs()[name][0])
+    for command in ("lint", "plan"):
+        started = time.process_time()
+        status, err = _in_process(command, path)
+        assert time.process_time() - started < 2
+        _check_hostile(name, command, status, err, path)
+
+
+# --- hypothesis: random bytes, random JSON and YAML shapes, hostile cdk.out folders --------------------------------
+
+_WORDS = (
+    "Resources",
+    "Type",
+    "Properties",
+    "Metadata",
+    "Parameters",
+    "Outputs",
+    "Export",
+    "Name",
+    "Value",
+    "Ref",
+    "Fn::GetAtt",
+    "Fn::ImportValue",
+    "Fn::Join",
+    "ContainerDefinitions",
+    "LinuxParameters",
+    "Devices",
+    "HostPath",
+    "Environment",
+    "ResourceRequirements",
+    "PlacementConstraints",
+    "Expression",
+    "Cluster",
+    "TaskDefinition",
+    "DesiredCount",
+    "CapacityProviderStrategy",
+    "CapacityProvider",
+    "AutoScalingGroupProvider",
+    "AutoScalingGroupArn",
+    "LaunchTemplate",
+    "LaunchTemplateId",
+    "LaunchTemplateData",
+    "InstanceType",
+    "MixedInstancesPolicy",
+    "Overrides",
+    "ManagedInstancesProvider",
+    "InstanceLaunchTemplate",
+    "InstanceRequirements",
+    "AcceleratorNames",
+    "AllowedInstanceTypes",
+    "DeploymentConfiguration",
+    "MaximumPercent",
+    "ScalableDimension",
+    "ResourceId",
+    "MaxCapacity",
+    "NeuronConstructs",
+    "aws:cdk:path",
+    "cfn-lint",
+    "AWS::ECS::TaskDefinition",
+    "AWS::ECS::Service",
+    "AWS::ECS::CapacityProvider",
+    "AWS::AutoScaling::AutoScalingGroup",
+    "AWS::EC2::LaunchTemplate",
+    "AWS::ApplicationAutoScaling::ScalableTarget",
+    "AWS::ECS::ClusterCapacityProviderAssociations",
+    "/dev/neuron0",
+    "/dev/neuron99",
+    "inf2.xlarge",
+    "trn2.48xlarge",
+    "NeuronDevice",
+    "memberOf",
+    "distinctInstance",
+    "attribute:ecs.instance-type == inf2.xlarge",
+    "ecs:service:DesiredCount",
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_LOGICAL_NC_CONFIG",
+    "0-1",
+    "MANAGED_INSTANCES",
+    "EC2",
+)
+
+
+def _shapes() -> Any:
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(_WORDS)
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 70)
+        | st.floats(allow_nan=True)
+        | words
+        | st.text(max_size=8)
+        | st.dates()  # YAML reads 2020-01-01 unquoted as a date
+        | st.binary(max_size=4)  # and !!binary as bytes
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(words | st.text(max_size=6), inner, max_size=5),
+        max_leaves=40,
+    )
+
+
+def _templates() -> Any:
+    """Random values, some shaped as a template: resources of the ECS types with random properties."""
+    from hypothesis import strategies as st
+
+    resource = st.fixed_dictionaries(
+        {"Type": st.sampled_from([w for w in _WORDS if w.startswith("AWS::")])},
+        optional={"Properties": _shapes(), "Metadata": _shapes()},
+    )
+    template = st.fixed_dictionaries(
+        {"Resources": st.dictionaries(st.sampled_from(["A", "B", "C", "D"]), resource | _shapes(), max_size=4)},
+        optional={"Parameters": _shapes(), "Outputs": _shapes()},
+    )
+    return template | _shapes()
+
+
+def _in_process(command: str, *paths: Path) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main([command, *map(str, paths)], stdout=out, stderr=err)
+    return status, err.getvalue()
+
+
+def _survives(*paths: Path) -> None:
+    """``lint`` and ``plan`` of ``paths``: exit 0, 2 or 3, every stderr line a sentence naming the command; an
+    exception fails the test (the CLI does not catch them for these commands)."""
+    for command in ("lint", "plan"):
+        status, err = _in_process(command, *paths)
+        assert status in (EXIT_OK, EXIT_USAGE, EXIT_CONFLICT)
+        assert all(line.startswith(f"neuron-ecs {command}: ") for line in err.splitlines()), err
+        assert (status == EXIT_USAGE) == bool(err), err
+
+
+def _fuzz_settings() -> Any:
+    from datetime import timedelta
+
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=40, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_random_bytes_never_break_lint_or_plan() -> None:
+    import tempfile
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @_fuzz_settings()
+    @given(data=st.binary(max_size=400) | st.text(max_size=200).map(str.encode))
+    def check(data: bytes) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "random.template.json"
+            path.write_bytes(data)
+            _survives(path)
+
+    check()
+
+
+def test_random_json_and_yaml_shapes_never_break_lint_or_plan() -> None:
+    import tempfile
+
+    import yaml
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @_fuzz_settings()
+    @given(document=_templates(), as_yaml=st.booleans())
+    def check(document: Any, as_yaml: bool) -> None:
+        text = yaml.safe_dump(document) if as_yaml else json.dumps(document, default=str)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / ("t.yaml" if as_yaml else "t.template.json")
+            path.write_text(text)
+            _survives(path)
+
+    check()
+
+
+def test_hostile_cdk_out_folders_never_break_lint_or_plan() -> None:
+    """A cloud assembly's manifest of any shape (artifacts a list, metadata a string, properties missing, a metadata
+    file outside the folder, a directory or pipe where a file should be, a symlink loop) beside a template."""
+    import os
+    import tempfile
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    name = "App.template.json"
+    files = st.sampled_from(["App.metadata.json", "../outside.json", "/dev/zero", "loop", "dir", "pipe", "", name])
+    artifact = st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.just("aws:cloudformation:stack") | _shapes(),
+            "properties": st.fixed_dictionaries({}, optional={"templateFile": st.just(name) | _shapes()}) | _shapes(),
+            "metadata": st.dictionaries(st.text(max_size=6), _shapes(), max_size=3) | _shapes(),
+            "additionalMetadataFile": files | _shapes(),
+        },
+    )
+    manifest = st.fixed_dictionaries({}, optional={"artifacts": st.dictionaries(st.text(max_size=4), artifact)}) | (
+        _shapes()
+    )
+    template = with_resources(ecs_template(), T=manual_task(containers=[container(devices=[0])]), S=service("T"))
+
+    @_fuzz_settings()
+    @given(
+        manifest=manifest,
+        metadata=_shapes(),
+        extra=st.sets(
+            st.sampled_from(["dir", "pipe", "loop", "dir.template.json", "pipe.template.json", "loop.template.json"])
+        ),
+    )
+    def check(manifest: Any, metadata: Any, extra: set[str]) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder) / "cdk.out"
+            root.mkdir()
+            (root / name).write_text(json.dumps(template))
+            (root / "manifest.json").write_text(json.dumps(manifest, default=str))
+            (root / "App.metadata.json").write_text(json.dumps(metadata, default=str))
+            for entry in extra:
+                if entry.startswith("dir"):
+                    (root / entry).mkdir()
+                elif entry.startswith("pipe"):
+                    os.mkfifo(root / entry)
+                else:
+                    (root / entry).symlink_to(entry)
+            _survives(root)
+
+    check()
+
+
+def test_a_yaml_alias_is_refused_with_where_it_is(tmp_path: Path) -> None:
+    """CloudFormation does not take aliases (AWS CloudFormation User Guide, "Template format": YAML): neither does
+    lint, rather than expand them."""
+    path = tmp_path / "aliases.yaml"
+    path.write_text("Resources:\n  A: &a {Type: AWS::S3::Bucket}\n  B: *a\n")
+    status, _, err = run("lint", str(path))
+    assert status == EXIT_USAGE
+    assert err == (
+        f"neuron-ecs lint: {path}: line 3: *a is a YAML alias, which CloudFormation does not accept in a template: "
+        "write the value out\n"
+    )
+
+
+def test_many_services_on_one_device_get_a_finding_per_other_service_up_to_three_then_one(tmp_path: Path) -> None:
+    """NEURON023 per pair would be quadratic: a service names three others, then one finding names the rest."""
+    template = with_resources(ecs_template(), T=manual_task(containers=[container(devices=[0])]))
+    template = with_resources(template, **{f"S{n}": service("T") for n in range(7)})
+    path = tmp_path / "crowd.template.json"
+    path.write_text(json.dumps(template))
+    status, out, _ = run("lint", "--json", str(path))
+    assert status == EXIT_CONFLICT
+    shared = [f for f in json.loads(out) if f["rule"] == "NEURON023"]
+    last = [f["message"] for f in shared if f["resource"] == "S6"]
+    assert len(last) == 4  # S0, S1, S2 named one by one; S3, S4, S5 in one
+    assert "S6: it and 3 more services (S3, S4, S5) also hold its devices or NeuronCores" in last[-1]
+    assert len(shared) == sum(min(n, 3) + (n > 3) for n in range(7))

@@ -202,3 +202,77 @@ def test_the_cli_page_s_plan_sample_is_what_plan_draws_for_its_app(tmp_path: Pat
     out, err = io.StringIO(), io.StringIO()
     assert main(["plan", str(tmp_path)], stdout=out, stderr=err) == EXIT_OK, err.getvalue()
     assert out.getvalue() == drawing
+
+
+# --- a cloud assembly manifest of any shape ----------------------------------------------------------------------
+
+_NAME = "App.template.json"
+
+
+def _stack(**artifact: Any) -> dict[str, Any]:
+    return {
+        "artifacts": {"App": {"type": "aws:cloudformation:stack", "properties": {"templateFile": _NAME}, **artifact}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("manifest", "sentence"),
+    [
+        ({"artifacts": []}, "artifacts is a list, not a cloud assembly manifest"),
+        (_stack(metadata="x"), "the metadata of artifact 'App' is a string, not a cloud assembly manifest"),
+        ({"artifacts": {"App": "x"}}, "artifact 'App' is a string"),
+        ({"artifacts": {"App": {"properties": [1]}}}, "the properties of artifact 'App' are a list"),
+        (_stack(metadata={"/App/Svc": "x"}), "the metadata of '/App/Svc' in artifact 'App' is a string"),
+        (_stack(metadata={"/App/Svc": [{"type": "aws:cdk:logicalId", "data": 1}]}), "is a number"),
+        (_stack(additionalMetadataFile="../outside.json"), "names '../outside.json', outside the cloud assembly"),
+        (_stack(additionalMetadataFile="/dev/zero"), "names '/dev/zero', outside the cloud assembly"),
+        (_stack(additionalMetadataFile=7), "the additionalMetadataFile of artifact 'App' is a number"),
+        (_stack(additionalMetadataFile="dir"), "dir is a directory"),
+        (_stack(additionalMetadataFile="list.json"), "list.json (the metadata of artifact 'App') is a JSON list"),
+        ([1], "a JSON list, not a cloud assembly manifest"),
+        ("{", "not valid JSON"),
+        ("[" * 100_000, "nested more than 100 levels deep"),
+    ],
+)
+def test_a_manifest_of_another_shape_is_a_sentence_and_exit_2_and_the_template_is_still_planned(
+    manifest: Any, sentence: str, tmp_path: Path
+) -> None:
+    """cdk.out's manifest.json, read for construct paths: any shape is a sentence (it once raised a traceback for
+    artifacts as a list, metadata as a string); the template is planned with its logical ids."""
+    template = with_resources(ecs_template("inf2.xlarge"), T=_cores("inf2.xlarge", [0], "0-1"), Svc=service("T"))
+    (tmp_path / _NAME).write_text(json.dumps(template))
+    (tmp_path / "manifest.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "list.json").write_text("[]")
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["plan", str(tmp_path)], stdout=out, stderr=err)
+    assert status == EXIT_USAGE
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith(f"neuron-ecs plan: {tmp_path / 'manifest.json'}") or "dir is a directory" in line
+    assert sentence in line and "Traceback" not in err.getvalue()
+    assert "Svc: cores 0-1 of /dev/neuron0" in out.getvalue()
+
+
+def test_a_manifest_that_is_a_pipe_or_a_device_is_not_read(tmp_path: Path) -> None:
+    import os
+
+    template = with_resources(ecs_template("inf2.xlarge"), T=_cores("inf2.xlarge", [0], "0-1"), Svc=service("T"))
+    (tmp_path / _NAME).write_text(json.dumps(template))
+    for make in (lambda path: os.mkfifo(path), lambda path: path.symlink_to("/dev/zero")):
+        manifest = tmp_path / "manifest.json"
+        manifest.unlink(missing_ok=True)
+        make(manifest)
+        err = io.StringIO()
+        assert main(["plan", str(tmp_path)], stdout=io.StringIO(), stderr=err) == EXIT_USAGE
+        assert err.getvalue() == f"neuron-ecs plan: {manifest} is not a regular file\n"
+
+
+def test_the_construct_paths_of_a_well_formed_manifest_and_its_metadata_file_name_the_services(tmp_path: Path) -> None:
+    template = with_resources(ecs_template("inf2.xlarge"), T=_cores("inf2.xlarge", [0], "0-1"), Svc=service("T"))
+    (tmp_path / _NAME).write_text(json.dumps(template))
+    entries = {"/App/Model/Service/Resource": [{"type": "aws:cdk:logicalId", "data": "Svc"}]}
+    (tmp_path / "App.metadata.json").write_text(json.dumps(entries))
+    (tmp_path / "manifest.json").write_text(json.dumps(_stack(additionalMetadataFile="App.metadata.json")))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["plan", str(tmp_path)], stdout=out, stderr=err) == EXIT_OK, err.getvalue()
+    assert "App/Model/Service: cores 0-1 of /dev/neuron0" in out.getvalue()

@@ -101,8 +101,11 @@ def load_templates(paths: Sequence[str]) -> tuple[dict[str, LoadedTemplate], lis
     each file that is not a template. Raises :class:`LintUsageError` for a path that does not exist."""
     loaded: dict[str, LoadedTemplate] = {}
     unreadable: list[str] = []
+    named = {Path(name) for name in paths}
     for path in template_files(paths):
         try:
+            if path not in named and not path.is_file():  # found in a directory: a pipe or device there is not read
+                raise TemplateError("not a regular file")
             loaded[str(path)] = load_template(path)
         except TemplateError as error:
             unreadable.append(f"{path}: {error}")

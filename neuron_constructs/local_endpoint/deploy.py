@@ -6,7 +6,8 @@ prints what each stack created (:mod:`neuron_constructs.tools.deployment_report`
 server, also on failure, Ctrl-C or SIGTERM. No AWS account or credentials are needed.
 
 Only 127.0.0.1 is contacted: the CLI and the SDKs get fake credentials, a fixed region, the
-local endpoint for every service, no instance metadata lookups, no proxy for loopback, and
+local endpoint for every service, no instance metadata lookups, no proxy for loopback (the readiness probe and this
+module's own boto3 clients use no proxy at all, whatever ``HTTP(S)_PROXY`` say), and
 neither telemetry, notices nor version checks. One quirk of the pair is handled here: the CLI
 hands CloudFormation a template URL built from ``AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION``,
 and moto reads the bucket from the host name of that URL unless the host is ``localhost``.
@@ -89,7 +90,7 @@ class LocalAwsEndpoint:
         if account in (None, self.account):
             return dict(FAKE_CREDENTIALS)
         if account not in self._issued:
-            sts = self.session().client("sts", endpoint_url=self.url)
+            sts = self.session().client("sts", endpoint_url=self.url, config=_no_proxy_config())
             issued = sts.assume_role(
                 RoleArn=f"arn:aws:iam::{account}:role/neuron-constructs-local-endpoint", RoleSessionName="deploy-local"
             )["Credentials"]
@@ -160,8 +161,23 @@ class LocalAwsEndpoint:
         )
 
     def client(self, service: str, *, account: str | None = None, region: str | None = None) -> Any:
-        """A boto3 client for ``service`` on this endpoint, acting in ``account`` and ``region``."""
-        return self.session(account=account, region=region).client(service, endpoint_url=self.url)
+        """A boto3 client for ``service`` on this endpoint, acting in ``account`` and ``region``; it uses no proxy,
+        whatever ``HTTP_PROXY``/``HTTPS_PROXY`` say."""
+        return self.session(account=account, region=region).client(
+            service, endpoint_url=self.url, config=_no_proxy_config()
+        )
+
+
+def _no_proxy_config() -> Any:
+    """A botocore client configuration with no proxy: an empty ``proxies`` mapping is used as given, where none
+    (the default) reads ``HTTP(S)_PROXY`` from the environment."""
+    from botocore.config import Config
+
+    return Config(proxies={})
+
+
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+"""Opens URLs without any proxy, whatever ``HTTP(S)_PROXY`` say: the local endpoint is on this host."""
 
 
 def _free_loopback_port() -> int:
@@ -185,7 +201,7 @@ def _wait_until_ready(server: subprocess.Popen[bytes], url: str) -> bool:
         if server.poll() is not None:
             return False
         try:
-            with urllib.request.urlopen(f"{url}/moto-api/", timeout=1) as response:
+            with _DIRECT.open(f"{url}/moto-api/", timeout=1) as response:
                 return bool(response.status == 200)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.1)
@@ -243,6 +259,8 @@ def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAws
                     "AWS_CONFIG_FILE": os.devnull,
                     "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                     "AWS_EC2_METADATA_DISABLED": "true",
+                    "NO_PROXY": f"{LOOPBACK},localhost",
+                    "no_proxy": f"{LOOPBACK},localhost",
                 },
                 start_new_session=True,  # Ctrl-C reaches us; we stop the server ourselves
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,

@@ -7,15 +7,17 @@ Commands::
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--json]
-    neuron-ecs digests [--endpoint-url URL] [--json]
+    neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
 ``lint`` finds an error, ``plan`` holds a NeuronCore twice or ``digests`` finds a pinned tag that
 moved, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
-long ``inspect`` prints progress on stderr. Tables are aligned text; on a terminal the headers are
-bold and findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
+long ``inspect`` prints progress on stderr. ``digests`` ends within one deadline for the whole run
+(30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s and 256 MB and answer a
+sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
+findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
 (``| head``) keeps the exit status. ``catalog``, ``lint`` and ``plan`` import neither boto3 nor the
 AWS CDK.
 """
@@ -425,7 +427,12 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
         UnexpectedResponseError,
     )
 
-    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "your region"
+    region = (
+        getattr(args, "region", None)
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or "your region"
+    )
     if isinstance(error, AmiNotPublishedError):
         return str(error)
     if isinstance(error, UnexpectedResponseError | NotSsmAnswerError):
@@ -453,13 +460,13 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
         operation = error.operation_name
         if code == "ClusterNotFoundException":
             return (
-                f"Cluster {args.cluster!r} was not found in {region}: check the name and region "
+                f"Cluster {getattr(args, 'cluster', None)!r} was not found in {region}: check the name and region "
                 f"(aws ecs list-clusters --region {region})."
             )
         if "AccessDenied" in code or code in ("UnauthorizedOperation", "UnrecognizedClientException"):
             return (
                 f"Access denied for {operation} in {region}: neuron-ecs {command} needs "
-                f"{_REQUIRED_PERMISSIONS[command]}. AWS said: {message}"
+                f"{_REQUIRED_PERMISSIONS.get(command, 'permission for it')}. AWS said: {message}"
             )
         if code in ("ExpiredTokenException", "ExpiredToken", "InvalidClientTokenId"):
             return f"Your AWS credentials were refused ({code}): refresh them and try again."
@@ -475,10 +482,10 @@ def _explain(error: BaseException, command: str, args: argparse.Namespace) -> st
 
 
 def _digests(args: argparse.Namespace, out: _Output) -> int:
-    from neuron_constructs.tools.digests import DigestLookupError, check_library_images
+    from neuron_constructs.tools.digests import DEADLINE_S, DigestLookupError, check_library_images
 
     try:
-        found = check_library_images(endpoint_url=args.endpoint_url)
+        found = check_library_images(endpoint_url=args.endpoint_url, deadline_s=args.deadline or DEADLINE_S)
     except DigestLookupError as error:
         args.stderr.write(f"neuron-ecs digests: {error}\n")
         return EXIT_AWS_ERROR
@@ -565,8 +572,24 @@ def _parser() -> argparse.ArgumentParser:
     digests.add_argument(
         "--endpoint-url", type=_endpoint_url, help="ask this registry instead of each image's own (a mirror)"
     )
+    digests.add_argument(
+        "--deadline",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up when the whole run has taken this long (default: 30)",
+    )
     digests.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds from 0 to 3600")
+    return seconds
 
 
 def _region_name(value: str) -> str:
@@ -625,6 +648,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             err.write(f"neuron-ecs {args.command}: {error}\n")
             return EXIT_USAGE
         if args.command in ("catalog", "lint", "plan"):
+            if isinstance(error, RecursionError | MemoryError):  # the readers bound both: a last line of defence
+                err.write(f"neuron-ecs {args.command}: the input is too large or nested too deeply to check\n")
+                return EXIT_USAGE
             raise
         sentence = _explain(error, args.command, args)
         if sentence is None:

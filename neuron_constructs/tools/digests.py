@@ -7,6 +7,14 @@ realm (the Docker registry token specification; Amazon ECR Public and registry.k
 credentials), and the request is made again. The answer's ``Docker-Content-Digest`` header is the digest. One HEAD
 per image (two, and one token, behind a challenge), no download of the image. Standard library only.
 
+Whatever a server answers, the run ends within one deadline for every image together (:data:`DEADLINE_S`, 30 s;
+each connection is cut once it passes), with the digests or a :class:`DigestLookupError` sentence. A redirect is
+followed only within the origin (scheme, host and port) first asked, at most :data:`MAX_REDIRECTS` times, and never
+with the token: a registry's token goes to that registry only. An answer that is not HTTP, a header line above 64 KiB
+or more than 100 headers (:mod:`http.client`'s bounds) or a token answer above :data:`MAX_TOKEN_BYTES` is a sentence
+too. ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` apply as for any HTTP client (an HTTPS registry through a
+``CONNECT`` tunnel).
+
 Each image of :data:`~neuron_constructs.knowledge.container_images.LIBRARY_IMAGES` is then one of: pinned and the
 registry agrees; pinned and the tag now names other bytes (the exit status says so); not pinned (the digest to pin
 it with is printed, for ``NeuronImage.pinned`` or the module's constant).
@@ -14,19 +22,25 @@ it with is printed, for ``NeuronImage.pinned`` or the module's constant).
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import re
-import urllib.error
+import socket
+import threading
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_constructs.knowledge.container_images import LIBRARY_IMAGES, NeuronImage
 
 __all__ = [
+    "DEADLINE_S",
     "MANIFEST_MEDIA_TYPES",
+    "Deadline",
     "DigestLookupError",
     "ImageDigest",
     "check_library_images",
@@ -41,8 +55,10 @@ MANIFEST_MEDIA_TYPES = (
     "application/vnd.docker.distribution.manifest.v2+json",
 )
 """What the request accepts: a multi-platform index first, as a runtime pulling the tag would get it."""
-TIMEOUT_S = 10.0
-"""Each request's timeout."""
+DEADLINE_S = 30.0
+"""How long a whole run may take, every image and request together (``neuron-ecs digests --deadline``)."""
+MAX_REDIRECTS = 3
+"""Redirects followed per image, each within the origin first asked."""
 MAX_TOKEN_BYTES = 64 * 1024
 """A token answer longer than this is refused unread: registries answer a few kilobytes."""
 _CHALLENGE_PART = re.compile(r'(\w+)="([^"]*)"')
@@ -90,72 +106,203 @@ def manifest_url(image: NeuronImage, endpoint_url: str | None = None) -> str:
     return f"{base}/v2/{name}/manifests/{urllib.parse.quote(image.tag, safe='')}"
 
 
+@dataclass
+class Deadline:
+    """When a run must be over (``time.monotonic()``), and how long it was given."""
+
+    seconds: float
+    ends: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        if not self.ends:
+            self.ends = time.monotonic() + self.seconds
+
+    def remaining(self, url: str) -> float:
+        """The time left; :class:`DigestLookupError` once there is none."""
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            raise DigestLookupError(
+                f"{_printable(url, 300)} did not answer within the {self.seconds:g} s the run may take"
+            )
+        return left
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """A server's text in a sentence: control characters replaced, at most ``limit`` characters."""
+    cleaned = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return cleaned + ("..." if len(text) > limit else "")
+
+
+def _origin(url: str) -> tuple[str, str, int]:
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """A connection for ``url`` (through the proxy the environment names for it, if any) and the request target."""
+    parts = urllib.parse.urlsplit(url)
+    scheme, host, port = _origin(url)
+    target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(scheme)
+    connection: http.client.HTTPConnection
+    if proxy:
+        via = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if scheme == "https":
+            connection = http.client.HTTPSConnection(via.hostname or "", via.port or 80, timeout=timeout)
+            connection.set_tunnel(host, port)
+        else:
+            connection = http.client.HTTPConnection(via.hostname or "", via.port or 80, timeout=timeout)
+            target = url
+    elif scheme == "https":
+        connection = http.client.HTTPSConnection(host, port, timeout=timeout)
+    else:
+        connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    return connection, target
+
+
+def _cut(connection: http.client.HTTPConnection, done: threading.Event) -> None:
+    """End a connection's socket operations now (the deadline passed): what was read so far is no answer."""
+    done.set()
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _request(method: str, url: str, headers: Mapping[str, str], deadline: Deadline, *, max_body: int = 0) -> _Answer:
+    """One request, no redirect followed; the connection is cut when the deadline passes, whatever it is doing."""
+    connection, target = _connection(url, deadline.remaining(url))
+    cut = threading.Event()
+    watchdog = threading.Timer(deadline.remaining(url), _cut, (connection, cut))
+    watchdog.daemon = True
+    watchdog.start()
+    failure: str | None = None
+    try:
+        connection.request(method, target, headers=dict(headers))
+        response = connection.getresponse()
+        answer = _Answer(response.status, response.headers, response.read(max_body + 1) if max_body else b"")
+    except (http.client.HTTPException, OSError, ValueError) as error:
+        failure = _failure(error)
+    finally:
+        watchdog.cancel()
+        connection.close()
+    if cut.is_set():  # cut by the deadline: whatever was read is no answer
+        raise DigestLookupError(
+            f"{_printable(url, 300)} did not answer within the {deadline.seconds:g} s the run may take"
+        )
+    if failure is not None:
+        deadline.remaining(url)  # a socket timeout at the deadline: say so
+        raise DigestLookupError(f"{_printable(url, 300)} {failure}")
+    return answer
+
+
+def _failure(error: BaseException) -> str:
+    """What went wrong with a request, as the end of a sentence about its URL."""
+    if isinstance(error, http.client.LineTooLong):
+        return "answered with a line longer than HTTP clients read (64 KiB)"
+    if isinstance(error, http.client.BadStatusLine) and not isinstance(error, http.client.RemoteDisconnected):
+        return f"did not answer HTTP (it said {_printable(str(error), 60)})"
+    if isinstance(error, http.client.RemoteDisconnected | http.client.IncompleteRead):
+        return "closed the connection before a whole HTTP answer"
+    if isinstance(error, http.client.HTTPException):
+        return f"did not answer HTTP as a registry does ({_printable(str(error))})"
+    if isinstance(error, TimeoutError | socket.timeout):
+        return "did not answer in time"
+    reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
+    return f"could not be reached: {_printable(str(reason))}"
+
+
 def _challenge(header: str) -> Mapping[str, str]:
     """The parameters of a ``Bearer`` ``WWW-Authenticate`` challenge."""
     scheme, _, rest = header.strip().partition(" ")
     if scheme.lower() != "bearer":
-        raise DigestLookupError(f"the registry asks for {scheme or 'an unnamed'} authentication, not a bearer token")
+        named = _printable(scheme, 40) or "an unnamed"
+        raise DigestLookupError(f"the registry asks for {named} authentication, not a bearer token")
     return dict(_CHALLENGE_PART.findall(rest))
 
 
-def _token(challenge: Mapping[str, str], timeout: float) -> str:
+def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) -> str:
     realm = challenge.get("realm", "")
-    if urllib.parse.urlsplit(realm).scheme not in ("http", "https"):
-        raise DigestLookupError(f"the registry's token realm {realm!r} is not an http(s) URL")
+    shown = _printable(realm)
+    scheme = urllib.parse.urlsplit(realm).scheme
+    if scheme != "https" and not (scheme == "http" and registry_url.startswith("http://")):
+        raise DigestLookupError(f"the registry's token realm {shown!r} is not an https URL")
     query = urllib.parse.urlencode({k: v for k, v in challenge.items() if k in ("service", "scope")})
     url = f"{realm}{'&' if '?' in realm else '?'}{query}" if query else realm
-    with urllib.request.urlopen(urllib.request.Request(url), timeout=timeout) as answer:
-        body = answer.read(MAX_TOKEN_BYTES + 1)
-    if len(body) > MAX_TOKEN_BYTES:
-        raise DigestLookupError(f"the token answer of {realm} is longer than {MAX_TOKEN_BYTES:,} bytes")
+    answer = _request("GET", url, {}, deadline, max_body=MAX_TOKEN_BYTES)
+    if answer.status != 200:
+        raise DigestLookupError(f"the token realm {shown} answered HTTP {answer.status}")
+    if len(answer.body) > MAX_TOKEN_BYTES:
+        raise DigestLookupError(f"the token answer of {shown} is longer than {MAX_TOKEN_BYTES:,} bytes")
     try:
-        document = json.loads(body)
-    except ValueError:
-        raise DigestLookupError(f"the token answer of {realm} is not JSON") from None
+        document = json.loads(answer.body)
+    except (ValueError, RecursionError):
+        raise DigestLookupError(f"the token answer of {shown} is not JSON") from None
     token = document.get("token") or document.get("access_token") if isinstance(document, dict) else None
     if not isinstance(token, str) or not token:
-        raise DigestLookupError(f"the token answer of {realm} holds no token")
+        raise DigestLookupError(f"the token answer of {shown} holds no token")
     return token
 
 
-def _head(url: str, token: str | None, timeout: float) -> Any:
-    headers = {"Accept": ", ".join(MANIFEST_MEDIA_TYPES)}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return urllib.request.urlopen(urllib.request.Request(url, method="HEAD", headers=headers), timeout=timeout)
-
-
-def registry_digest(image: NeuronImage, *, endpoint_url: str | None = None, timeout: float = TIMEOUT_S) -> str:
-    """The ``sha256:`` digest the registry gives for ``image``'s tag now."""
-    url = manifest_url(image, endpoint_url)
-    try:
-        try:
-            answer = _head(url, None, timeout)
-        except urllib.error.HTTPError as refused:
-            if refused.code != 401 or not refused.headers.get("WWW-Authenticate"):
-                raise
-            answer = _head(url, _token(_challenge(refused.headers["WWW-Authenticate"]), timeout), timeout)
-        with answer:
-            digest = str(answer.headers.get("Docker-Content-Digest", ""))
-    except urllib.error.HTTPError as error:
-        what = "no such tag or repository" if error.code == 404 else f"HTTP {error.code}"
-        raise DigestLookupError(f"{url} answered {what}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise DigestLookupError(f"{url} could not be reached: {reason}") from None
+def registry_digest(
+    image: NeuronImage, *, endpoint_url: str | None = None, deadline: Deadline | float = DEADLINE_S
+) -> str:
+    """The ``sha256:`` digest the registry gives for ``image``'s tag now, within ``deadline`` (seconds, or a
+    :class:`Deadline` several calls share)."""
+    deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
+    first = url = manifest_url(image, endpoint_url)
+    token: str | None = None
+    redirects = 0
+    challenged: set[str] = set()
+    while True:
+        headers = {"Accept": ", ".join(MANIFEST_MEDIA_TYPES)}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        answer = _request("HEAD", url, headers, deadline)
+        if answer.status == 401 and answer.headers.get("WWW-Authenticate") and url not in challenged:
+            challenged.add(url)
+            token = _token(_challenge(answer.headers["WWW-Authenticate"]), first, deadline)
+            continue
+        if answer.status in (301, 302, 303, 307, 308) and answer.headers.get("Location"):
+            target = urllib.parse.urljoin(url, answer.headers["Location"])
+            if _origin(target) != _origin(first):
+                raise DigestLookupError(
+                    f"{_printable(url, 300)} redirected to {_printable(target)}, another origin: a registry's digest "
+                    "and token stay with that registry"
+                )
+            redirects += 1
+            if redirects > MAX_REDIRECTS:
+                raise DigestLookupError(f"{first} redirected more than {MAX_REDIRECTS} times")
+            url, token = target, None  # no token on a redirect, even within the origin
+            continue
+        break
+    if answer.status != 200:
+        what = "no such tag or repository" if answer.status == 404 else f"HTTP {answer.status}"
+        raise DigestLookupError(f"{_printable(url, 300)} answered {what}")
+    digest = str(answer.headers.get("Docker-Content-Digest", ""))
     if not _DIGEST.fullmatch(digest):
-        raise DigestLookupError(f"{url} answered without a sha256 Docker-Content-Digest header")
+        raise DigestLookupError(f"{_printable(url, 300)} answered without a sha256 Docker-Content-Digest header")
     return digest
 
 
-def check_library_images(*, endpoint_url: str | None = None, timeout: float = TIMEOUT_S) -> list[ImageDigest]:
-    """Every image the library runs, with its pin and the registry's digest for its tag now."""
+def check_library_images(*, endpoint_url: str | None = None, deadline_s: float = DEADLINE_S) -> list[ImageDigest]:
+    """Every image the library runs, with its pin and the registry's digest for its tag now; all of them asked within
+    ``deadline_s`` seconds."""
+    deadline = Deadline(deadline_s)
     return [
         ImageDigest(
             name=name,
             uri=image.uri,
             pinned=image.digest,
-            registry=registry_digest(image, endpoint_url=endpoint_url, timeout=timeout),
+            registry=registry_digest(image, endpoint_url=endpoint_url, deadline=deadline),
         )
         for name, image in LIBRARY_IMAGES.items()
     ]

@@ -21,8 +21,6 @@ them. No AWS CDK import, no AWS call.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +33,9 @@ from neuron_constructs.checks.cfn_template import (
     LoadedTemplate,
     Service,
     TaskDefinition,
+    TemplateError,
     combine_templates,
+    read_json_file,
 )
 from neuron_constructs.checks.lint import load_templates
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
@@ -65,41 +65,127 @@ class PlanResult:
 def plan_paths(paths: Sequence[str]) -> PlanResult:
     """Plan the templates ``paths`` name (files, or directories such as ``cdk.out``) as one app.
 
-    Raises :class:`~neuron_constructs.checks.lint.LintUsageError` for a path that does not exist.
+    Raises :class:`~neuron_constructs.checks.lint.LintUsageError` for a path that does not exist. A cloud assembly
+    manifest that is not one is reported in ``unreadable`` (its templates are still planned, by logical id).
     """
     loaded, unreadable = load_templates(paths)
-    construct_paths = {name: assembly_paths(Path(name)) for name in loaded}
+    construct_paths: dict[str, dict[str, str]] = {}
+    for name in loaded:
+        try:
+            construct_paths[name] = read_assembly_paths(Path(name))
+        except TemplateError as error:
+            construct_paths[name] = {}
+            if str(error) not in unreadable:
+                unreadable.append(str(error))
     layouts = plan_templates(loaded, construct_paths=lambda name, lid: construct_paths[name].get(lid)) if loaded else []
     return PlanResult(layouts, unreadable)
 
 
 def assembly_paths(template: Path) -> dict[str, str]:
     """Logical id -> construct path, from the cloud assembly a template is part of (``manifest.json`` beside it, and
-    the metadata file it names); empty for a template outside one."""
+    the metadata file it names); empty for a template outside one, or beside a manifest that is not one."""
     try:
-        manifest = json.loads((template.parent / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_assembly_paths(template)
+    except TemplateError:
         return {}
-    artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
-    for artifact in (artifacts or {}).values():
-        properties = artifact.get("properties") if isinstance(artifact, dict) else None
-        if not isinstance(properties, dict) or properties.get("templateFile") != template.name:
+
+
+def read_assembly_paths(template: Path) -> dict[str, str]:
+    """:func:`assembly_paths`, raising :class:`~neuron_constructs.checks.cfn_template.TemplateError` with a sentence
+    for a ``manifest.json`` (or the metadata file it names) of another shape than a cloud assembly's: read as
+    templates are (a regular file of at most 5 MiB, bounded nesting), every value it is read for of the type the
+    cloud assembly schema gives it, a metadata file inside the assembly's directory."""
+    manifest_file = template.parent / "manifest.json"
+    if not manifest_file.exists() and not manifest_file.is_symlink():
+        return {}
+
+    def problem(what: str) -> TemplateError:
+        return TemplateError(f"{manifest_file}: {what}, not a cloud assembly manifest")
+
+    manifest = _read_json(manifest_file)
+    if not isinstance(manifest, dict):
+        raise problem(f"a JSON {_kind(manifest)}")
+    artifacts = manifest.get("artifacts")
+    if artifacts is None:
+        return {}
+    if not isinstance(artifacts, dict):
+        raise problem(f"artifacts is a {_kind(artifacts)}")
+    for artifact_id, artifact in artifacts.items():
+        if not isinstance(artifact, dict):
+            raise problem(f"artifact {artifact_id!r} is a {_kind(artifact)}")
+        properties = artifact.get("properties")
+        if properties is not None and not isinstance(properties, dict):
+            raise problem(f"the properties of artifact {artifact_id!r} are a {_kind(properties)}")
+        if not properties or properties.get("templateFile") != template.name:
             continue
-        metadata = dict(artifact.get("metadata") or {})
+        metadata = artifact.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise problem(f"the metadata of artifact {artifact_id!r} is a {_kind(metadata)}")
+        entries = dict(metadata or {})
         extra = artifact.get("additionalMetadataFile")
-        if isinstance(extra, str):
-            with contextlib.suppress(OSError, ValueError, TypeError):
-                metadata.update(json.loads((template.parent / extra).read_text(encoding="utf-8")))
-        return {
-            entry["data"]: path.lstrip("/")
-            for path, entries in metadata.items()
-            if isinstance(entries, list)
-            for entry in entries
-            if isinstance(entry, dict)
-            and entry.get("type") == "aws:cdk:logicalId"
-            and isinstance(entry.get("data"), str)
-        }
+        if extra is not None:
+            entries.update(_metadata_file(template.parent, extra, artifact_id, problem))
+        return _logical_ids(entries, artifact_id, problem)
     return {}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return read_json_file(path)
+    except TemplateError as error:
+        raise (error if str(path) in str(error) else TemplateError(f"{path}: {error}")) from None
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type: object, list, string, number, boolean or null."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "null" if value is None else "number"
+
+
+def _metadata_file(
+    assembly: Path, name: Any, artifact_id: str, problem: Callable[[str], TemplateError]
+) -> dict[str, Any]:
+    """The ``additionalMetadataFile`` an artifact names: a JSON object in a regular file inside ``assembly``."""
+    if not isinstance(name, str) or not name:
+        raise problem(f"the additionalMetadataFile of artifact {artifact_id!r} is a {_kind(name)}")
+    path = assembly / name
+    try:
+        inside = path.resolve().is_relative_to(assembly.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if not inside:
+        raise problem(f"artifact {artifact_id!r} names {name!r}, outside the cloud assembly")
+    document = _read_json(path)
+    if not isinstance(document, dict):
+        raise problem(f"{name} (the metadata of artifact {artifact_id!r}) is a JSON {_kind(document)}")
+    return document
+
+
+def _logical_ids(
+    entries: Mapping[str, Any], artifact_id: str, problem: Callable[[str], TemplateError]
+) -> dict[str, str]:
+    """Logical id -> construct path from an artifact's metadata (construct path -> its entries)."""
+    found: dict[str, str] = {}
+    for path, listed in entries.items():
+        if not isinstance(listed, list):
+            raise problem(f"the metadata of {path!r} in artifact {artifact_id!r} is a {_kind(listed)}")
+        for entry in listed:
+            if not isinstance(entry, dict):
+                raise problem(f"a metadata entry of {path!r} in artifact {artifact_id!r} is a {_kind(entry)}")
+            if entry.get("type") != "aws:cdk:logicalId":
+                continue
+            data = entry.get("data")
+            if not isinstance(data, str):
+                raise problem(f"the logical id of {path!r} in artifact {artifact_id!r} is a {_kind(data)}")
+            found[data] = path.lstrip("/")
+    return found
 
 
 def plan_template(template: LoadedTemplate | dict[str, Any], *, name: str = "template") -> list[InstanceLayout]:

@@ -8,6 +8,7 @@ from itertools import combinations
 from neuron_constructs.checks.cfn_template import (
     EcsTemplate,
     Service,
+    TaskDefinition,
 )
 from neuron_constructs.checks.template_checks.report import (
     Check,
@@ -143,42 +144,78 @@ def _service_label(t: EcsTemplate, service: Service) -> str:
     return t.path_of(service.logical_id)
 
 
+MOST_SHARED_DEVICE_PAIRS = 3
+"""NEURON023 findings per service naming one other service each; those beyond are named in one more finding, so a
+template of many services on one device gets a finding per service, not per pair."""
+
+
 def _check_shared_devices(t: EcsTemplate, out: TemplateReport) -> None:
     services = [s for s in t.services.values() if s.task_definition in t.task_definitions]
-    for first, second in combinations(services, 2):
-        a = t.task_definitions[first.task_definition or ""]
-        b = t.task_definitions[second.task_definition or ""]
+    tasks = {s.logical_id: t.task_definitions[s.task_definition or ""] for s in services}
+    # Only services whose tasks hold Neuron devices can share one; pairs of others have nothing to report.
+    neuron = [s for s in services if tasks[s.logical_id].manual_mapping or tasks[s.logical_id].managed_allocation]
+    problems: dict[tuple[str, str], str | None] = {}
+    named: dict[str, int] = {}
+    beyond: dict[str, list[Service]] = {}
+    seconds: dict[str, Service] = {}
+    for first, second in combinations(neuron, 2):
         if not t.could_share_instances(first, second):
             continue
-        problem = None
-        if a.manual_mapping and b.manual_mapping:
-            overlap = core_overlap(a.held, b.held)
-            same = " (the same task definition)" if a.logical_id == b.logical_id else ""
-            if overlap is None:
-                pass
-            elif overlap.cores is None:
-                problem = f"both map {devices_text(overlap.devices)}{same} and can land on one instance"
-            else:
-                shared = overlap.cores
-                problem = (
-                    f"both hold NeuronCore{'s' if len(shared) > 1 else ''} {format_core_list(shared)} of "
-                    f"{devices_text(overlap.devices)}{same} and can land on one instance"
-                )
-        elif (a.managed_allocation and b.manual_mapping) or (a.manual_mapping and b.managed_allocation):
-            manual = a if a.manual_mapping else b
-            problem = (
-                f"share a capacity where one maps {devices_text(manual.devices)} by hand and the other asks for "
-                "NeuronDevice = ALL, which ECS hands every device, those included"
-            )
-        if problem:
-            out.add(
-                r.SHARED_DEVICE,
-                second.logical_id,
-                in_properties("TaskDefinition"),
-                f"it and {_service_label(t, first)} {problem}",
-                first=_service_label(t, first),
-                other=_service_label(t, second),
-            )
+        a, b = tasks[first.logical_id], tasks[second.logical_id]
+        pair = (a.logical_id, b.logical_id)
+        if pair not in problems:
+            problems[pair] = _shared_device_problem(a, b)
+        problem = problems[pair]
+        if not problem:
+            continue
+        named[second.logical_id] = named.get(second.logical_id, 0) + 1
+        if named[second.logical_id] > MOST_SHARED_DEVICE_PAIRS:
+            beyond.setdefault(second.logical_id, []).append(first)
+            seconds[second.logical_id] = second
+            continue
+        out.add(
+            r.SHARED_DEVICE,
+            second.logical_id,
+            in_properties("TaskDefinition"),
+            f"it and {_service_label(t, first)} {problem}",
+            first=_service_label(t, first),
+            other=_service_label(t, second),
+        )
+    for logical_id, others in beyond.items():
+        listed = ", ".join(_service_label(t, s) for s in others[:MOST_SHARED_DEVICE_PAIRS])
+        more = f" and {len(others) - MOST_SHARED_DEVICE_PAIRS} more" if len(others) > MOST_SHARED_DEVICE_PAIRS else ""
+        out.add(
+            r.SHARED_DEVICE,
+            logical_id,
+            in_properties("TaskDefinition"),
+            f"it and {len(others)} more service{'s' if len(others) > 1 else ''} ({listed}{more}) also hold its "
+            "devices or NeuronCores and can land on one instance",
+            first=_service_label(t, others[0]),
+            other=_service_label(t, seconds[logical_id]),
+        )
+
+
+def _shared_device_problem(a: TaskDefinition, b: TaskDefinition) -> str | None:
+    """What two tasks that can land on one instance hold twice, as the end of a sentence; ``None`` for nothing."""
+    if a.manual_mapping and b.manual_mapping:
+        overlap = core_overlap(a.held, b.held)
+        same = " (the same task definition)" if a.logical_id == b.logical_id else ""
+        if overlap is None:
+            return None
+        if overlap.cores is None:
+            return f"both map {devices_text(overlap.devices)}{same} and can land on one instance"
+        shared = overlap.cores
+        return (
+            f"both hold NeuronCore{'s' if len(shared) > 1 else ''} {format_core_list(shared)} of "
+            f"{devices_text(overlap.devices)}{same} and can land on one instance"
+        )
+    if (a.managed_allocation and b.manual_mapping) or (a.manual_mapping and b.managed_allocation):
+        manual = a if a.manual_mapping else b
+        return (
+            f"share a capacity where one maps {devices_text(manual.devices)} by hand and the other asks for "
+            "NeuronDevice = ALL, which ECS hands every device, those included"
+        )
+    return None
 
 
 CHECKS: dict[Rule, Check] = {
