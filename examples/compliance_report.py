@@ -46,8 +46,10 @@ OPEN_NIST_FINDINGS = {
         "the flow logs of the VPC it makes take no key (give the queue a `vpc=` of yours for the latter)"
     ),
     "NIST.800.53.R5-IAMNoInlinePolicy": (
-        "aws-cdk-lib writes each role's grants as an inline `AWS::IAM::Policy` scoped to this stack's resources; "
-        "a managed policy per role would add resources and grant nothing less"
+        "aws-cdk-lib writes each role's grants as an inline `AWS::IAM::Policy` scoped to this stack's resources, and "
+        "the library keeps its own `*` statements (the ECS agent's `EcsAgent`, the registry token's `RegistryToken`) "
+        "in inline policies of their own so that a wildcard granted to the role is reported; a managed policy per "
+        "role would add resources and grant nothing less"
     ),
     "NIST.800.53.R5-ALBHttpToHttpsRedirection": (
         "HTTPS needs a certificate for a domain you own: `NeuronLoadBalancer(certificate=...)` listens on 443 with "
