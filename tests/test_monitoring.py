@@ -572,13 +572,13 @@ def test_recovery_can_be_turned_off() -> None:
     assert [d["Properties"]["Critical"] for d in daemons] == [False]
     policies = json.dumps(resources(template, "AWS::IAM::Policy"))
     assert "autoscaling:SetInstanceHealth" not in policies  # nothing to mark unhealthy with recovery off
-    recovery = next(
-        c
+    containers = {
+        c["Name"]: c
         for t in resources(template, "AWS::ECS::TaskDefinition").values()
         for c in t["Properties"]["ContainerDefinitions"]
-        if c["Name"] == "recovery"
-    )
-    assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in recovery["Environment"]
+    }
+    assert {"npd", "recovery"} <= set(containers)  # both still run on the Auto Scaling capacity: they only report
+    assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in containers["recovery"]["Environment"]
 
 
 def test_the_monitoring_page_s_metric_table_and_cost_figures_are_the_code_s() -> None:
