@@ -12,6 +12,7 @@ from conftest import ECS_STACKS, EXAMPLE_STACKS, resources, workloads
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from neuron_constructs import NeuronInstanceType
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 
 NEURON_DEVICE_ALL = [{"Type": "NeuronDevice", "Value": "ALL"}]
@@ -68,9 +69,11 @@ def test_vpc_flow_logs_on(stack: str, templates: dict[str, dict[str, Any]]) -> N
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_every_container_logs_to_cloudwatch(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    """Task definitions, Managed Instances daemon task definitions and job definitions alike."""
     containers = [
         container
-        for task in resources(templates[stack], "AWS::ECS::TaskDefinition").values()
+        for kind in ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition")
+        for task in resources(templates[stack], kind).values()
         for container in task["Properties"]["ContainerDefinitions"]
     ]
     for job in resources(templates[stack], "AWS::Batch::JobDefinition").values():
@@ -124,13 +127,26 @@ def test_ec2_stack_resolves_the_neuron_ami_from_ssm(templates: dict[str, dict[st
     assert data["InstanceType"] == "inf2.xlarge"
 
 
-def test_ec2_launch_template_is_hardened(templates: dict[str, dict[str, Any]]) -> None:
-    (launch_template,) = resources(templates["NeuronInferenceEc2"], "AWS::EC2::LaunchTemplate").values()
-    data = launch_template["Properties"]["LaunchTemplateData"]
-    assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
-    assert data["Monitoring"] == {"Enabled": True}
-    (root,) = data["BlockDeviceMappings"]
-    assert root["Ebs"] == {"DeleteOnTermination": True, "Encrypted": True, "VolumeSize": 100, "VolumeType": "gp3"}
+LAUNCH_TEMPLATE_STACKS = tuple(s for s in EXAMPLE_STACKS if s != "NeuronInferenceManaged")
+"""The examples with Auto Scaling capacity (the training stack's: AWS Batch's groups, from the queue's template)."""
+
+
+@pytest.mark.parametrize("stack", LAUNCH_TEMPLATE_STACKS)
+def test_ec2_launch_template_is_hardened(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    launch_templates = resources(templates[stack], "AWS::EC2::LaunchTemplate").values()
+    assert launch_templates
+    for launch_template in launch_templates:
+        data = launch_template["Properties"]["LaunchTemplateData"]
+        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
+        assert data["Monitoring"] == {"Enabled": True}
+        (root,) = data["BlockDeviceMappings"]
+        assert {k: v for k, v in root["Ebs"].items() if k != "VolumeSize"} == {
+            "DeleteOnTermination": True,
+            "Encrypted": True,
+            "VolumeType": "gp3",
+        }
+        neuron = data.get("InstanceType") is None or NeuronInstanceType.find(data["InstanceType"]) is not None
+        assert root["Ebs"]["VolumeSize"] == (100 if neuron else 30)  # the general-purpose group's standard AMI
 
 
 def test_ec2_capacity_uses_managed_scaling_and_termination_protection(templates: dict[str, dict[str, Any]]) -> None:
@@ -361,6 +377,21 @@ def test_containers_cannot_reach_instance_metadata(stack: str, templates: dict[s
         assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in json.dumps(data["UserData"])
 
 
+@pytest.mark.parametrize("stack", ["NeuronInferenceManaged", "NeuronMixedCluster"])
+def test_managed_instances_capacity_sets_no_metadata_options(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    """ECS launches Managed Instances from its own launch template: the capacity provider's
+    ``InstanceLaunchTemplate`` has no metadata options, and the library sets none (docs/security.md)."""
+    providers = [
+        p["Properties"]["ManagedInstancesProvider"]
+        for p in resources(templates[stack], "AWS::ECS::CapacityProvider").values()
+        if "ManagedInstancesProvider" in p["Properties"]
+    ]
+    assert providers
+    for provider in providers:
+        launch_template = set(provider["InstanceLaunchTemplate"])
+        assert not {"MetadataOptions", "HttpTokens", "HttpPutResponseHopLimit"} & launch_template
+
+
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_instance_roles_hold_only_the_ecs_agent_calls(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     template = templates[stack]
@@ -464,14 +495,31 @@ def test_managed_instances_infrastructure_role_may_pass_the_instance_role(
     assert policy_id in provider["DependsOn"]
 
 
+def _roles_named_by(template: dict[str, Any], keys: tuple[str, ...]) -> set[str]:
+    """The logical ids of the roles any resource names under one of ``keys`` (``{"Fn::GetAtt": [id, "Arn"]}``),
+    however deep: a task definition's ``TaskRoleArn``, a job definition's ``JobRoleArn`` in its container or nodes."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in keys and isinstance(item, dict) and "Fn::GetAtt" in item:
+                    found.add(item["Fn::GetAtt"][0])
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(template["Resources"])
+    return found
+
+
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_service_roles_carry_confused_deputy_conditions(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     template = templates[stack]
-    task_roles = {
-        k: v
-        for k, v in _roles_trusting(template, "ecs-tasks.amazonaws.com").items()
-        if "TaskRole" in k or "JobRole" in k
-    }
+    referenced = _roles_named_by(template, ("TaskRoleArn", "JobRoleArn"))
+    task_roles = {k: v for k, v in _roles_trusting(template, "ecs-tasks.amazonaws.com").items() if k in referenced}
+    assert referenced == set(task_roles)  # every task and job role of the stack, the daemons' included
     flow_log_roles = _roles_trusting(template, "vpc-flow-logs.amazonaws.com")
     assert task_roles and len(flow_log_roles) == 1
     for role in [*task_roles.values(), *flow_log_roles.values()]:

@@ -114,6 +114,7 @@ def test_model_artifacts_are_copied_in_before_the_model_starts_read_only(warm: d
     containers = _containers(template)
     sync = containers["model-model-sync"]
     assert sync["Image"] == AWS_CLI_IMAGE and sync["Essential"] is False
+    assert "Privileged" not in sync and "LinuxParameters" not in sync  # unprivileged, no device, no capability
     assert sync["Command"] == ["s3", "sync", "--only-show-errors", "s3://team-models/llama/neuron-tp8", "/models/llama"]
     model = containers["model"]
     assert model["DependsOn"] == [{"ContainerName": "model-model-sync", "Condition": "SUCCESS"}]

@@ -101,10 +101,51 @@ def _monitor(template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return _daemon_task(template, "neuron-monitor")
 
 
-def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_stream(
+AUTO_SCALING_STACKS = (
+    "NeuronInferenceEc2",
+    "NeuronMixedCluster",
+    "NeuronSlicedInf2",
+    "NeuronSlicedTrn1",
+    "NeuronRagFleet",
+)
+"""The examples whose cluster has Neuron Auto Scaling capacity: the daemon services."""
+MANAGED_STACKS = ("NeuronInferenceManaged", "NeuronMixedCluster")
+"""The examples whose cluster has Managed Instances capacity: the managed daemons."""
+
+
+def _managed_daemon_task(template: dict[str, Any], container: str) -> dict[str, Any]:
+    for definition in resources(template, "AWS::ECS::DaemonTaskDefinition").values():
+        if definition["Properties"]["ContainerDefinitions"][0]["Name"] == container:
+            return definition["Properties"]  # type: ignore[no-any-return]
+    raise AssertionError(f"no managed daemon runs {container}")
+
+
+def test_the_example_stacks_with_each_capacity_kind_are_the_ones_the_daemon_tests_cover(
     templates: dict[str, dict[str, Any]],
 ) -> None:
-    _, task = _monitor(templates["NeuronInferenceEc2"])
+    """Keeps the parametrized daemon tests below on every example stack where they apply."""
+    assert {s for s in ECS_STACKS if _neuron_types(templates[s])} == set(AUTO_SCALING_STACKS)
+    assert {s for s in ECS_STACKS if resources(templates[s], "AWS::ECS::DaemonTaskDefinition")} == set(MANAGED_STACKS)
+
+
+@pytest.mark.parametrize("stack", ECS_STACKS)
+def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_stream(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    """On both capacity kinds: the daemon service's task and the managed daemon's task definition."""
+    template = templates[stack]
+    if stack in MANAGED_STACKS:
+        managed = _managed_daemon_task(template, "neuron-monitor")
+        (daemon,) = managed["ContainerDefinitions"]
+        assert daemon["Image"] == NEURON_MONITOR.reference and daemon["Privileged"] is True
+        assert "LinuxParameters" not in daemon  # no /dev/neuronN of its own
+        assert "TaskRoleArn" not in managed  # no task role at all: it publishes through its log stream
+        assert "NetworkMode" not in managed  # ECS's daemon bridge network
+        assert daemon["LogConfiguration"]["LogDriver"] == "awslogs"
+        assert {e["Name"]: e["Value"] for e in daemon["Environment"]}["NEURON_MONITOR_EMF"] == publisher_source()
+    if stack not in AUTO_SCALING_STACKS:
+        return
+    _, task = _monitor(template)
     (container,) = task["ContainerDefinitions"]
     assert container["Image"] == MONITOR_IMAGE == NEURON_MONITOR.reference and container["Privileged"] is True
     assert task["NetworkMode"] == "bridge"  # the hop limit of 1 keeps the metadata service from it
@@ -125,11 +166,12 @@ def test_the_monitor_is_privileged_maps_no_device_and_publishes_through_its_log_
     assert config["system_metrics"] == [{"type": "neuron_hw_counters"}]
 
 
-def test_no_daemon_holds_more_than_it_needs(templates: dict[str, dict[str, Any]]) -> None:
+@pytest.mark.parametrize("stack", AUTO_SCALING_STACKS)
+def test_no_daemon_holds_more_than_it_needs(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     """neuron-monitor privileged (the Neuron driver's counters of every device, as the Neuron SDK's manifest runs
     it); node-problem-detector and the recovery container not privileged: the kernel log read-only and CAP_SYSLOG
     only, the recovery container with a read-only root file system; every daemon task in the bridge network."""
-    _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
+    _, task = _daemon_task(templates[stack], "npd")
     assert task["NetworkMode"] == "bridge"
     containers = {c["Name"]: c for c in task["ContainerDefinitions"]}
     detector, recovery = containers["npd"], containers["recovery"]
@@ -181,8 +223,9 @@ def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def test_each_daemon_role_holds_only_what_it_needs(templates: dict[str, dict[str, Any]]) -> None:
-    template = templates["NeuronInferenceEc2"]
+@pytest.mark.parametrize("stack", AUTO_SCALING_STACKS)
+def test_each_daemon_role_holds_only_what_it_needs(stack: str, templates: dict[str, dict[str, Any]]) -> None:
+    template = templates[stack]
     _, monitor = _monitor(template)
     assert _statements(template, monitor["TaskRoleArn"]["Fn::GetAtt"][0]) == []  # EMF: no CloudWatch API call
     execution = _statements(template, monitor["ExecutionRoleArn"]["Fn::GetAtt"][0])
@@ -196,8 +239,19 @@ def test_each_daemon_role_holds_only_what_it_needs(templates: dict[str, dict[str
     statements = {s["Sid"]: s for s in _statements(template, recovery["TaskRoleArn"]["Fn::GetAtt"][0])}
     assert set(statements) == {"MarkNeuronInstancesUnhealthy"}
     assert statements["MarkNeuronInstancesUnhealthy"]["Action"] == "autoscaling:SetInstanceHealth"
-    (group,) = resources(template, "AWS::AutoScaling::AutoScalingGroup")
-    assert group in json.dumps(statements["MarkNeuronInstancesUnhealthy"]["Resource"])
+    launch_templates = resources(template, "AWS::EC2::LaunchTemplate")
+    neuron_groups = {
+        k
+        for k, v in resources(template, "AWS::AutoScaling::AutoScalingGroup").items()
+        if NeuronInstanceType.find(
+            launch_templates[v["Properties"]["LaunchTemplate"]["LaunchTemplateId"]["Ref"]]["Properties"][
+                "LaunchTemplateData"
+            ]["InstanceType"]
+        )
+    }
+    resource = json.dumps(statements["MarkNeuronInstancesUnhealthy"]["Resource"])
+    marked = set(re.findall(r'"Ref": "([A-Za-z0-9]+)"', resource))  # the groups' names; AWS::... never matches
+    assert neuron_groups and marked == neuron_groups  # every Neuron group, never the general-purpose one
 
 
 def _dashboard_body(template: dict[str, Any]) -> dict[str, Any]:
@@ -478,20 +532,28 @@ def test_the_recovery_container_only_reports_with_recovery_off_or_no_instance_id
     assert ("no instance id in" in err) == (instance != "i-0123456789abcdef0\n")
 
 
+@pytest.mark.parametrize("stack", MANAGED_STACKS)
 def test_the_managed_instances_health_daemon_is_critical_and_reads_only_the_kernel_log(
-    templates: dict[str, dict[str, Any]],
+    stack: str, templates: dict[str, dict[str, Any]]
 ) -> None:
-    template = templates["NeuronInferenceManaged"]
+    template = templates[stack]
     definitions = resources(template, "AWS::ECS::DaemonTaskDefinition")
-    health = next(
-        d["Properties"]
-        for d in definitions.values()
+    health_id, health = next(
+        (k, d["Properties"])
+        for k, d in definitions.items()
         if d["Properties"]["ContainerDefinitions"][0]["Name"] == "neuron-health"
     )
     (container,) = health["ContainerDefinitions"]
     assert container["LinuxParameters"]["Devices"] == [
         {"HostPath": "/dev/kmsg", "ContainerPath": "/dev/kmsg", "Permissions": ["read"]}
     ]
+    assert container["LinuxParameters"]["Capabilities"] == {"Add": ["SYSLOG"]}  # CAP_SYSLOG, nothing more
+    daemons = [
+        d["Properties"]
+        for d in resources(template, "AWS::ECS::Daemon").values()
+        if d["Properties"]["DaemonTaskDefinitionArn"]["Fn::GetAtt"][0] == health_id
+    ]
+    assert daemons and all(d["Critical"] is True for d in daemons)  # its exit replaces the instance
     assert "Privileged" not in container and container["Essential"] is True
     assert container["Image"] == AWS_CLI.reference  # sh and grep; not the retired inference DLC
     assert "TaskRoleArn" not in health  # it calls no AWS API
@@ -510,13 +572,13 @@ def test_recovery_can_be_turned_off() -> None:
     assert [d["Properties"]["Critical"] for d in daemons] == [False]
     policies = json.dumps(resources(template, "AWS::IAM::Policy"))
     assert "autoscaling:SetInstanceHealth" not in policies  # nothing to mark unhealthy with recovery off
-    recovery = next(
-        c
+    containers = {
+        c["Name"]: c
         for t in resources(template, "AWS::ECS::TaskDefinition").values()
         for c in t["Properties"]["ContainerDefinitions"]
-        if c["Name"] == "recovery"
-    )
-    assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in recovery["Environment"]
+    }
+    assert {"npd", "recovery"} <= set(containers)  # both still run on the Auto Scaling capacity: they only report
+    assert {"Name": "ENABLE_RECOVERY", "Value": "false"} in containers["recovery"]["Environment"]
 
 
 def test_the_monitoring_page_s_metric_table_and_cost_figures_are_the_code_s() -> None:

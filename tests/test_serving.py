@@ -311,6 +311,13 @@ def test_the_load_balancer_is_internal_logged_and_waits_for_long_answers(served:
     encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
     assert bucket["Properties"]["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"] is True
+    (policy,) = resources(template, "AWS::S3::BucketPolicy").values()
+    denied = [
+        s
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+    assert [(s["Action"], s["Principal"]) for s in denied] == [("s3:*", {"AWS": "*"})]  # TLS only, for everyone
     (listener,) = resources(template, "AWS::ElasticLoadBalancingV2::Listener").values()
     assert listener["Properties"]["Port"] == 80
     group_id = properties["SecurityGroups"][0]["Fn::GetAtt"][0]

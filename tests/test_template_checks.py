@@ -631,6 +631,15 @@ def test_yaml_short_forms_are_read_with_their_lines() -> None:
         ("MODEL_S3_KEY", False),
         ("CACHE_KEY", False),
         ("GOOGLE_APPLICATION_CREDENTIALS", False),
+        ("MYSECRET", False),  # SECRET and PASSWORD are whole words, not substrings
+        ("CLIENTSECRET", False),
+        ("DB_SECRETS", False),
+        ("PASSWORDS", False),
+        ("clientSecret", True),
+        ("DB_PASSWORD_FILE", False),  # a name that points at a secret
+        ("SECRET_NAME", False),
+        ("API_KEY_ID", False),
+        ("SECRET_URL", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
