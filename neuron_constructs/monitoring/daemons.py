@@ -45,7 +45,7 @@ DMI_DIRECTORY = "/sys/devices/virtual/dmi/id"
 id (``cat /sys/devices/virtual/dmi/id/board_asset_tag`` on a trn1.32xlarge: gist verdimrc/1ba1387e, "Probe ec2
 instances without instance metadata"), readable by any user (Linux ``drivers/firmware/dmi-id.c``: mode 0444, unlike
 the serial numbers) and without the instance metadata service, which the hop limit of 1 keeps from bridge-mode
-containers. The metric publisher reads the same file (:data:`~neuron_constructs.knowledge.metrics.DMI_ENVIRONMENT`)."""
+containers. The metric publisher reads the same file (named by ``knowledge.metrics.DMI_ENVIRONMENT``)."""
 NEURON_HARDWARE_ERRORS = (
     "SRAM_UNCORRECTABLE_ERROR",
     "NC_UNCORRECTABLE_ERROR",

@@ -9,11 +9,11 @@ per image (two, and one token, behind a challenge), no download of the image. St
 
 Whatever a server answers, the run ends within one deadline for every image together (:data:`DEADLINE_S`, 30 s;
 each connection is cut once it passes), with the digests or a :class:`DigestLookupError` sentence. A redirect is
-followed only within the origin (scheme, host and port) first asked, at most :data:`MAX_REDIRECTS` times, and never
-with the token: a registry's token goes to that registry only. An answer that is not HTTP, a header line above 64 KiB
-or more than 100 headers (:mod:`http.client`'s bounds) or a token answer above :data:`MAX_TOKEN_BYTES` is a sentence
-too. ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` apply as for any HTTP client (an HTTPS registry through a
-``CONNECT`` tunnel).
+followed only within the origin (scheme, host and port) first asked, at most ``MAX_REDIRECTS`` times, and never
+with the token: a registry's token goes to that registry only. An answer that is not HTTP, a header line above
+64 KiB or more than 100 headers (the bounds of Python's ``http.client``) or a token answer above ``MAX_TOKEN_BYTES``
+is a sentence too. ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` apply as for any HTTP client (an HTTPS registry
+through a ``CONNECT`` tunnel).
 
 Each image of :data:`~neuron_constructs.knowledge.container_images.LIBRARY_IMAGES` is then one of: pinned and the
 registry agrees; pinned and the tag now names other bytes (the exit status says so); not pinned (the digest to pin

@@ -151,7 +151,7 @@ MOUNT_ATTEMPTS = 3
 def mount_commands(dns_name: str, mount_name: str, mount_path: str) -> list[str]:
     """User data that mounts the file system ``<dns_name>@tcp:/<mount_name>`` at ``mount_path`` (FSx for Lustre
     guide: mounting from an Amazon EC2 instance) and makes Neuron's compile cache directory there. A mount that has not
-    succeeded after :data:`MOUNT_ATTEMPTS` tries fails the user data (exit 1, with a line saying so) before anything
+    succeeded after ``MOUNT_ATTEMPTS`` tries fails the user data (exit 1, with a line saying so) before anything
     is written to ``mount_path``: on the root volume, checkpoints would die with the node. The job's preflight
     checks the mount again from inside the container (``NEURON_PREFLIGHT_LUSTRE``)."""
     source = f"{dns_name}@tcp:/{mount_name}"
