@@ -84,7 +84,7 @@ class _Registry:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -169,6 +169,7 @@ def test_a_pinned_tag_that_now_names_other_bytes_exits_3_and_says_so(registry: _
         (b'{"expires_in": 300}', "holds no token"),
         (b"x" * (64 * 1024 + 1), "longer than 65,536 bytes"),
     ],
+    ids=["html", "no-token", "over-64-kib"],
 )
 def test_a_token_answer_that_is_not_one_is_a_sentence(token_body: bytes, problem: str) -> None:
     served = _Registry({}, token_body=token_body)
