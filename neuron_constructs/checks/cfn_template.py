@@ -34,6 +34,7 @@ from neuron_constructs.knowledge.cores import (
     running_lnc,
     task_cores,
 )
+from neuron_constructs.knowledge.numbers import parse_whole_number
 
 __all__ = [
     "INTENT_METADATA_KEY",
@@ -459,8 +460,8 @@ def whole_number(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+    if isinstance(value, str):
+        return parse_whole_number(value)
     return None
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
+from neuron_constructs.knowledge.numbers import parse_whole_number
 from neuron_constructs.knowledge.rules import (
     BOUNDS_REVERSED,
     CAPACITY_SIZE,
@@ -305,7 +306,8 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
             cores=cores_per_slice,
         )
     requested = environment.get("NEURON_RT_NUM_CORES")
-    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= cores_per_slice):
+    count = parse_whole_number(requested) if requested is not None else None
+    if requested is not None and (count is None or not 1 <= count <= cores_per_slice):
         raise SLICE_RUNTIME_VARIABLE.error(
             path,
             f"NEURON_RT_NUM_CORES={requested} but a slice holds {cores_per_slice} NeuronCores",
@@ -443,7 +445,8 @@ def environment_lnc(instance: NeuronInstanceType, environment: Mapping[str, str]
     """The logical-core setting a container runs with: its ``NEURON_LOGICAL_NC_CONFIG`` where that is one the type
     takes, else the type's default (2 on Trainium2, else 1)."""
     stated = str(environment.get(LOGICAL_CORE_VARIABLE, ""))
-    return int(stated) if stated.isdigit() and int(stated) in instance.lnc_options else instance.default_lnc
+    number = parse_whole_number(stated)
+    return number if number is not None and number in instance.lnc_options else instance.default_lnc
 
 
 def check_runtime_cores(
@@ -464,7 +467,8 @@ def check_runtime_cores(
                 cores=len(held),
             )
     requested = environment.get("NEURON_RT_NUM_CORES")
-    if requested is not None and (not requested.isdigit() or not 1 <= int(requested) <= len(held)):
+    count = parse_whole_number(requested) if requested is not None else None
+    if requested is not None and (count is None or not 1 <= count <= len(held)):
         raise SLICE_RUNTIME_VARIABLE.error(
             path, f"NEURON_RT_NUM_CORES={requested} but the container maps {len(held)} NeuronCores", cores=len(held)
         )

@@ -29,6 +29,7 @@ from neuron_constructs.knowledge.devices import index_runs
 __all__ = [
     "LNC_FILE",
     "LOGICAL_CORE_VARIABLE",
+    "MAX_CORE_INDEX",
     "NUM_CORES_VARIABLE",
     "VISIBLE_CORES_VARIABLE",
     "CoreOverlap",
@@ -55,19 +56,22 @@ LNC_FILE = "/opt/aws/neuron/logical_nc_config"
 """Where an instance's default logical-core setting lives (``NEURON_LOGICAL_NC_CONFIG=1``), as the Neuron EKS launch
 templates write it in user data (aws-neuron-sdk ``deploy/eks/prerequisites.rst``)."""
 
-_PART = re.compile(r"(\d+)(?:-(\d+))?")
+MAX_CORE_INDEX = 1023
+"""No Neuron instance numbers a NeuronCore above this (the most is trn2.48xlarge's 128 at LNC=1): a core list naming
+one is no list of this instance's cores, whatever memory building it would take."""
+_PART = re.compile(r"([0-9]{1,4})(?:-([0-9]{1,4}))?")
 
 
 def parse_core_list(text: str) -> set[int] | None:
     """The cores ``NEURON_RT_VISIBLE_CORES`` names (``"0-3,8"`` -> {0, 1, 2, 3, 8}), or ``None`` when the text is
-    not such a list (a descending range included)."""
+    not such a list (a descending range, or a core above :data:`MAX_CORE_INDEX`, included)."""
     cores: set[int] = set()
-    for part in text.split(","):
+    for part in text.split(",", MAX_CORE_INDEX + 1):
         match = _PART.fullmatch(part.strip())
         if not match:
             return None
         first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if last < first:
+        if last < first or last > MAX_CORE_INDEX:
             return None
         cores.update(range(first, last + 1))
     return cores

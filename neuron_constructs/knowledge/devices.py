@@ -14,13 +14,13 @@ __all__ = ["NEURON_DEVICE_PREFIX", "device_index", "format_device_paths", "forma
 
 NEURON_DEVICE_PREFIX = "/dev/neuron"
 """The host path of a Neuron chip, before its index."""
-_TRAILING_INDEX = re.compile(r"(\d+)$")
+_TRAILING_INDEX = re.compile(r"(?<![0-9])([0-9]{1,6})$")
 
 
 def device_index(device: str) -> int | None:
     """``0`` for ``"0"``, ``"neuron0"`` or ``"/dev/neuron0"``; ``None`` for anything else."""
     match = _TRAILING_INDEX.search(device)
-    return int(match.group(1)) if match and (device.isdigit() or "neuron" in device) else None
+    return int(match.group(1)) if match and (match.start() == 0 or "neuron" in device) else None
 
 
 def index_runs(indices: Iterable[int]) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from neuron_constructs.knowledge.cores import (
     parse_core_list,
 )
 from neuron_constructs.knowledge.devices import format_index_runs
+from neuron_constructs.knowledge.numbers import parse_whole_number
 from neuron_constructs.knowledge.rules import Rule
 
 
@@ -229,7 +230,8 @@ def _check_runtime_variables(t: EcsTemplate, out: TemplateReport) -> None:
             number = container.environment.get("NEURON_RT_NUM_CORES")
             if isinstance(number, str | int) and not isinstance(number, bool):
                 text = str(number)
-                if not text.isdigit() or not 1 <= int(text) <= len(held):
+                count = parse_whole_number(text)
+                if count is None or not 1 <= count <= len(held):
                     out.add(
                         r.SLICE_RUNTIME_VARIABLE,
                         task.logical_id,
