@@ -315,6 +315,43 @@ def _hostile_inputs() -> dict[str, tuple[str, str]]:
         "a Python tag": ("Resources: !!python/object:os.system {}\n", "is not one a CloudFormation template holds"),
         "500 services on one chip": (json.dumps(with_resources(template, **services)), ""),
         "501 resources": (json.dumps({"Resources": {f"R{n}": {} for n in range(501)}}), "declares 501 resources"),
+        "a core range 300 million long": (
+            json.dumps(
+                with_resources(
+                    ecs_template(),
+                    T=manual_task(
+                        containers=[
+                            container(
+                                devices=[0],
+                                Environment=[{"Name": "NEURON_RT_VISIBLE_CORES", "Value": "0-300000000"}],
+                            )
+                        ]
+                    ),
+                    S=service("T"),
+                )
+            ),
+            "",
+        ),
+        "a device a million chips up": (
+            json.dumps(
+                with_resources(ecs_template(), T=manual_task(containers=[container(devices=[999999])]), S=service("T"))
+            ),
+            "",
+        ),
+        "digits of other scripts where numbers go": (
+            json.dumps(
+                with_resources(
+                    ecs_template(),
+                    T=manual_task(
+                        containers=[
+                            container(devices=[0], Environment=[{"Name": "NEURON_RT_NUM_CORES", "Value": "\u00b2"}])
+                        ]
+                    ),
+                    S=service("T", DesiredCount="\u00b2", capacity="Asg"),
+                )
+            ).replace('"Cpu": "1024"', '"Cpu": "\u0663"'),
+            "",
+        ),
     }
 
 
@@ -353,7 +390,14 @@ def _measured(command: str, path: Path) -> tuple[int, str, float, int]:
     return process.returncode, err, usage.ru_utime + usage.ru_stime, int(peak_kb) // 1024
 
 
-_MEASURED = ("alias bomb, 10 wide, 10 deep", "JSON nested 100,000 deep", "5 MiB of numbers", "500 services on one chip")
+_MEASURED = (
+    "alias bomb, 10 wide, 10 deep",
+    "JSON nested 100,000 deep",
+    "5 MiB of numbers",
+    "500 services on one chip",
+    "a core range 300 million long",
+    "a device a million chips up",
+)
 """The inputs measured in a process of their own (the others are checked in this one, for time)."""
 
 

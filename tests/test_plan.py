@@ -276,3 +276,12 @@ def test_the_construct_paths_of_a_well_formed_manifest_and_its_metadata_file_nam
     out, err = io.StringIO(), io.StringIO()
     assert main(["plan", str(tmp_path)], stdout=out, stderr=err) == EXIT_OK, err.getvalue()
     assert "App/Model/Service: cores 0-1 of /dev/neuron0" in out.getvalue()
+
+
+def test_a_device_the_type_does_not_have_is_said_not_drawn_however_high() -> None:
+    """GIVEN a task on inf2.48xlarge mapping /dev/neuron999999 WHEN planned THEN the layout holds the type's 12 chips
+    and a remark names the device: the map's size never follows a number in the template."""
+    template = with_resources(ecs_template(), T=manual_task(containers=[container(devices=[999999])]), S=service("T"))
+    (layout,) = plan_template(template)
+    assert layout.chips == 12
+    assert any("/dev/neuron999999" in remark and "does not have" in remark for remark in layout.remarks)

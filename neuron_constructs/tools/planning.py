@@ -342,16 +342,17 @@ def _auto_scaling_layout(t: EcsTemplate, capacity: Capacity, entry: NeuronInstan
         path = _name(t, item.service.logical_id)
         beyond = sorted({core // per_chip for core in cores if core >= entry.cores(lnc)})
         if beyond:
+            # Said, not drawn: the map holds the chips the type has, however high a device a template names.
             remarks.append(f"{path} maps {format_device_paths(beyond)}, which {entry.name} does not have")
+            cores = frozenset(core for core in cores if core < entry.cores(lnc))
         for copy in range(item.copies):
             name = _holder_name(path, cores, per_chip, _tasks_text(item.service, item.copies))
             holders.append(Holder(label(len(holders)), name, f"{item.service.logical_id}#{copy}", cores))
-    highest = max((core // per_chip for h in holders for core in h.cores), default=-1)
     notes = (f"each of up to {capacity.max_size} instances",) if capacity.max_size is not None else ()
     return InstanceLayout(
         title=f"{_name(t, capacity.logical_id)} ({entry.name})",
         instance_type=entry,
-        chips=max(entry.chips, highest + 1),
+        chips=entry.chips,
         cores_per_chip=per_chip,
         registered=frozenset(range(entry.chips)),
         holders=tuple(holders),
