@@ -315,3 +315,40 @@ def test_an_error_sentence_needs_no_region_or_cluster_the_command_does_not_take(
     error = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "HeadObject")
     sentence = _explain(error, "digests", argparse.Namespace(command="digests"))
     assert sentence is not None and sentence.startswith("Access denied for HeadObject")
+
+
+@pytest.mark.parametrize(
+    ("status", "header", "value", "said"),
+    [
+        (302, "Location", "http://127.0.0.1:99999/x", "is no URL"),
+        (302, "Location", "http://[::1/x", "which is no URL"),
+        (401, "WWW-Authenticate", 'Bearer realm="https://h:abc/t"', "is no URL"),
+    ],
+    ids=["redirect-port-out-of-range", "redirect-unclosed-bracket", "realm-port-not-a-number"],
+)
+def test_a_url_a_registry_sends_that_is_none_is_a_sentence(
+    status: int, header: str, value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GIVEN a registry whose redirect or token realm is no URL WHEN digests asks it THEN exit 1 with a sentence
+    naming it, never a traceback."""
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self.send_response(status)
+            self.send_header(header, value)
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        code = main(["digests", "--endpoint-url", f"http://127.0.0.1:{server.server_port}", "--deadline", "5"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 1 and said in err and "Traceback" not in err

@@ -140,21 +140,32 @@ def _printable(text: str, limit: int = 200) -> str:
     return cleaned + ("..." if len(text) > limit else "")
 
 
+def _split(url: str) -> urllib.parse.SplitResult:
+    """``url``'s parts, its port read; a URL a server sent that is none (an unclosed ``[``, a port out of range or
+    not a number) is a :class:`DigestLookupError` sentence."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as error:
+        raise DigestLookupError(f"{_printable(url)} is no URL ({_printable(str(error), 100)})") from None
+    return parts
+
+
 def _origin(url: str) -> tuple[str, str, int]:
-    parts = urllib.parse.urlsplit(url)
+    parts = _split(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return parts.scheme, (parts.hostname or "").lower(), port
 
 
 def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, str]:
     """A connection for ``url`` (through the proxy the environment names for it, if any) and the request target."""
-    parts = urllib.parse.urlsplit(url)
+    parts = _split(url)
     scheme, host, port = _origin(url)
     target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
     proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(scheme)
     connection: http.client.HTTPConnection
     if proxy:
-        via = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        via = _split(proxy if "://" in proxy else f"http://{proxy}")
         if scheme == "https":
             connection = http.client.HTTPSConnection(via.hostname or "", via.port or 80, timeout=timeout)
             connection.set_tunnel(host, port)
@@ -232,7 +243,7 @@ def _challenge(header: str) -> Mapping[str, str]:
 def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) -> str:
     realm = challenge.get("realm", "")
     shown = _printable(realm)
-    scheme = urllib.parse.urlsplit(realm).scheme
+    scheme = _split(realm).scheme
     if scheme != "https" and not (scheme == "http" and registry_url.startswith("http://")):
         raise DigestLookupError(f"the registry's token realm {shown!r} is not an https URL")
     query = urllib.parse.urlencode({k: v for k, v in challenge.items() if k in ("service", "scope")})
@@ -272,7 +283,12 @@ def registry_digest(
             token = _token(_challenge(answer.headers["WWW-Authenticate"]), first, deadline)
             continue
         if answer.status in (301, 302, 303, 307, 308) and answer.headers.get("Location"):
-            target = urllib.parse.urljoin(url, answer.headers["Location"])
+            try:
+                target = urllib.parse.urljoin(url, answer.headers["Location"])
+            except ValueError:
+                raise DigestLookupError(
+                    f"{_printable(url, 300)} redirected to {_printable(answer.headers['Location'])}, which is no URL"
+                ) from None
             if _origin(target) != _origin(first):
                 raise DigestLookupError(
                     f"{_printable(url, 300)} redirected to {_printable(target)}, another origin: a registry's digest "
