@@ -96,9 +96,20 @@ def test_every_check_names_what_failed(tools: dict[str, str], message: str, tmp_
     assert message in result.stderr
 
 
-def test_a_whole_node_is_ready(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "neuron_ls",
+    [
+        'echo \'[{"neuron_device": 0}, {"neuron_device": 1}]\'',
+        'echo "neuron-ls [banner]" >&2; echo \'[{"neuron_device": 0}, {"neuron_device": 1}]\'; echo "warning: [x]" >&2',
+        "echo 'instance [inf2] devices:'; echo '[{\"neuron_device\": 0}, {\"neuron_device\": 1}]'; echo '[done]'",
+    ],
+    ids=["plain", "warnings-on-stderr", "text-around-the-json"],
+)
+def test_a_whole_node_is_ready(neuron_ls: str, tmp_path: Path) -> None:
+    """A healthy node is ready whatever neuron-ls says on standard error or around its JSON list: a warning there
+    must not power a good node off."""
     healthy = {
-        "neuron-ls": 'echo \'[{"neuron_device": 0}, {"neuron_device": 1}]\'',
+        "neuron-ls": neuron_ls,
         "fi_info": "echo 'provider: efa'",
         "nccom-test": "echo 'Avg bus bandwidth: 40.69GB/s'",
     }

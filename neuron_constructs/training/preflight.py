@@ -85,12 +85,30 @@ def _tool(name: str, *extra_dirs: str) -> str | None:
     return shutil.which(name)
 
 
-def _run(command: list[str]) -> tuple[int, str]:
+def _run(command: list[str], *, stdout_only: bool = False) -> tuple[int, str]:
+    """A tool's exit status and what it printed (its standard output alone with ``stdout_only``: a warning on
+    standard error is no part of a JSON answer)."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return 1, str(error)
-    return done.returncode, done.stdout + done.stderr
+    return done.returncode, done.stdout if stdout_only else done.stdout + done.stderr
+
+
+def _json_list(text: str, tries: int = 100) -> list[object] | None:
+    """The first JSON list in ``text``, whatever a banner before it or a line after it says (``None`` if the first
+    ``tries`` brackets open none)."""
+    decoder = json.JSONDecoder()
+    start = text.find("[")
+    while start != -1 and tries > 0:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, list):
+            return value
+        start, tries = text.find("[", start + 1), tries - 1
+    return None
 
 
 def local_problem(environment: dict[str, str]) -> str | None:
@@ -102,11 +120,8 @@ def local_problem(environment: dict[str, str]) -> str | None:
         return f"{len(missing)} of {len(devices)} Neuron devices missing (/dev/neuron{missing[0]} first)"
     neuron_ls = _tool("neuron-ls", "/opt/aws/neuron/bin")
     if devices and neuron_ls:
-        status, output = _run([neuron_ls, "--json-output"])
-        try:
-            listed = json.loads(output[output.index("[") :]) if status == 0 else None
-        except ValueError:
-            listed = None
+        status, output = _run([neuron_ls, "--json-output"], stdout_only=True)
+        listed = _json_list(output) if status == 0 else None
         if not isinstance(listed, list):
             return f"the Neuron driver did not answer neuron-ls (exit {status})"
         if len(listed) < len(devices):
