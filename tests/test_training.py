@@ -589,9 +589,13 @@ def test_every_job_definition_carries_the_preflight_compressed_and_fits_aws_batc
     [
         (LustreStorage(capacity_gib=1000), r"capacity_gib=1000\. \[NEURON027"),
         (LustreStorage(throughput_per_tib=200), r"throughput_per_tib=200\. \[NEURON027"),
-        (LustreStorage(mount_path="fsx"), r"mount_path='fsx' is not absolute\. \[NEURON047"),
+        (LustreStorage(mount_path="fsx"), r"mount_path='fsx' is not an absolute path in normal form.*\[NEURON047"),
+        (LustreStorage(mount_path="/"), r"mount_path='/' is not an absolute path.*below the root.*\[NEURON047"),
+        (LustreStorage(mount_path="/fsx $(touch /tmp/pwned)"), r"mount_path='/fsx \$\(touch.*runs as root.*NEURON047"),
+        (LustreStorage(mount_path="/fsx/../etc"), r"mount_path='/fsx/\.\./etc' is not an absolute.*\[NEURON047"),
+        (LustreStorage(mount_path="/fsx/"), r"mount_path='/fsx/' is not an absolute path in normal form.*NEURON047"),
     ],
-    ids=["capacity", "throughput", "mount-path"],
+    ids=["capacity", "throughput", "mount-path", "root", "shell-substitution", "climbs", "not-normal"],
 )
 def test_storage_fsx_refuses_is_refused_at_the_call(storage: LustreStorage, message: str) -> None:
     from neuron_constructs import NeuronConfigurationError

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
+import shlex
 from dataclasses import dataclass
 
 from aws_cdk import RemovalPolicy
@@ -91,8 +94,13 @@ def check_storage(path: str, storage: LustreStorage) -> None:
             minimum="125",
             maximum="1000 (one of 125, 250, 500, 1000 MB/s per TiB)",
         )
-    if not storage.mount_path.startswith("/"):
-        raise rules.S3_LOCATION.error(path, f"mount_path={storage.mount_path!r} is not absolute")
+    mount = storage.mount_path
+    if not _MOUNT_PATH.fullmatch(mount) or posixpath.normpath(mount) != mount or "/../" in f"{mount}/":
+        raise rules.S3_LOCATION.error(
+            path,
+            f"mount_path={mount!r} is not an absolute path in normal form of letters, digits, '.', '_', '-' and '/' "
+            "below the root (it is written into the nodes' boot script, which runs as root)",
+        )
     check_removal_policy(path, "removal_policy", storage.removal_policy.value, "the FSx for Lustre file system")
 
 
@@ -148,6 +156,10 @@ MOUNT_ATTEMPTS = 3
 """How often a node tries to mount the file system at boot, 10 seconds apart, before its user data fails."""
 
 
+_MOUNT_PATH = re.compile(r"/[A-Za-z0-9._-][A-Za-z0-9._/-]{0,254}")
+"""A mount path the boot script can name unquoted: absolute, below ``/``, no character the shell reads."""
+
+
 def mount_commands(dns_name: str, mount_name: str, mount_path: str) -> list[str]:
     """User data that mounts the file system ``<dns_name>@tcp:/<mount_name>`` at ``mount_path`` (FSx for Lustre
     guide: mounting from an Amazon EC2 instance) and makes Neuron's compile cache directory there. A mount that has not
@@ -155,6 +167,7 @@ def mount_commands(dns_name: str, mount_name: str, mount_path: str) -> list[str]
     is written to ``mount_path``: on the root volume, checkpoints would die with the node. The job's preflight
     checks the mount again from inside the container (``NEURON_PREFLIGHT_LUSTRE``)."""
     source = f"{dns_name}@tcp:/{mount_name}"
+    mount_path = shlex.quote(mount_path)  # checked already (NEURON047): quoted anyway, as everything the shell reads
     return [
         "dnf install -y lustre-client",
         f"mkdir -p {mount_path}",
