@@ -15,6 +15,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from neuron_constructs.knowledge import rollouts
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.numbers import parse_whole_number
@@ -493,7 +494,11 @@ def room_to_start(tasks: int) -> int:
 
 def deployment_stalls(tasks: int, minimum_healthy_percent: int, maximum_percent: int) -> bool:
     """NEURON040: with ``tasks`` desired, a rolling deployment can neither start a task nor stop one."""
-    return tasks > 0 and tasks * maximum_percent // 100 <= tasks and -(-tasks * minimum_healthy_percent // 100) >= tasks
+    return (
+        tasks > 0
+        and rollouts.most_running(tasks, maximum_percent) <= tasks
+        and rollouts.fewest_running(tasks, minimum_healthy_percent) >= tasks
+    )
 
 
 def check_deployment_percents(

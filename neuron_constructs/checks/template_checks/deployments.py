@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.cfn_template import (
     EcsTemplate,
@@ -14,6 +12,7 @@ from neuron_constructs.checks.template_checks.report import (
     TemplateReport,
     in_properties,
 )
+from neuron_constructs.knowledge import rollouts
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.rules import Rule
 
@@ -31,7 +30,7 @@ def _check_deployment_room(t: EcsTemplate, out: TemplateReport) -> None:
         # the fewest tasks that fill every instance: the desired count, or a count auto scaling reaches
         full = desired if desired >= maximum else maximum if maximum in service.task_counts else 0
         healthy = service.minimum_healthy_percent
-        if 0 < maximum <= full and math.ceil(full * healthy / 100) >= full:
+        if 0 < maximum <= full and rollouts.fewest_running(full, healthy) >= full:
             capacity = named(t, groups)
             scaled = "" if full == desired else " (auto scaling reaches that many)"
             out.add(

@@ -1,0 +1,380 @@
+"""How a new model version rolls out on ECS, and the room on the chips that takes, as plain numbers.
+
+A :class:`RolloutPlan` is one of ECS's deployment strategies: ``rolling`` (the rolling update), or one of the native
+strategies ``blue_green``, ``canary`` and ``linear`` (``deploymentConfiguration.strategy``). :func:`rollout_problems`
+names each value ECS or CloudFormation refuses, :func:`rollout_warnings` what is legal but does nothing useful, and
+:func:`peak_room` the chips, NeuronCores, instances, CPU and memory a deployment needs at its peak.
+
+Sources:
+
+* ECS API reference: ``CanaryConfiguration`` (``canaryPercent``: multiples of 0.1 from 0.1 to 100.0;
+  ``canaryBakeTimeInMinutes``: 0 to 1440), ``LinearConfiguration`` (``stepPercent``: multiples of 0.1 from 3.0 to
+  100.0; ``stepBakeTimeInMinutes``: 0 to 1440, not applied after the last step) and ``DeploymentConfiguration``
+  (``bakeTimeInMinutes``: 0 to 1440).
+* CloudFormation template reference: ``AWS::ECS::Service CanaryConfiguration`` and ``LinearConfiguration``:
+  CloudFormation operations time out after 36 hours, so it rejects a deployment whose calculated time exceeds
+  33 hours: ``BakeTimeInMinutes + CanaryBakeTimeInMinutes`` for a canary, ``BakeTimeInMinutes +
+  StepBakeTimeInMinutes x steps`` for a linear deployment, where the steps are ``100 / StepPercent - 1`` when it
+  divides evenly and ``floor(100 / StepPercent)`` otherwise (both ``ceil(100 / StepPercent) - 1``).
+* ECS guide, "Required resources for Amazon ECS blue/green deployments": managed traffic shifting needs Elastic
+  Load Balancing or Service Connect; a service without either can use blue/green "but Amazon ECS doesn't manage the
+  traffic shift"; and, among the best practices, "Plan for sufficient cluster capacity to handle both service
+  revisions during deployment". ECS starts the green revision at the full desired count before any traffic shifts,
+  for canary and linear too, so every native strategy holds blue and green together at 100 % each.
+* ECS API reference: ``DeploymentConfiguration`` (``maximumPercent`` rounded down, ``minimumHealthyPercent`` rounded
+  up) for the rolling update: :func:`most_running` and :func:`fewest_running`, which the NEURON032 and NEURON040
+  checks share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Literal
+
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
+
+__all__ = [
+    "CLOUDFORMATION_DEPLOYMENT_MINUTES",
+    "MAX_WAIT_MINUTES",
+    "NATIVE_STRATEGIES",
+    "RolloutPlan",
+    "RolloutRoom",
+    "Strategy",
+    "deployment_minutes",
+    "fewest_running",
+    "linear_steps",
+    "most_running",
+    "peak_room",
+    "rollout_problems",
+    "rollout_warnings",
+]
+
+Strategy = Literal["rolling", "blue_green", "canary", "linear"]
+NATIVE_STRATEGIES: frozenset[str] = frozenset({"blue_green", "canary", "linear"})
+"""The strategies ECS runs itself: green at 100 % next to blue until the bake time ends."""
+
+MAX_WAIT_MINUTES = 1440
+"""The most minutes ECS takes for ``bakeTimeInMinutes``, ``canaryBakeTimeInMinutes`` and ``stepBakeTimeInMinutes``."""
+CLOUDFORMATION_DEPLOYMENT_MINUTES = 33 * 60
+"""CloudFormation rejects a canary or linear deployment whose calculated time exceeds 33 hours."""
+
+DEFAULT_BAKE_MINUTES = 10
+DEFAULT_CANARY_PERCENT = 10.0
+DEFAULT_LINEAR_STEP_PERCENT = 25.0
+DEFAULT_INTERVAL_MINUTES = 5
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """One deployment strategy with its numbers (minutes and percents, as ECS takes them).
+
+    Build it with :meth:`rolling`, :meth:`blue_green`, :meth:`canary` or :meth:`linear`; the constructors take any
+    number, :func:`rollout_problems` says which ECS refuses.
+    """
+
+    strategy: Strategy
+    bake_time_minutes: float | None = None
+    """``bakeTimeInMinutes``: how long blue stays next to green after all traffic shifted (native strategies)."""
+    canary_percent: float | None = None
+    """``canaryPercent``: the share of production traffic green takes first (canary)."""
+    linear_step_percent: float | None = None
+    """``stepPercent``: the share of production traffic each step shifts (linear)."""
+    interval_minutes: float | None = None
+    """``canaryBakeTimeInMinutes`` (canary) or ``stepBakeTimeInMinutes`` (linear): the wait between shifts."""
+
+    @classmethod
+    def rolling(cls) -> RolloutPlan:
+        """ECS's rolling update: today's behaviour and the default."""
+        return cls("rolling")
+
+    @classmethod
+    def blue_green(cls, *, bake_time_minutes: float = DEFAULT_BAKE_MINUTES) -> RolloutPlan:
+        """All traffic to green at once, blue kept ``bake_time_minutes`` for a rollback."""
+        return cls("blue_green", bake_time_minutes=bake_time_minutes)
+
+    @classmethod
+    def canary(
+        cls,
+        *,
+        percent: float = DEFAULT_CANARY_PERCENT,
+        interval_minutes: float = DEFAULT_INTERVAL_MINUTES,
+        bake_time_minutes: float = DEFAULT_BAKE_MINUTES,
+    ) -> RolloutPlan:
+        """``percent`` of the traffic to green for ``interval_minutes``, then the rest, then the bake time."""
+        return cls(
+            "canary", bake_time_minutes=bake_time_minutes, canary_percent=percent, interval_minutes=interval_minutes
+        )
+
+    @classmethod
+    def linear(
+        cls,
+        *,
+        step_percent: float = DEFAULT_LINEAR_STEP_PERCENT,
+        interval_minutes: float = DEFAULT_INTERVAL_MINUTES,
+        bake_time_minutes: float = DEFAULT_BAKE_MINUTES,
+    ) -> RolloutPlan:
+        """``step_percent`` more of the traffic to green every ``interval_minutes``, then the bake time."""
+        return cls(
+            "linear",
+            bake_time_minutes=bake_time_minutes,
+            linear_step_percent=step_percent,
+            interval_minutes=interval_minutes,
+        )
+
+    @property
+    def native(self) -> bool:
+        """Whether ECS runs the strategy itself (blue/green, canary, linear), green next to blue."""
+        return self.strategy in NATIVE_STRATEGIES
+
+    @property
+    def shifts_gradually(self) -> bool:
+        """Canary or linear: ECS moves production traffic in parts, through a load balancer or Service Connect."""
+        return self.strategy in ("canary", "linear")
+
+
+def _tenths(value: float) -> int | None:
+    """``value`` in tenths when it is a multiple of 0.1 (as written: ``0.3`` is), else ``None``."""
+    try:
+        tenths = Decimal(str(value)) * 10
+    except (InvalidOperation, ValueError):
+        return None
+    return int(tenths) if tenths.is_finite() and tenths == tenths.to_integral_value() else None
+
+
+def linear_steps(step_percent: float) -> int:
+    """The steps CloudFormation counts the step bake time for: ``ceil(100 / step_percent) - 1`` (no bake time
+    after the last shift reaches 100 %); ``step_percent`` a multiple of 0.1 above 0."""
+    tenths = _tenths(step_percent)
+    if tenths is None or tenths <= 0:
+        raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step_percent!r}")
+    return -(-1000 // tenths) - 1
+
+
+def deployment_minutes(plan: RolloutPlan) -> float | None:
+    """CloudFormation's calculated time of a canary (bake + canary bake) or linear deployment (bake + step bake x
+    :func:`linear_steps`); ``None`` for the other strategies, which it does not limit."""
+    bake = plan.bake_time_minutes or 0
+    interval = plan.interval_minutes or 0
+    if plan.strategy == "canary":
+        return bake + interval
+    if plan.strategy == "linear" and plan.linear_step_percent is not None:
+        return bake + interval * linear_steps(plan.linear_step_percent)
+    return None
+
+
+def _minutes_problem(value: float | None, field: str, what: str, fix: str) -> str | None:
+    if value is None:
+        return None
+    if not math.isfinite(value) or value != int(value) or not 0 <= value <= MAX_WAIT_MINUTES:
+        return (
+            f"{what} of {value:g} minutes: ECS takes {field} as whole minutes from 0 to {MAX_WAIT_MINUTES} "
+            f"(24 hours); pass {fix} between 0 and {MAX_WAIT_MINUTES} whole minutes"
+        )
+    return None
+
+
+def _percent_problem(value: float, field: str, what: str, lowest_tenths: int, fix: str) -> str | None:
+    tenths = _tenths(value)
+    if tenths is None or not lowest_tenths <= tenths <= 1000:
+        lowest = f"{lowest_tenths / 10:.1f}"
+        return (
+            f"{what} of {value:g} %: ECS takes {field} as a multiple of 0.1 from {lowest} to 100.0; pass {fix} "
+            f"between {lowest} and 100.0 in steps of 0.1"
+        )
+    return None
+
+
+def rollout_problems(plan: RolloutPlan, *, has_load_balancer: bool, has_service_connect: bool) -> list[str]:
+    """Each value of ``plan`` ECS or CloudFormation refuses, as a sentence naming the value, the rule and the fix.
+
+    ECS API reference ``CanaryConfiguration``, ``LinearConfiguration`` and ``DeploymentConfiguration``;
+    CloudFormation's 33-hour limit from ``AWS::ECS::Service CanaryConfiguration``/``LinearConfiguration``; a canary
+    or linear deployment shifts traffic through Elastic Load Balancing or Service Connect (ECS guide, "Required
+    resources for Amazon ECS blue/green deployments").
+    """
+    problems: list[str] = []
+    if not plan.native:
+        return problems
+    for value, field, what, fix in (
+        (plan.bake_time_minutes, "bakeTimeInMinutes", "a bake time", "bake_time"),
+        (
+            plan.interval_minutes,
+            "canaryBakeTimeInMinutes" if plan.strategy == "canary" else "stepBakeTimeInMinutes",
+            "an interval",
+            "interval",
+        ),
+    ):
+        problem = _minutes_problem(value, field, what, fix)
+        if problem:
+            problems.append(problem)
+    if plan.strategy == "canary" and plan.canary_percent is not None:
+        problem = _percent_problem(plan.canary_percent, "canaryPercent", "a canary percent", 1, "percent")
+        if problem:
+            problems.append(problem)
+    if plan.strategy == "linear" and plan.linear_step_percent is not None:
+        problem = _percent_problem(plan.linear_step_percent, "stepPercent", "a linear step", 30, "step_percent")
+        if problem:
+            problems.append(problem)
+    if not problems:
+        total = deployment_minutes(plan)
+        if total is not None and total > CLOUDFORMATION_DEPLOYMENT_MINUTES:
+            name = "canary" if plan.strategy == "canary" else "linear"
+            formula = (
+                f"bake time {plan.bake_time_minutes or 0:g} + interval {plan.interval_minutes or 0:g}"
+                if plan.strategy == "canary"
+                else f"bake time {plan.bake_time_minutes or 0:g} + interval {plan.interval_minutes or 0:g} x "
+                f"{linear_steps(plan.linear_step_percent or 100)} steps"
+            )
+            problems.append(
+                f"a {name} deployment of {total:g} minutes ({formula}): CloudFormation rejects a {name} deployment "
+                f"whose calculated time exceeds 33 hours ({CLOUDFORMATION_DEPLOYMENT_MINUTES} minutes), since its "
+                f"operations time out after 36; shorten the bake time or the interval"
+                + (", or take larger steps" if plan.strategy == "linear" else "")
+                + f" to {CLOUDFORMATION_DEPLOYMENT_MINUTES} minutes or less"
+            )
+    if plan.shifts_gradually and not (has_load_balancer or has_service_connect):
+        problems.append(
+            f"a {plan.strategy} rollout of a service with neither a load balancer nor Service Connect: ECS shifts "
+            "production traffic in parts only through Elastic Load Balancing or Service Connect; put the service "
+            "behind a load balancer or Service Connect, or roll it out blue/green or rolling"
+        )
+    return problems
+
+
+def rollout_warnings(plan: RolloutPlan, *, has_load_balancer: bool, has_service_connect: bool) -> list[str]:
+    """What ``plan`` does that is legal but shifts nothing: a blue/green deployment of a service with neither a load
+    balancer nor Service Connect starts green and stops blue, but no traffic moves from one to the other (ECS guide,
+    "Required resources for Amazon ECS blue/green deployments")."""
+    if plan.strategy == "blue_green" and not (has_load_balancer or has_service_connect):
+        return [
+            "a blue/green rollout of a service with neither a load balancer nor Service Connect: ECS starts the green "
+            "revision next to the blue one but manages no traffic shift between them, so clients keep whatever "
+            "address they found; put the service behind a load balancer or Service Connect, or roll it out rolling"
+        ]
+    return []
+
+
+def most_running(tasks: int, maximum_percent: int) -> int:
+    """The most tasks a rolling update runs: ``maximumPercent`` of ``tasks``, rounded down."""
+    return tasks * maximum_percent // 100
+
+
+def fewest_running(tasks: int, minimum_healthy_percent: int) -> int:
+    """The fewest tasks a rolling update keeps running: ``minimumHealthyPercent`` of ``tasks``, rounded up."""
+    return -(-tasks * minimum_healthy_percent // 100)
+
+
+@dataclass(frozen=True)
+class RolloutRoom:
+    """What one deployment of a service needs at its peak, on one instance type."""
+
+    strategy: Strategy
+    instance_type: str
+    copies_per_instance: int
+    tasks: int
+    """Copies running at the peak: blue and green for a native strategy, the desired count (plus one when the
+    minimum healthy percent stops none) for a rolling update."""
+    chips: int
+    """Neuron chips those copies hold (for NeuronCore-sized copies: the chips their cores fill, rounded up per
+    instance)."""
+    cores: int
+    """NeuronCores those copies hold."""
+    instances: int
+    """Instances those copies need, ``copies_per_instance`` on each."""
+    cpu: int
+    """CPU units, 1024 a vCPU."""
+    memory_mib: int
+
+    def fits(self, max_instances: int) -> bool:
+        """Whether a capacity that launches at most ``max_instances`` instances holds the peak."""
+        return self.instances <= max_instances
+
+    def shortfall(self, max_instances: int, capacity: str = "the capacity") -> str | None:
+        """The sentence with the numbers when ``capacity`` cannot hold the peak, else ``None``."""
+        if self.fits(max_instances):
+            return None
+        when = (
+            "blue and green together, each at the full desired count,"
+            if self.strategy in NATIVE_STRATEGIES
+            else "the rolling update"
+        )
+        return (
+            f"a {self.strategy.replace('_', '/')} deployment runs {when} {self.tasks} copies holding {self.chips} "
+            f"chips and {self.cores} NeuronCores, {self.cpu} CPU units and {self.memory_mib} MiB: "
+            f"{self.instances} {self.instance_type} instances at {self.copies_per_instance} copies an instance, but "
+            f"{capacity} launches at most {max_instances}; raise its max_capacity to {self.instances} or more"
+        )
+
+
+def peak_room(
+    plan: RolloutPlan,
+    instance: NeuronInstanceType,
+    *,
+    desired: int,
+    copies_per_instance: int,
+    cpu: int,
+    memory_mib: int,
+    chips: int | None = None,
+    cores: int | None = None,
+    lnc: int | None = None,
+    minimum_healthy_percent: int = 100,
+    maximum_percent: int = 200,
+) -> RolloutRoom:
+    """The room a deployment of ``desired`` copies (each ``chips`` chips or ``cores`` NeuronCores, ``cpu`` units and
+    ``memory_mib``) needs on ``instance``, ``copies_per_instance`` to an instance as the service places them.
+
+    Native strategies (blue/green, canary, linear): green at the full desired count next to blue, so twice the
+    steady state (ECS guide: "Plan for sufficient cluster capacity to handle both service revisions during
+    deployment"). Rolling: the desired count when ``minimum_healthy_percent`` lets ECS stop a task
+    (:func:`fewest_running` below ``desired``), else one copy more, which ECS can start only if ``maximum_percent``
+    leaves room (NEURON040 refuses it otherwise); the same room NEURON032 checks.
+
+    Raises ``ValueError`` when ``copies_per_instance`` copies would hold a chip or core twice.
+    """
+    if (chips is None) == (cores is None):
+        raise ValueError("pass exactly one of chips= and cores= per copy")
+    if desired < 0 or copies_per_instance < 1 or cpu < 0 or memory_mib < 0:
+        raise ValueError("desired, cpu and memory_mib must be 0 or more and copies_per_instance 1 or more")
+    per_chip = instance.cores_per_chip(lnc)
+    if chips is not None:
+        if chips < 1 or copies_per_instance * chips > instance.chips:
+            raise ValueError(
+                f"{copies_per_instance} copies of {chips} chips do not fit the {instance.chips} chips of "
+                f"{instance.name}"
+            )
+        copy_cores = chips * per_chip
+    else:
+        cores = cores or 0
+        if cores < 1 or copies_per_instance * cores > instance.cores(lnc):
+            raise ValueError(
+                f"{copies_per_instance} copies of {cores} NeuronCores do not fit the {instance.cores(lnc)} "
+                f"NeuronCores of {instance.name}"
+            )
+        copy_cores = cores
+    if plan.native:
+        tasks = 2 * desired
+    elif desired == 0 or fewest_running(desired, minimum_healthy_percent) < desired:
+        tasks = desired
+    else:
+        tasks = desired + 1
+    instances = -(-tasks // copies_per_instance)
+    if chips is not None:
+        held_chips = tasks * chips
+    else:
+        full, rest = divmod(tasks, copies_per_instance)
+        held_chips = full * math.ceil(copies_per_instance * copy_cores / per_chip) + math.ceil(
+            rest * copy_cores / per_chip
+        )
+    return RolloutRoom(
+        strategy=plan.strategy,
+        instance_type=instance.name,
+        copies_per_instance=copies_per_instance,
+        tasks=tasks,
+        chips=held_chips,
+        cores=tasks * copy_cores,
+        instances=instances,
+        cpu=tasks * cpu,
+        memory_mib=tasks * memory_mib,
+    )
