@@ -15,6 +15,9 @@ NeuronService, SlicedNeuronService
 NeuronFleet, FleetModel
     Several models on one fleet of a Neuron type, each copy on its own contiguous devices
     (``SlicedNeuronService`` is the one-model case).
+Rollout, SmokeTest, RolloutAlarms
+    How a new model version reaches production (``rollout=``): rolling, or ECS's blue/green, canary and linear
+    deployments sized to the chips, a real request before production traffic, rollback on the chips' own signals.
 NeuronLoadBalancer
     An internal, access-logged Application Load Balancer for a cluster's models.
 CompileCache, ModelArtifacts
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
     from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
+    from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
     from neuron_constructs.serving.services import NeuronService
     from neuron_constructs.serving.sliced_service import SlicedNeuronService
     from neuron_constructs.training.jobs import NeuronTrainingJob
@@ -95,9 +99,12 @@ __all__ = [
     "NeuronTaskDefinition",
     "NeuronTrainingJob",
     "NeuronTrainingQueue",
+    "Rollout",
+    "RolloutAlarms",
     "Rule",
     "ServiceOptions",
     "SlicedNeuronService",
+    "SmokeTest",
     "enable_template_checks",
 ]
 
@@ -121,8 +128,11 @@ _LAZY = {
     "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "NeuronTrainingJob": "neuron_constructs.training.jobs",
     "NeuronTrainingQueue": "neuron_constructs.training.queue",
+    "Rollout": "neuron_constructs.serving.rollout",
+    "RolloutAlarms": "neuron_constructs.serving.rollout",
     "ServiceOptions": "neuron_constructs.compute.options",
     "SlicedNeuronService": "neuron_constructs.serving.sliced_service",
+    "SmokeTest": "neuron_constructs.serving.rollout",
     "enable_template_checks": "neuron_constructs.base.synth_checks",
 }
 

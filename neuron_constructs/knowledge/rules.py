@@ -743,6 +743,60 @@ ACROSS_APPS = Rule(
     "AWS CDK guide: apps, stacks and cross-stack references",
 )
 
+ROLLOUT_VALUE = Rule(
+    "NEURON072",
+    "Rollout value ECS or CloudFormation refuses",
+    "ECS takes a canary percent from 0.1 to 100 and a linear step from 3 to 100, both in steps of 0.1, and bake "
+    "times and intervals of 0 to 1,440 whole minutes; CloudFormation rejects a canary or linear deployment whose "
+    "calculated time (bake time plus the interval, or plus the interval for every step but the last) exceeds 33 "
+    "hours, since its operations time out after 36",
+    "pass the values the sentence names, within those ranges",
+    "ECS API reference: CanaryConfiguration, LinearConfiguration, DeploymentConfiguration (bakeTimeInMinutes); "
+    "CloudFormation template reference: AWS::ECS::Service CanaryConfiguration and LinearConfiguration",
+)
+ROLLOUT_TRAFFIC = Rule(
+    "NEURON073",
+    "Native rollout without the traffic path it shifts",
+    "ECS shifts production traffic of a canary or linear deployment only through Elastic Load Balancing or Service "
+    "Connect; with an Application Load Balancer it moves the weights of one listener rule between the service's "
+    "production and alternate target groups (advancedConfiguration.productionListenerRule), so the service needs "
+    "a listener rule of its own, never the listener's default action, and one target group per rollout",
+    "{fix}",
+    "ECS guide: required resources for Amazon ECS blue/green deployments; Application Load Balancer resources for "
+    "blue/green, linear, and canary deployments; ECS API reference: AdvancedConfiguration",
+)
+ROLLOUT_ROOM = Rule(
+    "NEURON074",
+    "Rollout the capacity cannot hold",
+    "a blue/green, canary or linear deployment starts the green revision at the full desired count before it "
+    "shifts any traffic and keeps blue until the bake time ends, so the capacity holds both revisions at once: "
+    "twice the chips, NeuronCores, CPU and memory of the service; green tasks that do not fit wait in PROVISIONING "
+    "until the deployment times out",
+    "{fix}",
+    "ECS guide: blue/green deployments, best practices (plan for sufficient cluster capacity to handle both service "
+    "revisions during deployment)",
+)
+ROLLOUT_ON_FLEET = Rule(
+    "NEURON078",
+    "Rollout a fleet model's copies cannot take",
+    "ECS shifts traffic per service, through the weights of one listener rule between that service's two target "
+    "groups; a fleet model's copies are separate services behind one target group and rule, so the model rolls out "
+    "copy by copy: canary and linear stages of copies, each checked by the deployment alarms before the next, with "
+    "no test traffic before production and no blue/green switch of the whole model",
+    "{fix}",
+    "ECS guide: Application Load Balancer resources for blue/green, linear, and canary deployments; ECS API "
+    "reference: DeploymentAlarms (rolling update)",
+)
+SMOKE_TEST = Rule(
+    "NEURON079",
+    "Smoke test ECS or Lambda cannot run",
+    "the smoke test's function sends one HTTP request to a path from / in printable ASCII, with a method HTTP "
+    "defines and a body only where the method carries one, and expects an HTTP status (100-599) within its "
+    "timeout; a Lambda function runs at most 900 s, of which the function keeps 30 s",
+    "pass SmokeTest(path='/...', method=, expect_status=, timeout=) within those limits",
+    "ECS guide: lifecycle hooks for Amazon ECS service deployments; Lambda guide: function timeout (900 s)",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -941,6 +995,28 @@ KEPT_FILE_SYSTEM_IN_OWN_VPC = Rule(
     severity="warning",
 )
 
+BLUE_GREEN_WITHOUT_TRAFFIC = Rule(
+    "NEURON121",
+    "Blue/green rollout that shifts no traffic",
+    "a blue/green deployment of a service with neither a load balancer nor Service Connect starts green next to "
+    "blue and then stops blue, but ECS manages no traffic shift between them and runs no test traffic",
+    "attach the service to a listener (attach_to_listener) or Service Connect, or roll it out rolling; acknowledge "
+    "this warning id if clients find the tasks another way",
+    "ECS guide: required resources for Amazon ECS blue/green deployments",
+    severity="warning",
+)
+ROLLOUT_WITHOUT_NEURON_ALARM = Rule(
+    "NEURON122",
+    "Rollout alarms without the chips' own signal",
+    "the rollout's Neuron alarm watches the model's ExecutionErrors, which the NeuronMonitoring daemon publishes "
+    "from neuron-monitor; with no monitoring of this app on the capacity the rollout rolls back only on the load "
+    "balancer's 5xx answers and response time",
+    "cover the capacity with NeuronMonitoring (NeuronMonitoring(cluster=...) or monitoring.cover(capacity)); "
+    "acknowledge this warning id when the load balancer's alarms are enough",
+    "ECS guide: how CloudWatch alarms detect Amazon ECS deployment failures",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1013,6 +1089,11 @@ RULES: tuple[Rule, ...] = (
     BOUNDS_REVERSED,
     UNREACHABLE_TARGETS,
     ACROSS_APPS,
+    ROLLOUT_VALUE,
+    ROLLOUT_TRAFFIC,
+    ROLLOUT_ROOM,
+    ROLLOUT_ON_FLEET,
+    SMOKE_TEST,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
@@ -1033,6 +1114,8 @@ RULES: tuple[Rule, ...] = (
     UNPINNED_LIBRARY_DAEMON,
     OPEN_PLAIN_HTTP,
     KEPT_FILE_SYSTEM_IN_OWN_VPC,
+    BLUE_GREEN_WITHOUT_TRAFFIC,
+    ROLLOUT_WITHOUT_NEURON_ALARM,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -1,0 +1,303 @@
+"""How a new model version reaches production: ``Rollout``, ``SmokeTest`` and ``RolloutAlarms``, the values of
+``rollout=`` on :class:`~neuron_constructs.serving.services.NeuronService`, ``SlicedNeuronService`` and
+``NeuronFleet.add_model``.
+
+* ``Rollout.rolling()`` (the default): ECS's rolling update, as before.
+* ``Rollout.blue_green()``, ``Rollout.canary()``, ``Rollout.linear()``: ECS's native strategies
+  (``deploymentConfiguration.strategy``). ECS starts the new revision (green) at the full desired count next to the
+  old one (blue), moves production traffic from blue's target group to green's through the listener rule's weights
+  (all at once, a share then the rest, or in equal steps), keeps blue ``bake_time`` for a rollback and rolls back
+  when a deployment alarm fires or a lifecycle hook fails.
+* ``SmokeTest``: one real request to the green tasks before production traffic (a lifecycle hook at
+  ``POST_TEST_TRAFFIC_SHIFT``; :mod:`neuron_constructs.knowledge.smoke_test`).
+* ``RolloutAlarms``: the deployment alarms ECS rolls back on, with their thresholds.
+
+Values ECS or CloudFormation refuse are refused here, at the call (NEURON072;
+:func:`neuron_constructs.knowledge.rollouts.rollout_problems`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from aws_cdk import Duration
+
+from neuron_constructs.base.arguments import is_token, seconds_of
+from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.rollouts import (
+    DEFAULT_BAKE_MINUTES,
+    DEFAULT_CANARY_PERCENT,
+    DEFAULT_INTERVAL_MINUTES,
+    DEFAULT_LINEAR_STEP_PERCENT,
+    RolloutPlan,
+    rollout_problems,
+)
+from neuron_constructs.knowledge.smoke_test import MAX_TIMEOUT, METHODS
+
+__all__ = ["Rollout", "RolloutAlarms", "SmokeTest"]
+
+SMOKE_TEST_MARGIN_S = 30
+"""How much longer than the request's timeout the smoke test's function may run (start, DNS, the log line)."""
+BAKE_TIME = Duration.minutes(DEFAULT_BAKE_MINUTES)
+"""How long blue stays after all traffic moved to green, by default: 10 minutes."""
+INTERVAL = Duration.minutes(DEFAULT_INTERVAL_MINUTES)
+"""The wait between traffic shifts of a canary or linear rollout, by default: 5 minutes."""
+"""How much longer than the request's timeout the smoke test's function may run (start, DNS, the log line)."""
+
+
+def _minutes(where: str, name: str, value: Duration) -> float:
+    """``value`` in minutes, refused when it is a deploy-time token (NEURON027 names the rule)."""
+    seconds = seconds_of(value)
+    if seconds is None:
+        raise rules.TOKEN_NOT_LITERAL.error(where, f"{name} is a CDK token", name=name)
+    return seconds / 60
+
+
+@dataclass(frozen=True)
+class SmokeTest:
+    """One request the green tasks must answer before any production traffic reaches them.
+
+    A small standard-library Python Lambda function in the model's stack and VPC sends ``method path`` (with
+    ``body``, JSON when it parses as JSON) through the load balancer's test listener rule, which ECS points at the
+    green tasks, and fails the deployment stage - ECS then rolls back - on a status other than ``expect_status``
+    (default 200), on no answer within ``timeout`` (default 60 s, 1 to 870 s: the function runs at most 900 s, 30 s
+    of it kept for itself) or on a refused or unreachable connection, logging which.
+
+    Refused at the call (NEURON079): a path not starting with ``/`` or holding anything but printable ASCII, a method
+    other than GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, a status outside 100-599, a timeout outside its range
+    or given as a token, a body with a GET or HEAD request.
+    """
+
+    path: str
+    method: str = "GET"
+    body: str | None = None
+    expect_status: int = 200
+    timeout: Duration = field(default_factory=lambda: Duration.seconds(60))
+
+    def __post_init__(self) -> None:
+        where = "SmokeTest"
+        problem: str | None = None
+        if not isinstance(self.path, str) or is_token(self.path):
+            problem = f"path={self.path!r} is not a literal string"
+        elif not (self.path.startswith("/") and len(self.path) <= 2048):
+            problem = f"path={self.path[:200]!r} does not start with /"
+        elif not all(0x20 < ord(c) < 0x7F for c in self.path) or "#" in self.path:
+            problem = f"path={self.path[:200]!r} holds a space, a fragment (#) or a character outside printable ASCII"
+        elif self.method not in METHODS:
+            problem = f"method={self.method!r} is not one of {', '.join(METHODS)}"
+        elif self.body is not None and self.method in ("GET", "HEAD"):
+            problem = f"body= with method={self.method!r}, which sends no body"
+        elif self.body is not None and (not isinstance(self.body, str) or is_token(self.body)):
+            problem = "body= is not a literal string"
+        elif isinstance(self.expect_status, bool) or not isinstance(self.expect_status, int):
+            problem = f"expect_status={self.expect_status!r} is not a whole number"
+        elif not 100 <= self.expect_status <= 599:
+            problem = f"expect_status={self.expect_status} is not an HTTP status (100-599)"
+        else:
+            seconds = seconds_of(self.timeout)
+            longest = MAX_TIMEOUT - SMOKE_TEST_MARGIN_S
+            if seconds is None:
+                problem = "timeout= is a CDK token"
+            elif not (1 <= seconds <= longest and seconds == int(seconds)):
+                problem = (
+                    f"timeout={self.timeout.to_human_string()} is not a whole number of seconds from 1 to {longest}"
+                )
+        if problem:
+            raise rules.SMOKE_TEST.error(where, problem)
+
+    @property
+    def timeout_seconds(self) -> int:
+        """The request's timeout in whole seconds."""
+        return int(self.timeout.to_seconds())
+
+    @property
+    def function_timeout(self) -> Duration:
+        """How long the function may run: the request's timeout and :data:`SMOKE_TEST_MARGIN_S`."""
+        return Duration.seconds(self.timeout_seconds + SMOKE_TEST_MARGIN_S)
+
+
+@dataclass(frozen=True)
+class RolloutAlarms:
+    """The deployment alarms ECS rolls a deployment back on, each over one-minute periods, in alarm when
+    ``datapoints`` of the last ``periods`` minutes breach (default 2 of 3), missing data not breaching.
+
+    * ``execution_errors`` (default 1): the model's Neuron ``ExecutionErrors`` (the per-model sum
+      :class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring` publishes) at or above this in a minute:
+      the chips failed to run the new graph. Only when a ``NeuronMonitoring`` of the app covers the capacity
+      (warning NEURON122 otherwise).
+    * ``target_5xx`` (default 5): 5xx answers of the model's tasks a minute (``HTTPCode_Target_5XX_Count``, both
+      target groups of the rollout summed) at or above this.
+    * ``p99_response_time`` (default 60 s): the 99th percentile of ``TargetResponseTime`` (time to the first byte of
+      the answer) of either target group at or above this; a model that answers without streaming takes the whole
+      generation, so set it to what a long answer of yours takes.
+    """
+
+    execution_errors: int = 1
+    target_5xx: int = 5
+    p99_response_time: Duration = field(default_factory=lambda: Duration.seconds(60))
+    periods: int = 3
+    datapoints: int = 2
+
+    def __post_init__(self) -> None:
+        where = "RolloutAlarms"
+        for name, highest in (("execution_errors", None), ("target_5xx", None), ("periods", 1440)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= (highest or value):
+                raise rules.OUT_OF_RANGE.error(
+                    where, f"{name}={value!r}", name=name, minimum=1, maximum=highest or "any whole number"
+                )
+        if (
+            isinstance(self.datapoints, bool)
+            or not isinstance(self.datapoints, int)
+            or not 1 <= self.datapoints <= self.periods
+        ):
+            raise rules.OUT_OF_RANGE.error(
+                where,
+                f"datapoints={self.datapoints!r}",
+                name="datapoints",
+                minimum=1,
+                maximum=f"periods ({self.periods})",
+            )
+        seconds = seconds_of(self.p99_response_time)
+        if seconds is None or not 0 < seconds <= 4000:
+            raise rules.OUT_OF_RANGE.error(
+                where,
+                "p99_response_time= is a token or outside what a load balancer can wait",
+                name="p99_response_time",
+                minimum="above 0 s",
+                maximum="4,000 s (the longest idle timeout of an Application Load Balancer)",
+            )
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How a new revision of a service reaches production; build it with :meth:`rolling`, :meth:`blue_green`,
+    :meth:`canary` or :meth:`linear`.
+
+    Attributes
+    ----------
+    plan
+        The strategy with its numbers in minutes and percents
+        (:class:`~neuron_constructs.knowledge.rollouts.RolloutPlan`).
+    smoke_test
+        The request green must answer before production traffic, or ``None``.
+    alarms
+        The deployment alarms' thresholds, or ``None`` for no alarms (``alarms=False``).
+    """
+
+    plan: RolloutPlan
+    smoke_test: SmokeTest | None = None
+    alarms: RolloutAlarms | None = None
+
+    @classmethod
+    def rolling(cls) -> Rollout:
+        """ECS's rolling update, with the deployment circuit breaker: today's behaviour and the default."""
+        return cls(RolloutPlan.rolling())
+
+    @classmethod
+    def blue_green(
+        cls,
+        *,
+        bake_time: Duration = BAKE_TIME,
+        smoke_test: SmokeTest | None = None,
+        alarms: bool | RolloutAlarms = True,
+    ) -> Rollout:
+        """All production traffic to green at once, once green runs at the full count (and passed ``smoke_test``);
+        blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback."""
+        where = "Rollout.blue_green"
+        plan = RolloutPlan.blue_green(bake_time_minutes=_minutes(where, "bake_time", bake_time))
+        return cls._checked(where, plan, smoke_test, alarms)
+
+    @classmethod
+    def canary(
+        cls,
+        *,
+        percent: float = DEFAULT_CANARY_PERCENT,
+        interval: Duration = INTERVAL,
+        bake_time: Duration = BAKE_TIME,
+        smoke_test: SmokeTest | None = None,
+        alarms: bool | RolloutAlarms = True,
+    ) -> Rollout:
+        """``percent`` (default 10, 0.1 to 100 in steps of 0.1) of production traffic to green for ``interval``
+        (default 5 minutes), then the rest; blue stays ``bake_time`` (default 10 minutes). Needs a load balancer or
+        Service Connect (NEURON073)."""
+        where = "Rollout.canary"
+        plan = RolloutPlan.canary(
+            percent=percent,
+            interval_minutes=_minutes(where, "interval", interval),
+            bake_time_minutes=_minutes(where, "bake_time", bake_time),
+        )
+        return cls._checked(where, plan, smoke_test, alarms)
+
+    @classmethod
+    def linear(
+        cls,
+        *,
+        step_percent: float = DEFAULT_LINEAR_STEP_PERCENT,
+        interval: Duration = INTERVAL,
+        bake_time: Duration = BAKE_TIME,
+        smoke_test: SmokeTest | None = None,
+        alarms: bool | RolloutAlarms = True,
+    ) -> Rollout:
+        """``step_percent`` (default 25, 3 to 100 in steps of 0.1) more of production traffic to green every
+        ``interval`` (default 5 minutes); blue stays ``bake_time`` (default 10 minutes) after the last step. Needs a
+        load balancer or Service Connect (NEURON073)."""
+        where = "Rollout.linear"
+        plan = RolloutPlan.linear(
+            step_percent=step_percent,
+            interval_minutes=_minutes(where, "interval", interval),
+            bake_time_minutes=_minutes(where, "bake_time", bake_time),
+        )
+        return cls._checked(where, plan, smoke_test, alarms)
+
+    @classmethod
+    def _checked(
+        cls, where: str, plan: RolloutPlan, smoke_test: SmokeTest | None, alarms: bool | RolloutAlarms
+    ) -> Rollout:
+        # The load balancer is not known yet: only the values are checked here, the traffic path at synth.
+        problems = rollout_problems(plan, has_load_balancer=True, has_service_connect=True)
+        if problems:
+            raise rules.ROLLOUT_VALUE.error(where, "; ".join(problems))
+        for name, value in (
+            ("percent", plan.canary_percent),
+            ("step_percent", plan.linear_step_percent),
+        ):
+            if value is not None and not math.isfinite(value):
+                raise rules.ROLLOUT_VALUE.error(where, f"{name}={value!r}")
+        if smoke_test is not None and not isinstance(smoke_test, SmokeTest):
+            raise rules.WRONG_TYPE.error(
+                where, f"smoke_test={smoke_test!r}", expected="smoke_test=SmokeTest(...) or None"
+            )
+        if alarms is True:
+            chosen: RolloutAlarms | None = RolloutAlarms()
+        elif alarms is False:
+            chosen = None
+        elif isinstance(alarms, RolloutAlarms):
+            chosen = alarms
+        else:
+            raise rules.WRONG_TYPE.error(
+                where, f"alarms={alarms!r}", expected="alarms=True, False or RolloutAlarms(...)"
+            )
+        return cls(plan, smoke_test, chosen)
+
+    @property
+    def native(self) -> bool:
+        """Blue/green, canary or linear: ECS runs green next to blue and shifts the traffic itself."""
+        return self.plan.native
+
+    @property
+    def strategy(self) -> str:
+        """``rolling``, ``blue_green``, ``canary`` or ``linear``."""
+        return self.plan.strategy
+
+    def __str__(self) -> str:
+        plan = self.plan
+        if plan.strategy == "rolling":
+            return "rolling"
+        shift = ""
+        if plan.strategy == "canary":
+            shift = f" {plan.canary_percent:g} % for {plan.interval_minutes:g} min,"
+        elif plan.strategy == "linear":
+            shift = f" {plan.linear_step_percent:g} % every {plan.interval_minutes:g} min,"
+        return f"{plan.strategy.replace('_', '/')}{shift} bake {plan.bake_time_minutes:g} min"
