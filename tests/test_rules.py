@@ -25,7 +25,9 @@ from neuron_constructs import (
     NeuronConfigurationError,
     NeuronMonitoring,
     NeuronService,
+    Rollout,
     SlicedNeuronService,
+    SmokeTest,
 )
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
@@ -717,6 +719,47 @@ def _checkpoint_without_storage(s: Stack) -> None:
     _queue(s).add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir="/checkpoints")
 
 
+def _canary_percent_ecs_refuses(s: Stack) -> None:
+    Rollout.canary(percent=0.05)
+
+
+def _canary_as_the_default_action(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service = NeuronService(s, "Svc", cluster=cluster, task_definition=task, rollout=Rollout.canary())
+    from neuron_constructs import NeuronLoadBalancer
+
+    service.attach_to_listener(NeuronLoadBalancer(s, "Lb", cluster=cluster).listener)
+
+
+def _blue_green_without_room(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=2, rollout=Rollout.blue_green())
+
+
+def _blue_green_fleet_model(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    SlicedNeuronService(
+        s,
+        "Sliced",
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        devices_per_task=2,
+        image=IMAGE,
+        rollout=Rollout.blue_green(),
+    )
+
+
+def _smoke_test_path_without_slash(s: Stack) -> None:
+    SmokeTest("health")
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1020,6 +1063,31 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/Svc: the service is in stack Test of one CDK app, and Platform/C in stack Platform of another.*"
         r"Fix: make both in one app, or import Platform/C into this one: NeuronCluster.from_cluster_attributes",
     ),
+    (
+        r.ROLLOUT_VALUE,
+        _canary_percent_ecs_refuses,
+        r"Rollout.canary: a canary percent of 0.05 %: ECS takes canaryPercent as a multiple of 0.1 from 0.1 to 100.0",
+    ),
+    (
+        r.ROLLOUT_TRAFFIC,
+        _canary_as_the_default_action,
+        r"Test/Svc/TargetGroup: a canary rollout attached as the default action of Test/Lb/LoadBalancer/Listener.*"
+        r"Fix: pass conditions=",
+    ),
+    (
+        r.ROLLOUT_ROOM,
+        _blue_green_without_room,
+        r"Test/Svc: desired_count=2 rolled out blue/green bake 10 min: a blue/green deployment runs blue and green "
+        r"together, each at the full desired count, 4 copies holding 8 chips and 16 NeuronCores.*"
+        r"4 inf2.48xlarge instances at 1 copies an instance, but Test/C/Inf2 launches at most 3.*"
+        r"Fix: raise max_capacity of Test/C/Inf2 to 4 or more",
+    ),
+    (
+        r.ROLLOUT_ON_FLEET,
+        _blue_green_fleet_model,
+        r"Test/Sliced: a blue/green rollout of a fleet model.*Fix: roll the model out Rollout.canary\(\)",
+    ),
+    (r.SMOKE_TEST, _smoke_test_path_without_slash, r"SmokeTest: path='health' does not start with /"),
     (
         r.BOUNDS_REVERSED,
         _scaling_minimum_above_its_maximum,

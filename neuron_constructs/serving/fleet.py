@@ -19,10 +19,12 @@ copies fill every chip.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -50,6 +52,7 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_typ
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE
 from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
 from neuron_constructs.knowledge.packing import InstancePlan, Placement
+from neuron_constructs.knowledge.rollouts import DEFAULT_BAKE_MINUTES, DEFAULT_INTERVAL_MINUTES
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
@@ -57,9 +60,11 @@ from neuron_constructs.serving.listeners import (
     TargetGroup,
     request_target_group,
 )
-from neuron_constructs.serving.services import NeuronService, capacity_for
+from neuron_constructs.serving.rollout import Rollout
+from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
+from neuron_constructs.serving.services import NeuronService, capacity_for, warn_without_neuron_alarm
 
-__all__ = ["FleetModel", "ModelOptions", "NeuronFleet"]
+__all__ = ["FleetModel", "ModelOptions", "NeuronFleet", "rollout_stages"]
 
 _RUNTIME_VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", PROCESS_TAG_VARIABLE)
 
@@ -87,6 +92,21 @@ class ModelOptions(ContainerOptions, total=False):
     compile_cache, model_artifacts, hf_token
         Warm starts for every copy
         (:mod:`~neuron_constructs.compute.model_sources`).
+    rollout
+        How a new version reaches the copies (:class:`~neuron_constructs.serving.rollout.Rollout`); default
+        ``Rollout.rolling()``: two waves, one half serving while the other is replaced. ECS shifts traffic per service,
+        through the weights of one listener rule between that service's two target groups, and the copies are
+        separate services behind one target group and rule (an Application Load Balancer spreads a request only
+        over the target groups of the one rule it matches), so a model rolls out copy by copy, as stages of rolling
+        deployments that CloudFormation runs one after another: ``Rollout.canary(percent=)`` deploys the first
+        ``ceil(percent % of the copies)`` copies (at least one), then the rest; ``Rollout.linear(step_percent=)``
+        deploys ``ceil(step_percent % of the copies)`` copies a stage. Every copy's deployment carries the model's
+        deployment alarms (with ``alarms``; :class:`~neuron_constructs.serving.rollout.RolloutAlarms`), and ECS keeps
+        a stage's deployment open for a bake time it computes from them, rolling the stage back on an alarm, before
+        the next stage starts. Refused on a fleet model (NEURON078): blue/green and a smoke test (the copies register
+        straight into the production target group, so there is no test traffic and no single switch), an interval or
+        bake time other than the defaults (ECS, not a timer, ends a stage), one stage holding every copy, and a model
+        of one copy.
     model_name
         What every copy reports as to neuron-monitor (``NEURON_PROCESS_TAG``) and the ``Model`` dimension of the
         per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path made to fit
@@ -108,6 +128,7 @@ class ModelOptions(ContainerOptions, total=False):
     model_artifacts: ModelArtifacts | None
     hf_token: secretsmanager.ISecret | None
     model_name: str | None
+    rollout: Rollout | None
 
 
 _MODEL_ONLY_OPTIONS = frozenset(ModelOptions.__annotations__) - frozenset(ContainerOptions.__annotations__)
@@ -297,12 +318,49 @@ class FleetModel(Construct, ListenerTarget):
             service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
             self.services.append(service.service)
             self.copy_services.append(service)
-        half = (self.copies + 1) // 2
-        self.waves: list[list[int]] = [list(range(half)), list(range(half, self.copies))] if self.copies > 1 else [[0]]
-        for later in self.waves[1:]:
+        self.rollout: Rollout = _fleet_rollout(path, options.get("rollout"), self.copies)
+        self.waves: list[list[int]] = rollout_stages(self.rollout, self.copies)
+        for earlier, later in zip(self.waves, self.waves[1:], strict=False):
             for index in later:
-                for earlier in self.waves[0]:
-                    self.services[index].node.add_dependency(self.services[earlier])
+                for before in earlier:
+                    self.services[index].node.add_dependency(self.services[before])
+        self.deployment_alarms: list[cloudwatch.Alarm] = []
+        settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None
+        if settings is not None:
+            if chosen.monitored:
+                self._add_alarms(
+                    execution_errors_alarm(
+                        self,
+                        "RolloutExecutionErrors",
+                        cluster_name=cluster.cluster.cluster_name,
+                        model_name=self.model_name,
+                        settings=settings,
+                    )
+                )
+            else:
+                warn_without_neuron_alarm(self, chosen)
+
+    def _add_alarms(self, *alarms: cloudwatch.Alarm) -> None:
+        """Give every copy's deployment ``alarms`` to roll back on."""
+        self.deployment_alarms.extend(alarms)
+        for copy in self.copy_services:
+            copy.add_rollout_alarms(*alarms)
+
+    def _attached(self, target_group: TargetGroup, load_balancer_full_name: str | None) -> None:
+        """After :meth:`attach_to_listener`: the target group's alarms on every copy, for a staged rollout."""
+        settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None
+        if settings is None or load_balancer_full_name is None:
+            return
+        index = len(self.target_groups)
+        self._add_alarms(
+            *load_balancer_alarms(
+                self,
+                f"Rollout{index}" if index > 1 else "Rollout",
+                target_groups=[target_group],
+                load_balancer_full_name=load_balancer_full_name,
+                settings=settings,
+            )
+        )
 
     def _listener_services(self) -> Sequence[NeuronService]:
         return self.copy_services
@@ -443,6 +501,66 @@ class FleetModel(Construct, ListenerTarget):
             targets.append(copy.adopt_scalable_target(min_instances, max_instances))
         self._targets = targets
         return list(targets)
+
+
+def rollout_stages(rollout: Rollout, copies: int) -> list[list[int]]:
+    """The copy indices each stage deploys, in order: two halves for a rolling update (one wave for one copy), the
+    canary's ``ceil(percent % of copies)`` copies (at least one) and then the rest, or linear stages of
+    ``ceil(step_percent % of copies)`` copies."""
+    plan = rollout.plan
+    if plan.strategy == "canary" and copies > 1:
+        first = min(copies - 1, max(1, math.ceil((plan.canary_percent or 0) * copies / 100 - 1e-9)))
+        return [list(range(first)), list(range(first, copies))]
+    if plan.strategy == "linear" and copies > 1:
+        size = max(1, math.ceil((plan.linear_step_percent or 100) * copies / 100 - 1e-9))
+        return [list(range(start, min(copies, start + size))) for start in range(0, copies, size)]
+    half = (copies + 1) // 2
+    return [list(range(half)), list(range(half, copies))] if copies > 1 else [[0]]
+
+
+def _fleet_rollout(path: str, rollout: Rollout | None, copies: int) -> Rollout:
+    """NEURON078: the rollout a fleet model's copies can take, copy by copy (:class:`ModelOptions` ``rollout``)."""
+    if rollout is None:
+        return Rollout.rolling()
+    if not isinstance(rollout, Rollout):
+        raise rules.WRONG_TYPE.error(
+            path, f"rollout={rollout!r}", expected="rollout=Rollout.canary() or another Rollout"
+        )
+    plan = rollout.plan
+    fix = "roll the model out Rollout.canary() or Rollout.linear() copy by copy, or serve it as a NeuronService"
+    if plan.strategy == "rolling":
+        return rollout
+    if plan.strategy == "blue_green":
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path, "a blue/green rollout of a fleet model, whose copies no one listener rule can switch at once", fix=fix
+        )
+    if rollout.smoke_test is not None:
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path,
+            "a smoke test on a fleet model, whose copies register straight into the production target group",
+            fix="drop smoke_test=, or serve the model as a NeuronService rolled out with it",
+        )
+    if copies < 2:
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path,
+            f"a {plan.strategy} rollout of a model of one copy, which has no stage smaller than the model",
+            fix=fix,
+        )
+    if plan.interval_minutes != DEFAULT_INTERVAL_MINUTES or plan.bake_time_minutes != DEFAULT_BAKE_MINUTES:
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path,
+            f"interval={plan.interval_minutes:g} min and bake_time={plan.bake_time_minutes:g} min on a fleet model, "
+            "whose stages end when ECS's alarm bake ends",
+            fix=f"leave interval ({DEFAULT_INTERVAL_MINUTES} min) and bake_time ({DEFAULT_BAKE_MINUTES} min) at their "
+            "defaults, and tune the alarms (RolloutAlarms(periods=...)) instead",
+        )
+    if len(rollout_stages(rollout, copies)) < 2:
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path,
+            f"a linear step of {plan.linear_step_percent:g} % of {copies} copies: one stage that stops every copy",
+            fix=f"pass step_percent below {100 * (copies - 1) / copies:g} so that two stages or more deploy",
+        )
+    return rollout
 
 
 class NeuronFleet(Construct):

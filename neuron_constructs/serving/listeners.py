@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Duration, Names, Stack, Validations
@@ -48,6 +48,8 @@ from neuron_constructs.base.arguments import construct_path, is_token, seconds_o
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
 from neuron_constructs.compute.capacity import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
+from neuron_constructs.serving.rollout import SmokeTest
+from neuron_constructs.serving.rollout_resources import load_balancer_role, smoke_test_hook
 
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
@@ -61,6 +63,7 @@ __all__ = [
     "MODEL_START_GRACE_PERIOD",
     "SCALE_IN_COOLDOWN",
     "SCALE_OUT_COOLDOWN",
+    "TEST_HEADER",
     "Listener",
     "ListenerTarget",
     "TargetGroup",
@@ -123,6 +126,7 @@ class ListenerTarget:
         health_check: elbv2.HealthCheck | None = None,
         deregistration_delay: Duration = DEREGISTRATION_DELAY,
         slow_start: Duration | None = None,
+        test_priority: int | None = None,
     ) -> TargetGroup:
         """Register the tasks in one target group on ``listener`` and open exactly the path to them; the group.
 
@@ -138,6 +142,15 @@ class ListenerTarget:
         check is :func:`target_group_health_check` on ``health_check_path`` unless ``health_check`` is given;
         ``deregistration_delay`` defaults to 5 minutes so answers in flight finish. A grace period under 10
         minutes gets warning NEURON111.
+
+        A service rolled out blue/green, canary or linear (``rollout=``) gets a second, alternate target group of
+        the same settings and ECS's ``advancedConfiguration``: the production listener rule (``conditions`` and
+        ``priority``: ECS moves the weights of a rule, never of the listener's default action, NEURON073; on a
+        Network Load Balancer the listener itself), and the least-privilege role ECS moves them with. With a
+        smoke test, a test rule at ``test_priority`` (default ``priority - 1``, before the production rule) matches
+        the same conditions and the header :data:`TEST_HEADER`; ECS points it at green, and the smoke test's function
+        sends its request through it (HTTP listeners of an Application Load Balancer; NEURON079 otherwise). One
+        target group pair per rollout (NEURON073).
         """
         assert isinstance(self, Construct)
         services = self._listener_services()
@@ -154,12 +167,18 @@ class ListenerTarget:
             priority=priority,
             deregistration_delay=deregistration_delay,
             slow_start=slow_start,
+            test_priority=test_priority,
         )
         self.target_groups.append(target_group)
         for service in services:
             if service.target_groups is not self.target_groups:  # each copy of a fleet model lists it too
                 service.target_groups.append(target_group)
+        self._attached(target_group, load_balancer_full_name(listener))
         return target_group
+
+    def _attached(self, target_group: TargetGroup, load_balancer_full_name: str | None) -> None:
+        """After :meth:`attach_to_listener` made ``target_group`` behind the load balancer ``load_balancer_full_name``
+        (``None``: not known here); nothing by default."""
 
 
 def target_group_health_check(
@@ -209,9 +228,11 @@ def attach(
     priority: int | None,
     deregistration_delay: Duration,
     slow_start: Duration | None,
+    test_priority: int | None = None,
 ) -> TargetGroup:
     """One target group under ``owner`` holding every task of ``services``, registered with ``listener``,
-    and the security group rules that let the load balancer reach them (module docstring)."""
+    and the security group rules that let the load balancer reach them (module docstring); for a native rollout,
+    the alternate target group and ECS's advanced configuration too."""
     path = f"{construct_path(owner)}/{id}"
     check_same_app(
         path,
@@ -222,6 +243,10 @@ def attach(
         how=IMPORT_LISTENER,
     )
     first = services[0]
+    rollout = first.rollout if owner is first else None
+    native = rollout is not None and rollout.native
+    if native:
+        _check_native_rollout(path, first, listener, conditions, priority, test_priority)
     container, port, host_port = _target_port(path, first, container_name, container_port)
     network_mode = first.task_definition.task_definition.network_mode
     awsvpc = network_mode == ecs.NetworkMode.AWS_VPC
@@ -269,6 +294,31 @@ def attach(
             deregistration_delay=deregistration_delay,
         )
         listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_group)
+        alternate: ecs.IAlternateTarget | None = None
+        if native:
+            green = elbv2.NetworkTargetGroup(
+                owner,
+                f"{id}Alternate",
+                vpc=vpc,
+                port=port,
+                protocol=elbv2.Protocol.TCP,
+                target_type=target_type,
+                health_check=health_check or target_group_health_check(health_check_path),
+                deregistration_delay=deregistration_delay,
+            )
+            alternate = ecs.AlternateTarget(
+                f"{id}AlternateTarget",
+                alternate_target_group=green,
+                production_listener=ecs.ListenerRuleConfiguration.network_listener(listener),
+                role=load_balancer_role(
+                    owner,
+                    f"{id}LoadBalancerRole",
+                    listener_rules=[],
+                    target_groups=[target_group, green],
+                    network_listener=listener,
+                ),
+            )
+            first.alternate_target_groups.append(green)
     else:
         if not hasattr(listener, "connections"):  # a Network Load Balancer listener imported by ARN
             raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
@@ -302,8 +352,9 @@ def attach(
         # security group rule between two groups of the platform (its load balancer's and a capacity's, for bridge
         # and host networking) is made once, in the platform's stack: EC2 refuses the same rule twice, so two model
         # stacks on one capacity could not each own it, and it refers to nothing of a model.
+        alternate = None
         if conditions and priority is not None:
-            elbv2.ApplicationListenerRule(
+            production = elbv2.ApplicationListenerRule(
                 owner,
                 f"{id}Rule",
                 listener=via,
@@ -311,12 +362,169 @@ def attach(
                 conditions=list(conditions),
                 target_groups=[target_group],
             )
+            if native:
+                assert rollout is not None
+                alternate = _alternate_target(
+                    owner,
+                    id,
+                    first,
+                    rollout.smoke_test,
+                    listener,
+                    via,
+                    production,
+                    target_group,
+                    conditions=conditions,
+                    test_priority=priority - 1 if test_priority is None else test_priority,
+                    settings=dict(
+                        vpc=vpc,
+                        port=port,
+                        protocol=elbv2.ApplicationProtocol.HTTP,
+                        target_type=target_type,
+                        health_check=health_check or target_group_health_check(health_check_path),
+                        deregistration_delay=deregistration_delay,
+                        slow_start=slow_start,
+                    ),
+                )
         else:
             listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_groups=[target_group])
     for service in services:
-        target_group.add_target(service.service.load_balancer_target(container_name=container, container_port=port))
+        target_group.add_target(
+            service.service.load_balancer_target(
+                container_name=container, container_port=port, alternate_target=alternate
+            )
+        )
         _open(load_balancer_connections, service, port, host_port, network_mode)
+    if native:
+        first.rollout_attached([target_group, *first.alternate_target_groups], load_balancer_full_name(listener))
     return target_group
+
+
+TEST_HEADER = "X-Neuron-Rollout"
+"""The header of the test listener rule (value ``test``): a request carrying it reaches the green tasks while a
+rollout tests them, the blue ones otherwise."""
+
+
+def _check_native_rollout(
+    path: str,
+    service: NeuronService,
+    listener: Listener,
+    conditions: Sequence[elbv2.ListenerCondition] | None,
+    priority: int | None,
+    test_priority: int | None,
+) -> None:
+    """NEURON073 and NEURON079: what a blue/green, canary or linear rollout needs of its listener."""
+    rollout = service.rollout
+    if service.alternate_target_groups:
+        raise rules.ROLLOUT_TRAFFIC.error(
+            path,
+            f"{construct_path(service)} already has the target group pair of its {rollout.strategy} rollout",
+            fix="attach the service once: ECS shifts one production listener rule per rollout",
+        )
+    network = isinstance(listener, elbv2.NetworkListener)
+    if not network and not (conditions and priority is not None):
+        raise rules.ROLLOUT_TRAFFIC.error(
+            path,
+            f"a {rollout.strategy} rollout attached as the default action of {construct_path(listener)}",
+            fix="pass conditions=[elbv2.ListenerCondition.path_patterns([...])] and priority=: ECS shifts the weights "
+            "of a listener rule, never of the listener's default action",
+        )
+    if not network and rollout.alarms is not None and not isinstance(listener, elbv2.ApplicationListener):
+        raise rules.ROLLOUT_TRAFFIC.error(
+            path,
+            f"a {rollout.strategy} rollout with alarms through the imported listener {construct_path(listener)}",
+            fix="use the listener its load balancer was made with in this app (the alarms need the load balancer's "
+            "name), or pass alarms=False",
+        )
+    if test_priority is not None and rollout.smoke_test is None:
+        raise rules.ROLLOUT_TRAFFIC.error(
+            path,
+            f"test_priority={test_priority} without a smoke test",
+            fix="drop test_priority, or give the rollout smoke_test=",
+        )
+    if rollout.smoke_test is None:
+        return
+    if network:
+        raise rules.SMOKE_TEST.error(
+            path,
+            f"a smoke test through the Network Load Balancer listener {construct_path(listener)}, which has no rules",
+        )
+    protocol = getattr(listener, "protocol", None)
+    if not isinstance(listener, elbv2.ApplicationListener) or protocol != elbv2.ApplicationProtocol.HTTP:
+        raise rules.SMOKE_TEST.error(
+            path,
+            f"a smoke test through {construct_path(listener)}, "
+            + ("an imported listener" if not isinstance(listener, elbv2.ApplicationListener) else "an HTTPS listener")
+            + ": the function sends plain HTTP to the load balancer's DNS name, which a certificate for your domain "
+            "does not name",
+        )
+    chosen = (priority or 0) - 1 if test_priority is None else test_priority
+    if not 1 <= chosen <= 50_000 or (priority is not None and chosen >= priority):
+        raise rules.OUT_OF_RANGE.error(
+            path,
+            f"test_priority={chosen}: the test rule must come before the production rule (priority {priority})",
+            name="test_priority",
+            minimum=1,
+            maximum=f"{(priority or 1) - 1} (below priority)",
+        )
+
+
+def _alternate_target(
+    owner: Construct,
+    id: str,
+    service: NeuronService,
+    smoke_test: SmokeTest | None,
+    listener: Listener,
+    via: elbv2.IApplicationListener,
+    production: elbv2.ApplicationListenerRule,
+    target_group: TargetGroup,
+    *,
+    conditions: Sequence[elbv2.ListenerCondition],
+    test_priority: int,
+    settings: dict[str, Any],
+) -> ecs.IAlternateTarget:
+    """The alternate target group of a native rollout, its test rule and smoke test, and ECS's advanced configuration
+    (:meth:`ListenerTarget.attach_to_listener`)."""
+    path = f"{construct_path(owner)}/{id}"
+    green = elbv2.ApplicationTargetGroup(owner, f"{id}Alternate", **settings)
+    service.alternate_target_groups.append(green)
+    assert isinstance(target_group, elbv2.ApplicationTargetGroup)
+    rules_shifted: list[elbv2.ApplicationListenerRule] = [production]
+    test_listener = None
+    if smoke_test is not None:
+        _claim_rule(path, listener, owner, test_priority)
+        test = elbv2.ApplicationListenerRule(
+            owner,
+            f"{id}TestRule",
+            listener=via,
+            priority=test_priority,
+            conditions=[*conditions, elbv2.ListenerCondition.http_header(TEST_HEADER, ["test"])],
+            target_groups=[target_group],
+        )
+        rules_shifted.append(test)
+        test_listener = ecs.ListenerRuleConfiguration.application_listener_rule(test)
+        assert isinstance(listener, elbv2.ApplicationListener)
+        service.service.add_lifecycle_hook(
+            smoke_test_hook(
+                owner,
+                f"{id}SmokeTest",
+                smoke_test=smoke_test,
+                url=f"http://{listener.load_balancer.load_balancer_dns_name}:{listener.port}",
+                header=(TEST_HEADER, "test"),
+                vpc=service.cluster.vpc,
+                subnets=service.cluster.capacity_subnets,
+                load_balancer=via,
+                port=int(listener.port),
+            )
+        )
+    return ecs.AlternateTarget(
+        f"{id}AlternateTarget",
+        alternate_target_group=green,
+        production_listener=ecs.ListenerRuleConfiguration.application_listener_rule(production),
+        test_listener=test_listener,
+        role=load_balancer_role(
+            owner, f"{id}LoadBalancerRole", listener_rules=rules_shifted, target_groups=[target_group, green]
+        ),
+    )
 
 
 def _check_target_group_settings(
@@ -337,6 +545,14 @@ def _check_target_group_settings(
             minimum="0 s",
             maximum="3,600 s (1 hour)",
         )
+
+
+def load_balancer_full_name(listener: Listener) -> str | None:
+    """The full name of an Application Load Balancer ``listener``'s load balancer (its metrics' ``LoadBalancer``
+    dimension) when this app made it; ``None`` otherwise and for Network Load Balancers."""
+    if not isinstance(listener, elbv2.ApplicationListener):
+        return None
+    return getattr(listener.load_balancer, "load_balancer_full_name", None)
 
 
 def _load_balancer_vpc(listener: Listener) -> ec2.IVpc | None:

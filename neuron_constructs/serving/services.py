@@ -17,12 +17,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import AspectPriority, Aspects, Duration, IAspect, IStableNumberProducer, Lazy, Validations
+from aws_cdk import (
+    AspectPriority,
+    Aspects,
+    Duration,
+    IAspect,
+    IStableListProducer,
+    IStableNumberProducer,
+    Lazy,
+    Validations,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct, IConstruct
+from constructs import Construct, IConstruct, IValidation
 from typing_extensions import Unpack
 
 from neuron_constructs.base.arguments import (
@@ -54,6 +63,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
+from neuron_constructs.knowledge.rollouts import peak_room, rollout_problems, rollout_warnings
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
     MODEL_START_GRACE_PERIOD,
@@ -63,8 +73,10 @@ from neuron_constructs.serving.listeners import (
     TargetGroup,
     request_target_group,
 )
+from neuron_constructs.serving.rollout import Rollout
+from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
 
-__all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for"]
+__all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for", "warn_without_neuron_alarm"]
 
 Capacity = ManagedInstancesCapacity | AutoScalingCapacity
 """A capacity of a :class:`NeuronCluster`, as its ``add_*_capacity`` methods return it."""
@@ -118,6 +130,17 @@ class NeuronService(Construct, ListenerTarget):
     vpc_subnets, security_groups
         Awsvpc networking only (refused otherwise, NEURON034); default the
         cluster's capacity subnets and a new security group with no inbound rules.
+    rollout
+        How a new revision reaches production (:class:`~neuron_constructs.serving.rollout.Rollout`): default
+        ``Rollout.rolling()``. ``blue_green``, ``canary`` and ``linear`` are ECS's native strategies: green runs at the
+        full desired count next to blue until the bake time ends, so the capacity must hold both (NEURON074, with the
+        chips, cores, instances, CPU and memory of the peak; checked again at every count scaling allows);
+        :meth:`attach_to_listener` then makes the alternate target group, the production listener rule ECS shifts
+        and, with a smoke test, the test rule and the hook (canary and linear need it or Service Connect, NEURON073;
+        blue/green without either warns, NEURON121); with alarms, ECS rolls back on the model's Neuron
+        ``ExecutionErrors`` (when a NeuronMonitoring made before the service covers the capacity, warning NEURON122
+        otherwise) and the target groups' 5xx count and p99 response time
+        (:mod:`~neuron_constructs.serving.rollout_alarms`).
     **service_options
         Passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
@@ -164,8 +187,15 @@ class NeuronService(Construct, ListenerTarget):
         model_name: str | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        rollout: Rollout | None = None,
         **service_options: Unpack[ServiceOptions],
     ) -> None:
+        if rollout is not None and not isinstance(rollout, Rollout):
+            raise rules.WRONG_TYPE.error(
+                f"{construct_path(scope)}/{id}",
+                f"rollout={rollout!r}",
+                expected="rollout=Rollout.blue_green() or another Rollout",
+            )
         check_same_environment(
             f"{construct_path(scope)}/{id}", scope, cluster, what="the service", other_name=f"{construct_path(cluster)}"
         )
@@ -183,7 +213,10 @@ class NeuronService(Construct, ListenerTarget):
             given=model_name is not None,
         )
         self.desired_count = desired_count
+        self.rollout: Rollout = rollout or Rollout.rolling()
+        self.alternate_target_groups: list[TargetGroup] = []
         self._check_placement()
+        self._check_rollout_room("desired_count", desired_count)
         self._min_healthy_percent_passed = min_healthy_percent is not None
         min_healthy_percent = self._minimum_healthy_percent(min_healthy_percent, max_healthy_percent)
         self.min_healthy_percent, self.max_healthy_percent = min_healthy_percent, max_healthy_percent
@@ -233,6 +266,7 @@ class NeuronService(Construct, ListenerTarget):
             # the value at synth: a minimum the library chose follows the counts scaling asks for later
             "min_healthy_percent": Lazy.number(_Produce(lambda: self.min_healthy_percent)),
             "max_healthy_percent": max_healthy_percent,
+            **_strategy(self.rollout),
         }
         networking: dict[str, Any] = (
             dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
@@ -264,6 +298,84 @@ class NeuronService(Construct, ListenerTarget):
         # (on the service's L1 alone, which has no children: one visit per synth)
         Aspects.of(self.service.node.find_child("Service")).add(
             _AfterCapacityAssociations(self.service, cluster), priority=AspectPriority.READONLY
+        )
+        self._user_alarm_names: list[str] = list(getattr(service_options.get("deployment_alarms"), "alarm_names", []))
+        self.deployment_alarms: list[cloudwatch.Alarm] = []
+        if self.rollout.native:
+            service_connect = bool(service_options.get("service_connect_configuration"))
+            self.node.add_validation(_RolloutTrafficPath(self, service_connect))
+            neuron_alarm = None
+            if self.rollout.alarms is not None and self.capacity.monitored:
+                neuron_alarm = execution_errors_alarm(
+                    self,
+                    "RolloutExecutionErrors",
+                    cluster_name=cluster.cluster.cluster_name,
+                    model_name=self.model_name,
+                    settings=self.rollout.alarms,
+                )
+                self.add_rollout_alarms(neuron_alarm)
+            Aspects.of(self.service.node.find_child("Service")).add(
+                _RolloutWarnings(
+                    self, service_connect, without_neuron_alarm=self.rollout.alarms is not None and neuron_alarm is None
+                ),
+                priority=AspectPriority.READONLY,
+            )
+
+    def add_rollout_alarms(self, *alarms: cloudwatch.Alarm | None) -> None:
+        """Add ``alarms`` to the deployment alarms ECS rolls this service back on (with the ``deployment_alarms``
+        passed to the service); the names are read at synth, so alarms added later count too."""
+        if not self.deployment_alarms and any(a is not None for a in alarms):
+            self.service.enable_deployment_alarms(
+                Lazy.list(
+                    _ProduceList(lambda: [*self._user_alarm_names, *(a.alarm_name for a in self.deployment_alarms)])
+                ),
+                behavior=ecs.AlarmBehavior.ROLLBACK_ON_ALARM,
+            )
+        self.deployment_alarms.extend(a for a in alarms if a is not None)
+
+    def rollout_attached(self, target_groups: Sequence[TargetGroup], load_balancer_full_name: str | None) -> None:
+        """After :meth:`attach_to_listener` made the rollout's target groups behind the load balancer
+        ``load_balancer_full_name`` (``None``: a Network Load Balancer): their alarms, when the rollout has alarms."""
+        if self.rollout.alarms is not None and load_balancer_full_name is not None:
+            self.add_rollout_alarms(
+                *load_balancer_alarms(
+                    self,
+                    "Rollout",
+                    target_groups=target_groups,
+                    load_balancer_full_name=load_balancer_full_name,
+                    settings=self.rollout.alarms,
+                )
+            )
+
+    def _check_rollout_room(self, name: str, tasks: int) -> None:
+        """NEURON074: a native rollout of ``tasks`` tasks holds blue and green at once; the Auto Scaling capacity
+        must launch enough instances for both (Managed Instances capacities launch what the tasks need)."""
+        capacity, task = self.capacity, self.task_definition
+        if not self.rollout.native or not isinstance(capacity, AutoScalingCapacity):
+            return
+        if not isinstance(task, ManualNeuronTaskDefinition):
+            return
+        whole_chips = len(task.cores) == len(task.devices) * task.instance_type.cores_per_chip(task.lnc)
+        room = peak_room(
+            self.rollout.plan,
+            task.instance_type,
+            desired=tasks,
+            copies_per_instance=1,
+            cpu=task.cpu or 0,
+            memory_mib=task.memory_mib or 0,
+            chips=len(task.devices) if whole_chips else None,
+            cores=None if whole_chips else len(task.cores),
+            lnc=task.lnc,
+        )
+        shortfall = room.shortfall(capacity.max_capacity, construct_path(capacity))
+        if shortfall is None:
+            return
+        problem, _, _ = shortfall.partition("; raise")
+        raise rules.ROLLOUT_ROOM.error(
+            construct_path(self),
+            f"{name}={tasks} rolled out {self.rollout}: {problem}",
+            fix=f"raise max_capacity of {construct_path(capacity)} to {room.instances} or more, run fewer tasks, or "
+            "roll it out rolling (Rollout.rolling())",
         )
 
     def _listener_services(self) -> Sequence[NeuronService]:
@@ -362,6 +474,7 @@ class NeuronService(Construct, ListenerTarget):
         scaling methods are then refused (NEURON035)."""
         if self._scaling is not None:
             raise rules.SECOND_SCALING_TARGET.error(construct_path(self), "the service already has its scalable target")
+        self._check_rollout_room("max_count", max_count)
         self._scaling = self.service.auto_scale_task_count(min_capacity=min_count, max_capacity=max_count)
         return self._scaling
 
@@ -394,6 +507,7 @@ class NeuronService(Construct, ListenerTarget):
             return self._scaling
         capacity = self.capacity
         self._check_one_per_instance("max_count", max_count)
+        self._check_rollout_room("max_count", max_count)
         counts = range(max(1, minimum), max_count + 1)
         if not self._min_healthy_percent_passed and counts:
             fitting = min(self.largest_minimum_healthy_percent(n, self.max_healthy_percent) for n in counts)
@@ -635,6 +749,130 @@ class _WarnIfUnmonitored:
                 "of this app covers",
             ),
         )
+
+
+_STRATEGIES = {
+    "blue_green": ecs.DeploymentStrategy.BLUE_GREEN,
+    "canary": ecs.DeploymentStrategy.CANARY,
+    "linear": ecs.DeploymentStrategy.LINEAR,
+}
+
+
+def _strategy(rollout: Rollout) -> dict[str, Any]:
+    """The ECS service properties of ``rollout``: none for the rolling update (the service as before)."""
+    plan = rollout.plan
+    if not plan.native:
+        return {}
+    properties: dict[str, Any] = {
+        "deployment_strategy": _STRATEGIES[plan.strategy],
+        "bake_time": Duration.minutes(plan.bake_time_minutes or 0),
+    }
+    if plan.strategy in ("canary", "linear"):
+        shift = ecs.TrafficShiftConfig(
+            step_percent=plan.canary_percent if plan.strategy == "canary" else plan.linear_step_percent,
+            step_bake_time=Duration.minutes(plan.interval_minutes or 0),
+        )
+        properties[f"{plan.strategy}_configuration"] = shift
+    return properties
+
+
+@jsii.implements(IValidation)
+class _RolloutTrafficPath:
+    """NEURON073 at synth: a canary or linear rollout needs the traffic path ECS shifts (the alternate target group
+    :meth:`~.ListenerTarget.attach_to_listener` makes, or Service Connect); NEURON121 for a blue/green one without."""
+
+    def __init__(self, service: NeuronService, service_connect: bool) -> None:
+        self.service = service
+        self.service_connect = service_connect
+        self.warned = False
+
+    def validate(self) -> list[str]:
+        service = self.service
+        if service.alternate_target_groups or self.service_connect:
+            return []
+        problems = rollout_problems(service.rollout.plan, has_load_balancer=False, has_service_connect=False)
+        return [
+            rules.ROLLOUT_TRAFFIC.message(
+                construct_path(service),
+                problem,
+                fix="attach it with attach_to_listener(listener, conditions=[...], priority=...), or give it Service "
+                "Connect, or roll it out blue/green or rolling",
+            )
+            for problem in problems
+            if "neither a load balancer nor Service Connect" in problem
+        ]
+
+
+@jsii.implements(IAspect)
+class _RolloutWarnings:
+    """At synth, once every construct exists: NEURON121 for a blue/green rollout with no traffic path to shift, and
+    NEURON122 for rollout alarms without the model's ExecutionErrors alarm."""
+
+    def __init__(self, service: NeuronService, service_connect: bool, *, without_neuron_alarm: bool) -> None:
+        self.service = service
+        self.service_connect = service_connect
+        self.without_neuron_alarm = without_neuron_alarm
+        self.visited = False
+
+    def visit(self, node: IConstruct) -> None:
+        if self.visited:
+            return
+        self.visited = True
+        service, path = self.service, construct_path(self.service)
+        has_load_balancer = bool(service.alternate_target_groups)
+        for warning in rollout_warnings(
+            service.rollout.plan, has_load_balancer=has_load_balancer, has_service_connect=self.service_connect
+        ):
+            Validations.of(service).add_warning(
+                rules.BLUE_GREEN_WITHOUT_TRAFFIC.warning_id, rules.BLUE_GREEN_WITHOUT_TRAFFIC.message(path, warning)
+            )
+        if self.without_neuron_alarm:
+            _warn_without_neuron_alarm(service, service.capacity)
+
+
+def warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
+    """NEURON122 at synth for ``owner``'s rollout alarms, which have no ExecutionErrors alarm: no NeuronMonitoring
+    covered ``capacity`` when ``owner`` was made."""
+    Aspects.of(owner).add(_NeuronAlarmWarning(owner, capacity), priority=AspectPriority.READONLY)
+
+
+def _warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
+    path = construct_path(capacity)
+    if capacity.monitored:
+        problem = (
+            f"the NeuronMonitoring that covers {path} was made after {construct_path(owner)}, so its rollout has no "
+            "ExecutionErrors alarm; make the monitoring first"
+        )
+    else:
+        problem = f"the rollout has no ExecutionErrors alarm: no NeuronMonitoring of this app covers {path}"
+    Validations.of(owner).add_warning(
+        rules.ROLLOUT_WITHOUT_NEURON_ALARM.warning_id,
+        rules.ROLLOUT_WITHOUT_NEURON_ALARM.message(construct_path(owner), problem),
+    )
+
+
+@jsii.implements(IAspect)
+class _NeuronAlarmWarning:
+    """NEURON122 once, at synth."""
+
+    def __init__(self, owner: Construct, capacity: Capacity) -> None:
+        self.owner, self.capacity, self.visited = owner, capacity, False
+
+    def visit(self, node: IConstruct) -> None:
+        if not self.visited and node is self.owner:
+            self.visited = True
+            _warn_without_neuron_alarm(self.owner, self.capacity)
+
+
+@jsii.implements(IStableListProducer)
+class _ProduceList:
+    """A list known at synth: what ``value`` returns then."""
+
+    def __init__(self, value: Callable[[], list[str]]) -> None:
+        self._value = value
+
+    def produce(self) -> list[str]:
+        return self._value()
 
 
 @jsii.implements(IStableNumberProducer)
