@@ -1,0 +1,401 @@
+"""Rollouts on the template: each strategy on each kind of service, the platform in one stack and each model in its
+own, read from the synthesized CloudFormation.
+
+One app is synthesized once for the module: a ``Platform`` stack (VPC, cluster, an inf2.48xlarge Auto Scaling
+capacity for the manual services, one for the fleet, a Managed Instances capacity, the monitoring and the load
+balancer) and one stack per model: ``Llm`` (manual two-chip service, blue/green with a smoke test), ``Chat``
+(managed allocation on Managed Instances, canary), ``Batch`` (manual one-chip service, linear), ``Embedding`` (a fleet
+model of four one-core copies, canary) and ``Sliced`` (a sliced service of three two-chip copies on
+inf2.24xlarge, linear).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from conftest import resources
+
+from neuron_constructs import (
+    ManagedNeuronTaskDefinition,
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronFleet,
+    NeuronLoadBalancer,
+    NeuronMonitoring,
+    NeuronService,
+    Rollout,
+    RolloutAlarms,
+    SlicedNeuronService,
+    SmokeTest,
+)
+from neuron_constructs.knowledge import rules as r
+from neuron_constructs.serving.fleet import rollout_stages
+from neuron_constructs.serving.listeners import TEST_HEADER
+
+pytestmark = pytest.mark.xdist_group("service_rollouts")  # one worker synthesizes the module's app once
+
+IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+PORT = 8080
+ENV = {"account": "111111111111", "region": "us-east-1"}
+MODEL_STACKS = ("Llm", "Chat", "Batch", "Embedding", "Sliced")
+
+
+def _path(conditions: str) -> list[elbv2.ListenerCondition]:
+    return [elbv2.ListenerCondition.path_patterns([conditions])]
+
+
+def _manual(stack: Stack, id: str, devices: list[int]) -> ManualNeuronTaskDefinition:
+    task = ManualNeuronTaskDefinition(
+        stack, id, instance_type="inf2.48xlarge", devices=devices, cpu=4096, memory_mib=16384
+    )
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])
+    return task
+
+
+@functools.cache
+def synthesized() -> dict[str, Any]:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Neuron")
+    llm_capacity = cluster.add_ec2_capacity("Llm", instance_type="inf2.48xlarge", max_capacity=4)
+    fleet_capacity = cluster.add_ec2_capacity("Fleet", instance_type="inf2.48xlarge", max_capacity=2)
+    sliced_capacity = cluster.add_ec2_capacity("Sliced", instance_type="inf2.24xlarge", max_capacity=2)
+    cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
+    NeuronMonitoring(platform, "Monitoring", cluster=cluster)
+    listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
+    services: dict[str, Any] = {}
+
+    llm = Stack(app, "Llm", env=ENV)
+    services["Llm"] = NeuronService(
+        llm,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(llm, "Task", [0, 1]),
+        desired_count=2,
+        capacity=llm_capacity,
+        rollout=Rollout.blue_green(
+            bake_time=Duration.minutes(15), smoke_test=SmokeTest("/v1/models", expect_status=200)
+        ),
+    )
+    services["Llm"].attach_to_listener(listener, conditions=_path("/v1/*"), priority=10)
+
+    chat = Stack(app, "Chat", env=ENV)
+    managed = ManagedNeuronTaskDefinition(chat, "Task", cpu=8192, memory_mib=16384)
+    managed.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])
+    services["Chat"] = NeuronService(
+        chat, "Service", cluster=cluster, task_definition=managed, rollout=Rollout.canary(percent=20)
+    )
+    services["Chat"].attach_to_listener(listener, conditions=_path("/chat/*"), priority=20)
+
+    batch = Stack(app, "Batch", env=ENV)
+    services["Batch"] = NeuronService(
+        batch,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(batch, "Task", [2]),
+        capacity=llm_capacity,
+        rollout=Rollout.linear(step_percent=50, interval=Duration.minutes(3), alarms=RolloutAlarms(target_5xx=20)),
+    )
+    services["Batch"].attach_to_listener(listener, conditions=_path("/batch/*"), priority=30)
+
+    embedding = Stack(app, "Embedding", env=ENV)
+    fleet = NeuronFleet(embedding, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=fleet_capacity)
+    services["Embedding"] = fleet.add_model(
+        "Model",
+        cores_per_task=1,
+        copies=4,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+        rollout=Rollout.canary(percent=25),
+    )
+    services["Embedding"].attach_to_listener(listener, conditions=_path("/embed/*"), priority=40)
+
+    sliced = Stack(app, "Sliced", env=ENV)
+    services["Sliced"] = SlicedNeuronService(
+        sliced,
+        "Model",
+        cluster=cluster,
+        instance_type="inf2.24xlarge",
+        devices_per_task=2,
+        capacity=sliced_capacity,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+        rollout=Rollout.linear(step_percent=34),
+    )
+    services["Sliced"].attach_to_listener(listener, conditions=_path("/sliced/*"), priority=50)
+
+    assembly = app.synth()
+    return {
+        "templates": {s.stack_name: s.template for s in assembly.stacks},
+        "depends_on": {
+            s.stack_name: sorted(d.id for d in s.dependencies if not d.id.endswith(".assets")) for s in assembly.stacks
+        },
+        "warnings": [
+            f"{m.id} {m.entry.data}" for s in assembly.stacks for m in s.messages if m.level.value.lower() == "warning"
+        ],
+        "services": services,
+    }
+
+
+@pytest.fixture(scope="module")
+def app() -> dict[str, Any]:
+    return synthesized()
+
+
+def _service(template: dict[str, Any]) -> dict[str, Any]:
+    (service,) = resources(template, "AWS::ECS::Service").values()
+    return service["Properties"]
+
+
+def _ref(value: Any) -> str:
+    assert isinstance(value, dict) and "Ref" in value, value
+    return str(value["Ref"])
+
+
+def test_the_platform_depends_on_no_model_and_each_model_only_on_the_platform(app: dict[str, Any]) -> None:
+    assert app["depends_on"]["Platform"] == []
+    for name in MODEL_STACKS:
+        assert app["depends_on"][name] == ["Platform"], name
+
+
+@pytest.mark.parametrize(
+    ("stack", "strategy", "bake", "shift"),
+    [
+        ("Llm", "BLUE_GREEN", 15, None),
+        ("Chat", "CANARY", 10, ("CanaryConfiguration", {"CanaryPercent": 20, "CanaryBakeTimeInMinutes": 5})),
+        ("Batch", "LINEAR", 10, ("LinearConfiguration", {"StepPercent": 50, "StepBakeTimeInMinutes": 3})),
+    ],
+)
+def test_a_native_rollout_sets_ecs_s_strategy_and_its_numbers(
+    app: dict[str, Any], stack: str, strategy: str, bake: int, shift: tuple[str, dict[str, Any]] | None
+) -> None:
+    deployment = _service(app["templates"][stack])["DeploymentConfiguration"]
+    assert deployment["Strategy"] == strategy
+    assert deployment["BakeTimeInMinutes"] == bake
+    if shift is not None:
+        assert deployment[shift[0]] == shift[1]
+    assert deployment["Alarms"]["Enable"] is True and deployment["Alarms"]["Rollback"] is True
+
+
+@pytest.mark.parametrize("stack", ["Llm", "Chat", "Batch"])
+def test_the_target_group_pair_rules_and_role_are_the_model_s_own(app: dict[str, Any], stack: str) -> None:
+    template = app["templates"][stack]
+    (balanced,) = _service(template)["LoadBalancers"]
+    advanced = balanced["AdvancedConfiguration"]
+    groups = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    production, alternate = _ref(balanced["TargetGroupArn"]), _ref(advanced["AlternateTargetGroupArn"])
+    assert {production, alternate} == set(groups)
+    assert groups[production]["Properties"] == groups[alternate]["Properties"]  # green is checked as blue is
+    rule = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule")[_ref(advanced["ProductionListenerRule"])]
+    assert rule["Properties"]["Actions"] == [{"TargetGroupArn": {"Ref": production}, "Type": "forward"}]
+    role = resources(template, "AWS::IAM::Role")[advanced["RoleArn"]["Fn::GetAtt"][0]]
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "ecs.amazonaws.com"}
+
+
+def test_a_smoke_test_gets_a_test_rule_before_production_and_a_hook_after_test_traffic(app: dict[str, Any]) -> None:
+    template = app["templates"]["Llm"]
+    service = _service(template)
+    rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule")
+    advanced = service["LoadBalancers"][0]["AdvancedConfiguration"]
+    production = rules_[_ref(advanced["ProductionListenerRule"])]["Properties"]
+    test = rules_[_ref(advanced["TestListenerRule"])]["Properties"]
+    assert test["Priority"] == production["Priority"] - 1 == 9
+    assert test["Conditions"] == [
+        *production["Conditions"],
+        {"Field": "http-header", "HttpHeaderConfig": {"HttpHeaderName": TEST_HEADER, "Values": ["test"]}},
+    ]
+    (hook,) = service["DeploymentConfiguration"]["LifecycleHooks"]
+    assert hook["LifecycleStages"] == ["POST_TEST_TRAFFIC_SHIFT"]
+    function = resources(template, "AWS::Lambda::Function")[hook["HookTargetArn"]["Fn::GetAtt"][0]]["Properties"]
+    environment = function["Environment"]["Variables"]
+    assert environment["SMOKE_TEST_PATH"] == "/v1/models" and environment["SMOKE_TEST_EXPECT_STATUS"] == "200"
+    assert environment["SMOKE_TEST_HEADER"] == f"{TEST_HEADER}: test"
+    assert "VpcConfig" in function
+
+
+def test_without_a_smoke_test_there_is_no_test_rule_and_no_hook(app: dict[str, Any]) -> None:
+    for stack in ("Chat", "Batch"):
+        service = _service(app["templates"][stack])
+        assert "TestListenerRule" not in service["LoadBalancers"][0]["AdvancedConfiguration"]
+        assert "LifecycleHooks" not in service["DeploymentConfiguration"]
+        assert len(resources(app["templates"][stack], "AWS::ElasticLoadBalancingV2::ListenerRule")) == 1
+
+
+def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in resources(template, "AWS::CloudWatch::Alarm").items()}
+
+
+def test_ecs_rolls_back_on_the_model_s_execution_errors_5xx_and_p99(app: dict[str, Any]) -> None:
+    template = app["templates"]["Batch"]
+    alarms = _alarms(template)
+    names = [_ref(n) for n in _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]]
+    assert sorted(names) == sorted(alarms)
+    by_description = {p["AlarmDescription"]: p for p in alarms.values()}
+    errors = by_description["Rolls a deployment back: 1 or more Neuron execution errors of the model a minute"]
+    assert errors["MetricName"] == "ExecutionErrors" and errors["Statistic"] == "Sum" and errors["Period"] == 60
+    assert {d["Name"] for d in errors["Dimensions"]} == {"ClusterName", "Model"}
+    five = by_description["Rolls a deployment back: 20 or more 5xx answers of the model's tasks a minute"]
+    assert five["Threshold"] == 20 and five["Metrics"][0]["Expression"] == "FILL(e0, 0) + FILL(e1, 0)"
+    slow = by_description["Rolls a deployment back: p99 response time of the model's tasks at or above 60 s"]
+    assert slow["Metrics"][0]["Expression"] == "MAX([p0, p1])" and slow["Threshold"] == 60
+    groups = set(resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup"))
+    watched = {
+        m["MetricStat"]["Metric"]["Dimensions"][1]["Value"]["Fn::GetAtt"][0]
+        for m in five["Metrics"]
+        if "MetricStat" in m
+    }
+    assert watched == groups  # blue and green: ECS swaps their roles at every deployment
+    for alarm in alarms.values():
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (3, 2)
+        assert alarm["TreatMissingData"] == "notBreaching"
+
+
+@pytest.mark.parametrize(
+    ("stack", "copies", "stages"), [("Embedding", 4, [[0], [1, 2, 3]]), ("Sliced", 3, [[0, 1], [2]])]
+)
+def test_a_fleet_model_rolls_out_copy_by_copy_in_stages_with_the_model_s_alarms(
+    app: dict[str, Any], stack: str, copies: int, stages: list[list[int]]
+) -> None:
+    model = app["services"][stack]
+    assert model.waves == stages
+    template = app["templates"][stack]
+    services = resources(template, "AWS::ECS::Service")
+    assert len(services) == copies
+    ids = {Stack.of(s).resolve(s.service.node.default_child.logical_id): i for i, s in enumerate(model.copy_services)}
+    alarms = set(_alarms(template))
+    assert len(alarms) == 3
+    for logical_id, service in services.items():
+        index = ids[logical_id]
+        properties = service["Properties"]
+        assert "Strategy" not in properties["DeploymentConfiguration"]  # rolling deployments, stage by stage
+        assert {_ref(n) for n in properties["DeploymentConfiguration"]["Alarms"]["AlarmNames"]} == alarms
+        stage = next(n for n, members in enumerate(stages) if index in members)
+        depends = {ids[d] for d in service.get("DependsOn", []) if d in ids}
+        assert depends == (set(stages[stage - 1]) if stage else set()), (index, depends)
+
+
+def test_rollout_stages_cover_every_copy_once_in_order() -> None:
+    for copies in range(2, 25):
+        for rollout in (Rollout.canary(percent=10), Rollout.canary(percent=90), Rollout.linear(step_percent=3)):
+            stages = rollout_stages(rollout, copies)
+            assert [i for stage in stages for i in stage] == list(range(copies))
+            assert len(stages) >= 2 and all(stages)
+
+
+def test_the_monitored_app_warns_of_nothing_a_rollout_needs(app: dict[str, Any]) -> None:
+    for warning in app["warnings"]:
+        assert r.ROLLOUT_WITHOUT_NEURON_ALARM.id not in warning and r.BLUE_GREEN_WITHOUT_TRAFFIC.id not in warning
+
+
+def test_today_s_services_keep_the_rolling_update() -> None:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Plain")
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    service = NeuronService(stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0]))
+    deployment = _service(app.synth().get_stack_by_name("Plain").template)["DeploymentConfiguration"]
+    assert "Strategy" not in deployment and "BakeTimeInMinutes" not in deployment
+    assert deployment.get("Alarms", {"Enable": False})["Enable"] is False
+    assert service.rollout == Rollout.rolling() and service.alternate_target_groups == []
+
+
+def _unmonitored(rollout: Rollout, *, attach: bool) -> list[str]:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Alone", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    service = NeuronService(
+        stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0]), rollout=rollout
+    )
+    if attach:
+        service.attach_to_listener(
+            NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+        )
+    return [
+        f"{m.id} {m.entry.data}" for s in app.synth().stacks for m in s.messages if m.level.value.lower() == "warning"
+    ]
+
+
+def test_without_monitoring_the_rollout_warns_the_neuron_alarm_is_missing() -> None:
+    warnings = [w for w in _unmonitored(Rollout.canary(), attach=True) if r.ROLLOUT_WITHOUT_NEURON_ALARM.id in w]
+    assert len(warnings) == 1
+    assert "no NeuronMonitoring of this app covers Alone/Neuron/Inf2" in warnings[0]
+
+
+def test_a_blue_green_rollout_without_a_load_balancer_warns_it_shifts_nothing() -> None:
+    warnings = _unmonitored(Rollout.blue_green(alarms=False), attach=False)
+    (warning,) = [w for w in warnings if r.BLUE_GREEN_WITHOUT_TRAFFIC.id in w]
+    assert "manages no traffic shift" in warning
+
+
+def test_a_canary_without_a_load_balancer_is_refused_at_synth() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        _unmonitored(Rollout.canary(alarms=False), attach=False)
+    assert f"[{r.ROLLOUT_TRAFFIC.id}:" in str(raised.value)
+    assert "Alone/Service: a canary rollout of a service with neither a load balancer nor Service Connect" in str(
+        raised.value
+    )
+
+
+def test_scaling_past_the_room_of_a_blue_green_rollout_is_refused_with_the_numbers() -> None:
+    stack = Stack(App(analytics_reporting=False), "Room")
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
+    service = NeuronService(
+        stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0, 1]), rollout=Rollout.blue_green()
+    )
+    with pytest.raises(NeuronConfigurationError) as raised:
+        service.scale_on_neuron_utilization(max_count=3)
+    message = str(raised.value)
+    assert "Room/Service: max_count=3 rolled out blue/green bake 10 min" in message
+    assert "6 copies holding 12 chips and 24 NeuronCores, 24576 CPU units and 98304 MiB" in message
+    assert "6 inf2.48xlarge instances" in message and "launches at most 4" in message
+    assert f"[{r.ROLLOUT_ROOM.id}:" in message
+
+
+@pytest.mark.parametrize(
+    ("rollout", "text"),
+    [
+        (Rollout.blue_green(), "a blue/green rollout of a fleet model"),
+        (Rollout.canary(smoke_test=SmokeTest("/ping")), "a smoke test on a fleet model"),
+        (Rollout.canary(interval=Duration.minutes(7)), "interval=7 min and bake_time=10 min on a fleet model"),
+        (Rollout.linear(step_percent=100), "a linear step of 100 % of 2 copies: one stage that stops every copy"),
+    ],
+)
+def test_what_a_fleet_model_cannot_take_is_refused(rollout: Rollout, text: str) -> None:
+    stack = Stack(App(analytics_reporting=False), "Fleet")
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    with pytest.raises(NeuronConfigurationError) as raised:
+        fleet.add_model("Model", cores_per_task=1, copies=2, image=IMAGE, rollout=rollout)
+    assert text in str(raised.value) and f"[{r.ROLLOUT_ON_FLEET.id}:" in str(raised.value)
+
+
+def test_a_smoke_test_through_an_https_listener_is_refused() -> None:
+    from aws_cdk import aws_certificatemanager as acm
+
+    stack = Stack(App(analytics_reporting=False), "Tls", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    certificate = acm.Certificate.from_certificate_arn(
+        stack, "Certificate", "arn:aws:acm:us-east-1:111111111111:certificate/abc"
+    )
+    listener = NeuronLoadBalancer(stack, "Lb", cluster=cluster, certificate=certificate).listener
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(smoke_test=SmokeTest("/health")),
+    )
+    with pytest.raises(NeuronConfigurationError) as raised:
+        service.attach_to_listener(listener, conditions=_path("/x/*"), priority=5)
+    assert "an HTTPS listener" in str(raised.value) and f"[{r.SMOKE_TEST.id}:" in str(raised.value)
