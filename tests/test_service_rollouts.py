@@ -379,23 +379,64 @@ def test_what_a_fleet_model_cannot_take_is_refused(rollout: Rollout, text: str) 
     assert text in str(raised.value) and f"[{r.ROLLOUT_ON_FLEET.id}:" in str(raised.value)
 
 
-def test_a_smoke_test_through_an_https_listener_is_refused() -> None:
+def _behind_https(test_port: int | None) -> tuple[App, NeuronService, NeuronLoadBalancer]:
     from aws_cdk import aws_certificatemanager as acm
 
-    stack = Stack(App(analytics_reporting=False), "Tls", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    app = App(analytics_reporting=False)
+    platform, model = Stack(app, "TlsPlatform", env=ENV), Stack(app, "TlsModel", env=ENV)
+    cluster = NeuronCluster(platform, "Neuron")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     certificate = acm.Certificate.from_certificate_arn(
-        stack, "Certificate", "arn:aws:acm:us-east-1:111111111111:certificate/abc"
+        platform, "Certificate", "arn:aws:acm:us-east-1:111111111111:certificate/abc"
     )
-    listener = NeuronLoadBalancer(stack, "Lb", cluster=cluster, certificate=certificate).listener
+    load_balancer = NeuronLoadBalancer(
+        platform, "Lb", cluster=cluster, certificate=certificate, test_port=8443 if test_port else None
+    )
     service = NeuronService(
-        stack,
+        model,
         "Service",
         cluster=cluster,
-        task_definition=_manual(stack, "Task", [0]),
+        task_definition=_manual(model, "Task", [0]),
         rollout=Rollout.blue_green(smoke_test=SmokeTest("/health")),
     )
+    return app, service, load_balancer
+
+
+def test_a_smoke_test_through_an_https_listener_without_a_test_listener_is_refused() -> None:
+    _, service, load_balancer = _behind_https(None)
     with pytest.raises(NeuronConfigurationError) as raised:
-        service.attach_to_listener(listener, conditions=_path("/x/*"), priority=5)
-    assert "an HTTPS listener" in str(raised.value) and f"[{r.SMOKE_TEST.id}:" in str(raised.value)
+        service.attach_to_listener(load_balancer.listener, conditions=_path("/x/*"), priority=5)
+    assert "an HTTPS listener with no test listener" in str(raised.value)
+    assert "NeuronLoadBalancer(test_port=...)" in str(raised.value) and f"[{r.SMOKE_TEST.id}:" in str(raised.value)
+
+
+def test_behind_https_the_smoke_test_goes_through_the_test_listener() -> None:
+    app, service, load_balancer = _behind_https(8443)
+    service.attach_to_listener(load_balancer.listener, conditions=_path("/x/*"), priority=5)
+    assembly = app.synth()
+    platform, model = (assembly.get_stack_by_name(n).template for n in ("TlsPlatform", "TlsModel"))
+    listeners = {
+        p["Properties"]["Port"]: (k, p["Properties"])
+        for k, p in resources(platform, "AWS::ElasticLoadBalancingV2::Listener").items()
+    }
+    test_id, test_listener = listeners[8443]
+    assert test_listener["Protocol"] == "HTTP"
+    assert test_listener["DefaultActions"][0]["Type"] == "fixed-response"
+    ingress = [
+        p["Properties"]
+        for p in resources(platform, "AWS::EC2::SecurityGroupIngress").values()
+        if p["Properties"].get("FromPort") == 8443
+    ]
+    assert ingress == []  # no client reaches the test listener; only the model's smoke test, from its stack
+    service_ = _service(model)
+    rules_ = resources(model, "AWS::ElasticLoadBalancingV2::ListenerRule")
+    test = rules_[_ref(service_["LoadBalancers"][0]["AdvancedConfiguration"]["TestListenerRule"])]["Properties"]
+    assert test["Priority"] == 5 and test["Conditions"] == [
+        {"Field": "path-pattern", "PathPatternConfig": {"Values": ["/x/*"]}}
+    ]
+    assert "TlsPlatform" in str(test["ListenerArn"]) and test_id in str(test["ListenerArn"])
+    (function,) = resources(model, "AWS::Lambda::Function").values()
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert "SMOKE_TEST_HEADER" not in environment
+    platform_depends = assembly.get_stack_by_name("TlsPlatform").dependencies
+    assert [d.id for d in platform_depends if not d.id.endswith(".assets")] == []

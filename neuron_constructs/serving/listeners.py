@@ -147,10 +147,11 @@ class ListenerTarget:
         the same settings and ECS's ``advancedConfiguration``: the production listener rule (``conditions`` and
         ``priority``: ECS moves the weights of a rule, never of the listener's default action, NEURON073; on a
         Network Load Balancer the listener itself), and the least-privilege role ECS moves them with. With a
-        smoke test, a test rule at ``test_priority`` (default ``priority - 1``, before the production rule) matches
-        the same conditions and the header :data:`TEST_HEADER`; ECS points it at green, and the smoke test's function
-        sends its request through it (HTTP listeners of an Application Load Balancer; NEURON079 otherwise). One
-        target group pair per rollout (NEURON073).
+        smoke test, a test rule that ECS points at green and the smoke test's function sends its request through:
+        on the load balancer's test listener (``NeuronLoadBalancer(test_port=)``) with the same conditions at
+        ``test_priority`` (default ``priority``), else on this HTTP listener with the same conditions and the header
+        :data:`TEST_HEADER` at ``test_priority`` (default ``priority - 1``, before the production rule); an HTTPS
+        listener without a test listener is refused (NEURON079). One target group pair per rollout (NEURON073).
         """
         assert isinstance(self, Construct)
         services = self._listener_services()
@@ -374,7 +375,8 @@ def attach(
                     production,
                     target_group,
                     conditions=conditions,
-                    test_priority=priority - 1 if test_priority is None else test_priority,
+                    priority=priority,
+                    test_priority=test_priority,
                     settings=dict(
                         vpc=vpc,
                         port=port,
@@ -449,13 +451,23 @@ def _check_native_rollout(
             f"a smoke test through the Network Load Balancer listener {construct_path(listener)}, which has no rules",
         )
     protocol = getattr(listener, "protocol", None)
-    if not isinstance(listener, elbv2.ApplicationListener) or protocol != elbv2.ApplicationProtocol.HTTP:
+    if not isinstance(listener, elbv2.ApplicationListener):
         raise rules.SMOKE_TEST.error(
             path,
-            f"a smoke test through {construct_path(listener)}, "
-            + ("an imported listener" if not isinstance(listener, elbv2.ApplicationListener) else "an HTTPS listener")
-            + ": the function sends plain HTTP to the load balancer's DNS name, which a certificate for your domain "
-            "does not name",
+            f"a smoke test through {construct_path(listener)}, an imported listener whose load balancer is unknown",
+        )
+    if listener in _TEST_LISTENERS:
+        if test_priority is not None and not 1 <= test_priority <= 50_000:
+            raise rules.OUT_OF_RANGE.error(
+                path, f"test_priority={test_priority}", name="test_priority", minimum=1, maximum=50_000
+            )
+        return
+    if protocol != elbv2.ApplicationProtocol.HTTP:
+        raise rules.SMOKE_TEST.error(
+            path,
+            f"a smoke test through {construct_path(listener)}, an HTTPS listener with no test listener: the function "
+            "would send plain HTTP to the load balancer's DNS name, which a certificate for your domain does not name "
+            "(give the load balancer NeuronLoadBalancer(test_port=...))",
         )
     chosen = (priority or 0) - 1 if test_priority is None else test_priority
     if not 1 <= chosen <= 50_000 or (priority is not None and chosen >= priority):
@@ -479,7 +491,8 @@ def _alternate_target(
     target_group: TargetGroup,
     *,
     conditions: Sequence[elbv2.ListenerCondition],
-    test_priority: int,
+    priority: int,
+    test_priority: int | None,
     settings: dict[str, Any],
 ) -> ecs.IAlternateTarget:
     """The alternate target group of a native rollout, its test rule and smoke test, and ECS's advanced configuration
@@ -491,29 +504,41 @@ def _alternate_target(
     rules_shifted: list[elbv2.ApplicationListenerRule] = [production]
     test_listener = None
     if smoke_test is not None:
-        _claim_rule(path, listener, owner, test_priority)
+        assert isinstance(listener, elbv2.ApplicationListener)
+        separate = _TEST_LISTENERS.get(listener)
+        if separate is not None:  # the load balancer's test listener: same conditions, its own priorities
+            tested: elbv2.ApplicationListener = separate
+            test_via = _listener_in(owner, separate) if Stack.of(separate) is not Stack.of(owner) else separate
+            test_conditions = list(conditions)
+            header = None
+            chosen = priority if test_priority is None else test_priority
+        else:
+            tested, test_via = listener, via
+            test_conditions = [*conditions, elbv2.ListenerCondition.http_header(TEST_HEADER, ["test"])]
+            header = (TEST_HEADER, "test")
+            chosen = priority - 1 if test_priority is None else test_priority
+        _claim_rule(path, tested, owner, chosen)
         test = elbv2.ApplicationListenerRule(
             owner,
             f"{id}TestRule",
-            listener=via,
-            priority=test_priority,
-            conditions=[*conditions, elbv2.ListenerCondition.http_header(TEST_HEADER, ["test"])],
+            listener=test_via,
+            priority=chosen,
+            conditions=test_conditions,
             target_groups=[target_group],
         )
         rules_shifted.append(test)
         test_listener = ecs.ListenerRuleConfiguration.application_listener_rule(test)
-        assert isinstance(listener, elbv2.ApplicationListener)
         service.service.add_lifecycle_hook(
             smoke_test_hook(
                 owner,
                 f"{id}SmokeTest",
                 smoke_test=smoke_test,
-                url=f"http://{listener.load_balancer.load_balancer_dns_name}:{listener.port}",
-                header=(TEST_HEADER, "test"),
+                url=f"http://{listener.load_balancer.load_balancer_dns_name}:{tested.port}",
+                header=header,
                 vpc=service.cluster.vpc,
                 subnets=service.cluster.capacity_subnets,
-                load_balancer=via,
-                port=int(listener.port),
+                load_balancer=test_via,
+                port=int(tested.port),
             )
         )
     return ecs.AlternateTarget(
@@ -572,6 +597,15 @@ def _check_default_action_stack(path: str, listener: IConstruct, owner: Construc
             f"{Stack.of(listener).stack_name}, but {path} is in stack {Stack.of(owner).stack_name}",
             listener=construct_path(listener),
         )
+
+
+_TEST_LISTENERS: weakref.WeakKeyDictionary[object, elbv2.ApplicationListener] = weakref.WeakKeyDictionary()
+"""Production listener -> the plain-HTTP listener of its load balancer that carries rollout test traffic."""
+
+
+def register_test_listener(listener: elbv2.IApplicationListener, test_listener: elbv2.ApplicationListener) -> None:
+    """Send the smoke tests of rollouts attached to ``listener`` through ``test_listener``."""
+    _TEST_LISTENERS[listener] = test_listener
 
 
 _RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()

@@ -50,7 +50,7 @@ from neuron_constructs.base.arguments import Range, checked, construct_path, rem
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.knowledge import rules
-from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to
+from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to, register_test_listener
 
 __all__ = ["NeuronLoadBalancer"]
 
@@ -83,18 +83,30 @@ class NeuronLoadBalancer(Construct):
         How long access logs are kept, in days; default 90.
     deletion_protection
         Default False (``cdk destroy`` removes it).
+    test_port
+        A second, plain-HTTP listener on this port for rollout test traffic; default none. A smoke test
+        (:class:`~neuron_constructs.serving.rollout.SmokeTest`) sends its request through it when given: it takes no
+        client (only the smoke tests' own security groups, which the model stacks open), answers 404 to what no test
+        rule matches, and serves an HTTPS production listener whose certificate the load balancer's DNS name does
+        not match. Without it a smoke test goes through the production listener with a header, HTTP only.
 
     Attributes
     ----------
     load_balancer, listener, security_group, access_logs_bucket
-        What it is made of.
+        What it is made of; ``test_listener`` with ``test_port``, else ``None``.
     url
         ``http(s)://<dns name>[:port]``.
     default_target
         The path of the service attached as the listener's default action, if any.
     """
 
-    @checked(ranges={"port": Range(1, 65535, "a TCP port"), "access_log_retention": Range(1)})
+    @checked(
+        ranges={
+            "port": Range(1, 65535, "a TCP port"),
+            "test_port": Range(1, 65535, "a TCP port"),
+            "access_log_retention": Range(1),
+        }
+    )
     def __init__(
         self,
         scope: Construct,
@@ -108,6 +120,7 @@ class NeuronLoadBalancer(Construct):
         idle_timeout: Duration = IDLE_TIMEOUT,
         access_log_retention: int = 90,
         deletion_protection: bool = False,
+        test_port: int | None = None,
     ) -> None:
         check_same_environment(
             f"{construct_path(scope)}/{id}",
@@ -191,6 +204,24 @@ class NeuronLoadBalancer(Construct):
         # A model attached without conditions becomes the listener's default action; otherwise (only path or
         # host rules) requests no rule matches get a 404, added once the tree is complete.
         Aspects.of(self).add(_NotFoundByDefault(self), priority=AspectPriority.MUTATING)
+        self.test_listener: elbv2.ApplicationListener | None = None
+        if test_port is not None:
+            if test_port == port:
+                raise rules.OUT_OF_RANGE.error(
+                    construct_path(self),
+                    f"test_port={test_port} is the listener's own port",
+                    name="test_port",
+                    minimum=1,
+                    maximum="65535, other than port",
+                )
+            self.test_listener = self.load_balancer.add_listener(
+                "TestListener",
+                port=test_port,
+                open=False,
+                protocol=elbv2.ApplicationProtocol.HTTP,
+                default_action=elbv2.ListenerAction.fixed_response(404),
+            )
+            register_test_listener(self.listener, self.test_listener)
         scheme = "https" if certificate else "http"
         suffix = "" if port == (443 if certificate else 80) else f":{port}"
         self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
