@@ -1,10 +1,11 @@
 """A team's Neuron platform and its workloads, each in the stack its owners deploy.
 
 ``cdk deploy Platform`` first: the VPC, the ECS cluster, its capacity (an inf2.48xlarge Auto Scaling group for the
-embedding fleet, ECS Managed Instances for the LLM), an internal load balancer and Neuron monitoring. Then each
-workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load balancer on ``/v1/*``, scaling on
-requests and on its NeuronCore utilization), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on
-``/embed/*``) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
+embedding fleet, ECS Managed Instances for the LLM), an internal load balancer (with a test listener for rollouts) and
+Neuron monitoring. Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
+balancer on ``/v1/*``, scaling on requests and on its NeuronCore utilization, rolled out blue/green after a smoke
+test), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``, rolled out canary: two
+copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
 workload stack depends on the platform's, never the reverse: the platform deploys first, and a workload stack deletes
 alone.
 
@@ -33,12 +34,16 @@ from neuron_constructs import (
     NeuronMonitoring,
     NeuronService,
     NeuronTrainingQueue,
+    Rollout,
+    SmokeTest,
 )
 from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM, NeuronImage
 
 SPLITS = ("a stack each", "platform and workloads", "one stack")
 """The ways the app lays its resources out in stacks (context ``split``)."""
 PORT = 8080
+TEST_PORT = 8443
+"""The load balancer's test listener: rollout test traffic only, from the smoke tests' security groups."""
 
 
 def dlc_image(scope: Construct, id: str, image: NeuronImage) -> ecs.ContainerImage:
@@ -77,13 +82,16 @@ class Platform(Construct):
         certificate = (
             acm.Certificate.from_certificate_arn(self, "Certificate", certificate_arn) if certificate_arn else None
         )
-        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.cluster, certificate=certificate)
+        self.load_balancer = NeuronLoadBalancer(
+            self, "LoadBalancer", cluster=self.cluster, certificate=certificate, test_port=TEST_PORT
+        )
         self.load_balancer.add_url_output()
 
 
 class LlmService(Construct):
     """vLLM on Managed Instances behind the platform's load balancer on ``/v1/*``, scaling on requests and on its
-    NeuronCore utilization."""
+    NeuronCore utilization; a new version rolls out blue/green once it lists its model through the test listener, and
+    rolls back on the model's Neuron execution errors, 5xx answers or p99 response time."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -114,7 +122,13 @@ class LlmService(Construct):
             ],
             port_mappings=[ecs.PortMapping(container_port=PORT)],
         )
-        self.service = NeuronService(self, "Service", cluster=platform.cluster, task_definition=task)
+        self.service = NeuronService(
+            self,
+            "Service",
+            cluster=platform.cluster,
+            task_definition=task,
+            rollout=Rollout.blue_green(smoke_test=SmokeTest("/v1/models")),
+        )
         self.service.attach_to_listener(
             platform.load_balancer.listener,
             conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
@@ -126,7 +140,8 @@ class LlmService(Construct):
 
 class EmbeddingFleet(Construct):
     """Eight copies of an embedding model on the platform's inf2.48xlarge fleet, one NeuronCore each (cores 0-7 of
-    chips 0-3), on ``/embed/*``."""
+    chips 0-3), on ``/embed/*``; a new version rolls out canary, copy by copy: two copies (25 %) first, the other six
+    once the model's alarms stayed quiet."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -148,6 +163,7 @@ class EmbeddingFleet(Construct):
                 "HF_NUM_CORES": "1",
             },
             port_mappings=[ecs.PortMapping(container_port=PORT)],
+            rollout=Rollout.canary(percent=25),
         )
         for copy in self.embedding.task_definitions:  # on each copy's AWS::ECS::TaskDefinition, nothing wider
             Validations.of(copy.task_definition.node.default_child).acknowledge(  # type: ignore[arg-type]

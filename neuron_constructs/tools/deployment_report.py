@@ -72,6 +72,12 @@ def _created_resources(cloudformation: Any, stack_name: str) -> dict[str, dict[s
     return created
 
 
+def _short(value: Any) -> str:
+    """``value`` as one short line of text."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _ref(value: Any) -> str | None:
     return value.get("Ref") if isinstance(value, dict) else None
 
@@ -328,8 +334,40 @@ class _StackReader:
             "capacity provider " + ", ".join(strategy) if strategy else f"launch type {service.get('launchType')}"
         )
         task = service["taskDefinition"].rsplit("/", 1)[-1]
-        details = (f"desired {service['desiredCount']}", task, placement, *constraints, *placement_strategy)
+        rollout = self.compare_rollout(logical_id, properties, service)
+        details = (f"desired {service['desiredCount']}", task, placement, *constraints, *placement_strategy, *rollout)
         self.items.append(ReportItem("service", service["serviceName"], details))
+
+    def compare_rollout(self, logical_id: str, properties: dict[str, Any], service: dict[str, Any]) -> list[str]:
+        """The native rollout the template asks for (strategy, bake time, traffic shift, lifecycle hooks, deployment
+        alarms, the alternate target group) next to what the endpoint kept: each part it did not keep is a gap, so
+        a rollout the endpoint cannot run is never mistaken for one it ran. Returns the kept parts as text."""
+        asked = properties.get("DeploymentConfiguration") or {}
+        live = service.get("deploymentConfiguration") or {}
+        kept: list[str] = []
+        strategy = asked.get("Strategy")
+        if strategy in (None, "ROLLING") and not asked.get("LifecycleHooks"):
+            return kept
+        for key in ("Strategy", "BakeTimeInMinutes", "CanaryConfiguration", "LinearConfiguration", "LifecycleHooks"):
+            if key not in asked:
+                continue
+            live_key = key[0].lower() + key[1:]
+            if live.get(live_key) in (None, [], {}):
+                self.gap(logical_id, f"deploymentConfiguration.{live_key} not kept", attribute=live_key)
+            else:
+                kept.append(f"{live_key} {_short(live[live_key])}")
+        alarms = asked.get("Alarms") or {}
+        if alarms.get("Enable") and not (live.get("alarms") or {}).get("enable"):
+            self.gap(logical_id, "deploymentConfiguration.alarms not kept", attribute="alarms")
+        advanced = [b for b in properties.get("LoadBalancers", []) if b.get("AdvancedConfiguration")]
+        if advanced and not any(b.get("advancedConfiguration") for b in service.get("loadBalancers", [])):
+            self.gap(
+                logical_id,
+                "loadBalancers.advancedConfiguration (alternate target group, production and test listener rules, "
+                "role) not kept",
+                attribute="advancedConfiguration",
+            )
+        return kept
 
     def compute_environment(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
         if physical_id is None:
