@@ -82,10 +82,15 @@ def test_a_workload_owns_its_listener_rule_target_group_and_security_group_rules
     platform, llm = stacks["Platform"]["template"], stacks["LlmService"]["template"]
     assert not resources(platform, "AWS::ElasticLoadBalancingV2::ListenerRule")
     assert not resources(platform, "AWS::ElasticLoadBalancingV2::TargetGroup")
-    (rule,) = resources(llm, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
-    assert rule["Properties"]["Priority"] == 10
-    assert "Fn::ImportValue" in rule["Properties"]["ListenerArn"]  # the platform's listener, by its export
-    assert resources(llm, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    (production, test) = sorted(  # the production rule, and the rollout's test rule on the test listener
+        resources(llm, "AWS::ElasticLoadBalancingV2::ListenerRule").values(),
+        key=lambda rule: "TestRule" in json.dumps(rule),
+    )
+    for rule in (production, test):
+        assert rule["Properties"]["Priority"] == 10
+        assert "Fn::ImportValue" in rule["Properties"]["ListenerArn"]  # the platform's listeners, by their exports
+    assert production["Properties"]["ListenerArn"] != test["Properties"]["ListenerArn"]
+    assert len(resources(llm, "AWS::ElasticLoadBalancingV2::TargetGroup")) == 2  # blue and green
     egress = resources(llm, "AWS::EC2::SecurityGroupEgress").values()
     assert any("Fn::ImportValue" in e["Properties"]["GroupId"] for e in egress)  # the load balancer's group
     embedding = stacks["EmbeddingFleet"]["template"]  # bridge tasks on the platform's capacity: its rules are the
@@ -259,9 +264,14 @@ def test_with_a_certificate_the_team_s_load_balancer_serves_https_only() -> None
     team.LlmService(llm_stack, "LlmService", platform=platform_)
     assembly = app.synth()
     platform = assembly.get_stack_by_name("Platform").template
-    (listener,) = resources(platform, "AWS::ElasticLoadBalancingV2::Listener").values()
-    properties = listener["Properties"]
+    listeners = {
+        p["Properties"]["Port"]: p["Properties"]
+        for p in resources(platform, "AWS::ElasticLoadBalancingV2::Listener").values()
+    }
+    assert set(listeners) == {443, team.TEST_PORT}
+    properties = listeners[443]
     assert (properties["Protocol"], properties["Port"]) == ("HTTPS", 443)
+    assert listeners[team.TEST_PORT]["Protocol"] == "HTTP"  # rollout test traffic, from the smoke test only
     assert properties["Certificates"] == [{"CertificateArn": CERTIFICATE}]
     assert properties["SslPolicy"] == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
     ports = {
@@ -278,9 +288,12 @@ def test_with_a_certificate_the_team_s_load_balancer_serves_https_only() -> None
 
 
 def test_without_a_certificate_it_listens_on_http_inside_the_vpc(stacks: dict[str, Any]) -> None:
-    (listener,) = resources(stacks["Platform"]["template"], "AWS::ElasticLoadBalancingV2::Listener").values()
-    assert (listener["Properties"]["Protocol"], listener["Properties"]["Port"]) == ("HTTP", 80)
-    assert "Certificates" not in listener["Properties"]
+    listeners = {
+        p["Properties"]["Port"]: p["Properties"]
+        for p in resources(stacks["Platform"]["template"], "AWS::ElasticLoadBalancingV2::Listener").values()
+    }
+    assert set(listeners) == {80, team.TEST_PORT}
+    assert listeners[80]["Protocol"] == "HTTP" and "Certificates" not in listeners[80]
 
 
 def test_every_load_balanced_workload_is_reachable_across_the_stacks_and_found_when_its_rules_go(
