@@ -1,0 +1,568 @@
+"""The resources behind a native rollout: the load balancer role ECS shifts traffic with and the smoke test hook, as
+synthesized (one app with cdk-nag's AwsSolutions and NIST 800-53 rev 5 packs), and the shipped code run against a
+server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Template
+from test_smoke_test import Recorder, base_url
+
+from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronLoadBalancer
+from neuron_constructs.knowledge.smoke_test import STAGE
+from neuron_constructs.serving.rollout import SmokeTest
+from neuron_constructs.serving.rollout_resources import (
+    DESCRIBE_ACTIONS,
+    ENI_ACTIONS,
+    load_balancer_role,
+    smoke_test_hook,
+    smoke_test_source,
+)
+
+pytestmark = pytest.mark.xdist_group("rollout_resources")  # one worker builds the module's app once
+
+REPORT_ONLY = "@aws-cdk/core:failSynthOnValidationErrors"
+PORT = 8080
+SMOKE = SmokeTest(
+    "/v1/generate", method="POST", body='{"prompt": "hi"}', expect_status=200, timeout=Duration.seconds(20)
+)
+HEADER = ("x-neuron-test", "green")
+ENV = {"account": "123456789012", "region": "us-east-1"}
+ACCOUNT = {"Ref": "AWS::AccountId"}
+
+
+def _vpc(stack: Stack) -> ec2.Vpc:
+    """A VPC without NAT gateways: public and isolated subnets."""
+    return ec2.Vpc(
+        stack,
+        "Vpc",
+        max_azs=2,
+        nat_gateways=0,
+        subnet_configuration=[
+            ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC),
+            ec2.SubnetConfiguration(name="Isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        ],
+    )
+
+
+def _traffic(stack: Stack, lb: NeuronLoadBalancer) -> dict[str, Any]:
+    """Blue and green target groups and the production and test listener rules, made directly with elbv2."""
+    vpc = lb.cluster.vpc
+    groups = {
+        name: elbv2.ApplicationTargetGroup(
+            stack, name, vpc=vpc, port=PORT, protocol=elbv2.ApplicationProtocol.HTTP, target_type=elbv2.TargetType.IP
+        )
+        for name in ("Blue", "Green")
+    }
+    forward = elbv2.ListenerAction.weighted_forward(
+        [
+            elbv2.WeightedTargetGroup(target_group=groups["Blue"], weight=100),
+            elbv2.WeightedTargetGroup(target_group=groups["Green"], weight=0),
+        ]
+    )
+    production = elbv2.ApplicationListenerRule(
+        stack,
+        "Production",
+        listener=lb.listener,
+        priority=10,
+        conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
+        action=forward,
+    )
+    test = elbv2.ApplicationListenerRule(
+        stack,
+        "Test",
+        listener=lb.listener,
+        priority=5,
+        conditions=[elbv2.ListenerCondition.http_header(HEADER[0], [HEADER[1]])],
+        action=forward,
+    )
+    return {"groups": groups, "production": production, "test": test}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One stack: a cluster, its load balancer, the traffic pair, the role and the hook; AwsSolutions and NIST."""
+    from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
+
+    outdir = tmp_path_factory.mktemp("rollout")
+    app = App(analytics_reporting=False, outdir=str(outdir), context={REPORT_ONLY: False})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    stack = Stack(app, "Rollout")
+    cluster = NeuronCluster(stack, "Neuron")
+    lb = NeuronLoadBalancer(stack, "Lb", cluster=cluster)
+    traffic = _traffic(stack, lb)
+    role = load_balancer_role(
+        stack,
+        "TrafficRole",
+        listener_rules=[traffic["production"], traffic["test"]],
+        target_groups=list(traffic["groups"].values()),
+    )
+    hook = smoke_test_hook(
+        stack,
+        "Smoke",
+        smoke_test=SMOKE,
+        url=lb.url,
+        header=HEADER,
+        vpc=cluster.vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+        load_balancer=lb.load_balancer,
+        port=80,
+    )
+    assembly = app.synth()
+    template = assembly.get_stack_by_name("Rollout").template
+    report = json.loads((Path(outdir) / "validation-report.json").read_text())
+    return {"stack": stack, "template": template, "report": report, "lb": lb, "role": role, "hook": hook, **traffic}
+
+
+def _resolve(built: dict[str, Any], value: Any) -> Any:
+    return built["stack"].resolve(value)
+
+
+def _logical(built: dict[str, Any], construct: Any) -> str:
+    resource = construct if hasattr(construct, "logical_id") else construct.node.default_child
+    return str(built["stack"].resolve(resource.logical_id))
+
+
+def _resource(built: dict[str, Any], construct: Any) -> dict[str, Any]:
+    return built["template"]["Resources"][_logical(built, construct)]  # type: ignore[no-any-return]
+
+
+def _policies_of(built: dict[str, Any], role: iam.Role) -> dict[str, list[dict[str, Any]]]:
+    """Every ``AWS::IAM::Policy`` attached to ``role``: its construct id to its statements."""
+    role_id = _logical(built, role)
+    found = {}
+    for child in role.node.find_all():
+        resource = child.node.default_child if not hasattr(child, "cfn_resource_type") else child
+        if resource is None or getattr(resource, "cfn_resource_type", None) != "AWS::IAM::Policy":
+            continue
+        properties = built["template"]["Resources"][_logical(built, resource)]["Properties"]
+        assert {"Ref": role_id} in properties["Roles"]
+        found[child.node.id if child is not resource else resource.node.scope.node.id] = properties["PolicyDocument"][
+            "Statement"
+        ]
+    return found
+
+
+def _trust(built: dict[str, Any], role: iam.Role) -> list[dict[str, Any]]:
+    return _resource(built, role)["Properties"]["AssumeRolePolicyDocument"]["Statement"]  # type: ignore[no-any-return]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _function(built: dict[str, Any]) -> Any:
+    return built["stack"].node.find_child("Smoke").node.find_child("Function")
+
+
+# --- the load balancer role -----------------------------------------------------------------------------------
+
+
+def test_only_ecs_of_this_account_assumes_the_load_balancer_role(built: dict[str, Any]) -> None:
+    assert _trust(built, built["role"]) == [
+        {
+            "Action": "sts:AssumeRole",
+            "Effect": "Allow",
+            "Principal": {"Service": "ecs.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+        }
+    ]
+    assert "ManagedPolicyArns" not in _resource(built, built["role"])["Properties"]
+
+
+def test_the_load_balancer_role_changes_only_this_rollout_s_rules_and_target_groups(built: dict[str, Any]) -> None:
+    policies = _policies_of(built, built["role"])
+    assert set(policies) == {"DefaultPolicy", "Describe"}
+    by_sid = {s["Sid"]: s for s in policies["DefaultPolicy"]}
+    assert set(by_sid) == {"TargetGroupOperations", "ModifyRules"}
+    groups = by_sid["TargetGroupOperations"]
+    assert sorted(_as_list(groups["Action"])) == [
+        "elasticloadbalancing:DeregisterTargets",
+        "elasticloadbalancing:RegisterTargets",
+    ]
+    assert groups["Resource"] == [{"Ref": _logical(built, built["groups"][n])} for n in ("Blue", "Green")]
+    rules = by_sid["ModifyRules"]
+    assert rules["Action"] == "elasticloadbalancing:ModifyRule"
+    assert rules["Resource"] == [{"Ref": _logical(built, built[n])} for n in ("production", "test")]
+    for statement in policies["DefaultPolicy"]:
+        assert statement["Effect"] == "Allow" and "*" not in json.dumps(statement["Resource"])
+
+
+def test_only_the_describe_actions_are_on_every_resource_in_a_policy_of_their_own(built: dict[str, Any]) -> None:
+    (statement,) = _policies_of(built, built["role"])["Describe"]
+    assert sorted(statement["Action"]) == sorted(DESCRIBE_ACTIONS)
+    assert statement["Resource"] == "*"
+    assert all(action.startswith("elasticloadbalancing:Describe") for action in DESCRIBE_ACTIONS)
+
+
+def test_a_network_listener_adds_modify_listener_on_that_listener_only() -> None:
+    stack = Stack(App(analytics_reporting=False), "Nlb")
+    vpc = _vpc(stack)
+    nlb = elbv2.NetworkLoadBalancer(stack, "Nlb", vpc=vpc)
+    group = elbv2.NetworkTargetGroup(stack, "Blue", vpc=vpc, port=PORT, target_type=elbv2.TargetType.IP)
+    listener = nlb.add_listener("Listener", port=80, default_target_groups=[group])
+    role = load_balancer_role(stack, "Role", listener_rules=[], target_groups=[group], network_listener=listener)
+    statements = stack.resolve(role.node.find_child("DefaultPolicy").document.to_json())["Statement"]
+    by_sid = {s["Sid"]: s for s in statements}
+    assert set(by_sid) == {"TargetGroupOperations", "ModifyListener"}
+    assert by_sid["ModifyListener"]["Action"] == "elasticloadbalancing:ModifyListener"
+    assert by_sid["ModifyListener"]["Resource"] == stack.resolve(listener.listener_arn)
+
+
+def test_rules_given_as_arns_or_cfn_rules_are_granted_as_given() -> None:
+    stack = Stack(App(analytics_reporting=False), "Arns")
+    vpc = _vpc(stack)
+    group = elbv2.ApplicationTargetGroup(stack, "Blue", vpc=vpc, port=PORT, target_type=elbv2.TargetType.IP)
+    arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/lb/50dc6c495c0c9188/f2f7dc8e/9683b2d0"
+    cfn_rule = elbv2.CfnListenerRule(
+        stack,
+        "Rule",
+        listener_arn="arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/50dc6c495c0c9188/f2f7dc8e",
+        priority=1,
+        actions=[elbv2.CfnListenerRule.ActionProperty(type="fixed-response")],
+        conditions=[elbv2.CfnListenerRule.RuleConditionProperty(field="path-pattern", values=["/"])],
+    )
+    role = load_balancer_role(stack, "Role", listener_rules=[arn, cfn_rule], target_groups=[group])
+    statements = stack.resolve(role.node.find_child("DefaultPolicy").document.to_json())["Statement"]
+    rules = next(s for s in statements if s["Sid"] == "ModifyRules")
+    assert rules["Resource"] == [arn, {"Fn::GetAtt": [stack.resolve(cfn_rule.logical_id), "RuleArn"]}]
+
+
+@pytest.mark.parametrize(
+    ("rules", "groups", "named"),
+    [([], True, "no listener rule and no network listener"), (["arn:rule"], False, "target_groups=[]")],
+)
+def test_a_role_with_nothing_to_move_is_refused_at_the_call(rules: list[str], groups: bool, named: str) -> None:
+    stack = Stack(App(analytics_reporting=False), "Empty")
+    vpc = _vpc(stack)
+    group = elbv2.ApplicationTargetGroup(stack, "Blue", vpc=vpc, port=PORT, target_type=elbv2.TargetType.IP)
+    with pytest.raises(NeuronConfigurationError, match=rf"{re.escape(named)}.*NEURON026"):
+        load_balancer_role(stack, "Role", listener_rules=rules, target_groups=[group] if groups else [])
+
+
+# --- the smoke test function ----------------------------------------------------------------------------------
+
+
+def test_the_function_runs_the_shipped_code_on_the_newest_python_with_the_smoke_test_s_settings(
+    built: dict[str, Any],
+) -> None:
+    properties = _resource(built, _function(built))["Properties"]
+    assert properties["Runtime"] == "python3.14"
+    assert properties["Handler"] == "index.handler"
+    assert properties["Code"] == {"ZipFile": smoke_test_source()}
+    assert properties["Timeout"] == SMOKE.timeout_seconds + 30 == SMOKE.function_timeout.to_seconds()
+    assert properties["MemorySize"] == 128
+    environment = properties["Environment"]["Variables"]
+    assert environment == {
+        "SMOKE_TEST_URL": _resolve(built, built["lb"].url),
+        "SMOKE_TEST_PATH": "/v1/generate",
+        "SMOKE_TEST_METHOD": "POST",
+        "SMOKE_TEST_BODY": '{"prompt": "hi"}',
+        "SMOKE_TEST_EXPECT_STATUS": "200",
+        "SMOKE_TEST_TIMEOUT": "20",
+        "SMOKE_TEST_HEADER": "x-neuron-test: green",
+    }
+
+
+def test_the_environment_leaves_out_a_body_and_header_not_given() -> None:
+    stack = Stack(App(analytics_reporting=False), "Plain")
+    vpc = _vpc(stack)
+    group = ec2.SecurityGroup(stack, "LbGroup", vpc=vpc)
+    smoke_test_hook(
+        stack,
+        "Smoke",
+        smoke_test=SmokeTest("/health"),
+        url="http://internal-lb.example:8080",
+        header=None,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=ec2.Connections(security_groups=[group]),
+        port=8080,
+    )
+    function = stack.node.find_child("Smoke").node.find_child("Function").node.default_child
+    properties = Template.from_stack(stack).to_json()["Resources"][stack.resolve(function.logical_id)]["Properties"]
+    environment = properties["Environment"]["Variables"]
+    assert environment == {
+        "SMOKE_TEST_URL": "http://internal-lb.example:8080",
+        "SMOKE_TEST_PATH": "/health",
+        "SMOKE_TEST_METHOD": "GET",
+        "SMOKE_TEST_EXPECT_STATUS": "200",
+        "SMOKE_TEST_TIMEOUT": "60",
+    }
+
+
+def test_the_function_runs_in_the_vpc_behind_its_own_group(built: dict[str, Any]) -> None:
+    properties = _resource(built, _function(built))["Properties"]
+    smoke = built["stack"].node.find_child("Smoke")
+    group = smoke.node.find_child("SecurityGroup")
+    vpc_config = properties["VpcConfig"]
+    assert vpc_config["SecurityGroupIds"] == [{"Fn::GetAtt": [_logical(built, group), "GroupId"]}]
+    private = built["lb"].cluster.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
+    assert vpc_config["SubnetIds"] == [_resolve(built, s) for s in private]
+
+
+def test_the_function_s_only_way_out_is_the_listener_port_to_the_load_balancer(built: dict[str, Any]) -> None:
+    resources = built["template"]["Resources"]
+    group = built["stack"].node.find_child("Smoke").node.find_child("SecurityGroup")
+    group_id = {"Fn::GetAtt": [_logical(built, group), "GroupId"]}
+    lb_group_id = {"Fn::GetAtt": [_logical(built, built["lb"].security_group), "GroupId"]}
+    assert resources[_logical(built, group)]["Properties"].get("SecurityGroupEgress") is None
+    # EC2's pattern for a group description (no apostrophe)
+    assert re.fullmatch(
+        r"[a-zA-Z0-9. _\-:/()#,@\[\]+=&;{}!$*]*", resources[_logical(built, group)]["Properties"]["GroupDescription"]
+    )
+    assert resources[_logical(built, group)]["Properties"].get("SecurityGroupIngress") is None
+    egress = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::SecurityGroupEgress"]
+    mine = [e for e in egress if e["GroupId"] == group_id]
+    assert mine == [
+        {
+            "GroupId": group_id,
+            "IpProtocol": "tcp",
+            "FromPort": 80,
+            "ToPort": 80,
+            "DestinationSecurityGroupId": lb_group_id,
+            "Description": "The smoke test to the test listener",
+        }
+    ]
+    ingress = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
+    from_function = [i for i in ingress if i.get("SourceSecurityGroupId") == group_id]
+    assert from_function == [
+        {
+            "GroupId": lb_group_id,
+            "IpProtocol": "tcp",
+            "FromPort": 80,
+            "ToPort": 80,
+            "SourceSecurityGroupId": group_id,
+            "Description": "The smoke test to the test listener",
+        }
+    ]
+
+
+def test_the_function_logs_to_a_group_of_its_own_kept_a_month_and_deleted_with_the_stack(
+    built: dict[str, Any],
+) -> None:
+    logs = built["stack"].node.find_child("Smoke").node.find_child("Logs")
+    log_resource = _resource(built, logs)
+    assert log_resource["Properties"]["RetentionInDays"] == 30
+    assert log_resource["DeletionPolicy"] == "Delete"
+    properties = _resource(built, _function(built))["Properties"]
+    assert properties["LoggingConfig"] == {"LogGroup": {"Ref": _logical(built, logs)}}
+
+
+def test_the_execution_role_writes_its_own_logs_and_manages_its_interfaces_only(built: dict[str, Any]) -> None:
+    smoke = built["stack"].node.find_child("Smoke")
+    role = smoke.node.find_child("ExecutionRole")
+    assert _trust(built, role) == [
+        {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
+    ]
+    assert "ManagedPolicyArns" not in _resource(built, role)["Properties"]
+    policies = _policies_of(built, role)
+    assert set(policies) == {"DefaultPolicy", "NetworkInterfaces"}
+    (logs_statement,) = policies["DefaultPolicy"]
+    assert sorted(logs_statement["Action"]) == ["logs:CreateLogStream", "logs:PutLogEvents"]
+    assert logs_statement["Resource"] == {"Fn::GetAtt": [_logical(built, smoke.node.find_child("Logs")), "Arn"]}
+    (interfaces,) = policies["NetworkInterfaces"]
+    assert interfaces["Action"] == list(ENI_ACTIONS) and interfaces["Resource"] == "*"
+    assert all(a.startswith("ec2:") and "*" not in a for a in ENI_ACTIONS)
+
+
+def test_the_function_is_created_after_its_network_interface_permissions(built: dict[str, Any]) -> None:
+    """Lambda checks them when it creates a function in a VPC."""
+    role = built["stack"].node.find_child("Smoke").node.find_child("ExecutionRole")
+    depends_on = _resource(built, _function(built))["DependsOn"]
+    assert _logical(built, role.node.find_child("NetworkInterfaces")) in depends_on
+    assert _logical(built, role.node.find_child("DefaultPolicy")) in depends_on
+
+
+def test_the_hook_runs_at_post_test_traffic_shift_through_a_role_that_may_invoke_only_this_function(
+    built: dict[str, Any],
+) -> None:
+    hook = built["hook"]
+    assert isinstance(hook, ecs.DeploymentLifecycleLambdaTarget)
+    config = hook.bind(built["stack"])
+    assert config.lifecycle_stages == [ecs.DeploymentLifecycleStage.POST_TEST_TRAFFIC_SHIFT]
+    assert ecs.DeploymentLifecycleStage.POST_TEST_TRAFFIC_SHIFT.value == STAGE
+    function = _function(built)
+    assert _resolve(built, config.target_arn) == _resolve(built, function.function_arn)
+    invoke_role = built["stack"].node.find_child("Smoke").node.find_child("InvokeRole")
+    assert config.role is invoke_role
+    assert _trust(built, invoke_role) == [
+        {
+            "Action": "sts:AssumeRole",
+            "Effect": "Allow",
+            "Principal": {"Service": "ecs.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+        }
+    ]
+    assert _policies_of(built, invoke_role) == {
+        "DefaultPolicy": [
+            {
+                "Sid": "InvokeSmokeTest",
+                "Action": "lambda:InvokeFunction",
+                "Effect": "Allow",
+                "Resource": {"Fn::GetAtt": [_logical(built, function), "Arn"]},
+            }
+        ]
+    }
+    lambda_permissions = [r for r in built["template"]["Resources"].values() if r["Type"] == "AWS::Lambda::Permission"]
+    assert lambda_permissions == [], "no resource policy: only the invoke role reaches the function"
+
+
+# --- compliance -----------------------------------------------------------------------------------------------
+
+
+def _findings(built: dict[str, Any], pack: str, key: str) -> dict[str, list[str]]:
+    plugin = next(p for p in built["report"]["pluginReports"] if p["pluginName"] == pack)
+    found: dict[str, list[str]] = {}
+    for violation in plugin[key]:
+        paths = [
+            c["constructPath"]
+            for c in violation["violatingConstructs"]
+            if c["constructPath"].startswith(("Rollout/Smoke/", "Rollout/TrafficRole/"))
+        ]
+        if paths:
+            found[violation["ruleName"]] = sorted(found.get(violation["ruleName"], []) + paths)
+    return found
+
+
+def test_aws_solutions_finds_nothing_open_on_the_role_and_the_hook(built: dict[str, Any]) -> None:
+    assert _findings(built, "AwsSolutions", "violations") == {}
+
+
+def test_each_wildcard_acknowledgement_covers_exactly_its_own_policy(built: dict[str, Any]) -> None:
+    suppressed = _findings(built, "AwsSolutions", "suppressedViolations")
+    assert suppressed == {
+        "AwsSolutions-IAM5[Resource::*]": [
+            "Rollout/Smoke/ExecutionRole/NetworkInterfaces/Resource",
+            "Rollout/TrafficRole/Describe/Resource",
+        ]
+    }
+
+
+def test_nist_leaves_open_only_the_findings_the_examples_explain(built: dict[str, Any]) -> None:
+    from compliance_report import OPEN_NIST_FINDINGS
+
+    open_findings = _findings(built, "NIST.800.53.R5", "violations")
+    assert set(open_findings) <= set(OPEN_NIST_FINDINGS), open_findings
+    suppressed = _findings(built, "NIST.800.53.R5", "suppressedViolations")
+    assert suppressed == {
+        "NIST.800.53.R5-LambdaConcurrency": ["Rollout/Smoke/Function/Resource"],
+        "NIST.800.53.R5-LambdaDLQ": ["Rollout/Smoke/Function/Resource"],
+    }
+
+
+# --- the shipped code runs ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadingHTTPServer]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    httpd.daemon_threads = True
+    httpd.seen = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize(("path", "status"), [("/ok", "SUCCEEDED"), ("/fail", "FAILED")])
+def test_the_inline_code_as_lambda_loads_it_answers_by_the_status_it_gets(
+    built: dict[str, Any],
+    server: ThreadingHTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    status: str,
+) -> None:
+    properties = _resource(built, _function(built))["Properties"]
+    for name, value in properties["Environment"]["Variables"].items():
+        monkeypatch.setenv(name, value if isinstance(value, str) else "")
+    monkeypatch.setenv("SMOKE_TEST_URL", base_url(server))
+    monkeypatch.setenv("SMOKE_TEST_PATH", path)
+    namespace: dict[str, Any] = {"__name__": "index"}
+    exec(compile(properties["Code"]["ZipFile"], "index.py", "exec"), namespace)
+    assert namespace["handler"]({"targetServiceRevisionArn": "arn:aws:ecs:r:1:service-revision/c/s/1"}, None) == {
+        "hookStatus": status
+    }
+    method, seen_path, headers, body = server.seen[-1]  # type: ignore[attr-defined]
+    assert (method, seen_path, body) == ("POST", path, b'{"prompt": "hi"}')
+    sent = {name.lower(): value for name, value in headers.items()}
+    assert sent[HEADER[0]] == HEADER[1] and sent["content-type"] == "application/json"
+    assert f"Smoke test {status}" in capsys.readouterr().out
+
+
+# --- stacks ---------------------------------------------------------------------------------------------------
+
+
+def test_the_model_s_stack_holds_every_rule_and_the_platform_never_depends_on_it() -> None:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    lb = NeuronLoadBalancer(platform, "Lb", cluster=cluster)
+    traffic = _traffic(platform, lb)
+    model = Stack(app, "Model", env=ENV)
+    load_balancer_role(
+        model,
+        "TrafficRole",
+        listener_rules=[traffic["production"], traffic["test"]],
+        target_groups=list(traffic["groups"].values()),
+    )
+    smoke_test_hook(
+        model,
+        "Smoke",
+        smoke_test=SMOKE,
+        url=lb.url,
+        header=HEADER,
+        vpc=cluster.vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+        load_balancer=lb.load_balancer,
+        port=80,
+    )
+    assembly = app.synth()
+    assert platform in model.dependencies and model not in platform.dependencies
+    platform_types = {r["Type"] for r in assembly.get_stack_by_name("Platform").template["Resources"].values()}
+    model_resources = assembly.get_stack_by_name("Model").template["Resources"].values()
+    model_types = sorted(r["Type"] for r in model_resources)
+    assert "AWS::IAM::Role" in platform_types and "AWS::EC2::SecurityGroup" in platform_types
+    platform_code = [
+        r["Properties"]["Code"].get("ZipFile")
+        for r in assembly.get_stack_by_name("Platform").template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    ]
+    assert smoke_test_source() not in platform_code
+    assert model_types.count("AWS::EC2::SecurityGroupIngress") == 1
+    assert model_types.count("AWS::EC2::SecurityGroupEgress") == 1
+    ingress = next(r for r in model_resources if r["Type"] == "AWS::EC2::SecurityGroupIngress")
+    assert "Fn::ImportValue" in ingress["Properties"]["GroupId"]  # the platform's load balancer group
+
+
+def test_a_hook_with_a_bad_port_or_header_is_refused_at_the_call() -> None:
+    stack = Stack(App(analytics_reporting=False), "Bad")
+    vpc = _vpc(stack)
+    group = ec2.SecurityGroup(stack, "LbGroup", vpc=vpc)
+    common: dict[str, Any] = {
+        "smoke_test": SmokeTest("/health"),
+        "url": "http://lb.internal",
+        "vpc": vpc,
+        "subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        "load_balancer": ec2.Connections(security_groups=[group]),
+    }
+    with pytest.raises(NeuronConfigurationError, match=r"port=0.*NEURON027"):
+        smoke_test_hook(stack, "A", header=None, port=0, **common)
+    with pytest.raises(NeuronConfigurationError, match=r"header=.*NEURON026"):
+        smoke_test_hook(stack, "B", header="x-test: 1", port=80, **common)  # type: ignore[arg-type]
+    assert stack.node.try_find_child("A") is None and stack.node.try_find_child("B") is None
