@@ -19,9 +19,12 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
+from hypothesis import given
+from hypothesis import strategies as st
 from test_smoke_test import Recorder, base_url
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronLoadBalancer
+from neuron_constructs.checks.inputs import LAMBDA_ENVIRONMENT_BYTES, environment_bytes
 from neuron_constructs.knowledge.smoke_test import STAGE
 from neuron_constructs.serving.rollout import SmokeTest
 from neuron_constructs.serving.rollout_resources import (
@@ -566,3 +569,61 @@ def test_a_hook_with_a_bad_port_or_header_is_refused_at_the_call() -> None:
     with pytest.raises(NeuronConfigurationError, match=r"header=.*NEURON026"):
         smoke_test_hook(stack, "B", header="x-test: 1", port=80, **common)  # type: ignore[arg-type]
     assert stack.node.try_find_child("A") is None and stack.node.try_find_child("B") is None
+
+
+# --- the environment fits Lambda's 4 KB ------------------------------------------------------------------------
+
+
+@given(
+    st.dictionaries(
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=200),
+        max_size=8,
+    )
+)
+def test_the_environment_is_counted_as_its_json_never_less_than_names_and_values(environment: dict[str, str]) -> None:
+    size = environment_bytes(environment)
+    assert size == len(json.dumps(environment, ensure_ascii=False, separators=(",", ":")).encode())
+    assert size >= sum(len(k.encode()) + len(v.encode()) for k, v in environment.items())
+
+
+def _hook_with_body(body: str, url: str = "http://lb.internal:8080") -> None:
+    stack = Stack(App(analytics_reporting=False), "Sized")
+    vpc = _vpc(stack)
+    smoke_test_hook(
+        stack,
+        "Smoke",
+        smoke_test=SmokeTest("/v1/generate", method="POST", body=body),
+        url=url,
+        header=HEADER,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=ec2.Connections(security_groups=[ec2.SecurityGroup(stack, "LbGroup", vpc=vpc)]),
+        port=8080,
+    )
+
+
+def test_a_smoke_test_fills_the_environment_to_4096_bytes_and_no_further() -> None:
+    environment = {
+        "SMOKE_TEST_URL": "http://lb.internal:8080",
+        "SMOKE_TEST_PATH": "/v1/generate",
+        "SMOKE_TEST_METHOD": "POST",
+        "SMOKE_TEST_EXPECT_STATUS": "200",
+        "SMOKE_TEST_TIMEOUT": "60",
+        "SMOKE_TEST_BODY": "",
+        "SMOKE_TEST_HEADER": f"{HEADER[0]}: {HEADER[1]}",
+    }
+    room = LAMBDA_ENVIRONMENT_BYTES - environment_bytes(environment)
+    _hook_with_body("x" * room)
+    with pytest.raises(NeuronConfigurationError, match=r"Sized/Smoke: .* 4097 bytes.*NEURON080.*SmokeTest body"):
+        _hook_with_body("x" * (room + 1))
+
+
+def test_a_deploy_time_url_is_counted_at_its_longest() -> None:
+    """The load balancer's DNS name is a token at synth: counted as the longest URL it can be."""
+    stack = Stack(App(analytics_reporting=False), "Token")
+    vpc = _vpc(stack)
+    nlb_dns = elbv2.NetworkLoadBalancer(stack, "Nlb", vpc=vpc).load_balancer_dns_name
+    _hook_with_body("x" * (LAMBDA_ENVIRONMENT_BYTES - 300))  # fits with a short literal URL
+    with pytest.raises(NeuronConfigurationError, match="NEURON080"):
+        _hook_with_body("x" * (LAMBDA_ENVIRONMENT_BYTES - 300), url=f"http://{nlb_dns}")

@@ -717,6 +717,32 @@ def _checkpoint_without_storage(s: Stack) -> None:
     _queue(s).add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir="/checkpoints")
 
 
+def _smoke_test_body_beyond_lambda_environment(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs.serving.rollout import SmokeTest
+    from neuron_constructs.serving.rollout_resources import smoke_test_hook
+
+    vpc = ec2.Vpc(
+        s,
+        "V",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="I", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    smoke_test_hook(
+        s,
+        "Smoke",
+        smoke_test=SmokeTest("/v1/generate", method="POST", body="x" * 4000),
+        url="http://lb.internal",
+        header=None,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=ec2.Connections(security_groups=[ec2.SecurityGroup(s, "G", vpc=vpc)]),
+        port=80,
+    )
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1074,6 +1100,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.RESERVATION_FALLBACK,
         _reservation_fallback_on_a_queue,
         r"Test/Queue: fallback_to_on_demand=True with the On-Demand Capacity Reservation cr-0123456789abcdef0",
+    ),
+    (
+        r.SMOKE_TEST_ENVIRONMENT,
+        _smoke_test_body_beyond_lambda_environment,
+        r"Test/Smoke: the smoke test's environment takes about 4\d{3} bytes, 4000 of them SMOKE_TEST_BODY.*"
+        r"shorten the SmokeTest body",
     ),
     (
         r.TOKEN_NOT_LITERAL,

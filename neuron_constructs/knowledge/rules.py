@@ -796,6 +796,15 @@ SMOKE_TEST = Rule(
     "pass SmokeTest(path='/...', method=, expect_status=, timeout=) within those limits",
     "ECS guide: lifecycle hooks for Amazon ECS service deployments; Lambda guide: function timeout (900 s)",
 )
+SMOKE_TEST_ENVIRONMENT = Rule(
+    "NEURON080",
+    "Smoke test larger than a function's environment",
+    "the smoke test's function reads its request from its environment variables (the test listener's URL, the "
+    "path, the body and the header), and Lambda keeps all of a function's environment variables, names and values "
+    "together, within 4 KB",
+    "shorten the {what}: the smoke test's environment must fit in 4,096 bytes",
+    "Lambda guide: Lambda quotas (function environment variables, 4 KB in aggregate)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -1094,6 +1103,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ROOM,
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
+    SMOKE_TEST_ENVIRONMENT,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,

@@ -29,6 +29,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
+from neuron_constructs.checks.inputs import check_smoke_test_environment
 from neuron_constructs.knowledge import rules
 from neuron_constructs.monitoring.daemons import program_source
 from neuron_constructs.serving.rollout import SmokeTest
@@ -220,6 +221,10 @@ def smoke_test_hook(
       developer guide, "Permissions required for Lambda functions in Amazon ECS blue/green deployments", where the
       example grants every function).
 
+    Refused at the call: an environment above Lambda's 4 KB (NEURON080; a URL known only at deploy time counted at
+    its longest, :func:`~neuron_constructs.checks.inputs.check_smoke_test_environment`), a port outside 1-65535
+    (NEURON027), a header that is not a pair of strings or a URL that is not http(s) (NEURON026).
+
     Returned: the ``DeploymentLifecycleLambdaTarget`` for ``service.add_lifecycle_hook``.
     """
     where = f"{construct_path(owner)}/{id}"
@@ -233,6 +238,10 @@ def smoke_test_hook(
         raise rules.WRONG_TYPE.error(where, f"header={header!r}", expected="header=('Name', 'value') or None")
     if not isinstance(url, str) or not (Token.is_unresolved(url) or url.startswith(("http://", "https://"))):
         raise rules.WRONG_TYPE.error(where, f"url={url!r}", expected="url='http(s)://<host>[:port]'")
+    environment = _environment(smoke_test, url, header)
+    check_smoke_test_environment(
+        where, {name: None if Token.is_unresolved(value) else value for name, value in environment.items()}
+    )
     scope = Construct(owner, id)
     logs_group = log_group(
         scope, "Logs", retention=log_retention, removal_policy=log_removal_policy, encryption_key=log_encryption_key
@@ -272,7 +281,7 @@ def smoke_test_hook(
         security_groups=[security_group],
         timeout=smoke_test.function_timeout,
         memory_size=MEMORY_MIB,
-        environment=_environment(smoke_test, url, header),
+        environment=environment,
         log_group=logs_group,
     )
     function.connections.allow_to(load_balancer, ec2.Port.tcp(port), "The smoke test to the test listener")
