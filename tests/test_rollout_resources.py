@@ -467,6 +467,18 @@ def test_nist_leaves_open_only_the_findings_the_examples_explain(built: dict[str
     }
 
 
+@pytest.mark.e2e  # cfn-lint takes a few seconds per template: it runs with the deploys (make test-e2e, CI)
+def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(built: dict[str, Any]) -> None:
+    from cfnlint.api import ManualArgs, lint
+    from cfnlint.core import get_rules
+
+    rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
+    matches = lint(json.dumps(built["template"]), rules=rules, config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []
+    function = _resource(built, _function(built))
+    assert function["Metadata"]["cfn-lint"] == {"config": {"ignore_checks": ["W3005"]}}
+
+
 # --- the shipped code runs ------------------------------------------------------------------------------------
 
 

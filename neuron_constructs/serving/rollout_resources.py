@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy, Stack, Token
+from aws_cdk import CfnResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -285,6 +285,12 @@ def smoke_test_hook(
         log_group=logs_group,
     )
     function.connections.allow_to(load_balancer, ec2.Port.tcp(port), "The smoke test to the test listener")
+    # aws-cdk-lib's Function depends on its role construct, the policies with it (which Lambda checks when it
+    # creates a function in a VPC), so DependsOn names the role its Role property already references: cfn-lint's
+    # W3005, a redundant dependency, ignored on this resource only (cfn-lint's Metadata convention).
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, CfnResource)
+    cfn_function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
     compliance.acknowledge_smoke_test_function(function, interfaces)
     invoke_role = iam.Role(
         scope,
