@@ -113,6 +113,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         listener_rules=[traffic["production"], traffic["test"]],
         target_groups=list(traffic["groups"].values()),
     )
+    granted = load_balancer_role(
+        stack, "GrantedRole", listener_rules=[traffic["production"]], target_groups=list(traffic["groups"].values())
+    )
+    granted.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
     hook = smoke_test_hook(
         stack,
         "Smoke",
@@ -159,6 +163,21 @@ def _policies_of(built: dict[str, Any], role: iam.Role) -> dict[str, list[dict[s
     return found
 
 
+def _own_policies(built: dict[str, Any], role: iam.Role) -> dict[str, list[dict[str, Any]]]:
+    """The role's own policies (``Policies`` of the ``AWS::IAM::Role``): name to statements."""
+    return {
+        p["PolicyName"]: p["PolicyDocument"]["Statement"]
+        for p in _resource(built, role)["Properties"].get("Policies", [])
+    }
+
+
+def _moves(stack: Stack, role: iam.Role) -> list[dict[str, Any]]:
+    """The statements of ``role``'s ``MoveTraffic`` policy in ``stack``'s template."""
+    resource = Template.from_stack(stack).to_json()["Resources"][stack.resolve(role.node.default_child.logical_id)]
+    (moves,) = [p for p in resource["Properties"]["Policies"] if p["PolicyName"] == "MoveTraffic"]
+    return moves["PolicyDocument"]["Statement"]  # type: ignore[no-any-return]
+
+
 def _trust(built: dict[str, Any], role: iam.Role) -> list[dict[str, Any]]:
     return _resource(built, role)["Properties"]["AssumeRolePolicyDocument"]["Statement"]  # type: ignore[no-any-return]
 
@@ -187,9 +206,10 @@ def test_only_ecs_of_this_account_assumes_the_load_balancer_role(built: dict[str
 
 
 def test_the_load_balancer_role_changes_only_this_rollout_s_rules_and_target_groups(built: dict[str, Any]) -> None:
-    policies = _policies_of(built, built["role"])
-    assert set(policies) == {"DefaultPolicy", "Describe"}
-    by_sid = {s["Sid"]: s for s in policies["DefaultPolicy"]}
+    assert _policies_of(built, built["role"]) == {}, "no AWS::IAM::Policy: every permission is the role's own"
+    policies = _own_policies(built, built["role"])
+    assert set(policies) == {"MoveTraffic", "Describe"}
+    by_sid = {s["Sid"]: s for s in policies["MoveTraffic"]}
     assert set(by_sid) == {"TargetGroupOperations", "ModifyRules"}
     groups = by_sid["TargetGroupOperations"]
     assert sorted(_as_list(groups["Action"])) == [
@@ -200,12 +220,12 @@ def test_the_load_balancer_role_changes_only_this_rollout_s_rules_and_target_gro
     rules = by_sid["ModifyRules"]
     assert rules["Action"] == "elasticloadbalancing:ModifyRule"
     assert rules["Resource"] == [{"Ref": _logical(built, built[n])} for n in ("production", "test")]
-    for statement in policies["DefaultPolicy"]:
+    for statement in policies["MoveTraffic"]:
         assert statement["Effect"] == "Allow" and "*" not in json.dumps(statement["Resource"])
 
 
 def test_only_the_describe_actions_are_on_every_resource_in_a_policy_of_their_own(built: dict[str, Any]) -> None:
-    (statement,) = _policies_of(built, built["role"])["Describe"]
+    (statement,) = _own_policies(built, built["role"])["Describe"]
     assert sorted(statement["Action"]) == sorted(DESCRIBE_ACTIONS)
     assert statement["Resource"] == "*"
     assert all(action.startswith("elasticloadbalancing:Describe") for action in DESCRIBE_ACTIONS)
@@ -218,7 +238,7 @@ def test_a_network_listener_adds_modify_listener_on_that_listener_only() -> None
     group = elbv2.NetworkTargetGroup(stack, "Blue", vpc=vpc, port=PORT, target_type=elbv2.TargetType.IP)
     listener = nlb.add_listener("Listener", port=80, default_target_groups=[group])
     role = load_balancer_role(stack, "Role", listener_rules=[], target_groups=[group], network_listener=listener)
-    statements = stack.resolve(role.node.find_child("DefaultPolicy").document.to_json())["Statement"]
+    statements = _moves(stack, role)
     by_sid = {s["Sid"]: s for s in statements}
     assert set(by_sid) == {"TargetGroupOperations", "ModifyListener"}
     assert by_sid["ModifyListener"]["Action"] == "elasticloadbalancing:ModifyListener"
@@ -239,7 +259,7 @@ def test_rules_given_as_arns_or_cfn_rules_are_granted_as_given() -> None:
         conditions=[elbv2.CfnListenerRule.RuleConditionProperty(field="path-pattern", values=["/"])],
     )
     role = load_balancer_role(stack, "Role", listener_rules=[arn, cfn_rule], target_groups=[group])
-    statements = stack.resolve(role.node.find_child("DefaultPolicy").document.to_json())["Statement"]
+    statements = _moves(stack, role)
     rules = next(s for s in statements if s["Sid"] == "ModifyRules")
     assert rules["Resource"] == [arn, {"Fn::GetAtt": [stack.resolve(cfn_rule.logical_id), "RuleArn"]}]
 
@@ -410,8 +430,9 @@ def test_the_hook_runs_at_post_test_traffic_shift_through_a_role_that_may_invoke
             "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
         }
     ]
-    assert _policies_of(built, invoke_role) == {
-        "DefaultPolicy": [
+    assert _policies_of(built, invoke_role) == {}
+    assert _own_policies(built, invoke_role) == {
+        "InvokeSmokeTest": [
             {
                 "Sid": "InvokeSmokeTest",
                 "Action": "lambda:InvokeFunction",
@@ -450,7 +471,7 @@ def test_each_wildcard_acknowledgement_covers_exactly_its_own_policy(built: dict
     assert suppressed == {
         "AwsSolutions-IAM5[Resource::*]": [
             "Rollout/Smoke/ExecutionRole/NetworkInterfaces/Resource",
-            "Rollout/TrafficRole/Describe/Resource",
+            "Rollout/TrafficRole/Resource",
         ]
     }
 
@@ -477,6 +498,17 @@ def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(built: dict[str, Any
     assert [f"{m.rule.id} {m.message}" for m in matches] == []
     function = _resource(built, _function(built))
     assert function["Metadata"]["cfn-lint"] == {"config": {"ignore_checks": ["W3005"]}}
+
+
+def test_a_wildcard_granted_to_the_role_later_is_reported_not_acknowledged(built: dict[str, Any]) -> None:
+    plugin = next(p for p in built["report"]["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_paths = [
+        c["constructPath"]
+        for v in plugin["violations"]
+        if v["ruleName"] == "AwsSolutions-IAM5[Resource::*]"
+        for c in v["violatingConstructs"]
+    ]
+    assert open_paths == ["Rollout/GrantedRole/DefaultPolicy/Resource"]
 
 
 # --- the shipped code runs ------------------------------------------------------------------------------------

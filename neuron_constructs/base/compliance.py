@@ -339,16 +339,18 @@ def acknowledge_training_queue(agent_policy: IConstruct, batch_cluster: str) -> 
     )
 
 
-def acknowledge_rollout_describe(describe_policy: IConstruct) -> None:
-    """The policy of a rollout's load balancer role that holds only the Elastic Load Balancing Describe actions."""
+def acknowledge_rollout_describe(role: IConstruct) -> None:
+    """A rollout's load balancer role, whose own policies (``Policies`` of the role resource) hold the Elastic Load
+    Balancing Describe actions on ``*`` and the modifying ones on the rollout's resources; what is granted to it
+    later lands in its ``DefaultPolicy``, not acknowledged."""
     _acknowledge(
-        describe_policy,
+        role,
         {
             "IAM5[Resource::*]": (
                 "Rollout load balancer role: DescribeListeners, DescribeRules, DescribeTargetGroups and "
                 "DescribeTargetHealth support no resource-level permissions; the actions that change the load "
                 "balancer (register and deregister targets, modify the listener rules) are scoped to this "
-                "rollout's target groups and rules in the role's other policy."
+                "rollout's target groups and rules in the role's MoveTraffic policy."
             ),
         },
     )

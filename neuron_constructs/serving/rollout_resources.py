@@ -4,9 +4,9 @@ the smoke test's Lambda function with the lifecycle hook that runs it.
 * :func:`load_balancer_role`: the role ECS assumes (``AlternateTarget(role=)``) to register the green tasks in the
   alternate target group, deregister the blue ones, and move the weights of the production and test listener rules.
   aws-cdk-lib's default attaches the AWS managed policy ``AmazonECSInfrastructureRolePolicyForLoadBalancers`` (its
-  modifying actions on every target group, listener and rule of every account) to a role any ECS call may assume;
-  this one grants the same actions on the given rules, listener and target groups only, to ECS acting for this
-  account.
+  modifying actions on every target group, listener and rule in the account) to a role ``ecs.amazonaws.com`` may
+  assume with no condition; this one grants those actions on the given rules, listener and target groups only, to
+  ECS acting for this account.
 * :func:`smoke_test_hook`: the function of :mod:`neuron_constructs.knowledge.smoke_test`, inline, in the VPC, able
   to reach only the load balancer's listener, and the ``DeploymentLifecycleLambdaTarget`` ECS invokes it through at
   ``POST_TEST_TRAFFIC_SHIFT`` with a role that may invoke this one function and nothing else.
@@ -115,10 +115,17 @@ def load_balancer_role(
     * ``ModifyRule`` on ``listener_rules`` (the production and, if any, the test listener rule of an Application Load
       Balancer: ``ApplicationListenerRule``, ``CfnListenerRule`` or an ARN; aws-cdk-lib 2.275 has no
       ``IApplicationListenerRule``);
-    * ``ModifyListener`` on ``network_listener`` only (a Network Load Balancer's weights live on the listener);
-    * the four Describe actions (:data:`DESCRIBE_ACTIONS`) on ``*``, in a policy of their own (``<id>/Describe``)
-      whose AwsSolutions-IAM5 finding is acknowledged there and nowhere else: Elastic Load Balancing supports no
-      resource-level permissions for Describe actions (Service Authorization Reference, Elastic Load Balancing V2).
+    * ``ModifyListener`` on ``network_listener`` only (a Network Load Balancer's weights live on the listener); not
+      on an Application Load Balancer's listener, whose default action a rollout never uses (NEURON073: the service
+      needs a listener rule of its own);
+    * the four Describe actions (:data:`DESCRIBE_ACTIONS`) on ``*``, in a policy of their own (``Describe``): Elastic
+      Load Balancing supports no resource-level permissions for Describe actions (Service Authorization Reference,
+      Elastic Load Balancing V2).
+
+    Both policies are the role's own (``Policies`` of the ``AWS::IAM::Role``), so whatever refers to the role (the
+    service's ``AlternateTarget``) is created after its permissions, and the AwsSolutions-IAM5 finding of ``*`` is
+    acknowledged on the role resource: a statement granted later with ``role.add_to_policy`` lands in its
+    ``DefaultPolicy``, where a ``*`` is reported.
 
     Trusted by ``ecs.amazonaws.com`` only with ``aws:SourceAccount`` = the stack's account (the confused-deputy
     condition). Made in ``owner``'s stack; rules, listener and target groups of another stack are referenced, so
@@ -136,34 +143,33 @@ def load_balancer_role(
         raise rules.WRONG_TYPE.error(
             where, "target_groups=[]", expected="target_groups=[blue target group, green target group]"
         )
-    role = iam.Role(
-        owner,
-        id,
-        assumed_by=_trusted_by_ecs(owner),
-        description="ECS shifts a rollout's traffic between its two target groups through the listener rules",
-    )
-    role.add_to_policy(
+    moves = [
         iam.PolicyStatement(
             sid="TargetGroupOperations",
             actions=list(_TARGET_GROUP_ACTIONS),
             resources=[group.target_group_arn for group in target_groups],
         )
-    )
+    ]
     if rule_arns:
-        role.add_to_policy(iam.PolicyStatement(sid="ModifyRules", actions=list(_RULE_ACTIONS), resources=rule_arns))
+        moves.append(iam.PolicyStatement(sid="ModifyRules", actions=list(_RULE_ACTIONS), resources=rule_arns))
     if network_listener is not None:
-        role.add_to_policy(
+        moves.append(
             iam.PolicyStatement(
                 sid="ModifyListener", actions=list(_LISTENER_ACTIONS), resources=[network_listener.listener_arn]
             )
         )
-    describe = iam.Policy(
-        role,
-        "Describe",
-        roles=[role],
-        statements=[iam.PolicyStatement(sid="ReadOperations", actions=list(DESCRIBE_ACTIONS), resources=["*"])],
+    describe = iam.PolicyStatement(sid="ReadOperations", actions=list(DESCRIBE_ACTIONS), resources=["*"])
+    role = iam.Role(
+        owner,
+        id,
+        assumed_by=_trusted_by_ecs(owner),
+        description="ECS shifts a rollout's traffic between its two target groups through the listener rules",
+        inline_policies={
+            "MoveTraffic": iam.PolicyDocument(statements=moves),
+            "Describe": iam.PolicyDocument(statements=[describe]),
+        },
     )
-    compliance.acknowledge_rollout_describe(describe)
+    compliance.acknowledge_rollout_describe(role)
     return role
 
 
@@ -217,7 +223,8 @@ def smoke_test_hook(
       ``NetworkInterfaces``, acknowledged there: Lambda creates them before the function has any interface to name).
       No AWS managed policy;
     * ``InvokeRole``: the role ECS invokes the function with, trusted by ``ecs.amazonaws.com`` only with
-      ``aws:SourceAccount`` = the stack's account; ``lambda:InvokeFunction`` on this function's ARN only (ECS
+      ``aws:SourceAccount`` = the stack's account; ``lambda:InvokeFunction`` on this function's ARN only, in the
+      role's own policy so that the service naming the role is created after it (ECS
       developer guide, "Permissions required for Lambda functions in Amazon ECS blue/green deployments", where the
       example grants every function).
 
@@ -297,9 +304,16 @@ def smoke_test_hook(
         "InvokeRole",
         assumed_by=_trusted_by_ecs(owner),
         description="ECS invokes the smoke test function at a deployment's lifecycle stage",
-    )
-    invoke_role.add_to_policy(
-        iam.PolicyStatement(sid="InvokeSmokeTest", actions=["lambda:InvokeFunction"], resources=[function.function_arn])
+        # The role's own policy: the service that names the role is created after the permission.
+        inline_policies={
+            "InvokeSmokeTest": iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        sid="InvokeSmokeTest", actions=["lambda:InvokeFunction"], resources=[function.function_arn]
+                    )
+                ]
+            )
+        },
     )
     return ecs.DeploymentLifecycleLambdaTarget(
         function,
