@@ -671,3 +671,99 @@ def test_a_deploy_time_url_is_counted_at_its_longest() -> None:
     _hook_with_body("x" * (LAMBDA_ENVIRONMENT_BYTES - 300))  # fits with a short literal URL
     with pytest.raises(NeuronConfigurationError, match="NEURON080"):
         _hook_with_body("x" * (LAMBDA_ENVIRONMENT_BYTES - 300), url=f"http://{nlb_dns}")
+
+
+# --- what aws-cdk-lib's service makes of them -------------------------------------------------------------------
+
+
+def test_a_blue_green_service_takes_the_role_and_the_hook_and_makes_no_role_of_its_own() -> None:
+    """aws-cdk-lib's ``AlternateTarget(role=)`` and ``add_lifecycle_hook``: the service names these roles, and the
+    default role with the AWS managed policy is never made."""
+    stack = Stack(App(analytics_reporting=False), "Service")
+    vpc = _vpc(stack)
+    lb = elbv2.ApplicationLoadBalancer(stack, "Lb", vpc=vpc)
+    listener = lb.add_listener("Listener", port=80, open=False)
+    listener.add_action("Default", action=elbv2.ListenerAction.fixed_response(404))
+    groups = [
+        elbv2.ApplicationTargetGroup(
+            stack, n, vpc=vpc, port=PORT, protocol=elbv2.ApplicationProtocol.HTTP, target_type=elbv2.TargetType.IP
+        )
+        for n in ("Blue", "Green")
+    ]
+    forward = elbv2.ListenerAction.weighted_forward([elbv2.WeightedTargetGroup(target_group=g) for g in groups])
+    production = elbv2.ApplicationListenerRule(
+        stack,
+        "Production",
+        listener=listener,
+        priority=10,
+        action=forward,
+        conditions=[elbv2.ListenerCondition.path_patterns(["/*"])],
+    )
+    test = elbv2.ApplicationListenerRule(
+        stack,
+        "Test",
+        listener=listener,
+        priority=5,
+        action=forward,
+        conditions=[elbv2.ListenerCondition.http_header(HEADER[0], [HEADER[1]])],
+    )
+    role = load_balancer_role(stack, "TrafficRole", listener_rules=[production, test], target_groups=groups)
+    hook = smoke_test_hook(
+        stack,
+        "Smoke",
+        smoke_test=SmokeTest("/health"),
+        url=f"http://{lb.load_balancer_dns_name}",
+        header=HEADER,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=lb,
+        port=80,
+    )
+    task = ecs.FargateTaskDefinition(stack, "Task")
+    task.add_container(
+        "model",
+        image=ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37"),
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+    )
+    service = ecs.FargateService(
+        stack,
+        "Model",
+        cluster=ecs.Cluster(stack, "Cluster", vpc=vpc),
+        task_definition=task,
+        deployment_strategy=ecs.DeploymentStrategy.BLUE_GREEN,
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+    )
+    target = service.load_balancer_target(
+        container_name="model",
+        container_port=PORT,
+        alternate_target=ecs.AlternateTarget(
+            "Alternate",
+            alternate_target_group=groups[1],
+            production_listener=ecs.ListenerRuleConfiguration.application_listener_rule(production),
+            test_listener=ecs.ListenerRuleConfiguration.application_listener_rule(test),
+            role=role,
+        ),
+    )
+    groups[0].add_target(target)
+    service.add_lifecycle_hook(hook)
+    template = Template.from_stack(stack).to_json()
+    resolve = stack.resolve
+    (properties,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::ECS::Service"]
+    (balancer,) = properties["LoadBalancers"]
+    advanced = balancer["AdvancedConfiguration"]
+    assert advanced["RoleArn"] == {"Fn::GetAtt": [resolve(role.node.default_child.logical_id), "Arn"]}
+    assert advanced["ProductionListenerRule"] == {"Ref": resolve(production.node.default_child.logical_id)}
+    assert advanced["TestListenerRule"] == {"Ref": resolve(test.node.default_child.logical_id)}
+    assert properties["DeploymentConfiguration"]["Strategy"] == "BLUE_GREEN"
+    (lifecycle,) = properties["DeploymentConfiguration"]["LifecycleHooks"]
+    function = stack.node.find_child("Smoke").node.find_child("Function").node.default_child
+    invoke_role = stack.node.find_child("Smoke").node.find_child("InvokeRole").node.default_child
+    assert lifecycle["HookTargetArn"] == {"Fn::GetAtt": [resolve(function.logical_id), "Arn"]}
+    assert lifecycle["RoleArn"] == {"Fn::GetAtt": [resolve(invoke_role.logical_id), "Arn"]}
+    assert lifecycle["LifecycleStages"] == [STAGE]
+    managed = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Role" and "ManagedPolicyArns" in r["Properties"]
+    ]
+    assert managed == [], "no role with AmazonECSInfrastructureRolePolicyForLoadBalancers"
