@@ -597,7 +597,7 @@ def test_the_model_s_stack_holds_every_rule_and_the_platform_never_depends_on_it
     assert "Fn::ImportValue" in ingress["Properties"]["GroupId"]  # the platform's load balancer group
 
 
-def test_a_hook_with_a_bad_port_or_header_is_refused_at_the_call() -> None:
+def test_a_hook_with_a_bad_port_header_or_url_is_refused_at_the_call() -> None:
     stack = Stack(App(analytics_reporting=False), "Bad")
     vpc = _vpc(stack)
     group = ec2.SecurityGroup(stack, "LbGroup", vpc=vpc)
@@ -612,7 +612,14 @@ def test_a_hook_with_a_bad_port_or_header_is_refused_at_the_call() -> None:
         smoke_test_hook(stack, "A", header=None, port=0, **common)
     with pytest.raises(NeuronConfigurationError, match=r"header=.*NEURON026"):
         smoke_test_hook(stack, "B", header="x-test: 1", port=80, **common)  # type: ignore[arg-type]
-    assert stack.node.try_find_child("A") is None and stack.node.try_find_child("B") is None
+    with pytest.raises(NeuronConfigurationError, match=r"SMOKE_TEST_HEADER must be 'Name: value'.*NEURON079"):
+        smoke_test_hook(stack, "C", header=("x test", "1"), port=80, **common)
+    with pytest.raises(NeuronConfigurationError, match=r"SMOKE_TEST_HEADER must be 'Name: value'.*NEURON079"):
+        smoke_test_hook(stack, "D", header=("x-test", "one\ntwo"), port=80, **common)
+    common["url"] = "http://lb.internal/v1"
+    with pytest.raises(NeuronConfigurationError, match=r"SMOKE_TEST_URL must be http\(s\)://host\[:port\].*NEURON079"):
+        smoke_test_hook(stack, "E", header=None, port=80, **common)
+    assert [stack.node.try_find_child(id) for id in "ABCDE"] == [None] * 5
 
 
 # --- the environment fits Lambda's 4 KB ------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.checks.inputs import check_smoke_test_environment
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.smoke_test import read_configuration
 from neuron_constructs.monitoring.daemons import program_source
 from neuron_constructs.serving.rollout import SmokeTest
 
@@ -69,6 +70,7 @@ Lambda developer guide, "Giving Lambda functions access to resources in an Amazo
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 """The newest Python runtime aws-cdk-lib 2.275 knows, the one cdk-nag's AwsSolutions-L1 accepts (it compares with
 the newest of the family in ``Runtime.ALL``)."""
+_DEPLOY_TIME_URL = "http://load-balancer.invalid"
 MEMORY_MIB = 128
 """One HTTP request and a log line: Lambda's smallest memory size is plenty."""
 
@@ -228,9 +230,12 @@ def smoke_test_hook(
       developer guide, "Permissions required for Lambda functions in Amazon ECS blue/green deployments", where the
       example grants every function).
 
-    Refused at the call: an environment above Lambda's 4 KB (NEURON080; a URL known only at deploy time counted at
-    its longest, :func:`~neuron_constructs.checks.inputs.check_smoke_test_environment`), a port outside 1-65535
-    (NEURON027), a header that is not a pair of strings or a URL that is not http(s) (NEURON026).
+    Refused at the call: a configuration the function's own
+    :func:`~neuron_constructs.knowledge.smoke_test.read_configuration` refuses (NEURON079: a ``url`` other than
+    ``http(s)://host[:port]``, a header name that is no HTTP token or a value that is empty or not printable), an
+    environment above Lambda's 4 KB (NEURON080; a URL known only at deploy time counted at its longest,
+    :func:`~neuron_constructs.checks.inputs.check_smoke_test_environment`), a port outside 1-65535 (NEURON027), a
+    header that is not a pair of strings (NEURON026).
 
     Returned: the ``DeploymentLifecycleLambdaTarget`` for ``service.add_lifecycle_hook``.
     """
@@ -243,9 +248,16 @@ def smoke_test_hook(
         isinstance(header, tuple) and len(header) == 2 and all(isinstance(part, str) for part in header)
     ):
         raise rules.WRONG_TYPE.error(where, f"header={header!r}", expected="header=('Name', 'value') or None")
-    if not isinstance(url, str) or not (Token.is_unresolved(url) or url.startswith(("http://", "https://"))):
+    if not isinstance(url, str):
         raise rules.WRONG_TYPE.error(where, f"url={url!r}", expected="url='http(s)://<host>[:port]'")
     environment = _environment(smoke_test, url, header)
+    # What the function will read, read now by the function's own code: a configuration it would refuse fails here,
+    # not as a rolled-back deployment. A URL known only at deploy time is the load balancer's: a valid stand-in.
+    refused = read_configuration(
+        {name: _DEPLOY_TIME_URL if Token.is_unresolved(value) else value for name, value in environment.items()}
+    )
+    if isinstance(refused, str):
+        raise rules.SMOKE_TEST.error(where, f"the function would refuse its configuration: {refused}")
     check_smoke_test_environment(
         where, {name: None if Token.is_unresolved(value) else value for name, value in environment.items()}
     )
