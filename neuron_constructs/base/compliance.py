@@ -376,7 +376,8 @@ def acknowledge_smoke_test_function(function: IConstruct, interfaces_policy: ICo
             f"{_NIST_PACK}-LambdaConcurrency": (
                 "ECS invokes the smoke test once per deployment at POST_TEST_TRAFFIC_SHIFT, through a role only ECS "
                 "of this account assumes, and nothing else may invoke it; reserved concurrency would set account "
-                "concurrency aside for an idle function, and an account whose limit is still 10 cannot reserve any."
+                "concurrency aside for an idle function, and Lambda reserves only what an account has above 100 "
+                "unreserved, so in an account still at a new account's limit the function could not be deployed."
             ),
             f"{_NIST_PACK}-LambdaDLQ": (
                 "ECS reads the hookStatus the smoke test returns, which only a synchronous invocation gives, and a "
