@@ -774,3 +774,53 @@ def test_a_blue_green_service_takes_the_role_and_the_hook_and_makes_no_role_of_i
         if r["Type"] == "AWS::IAM::Role" and "ManagedPolicyArns" in r["Properties"]
     ]
     assert managed == [], "no role with AmazonECSInfrastructureRolePolicyForLoadBalancers"
+
+
+# --- HTTPS to a name no certificate covers ------------------------------------------------------------------------
+
+
+def _tls_warnings(url: str) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    from neuron_constructs.knowledge import rules
+
+    stack = Stack(App(analytics_reporting=False), "Tls")
+    vpc = _vpc(stack)
+    lb = elbv2.ApplicationLoadBalancer(stack, "Lb", vpc=vpc)
+    smoke_test_hook(
+        stack,
+        "Smoke",
+        smoke_test=SmokeTest("/health"),
+        url=url.replace("<dns>", lb.load_balancer_dns_name),
+        header=None,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=lb,
+        port=443,
+    )
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(rules.SMOKE_TEST_TLS_NAME.id))
+    return [str(message.entry.data) for message in found]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://<dns>", "a host known only at deploy time"),
+        ("https://internal-models-1234567890.us-east-1.elb.amazonaws.com:8443", "internal-models-1234567890"),
+    ],
+    ids=["deploy-time-name", "elb-name"],
+)
+def test_https_to_the_load_balancer_s_own_name_warns(url: str, shown: str) -> None:
+    """GIVEN an HTTPS url to the load balancer's DNS name (which no ACM certificate covers), THEN NEURON123 names it
+    and the fix, under an id the user can acknowledge."""
+    from neuron_constructs.knowledge import rules
+
+    (warning,) = _tls_warnings(url)
+    assert warning.startswith(f"Tls/Smoke: url= is HTTPS to {shown}")
+    assert "Fix: pass url= with a host name the listener's certificate covers" in warning
+    assert warning.endswith(f"[ack: Annotation::{rules.SMOKE_TEST_TLS_NAME.warning_id}]")
+
+
+@pytest.mark.parametrize("url", ["https://models.example.com", "http://<dns>", "http://<dns>:8080"])
+def test_https_to_your_domain_or_plain_http_does_not_warn(url: str) -> None:
+    assert _tls_warnings(url) == []

@@ -40,6 +40,7 @@ from neuron_constructs.knowledge.rules import (
     SLICE_SIZE,
     SLICES_EXCEED_CAPACITY,
     SMOKE_TEST_ENVIRONMENT,
+    SMOKE_TEST_TLS_NAME,
     SNAPSHOT_REMOVAL,
     TASK_EXCEEDS_INSTANCE,
 )
@@ -609,3 +610,18 @@ _SMOKE_TEST_SETTINGS = {
     "SMOKE_TEST_HEADER": "header",
     "SMOKE_TEST_URL": "url",
 }
+
+
+_LOAD_BALANCER_DOMAINS = (".elb.amazonaws.com", ".elb.amazonaws.com.cn")
+"""The domains of Elastic Load Balancing's own DNS names (the commercial and the China partitions)."""
+
+
+def smoke_test_tls_warning(path: str, url: str, host: str | None) -> str | None:
+    """NEURON123's message when the smoke test would send HTTPS to a name no certificate of yours covers: the load
+    balancer's own DNS name, or a host known only at deploy time (``host`` None), which usually is that name."""
+    if not url.lower().startswith("https://"):
+        return None
+    if host is not None and not host.lower().rstrip(".").endswith(_LOAD_BALANCER_DOMAINS):
+        return None
+    shown = "a host known only at deploy time (the load balancer's DNS name?)" if host is None else host
+    return SMOKE_TEST_TLS_NAME.message(path, f"url= is HTTPS to {shown}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnResource, RemovalPolicy, Stack, Token
+from aws_cdk import CfnResource, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -29,7 +29,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
-from neuron_constructs.checks.inputs import check_smoke_test_environment
+from neuron_constructs.checks.inputs import check_smoke_test_environment, smoke_test_tls_warning
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.smoke_test import read_configuration
 from neuron_constructs.monitoring.daemons import program_source
@@ -175,6 +175,12 @@ def load_balancer_role(
     return role
 
 
+def _literal_host(url: str) -> str | None:
+    """The host of ``url`` (``scheme://host[:port]``), or None where it is known only at deploy time."""
+    host = url.partition("://")[2].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url
+    return None if Token.is_unresolved(host) else host
+
+
 def _environment(smoke_test: SmokeTest, url: str, header: tuple[str, str] | None) -> dict[str, str]:
     environment = {
         "SMOKE_TEST_URL": url,
@@ -235,7 +241,8 @@ def smoke_test_hook(
     ``http(s)://host[:port]``, a header name that is no HTTP token or a value that is empty or not printable), an
     environment above Lambda's 4 KB (NEURON080; a URL known only at deploy time counted at its longest,
     :func:`~neuron_constructs.checks.inputs.check_smoke_test_environment`), a port outside 1-65535 (NEURON027), a
-    header that is not a pair of strings (NEURON026).
+    header that is not a pair of strings (NEURON026). Warned (NEURON123, acknowledgeable): an HTTPS ``url`` to the
+    load balancer's own DNS name or to a host known only at deploy time, which no certificate of yours covers.
 
     Returned: the ``DeploymentLifecycleLambdaTarget`` for ``service.add_lifecycle_hook``.
     """
@@ -262,6 +269,9 @@ def smoke_test_hook(
         where, {name: None if Token.is_unresolved(value) else value for name, value in environment.items()}
     )
     scope = Construct(owner, id)
+    tls_warning = smoke_test_tls_warning(where, url, _literal_host(url))
+    if tls_warning is not None:
+        Validations.of(scope).add_warning(rules.SMOKE_TEST_TLS_NAME.warning_id, tls_warning)
     logs_group = log_group(
         scope, "Logs", retention=log_retention, removal_policy=log_removal_policy, encryption_key=log_encryption_key
     )
