@@ -717,7 +717,7 @@ def _checkpoint_without_storage(s: Stack) -> None:
     _queue(s).add_job("Job", nodes=2, image=IMAGE, command=["torchrun", "train.py"], checkpoint_dir="/checkpoints")
 
 
-def _smoke_test_body_beyond_lambda_environment(s: Stack) -> None:
+def _smoke_test_hook(s: Stack, body: str | None, header: tuple[str, str] | None) -> None:
     from aws_cdk import aws_ec2 as ec2
 
     from neuron_constructs.serving.rollout import SmokeTest
@@ -733,14 +733,22 @@ def _smoke_test_body_beyond_lambda_environment(s: Stack) -> None:
     smoke_test_hook(
         s,
         "Smoke",
-        smoke_test=SmokeTest("/v1/generate", method="POST", body="x" * 4000),
+        smoke_test=SmokeTest("/v1/generate", method="POST", body=body),
         url="http://lb.internal",
-        header=None,
+        header=header,
         vpc=vpc,
         subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
         load_balancer=ec2.Connections(security_groups=[ec2.SecurityGroup(s, "G", vpc=vpc)]),
         port=80,
     )
+
+
+def _smoke_test_body_beyond_lambda_environment(s: Stack) -> None:
+    _smoke_test_hook(s, "x" * 4000, None)
+
+
+def _smoke_test_header_the_function_refuses(s: Stack) -> None:
+    _smoke_test_hook(s, None, ("x test", "1"))
 
 
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
@@ -1100,6 +1108,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.RESERVATION_FALLBACK,
         _reservation_fallback_on_a_queue,
         r"Test/Queue: fallback_to_on_demand=True with the On-Demand Capacity Reservation cr-0123456789abcdef0",
+    ),
+    (
+        r.SMOKE_TEST,
+        _smoke_test_header_the_function_refuses,
+        r"Test/Smoke: the function would refuse its configuration: SMOKE_TEST_HEADER must be 'Name: value'",
     ),
     (
         r.SMOKE_TEST_ENVIRONMENT,
