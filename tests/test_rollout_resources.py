@@ -148,19 +148,21 @@ def _resource(built: dict[str, Any], construct: Any) -> dict[str, Any]:
 
 
 def _policies_of(built: dict[str, Any], role: iam.Role) -> dict[str, list[dict[str, Any]]]:
-    """Every ``AWS::IAM::Policy`` attached to ``role``: its construct id to its statements."""
-    role_id = _logical(built, role)
-    found = {}
-    for child in role.node.find_all():
-        resource = child.node.default_child if not hasattr(child, "cfn_resource_type") else child
-        if resource is None or getattr(resource, "cfn_resource_type", None) != "AWS::IAM::Policy":
-            continue
-        properties = built["template"]["Resources"][_logical(built, resource)]["Properties"]
-        assert {"Ref": role_id} in properties["Roles"]
-        found[child.node.id if child is not resource else resource.node.scope.node.id] = properties["PolicyDocument"][
-            "Statement"
-        ]
-    return found
+    """Every ``AWS::IAM::Policy`` of the template attached to ``role``: its construct id (under the role) to its
+    statements."""
+    role_ref = {"Ref": _logical(built, role)}
+    attached = {
+        logical: resource["Properties"]["PolicyDocument"]["Statement"]
+        for logical, resource in built["template"]["Resources"].items()
+        if resource["Type"] == "AWS::IAM::Policy" and role_ref in resource["Properties"]["Roles"]
+    }
+    by_id = {
+        policy.node.id: attached.pop(_logical(built, policy))
+        for policy in role.node.children
+        if isinstance(policy, iam.Policy) and _logical(built, policy) in attached
+    }
+    assert attached == {}, "a policy attached to the role from elsewhere"
+    return by_id
 
 
 def _own_policies(built: dict[str, Any], role: iam.Role) -> dict[str, list[dict[str, Any]]]:
