@@ -760,6 +760,40 @@ def _smoke_test_path_without_slash(s: Stack) -> None:
     SmokeTest("health")
 
 
+def _smoke_test_hook(s: Stack, body: str | None, header: tuple[str, str] | None) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs.serving.rollout import SmokeTest
+    from neuron_constructs.serving.rollout_resources import smoke_test_hook
+
+    vpc = ec2.Vpc(
+        s,
+        "V",
+        max_azs=1,
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="I", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    smoke_test_hook(
+        s,
+        "Smoke",
+        smoke_test=SmokeTest("/v1/generate", method="POST", body=body),
+        url="http://lb.internal",
+        header=header,
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        load_balancer=ec2.Connections(security_groups=[ec2.SecurityGroup(s, "G", vpc=vpc)]),
+        port=80,
+    )
+
+
+def _smoke_test_body_beyond_lambda_environment(s: Stack) -> None:
+    _smoke_test_hook(s, "x" * 4000, None)
+
+
+def _smoke_test_header_the_function_refuses(s: Stack) -> None:
+    _smoke_test_hook(s, None, ("x test", "1"))
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1142,6 +1176,17 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.RESERVATION_FALLBACK,
         _reservation_fallback_on_a_queue,
         r"Test/Queue: fallback_to_on_demand=True with the On-Demand Capacity Reservation cr-0123456789abcdef0",
+    ),
+    (
+        r.SMOKE_TEST,
+        _smoke_test_header_the_function_refuses,
+        r"Test/Smoke: the function would refuse its configuration: SMOKE_TEST_HEADER must be 'Name: value'",
+    ),
+    (
+        r.SMOKE_TEST_ENVIRONMENT,
+        _smoke_test_body_beyond_lambda_environment,
+        r"Test/Smoke: the smoke test's environment takes about 4\d{3} bytes, 4000 of them SMOKE_TEST_BODY.*"
+        r"shorten the SmokeTest body",
     ),
     (
         r.TOKEN_NOT_LITERAL,

@@ -36,10 +36,13 @@ __all__ = [
     "acknowledge_prefix_grant",
     "acknowledge_recovery_groups",
     "acknowledge_recovery_task",
+    "acknowledge_rollout_describe",
+    "acknowledge_smoke_test_function",
     "acknowledge_training_queue",
 ]
 
 _PACK = "AwsSolutions::AwsSolutions"
+_NIST_PACK = "NIST.800.53.R5::NIST.800.53.R5"
 _ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
 """``Validations.ACKNOWLEDGED_RULES_METADATA_KEY`` (a test keeps the two equal)."""
 
@@ -331,6 +334,55 @@ def acknowledge_training_queue(agent_policy: IConstruct, batch_cluster: str) -> 
                 "AWS Batch creates the compute environment's ECS cluster and names it AWSBatch-<compute environment "
                 "name>-<uuid>; the uuid is known only once the cluster exists, so the agent's calls are scoped to "
                 "this compute environment's clusters by name."
+            ),
+        },
+    )
+
+
+def acknowledge_rollout_describe(role: IConstruct) -> None:
+    """A rollout's load balancer role, whose own policies (``Policies`` of the role resource) hold the Elastic Load
+    Balancing Describe actions on ``*`` and the modifying ones on the rollout's resources; what is granted to it
+    later lands in its ``DefaultPolicy``, not acknowledged."""
+    _acknowledge(
+        role,
+        {
+            "IAM5[Resource::*]": (
+                "Rollout load balancer role: DescribeListeners, DescribeRules, DescribeTargetGroups and "
+                "DescribeTargetHealth support no resource-level permissions; the actions that change the load "
+                "balancer (register and deregister targets, modify the listener rules) are scoped to this "
+                "rollout's target groups and rules in the role's MoveTraffic policy."
+            ),
+        },
+    )
+
+
+def acknowledge_smoke_test_function(function: IConstruct, interfaces_policy: IConstruct) -> None:
+    """A rollout's smoke test function: its network interface policy (AwsSolutions), and the NIST 800-53 rev 5
+    findings on the function that do not apply to a lifecycle hook ECS invokes once per deployment."""
+    _acknowledge(
+        interfaces_policy,
+        {
+            "IAM5[Resource::*]": (
+                "Smoke test function in a VPC: Lambda creates, describes and deletes the function's network "
+                "interfaces with its execution role before any interface exists to name, and "
+                "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no resource-level permissions; "
+                "the policy holds only the six actions of AWS's own VPC access policy, without its logs actions."
+            ),
+        },
+    )
+    _resource(function).node.add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            f"{_NIST_PACK}-LambdaConcurrency": (
+                "ECS invokes the smoke test once per deployment at POST_TEST_TRAFFIC_SHIFT, through a role only ECS "
+                "of this account assumes, and nothing else may invoke it; reserved concurrency would set account "
+                "concurrency aside for an idle function, and Lambda reserves only what an account has above 100 "
+                "unreserved, so in an account still at a new account's limit the function could not be deployed."
+            ),
+            f"{_NIST_PACK}-LambdaDLQ": (
+                "ECS reads the hookStatus the smoke test returns, which only a synchronous invocation gives, and a "
+                "failed invocation rolls the deployment back; a dead-letter queue receives only the events of "
+                "asynchronous invocations, so it would never hold anything."
             ),
         },
     )

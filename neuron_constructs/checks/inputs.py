@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +39,8 @@ from neuron_constructs.knowledge.rules import (
     SLICE_RUNTIME_VARIABLE,
     SLICE_SIZE,
     SLICES_EXCEED_CAPACITY,
+    SMOKE_TEST_ENVIRONMENT,
+    SMOKE_TEST_TLS_NAME,
     SNAPSHOT_REMOVAL,
     TASK_EXCEEDS_INSTANCE,
 )
@@ -562,3 +565,63 @@ def check_removal_policy(path: str, name: str, policy: str, what: str) -> None:
     snapshot."""
     if policy == "SNAPSHOT":
         raise SNAPSHOT_REMOVAL.error(path, f"{name}=RemovalPolicy.SNAPSHOT for {what}", name=name)
+
+
+LAMBDA_ENVIRONMENT_BYTES = 4096
+"""Lambda's limit on a function's environment variables, names and values together (Lambda quotas: 4 KB)."""
+DEPLOY_TIME_URL_BYTES = 270
+"""What a URL known only at deploy time (a load balancer's DNS name) is counted as: ``https://``, the longest DNS name
+(253 characters) and ``:65535``."""
+
+
+def environment_bytes(environment: Mapping[str, str | None]) -> int:
+    """The size of ``environment`` counted as its JSON object (names, values, quotes and separators): never less
+    than the names and values alone. A ``None`` value is one known only at deploy time, counted as
+    :data:`DEPLOY_TIME_URL_BYTES`."""
+    size = 2 + max(len(environment) - 1, 0)  # {}, the commas
+    for name, value in environment.items():
+        size += len(json.dumps(name, ensure_ascii=False).encode()) + 1
+        size += DEPLOY_TIME_URL_BYTES if value is None else len(json.dumps(value, ensure_ascii=False).encode())
+    return size
+
+
+def check_smoke_test_environment(path: str, environment: Mapping[str, str | None]) -> None:
+    """NEURON080: the smoke test's environment (``None`` for a value known only at deploy time) within Lambda's 4 KB,
+    naming the largest value to shorten."""
+    size = environment_bytes(environment)
+    if size <= LAMBDA_ENVIRONMENT_BYTES:
+        return
+
+    def value_bytes(name: str) -> int:
+        value = environment[name]
+        return DEPLOY_TIME_URL_BYTES if value is None else len(value.encode())
+
+    largest = max(environment, key=value_bytes)
+    raise SMOKE_TEST_ENVIRONMENT.error(
+        path,
+        f"the smoke test's environment takes about {size} bytes, {value_bytes(largest)} of them {largest}",
+        what=_SMOKE_TEST_SETTINGS.get(largest, largest),
+    )
+
+
+_SMOKE_TEST_SETTINGS = {
+    "SMOKE_TEST_BODY": "SmokeTest body",
+    "SMOKE_TEST_PATH": "SmokeTest path",
+    "SMOKE_TEST_HEADER": "header",
+    "SMOKE_TEST_URL": "url",
+}
+
+
+_LOAD_BALANCER_DOMAINS = (".elb.amazonaws.com", ".elb.amazonaws.com.cn")
+"""The domains of Elastic Load Balancing's own DNS names (the commercial and the China partitions)."""
+
+
+def smoke_test_tls_warning(path: str, url: str, host: str | None) -> str | None:
+    """NEURON123's message when the smoke test would send HTTPS to a name no certificate of yours covers: the load
+    balancer's own DNS name, or a host known only at deploy time (``host`` None), which usually is that name."""
+    if not url.lower().startswith("https://"):
+        return None
+    if host is not None and not host.lower().rstrip(".").endswith(_LOAD_BALANCER_DOMAINS):
+        return None
+    shown = "a host known only at deploy time (the load balancer's DNS name?)" if host is None else host
+    return SMOKE_TEST_TLS_NAME.message(path, f"url= is HTTPS to {shown}")

@@ -796,6 +796,15 @@ SMOKE_TEST = Rule(
     "pass SmokeTest(path='/...', method=, expect_status=, timeout=) within those limits",
     "ECS guide: lifecycle hooks for Amazon ECS service deployments; Lambda guide: function timeout (900 s)",
 )
+SMOKE_TEST_ENVIRONMENT = Rule(
+    "NEURON080",
+    "Smoke test larger than a function's environment",
+    "the smoke test's function reads its request from its environment variables (the test listener's URL, the "
+    "path, the body and the header), and Lambda keeps all of a function's environment variables, names and values "
+    "together, within 4 KB",
+    "shorten the {what}: the smoke test's environment must fit in 4,096 bytes",
+    "Lambda guide: Lambda quotas (function environment variables, 4 KB in aggregate)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -1017,6 +1026,19 @@ ROLLOUT_WITHOUT_NEURON_ALARM = Rule(
     severity="warning",
 )
 
+SMOKE_TEST_TLS_NAME = Rule(
+    "NEURON123",
+    "Smoke test over HTTPS to the load balancer's own name",
+    "the smoke test's function checks the listener's certificate against the URL's host name, as every HTTPS client "
+    "does; an ACM certificate names a domain you validated, never the load balancer's own DNS name under "
+    "elb.amazonaws.com, so a request to that name fails its TLS check and every deployment rolls back",
+    "pass url= with a host name the listener's certificate covers (your domain's record for the load balancer), or "
+    "a test listener on HTTP; acknowledge this warning id if the host, known only at deploy time, is such a name",
+    "ACM user guide: domain validation for public certificates; Python documentation: ssl.create_default_context "
+    "(check_hostname)",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1094,6 +1116,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ROOM,
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
+    SMOKE_TEST_ENVIRONMENT,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
@@ -1116,6 +1139,7 @@ RULES: tuple[Rule, ...] = (
     KEPT_FILE_SYSTEM_IN_OWN_VPC,
     BLUE_GREEN_WITHOUT_TRAFFIC,
     ROLLOUT_WITHOUT_NEURON_ALARM,
+    SMOKE_TEST_TLS_NAME,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
