@@ -455,7 +455,8 @@ def _print_rollout(result: Any, out: _Output) -> None:
         copies = sum(len(stage) for stage in fleet.stages)
         out.line(f"  fleet model {fleet.name} on {fleet.capacity} ({fleet.instance_type}): {copies} copies")
         for number, stage in enumerate(fleet.stages, 1):
-            out.line(f"    stage {number}: {', '.join(stage)}")
+            copies_text = ", ".join(name.removeprefix(fleet.name + "/").removesuffix("/Service") for name in stage)
+            out.line(f"    stage {number}: {copies_text}")
         if fleet.peak is None:
             out.line("    " + out.style("peak unknown: a copy's rollout cannot be sized (said above)", "33"))
             continue
@@ -467,6 +468,10 @@ def _print_rollout(result: Any, out: _Output) -> None:
                 out.line(f"    peak of stage {number}: {peak.text()}")
         colour = {True: "32", False: "31"}.get(fleet.fits, "33")
         out.line("    " + out.style(fleet.verdict, colour))
+    for capacity in result.capacities:
+        if capacity.rollouts > 1:
+            colour = {True: "32", False: "33"}.get(capacity.fits, "33")
+            out.line("  " + out.style(capacity.text, colour))
     if result.holds_a_core_twice:
         out.line(out.style("A NeuronCore is held twice (marked !)", "31") + ": see the drawing.")
 

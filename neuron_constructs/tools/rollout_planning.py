@@ -54,6 +54,7 @@ from neuron_constructs.tools.planning import (
 
 __all__ = [
     "STRATEGIES",
+    "CapacityPeak",
     "FleetRollout",
     "Peak",
     "ReadRollout",
@@ -451,6 +452,50 @@ class FleetRollout:
 
 
 @dataclass(frozen=True)
+class CapacityPeak:
+    """An Auto Scaling capacity when every service on it rolls out at once (CloudFormation updates services that do
+    not depend on each other in parallel): its blue instances and all of them at the peak, as drawn."""
+
+    capacity: str
+    instance_type: str
+    blue_instances: int
+    instances: int
+    max_instances: int | None
+    rollouts: int = 1
+    """The services and fleet models rolling out on it."""
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.max_instances is None else self.instances <= self.max_instances
+
+    @property
+    def text(self) -> str:
+        head = (
+            f"{self.capacity} ({self.instance_type}), every rollout at once: {self.instances} "
+            f"instance{'s' if self.instances != 1 else ''} ({self.blue_instances} blue)"
+        )
+        if self.max_instances is None:
+            return f"{head}; its MaxSize is not a number in the template"
+        if self.fits:
+            return f"{head}: fits (max {self.max_instances})"
+        return (
+            f"{head}: more than the {self.max_instances} it launches; deploy the services one at a time, or raise its "
+            f"max_capacity to {self.instances}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capacity": self.capacity,
+            "instance_type": self.instance_type,
+            "blue_instances": self.blue_instances,
+            "instances": self.instances,
+            "max_instances": self.max_instances,
+            "rollouts": self.rollouts,
+            "fits": self.fits,
+        }
+
+
+@dataclass(frozen=True)
 class RolloutResult:
     """The instances at the peak (blue, then green), each service's and fleet model's rollout, and the files that
     could not be read as templates."""
@@ -459,6 +504,8 @@ class RolloutResult:
     services: list[ServiceRollout]
     fleets: list[FleetRollout]
     unreadable: list[str] = field(default_factory=list)
+    capacities: list[CapacityPeak] = field(default_factory=list)
+    """Each Auto Scaling capacity when all its services roll out at once: said, not judged by the exit status."""
 
     @property
     def holds_a_core_twice(self) -> bool:
@@ -474,6 +521,7 @@ class RolloutResult:
             "instances": [layout.to_json() for layout in self.layouts],
             "services": [s.to_json() for s in self.services],
             "fleet_models": [f.to_json() for f in self.fleets],
+            "capacities": [c.to_json() for c in self.capacities],
             "unreadable": list(self.unreadable),
         }
 
@@ -487,7 +535,7 @@ def rollout_paths(paths: Sequence[str]) -> RolloutResult:
     if not loaded:
         return RolloutResult([], [], [], unreadable)
     result = rollout_templates(loaded, construct_paths=paths_of)
-    return RolloutResult(result.layouts, result.services, result.fleets, unreadable)
+    return RolloutResult(result.layouts, result.services, result.fleets, unreadable, result.capacities)
 
 
 def rollout_templates(
@@ -583,10 +631,20 @@ def _task_size(t: EcsTemplate, service: Service) -> tuple[int, int]:
     return cpu, memory
 
 
-def _fleet_of(t: EcsTemplate, service: Service) -> str | None:
+_COPY = re.compile(r"^(?P<model>.+)/(?:Copy|Slice)\d+Service(?:/Service)?$")
+"""The construct path of a fleet model's copy: ``<model>/Copy<i>Service/Service`` (``NeuronFleet.add_model``) or
+``<sliced service>/Slice<i>Service/Service`` (``SlicedNeuronService``)."""
+
+
+def _fleet_of(t: EcsTemplate, service: Service, name: str) -> str | None:
+    """The fleet model a service is a copy of: its construct path less the copy's, when its task definition is one
+    copy of a fleet (its ``fleet`` intent: the fleet's path, which its models share); ``None`` for other services."""
     task = t.task_definitions.get(service.task_definition or "")
     fleet = task.intent.get("fleet") if task is not None else None
-    return fleet if isinstance(fleet, str) and fleet else None
+    if not isinstance(fleet, str) or not fleet:
+        return None
+    match = _COPY.match(name)
+    return match.group("model") if match else fleet
 
 
 def _depends_on(t: EcsTemplate, logical_id: str) -> set[str]:
@@ -642,7 +700,7 @@ def _auto_scaling(t: EcsTemplate, capacity: Capacity, entry: NeuronInstanceType,
         one = _size(
             t, item.service, entry, lnc, held.get(item.service.logical_id, frozenset()), item.copies, cpu, memory
         )
-        one.fleet = _fleet_of(t, item.service)
+        one.fleet = _fleet_of(t, item.service, one.name)
         sized.append(one)
     _stage_fleets(t, sized)
     _draw(t, capacity, entry, lnc, base.title, sized, _limit_of(t, capacity), result, remarks=base.remarks)
@@ -789,6 +847,11 @@ def _draw(
         )
         first_new += widest
     total = first_new - 1
+    if capacity.kind == "auto-scaling" and any(one.room is not None for one in sized) and all(o.drawn for o in sized):
+        units = len({one.fleet or one.service.logical_id for one in sized if one.room is not None})
+        result.capacities.append(
+            CapacityPeak(limit.capacity, entry.name, blue_count, total, limit.max_instances, units)
+        )
     result.layouts.extend(_group_layouts(title, entry, lnc, per_chip, instances, total, remarks))
     for fleet, stage, first, news in drawings:
         result.layouts.extend(
