@@ -322,7 +322,13 @@ def _synthesize_rollouts(outdir: Path) -> None:
     staged = NeuronCluster(stack, "Staged", vpc=vpc)
     staged.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
-        stack, "Sliced", cluster=staged, instance_type="inf2.48xlarge", devices_per_task=2, instances=1, image=image
+        stack,
+        "Sliced",
+        cluster=staged,
+        instance_type="inf2.48xlarge",
+        devices_per_task=2,
+        image=image,
+        port_mappings=port,
     )
     sliced.attach_to_listener(NeuronLoadBalancer(stack, "StagedLb", cluster=staged).listener)
     for copy in sliced.services:
