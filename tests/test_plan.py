@@ -405,10 +405,10 @@ def test_six_two_chip_slices_blue_green_in_two_stages_peak_at_18_chips_on_2_inst
     ]
     status, out, err = _rollout(rollout_app / "Models.template.json")
     assert err == "" and status == EXIT_CONFLICT  # the LLM below does not fit
-    stage_1 = _section(out, "Models/Staged/Inf2/Provider (inf2.48xlarge) at stage 1 of Models/Sliced instance 2 of 2")
+    stage_1 = _section(out, "Models/Staged/Inf2/Provider (inf2.48xlarge) instance 2 of 2 at stage 1 of Models/Sliced")
     assert stage_1[3] == "        AA AA BB BB CC CC .. .. .. .. .. .."
     assert stage_1[4] == "    A  Models/Sliced/Slice0Service/Service: cores 0-3 of /dev/neuron0..1; green, stage 1"
-    stage_2 = _section(out, "at stage 2 of Models/Sliced instance 2 of 2")
+    stage_2 = _section(out, "instance 2 of 2 at stage 2 of Models/Sliced")
     assert stage_2[3] == "        AA AA BB BB CC CC DD DD EE EE FF FF"
     assert stage_2[9] == "    F  Models/Sliced/Slice5Service/Service: cores 20-23 of /dev/neuron10..11; green, stage 2"
     assert "    stage 1: Slice0Service, Slice1Service, Slice2Service\n" in out

@@ -855,7 +855,9 @@ def _draw(
     result.layouts.extend(_group_layouts(title, entry, lnc, per_chip, instances, total, remarks))
     for fleet, stage, first, news in drawings:
         result.layouts.extend(
-            _group_layouts(f"{title} at stage {stage} of {fleet}", entry, lnc, per_chip, news, total, (), first=first)
+            _group_layouts(
+                title, entry, lnc, per_chip, news, total, (), first=first, suffix=f" at stage {stage} of {fleet}"
+            )
         )
     for one in sized:
         result.services.append(
@@ -910,6 +912,7 @@ def _group_layouts(
     remarks: Iterable[str],
     *,
     first: int = 1,
+    suffix: str = "",
 ) -> list[InstanceLayout]:
     """A layout per run of alike instances (``instances 1-3 of 5``), numbered from ``first``."""
     layouts: list[InstanceLayout] = []
@@ -933,7 +936,7 @@ def _group_layouts(
         kinds = " and ".join(dict.fromkeys(roles)) or "nothing placed"
         layouts.append(
             InstanceLayout(
-                title=f"{title} {which} of {max(total, b)}",
+                title=f"{title} {which} of {max(total, b)}{suffix}",
                 instance_type=entry,
                 chips=entry.chips,
                 cores_per_chip=per_chip,
