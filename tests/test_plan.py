@@ -665,3 +665,27 @@ def test_random_deployment_configurations_never_break_plan_rollout(tmp_path: Pat
         assert status != EXIT_USAGE or err.getvalue().startswith(f"neuron-ecs plan: {path}")
 
     check()
+
+
+@pytest.mark.parametrize("count", [10, 10**9])
+def test_a_template_of_246_blue_green_services_is_planned_within_2_s_and_a_peak_above_5000_instances_not_drawn(
+    count: int, tmp_path: Path
+) -> None:
+    """The most services a template holds beside its capacity (500 resources), each blue/green at ``count`` copies:
+    4,920 instances drawn at 10 copies; at a billion, the peak is said but not drawn (more than the 5,000 instances
+    ECS registers in a cluster)."""
+    import time
+
+    resources: dict[str, Any] = {}
+    for index in range(246):
+        resources[f"T{index}"] = manual_task("inf2.48xlarge", devices=[index % 12], cpu=1, memory=1)
+        configuration = {"Strategy": "BLUE_GREEN", "BakeTimeInMinutes": 1}
+        resources[f"S{index}"] = service(f"T{index}", count=count, DeploymentConfiguration=configuration)
+    template = with_resources(ecs_template("inf2.48xlarge", max_size=10), **resources)
+    started = time.process_time()
+    status, out, err = _plan(tmp_path, template, "--rollout")
+    assert time.process_time() - started < 2
+    assert status == EXIT_CONFLICT and err == ""
+    drawn = " above the 5000 ECS registers in a cluster: not drawn" in out
+    assert drawn is (count > 10)
+    assert f"    peak: {2 * count} tasks, {2 * count} chips" in out
