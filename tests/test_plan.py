@@ -689,3 +689,27 @@ def test_a_template_of_246_blue_green_services_is_planned_within_2_s_and_a_peak_
     drawn = " above the 5000 ECS registers in a cluster: not drawn" in out
     assert drawn is (count > 10)
     assert f"    peak: {2 * count} tasks, {2 * count} chips" in out
+
+
+def test_a_fleet_s_stages_follow_its_copies_depends_on_and_a_cycle_comes_last() -> None:
+    """Copies of one fleet (their task definitions' ``fleet`` intent) by ``DependsOn``: A; B and D after A; C after
+    B; E and F, which depend on each other (CloudFormation refuses that), after all of them."""
+    from neuron_constructs.tools.rollout_planning import rollout_templates
+
+    resources: dict[str, Any] = {}
+    depends = {"A": [], "B": ["A"], "C": ["BService", "Bucket"], "D": ["A"], "E": ["F"], "F": ["E"]}
+    for index, (copy, needs) in enumerate(depends.items()):
+        task = manual_task("inf2.48xlarge", devices=[index])
+        task["Metadata"] = {"NeuronConstructs": {"allocation": "manual", "fleet": "App/Fleet"}}
+        resources[copy] = task
+        configuration = {"MinimumHealthyPercent": 0, "MaximumPercent": 100}  # as a fleet of one instance deploys
+        resources[f"{copy}Service"] = service(copy, DeploymentConfiguration=configuration)
+        resources[f"{copy}Service"]["DependsOn"] = [
+            n if n.endswith(("Service", "Bucket")) else f"{n}Service" for n in needs
+        ]
+    resources["Bucket"] = {"Type": "AWS::S3::Bucket"}
+    result = rollout_templates({"App": with_resources(ecs_template("inf2.48xlarge"), **resources)})
+    (fleet,) = result.fleets
+    assert fleet.name == "App/Fleet"
+    assert fleet.stages == (("AService",), ("BService", "DService"), ("CService",), ("EService", "FService"))
+    assert fleet.peak_is_steady_state and fleet.peak is not None and fleet.peak.chips == 6

@@ -656,18 +656,26 @@ def _depends_on(t: EcsTemplate, logical_id: str) -> set[str]:
 
 
 def _stages(t: EcsTemplate, members: Sequence[str]) -> dict[str, int]:
-    """Each member's stage (from 1): one after the latest stage of the members it depends on."""
+    """Each member's stage (from 1): one after the latest stage of the members it depends on (in time linear in the
+    members and their ``DependsOn`` entries)."""
     inside = set(members)
-    needs = {m: _depends_on(t, m) & inside for m in members}
-    stage: dict[str, int] = {}
-    for _ in range(len(members)):
-        for member in members:
-            if member not in stage and all(n in stage for n in needs[member]):
-                stage[member] = 1 + max((stage[n] for n in needs[member]), default=0)
-        if len(stage) == len(members):
-            break
+    needs = {m: (_depends_on(t, m) & inside) - {m} for m in members}
+    dependents: dict[str, list[str]] = {m: [] for m in members}
+    for member, needed in needs.items():
+        for other in needed:
+            dependents[other].append(member)
+    waiting = {m: len(needed) for m, needed in needs.items()}
+    ready = [m for m in members if not waiting[m]]
+    stage = dict.fromkeys(ready, 1)
+    while ready:
+        done = ready.pop()
+        for later in dependents[done]:
+            stage[later] = max(stage.get(later, 1), stage[done] + 1)
+            waiting[later] -= 1
+            if not waiting[later]:
+                ready.append(later)
     last = max(stage.values(), default=0) + 1
-    return {m: stage.get(m, last) for m in members}  # a cycle, which CloudFormation refuses: one stage after
+    return {m: stage[m] if not waiting[m] else last for m in members}  # a cycle, which CloudFormation refuses
 
 
 def _limit_of(t: EcsTemplate, capacity: Capacity) -> _Limit:
