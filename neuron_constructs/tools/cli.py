@@ -37,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance
+    from neuron_constructs.tools.rollout_planning import RolloutResult
 
 __all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -417,7 +418,11 @@ def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
     return EXIT_CONFLICT if result.holds_a_core_twice or result.does_not_fit else EXIT_OK
 
 
-def _print_rollout(result: Any, out: _Output) -> None:
+_VERDICT_COLOURS: dict[bool | None, str] = {True: "32", False: "31", None: "33"}
+"""A peak that fits green, one that does not red, one nothing in the template bounds yellow."""
+
+
+def _print_rollout(result: RolloutResult, out: _Output) -> None:
     from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
 
     if not result.layouts:
@@ -435,8 +440,8 @@ def _print_rollout(result: Any, out: _Output) -> None:
     out.line()
     out.line(out.style("Rollouts", "1"))
     for service in result.services:
-        if service.fleet is not None and not service.problems:
-            continue
+        if service.fleet is not None and service.room is not None and not (service.problems or service.unknown):
+            continue  # said with its fleet model
         out.line(f"  {service.name} on {service.capacity} ({service.instance_type})")
         if service.timeline:
             out.line(f"    {service.timeline}")
@@ -449,7 +454,7 @@ def _print_rollout(result: Any, out: _Output) -> None:
             out.line(f"    peak: {Peak.of(service.room).text()}")
             if service.green_instances:
                 out.line(f"    green on {_instances_text(service.green_instances)}")
-            colour = {True: "32", False: "31"}.get(service.fits, "33")
+            colour = _VERDICT_COLOURS[service.fits]
             out.line("    " + out.style(service.verdict, colour))
     for fleet in result.fleets:
         copies = sum(len(stage) for stage in fleet.stages)
@@ -458,7 +463,7 @@ def _print_rollout(result: Any, out: _Output) -> None:
             copies_text = ", ".join(name.removeprefix(fleet.name + "/").removesuffix("/Service") for name in stage)
             out.line(f"    stage {number}: {copies_text}")
         if fleet.peak is None:
-            out.line("    " + out.style("peak unknown: a copy's rollout cannot be sized (said above)", "33"))
+            out.line("    " + out.style("peak unknown: a copy cannot be sized, or the peak is too large to draw", "33"))
             continue
         if fleet.peak_is_steady_state:
             out.line(f"    peak = steady state (copy by copy, rolling at most 100 %): {fleet.peak.text()}")
@@ -466,11 +471,11 @@ def _print_rollout(result: Any, out: _Output) -> None:
             out.line(f"    steady state: {fleet.steady.text() if fleet.steady else 'unknown'}")
             for number, peak in enumerate(fleet.stage_peaks, 1):
                 out.line(f"    peak of stage {number}: {peak.text()}")
-        colour = {True: "32", False: "31"}.get(fleet.fits, "33")
+        colour = _VERDICT_COLOURS[fleet.fits]
         out.line("    " + out.style(fleet.verdict, colour))
     for capacity in result.capacities:
         if capacity.rollouts > 1:
-            colour = {True: "32", False: "33"}.get(capacity.fits, "33")
+            colour = "32" if capacity.fits else "33"
             out.line("  " + out.style(capacity.text, colour))
     if result.holds_a_core_twice:
         out.line(out.style("A NeuronCore is held twice (marked !)", "31") + ": see the drawing.")
