@@ -9,11 +9,12 @@ per instance :mod:`~neuron_constructs.tools.planning` places and the chips or Ne
 the most tasks it runs (its desired count, or its Application Auto Scaling maximum when higher), compared with the
 capacity's ``MaxSize``; a Managed Instances capacity has none (ECS launches instances as tasks need them).
 
-The drawing (:attr:`RolloutResult.layouts`): the blue instances, the copies running now, as ``neuron-ecs plan``
-draws one, then the instances the green copies land on, numbered after the blue ones, with the NeuronCores they
-hold. ECS keeps a service's tasks on distinct instances (``distinctInstance``), so a green copy never lands where a
-blue copy of its service runs. Services that do not depend on each other roll out at once (CloudFormation updates
-them in parallel), so their green instances are numbered one after another.
+The drawing (``layouts`` of :class:`RolloutResult`): the blue instances, the copies running now, as
+``neuron-ecs plan`` draws one, then where the green copies land, with the NeuronCores they hold: ECS keeps a
+service's tasks on distinct instances (``distinctInstance``), so a green copy lands on the first instance without a
+copy of its service and with the CPU units and memory left, else on a new one, numbered after the blue ones.
+Services that do not depend on each other roll out at once (CloudFormation updates them in parallel), so their
+green copies are placed one service after another.
 
 A fleet model (``NeuronFleet.add_model``, ``SlicedNeuronService``: one service per copy, the task definitions naming
 the model in their ``fleet`` intent) rolls out copy by copy in stages, the services of a later stage depending on
