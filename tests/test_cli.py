@@ -105,6 +105,28 @@ def test_catalog_starts_neither_the_cdk_nor_boto3() -> None:
     assert "Node" not in result.stderr
 
 
+def test_plan_rollout_starts_neither_the_cdk_nor_boto3_and_answers_for_a_template_without_neuron(
+    tmp_path: Path,
+) -> None:
+    """``plan --rollout`` reads templates as ``plan`` does, in plain Python: exit 0 and a sentence where no Neuron
+    capacity is; the help names the option and the exit status it adds."""
+    template = tmp_path / "app.template.json"
+    template.write_text(json.dumps({"Resources": {"Bucket": {"Type": "AWS::S3::Bucket"}}}))
+    code = (
+        "import sys; from neuron_constructs.tools.cli import main;"
+        f"assert main(['plan', '--rollout', {str(template)!r}]) == 0;"
+        "loaded = [m for m in ('aws_cdk', 'jsii', 'boto3', 'botocore') if m in sys.modules];"
+        "assert not loaded, loaded"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "No Neuron capacity in these templates, so no rollout to plan.\n"
+    status, out, _ = run("plan", "--help")
+    assert status == EXIT_OK and "--rollout" in out
+    _, out, _ = run("--help")
+    assert "a rollout whose peak does not fit or that ECS refuses (plan --rollout)" in " ".join(out.split())
+
+
 def test_console_script_is_installed() -> None:
     script = Path(sys.executable).parent / "neuron-ecs"
     result = subprocess.run([str(script), "catalog"], capture_output=True, text=True, check=False)

@@ -544,17 +544,17 @@ def _templates() -> Any:
     return template | _shapes()
 
 
-def _in_process(command: str, *paths: Path) -> tuple[int, str]:
+def _in_process(command: str, *paths: Path, options: tuple[str, ...] = ()) -> tuple[int, str]:
     out, err = io.StringIO(), io.StringIO()
-    status = main([command, *map(str, paths)], stdout=out, stderr=err)
+    status = main([command, *options, *map(str, paths)], stdout=out, stderr=err)
     return status, err.getvalue()
 
 
 def _survives(*paths: Path) -> None:
-    """``lint`` and ``plan`` of ``paths``: exit 0, 2 or 3, every stderr line a sentence naming the command; an
-    exception fails the test (the CLI does not catch them for these commands)."""
-    for command in ("lint", "plan"):
-        status, err = _in_process(command, *paths)
+    """``lint``, ``plan`` and ``plan --rollout`` of ``paths``: exit 0, 2 or 3, every stderr line a sentence naming
+    the command; an exception fails the test (the CLI does not catch them for these commands)."""
+    for command, options in (("lint", ()), ("plan", ()), ("plan", ("--rollout",))):
+        status, err = _in_process(command, *paths, options=options)
         assert status in (EXIT_OK, EXIT_USAGE, EXIT_CONFLICT)
         assert all(line.startswith(f"neuron-ecs {command}: ") for line in err.splitlines()), err
         assert (status == EXIT_USAGE) == bool(err), err

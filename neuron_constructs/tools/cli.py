@@ -6,12 +6,13 @@ Commands::
     neuron-ecs ami [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
-    neuron-ecs plan TEMPLATE_OR_DIR... [--json]
+    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
-``lint`` finds an error, ``plan`` holds a NeuronCore twice or ``digests`` finds a pinned tag that
-moved, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
+``lint`` finds an error, ``plan`` holds a NeuronCore twice (with ``--rollout``: or a rollout's peak does
+not fit its capacity, or ECS refuses its configuration) or ``digests`` finds a pinned tag that moved,
+2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
 long ``inspect`` prints progress on stderr. ``digests`` ends within one deadline for the whole run
@@ -36,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance
+    from neuron_constructs.tools.rollout_planning import RolloutResult
 
 __all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -350,6 +352,8 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _plan(args: argparse.Namespace, out: _Output) -> int:
+    if args.rollout:
+        return _plan_rollout(args, out)
     from neuron_constructs.tools.planning import plan_paths
 
     result = plan_paths(args.templates)
@@ -397,6 +401,90 @@ def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
         )
     else:
         out.line("No NeuronCore is held twice.")
+
+
+def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.rollout_planning import rollout_paths
+
+    result = rollout_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {problem}\n")
+    if args.json:
+        _print_json(result.to_json(), out)
+    else:
+        _print_rollout(result, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if result.holds_a_core_twice or result.does_not_fit else EXIT_OK
+
+
+_VERDICT_COLOURS: dict[bool | None, str] = {True: "32", False: "31", None: "33"}
+"""A peak that fits green, one that does not red, one nothing in the template bounds yellow."""
+
+
+def _print_rollout(result: RolloutResult, out: _Output) -> None:
+    from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
+
+    if not result.layouts:
+        out.line("No Neuron capacity in these templates, so no rollout to plan.")
+        return
+    legend = (
+        f"(a cell per NeuronCore, a group per device: a letter per copy, {CONFLICT} held twice, {IDLE} idle; blue: "
+        "the copies running now, green: the new revision's)"
+    )
+    out.line(f"{out.style('NeuronCores at the peak of every rollout', '1')} {legend}")
+    for layout in result.layouts:
+        out.line()
+        for line in render_layouts([layout], styled=out.styled):
+            out.line(line)
+    out.line()
+    out.line(out.style("Rollouts", "1"))
+    for service in result.services:
+        if service.fleet is not None and service.room is not None and not (service.problems or service.unknown):
+            continue  # said with its fleet model
+        out.line(f"  {service.name} on {service.capacity} ({service.instance_type})")
+        if service.timeline:
+            out.line(f"    {service.timeline}")
+        for sentence in (*service.unknown, *service.problems):
+            colour = "31" if sentence in service.problems else "33"
+            out.line("    " + out.style(sentence, colour))
+        if service.room is not None:
+            from neuron_constructs.tools.rollout_planning import Peak
+
+            out.line(f"    peak: {Peak.of(service.room).text()}")
+            if service.green_instances:
+                out.line(f"    green on {_instances_text(service.green_instances)}")
+            colour = _VERDICT_COLOURS[service.fits]
+            out.line("    " + out.style(service.verdict, colour))
+    for fleet in result.fleets:
+        copies = sum(len(stage) for stage in fleet.stages)
+        out.line(f"  fleet model {fleet.name} on {fleet.capacity} ({fleet.instance_type}): {copies} copies")
+        for number, stage in enumerate(fleet.stages, 1):
+            copies_text = ", ".join(name.removeprefix(fleet.name + "/").removesuffix("/Service") for name in stage)
+            out.line(f"    stage {number}: {copies_text}")
+        if fleet.peak is None:
+            out.line("    " + out.style("peak unknown: a copy cannot be sized, or the peak is too large to draw", "33"))
+            continue
+        if fleet.peak_is_steady_state:
+            out.line(f"    peak = steady state (copy by copy, rolling at most 100 %): {fleet.peak.text()}")
+        else:
+            out.line(f"    steady state: {fleet.steady.text() if fleet.steady else 'unknown'}")
+            for number, peak in enumerate(fleet.stage_peaks, 1):
+                out.line(f"    peak of stage {number}: {peak.text()}")
+        colour = _VERDICT_COLOURS[fleet.fits]
+        out.line("    " + out.style(fleet.verdict, colour))
+    for capacity in result.capacities:
+        if capacity.rollouts > 1:
+            colour = "32" if capacity.fits else "33"
+            out.line("  " + out.style(capacity.text, colour))
+    if result.holds_a_core_twice:
+        out.line(out.style("A NeuronCore is held twice (marked !)", "31") + ": see the drawing.")
+
+
+def _instances_text(numbers: Sequence[int]) -> str:
+    from neuron_constructs.knowledge.devices import format_index_runs
+
+    return f"instance{'s' if len(numbers) > 1 else ''} {format_index_runs(numbers)}"
 
 
 class _UsageError(ValueError):
@@ -510,8 +598,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="neuron-ecs",
         description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
         "and which task holds which Neuron device.",
-        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan), a lint "
-        "error or a pinned image whose tag moved (digests), 2 usage error, 1 AWS or registry error.",
+        epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan), a rollout "
+        "whose peak does not fit or that ECS refuses (plan --rollout), a lint error or a pinned image whose tag moved "
+        "(digests), 2 usage error, 1 AWS or registry error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -563,6 +652,13 @@ def _parser() -> argparse.ArgumentParser:
         "templates", nargs="+", metavar="TEMPLATE", help="template files or directories (cdk.out), planned as one app"
     )
     plan.add_argument("--json", action="store_true", help="print the planned instances as JSON")
+    plan.add_argument(
+        "--rollout",
+        action="store_true",
+        help="draw the peak of every Neuron service's next deployment: its blue copies, then the instances its green "
+        "copies land on; per service its strategy, peak chips, cores, instances, CPU and memory, and whether the "
+        "capacity holds it",
+    )
 
     digests = commands.add_parser(
         "digests",

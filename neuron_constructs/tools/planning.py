@@ -43,7 +43,7 @@ from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_COR
 from neuron_constructs.knowledge.devices import format_device_paths, format_index_runs
 from neuron_constructs.tools.device_map import Holder, InstanceLayout, label
 
-__all__ = ["PlanResult", "plan_paths", "plan_template", "plan_templates"]
+__all__ = ["PlanResult", "app_model", "plan_paths", "plan_template", "plan_templates", "read_app"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ def plan_paths(paths: Sequence[str]) -> PlanResult:
     Raises :class:`~neuron_constructs.checks.lint.LintUsageError` for a path that does not exist. A cloud assembly
     manifest that is not one is reported in ``unreadable`` (its templates are still planned, by logical id).
     """
+    loaded, paths_of, unreadable = read_app(paths)
+    layouts = plan_templates(loaded, construct_paths=paths_of) if loaded else []
+    return PlanResult(layouts, unreadable)
+
+
+def read_app(
+    paths: Sequence[str],
+) -> tuple[dict[str, LoadedTemplate], Callable[[str, str], str | None], list[str]]:
+    """The templates ``paths`` name, a ``construct_paths(template, logical_id)`` from their cloud assemblies, and
+    the files that could not be read (each a sentence), as :func:`plan_paths` reads them."""
     loaded, unreadable = load_templates(paths)
     construct_paths: dict[str, dict[str, str]] = {}
     for name in loaded:
@@ -77,8 +87,7 @@ def plan_paths(paths: Sequence[str]) -> PlanResult:
             construct_paths[name] = {}
             if str(error) not in unreadable:
                 unreadable.append(str(error))
-    layouts = plan_templates(loaded, construct_paths=lambda name, lid: construct_paths[name].get(lid)) if loaded else []
-    return PlanResult(layouts, unreadable)
+    return loaded, lambda name, lid: construct_paths[name].get(lid), unreadable
 
 
 def assembly_paths(template: Path) -> dict[str, str]:
@@ -200,6 +209,24 @@ def plan_templates(
 ) -> list[InstanceLayout]:
     """The planned instances of the templates of one app (stacks that reference each other's exports), by name;
     ``construct_paths(template, logical_id)`` names resources whose template has no ``aws:cdk:path`` metadata."""
+    model = app_model(templates, construct_paths=construct_paths)
+    layouts: list[InstanceLayout] = []
+    for capacity in model.capacities.values():
+        if capacity.kind == "auto-scaling":
+            entry = NeuronInstanceType.find(capacity.single_type or "")
+            if entry is not None:
+                layouts.append(_auto_scaling_layout(model, capacity, entry))
+        else:
+            layouts += _managed_instances_layouts(model, capacity)
+    return layouts
+
+
+def app_model(
+    templates: Mapping[str, LoadedTemplate | dict[str, Any]],
+    *,
+    construct_paths: Callable[[str, str], str | None] | None = None,
+) -> EcsTemplate:
+    """The ECS model of the templates of one app, combined when there are several (as :func:`plan_templates`)."""
     plain = {n: (t.template if isinstance(t, LoadedTemplate) else t) for n, t in templates.items()}
     if len(plain) == 1:
         ((name, template),) = plain.items()
@@ -212,15 +239,7 @@ def plan_templates(
             return construct_paths(*origin[logical_id]) if construct_paths and logical_id in origin else None
 
         model = EcsTemplate(LoadedTemplate(combined), construct_paths=combined_paths, origin=origin)
-    layouts: list[InstanceLayout] = []
-    for capacity in model.capacities.values():
-        if capacity.kind == "auto-scaling":
-            entry = NeuronInstanceType.find(capacity.single_type or "")
-            if entry is not None:
-                layouts.append(_auto_scaling_layout(model, capacity, entry))
-        else:
-            layouts += _managed_instances_layouts(model, capacity)
-    return layouts
+    return model
 
 
 def _name(t: EcsTemplate, logical_id: str) -> str:
