@@ -1,0 +1,132 @@
+"""The Rollouts page: its numbers are the code's, its defaults the API's, and every page that should leads to it."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from conftest import ROOT
+
+from neuron_constructs import Rollout, RolloutAlarms, SmokeTest
+from neuron_constructs.knowledge.rollouts import SCALE_IN_MINUTES, RolloutPlan, bake_cost, rollout_timeline
+from neuron_constructs.serving.listeners import MODEL_START_GRACE_PERIOD
+from neuron_constructs.tools.tables import EXAMPLE_HOURLY_PRICE, ROLLOUT_EXAMPLE, rewrite, rollout_room
+
+PAGE = ROOT / "docs" / "rollouts.md"
+
+
+def page() -> str:
+    return PAGE.read_text()
+
+
+def flat(text: str) -> str:
+    """``text`` with its line breaks and runs of blanks as single spaces, as Markdown reads a paragraph."""
+    return " ".join(text.split())
+
+
+def test_the_page_s_tables_are_the_functions_output() -> None:
+    assert rewrite(page()) == page(), "run `make docs-tables`"
+
+
+def test_the_example_is_the_library_s_own_numbers() -> None:
+    assert ROLLOUT_EXAMPLE.cold_start_minutes == MODEL_START_GRACE_PERIOD.to_minutes()
+    assert ROLLOUT_EXAMPLE.smoke_test_minutes == SmokeTest("/").function_timeout.to_seconds() / 60
+    text = flat(page())
+    assert f"${EXAMPLE_HOURLY_PRICE:.2f} an inf2.48xlarge-hour" in text
+    assert f"about {SCALE_IN_MINUTES:g} minutes below the target" in text
+    assert f"start of {ROLLOUT_EXAMPLE.cold_start_minutes:g} minutes" in text
+    assert f"Six two-chip copies of a model on {ROLLOUT_EXAMPLE.instance_type}, six to an instance" in text
+
+
+def test_the_timeline_sentences_are_the_timeline_s() -> None:
+    plan = RolloutPlan.blue_green()
+    copies, chips = ROLLOUT_EXAMPLE.copies, ROLLOUT_EXAMPLE.chips
+    timeline = rollout_timeline(
+        plan,
+        start_minutes=ROLLOUT_EXAMPLE.cold_start_minutes,
+        desired=copies,
+        smoke_test_minutes=ROLLOUT_EXAMPLE.smoke_test_minutes,
+    )
+    doubled = timeline.at(0)
+    assert (doubled.blue_copies * chips, doubled.green_copies * chips) == (12, 12)
+    text = flat(page())
+    assert (
+        f"the {doubled.blue_copies * chips} chips of blue's copies and {doubled.green_copies * chips} more for "
+        f"green's, on a second {ROLLOUT_EXAMPLE.instance_type}" in text
+    )
+    assert f"until blue stops at minute {timeline.deployment_minutes:g}" in text
+    assert rollout_room(plan, copies).instances == 2
+
+
+def test_the_cost_sentences_are_bake_cost_s() -> None:
+    plan = RolloutPlan.blue_green()
+    extra = {
+        per: bake_cost(plan, rollout_room(plan, per), start_minutes=ROLLOUT_EXAMPLE.warm_start_minutes).extra_instances
+        for per in (ROLLOUT_EXAMPLE.copies, 1)
+    }
+    assert extra == {6: 1, 1: 6}
+    text = flat(page())
+    assert "Six copies an instance needs one extra inf2.48xlarge; one copy an instance" in text
+    assert "`distinctInstance` - needs six" in text
+
+
+def test_the_refusal_is_the_sentence_peak_room_writes() -> None:
+    block = page().split("```text\n", 1)[1].split("```", 1)[0]
+    shortfall = rollout_room(RolloutPlan.blue_green(), ROLLOUT_EXAMPLE.copies).shortfall(1)
+    assert flat(block) == shortfall
+
+
+def test_the_defaults_the_page_names_are_the_api_s() -> None:
+    text = flat(page())
+    canary, linear, blue_green = Rollout.canary().plan, Rollout.linear().plan, Rollout.blue_green().plan
+    assert f"`Rollout.blue_green(bake_time={blue_green.bake_time_minutes:g} min, smoke_test=None, alarms=True)`" in text
+    assert (
+        f"`Rollout.canary(percent={canary.canary_percent:g}, interval={canary.interval_minutes:g} min, "
+        f"bake_time={canary.bake_time_minutes:g} min, ...)`" in text
+    )
+    assert (
+        f"`Rollout.linear(step_percent={linear.linear_step_percent:g}, interval={linear.interval_minutes:g} min, "
+        f"bake_time={linear.bake_time_minutes:g} min, ...)`" in text
+    )
+    alarms = RolloutAlarms()
+    assert (
+        f"`RolloutAlarms(execution_errors={alarms.execution_errors}, target_5xx={alarms.target_5xx}, "
+        f"p99_response_time={alarms.p99_response_time.to_seconds():g} s, periods={alarms.periods}, "
+        f"datapoints={alarms.datapoints})`" in text
+    )
+    chosen = Rollout.blue_green().alarms  # alarms=True is these defaults
+    assert chosen is not None
+    assert (chosen.execution_errors, chosen.target_5xx, chosen.periods, chosen.datapoints) == (
+        alarms.execution_errors,
+        alarms.target_5xx,
+        alarms.periods,
+        alarms.datapoints,
+    )
+    assert chosen.p99_response_time.to_seconds() == alarms.p99_response_time.to_seconds()
+    smoke = SmokeTest("/")
+    assert (
+        f'`SmokeTest(path, *, method="{smoke.method}", body=None, expect_status={smoke.expect_status}, '
+        f"timeout={smoke.timeout_seconds} s)`" in text
+    )
+
+
+def test_the_fleet_example_s_first_stage_is_ceil_of_the_percent_of_the_copies() -> None:
+    said = re.search(
+        r"rollout=Rollout\.canary\(percent=(\d+)\),  # (\d) of the (\d) copies first, then the other (\d)", page()
+    )
+    assert said, "the fleet example states its stages"
+    percent, first, copies, rest = map(int, said.groups())
+    assert first == math.ceil(copies * percent / 100)
+    assert rest == copies - first
+    assert f"copies={copies}," in page()
+
+
+def test_the_page_is_in_the_site_and_linked_where_rollouts_belong() -> None:
+    docs = ROOT / "docs"
+    index = (docs / "index.md").read_text()
+    assert "(rollouts.md)" in index
+    assert re.search(r"^rollouts$", index.split("```{toctree}", 1)[1], re.M)
+    assert "(docs/rollouts.md)" in (ROOT / "README.md").read_text()
+    for name in ("serving.md", "fleets.md"):
+        assert "(rollouts.md" in (docs / name).read_text(), name
+    assert page().startswith("# Rollouts\n")
