@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
 import re
 
+import pytest
 from conftest import ROOT
 
 from neuron_constructs import Rollout, RolloutAlarms, SmokeTest
@@ -130,3 +133,67 @@ def test_the_page_is_in_the_site_and_linked_where_rollouts_belong() -> None:
     for name in ("serving.md", "fleets.md"):
         assert "(rollouts.md" in (docs / name).read_text(), name
     assert page().startswith("# Rollouts\n")
+
+
+def test_the_local_endpoint_keeps_no_deployment_configuration_of_a_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the page says moto does not model: a service deployed through CloudFormation keeps its cluster, task
+    definition and desired count, and none of a blue/green deployment configuration (in-process moto, no network)."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    import boto3
+    from moto import mock_aws
+
+    template = {
+        "Resources": {
+            "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {"ClusterName": "neuron"}},
+            "Task": {
+                "Type": "AWS::ECS::TaskDefinition",
+                "Properties": {
+                    "Family": "llm",
+                    "ContainerDefinitions": [{"Name": "vllm", "Image": "vllm", "Memory": 512}],
+                },
+            },
+            "Service": {
+                "Type": "AWS::ECS::Service",
+                "Properties": {
+                    "Cluster": {"Ref": "Cluster"},
+                    "TaskDefinition": {"Ref": "Task"},
+                    "DesiredCount": 2,
+                    "DeploymentConfiguration": {
+                        "Strategy": "BLUE_GREEN",
+                        "BakeTimeInMinutes": 10,
+                        "Alarms": {"AlarmNames": ["errors"], "Enable": True, "Rollback": True},
+                    },
+                },
+            },
+        }
+    }
+    with mock_aws():
+        boto3.client("cloudformation").create_stack(StackName="Rollout", TemplateBody=json.dumps(template))
+        ecs = boto3.client("ecs")
+        (arn,) = ecs.list_services(cluster="neuron")["serviceArns"]
+        (service,) = ecs.describe_services(cluster="neuron", services=[arn])["services"]
+    assert service["desiredCount"] == 2
+    assert service["taskDefinition"].endswith("task-definition/llm:1")
+    configuration = service.get("deploymentConfiguration", {})
+    assert "strategy" not in configuration and "bakeTimeInMinutes" not in configuration
+    assert "alarms" not in configuration
+    assert service.get("runningCount", 0) == 0  # and no task runs
+    assert "moto 5.2 creates an ECS service from its cluster, task definition and desired count only" in flat(page())
+
+
+def test_the_signatures_the_page_gives_are_the_functions() -> None:
+    def written(function: object, given: int) -> str:
+        parameters = list(inspect.signature(function).parameters.values())[:given]  # type: ignore[arg-type]
+        bare = [p.replace(annotation=inspect.Parameter.empty) for p in parameters]
+        return str(inspect.Signature(bare))
+
+    text = flat(page())
+    assert f"`rollout_timeline{written(rollout_timeline, 5)}`".replace("15.0", "15") in text
+    assert f"`bake_cost{written(bake_cost, 4)[:-1]}, ...)`" in text
