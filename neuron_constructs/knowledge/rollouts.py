@@ -402,9 +402,10 @@ def peak_room(
 
 SCALE_IN_MINUTES = 15.0
 """Minutes the instances blue leaves empty keep running after ``CLEAN_UP``, by default: the capacity provider's
-managed scaling removes them through a target tracking policy on ``CapacityProviderReservation``, whose scale-in
-alarm waits for 15 one-minute datapoints below the target (the 15-minute scale-in delay of ECS cluster auto scaling
-that AWS re:Post answers describe). An estimate: pass your own to :func:`rollout_timeline` and :func:`bake_cost`."""
+managed scaling removes them through a target tracking policy on ``CapacityProviderReservation`` (ECS guide,
+"Automatically manage Amazon ECS capacity with cluster auto scaling"), whose scale-in waits about 15 minutes below
+the target (the scale-in delay of ECS cluster auto scaling that AWS re:Post answers describe). An estimate, not an
+AWS figure: pass your own to :func:`rollout_timeline` and :func:`bake_cost`."""
 
 
 @dataclass(frozen=True)
