@@ -72,11 +72,11 @@ def test_the_cost_sentences_are_bake_cost_s() -> None:
     assert "Six copies an instance needs one extra inf2.48xlarge; one copy an instance" in text
     # a warm start saves more than dropping the bake time would, whichever the strategy and the layout
     assert "a warm start (compiled graphs at hand) saves more than a shorter bake time would" in text
-    for plan in (plan, RolloutPlan.canary(), RolloutPlan.linear()):
+    for each in (plan, RolloutPlan.canary(), RolloutPlan.linear()):
         for per in (ROLLOUT_EXAMPLE.copies, 1):
-            room = rollout_room(plan, per)
+            room = rollout_room(each, per)
             warm, cold = (
-                bake_cost(plan, room, start_minutes=start)
+                bake_cost(each, room, start_minutes=start)
                 for start in (ROLLOUT_EXAMPLE.warm_start_minutes, ROLLOUT_EXAMPLE.cold_start_minutes)
             )
             assert cold.instance_hours - warm.instance_hours > cold.bake_instance_hours
