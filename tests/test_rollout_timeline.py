@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
@@ -147,7 +147,7 @@ durations = st.floats(0, 10_000, allow_nan=False, allow_infinity=False)
 def test_phases_are_contiguous_and_traffic_only_grows_to_100_percent(
     plan: RolloutPlan, start: float, smoke: float | None, scale_in: float, desired: int
 ) -> None:
-    assert rollout_problems(plan, has_load_balancer=True, has_service_connect=False) == []
+    assume(rollout_problems(plan, has_load_balancer=True, has_service_connect=False) == [])  # a plan ECS takes
     timeline = rollout_timeline(
         plan, start_minutes=start, desired=desired, smoke_test_minutes=smoke, scale_in_minutes=scale_in
     )
