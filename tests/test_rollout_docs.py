@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT
 
 from neuron_constructs import Rollout, RolloutAlarms, SmokeTest
+from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.rollouts import SCALE_IN_MINUTES, RolloutPlan, bake_cost, rollout_timeline
 from neuron_constructs.serving.listeners import MODEL_START_GRACE_PERIOD
 from neuron_constructs.tools.tables import EXAMPLE_HOURLY_PRICE, ROLLOUT_EXAMPLE, rewrite, rollout_room
@@ -84,9 +85,22 @@ def test_the_cost_sentences_are_bake_cost_s() -> None:
 
 
 def test_the_refusal_is_the_sentence_peak_room_writes() -> None:
+    """The NEURON074 refusal of six two-chip NeuronService tasks (one an instance) on a capacity of six: the construct
+    path, the rollout, ``RolloutRoom.shortfall``'s numbers and the fix, with the rule's long sentence elided."""
     block = page().split("```text\n", 1)[1].split("```", 1)[0]
-    shortfall = rollout_room(RolloutPlan.blue_green(), ROLLOUT_EXAMPLE.copies).shortfall(1)
-    assert flat(block) == shortfall
+    rollout, capacity = Rollout.blue_green(), "Inference/Neuron/Inf2"
+    room = rollout_room(rollout.plan, 1)
+    shortfall = room.shortfall(6, capacity)
+    assert shortfall is not None
+    problem = f"desired_count={ROLLOUT_EXAMPLE.copies} rolled out {rollout}: {shortfall.partition('; raise')[0]}"
+    message = rules.ROLLOUT_ROOM.message(
+        "Inference/Llm",
+        problem,
+        fix=f"raise max_capacity of {capacity} to {room.instances} or more, run fewer tasks, or roll it out rolling "
+        "(Rollout.rolling())",
+    )
+    assert flat(block) == message.replace(rules.ROLLOUT_ROOM.aws_rule, "...")
+    assert room.instances == 12
 
 
 def test_the_defaults_the_page_names_are_the_api_s() -> None:
