@@ -24,6 +24,18 @@ Sources:
 * ECS API reference: ``DeploymentConfiguration`` (``maximumPercent`` rounded down, ``minimumHealthyPercent`` rounded
   up) for the rolling update: :func:`most_running` and :func:`fewest_running`, which the NEURON032 and NEURON040
   checks share.
+
+:func:`rollout_timeline` lays a native rollout out in minutes, phase by phase, and :func:`bake_cost` prices the
+second set of instances it holds. The phases are ECS's lifecycle stages (ECS API reference
+``DeploymentLifecycleHook``, ``lifecycleStages``; ECS guide, "Lifecycle hooks for Amazon ECS service deployments" and
+"Amazon ECS blue/green service deployments workflow"): ``SCALE_UP`` (green starts at the full desired count while
+blue takes 100 % of production traffic), ``TEST_TRAFFIC_SHIFT`` and ``POST_TEST_TRAFFIC_SHIFT`` (green takes the
+test traffic; the smoke test's hook runs at the second), ``PRODUCTION_TRAFFIC_SHIFT`` (green's share of production
+traffic grows to 100 %), ``BAKE_TIME`` ("the duration when both blue and green service revisions are running
+simultaneously after the production traffic has shifted") and ``CLEAN_UP`` (blue stops). On Neuron the first
+phase is long: instances launch, then each green copy downloads, compiles (or loads compiled graphs) and loads its
+model onto the chips; :data:`~neuron_constructs.serving.listeners.MODEL_START_GRACE_PERIOD` (30 minutes) is the
+allowance the library gives that start, and serving/listeners.py cites the figures behind it.
 """
 
 from __future__ import annotations
@@ -39,15 +51,21 @@ __all__ = [
     "CLOUDFORMATION_DEPLOYMENT_MINUTES",
     "MAX_WAIT_MINUTES",
     "NATIVE_STRATEGIES",
+    "SCALE_IN_MINUTES",
+    "BakeCost",
+    "RolloutPhase",
     "RolloutPlan",
     "RolloutRoom",
+    "RolloutTimeline",
     "Strategy",
+    "bake_cost",
     "deployment_minutes",
     "fewest_running",
     "linear_steps",
     "most_running",
     "peak_room",
     "rollout_problems",
+    "rollout_timeline",
     "rollout_warnings",
 ]
 
@@ -377,4 +395,236 @@ def peak_room(
         instances=instances,
         cpu=tasks * cpu,
         memory_mib=tasks * memory_mib,
+    )
+
+
+# ----------------------------------------------------------------- timeline ---
+
+SCALE_IN_MINUTES = 15.0
+"""Minutes the instances blue leaves empty keep running after ``CLEAN_UP``, by default: the capacity provider's
+managed scaling removes them through a target tracking policy on ``CapacityProviderReservation`` (ECS guide,
+"Automatically manage Amazon ECS capacity with cluster auto scaling"), whose scale-in waits about 15 minutes below
+the target (the scale-in delay of ECS cluster auto scaling that AWS re:Post answers describe). An estimate, not an
+AWS figure: pass your own to :func:`rollout_timeline` and :func:`bake_cost`."""
+
+
+@dataclass(frozen=True)
+class RolloutPhase:
+    """One stretch of a native rollout: what runs from ``start_minutes`` to ``end_minutes`` after it starts."""
+
+    stage: str
+    """The ECS lifecycle stage(s) of the stretch, e.g. ``SCALE_UP`` or ``PRODUCTION_TRAFFIC_SHIFT``."""
+    what: str
+    """What happens, as a sentence."""
+    start_minutes: float
+    end_minutes: float
+    blue_copies: int
+    """Copies of the old revision running."""
+    green_copies: int
+    """Copies of the new revision running (starting, during ``SCALE_UP``)."""
+    green_percent: float
+    """The share of production traffic green takes, 0 to 100."""
+
+    @property
+    def minutes(self) -> float:
+        """How long the stretch lasts."""
+        return self.end_minutes - self.start_minutes
+
+
+@dataclass(frozen=True)
+class RolloutTimeline:
+    """A native rollout in order, from the start of the deployment to the end of blue's scale-in."""
+
+    plan: RolloutPlan
+    desired: int
+    phases: tuple[RolloutPhase, ...]
+
+    @property
+    def deployment_minutes(self) -> float:
+        """From the start to the end of the bake time, when ECS stops blue: green's start, the smoke test, the
+        traffic shifts and the bake time."""
+        return next(p.end_minutes for p in self.phases if p.stage == "BAKE_TIME")
+
+    @property
+    def end_minutes(self) -> float:
+        """From the start until blue's empty instances are gone."""
+        return self.phases[-1].end_minutes
+
+    def at(self, minute: float) -> RolloutPhase:
+        """The phase running at ``minute`` (the later one at a boundary, the last one at the end)."""
+        for phase in self.phases:
+            if phase.start_minutes <= minute < phase.end_minutes:
+                return phase
+        if minute == self.end_minutes:
+            return self.phases[-1]
+        raise ValueError(f"minute {minute:g} is outside the rollout's 0 to {self.end_minutes:g} minutes")
+
+
+def _percent_steps(plan: RolloutPlan) -> list[float]:
+    """Green's share of production traffic after each shift that is followed by an interval (canary, linear)."""
+    if plan.strategy == "canary":
+        return [plan.canary_percent if plan.canary_percent is not None else DEFAULT_CANARY_PERCENT]
+    if plan.strategy == "linear":
+        step = plan.linear_step_percent if plan.linear_step_percent is not None else DEFAULT_LINEAR_STEP_PERCENT
+        tenths = _tenths(step)
+        if tenths is None or tenths <= 0:
+            raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step!r}")
+        return [k * tenths / 10 for k in range(1, linear_steps(step) + 1)]
+    return []
+
+
+def _minutes(value: float | None, name: str) -> float:
+    minutes = 0.0 if value is None else float(value)
+    if not (math.isfinite(minutes) and minutes >= 0):
+        raise ValueError(f"{name} must be 0 or more minutes, not {value!r}")
+    return minutes
+
+
+def rollout_timeline(
+    plan: RolloutPlan,
+    *,
+    start_minutes: float,
+    desired: int = 1,
+    smoke_test_minutes: float | None = None,
+    scale_in_minutes: float = SCALE_IN_MINUTES,
+) -> RolloutTimeline:
+    """The phases of a native rollout of ``desired`` copies, contiguous from minute 0.
+
+    * ``SCALE_UP`` for ``start_minutes``: the capacity launches instances for green and every green copy starts -
+      image, model download, Neuron compile or compiled graphs, load onto the chips - until its target group's
+      health check passes; blue serves all production traffic.
+    * ``TEST_TRAFFIC_SHIFT`` / ``POST_TEST_TRAFFIC_SHIFT`` for ``smoke_test_minutes`` (only when given): the test
+      rule points at green and the smoke test's hook sends its request.
+    * ``PRODUCTION_TRAFFIC_SHIFT``, once per shift that is followed by an interval: a canary's share for the
+      interval; each linear step short of 100 % for the interval. A blue/green shift is immediate.
+    * ``BAKE_TIME``: green takes 100 %, blue stays for the bake time.
+    * ``CLEAN_UP`` for ``scale_in_minutes``: ECS stops blue; its instances run empty until the capacity removes
+      them (:data:`SCALE_IN_MINUTES`).
+
+    Raises ``ValueError`` for a rolling plan (it replaces tasks in place, with no second revision held) or a
+    negative count or duration.
+    """
+    if not plan.native:
+        raise ValueError(f"a timeline is of a native rollout (blue_green, canary, linear), not {plan.strategy!r}")
+    if isinstance(desired, bool) or not isinstance(desired, int) or desired < 0:
+        raise ValueError(f"desired must be a whole number 0 or more, not {desired!r}")
+    start = _minutes(start_minutes, "start_minutes")
+    scale_in = _minutes(scale_in_minutes, "scale_in_minutes")
+    interval = _minutes(plan.interval_minutes, "the interval")
+    bake = _minutes(plan.bake_time_minutes, "the bake time")
+    phases: list[RolloutPhase] = []
+
+    def add(stage: str, what: str, minutes: float, blue: int, percent: float) -> None:
+        begin = phases[-1].end_minutes if phases else 0.0
+        phases.append(RolloutPhase(stage, what, begin, begin + minutes, blue, desired, percent))
+
+    add(
+        "SCALE_UP",
+        "instances launch for green; every green copy downloads, compiles or loads its model onto the chips until "
+        "its health check passes; blue serves all production traffic",
+        start,
+        desired,
+        0.0,
+    )
+    if smoke_test_minutes is not None:
+        add(
+            "TEST_TRAFFIC_SHIFT, POST_TEST_TRAFFIC_SHIFT",
+            "the test listener rule points at green and the smoke test sends its request; no production traffic "
+            "on green yet",
+            _minutes(smoke_test_minutes, "smoke_test_minutes"),
+            desired,
+            0.0,
+        )
+    for percent in _percent_steps(plan):
+        add(
+            "PRODUCTION_TRAFFIC_SHIFT",
+            f"green takes {percent:g} % of production traffic for the interval; the deployment alarms watch it",
+            interval,
+            desired,
+            percent,
+        )
+    add(
+        "BAKE_TIME",
+        "green takes all production traffic; blue stays at the full count for an immediate rollback",
+        bake,
+        desired,
+        100.0,
+    )
+    add(
+        "CLEAN_UP",
+        "ECS stops blue; the instances it leaves empty run until the capacity scales them in",
+        scale_in,
+        0,
+        100.0,
+    )
+    return RolloutTimeline(plan, desired, tuple(phases))
+
+
+@dataclass(frozen=True)
+class BakeCost:
+    """The second set of instances a native rollout holds, in instance-hours (and dollars at a given price)."""
+
+    extra_instances: int
+    """Instances green needs beyond those blue runs on."""
+    overlap_minutes: float
+    """How long they run: from green's launch until blue's empty instances are gone."""
+    bake_minutes: float
+    """The part of the overlap that is the bake time."""
+    hourly_price: float | None = None
+
+    @property
+    def instance_hours(self) -> float:
+        """``extra_instances`` x ``overlap_minutes``, in hours."""
+        return self.extra_instances * self.overlap_minutes / 60
+
+    @property
+    def bake_instance_hours(self) -> float:
+        """The share of :attr:`instance_hours` the bake time adds."""
+        return self.extra_instances * self.bake_minutes / 60
+
+    @property
+    def dollars(self) -> float | None:
+        """:attr:`instance_hours` at ``hourly_price``, or ``None`` without a price."""
+        return None if self.hourly_price is None else self.instance_hours * self.hourly_price
+
+    @property
+    def bake_dollars(self) -> float | None:
+        """:attr:`bake_instance_hours` at ``hourly_price``, or ``None`` without a price."""
+        return None if self.hourly_price is None else self.bake_instance_hours * self.hourly_price
+
+
+def bake_cost(
+    plan: RolloutPlan,
+    room: RolloutRoom,
+    *,
+    start_minutes: float,
+    instance_hourly_price: float | None = None,
+    smoke_test_minutes: float | None = None,
+    scale_in_minutes: float = SCALE_IN_MINUTES,
+) -> BakeCost:
+    """What a native rollout of ``plan`` with the peak ``room`` (:func:`peak_room`) holds beyond the steady state:
+    the instances green needs beyond blue's, for the whole of :func:`rollout_timeline`, and the bake time's part.
+
+    Blue runs ``room.tasks / 2`` copies on ``ceil(copies / copies_per_instance)`` instances; the peak needs
+    ``room.instances``; the difference runs from minute 0 (green's instances launch) to the end of ``CLEAN_UP``
+    (blue's empty instances are removed). Raises ``ValueError`` for a rolling plan or a room of another strategy.
+    """
+    if room.strategy != plan.strategy:
+        raise ValueError(f"the room is of a {room.strategy} deployment, the plan {plan.strategy}")
+    if instance_hourly_price is not None and not (math.isfinite(instance_hourly_price) and instance_hourly_price >= 0):
+        raise ValueError(f"instance_hourly_price must be 0 or more, not {instance_hourly_price!r}")
+    desired = room.tasks // 2
+    timeline = rollout_timeline(
+        plan,
+        start_minutes=start_minutes,
+        desired=desired,
+        smoke_test_minutes=smoke_test_minutes,
+        scale_in_minutes=scale_in_minutes,
+    )
+    steady = -(-desired // room.copies_per_instance)
+    return BakeCost(
+        extra_instances=room.instances - steady,
+        overlap_minutes=timeline.end_minutes,
+        bake_minutes=_minutes(plan.bake_time_minutes, "the bake time"),
+        hourly_price=instance_hourly_price,
     )

@@ -1,4 +1,4 @@
-"""The docs' catalog, rule, density and fleet tables, generated from the code.
+"""The docs' catalog, rule, density, fleet and rollout tables, generated from the code.
 
 ``python -m neuron_constructs.tools.tables docs/*.md`` (``make docs-tables``) rewrites each table between its
 ``<!-- name:start -->`` / ``<!-- name:end -->`` markers, in whichever page holds it; a test keeps the pages equal
@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.rollouts import (
+    RolloutPlan,
+    RolloutRoom,
+    bake_cost,
+    peak_room,
+    rollout_timeline,
+)
 from neuron_constructs.knowledge.rules import RULES
 
 __all__ = [
     "CATALOG_HEADERS",
+    "EXAMPLE_HOURLY_PRICE",
+    "ROLLOUT_EXAMPLE",
     "TABLES",
+    "RolloutExample",
     "catalog_rows",
     "catalog_table",
     "density_table",
@@ -24,6 +35,9 @@ __all__ = [
     "limit_table",
     "mixed_fleet",
     "rewrite",
+    "rollout_cost_table",
+    "rollout_room",
+    "rollout_timeline_table",
     "rules_table",
     "tables_in",
 ]
@@ -181,12 +195,130 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
+@dataclass(frozen=True)
+class RolloutExample:
+    """A model to roll out: ``copies`` copies of ``chips`` chips on ``instance_type``, whose copies start (instances
+    launched, model downloaded, compiled or loaded, health check passed) in ``warm_start_minutes`` with compiled
+    graphs at hand and ``cold_start_minutes`` without, smoke-tested in ``smoke_test_minutes``."""
+
+    instance_type: str = "inf2.48xlarge"
+    copies: int = 6
+    chips: int = 2
+    warm_start_minutes: float = 10
+    cold_start_minutes: float = 30
+    smoke_test_minutes: float = 1.5
+
+
+ROLLOUT_EXAMPLE = RolloutExample()
+"""The rollout page's example: six two-chip copies of a model on inf2.48xlarge, starting in 10 minutes (the upper
+end of AWS's "5-10 minutes" for its vLLM container) or 30 (the start-up allowance, ``MODEL_START_GRACE_PERIOD``),
+with a smoke test of the default 60 s request and the function's 30 s (``SmokeTest().function_timeout``)."""
+EXAMPLE_HOURLY_PRICE = 12.98
+"""An example On-Demand price of inf2.48xlarge in dollars an hour, for the rollout page's arithmetic only."""
+
+
+def rollout_room(plan: RolloutPlan, copies_per_instance: int) -> RolloutRoom:
+    """The peak of the rollout example under ``plan``, ``copies_per_instance`` copies an instance."""
+    instance = NeuronInstanceType.of(ROLLOUT_EXAMPLE.instance_type)
+    chips = ROLLOUT_EXAMPLE.chips
+    return peak_room(
+        plan,
+        instance,
+        desired=ROLLOUT_EXAMPLE.copies,
+        copies_per_instance=copies_per_instance,
+        chips=chips,
+        cpu=instance.cpu_units * chips // instance.chips,
+        memory_mib=instance.schedulable_memory_mib * chips // instance.chips,
+    )
+
+
+def _minutes(value: float) -> str:
+    return f"{value:g}"
+
+
+def rollout_timeline_table() -> str:
+    """Markdown table: a blue/green rollout of the example with a smoke test, from a cold start, phase by phase, with
+    the chips and instances held on six copies an instance."""
+    plan = RolloutPlan.blue_green()
+    copies, chips = ROLLOUT_EXAMPLE.copies, ROLLOUT_EXAMPLE.chips
+    timeline = rollout_timeline(
+        plan,
+        start_minutes=ROLLOUT_EXAMPLE.cold_start_minutes,
+        desired=copies,
+        smoke_test_minutes=ROLLOUT_EXAMPLE.smoke_test_minutes,
+    )
+    room = rollout_room(plan, copies_per_instance=copies)
+    rows = [
+        "| minutes | ECS stage | blue copies | green copies | green's share of production traffic | chips held "
+        "| instances | what happens |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for phase in timeline.phases:
+        held = (phase.blue_copies + phase.green_copies) * chips
+        stage = ", ".join(f"`{s}`" for s in phase.stage.split(", "))
+        rows.append(
+            f"| {_minutes(phase.start_minutes)}-{_minutes(phase.end_minutes)} | {stage} | {phase.blue_copies} "
+            f"| {phase.green_copies} | {phase.green_percent:g} % | {held} | {room.instances} | {phase.what} |"
+        )
+    steady = -(-copies // copies)
+    rows.append(
+        f"| {_minutes(timeline.end_minutes)}- | (done) | 0 | {copies} | 100 % | {copies * chips} | {steady} "
+        "| green is the service; blue's instance is gone |"
+    )
+    return "\n".join(rows)
+
+
+def _example_plans() -> list[tuple[str, RolloutPlan, float | None]]:
+    smoke = ROLLOUT_EXAMPLE.smoke_test_minutes
+    return [
+        ("blue/green, smoke test, bake 10 min", RolloutPlan.blue_green(), smoke),
+        ("canary 10 % for 5 min, bake 10 min", RolloutPlan.canary(), None),
+        ("linear 25 % every 5 min, bake 10 min", RolloutPlan.linear(), None),
+    ]
+
+
+def rollout_cost_table() -> str:
+    """Markdown table: what each rollout of the example holds beyond the steady state, warm and cold, on six copies
+    an instance and on one (a ``NeuronService``), in instance-hours and at :data:`EXAMPLE_HOURLY_PRICE`."""
+    price = EXAMPLE_HOURLY_PRICE
+    rows = [
+        "| rollout | green's start | deployment | extra instances held | six copies an instance: extra "
+        "instances, instance-hours (the bake time's) | dollars | one copy an instance: extra instances, "
+        "instance-hours (the bake time's) | dollars |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    copies = ROLLOUT_EXAMPLE.copies
+    for name, plan, smoke in _example_plans():
+        for start in (ROLLOUT_EXAMPLE.warm_start_minutes, ROLLOUT_EXAMPLE.cold_start_minutes):
+            timeline = rollout_timeline(plan, start_minutes=start, desired=copies, smoke_test_minutes=smoke)
+            cells = []
+            for per in (copies, 1):
+                cost = bake_cost(
+                    plan,
+                    rollout_room(plan, per),
+                    start_minutes=start,
+                    instance_hourly_price=price,
+                    smoke_test_minutes=smoke,
+                )
+                cells.append(
+                    f"{cost.extra_instances}, {cost.instance_hours:.2f} ({cost.bake_instance_hours:.2f}) "
+                    f"| ${cost.dollars or 0:.2f} (${cost.bake_dollars or 0:.2f})"
+                )
+            rows.append(
+                f"| {name} | {_minutes(start)} min | {_minutes(timeline.deployment_minutes)} min "
+                f"| {_minutes(timeline.end_minutes)} min | {cells[0]} | {cells[1]} |"
+            )
+    return "\n".join(rows)
+
+
 TABLES = {
     "catalog": catalog_table,
     "rules": rules_table,
     "density": density_table,
     "fleet": fleet_table,
     "limit": limit_table,
+    "rollout-timeline": rollout_timeline_table,
+    "rollout-cost": rollout_cost_table,
 }
 """Each generated table by the name its markers use."""
 
