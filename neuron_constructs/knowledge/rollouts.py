@@ -321,7 +321,8 @@ class RolloutRoom:
         return (
             f"a {self.strategy.replace('_', '/')} deployment runs {when} {self.tasks} copies holding {self.chips} "
             f"chips and {self.cores} NeuronCores, {self.cpu} CPU units and {self.memory_mib} MiB: "
-            f"{self.instances} {self.instance_type} instances at {self.copies_per_instance} copies an instance, but "
+            f"{self.instances} {self.instance_type} instances at {self.copies_per_instance} "
+            f"{'copy' if self.copies_per_instance == 1 else 'copies'} an instance, but "
             f"{capacity} launches at most {max_instances}; raise its max_capacity to {self.instances} or more"
         )
 
