@@ -194,6 +194,9 @@ def test_the_target_group_pair_rules_and_role_are_the_model_s_own(app: dict[str,
     assert groups[production]["Properties"] == groups[alternate]["Properties"]  # green is checked as blue is
     rule = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule")[_ref(advanced["ProductionListenerRule"])]
     assert rule["Properties"]["Actions"] == [{"TargetGroupArn": {"Ref": production}, "Type": "forward"}]
+    (service,) = resources(template, "AWS::ECS::Service").values()
+    referenced = {_ref(advanced["ProductionListenerRule"]), _ref(advanced.get("TestListenerRule", {"Ref": "-"}))}
+    assert service.get("DependsOn") and not referenced & set(service["DependsOn"])  # cfn-lint W3005: no repeats
     role = resources(template, "AWS::IAM::Role")[advanced["RoleArn"]["Fn::GetAtt"][0]]
     (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert statement["Principal"] == {"Service": "ecs.amazonaws.com"}

@@ -8,7 +8,10 @@
   manually mapped task on Managed Instances is set on its ``AWS::ECS::Service`` here.
 * aws-cdk-lib's custom resource provider that strips a VPC's default security group gives its
   Lambda function a ``DependsOn`` on its role that the ``Fn::GetAtt`` of the role already implies
-  (cfn-lint W3005); the redundant ``DependsOn`` is removed here.
+  (cfn-lint W3005); the redundant ``DependsOn`` is removed here. Likewise an ECS service rolled out blue/green,
+  canary or linear depends on the listener rules it attaches through (aws-cdk-lib adds the dependency for every
+  load balancer target) while its ``AdvancedConfiguration`` already refers to them: those entries are dropped from its
+  ``DependsOn``, the others kept.
 * aws-cdk-lib's ``LaunchTemplate``, ``AutoScalingGroup`` and ``ManagedInstancesCapacityProvider``
   have no property for reserved capacity: an On-Demand Capacity Reservation is set on the Auto
   Scaling group (``CapacityReservationSpecification``), a Capacity Block on the launch template
@@ -27,9 +30,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from aws_cdk import CfnResource
+import jsii
+from aws_cdk import CfnResource, IStableListProducer, Lazy, Stack
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
@@ -41,6 +45,7 @@ __all__ = [
     "container_index",
     "distinct_instances_on_managed_instances",
     "drop_compute_environment_security_groups",
+    "drop_dependencies_on_referenced_rules",
     "drop_redundant_handler_dependency",
     "efa_network_interfaces",
     "open_node_range",
@@ -102,6 +107,33 @@ def host_network_on_managed_instances(service: ecs.FargateService) -> None:
     resource = service.node.default_child
     assert isinstance(resource, ecs.CfnService)
     resource.add_property_deletion_override("NetworkConfiguration")
+
+
+def drop_dependencies_on_referenced_rules(service: ecs.BaseService, rules: Sequence[IConstruct]) -> None:
+    """Keep ``service``'s ``DependsOn`` but for the listener ``rules`` its ``AdvancedConfiguration`` refers to (the
+    list is read at synth, once aws-cdk-lib turned construct dependencies into resource ones)."""
+    resource = service.node.default_child
+    assert isinstance(resource, CfnResource)
+    referenced = {(r if isinstance(r, CfnResource) else r.node.default_child).node.path for r in rules}  # type: ignore[union-attr]
+    stack = Stack.of(resource)
+
+    def remaining() -> list[str]:
+        return sorted(
+            stack.get_logical_id(d)
+            for d in resource.obtain_dependencies()
+            if isinstance(d, CfnResource) and d.stack.node.path == stack.node.path and d.node.path not in referenced
+        )
+
+    resource.add_override("DependsOn", Lazy.list(_ListProducer(remaining)))
+
+
+@jsii.implements(IStableListProducer)
+class _ListProducer:
+    def __init__(self, value: Callable[[], list[str]]) -> None:
+        self._value = value
+
+    def produce(self) -> list[str]:
+        return self._value()
 
 
 def drop_redundant_handler_dependency(provider: IConstruct) -> None:

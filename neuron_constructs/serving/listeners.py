@@ -46,6 +46,7 @@ from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base.arguments import construct_path, is_token, seconds_of
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
+from neuron_constructs.base.l1_overrides import drop_dependencies_on_referenced_rules
 from neuron_constructs.compute.capacity import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 from neuron_constructs.serving.rollout import SmokeTest
@@ -541,6 +542,7 @@ def _alternate_target(
                 port=int(tested.port),
             )
         )
+    drop_dependencies_on_referenced_rules(service.service, rules_shifted)
     return ecs.AlternateTarget(
         f"{id}AlternateTarget",
         alternate_target_group=green,
@@ -688,22 +690,28 @@ def _open(
     )
 
 
+_LOAD_BALANCER_GROUPS: weakref.WeakKeyDictionary[object, dict[str, ec2.ISecurityGroup]] = weakref.WeakKeyDictionary()
+"""Per owner: the load balancer security groups it imported, by the group's unique id."""
+
+
 def _listener_in(owner: Construct, listener: elbv2.IApplicationListener) -> elbv2.IApplicationListener:
     """``listener`` as ``owner``'s stack refers to it, with its load balancer's security group: the security group
     rules aws-cdk-lib and :func:`_open` add through its connections are resources of ``owner`` (an imported security
-    group's rules belong to the scope that imported it)."""
+    group's rules belong to the scope that imported it). Listeners of one load balancer (production and test) share
+    one import of its group, so a rule both would open is made once (EC2 refuses a duplicate)."""
     id = f"Listener{Names.unique_id(listener)}"
     existing = owner.node.try_find_child(id)
     if existing is not None:
         return existing  # type: ignore[return-value]
     (group, *_) = listener.connections.security_groups
-    return elbv2.ApplicationListener.from_application_listener_attributes(
-        owner,
-        id,
-        listener_arn=listener.listener_arn,
-        security_group=ec2.SecurityGroup.from_security_group_id(
+    imported = _LOAD_BALANCER_GROUPS.setdefault(owner, {})
+    key = Names.unique_id(group)
+    if key not in imported:
+        imported[key] = ec2.SecurityGroup.from_security_group_id(
             owner, f"{id}SecurityGroup", group.security_group_id, mutable=True, allow_all_outbound=False
-        ),
+        )
+    return elbv2.ApplicationListener.from_application_listener_attributes(
+        owner, id, listener_arn=listener.listener_arn, security_group=imported[key]
     )
 
 

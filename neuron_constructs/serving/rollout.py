@@ -113,7 +113,7 @@ class SmokeTest:
 
     @property
     def function_timeout(self) -> Duration:
-        """How long the function may run: the request's timeout and :data:`SMOKE_TEST_MARGIN_S`."""
+        """How long the function may run: the request's timeout and ``SMOKE_TEST_MARGIN_S`` (30 s)."""
         return Duration.seconds(self.timeout_seconds + SMOKE_TEST_MARGIN_S)
 
 
