@@ -5,6 +5,8 @@ answers a boto3 client would give."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
 
 import pytest
@@ -202,3 +204,71 @@ def test_job_definition_device_counts_say_what_they_count() -> None:
     clients = {"cloudformation": _CloudFormation(template, {"Job": "arn:job"}), "batch": Batch()}
     (item, _) = describe_stack(clients.__getitem__, "Training").items
     assert item.details == ("multinode, 2 node(s)", "nodes 0:: 16 Neuron + 8 EFA devices")
+
+
+# --- What the local endpoint prints around the report ------------------------------------------------------------
+
+
+def _fake_cdk(tmp_path: Any, lines: list[str], status: int) -> str:
+    script = tmp_path / "cdk"
+    body = "".join(f"print({line!r})\n" for line in lines)
+    script.write_text(f"#!{sys.executable}\n{body}raise SystemExit({status})\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+CDK_OUTPUT = [
+    "NeuronInferenceEc2: creating CloudFormation changeset...",
+    "NeuronInferenceEc2 |  1/64 | 3:25:35 AM | CREATE_COMPLETE | AWS::CloudFormation::Stack | NeuronInferenceEc2",
+    "",
+    " \u2705  NeuronInferenceEc2",
+    "Stack ARN:",
+]
+
+
+def test_by_default_only_the_cdk_cli_s_outcome_lines_are_printed(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neuron_constructs.local_endpoint.deploy import run_cdk_summarised
+
+    run_cdk_summarised(_fake_cdk(tmp_path, CDK_OUTPUT, 0), ["deploy"], env=os.environ, cwd=tmp_path)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [" \u2705  NeuronInferenceEc2"] and err == ""
+
+
+def test_a_failing_cdk_command_prints_the_end_of_its_output_and_raises(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neuron_constructs.local_endpoint.deploy import LocalEndpointError, run_cdk_summarised
+
+    failing = ["noise"] * 500 + ["\u274c  LlmService failed to deploy", "InvalidPermission.Duplicate: rule exists"]
+    with pytest.raises(LocalEndpointError, match=r"deploy exited with status 1\."):
+        run_cdk_summarised(_fake_cdk(tmp_path, failing, 1), ["deploy"], env=os.environ, cwd=tmp_path)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["\u274c  LlmService failed to deploy"]
+    assert err.endswith("InvalidPermission.Duplicate: rule exists\n") and err.count("\n") == 400
+
+
+def test_synth_warnings_are_one_line_each_for_the_deployed_stacks_only(tmp_path: Any) -> None:
+    from neuron_constructs.local_endpoint.deploy import format_synth_warnings, synth_warnings
+
+    text = "{0}: neuron-monitor runs privileged, by its tag. [NEURON116: no digest] Fix: pin it\nmore"
+    for stack in ("A", "B", "C"):
+        path = f"/{stack}/Neuron/Monitoring"
+        entries = {path: [{"type": "aws:cdk:warning", "data": text.format(path.strip("/"))}]}
+        (tmp_path / f"{stack}.metadata.json").write_text(json.dumps(entries))
+    artifacts = {
+        stack: {"type": "aws:cloudformation:stack", "additionalMetadataFile": f"{stack}.metadata.json"}
+        for stack in ("A", "B", "C")
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
+    warnings = synth_warnings(tmp_path, ["A", "B"])
+    assert warnings == {
+        "neuron-monitor runs privileged, by its tag. [NEURON116: no digest] Fix: pin it": [
+            "A/Neuron/Monitoring",
+            "B/Neuron/Monitoring",
+        ]
+    }
+    assert format_synth_warnings(warnings) == [
+        "  NEURON116: neuron-monitor runs privileged, by its tag. (A/Neuron/Monitoring and 1 more)"
+    ]
