@@ -182,9 +182,9 @@ class NeuronSlicedVllm(Stack):
         self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
         self.vllm.attach_to_listener(self.load_balancer.listener)
         self.vllm.scale_on_requests(
-            requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_instances=instances, max_instances=2
+            requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_count=instances, max_count=2
         )
-        self.vllm.scale_on_neuron_utilization(min_instances=instances, max_instances=2)
+        self.vllm.scale_on_neuron_utilization(min_count=instances, max_count=2)
         self.load_balancer.add_url_output()
 
 
@@ -254,9 +254,7 @@ class NeuronRagFleet(Stack):
                 priority=priority,
                 health_check_path=health,
             )
-            model.scale_on_requests(
-                requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_instances=1, max_instances=2
-            )
+            model.scale_on_requests(requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_count=1, max_count=2)
         self.load_balancer.add_url_output()
 
 

@@ -27,6 +27,8 @@ from neuron_constructs.tools.deployment_report import Gap, StackReport, format_r
 STANDARD_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id"
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
 pytestmark = pytest.mark.e2e
+DEFAULT_OUTPUT_LINES = 100
+"""make deploy-local's default output fits two screens."""
 
 # The instance type of every Auto Scaling group's launch template, and the AMI parameter it must use.
 EXPECTED_GROUPS = {
@@ -473,14 +475,17 @@ def test_capacity_providers_are_reported_as_gaps_not_hidden(deployment: Deployme
     gaps = deployment.reports["NeuronMixedCluster"].gaps
     providers = {g.logical_id for g in gaps if g.resource_type == "AWS::ECS::CapacityProvider"}
     assert len(providers) == 4  # Managed Instances, trn1.32xlarge, inf1.xlarge, the non-Neuron group
-    text = format_reports([deployment.reports["NeuronMixedCluster"]], endpoint="moto")
-    assert "not created or not kept by moto" in text
+    label = deployment.endpoint.label
+    summary = format_reports([deployment.reports["NeuronMixedCluster"]], endpoint=label)
+    assert "ECS::CapacityProvider x4" in summary.splitlines()[2]
+    text = format_reports([deployment.reports["NeuronMixedCluster"]], endpoint=label, verbose=True)
+    assert f"not created or not kept by {label}" in text and "by AWS" not in text
     assert "AWS::ECS::CapacityProvider" in text
     assert "accelerators inferentia2, trainium, trainium2" in text
 
 
 def test_report_shows_neuron_settings_per_task_definition(deployment: Deployment) -> None:
-    text = format_reports([deployment.reports["NeuronMixedCluster"]])
+    text = format_reports([deployment.reports["NeuronMixedCluster"]], verbose=True)
     assert "vllm: NeuronDevice=ALL" in text
     assert "vllm: /dev/neuron0..15 (read/write) + IPC_LOCK" in text
     assert "serving: /dev/neuron0 (read/write) + IPC_LOCK" in text
@@ -584,10 +589,31 @@ def _normalised(text: str) -> list[str]:
 
 
 def test_the_docs_show_the_report_deploy_local_prints(deployment: Deployment) -> None:
-    page = (ROOT / "docs" / "deploying.md").read_text()
-    sample = page.split("## Deploying locally", 1)[1].split("```text", 1)[1].split("```", 1)[0]
-    printed = format_reports([deployment.reports["NeuronInferenceEc2"]], endpoint=deployment.endpoint.label)
-    assert _normalised(sample) == _normalised(printed)
+    """The page's two samples: the default output (its report part), and the report with --verbose."""
+    page = (ROOT / "docs" / "deploying.md").read_text().split("## Deploying locally", 1)[1]
+    default, verbose = (block.split("```", 1)[0] for block in page.split("```text")[1:3])
+    report = deployment.reports["NeuronInferenceEc2"]
+    printed = format_reports([report], endpoint=deployment.endpoint.label)
+    heading = printed.splitlines()[0]
+    shown = default.split(heading.split("127.0.0.1")[0], 1)[1].split("\nThe local endpoint is shut down")[0]
+    assert _normalised(heading.split("127.0.0.1")[0] + shown) == _normalised(printed)
+    printed = format_reports([report], endpoint=deployment.endpoint.label, verbose=True)
+    assert _normalised(verbose) == _normalised(printed)
+
+
+def test_the_default_report_of_every_example_stack_is_two_lines_a_stack(deployment: Deployment) -> None:
+    """What make deploy-local prints after the cdk CLI's outcome lines: a heading, a result line and a one-line
+    gap summary per stack, and the pointer to --verbose; the whole default output stays within two screens."""
+    reports = [deployment.reports[name] for name in EXAMPLE_STACKS]
+    printed = format_reports(reports, endpoint=deployment.endpoint.label).splitlines()
+    assert len(printed) == 2 + 2 * len(reports)
+    for index, report in enumerate(reports):
+        result, gaps = printed[1 + 2 * index], printed[2 + 2 * index]
+        assert result.startswith(f"{report.name}: created (CREATE_COMPLETE); ")
+        assert gaps.startswith("  not created or not kept by the endpoint: ") or not report.gaps
+    outcome_lines = 2 + len(reports)  # the endpoint's URL, the bootstrap, one per stack
+    closing = 2 + 1  # the synth warnings' heading and line, the shutdown line
+    assert outcome_lines + len(printed) + closing <= DEFAULT_OUTPUT_LINES
 
 
 def test_the_docs_show_what_neuron_ecs_prints_against_the_local_endpoint(
@@ -653,9 +679,13 @@ def test_the_training_queue_and_its_multi_node_job_deploy(
         "FileSystems"
     ]
     assert file_system["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
-    report = format_reports([deployment.reports["NeuronTrainingTrn1"]], endpoint=deployment.endpoint.label)
-    assert "multinode, 2 node(s); nodes 0:: 24 devices" in report
+    report = format_reports(
+        [deployment.reports["NeuronTrainingTrn1"]], endpoint=deployment.endpoint.label, verbose=True
+    )
+    assert "multinode, 2 node(s); nodes 0:: 16 Neuron + 8 EFA devices" in report
     assert "AWS::EC2::PlacementGroup" in report  # listed as not created, never hidden
+    summary = format_reports([deployment.reports["NeuronTrainingTrn1"]], endpoint=deployment.endpoint.label)
+    assert "EC2::PlacementGroup" in summary.splitlines()[2]
 
 
 KEPT_STORAGE_APP = """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,12 +35,15 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PATH": path, "JSII_NODE": str(ROOT / "node_modules" / ".bin" / "node")}
 
 
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """The report the command prints, and the cloud assembly it deployed."""
-    assembly = tmp_path_factory.mktemp("team-app") / "cdk.out"
+DEFAULT_OUTPUT_LINES = 40
+"""The command's default output for the four stacks: the cdk CLI's outcome lines, the synth warnings a line each,
+and two lines a stack (well within the two screens, 100 lines, make deploy-local's seven example stacks keep to)."""
+
+
+def _deploy(assembly: Path, *options: str) -> str:
+    """What the command prints (it must succeed)."""
     result = subprocess.run(
-        [sys.executable, *COMMAND, "--output", str(assembly)],
+        [sys.executable, *COMMAND, "--output", str(assembly), *options],
         cwd=ROOT,
         env=_environment(),
         capture_output=True,
@@ -48,21 +52,50 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
         check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout, assembly
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The report the command prints with --verbose, and the cloud assembly it deployed."""
+    assembly = tmp_path_factory.mktemp("team-app") / "cdk.out"
+    return _deploy(assembly, "--verbose"), assembly
 
 
 def test_every_stack_of_the_team_app_deploys(deployed: tuple[str, Path]) -> None:
     report, _ = deployed
     for stack in STACKS:
-        assert f"\n{stack}: CREATE_COMPLETE" in report, stack
-    assert report.index("\nPlatform: CREATE_COMPLETE") < report.index("\nLlmService: CREATE_COMPLETE")
+        assert f"\n{stack}: created (CREATE_COMPLETE); " in report, stack
+    assert report.index("\nPlatform: created") < report.index("\nLlmService: created")
+
+
+def test_the_default_output_leads_with_one_line_a_stack_and_fits_two_screens(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """GIVEN the team app, WHEN the command runs without --verbose, THEN it prints the cdk CLI's outcome lines, then
+    per stack its result and one line of what the endpoint does not model, names the endpoint honestly, and stays
+    within its bound; the workloads' services, in the platform's imported cluster, are reported as created."""
+    printed = _deploy(tmp_path_factory.mktemp("team-app-default") / "cdk.out").splitlines()
+    assert len(printed) <= DEFAULT_OUTPUT_LINES, "\n".join(printed)
+    (heading,) = [line for line in printed if line.startswith("What each stack created, read back from ")]
+    assert "the local endpoint http://127.0.0.1:" in heading and "AWS" not in heading
+    results = {line.split(":", 1)[0]: line for line in printed if line.split(":", 1)[0] in STACKS and "created" in line}
+    assert set(results) == set(STACKS)
+    assert all("AWS" not in line.split("; next:")[0] for line in results.values())
+    for stack in ("LlmService", "EmbeddingFleet"):
+        assert " services, " in results[stack] or " service, " in results[stack], results[stack]
+    gap_lines = [line for line in printed if line.startswith("  not created or not kept by the endpoint: ")]
+    assert len(gap_lines) <= len(STACKS)
+    for line in gap_lines:
+        missing = line.split(" not created (", 1)[1].split(")", 1)[0] if " not created (" in line else ""
+        assert not re.search(r"\bECS::Service( x\d+)?(,|$)", missing), line  # every service is found and created
 
 
 def _sections(report: str) -> dict[str, str]:
     """Each stack's part of the deployment report, by stack name."""
     sections: dict[str, str] = {}
     for part in report.split("\n\n"):
-        name, _, rest = part.strip().partition(": ")
+        name, _, rest = part.strip().partition(": ")  # with --verbose, a blank line before each stack
         if name in STACKS:
             sections[name] = rest
     return sections

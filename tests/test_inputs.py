@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, CfnParameter, Duration, Stack
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -345,10 +346,10 @@ def test_auto_scale_bounds_are_checked(world: World) -> None:
     sliced_service = SlicedNeuronService(
         world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=12, image=IMAGE
     )
-    with pytest.raises(NeuronConfigurationError, match=r"min_instances=3 is above max_instances=1"):
-        sliced_service.auto_scale(min_instances=3, max_instances=1)
+    with pytest.raises(NeuronConfigurationError, match=r"min_count=3 is above max_count=1"):
+        sliced_service.auto_scale(min_count=3, max_count=1)
     with pytest.raises(NeuronConfigurationError, match=r"\[NEURON026"):
-        sliced_service.auto_scale(min_instances=0, max_instances=True)  # type: ignore[arg-type]
+        sliced_service.auto_scale(min_count=0, max_count=True)  # type: ignore[arg-type]
 
 
 def test_imported_resources_are_accepted_everywhere() -> None:
@@ -495,3 +496,104 @@ def test_an_accepted_local_checkpoint_dir_never_leaves_the_storage(text: str) ->
         return
     assert accepted == text == posixpath.normpath(text)
     assert ".." not in accepted.split("/") and (accepted == "/fsx" or accepted.startswith("/fsx/"))
+
+
+# --- One spelling for the scaling bounds -------------------------------------------------------------
+
+
+def _scaling_kinds(world: World) -> dict[str, Any]:
+    """A NeuronService behind a load balancer, a SlicedNeuronService and a NeuronFleet model, each fresh."""
+    from neuron_constructs import NeuronLoadBalancer
+
+    cluster = NeuronCluster(world.stack, world.id())
+    slices = cluster.add_ec2_capacity("Slices", instance_type="inf2.48xlarge", max_capacity=4)
+    copies = cluster.add_ec2_capacity("Copies", instance_type="inf2.48xlarge", max_capacity=4)
+    cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=4)
+    task = ManualNeuronTaskDefinition(world.stack, world.id(), instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    one = NeuronService(world.stack, world.id(), cluster=cluster, task_definition=task)
+    sliced_service = SlicedNeuronService(
+        world.stack,
+        world.id(),
+        cluster=cluster,
+        instance_type="inf2.48xlarge",
+        devices_per_task=6,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=8080)],
+        capacity=slices,
+    )
+    fleet = NeuronFleet(world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", capacity=copies)
+    model = fleet.add_model(
+        "Embed", image=IMAGE, cores_per_task=1, copies=2, port_mappings=[ecs.PortMapping(container_port=8080)]
+    )
+    balancer = NeuronLoadBalancer(world.stack, world.id(), cluster=cluster)
+    for index, target in enumerate((one, sliced_service, model)):
+        condition = elbv2.ListenerCondition.path_patterns([f"/m{index}/*"])
+        target.attach_to_listener(balancer.listener, priority=10 + index, conditions=[condition])
+    return {"NeuronService": one, "SlicedNeuronService": sliced_service, "FleetModel": model}
+
+
+SCALING_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("scale_on_requests", {"requests_per_target": 60}),
+    ("scale_on_neuron_utilization", {}),
+]
+
+
+@pytest.mark.parametrize("kind", ["NeuronService", "SlicedNeuronService", "FleetModel"])
+@pytest.mark.parametrize(("method", "extra"), SCALING_CALLS)
+def test_every_scaling_method_of_every_service_takes_min_count_and_max_count(
+    world: World, kind: str, method: str, extra: dict[str, Any]
+) -> None:
+    target = _scaling_kinds(world)[kind]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the current spelling warns about nothing
+        made = getattr(target, method)(min_count=1, max_count=2, **extra)
+    targets = made if isinstance(made, list) else [made]
+    assert targets and all(t is not None for t in targets)
+
+
+@pytest.mark.parametrize("method", ["scale_on_requests", "scale_on_neuron_utilization", "auto_scale"])
+@pytest.mark.parametrize("kind", ["SlicedNeuronService", "FleetModel"])
+def test_the_fleets_old_min_and_max_instances_still_work_with_a_deprecation_warning(
+    world: World, kind: str, method: str
+) -> None:
+    target = _scaling_kinds(world)[kind]
+    extra = {"requests_per_target": 60} if method == "scale_on_requests" else {}
+    with pytest.warns(DeprecationWarning) as warned:
+        targets = getattr(target, method)(min_instances=1, max_instances=2, **extra)
+    messages = [str(w.message) for w in warned]
+    assert any("min_instances=" in m and "pass min_count=" in m and "0.3.0" in m for m in messages), messages
+    assert any("max_instances=" in m and "pass max_count=" in m for m in messages), messages
+    assert all(w.filename == __file__ for w in warned), "the warning points at the caller's line"
+    assert len(targets) == len(target.copy_services) and target._scaling_bounds == (1, 2)
+
+
+def test_both_spellings_of_one_bound_at_once_are_refused_naming_the_one_to_keep(world: World) -> None:
+    model = _scaling_kinds(world)["FleetModel"]
+    with pytest.raises(TypeError, match=r"got both min_instances= and min_count=: .* pass only min_count="):
+        model.auto_scale(min_instances=1, min_count=1, max_count=2)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("kind", "method", "wrong", "right"),
+    [
+        ("NeuronService", "scale_on_requests", "min_instances", "min_count"),
+        ("NeuronService", "scale_on_neuron_utilization", "max_instances", "max_count"),
+        ("NeuronService", "scale_on_requests", "max_capacity", "max_count"),
+        ("SlicedNeuronService", "auto_scale", "max_capacity", "max_count"),
+        ("FleetModel", "scale_on_requests", "max_tasks", "max_count"),
+        ("FleetModel", "scale_on_neuron_utilization", "max_cout", "max_count"),
+    ],
+)
+def test_a_wrong_scaling_keyword_suggests_the_right_one_and_lists_what_the_method_takes(
+    world: World, kind: str, method: str, wrong: str, right: str
+) -> None:
+    target = _scaling_kinds(world)[kind]
+    with pytest.raises(TypeError) as raised:
+        getattr(target, method)(**{wrong: 2})
+    message = str(raised.value)
+    assert message.startswith(f"{kind}.{method}() got an unexpected keyword argument {wrong!r}"), message
+    assert f"(did you mean {right!r}?)" in message
+    assert "; it takes: " in message and "max_count" in message.split("; it takes: ")[1]

@@ -16,6 +16,7 @@ import pytest
 from cfn import container, ecs_template, manual_task, service, with_resources
 from conftest import ROOT, workloads
 
+from neuron_constructs.knowledge.rules import BY_ID
 from neuron_constructs.tools.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 
 NEURON_ECS = str(Path(sys.executable).parent / "neuron-ecs")
@@ -50,15 +51,38 @@ def broken(templates: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPa
     return path
 
 
-def test_every_example_template_passes(example_dir: Path) -> None:
-    assert run("lint", str(example_dir)) == (EXIT_OK, "", "")
+def test_every_example_template_passes(example_dir: Path, templates: dict[str, dict[str, Any]]) -> None:
+    resources = sum(len(t["Resources"]) for t in templates.values())
+    status, out, err = run("lint", str(example_dir))
+    assert (status, err) == (EXIT_OK, "")
+    checked = f"{len(templates)} templates, {resources:,} resources, {_RULES} rules checked"
+    assert out == f"neuron-ecs lint: {checked}: no findings\n"
+
+
+_RULES = sum(1 for rule in BY_ID.values() if rule.on_template)
+
+
+def test_lint_ends_with_a_one_line_summary_of_what_it_checked_and_found(broken: Path) -> None:
+    status, out, _ = run("lint", str(broken))
+    assert status == EXIT_CONFLICT
+    assert out.splitlines()[-1].startswith("neuron-ecs lint: 1 template, ")
+    assert out.splitlines()[-1].endswith(f"{_RULES} rules checked: 1 error, 1 warning")
+    for form in (["--json"], ["--format", "parseable"]):  # stdout stays what a parser reads; the summary on stderr
+        _, out, err = run("lint", *form, str(broken))
+        assert "rules checked" not in out and err.startswith("neuron-ecs lint: 1 template, ")
+
+
+def test_quiet_lint_prints_findings_only(broken: Path, example_dir: Path) -> None:
+    assert run("lint", "--quiet", str(example_dir)) == (EXIT_OK, "", "")
+    status, out, err = run("lint", "-q", "--json", str(broken))
+    assert status == EXIT_CONFLICT and err == "" and len(json.loads(out)) == 2
 
 
 def test_a_broken_copy_fails_the_way_cfn_lint_prints(broken: Path) -> None:
     status, out, _ = run("lint", str(broken))
     assert status == EXIT_CONFLICT
-    blocks = out.strip().split("\n\n")
-    assert [b.split()[0] for b in blocks] == ["E9121", "W9209"]
+    *blocks, summary = out.strip().split("\n\n")
+    assert [b.split()[0] for b in blocks] == ["E9121", "W9209"] and summary.startswith("neuron-ecs lint: ")
     error, location = blocks[0].splitlines()
     assert "VllmSlice1TaskDefinition" in error and "[NEURON021: " in error and "Fix: " in error
     file, line, column = location.rsplit(":", 2)
@@ -95,8 +119,9 @@ def test_warnings_alone_exit_0_and_can_be_ignored(tmp_path: Path) -> None:
     path.write_text(json.dumps(template))
     status, out, _ = run("lint", str(path))
     assert status == EXIT_OK and out.startswith("W9209 Task/model: environment variable DB_PASSWORD")
-    assert run("lint", "--ignore", "NEURON109", str(path)) == (EXIT_OK, "", "")
-    assert run("lint", "--ignore", "W9209", str(path)) == (EXIT_OK, "", "")
+    assert run("lint", "--quiet", "--ignore", "NEURON109", str(path)) == (EXIT_OK, "", "")
+    status, out, _ = run("lint", "--ignore", "W9209", str(path))
+    assert status == EXIT_OK and out.endswith(f"{_RULES - 1} rules checked: no findings\n")
 
 
 def test_yaml_templates_with_short_forms(tmp_path: Path) -> None:

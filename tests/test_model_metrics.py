@@ -230,8 +230,8 @@ def test_fleet_models_scale_their_copies_together_on_the_model_s_utilization() -
         "Embed", image=IMAGE, cores_per_task=1, copies=4, port_mappings=[ecs.PortMapping(container_port=8080)]
     )
     embed.attach_to_listener(lb.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/e/*"])], priority=2)
-    targets = embed.scale_on_neuron_utilization(max_instances=3, target_percent=80)
-    assert embed.scale_on_requests(requests_per_target=50, min_instances=1, max_instances=3) == targets
+    targets = embed.scale_on_neuron_utilization(max_count=3, target_percent=80)
+    assert embed.scale_on_requests(requests_per_target=50, min_count=1, max_count=3) == targets
     template = app.synth().get_stack_by_name("Models").template
     custom = [
         p["Properties"]["TargetTrackingScalingPolicyConfiguration"]
@@ -245,7 +245,7 @@ def test_fleet_models_scale_their_copies_together_on_the_model_s_utilization() -
     } == {"Models/Fleet/Embed"}
     assert {c["TargetValue"] for c in custom} == {80}
     with pytest.raises(NeuronConfigurationError, match=r"auto_scale: scale_on_neuron_utilization already made"):
-        embed.auto_scale(min_instances=1, max_instances=3)
+        embed.auto_scale(min_count=1, max_count=3)
 
 
 def test_a_neuron_container_added_after_the_service_is_tagged_too_and_a_different_tag_is_refused() -> None:

@@ -173,7 +173,7 @@ def _auto_scaling_beyond_capacity(s: Stack) -> None:
     sliced = SlicedNeuronService(
         s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
     )
-    sliced.auto_scale(min_instances=1, max_instances=4)
+    sliced.auto_scale(min_count=1, max_count=4)
 
 
 def _fixed_host_port_in_bridge(s: Stack) -> None:
@@ -368,8 +368,8 @@ def _auto_scale_twice(s: Stack) -> None:
     sliced = SlicedNeuronService(
         s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
     )
-    sliced.auto_scale(min_instances=1, max_instances=2)
-    sliced.auto_scale(min_instances=1, max_instances=2)
+    sliced.auto_scale(min_count=1, max_count=2)
+    sliced.auto_scale(min_count=1, max_count=2)
 
 
 def _device_outside_the_task(s: Stack) -> None:
@@ -1312,13 +1312,13 @@ def _service(s: Stack, **options: Any) -> NeuronService:
             r"Fix: pass min_healthy_percent=99 or less, or max_healthy_percent=101 or more",
         ),
         (
-            lambda s: _fleet_model(s).auto_scale(min_instances=3, max_instances=1),
-            r"Test/Fleet/Embedding: min_instances=3 is above max_instances=1",
+            lambda s: _fleet_model(s).auto_scale(min_count=3, max_count=1),
+            r"Test/Fleet/Embedding: min_count=3 is above max_count=1",
         ),
         (
-            lambda s: _fleet_model(s).scale_on_neuron_utilization(max_instances=2),
-            r"Test/Fleet/Embedding: min_instances=3 \(the model's instances, as min_instances was not given\) is above "
-            r"max_instances=2",
+            lambda s: _fleet_model(s).scale_on_neuron_utilization(max_count=2),
+            r"Test/Fleet/Embedding: min_count=3 \(the model's instances, as min_count was not given\) is above "
+            r"max_count=2",
         ),
     ],
     ids=["service-default-minimum", "deployment-percents", "fleet-auto-scale", "fleet-default-minimum"],

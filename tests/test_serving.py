@@ -122,7 +122,7 @@ def _sliced(stack: Stack) -> None:
         conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
         priority=10,
     )
-    sliced.scale_on_requests(requests_per_target=30, min_instances=1, max_instances=2)
+    sliced.scale_on_requests(requests_per_target=30, min_count=1, max_count=2)
 
 
 def _network_load_balancer(stack: Stack) -> None:

@@ -333,7 +333,7 @@ def test_construct_exposes_its_layout(inf2_slices: SlicedNeuronService) -> None:
 
 
 def test_auto_scale_scales_every_slice_together(inf2_slices: SlicedNeuronService) -> None:
-    targets = inf2_slices.auto_scale(min_instances=2, max_instances=4)
+    targets = inf2_slices.auto_scale(min_count=2, max_count=4)
     assert len(targets) == 3
     for target in targets:
         target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)
@@ -346,7 +346,7 @@ def test_auto_scale_scales_every_slice_together(inf2_slices: SlicedNeuronService
 def test_scaling_to_one_instance_lowers_the_minimum_the_library_chose(inf2_slices: SlicedNeuronService) -> None:
     """Slices deploy with a 100 % maximum; ECS rounds 50 % of one task up to one, so nothing could stop or start
     (NEURON040). The library chose 50 %: scaling to one instance deploys every copy with 0 % instead."""
-    inf2_slices.auto_scale(min_instances=1, max_instances=4)
+    inf2_slices.auto_scale(min_count=1, max_count=4)
     assert inf2_slices.min_healthy_percent == 0
     template = App.of(inf2_slices).synth().get_stack_by_name("Test").template  # type: ignore[union-attr]
     percents = {
@@ -376,7 +376,7 @@ def test_a_minimum_passed_that_leaves_no_room_is_refused_naming_the_call() -> No
         r"min_healthy_percent=50 \(passed to SlicedNeuronService\) stops none.*\[NEURON040: .*"
         r"Fix: pass min_healthy_percent=0, or never run fewer than 2 tasks",
     ):
-        sliced.auto_scale(min_instances=1, max_instances=4)
+        sliced.auto_scale(min_count=1, max_count=4)
 
 
 def test_core_slices_fill_every_core_each_naming_its_own() -> None:

@@ -179,7 +179,7 @@ class EmbeddingFleet(Construct):
             priority=20,
             health_check_path="/ping",
         )
-        self.embedding.scale_on_requests(requests_per_target=120, min_instances=1, max_instances=2)
+        self.embedding.scale_on_requests(requests_per_target=120, min_count=1, max_count=2)
 
 
 class Training(Construct):

@@ -13,6 +13,12 @@ annotations once and, on every call, refuses with the rule-style message
 ``**options`` forwarded to an aws-cdk-lib struct (container options) are checked against that
 struct's own annotations; an unknown option is a ``TypeError`` that names the method and the
 options it takes.
+
+Every public method takes one spelling for one thing: ``min_count=``/``max_count=`` bound the tasks of each
+service a scaling method scales (a :class:`~neuron_constructs.NeuronService`'s, or each copy's of a fleet model).
+A keyword :func:`checked` lists in ``renamed`` is the old spelling of another: it still works for one release, with
+a :class:`DeprecationWarning` naming the new one (:data:`RENAMED_KEYWORDS_REMOVED_IN` removes it). Any other
+unknown keyword is a ``TypeError`` that suggests the closest one the method takes, and lists them all.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import functools
 import inspect
 import types
 import typing
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -41,6 +48,7 @@ __all__ = [
     "MANAGED_INSTANCES_STORAGE_GIB",
     "MAXIMUM_PERCENT",
     "MINIMUM_HEALTHY_PERCENT",
+    "RENAMED_KEYWORDS_REMOVED_IN",
     "ROOT_VOLUME_GIB",
     "TASK_CPU",
     "TASK_MEMORY",
@@ -80,6 +88,23 @@ MANAGED_INSTANCES_STORAGE_GIB = Range(1, None, "ECS Managed Instances storageSiz
 COUNT = Range(0, None, "a count of tasks or instances")
 MINIMUM_HEALTHY_PERCENT = Range(0, 100, "ECS deployment minimumHealthyPercent")
 MAXIMUM_PERCENT = Range(100, None, "ECS deployment maximumPercent")
+
+RENAMED_KEYWORDS_REMOVED_IN = "0.3.0"
+"""The release that drops the old spellings :func:`checked` still accepts (``renamed``): they work, with a
+:class:`DeprecationWarning`, in the release that renamed them and are gone in the next one."""
+
+_SAME_MEANING: dict[str, tuple[str, ...]] = {
+    "min_instances": ("min_count",),
+    "max_instances": ("max_count",),
+    "min_tasks": ("min_count",),
+    "max_tasks": ("max_count",),
+    "min_capacity": ("min_count",),
+    "max_capacity": ("max_count",),
+    "min_count": ("min_capacity",),
+    "max_count": ("max_capacity",),
+}
+"""Keywords users carry over from a neighbouring API (aws-cdk-lib's ``min_capacity`` of a scalable task count, the
+library's own older spelling) and what the library calls the same bound where a method takes it."""
 
 
 def seconds_of(duration: Duration) -> float | None:
@@ -386,17 +411,21 @@ def checked(
     whole_numbers: Iterable[str] = (),
     options: type | None = None,
     option_ranges: Mapping[str, Range] | None = None,
+    renamed: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Check a function's arguments against its annotations before it runs.
 
     ``ranges``: inclusive bounds per parameter; ``names``: parameters that only name things and
     may be tokens; ``options``: the ``TypedDict`` (:mod:`neuron_constructs.compute.options`) whose fields
-    ``**kwargs`` must be (with ``whole_numbers`` among them literals, and ``option_ranges`` their bounds).
+    ``**kwargs`` must be (with ``whole_numbers`` among them literals, and ``option_ranges`` their bounds);
+    ``renamed``: old keyword -> the parameter that replaced it, still accepted with a :class:`DeprecationWarning`
+    until :data:`RENAMED_KEYWORDS_REMOVED_IN` (both spellings at once are a ``TypeError``).
     """
     declared_ranges = dict(ranges or {})
     token_ok = frozenset(names)
     integral = frozenset(whole_numbers)
     declared_option_ranges = dict(option_ranges or {})
+    old_spellings = dict(renamed or {})
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(function)
@@ -409,12 +438,16 @@ def checked(
             called = label
             if owner is not None and function.__name__ != "__init__" and type(owner).__name__ != label.split(".")[0]:
                 called = f"{type(owner).__name__}.{function.__name__}"
+            if old_spellings and not old_spellings.keys().isdisjoint(kwargs):
+                kwargs = _respelled(called, kwargs, old_spellings)  # type: ignore[assignment]
             if variadic is None:
                 unknown = [k for k in kwargs if k not in signature.parameters]
                 if unknown:
+                    takes = [p for p in signature.parameters if p not in ("self", "scope", "id")]
                     raise TypeError(
                         f"{called}() got an unexpected keyword argument {unknown[0]!r}"
-                        + _did_you_mean(unknown[0], [p for p in signature.parameters if p not in ("self", "scope")])
+                        + _did_you_mean(unknown[0], takes)
+                        + f"; it takes: {', '.join(takes)}"
                     )
             try:
                 bound = signature.bind(*args, **kwargs)
@@ -450,10 +483,34 @@ def checked(
     return decorate
 
 
+def _respelled(called: str, kwargs: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any]:
+    """``kwargs`` with each old spelling in ``renamed`` replaced by its new name, warning once per old keyword."""
+    respelled = dict(kwargs)
+    for old, new in renamed.items():
+        if old not in respelled:
+            continue
+        if new in respelled:
+            raise TypeError(
+                f"{called}() got both {old}= and {new}=: {old}= is the old spelling of {new}=, pass only {new}="
+            )
+        warnings.warn(
+            f"{called}({old}=...) is deprecated: pass {new}= (the same number); {old}= is removed in "
+            f"neuron-constructs {RENAMED_KEYWORDS_REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        respelled[new] = respelled.pop(old)
+    return respelled
+
+
 def _did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'min_count'?)``: the keyword of the same meaning the method takes, else the closest
+    spelling, else nothing."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(choices), n=1)
+    candidates = list(choices)
+    same = [c for c in _SAME_MEANING.get(name, ()) if c in candidates]
+    close = same or difflib.get_close_matches(name, candidates, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

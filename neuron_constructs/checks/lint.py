@@ -4,7 +4,8 @@ Takes JSON or YAML templates (from CDK in any language, SAM, or written by hand)
 directories (every ``*.template.json`` in them, e.g. ``cdk.out``). Findings print the way
 cfn-lint prints them - the rule's cfn-lint id and message, then ``file:line:column`` - or one
 per line with ``--format parseable``, or as JSON with ``--json``. Errors and warnings both
-print; only errors make the exit status 3.
+print; only errors make the exit status 3. The command ends with one line saying what it checked (templates,
+resources, rules) and found, unless ``--quiet``.
 
 A resource's ``Metadata: {cfn-lint: {config: {ignore_checks: [...]}}}`` silences rule ids (or
 their cfn-lint ids) for that resource, as in cfn-lint; ``--ignore`` silences them everywhere.
@@ -94,6 +95,28 @@ class LintResult:
 
     findings: list[LintFinding]
     unreadable: list[str]
+    templates: int = 0
+    """Templates read and checked."""
+    resources: int = 0
+    """Resources in those templates."""
+    rules: int = 0
+    """Rules checked on them (every template rule less those ignored)."""
+
+    def summary(self) -> str:
+        """One line: what was checked and what was found, e.g. ``7 templates, 612 resources, 38 rules checked: no
+        findings``."""
+        errors = sum(1 for f in self.findings if f.finding.severity == "error")
+        warnings = len(self.findings) - errors
+        found = [f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in ((errors, "error"), (warnings, "warning")) if n]
+        unread = f", {len(self.unreadable)} not read" if self.unreadable else ""
+        return (
+            f"{_count(self.templates, 'template')}{unread}, {_count(self.resources, 'resource')}, "
+            f"{_count(self.rules, 'rule')} checked: {', '.join(found) or 'no findings'}"
+        )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def load_templates(paths: Sequence[str]) -> tuple[dict[str, LoadedTemplate], list[str]]:
@@ -124,7 +147,13 @@ def lint_paths(paths: Sequence[str], *, ignore: Iterable[str] = ()) -> LintResul
         LintFinding(finding.template, *loaded[finding.template].location(finding.location), finding)
         for finding in check_templates(loaded, ignore=ignored)
     ]
-    return LintResult(found, unreadable)
+    resources = sum(
+        len(loaded_template.template.get("Resources") or {})
+        for loaded_template in loaded.values()
+        if isinstance(loaded_template.template, dict) and isinstance(loaded_template.template.get("Resources"), dict)
+    )
+    rules = sum(1 for rule in BY_ID.values() if rule.on_template and rule.id not in ignored)
+    return LintResult(found, unreadable, templates=len(loaded), resources=resources, rules=rules)
 
 
 def _rule_id(name: str) -> str:

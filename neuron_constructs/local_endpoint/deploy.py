@@ -20,12 +20,14 @@ Needs the ``local`` extra (``pip install 'neuron-constructs[local]'``) for ``mot
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import dataclasses
 import functools
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -295,6 +297,87 @@ def run_cdk(
     return result
 
 
+_KEPT_CDK_OUTPUT = 400
+"""Lines of the cdk CLI's output kept to show when a command fails without ``verbose``."""
+
+
+def _cdk_outcome(line: str) -> bool:
+    """Whether a line of the cdk CLI's output is an outcome (a stack or environment done, or failed)."""
+    return line.lstrip().startswith(("\u2705", "\u274c"))
+
+
+def run_cdk_summarised(cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> None:
+    """Run the ``cdk`` CLI printing only its outcome lines (each stack deployed or failed); on a non-zero exit print
+    the end of its output (at most the last 400 lines) to stderr and raise :class:`LocalEndpointError`."""
+    command = [cdk, *args]
+    kept: collections.deque[str] = collections.deque(maxlen=_KEPT_CDK_OUTPUT)
+    try:
+        process = subprocess.Popen(
+            command,
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+    except FileNotFoundError as error:
+        raise LocalEndpointError(f"the cdk CLI was not found ({cdk}): run npm ci, or pass --cdk PATH.") from error
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            kept.append(line)
+            if _cdk_outcome(line):
+                print(line.rstrip(), flush=True)
+        status = process.wait()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    if status != 0:
+        sys.stderr.write("".join(kept))
+        raise LocalEndpointError(f"{' '.join(command)} exited with status {status}.")
+
+
+def synth_warnings(assembly: Path, stacks: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The warnings a cloud assembly records (``aws:cdk:warning`` metadata, in the manifest or each stack's
+    ``additionalMetadataFile``) on ``stacks`` (default every stack): each warning's first line without the
+    construct path it starts with, by the construct paths it is on."""
+    manifest_path = assembly / "manifest.json"
+    if not manifest_path.exists():
+        return {}
+    manifest = json.loads(manifest_path.read_text())
+    found: dict[str, list[str]] = {}
+    for artifact_id, artifact in (manifest.get("artifacts") or {}).items():
+        name = (artifact.get("properties") or {}).get("stackName") or artifact_id
+        if stacks is not None and name not in stacks:
+            continue
+        metadata = dict(artifact.get("metadata") or {})
+        extra = artifact.get("additionalMetadataFile")
+        if isinstance(extra, str) and (assembly / extra).is_file():
+            metadata.update(json.loads((assembly / extra).read_text()))
+        for path, entries in metadata.items():
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and entry.get("type") == "aws:cdk:warning":
+                    lines = str(entry.get("data") or "").strip().splitlines()
+                    where = str(path).strip("/")
+                    text = lines[0].removeprefix(f"{where}: ") if lines else ""
+                    found.setdefault(text, []).append(where)
+    return found
+
+
+def format_synth_warnings(warnings: Mapping[str, Sequence[str]]) -> list[str]:
+    """One line per distinct warning: its rule id, its first sentence, and the constructs it is on."""
+    lines = []
+    for text, paths in warnings.items():
+        rule = re.search(r"\[(NEURON\d+)", text)
+        sentence = text.split(" [", 1)[0]
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+        lines.append(f"  {rule.group(1) + ': ' if rule else ''}{sentence} ({where})")
+    return lines
+
+
 @dataclass(frozen=True)
 class DeployedStack:
     """A stack of the app and the account and region it deployed to."""
@@ -406,6 +489,7 @@ def deploy_app(
     output: Path | None = None,
     context: Mapping[str, str] | None = None,
     stacks: Sequence[str] = (),
+    verbose: bool = True,
 ) -> list[DeployedStack]:
     """``cdk synth`` once, bootstrap every account and region its stacks name, then ``cdk deploy`` that
     cloud assembly (every stack unless ``stacks`` names some) to ``endpoint``.
@@ -418,6 +502,9 @@ def deploy_app(
     anything deploys: the endpoint would answer with made-up resources, and the CLI would record
     them in the app's ``cdk.context.json``.
 
+    ``verbose=False`` prints only the cdk CLI's outcome lines (each environment bootstrapped, each stack deployed
+    or failed), and the end of its output when a command fails.
+
     Returns the deployed stacks: in the order of ``stacks``, else by creation time.
     """
     env = endpoint.environment()
@@ -425,11 +512,12 @@ def deploy_app(
     _synth(endpoint, cdk, app_dir, assembly, context or {})
     environments = stack_environments(assembly, endpoint)
     common = ["--no-notices", "--app", str(assembly)]
+    run = run_cdk if verbose else run_cdk_summarised
     for account, region in sorted(set(environments.values())):
         bootstrap = ["bootstrap", *common, f"aws://{account}/{region}"]
-        run_cdk(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
+        run(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
     selection = list(stacks) or ["--all"]
-    run_cdk(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
+    run(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
     deployed: list[tuple[Any, DeployedStack]] = []
     for account, region in sorted(set(environments.values())):
         cloudformation = endpoint.client("cloudformation", account=account, region=region)
@@ -481,6 +569,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="after deploying, keep the endpoint running (Ctrl-C stops it) and print how to reach it",
     )
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="print the cdk CLI's whole output, and every resource's settings and every gap in the report",
+    )
     args = parser.parse_args(argv)
     context = dict(item.split("=", 1) for item in args.context if "=" in item)
     if len(context) != len(args.context):
@@ -494,9 +588,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         with local_aws_endpoint(region=args.region, log=args.server_log) as endpoint:
             print(f"local AWS endpoint (moto): {endpoint.url}", flush=True)
             deployed = deploy_app(
-                endpoint, app_dir=args.app_dir, cdk=args.cdk, output=args.output, context=context, stacks=args.stacks
+                endpoint,
+                app_dir=args.app_dir,
+                cdk=args.cdk,
+                output=args.output,
+                context=context,
+                stacks=args.stacks,
+                verbose=args.verbose,
             )
-            print(format_reports(describe_deployed(endpoint, deployed), endpoint=endpoint.label), flush=True)
+            if not args.verbose:
+                assembly = (args.output or args.app_dir / "cdk.out").resolve()
+                warnings = synth_warnings(assembly, [stack.name for stack in deployed])
+                if warnings:
+                    print(f"warnings at synth ({len(warnings)}; --verbose prints each in full):", flush=True)
+                    print("\n".join(format_synth_warnings(warnings)), flush=True)
+            reports = describe_deployed(endpoint, deployed)
+            print(format_reports(reports, endpoint=endpoint.label, verbose=args.verbose), flush=True)
             if args.serve:
                 print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
                 environment = endpoint.environment()

@@ -133,6 +133,11 @@ class ModelOptions(ContainerOptions, total=False):
 
 _MODEL_ONLY_OPTIONS = frozenset(ModelOptions.__annotations__) - frozenset(ContainerOptions.__annotations__)
 
+_OLD_BOUNDS = {"min_instances": "min_count", "max_instances": "max_count"}
+"""The scaling methods' old keywords: the bounds are tasks of each copy's service, ``min_count``/``max_count`` as on
+:class:`NeuronService`; the old spelling works with a DeprecationWarning until
+:data:`~neuron_constructs.base.arguments.RENAMED_KEYWORDS_REMOVED_IN`."""
+
 
 class FleetModel(Construct, ListenerTarget):
     """One model on a fleet of one Neuron type: its copies, each on its own contiguous devices, as one service.
@@ -365,13 +370,13 @@ class FleetModel(Construct, ListenerTarget):
     def _listener_services(self) -> Sequence[NeuronService]:
         return self.copy_services
 
-    @checked(ranges={"requests_per_target": Range(1), "min_instances": COUNT, "max_instances": COUNT})
+    @checked(ranges={"requests_per_target": Range(1), "min_count": COUNT, "max_count": COUNT}, renamed=_OLD_BOUNDS)
     def scale_on_requests(
         self,
         *,
         requests_per_target: int,
-        min_instances: int,
-        max_instances: int,
+        min_count: int,
+        max_count: int,
         target_group: elbv2.ApplicationTargetGroup | None = None,
         scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
         scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
@@ -380,13 +385,13 @@ class FleetModel(Construct, ListenerTarget):
 
         Every copy tracks the same metric, ALBRequestCountPerTarget of the one target group
         :meth:`attach_to_listener` made (or ``target_group``; NEURON044), so the copies grow and shrink together
-        between ``min_instances`` and ``max_instances`` tasks each, as :meth:`auto_scale` bounds them; the
+        between ``min_count`` and ``max_count`` tasks each, as :meth:`auto_scale` bounds them; the
         capacity provider launches the instances. Scale-in waits ``scale_in_cooldown`` (30 minutes), scale-out
         ``scale_out_cooldown`` (1 minute). Returns the scalable targets, in copy order.
         """
         if target_group is None:
             target_group = request_target_group(construct_path(self), self.target_groups, "the copies are")
-        targets = self._scalable_targets("scale_on_requests", min_instances, max_instances)
+        targets = self._scalable_targets("scale_on_requests", min_count, max_count)
         for target in targets:
             target.scale_on_request_count(
                 "Requests",
@@ -397,13 +402,13 @@ class FleetModel(Construct, ListenerTarget):
             )
         return targets
 
-    @checked(ranges={"target_percent": Range(1, 100), "min_instances": COUNT, "max_instances": COUNT})
+    @checked(ranges={"target_percent": Range(1, 100), "min_count": COUNT, "max_count": COUNT}, renamed=_OLD_BOUNDS)
     def scale_on_neuron_utilization(
         self,
         *,
-        max_instances: int,
+        max_count: int,
         target_percent: int = 70,
-        min_instances: int | None = None,
+        min_count: int | None = None,
         scale_out_cooldown: Duration = SCALE_OUT_COOLDOWN,
         scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
     ) -> list[ecs.ScalableTaskCount]:
@@ -411,40 +416,40 @@ class FleetModel(Construct, ListenerTarget):
 
         Every copy tracks the model's ``NeuronCoreUtilization`` (dimensions ``ClusterName`` and ``Model`` =
         ``model_name``, the average over every copy's cores; see :meth:`NeuronService.scale_on_neuron_utilization`),
-        between ``min_instances`` (default the model's ``instances``) and ``max_instances`` tasks each, with the
+        between ``min_count`` (default the model's ``instances``) and ``max_count`` tasks each, with the
         cooldowns and bounds of :meth:`scale_on_requests`, whose scalable targets it shares (same counts; each called
         at most once, NEURON035). Returns the scalable targets, in copy order.
         """
-        minimum = self.instances if min_instances is None else min_instances
-        if min_instances is None:
+        minimum = self.instances if min_count is None else min_count
+        if min_count is None:
             inputs.check_bounds(
                 construct_path(self),
-                ("min_instances", minimum),
-                ("max_instances", max_instances),
-                lower_default="the model's instances, as min_instances was not given",
+                ("min_count", minimum),
+                ("max_count", max_count),
+                lower_default="the model's instances, as min_count was not given",
             )
-        targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_instances)
+        targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_count)
         for copy, target in zip(self.copy_services, targets, strict=True):
             copy.track_neuron_utilization(target, target_percent, scale_out_cooldown, scale_in_cooldown)
         return targets
 
-    def _scalable_targets(self, method: str, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
+    def _scalable_targets(self, method: str, min_count: int, max_count: int) -> list[ecs.ScalableTaskCount]:
         """Every copy's scalable target: made by the first scaling method, shared by the other when it asks for the
         same counts (NEURON035)."""
         path = construct_path(self)
         if not self._targets:
-            targets = self.auto_scale(min_instances=min_instances, max_instances=max_instances)
+            targets = self.auto_scale(min_count=min_count, max_count=max_count)
             self._scaling_methods = [method]
             return targets
         if self._scaling_methods == ["auto_scale"]:
             raise rules.SECOND_SCALING_TARGET.error(path, f"{method}: auto_scale already made the scalable targets")
         if method in self._scaling_methods:
             raise rules.SECOND_SCALING_TARGET.error(path, f"{method} was already called")
-        if self._scaling_bounds != (min_instances, max_instances):
+        if self._scaling_bounds != (min_count, max_count):
             bounds = self._scaling_bounds
             raise rules.SECOND_SCALING_TARGET.error(
                 path,
-                f"{method} asks for {min_instances} to {max_instances} tasks per copy, but {self._scaling_methods[0]} "
+                f"{method} asks for {min_count} to {max_count} tasks per copy, but {self._scaling_methods[0]} "
                 f"made the targets for {bounds[0]} to {bounds[1]}",
             )
         self._scaling_methods.append(method)
@@ -461,14 +466,14 @@ class FleetModel(Construct, ListenerTarget):
             return None
         return "NeuronFleet.add_model" if type(self) is FleetModel else type(self).__name__
 
-    @checked(ranges={"min_instances": COUNT, "max_instances": COUNT})
-    def auto_scale(self, *, min_instances: int, max_instances: int) -> list[ecs.ScalableTaskCount]:
-        """Scale every copy's service together between ``min_instances`` and ``max_instances`` tasks.
+    @checked(ranges={"min_count": COUNT, "max_count": COUNT}, renamed=_OLD_BOUNDS)
+    def auto_scale(self, *, min_count: int, max_count: int) -> list[ecs.ScalableTaskCount]:
+        """Scale every copy's service together between ``min_count`` and ``max_count`` tasks.
 
         Returns one scalable target per copy, in copy order; give each the same policy, e.g.
         ``for target in sliced.auto_scale(...): target.scale_on_cpu_utilization("Cpu", target_utilization_percent=60)``.
-        ``max_instances`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
-        ``min_instances`` (NEURON075). Copies deploy with a 100 % maximum, so every count needs a minimum healthy
+        ``max_count`` is held to the capacity's ``max_capacity`` (NEURON017), and must be at least
+        ``min_count`` (NEURON075). Copies deploy with a 100 % maximum, so every count needs a minimum healthy
         percent that lets ECS stop one task: one the library chose is lowered to fit (scaling to one instance deploys
         with 0 %), one you passed is refused where it leaves no room (NEURON040).
         """
@@ -476,10 +481,10 @@ class FleetModel(Construct, ListenerTarget):
             raise rules.SECOND_SCALING_TARGET.error(
                 construct_path(self), f"auto_scale: {self._scaling_methods[0]} already made the scalable targets"
             )
-        self._check_instances(max_instances)
-        self._check_instances(min_instances)
-        inputs.check_bounds(construct_path(self), ("min_instances", min_instances), ("max_instances", max_instances))
-        counts = range(max(1, min_instances), max_instances + 1)
+        self._check_instances(max_count)
+        self._check_instances(min_count)
+        inputs.check_bounds(construct_path(self), ("min_count", min_count), ("max_count", max_count))
+        counts = range(max(1, min_count), max_count + 1)
         if not self._min_healthy_percent_passed and counts:
             fitting = min(self.copy_services[0].largest_minimum_healthy_percent(n, 100) for n in counts)
             if fitting < self.min_healthy_percent:
@@ -494,11 +499,11 @@ class FleetModel(Construct, ListenerTarget):
             maximum_fixed=True,
             minimum_set_by=self._passed_to(),
         )
-        self._scaling_bounds = (min_instances, max_instances)
+        self._scaling_bounds = (min_count, max_count)
         self._scaling_methods = ["auto_scale"]
         targets = []
         for copy in self.copy_services:
-            targets.append(copy.adopt_scalable_target(min_instances, max_instances))
+            targets.append(copy.adopt_scalable_target(min_count, max_count))
         self._targets = targets
         return list(targets)
 

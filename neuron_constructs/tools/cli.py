@@ -343,6 +343,13 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
     write_findings(result.findings, out, form="json" if args.json else args.format)
     for problem in result.unreadable:
         args.stderr.write(f"neuron-ecs lint: {problem}\n")
+    if not args.quiet:
+        # After text findings on stdout; on stderr when stdout is JSON or one finding a line for a parser.
+        summary = f"neuron-ecs lint: {result.summary()}\n"
+        if args.json or args.format == "parseable":
+            args.stderr.write(summary)
+        else:
+            out.write(summary)
     if result.unreadable:
         return EXIT_USAGE
     return EXIT_CONFLICT if any(f.finding.severity == "error" for f in result.findings) else EXIT_OK
@@ -642,6 +649,9 @@ def _parser() -> argparse.ArgumentParser:
         "--ignore", action="append", default=[], metavar="RULE", help="a rule id (NEURON109 or W9209) to skip"
     )
     lint.add_argument("--list-rules", action="store_true", help="list the rules lint checks and exit")
+    lint.add_argument(
+        "--quiet", "-q", action="store_true", help="no closing summary line (templates, resources, rules checked)"
+    )
 
     plan = commands.add_parser(
         "plan",

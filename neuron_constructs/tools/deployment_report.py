@@ -7,6 +7,10 @@ association in a CloudFormation stack, one line from the live API. Anything the 
 that the endpoint did not create, or a property it did not keep, is listed as a gap, so a partial
 emulator (moto) is never mistaken for AWS. Works against AWS itself too:
 ``python -m neuron_constructs.tools.deployment_report STACK...`` after ``cdk deploy``.
+
+:func:`format_reports` leads with the result: one line per stack (created or failed, resources created of
+declared, services, tasks running of desired and placed, what to look at next) and one line summarising what the
+endpoint did not create or keep; ``verbose=True`` (``--verbose``) adds every resource's settings and every gap.
 """
 
 from __future__ import annotations
@@ -20,7 +24,19 @@ from typing import Any
 
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
 
-__all__ = ["Gap", "ReportItem", "StackReport", "describe_stack", "describe_stacks", "format_reports", "main"]
+__all__ = [
+    "Gap",
+    "ReportItem",
+    "ServiceState",
+    "StackReport",
+    "describe_stack",
+    "describe_stacks",
+    "endpoint_label",
+    "format_reports",
+    "gap_summary",
+    "main",
+    "result_line",
+]
 
 ClientFactory = Callable[[str], Any]
 """``service name -> boto3 client``, e.g. ``boto3.client``."""
@@ -49,6 +65,18 @@ class ReportItem:
 
 
 @dataclass(frozen=True)
+class ServiceState:
+    """One ECS service as DescribeServices and ListTasks see it: tasks desired, running, and placed (any task ECS
+    started for it, running or not yet)."""
+
+    name: str
+    cluster: str
+    desired: int
+    running: int
+    placed: int
+
+
+@dataclass(frozen=True)
 class StackReport:
     name: str
     status: str
@@ -56,6 +84,14 @@ class StackReport:
     resources_created: int
     items: list[ReportItem] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    services: list[ServiceState] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+    """The ECS clusters the stack's services run in (its own or imported ones), by name."""
+
+    @property
+    def created(self) -> bool:
+        """Whether CloudFormation finished creating or updating the stack."""
+        return self.status in ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
 
 
 def _template(cloudformation: Any, stack_name: str) -> dict[str, Any]:
@@ -99,6 +135,8 @@ class _StackReader:
         }
         self.items: list[ReportItem] = []
         self.gaps: list[Gap] = []
+        self.services: list[ServiceState] = []
+        self.clusters: list[str] = []
         self._exports: dict[str, str] | None = None
 
     def physical_id(self, logical_id: str) -> str | None:
@@ -106,13 +144,18 @@ class _StackReader:
         return summary["PhysicalResourceId"] if summary else None
 
     def value_of(self, value: Any) -> str | None:
-        """What a ``Ref`` to this stack's resource, or an ``Fn::ImportValue`` of another stack's export, names."""
+        """What a literal name, a ``Ref`` to this stack's resource or parameter, or an ``Fn::ImportValue`` of another
+        stack's export, names (an imported cluster is often given by its literal name)."""
+        if isinstance(value, str):
+            return value or None
         if isinstance(value, dict) and isinstance(value.get("Fn::ImportValue"), str):
             if self._exports is None:
                 paginator = self.clients("cloudformation").get_paginator("list_exports")
                 self._exports = {e["Name"]: e["Value"] for page in paginator.paginate() for e in page["Exports"]}
             return self._exports.get(value["Fn::ImportValue"])
         logical_id = _ref(value)
+        if logical_id and logical_id not in self.declared and logical_id in self.parameters:
+            return self.parameters[logical_id] or None
         return self.physical_id(logical_id) if logical_id else None
 
     def gap(self, logical_id: str, detail: str = "not created", *, attribute: str = "resource") -> None:
@@ -184,6 +227,8 @@ class _StackReader:
             resources_created=sum(1 for k in self.declared if k in self.created),
             items=self.items,
             gaps=self.gaps,
+            services=self.services,
+            clusters=list(dict.fromkeys(self.clusters)),
         )
 
     def count(self, resource_type: str, noun: str) -> str:
@@ -207,6 +252,7 @@ class _StackReader:
         asked = {s["Name"]: s["Value"] for s in properties.get("ClusterSettings", [])}
         self.compare(logical_id, "containerInsights", asked.get("containerInsights"), settings.get("containerInsights"))
         insights = settings.get("containerInsights", "not reported")
+        self.clusters.append(str(cluster["clusterName"]))
         self.items.append(
             ReportItem("cluster", cluster["clusterName"], (cluster["status"], f"containerInsights {insights}"))
         )
@@ -310,7 +356,23 @@ class _StackReader:
         if physical_id is None or cluster is None:
             self.gap(logical_id)
             return
-        service = self.clients("ecs").describe_services(cluster=cluster, services=[physical_id])["services"][0]
+        found = self._described(
+            lambda: self.clients("ecs").describe_services(cluster=cluster, services=[physical_id])["services"]
+        )
+        if not found:
+            self.gap(logical_id, f"not created (DescribeServices does not find it in cluster {_name_of(cluster)})")
+            return
+        service = found[0]
+        self.clusters.append(_name_of(cluster))
+        self.services.append(
+            ServiceState(
+                name=str(service["serviceName"]),
+                cluster=_name_of(cluster),
+                desired=int(service.get("desiredCount") or 0),
+                running=int(service.get("runningCount") or 0),
+                placed=self._placed_tasks(cluster, str(service["serviceName"])),
+            )
+        )
         strategy = [
             f"{item['capacityProvider']} (weight {item.get('weight', 0)})"
             for item in service.get("capacityProviderStrategy", [])
@@ -337,6 +399,14 @@ class _StackReader:
         rollout = self.compare_rollout(logical_id, properties, service)
         details = (f"desired {service['desiredCount']}", task, placement, *constraints, *placement_strategy, *rollout)
         self.items.append(ReportItem("service", service["serviceName"], details))
+
+    def _placed_tasks(self, cluster: str, service_name: str) -> int:
+        """The tasks ECS placed for the service (running or on their way), as ListTasks counts them."""
+        ecs = self.clients("ecs")
+        pages = self._described(
+            lambda: list(ecs.get_paginator("list_tasks").paginate(cluster=cluster, serviceName=service_name))
+        )
+        return sum(len(page.get("taskArns", [])) for page in pages)
 
     def compare_rollout(self, logical_id: str, properties: dict[str, Any], service: dict[str, Any]) -> list[str]:
         """The native rollout the template asks for (strategy, bake time, traffic shift, lifecycle hooks, deployment
@@ -411,7 +481,7 @@ class _StackReader:
         for node_range in ranges:
             container = node_range.get("container") or {}
             devices = [d.get("hostPath", "") for d in (container.get("linuxParameters") or {}).get("devices", [])]
-            details.append(f"nodes {node_range.get('targetNodes')}: {len(devices)} devices")
+            details.append(f"nodes {node_range.get('targetNodes')}: {_device_counts(devices)}")
         self.items.append(ReportItem("batch job definition", definition["jobDefinitionName"], tuple(details)))
 
     def file_system(self, logical_id: str, properties: dict[str, Any], physical_id: str | None) -> None:
@@ -546,6 +616,27 @@ class _StackReader:
         self.items.append(ReportItem("target group", group["TargetGroupName"], details))
 
 
+def _name_of(cluster: str) -> str:
+    """A cluster's name from its name or ARN."""
+    return cluster.rsplit("/", 1)[-1]
+
+
+EFA_DEVICE_PREFIX = "/dev/infiniband/uverbs"
+"""The host path of an EFA device (one per EFA interface) mapped into a container."""
+
+
+def _device_counts(paths: Sequence[str]) -> str:
+    """What the mapped devices are: ``16 Neuron + 8 EFA devices`` (a trn1.32xlarge node: 16 chips, 8 EFA
+    interfaces), ``1 Neuron device``, ``no devices``."""
+    neuron = sum(1 for p in paths if p.startswith(NEURON_DEVICE_PREFIX))
+    efa = sum(1 for p in paths if p.startswith(EFA_DEVICE_PREFIX))
+    kinds = [(neuron, "Neuron"), (efa, "EFA"), (len(paths) - neuron - efa, "other")]
+    counted = [f"{n} {kind}" for n, kind in kinds if n]
+    if not counted:
+        return "no devices"
+    return " + ".join(counted) + (" device" if len(paths) == 1 else " devices")
+
+
 def _action_text(action: dict[str, Any]) -> str:
     """``forward to <target group name>`` or ``fixed-response 404``."""
     if action.get("TargetGroupArn"):
@@ -589,20 +680,144 @@ def describe_stacks(
     return [describe_stack(clients, name, functions_run=functions_run) for name in stack_names]
 
 
-def format_reports(reports: Sequence[StackReport], *, endpoint: str = "AWS") -> str:
-    """A readable summary: one block per stack, the gaps last in each."""
-    lines: list[str] = []
-    for report in reports:
-        lines.append("")
-        lines.append(
-            f"{report.name}: {report.status}, {report.resources_created} of {report.resources_declared} "
-            "resources created"
+_ROLLOUT_ATTRIBUTES = frozenset(
+    {
+        "strategy",
+        "bakeTimeInMinutes",
+        "canaryConfiguration",
+        "linearConfiguration",
+        "lifecycleHooks",
+        "alarms",
+        "advancedConfiguration",
+    }
+)
+"""The parts of a native rollout :meth:`_StackReader.compare_rollout` compares."""
+_SUMMARY_GROUPS = 4
+"""How many kinds of gap the one-line summary names before it counts the rest."""
+
+
+def endpoint_label(url: str | None, region: str | None = None) -> str:
+    """How a report names the endpoint it read: ``AWS (us-east-1)`` for an AWS endpoint, ``the endpoint at URL``
+    for any other (a local emulator, a proxy), so a report never says AWS while talking to something else."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "") if url else ""
+    if host.endswith((".amazonaws.com", ".amazonaws.com.cn", ".api.aws")):
+        return f"AWS ({region})" if region else "AWS"
+    return f"the endpoint at {url}" if url else "AWS"
+
+
+def _short_type(resource_type: str) -> str:
+    return resource_type.removeprefix("AWS::")
+
+
+def _gap_groups(gaps: Sequence[Gap]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(resources not created, properties not kept): each kind with its count, most frequent first."""
+    missing: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    for gap in gaps:
+        if gap.attribute == "resource":
+            key = _short_type(gap.resource_type)
+            missing[key] = missing.get(key, 0) + 1
+        else:
+            what = "rollout" if gap.attribute in _ROLLOUT_ATTRIBUTES else gap.attribute
+            key = f"{_short_type(gap.resource_type)} {what}"
+            dropped[key] = dropped.get(key, 0) + 1
+
+    def ordered(counts: dict[str, int]) -> list[tuple[str, int]]:
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    return ordered(missing), ordered(dropped)
+
+
+def _counted(groups: list[tuple[str, int]], budget: int) -> str:
+    shown = [f"{name} x{n}" if n > 1 else name for name, n in groups[:budget]]
+    rest = len(groups) - len(shown)
+    return ", ".join(shown) + (f", {_plural(rest, 'more kind')}" if rest > 0 else "")
+
+
+def gap_summary(report: StackReport, endpoint: str, *, verbose: bool = False) -> str:
+    """One line: how many declared resources ``endpoint`` did not create and properties it did not keep, by kind
+    (a native rollout's parts counted as ``rollout``)."""
+    who = _who(endpoint)
+    if not report.gaps:
+        return f"nothing declared is missing or dropped on {who}, as far as this report reads"
+    missing, dropped = _gap_groups(report.gaps)
+    parts = []
+    if missing:
+        total = sum(n for _, n in missing)
+        parts.append(f"{total} not created ({_counted(missing, _SUMMARY_GROUPS)})")
+    if dropped:
+        total = sum(n for _, n in dropped)
+        parts.append(f"{total} properties not kept ({_counted(dropped, max(2, _SUMMARY_GROUPS - len(missing)))})")
+    return f"not created or not kept by {who}: " + "; ".join(parts) + ("" if verbose else " (--verbose lists each)")
+
+
+def _who(endpoint: str) -> str:
+    """``AWS``, or ``the endpoint`` (the heading names it) for any other."""
+    return "AWS" if endpoint.startswith("AWS") else "the endpoint"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _next_step(report: StackReport, endpoint: str) -> str:
+    """What to look at next: the failure's events, the services that do not run, or the cluster."""
+    if not report.created:
+        return f"next: the stack's events (aws cloudformation describe-stack-events --stack-name {report.name})"
+    short = [s for s in report.services if s.running < s.desired]
+    cluster = report.clusters[0] if report.clusters else None
+    if short and not endpoint.startswith("AWS"):
+        return f"next: the endpoint runs no tasks; on AWS, neuron-ecs inspect --cluster {short[0].cluster}"
+    if short:
+        return f"next: neuron-ecs inspect --cluster {short[0].cluster} ({_plural(len(short), 'service')} short)"
+    if cluster:
+        return f"next: neuron-ecs inspect --cluster {cluster}"
+    queues = [item.name for item in report.items if item.kind == "batch job queue"]
+    if queues:
+        return f"next: aws batch describe-job-queues --job-queues {queues[0]}"
+    return "next: the stack's outputs (aws cloudformation describe-stacks)"
+
+
+def result_line(report: StackReport, endpoint: str = "AWS") -> str:
+    """The stack's result in one line: created or failed, resources created of declared, services with tasks
+    running of desired and placed, and what to look at next."""
+    outcome = "created" if report.created else "FAILED"
+    parts = [
+        f"{report.name}: {outcome} ({report.status})",
+        f"{report.resources_created} of {report.resources_declared} resources",
+    ]
+    if report.services:
+        desired = sum(s.desired for s in report.services)
+        running = sum(s.running for s in report.services)
+        placed = sum(s.placed for s in report.services)
+        parts.append(
+            f"{_plural(len(report.services), 'service')}, {running} of {_plural(desired, 'task')} running, "
+            f"{placed} placed"
         )
+    parts.append(_next_step(report, endpoint))
+    return "; ".join(parts)
+
+
+def format_reports(reports: Sequence[StackReport], *, endpoint: str = "AWS", verbose: bool = False) -> str:
+    """The result first: a heading naming ``endpoint``, then per stack its :func:`result_line` and the
+    :func:`gap_summary` line. ``verbose`` adds, per stack, every resource read and every gap."""
+    lines = [f"What each stack created, read back from {endpoint}:"]
+    for report in reports:
+        if verbose:
+            lines.append("")
+        lines.append(result_line(report, endpoint))
+        lines.append("  " + gap_summary(report, endpoint, verbose=verbose))
+        if not verbose:
+            continue
         for item in report.items:
             lines.append(f"  {item.kind:<16} {item.name}: " + "; ".join(item.details))
         if report.gaps:
             lines.append(f"  declared in the template, but not created or not kept by {endpoint}:")
             lines += [f"    {gap.resource_type} {gap.logical_id}: {gap.detail}" for gap in report.gaps]
+    if not verbose and reports:
+        lines.append("(--verbose: every resource's settings and every gap)")
     return "\n".join(lines)
 
 
@@ -614,6 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("stacks", nargs="+", help="stack names")
     parser.add_argument("--region", help="AWS region (default: from the environment)")
+    parser.add_argument("--verbose", "-v", action="store_true", help="every resource's settings and every gap")
     args = parser.parse_args(argv)
 
     import boto3
@@ -621,7 +837,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     session = boto3.Session(region_name=args.region)
     try:
-        print(format_reports(describe_stacks(session.client, args.stacks)))
+        cloudformation = session.client("cloudformation")
+        label = endpoint_label(cloudformation.meta.endpoint_url, cloudformation.meta.region_name)
+        reports = describe_stacks(session.client, args.stacks)
+        print(format_reports(reports, endpoint=label, verbose=args.verbose))
     except (BotoCoreError, ClientError) as error:
         print(f"could not read the stacks: {error}", file=sys.stderr)
         return 1
