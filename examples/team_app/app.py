@@ -44,6 +44,9 @@ SPLITS = ("a stack each", "platform and workloads", "one stack")
 PORT = 8080
 TEST_PORT = 8443
 """The load balancer's test listener: rollout test traffic only, from the smoke tests' security groups."""
+PUBLISHED_AS = "/neuron/team"
+"""Where the platform publishes its cluster, VPC and listener in Parameter Store for other apps
+(``examples/consumer_app``)."""
 
 
 def dlc_image(scope: Construct, id: str, image: NeuronImage) -> ecs.ContainerImage:
@@ -86,6 +89,7 @@ class Platform(Construct):
             self, "LoadBalancer", cluster=self.cluster, certificate=certificate, test_port=TEST_PORT
         )
         self.load_balancer.add_url_output()
+        self.load_balancer.publish(PUBLISHED_AS)
 
 
 class LlmService(Construct):

@@ -797,6 +797,16 @@ SMOKE_TEST = Rule(
     "ECS guide: lifecycle hooks for Amazon ECS service deployments; Lambda guide: function timeout (900 s)",
 )
 
+PUBLISHED_NAME = Rule(
+    "NEURON080",
+    "Not a Parameter Store name prefix",
+    "a Parameter Store parameter name in a hierarchy begins with a slash and holds only letters, numbers and "
+    "_ . - between slashes, is at most 15 levels deep and 1,011 characters long with its ARN, and may not begin with "
+    "aws or ssm (any case)",
+    "pass prefix={prefix}: the same in the app that publishes and in every app that imports",
+    "Systems Manager API reference: PutParameter Name (naming constraints)",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1094,6 +1104,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ROOM,
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
+    PUBLISHED_NAME,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
