@@ -1,0 +1,83 @@
+"""``--attach URL``: a second app deployed to the local endpoint a ``--serve`` run keeps, and only to 127.0.0.1.
+
+The deploying half runs in ``tests/test_deploy_consumer_app.py`` (e2e); these are the refusals, which need no
+endpoint and no cdk CLI.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neuron_constructs.local_endpoint import LocalEndpointError, attached_endpoint
+from neuron_constructs.local_endpoint.deploy import main, parse_local_url
+
+
+@pytest.mark.parametrize(
+    ("url", "port"), [("http://127.0.0.1:4566", 4566), ("http://localhost:5000/", 5000), (" http://127.0.0.1:1 ", 1)]
+)
+def test_a_loopback_url_gives_its_port(url: str, port: int) -> None:
+    assert parse_local_url(url) == port
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1:4566",  # moto serves plain HTTP; HTTPS is some other server
+        "http://10.0.0.1:4566",
+        "http://169.254.169.254:80",
+        "http://ecs.us-east-1.amazonaws.com:443",
+        "http://127.0.0.1",  # no port
+        "http://user:secret@127.0.0.1:4566",
+        "http://127.0.0.1:4566/moto-api/",
+        "http://127.0.0.1:99999",
+        "127.0.0.1:4566",
+        "http://127.0.0.1:4566" + "0" * 200,
+    ],
+)
+def test_anything_but_a_loopback_endpoint_url_is_refused_with_a_sentence(url: str) -> None:
+    with pytest.raises(LocalEndpointError) as raised:
+        parse_local_url(url)
+    message = str(raised.value)
+    assert message.startswith("--attach ") and "is not a local endpoint's URL" in message
+    assert message.endswith("printed.") and len(message) < 400
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_a_port_on_this_host_or_a_refusal(url: str) -> None:
+    try:
+        port = parse_local_url(url)
+    except LocalEndpointError:
+        return
+    assert 0 <= port <= 65535
+    assert url.strip().lower().startswith(("http://127.0.0.1:", "http://localhost:"))
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_attaching_where_no_endpoint_answers_says_how_to_start_one() -> None:
+    url = f"http://127.0.0.1:{_unused_port()}"
+    refusal = rf"^no local endpoint answers at {url}: start one with .*--serve"
+    with pytest.raises(LocalEndpointError, match=refusal), attached_endpoint(url):
+        pass
+
+
+def test_the_command_refuses_a_non_local_url_before_running_anything(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--attach", "http://10.1.2.3:4566", "--cdk", "/nonexistent/cdk"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("deploy-local failed: --attach 'http://10.1.2.3:4566' is not a local endpoint's")
+    assert "local AWS endpoint" not in captured.out
+
+
+def test_attach_and_serve_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--attach", "http://127.0.0.1:4566", "--serve"])
+    assert exited.value.code == 2
+    assert "--attach deploys to the endpoint a --serve run keeps" in capsys.readouterr().err
