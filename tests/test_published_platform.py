@@ -249,3 +249,12 @@ def test_a_published_vpc_imports_its_subnets_without_route_table_warnings() -> N
     messages = App.of(stack).synth().get_stack_by_name("Test").messages  # type: ignore[union-attr]
     assert len(cluster.vpc.private_subnets) == 2
     assert not [m for m in messages if "routeTableId" in json.dumps(m.entry.data)]
+
+
+def test_the_team_apps_page_shows_the_consumer_app_as_it_is_and_the_platform_s_publishing_line() -> None:
+    """The worked second app on the docs site is the file the tests synthesize and deploy, byte for byte."""
+    page = (ROOT / "docs" / "team-apps.md").read_text()
+    consumer_source = (ROOT / "examples" / "consumer_app" / "app.py").read_text()
+    assert f"```python\n{consumer_source}```\n" in page
+    assert "self.load_balancer.publish(PUBLISHED_AS)" in (ROOT / "examples" / "team_app" / "app.py").read_text()
+    assert "self.load_balancer.publish(PUBLISHED_AS)" in page

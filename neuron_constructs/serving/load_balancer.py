@@ -242,11 +242,10 @@ class NeuronLoadBalancer(Construct):
     def publish(self, prefix: str) -> dict[str, ssm.StringParameter]:
         """Publish the platform under ``prefix`` (``/neuron/<team>``; NEURON080) for another CDK app's
         :class:`~neuron_constructs.serving.published_platform.PublishedPlatform`: what its cluster publishes
-        (:meth:`NeuronCluster.publish <neuron_constructs.NeuronCluster.publish>`) and the listener's ARN, the load
-        balancer's security group and its ``url``, as Parameter Store parameters. A consumer attaches its models to
-        the listener with listener rules of its own (conditions and a priority no other app uses); the listener's
-        default action stays this app's. Returns every parameter by name; publishing twice under one prefix returns
-        the same ones."""
+        (:meth:`~neuron_constructs.compute.cluster.NeuronCluster.publish`) and the listener's ARN, the load balancer's
+        security group and its ``url``, as Parameter Store parameters. A consumer attaches its models to the listener
+        with listener rules of its own (conditions and a priority no other app uses); the listener's default action
+        stays this app's. Returns every parameter by name; publishing twice under one prefix returns the same ones."""
         if prefix in self._published:
             return self._published[prefix]
         published.check_prefix(construct_path(self), prefix)

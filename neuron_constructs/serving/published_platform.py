@@ -41,8 +41,8 @@ class PublishedPlatform(Construct):
     Attributes
     ----------
     cluster
-        The platform's cluster (:meth:`NeuronCluster.from_published <neuron_constructs.NeuronCluster.from_published>`):
-        add Managed Instances capacity to it and run services, fleets and monitoring on it.
+        The platform's cluster (:meth:`~neuron_constructs.compute.cluster.NeuronCluster.from_published`): add
+        Managed Instances capacity to it and run services, fleets and monitoring on it.
     vpc
         The platform's VPC, with the published capacity subnets as its private subnets.
     listener
