@@ -76,8 +76,11 @@ def test_the_command_refuses_a_non_local_url_before_running_anything(capsys: pyt
     assert "local AWS endpoint" not in captured.out
 
 
-def test_attach_and_serve_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("option", [["--serve"], ["--server-log", "moto.log"]])
+def test_attach_with_an_option_of_the_serving_run_is_refused(
+    option: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["--attach", "http://127.0.0.1:4566", "--serve"])
+        main(["--attach", "http://127.0.0.1:4566", *option])
     assert exited.value.code == 2
-    assert "--attach deploys to the endpoint a --serve run keeps" in capsys.readouterr().err
+    assert "--attach deploys to the endpoint a --serve run keeps (and logs)" in capsys.readouterr().err

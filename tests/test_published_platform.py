@@ -210,7 +210,7 @@ def test_a_prefix_parameter_store_refuses_is_refused_at_the_call_on_both_sides(p
     for call, path in (
         (lambda: cluster.publish(prefix), "Test/C"),
         (lambda: NeuronLoadBalancer(stack, "Lb", cluster=cluster).publish(prefix), "Test/Lb"),
-        (lambda: PublishedPlatform(stack, "P", prefix=prefix), "Test/P/Cluster"),
+        (lambda: PublishedPlatform(stack, "P", prefix=prefix), "Test/P"),
     ):
         with pytest.raises(NeuronConfigurationError) as raised:
             call()
@@ -232,7 +232,11 @@ def test_any_prefix_of_parameter_store_levels_is_accepted(levels: list[str]) -> 
 
 @given(st.text(max_size=60))
 def test_any_other_text_is_accepted_only_when_it_is_such_a_prefix(prefix: str) -> None:
-    valid = bool(re.fullmatch(r"(/[A-Za-z0-9_.-]+)+", prefix)) and not prefix[1:4].lower().startswith(("aws", "ssm"))
+    valid = (
+        bool(re.fullmatch(r"(/[A-Za-z0-9_.-]+)+", prefix))
+        and not prefix[1:4].lower().startswith(("aws", "ssm"))
+        and prefix.count("/") + 2 <= 15  # with cluster/name, at most 15 levels
+    )
     try:
         check_parameter_prefix("P", prefix, ["cluster/name"])
     except NeuronConfigurationError as error:

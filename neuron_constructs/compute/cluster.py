@@ -264,8 +264,7 @@ class NeuronCluster(Construct):
         capacity_subnets
             Where capacity launches; default the published subnets.
         """
-        inputs_path = f"{construct_path(scope)}/{id}".lstrip("/")
-        published.check_prefix(inputs_path, prefix)
+        published.check_prefix(f"{construct_path(scope)}/{id}".lstrip("/"), prefix)
         return _ImportedNeuronCluster(
             scope,
             id,

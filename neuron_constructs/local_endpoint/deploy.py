@@ -483,8 +483,9 @@ def deploy_app(
     environments = stack_environments(assembly, endpoint)
     chosen = {name: where for name, where in environments.items() if not stacks or name in stacks}
     common = ["--no-notices", "--app", str(assembly)]
+    before: dict[tuple[str, str], set[str]] = {}
     for account, region in sorted(set(environments.values())):
-        existing = _stack_names(endpoint, account, region)
+        existing = before[account, region] = _stack_names(endpoint, account, region)
         there = sorted(name for name, where in chosen.items() if where == (account, region) and name in existing)
         if there:
             raise LocalEndpointError(
@@ -500,7 +501,7 @@ def deploy_app(
     for account, region in sorted(set(environments.values())):
         cloudformation = endpoint.client("cloudformation", account=account, region=region)
         for stack in cloudformation.describe_stacks()["Stacks"]:
-            if stack["StackName"] in environments:  # this app's, not another app's on the same endpoint
+            if stack["StackName"] not in before[account, region] | {"CDKToolkit"}:  # not another app's stacks
                 deployed.append((stack["CreationTime"], DeployedStack(stack["StackName"], account, region)))
     ordered = [d for _, d in sorted(deployed, key=lambda item: (item[0], item[1].name))]
     if stacks:
@@ -564,8 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     context = dict(item.split("=", 1) for item in args.context if "=" in item)
     if len(context) != len(args.context):
         parser.error("--context takes KEY=VALUE")
-    if args.attach is not None and args.serve:
-        parser.error("--attach deploys to the endpoint a --serve run keeps: give one of them")
+    if args.attach is not None and (args.serve or args.server_log):
+        parser.error("--attach deploys to the endpoint a --serve run keeps (and logs): drop --serve and --server-log")
 
     from neuron_constructs.tools.deployment_report import format_reports
 

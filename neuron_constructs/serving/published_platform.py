@@ -20,7 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
-from neuron_constructs.base.arguments import checked, remember_path
+from neuron_constructs.base.arguments import checked, construct_path, remember_path
 from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import ZONES, NeuronCluster
 
@@ -59,6 +59,7 @@ class PublishedPlatform(Construct):
 
     @checked(ranges={"zones": ZONES})
     def __init__(self, scope: Construct, id: str, *, prefix: str, zones: int = 2) -> None:
+        published.check_prefix(f"{construct_path(scope)}/{id}".lstrip("/"), prefix)
         super().__init__(scope, id)
         remember_path(self, scope, id)
         self.prefix = prefix
