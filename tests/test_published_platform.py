@@ -262,3 +262,21 @@ def test_the_team_apps_page_shows_the_consumer_app_as_it_is_and_the_platform_s_p
     assert f"```python\n{consumer_source}```\n" in page
     assert "self.load_balancer.publish(PUBLISHED_AS)" in (ROOT / "examples" / "team_app" / "app.py").read_text()
     assert "self.load_balancer.publish(PUBLISHED_AS)" in page
+
+
+def test_the_consumer_app_passes_cdk_nag_and_cloudformation_s_validation_without_warnings(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """No finding of cdk-nag's AwsSolutions pack or of aws-cdk-lib's CloudFormation validation (which warns of a
+    template parameter nothing refers to: the consumer reads only what it uses)."""
+    from aws_cdk import CloudFormationValidatePlugin, Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(analytics_reporting=False, outdir=str(tmp_path_factory.mktemp("consumer-nag")))
+    consumer.build_app(app)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), CloudFormationValidatePlugin())
+    directory = app.synth().directory
+    report = json.loads((ROOT.__class__(directory) / "validation-report.json").read_text())
+    assert {p["pluginName"] for p in report["pluginReports"]} >= {"AwsSolutions"}
+    for plugin in report["pluginReports"]:
+        assert plugin["conclusion"] == "success" and plugin["violations"] == [], plugin["pluginName"]

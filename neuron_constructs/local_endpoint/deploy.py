@@ -467,6 +467,10 @@ def deploy_app(
     """``cdk synth`` once, bootstrap every account and region its stacks name, then ``cdk deploy`` that
     cloud assembly (every stack unless ``stacks`` names some) to ``endpoint``.
 
+    On an endpoint another app deployed to (``--attach``), an account and region bootstrapped already is not
+    bootstrapped again, and a stack the endpoint holds already is refused before anything deploys: the endpoint
+    cannot update a stack.
+
     A stack with an explicit ``env`` deploys to that account and region on the endpoint; the CLI
     works in each account through credentials the endpoint issues for it. The availability zones
     such a stack looks up are the endpoint's for that region, used for this synth only: the app's
@@ -475,7 +479,8 @@ def deploy_app(
     anything deploys: the endpoint would answer with made-up resources, and the CLI would record
     them in the app's ``cdk.context.json``.
 
-    Returns the deployed stacks: in the order of ``stacks``, else by creation time.
+    Returns the stacks this call deployed (not those the endpoint held before): in the order of ``stacks``, else by
+    creation time.
     """
     env = endpoint.environment()
     assembly = (output or app_dir / "cdk.out").resolve()
@@ -541,7 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m neuron_constructs.local_endpoint",
         description="Deploy a CDK app with the cdk CLI to a fresh local moto server on 127.0.0.1, "
-        "print what each stack created, and stop the server.",
+        "print what each stack created, and stop the server (--serve: keep it up; --attach URL: deploy to the one "
+        "a --serve run keeps).",
     )
     parser.add_argument("stacks", nargs="*", help="stacks to deploy (default: all)")
     parser.add_argument("--app-dir", type=Path, default=Path.cwd(), help="directory with cdk.json (default: .)")
