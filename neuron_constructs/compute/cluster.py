@@ -251,7 +251,7 @@ class NeuronCluster(Construct):
         neither app's stacks depend on the other's.
 
         Add Managed Instances capacity to it (created in the cluster, as on any imported cluster); Auto Scaling
-        capacity is refused (NEURON056): its association would set the cluster's whole list of providers, and undo
+        capacity is refused (NEURON081): its association would set the cluster's whole list of providers, and undo
         the platform's.
 
         Parameters
@@ -616,6 +616,7 @@ class _ImportedNeuronCluster(NeuronCluster):
         published_as: tuple[str, int] | None = None,
     ) -> None:
         Construct.__init__(self, scope, id)
+        self._published_as = published_as
         if published_as is not None:  # NeuronCluster.from_published: the values another app published
             prefix, zones = published_as
             cluster_name = published.read(self, prefix, published.CLUSTER_PARAMETERS["ClusterName"])
@@ -657,6 +658,13 @@ class _ImportedNeuronCluster(NeuronCluster):
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
         path = construct_path(capacity)
+        if self._published_as is not None:
+            prefix = self._published_as[0]
+            raise rules.PUBLISHED_CLUSTER_CAPACITY.error(
+                path,
+                f"Auto Scaling capacity on {construct_path(self)}, the cluster another app published under {prefix}",
+                cluster=construct_path(self),
+            )
         if self.existing_capacity_providers is None:
             raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
                 path,

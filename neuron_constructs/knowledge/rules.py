@@ -806,6 +806,16 @@ PUBLISHED_NAME = Rule(
     "pass prefix={prefix}: the same in the app that publishes and in every app that imports",
     "Systems Manager API reference: PutParameter Name (naming constraints)",
 )
+PUBLISHED_CLUSTER_CAPACITY = Rule(
+    "NEURON081",
+    "Auto Scaling capacity on a cluster another app owns",
+    "an AWS::ECS::ClusterCapacityProviderAssociations resource sets a cluster's whole list of capacity providers "
+    "(PutClusterCapacityProviders): the platform's association and one in another app would each drop the other's "
+    "providers on every deploy; a Managed Instances capacity provider is created in its cluster and needs none",
+    "add Managed Instances capacity to {cluster} (add_managed_instances_capacity), or add the Auto Scaling capacity in "
+    "the app that owns the cluster",
+    "ECS API reference: PutClusterCapacityProviders, CreateCapacityProvider (cluster)",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -1105,6 +1115,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
     PUBLISHED_NAME,
+    PUBLISHED_CLUSTER_CAPACITY,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
