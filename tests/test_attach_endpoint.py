@@ -84,3 +84,42 @@ def test_attach_with_an_option_of_the_serving_run_is_refused(
         main(["--attach", "http://127.0.0.1:4566", *option])
     assert exited.value.code == 2
     assert "--attach deploys to the endpoint a --serve run keeps (and logs)" in capsys.readouterr().err
+
+
+def test_an_attached_endpoint_gives_the_cli_every_endpoint_variable_of_a_fresh_one() -> None:
+    """GIVEN a server on 127.0.0.1 answering as moto does WHEN attached THEN the CLI's environment names only that
+    endpoint (every service, and the template URL CloudFormation reads), fake credentials and a CDK home of its own,
+    removed afterwards; the server keeps running."""
+    import http.server
+    import os
+    import threading
+
+    class Moto(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/moto-api/" else 404)
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Moto)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        with attached_endpoint(f"http://localhost:{port}") as endpoint:
+            environment = endpoint.environment(
+                {"AWS_PROFILE": "prod", "AWS_ENDPOINT_URL_ECS": "https://x", "HOME": "/h"}
+            )
+            home = environment["CDK_HOME"]
+            assert os.path.isdir(home)
+        assert environment["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{port}"
+        assert environment["AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION"] == f"http://localhost:{port}"
+        assert environment["AWS_ACCESS_KEY_ID"] == "testing" and environment["HOME"] == "/h"
+        assert not {"AWS_PROFILE", "AWS_ENDPOINT_URL_ECS"} & set(environment)
+        assert environment["AWS_CONFIG_FILE"] == os.devnull and environment["AWS_EC2_METADATA_DISABLED"] == "true"
+        assert not os.path.exists(home)
+        with attached_endpoint(f"http://127.0.0.1:{port}"):  # still there
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
