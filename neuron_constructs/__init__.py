@@ -19,7 +19,10 @@ Rollout, SmokeTest, RolloutAlarms
     How a new model version reaches production (``rollout=``): rolling, or ECS's blue/green, canary and linear
     deployments sized to the chips, a real request before production traffic, rollback on the chips' own signals.
 NeuronLoadBalancer
-    An internal, access-logged Application Load Balancer for a cluster's models.
+    An internal, access-logged Application Load Balancer for a cluster's models; ``publish(prefix)`` names the
+    platform in Parameter Store for other CDK apps.
+PublishedPlatform
+    What another CDK app published, imported in one call: its cluster, VPC and load balancer listener.
 CompileCache, ModelArtifacts
     Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts.
 NeuronTrainingQueue, NeuronTrainingJob
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
     from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
+    from neuron_constructs.serving.published_platform import PublishedPlatform
     from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
     from neuron_constructs.serving.services import NeuronService
     from neuron_constructs.serving.sliced_service import SlicedNeuronService
@@ -99,6 +103,7 @@ __all__ = [
     "NeuronTaskDefinition",
     "NeuronTrainingJob",
     "NeuronTrainingQueue",
+    "PublishedPlatform",
     "Rollout",
     "RolloutAlarms",
     "Rule",
@@ -128,6 +133,7 @@ _LAZY = {
     "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "NeuronTrainingJob": "neuron_constructs.training.jobs",
     "NeuronTrainingQueue": "neuron_constructs.training.queue",
+    "PublishedPlatform": "neuron_constructs.serving.published_platform",
     "Rollout": "neuron_constructs.serving.rollout",
     "RolloutAlarms": "neuron_constructs.serving.rollout",
     "ServiceOptions": "neuron_constructs.compute.options",

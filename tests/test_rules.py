@@ -411,6 +411,14 @@ def _parameter_for_max_capacity(s: Stack) -> None:
     NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=limit)  # type: ignore[arg-type]
 
 
+def _published_under_aws(s: Stack) -> None:
+    NeuronCluster(s, "C").publish("/aws/team")
+
+
+def _auto_scaling_on_a_published_cluster(s: Stack) -> None:
+    NeuronCluster.from_published(s, "C", prefix="/neuron/team").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+
+
 def _served(s: Stack, **container: Any) -> tuple[NeuronService, Any]:
     """A manual service on inf2.48xlarge capacity with room, and an internal load balancer's listener."""
     from neuron_constructs import NeuronLoadBalancer
@@ -1176,6 +1184,13 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.RESERVATION_FALLBACK,
         _reservation_fallback_on_a_queue,
         r"Test/Queue: fallback_to_on_demand=True with the On-Demand Capacity Reservation cr-0123456789abcdef0",
+    ),
+    (r.PUBLISHED_NAME, _published_under_aws, r"Test/C: prefix='/aws/team' begins with 'aws'"),
+    (
+        r.PUBLISHED_CLUSTER_CAPACITY,
+        _auto_scaling_on_a_published_cluster,
+        r"Test/C/Inf2: Auto Scaling capacity on Test/C, the cluster another app published under /neuron/team.*"
+        r"add Managed Instances capacity to Test/C",
     ),
     (
         r.SMOKE_TEST,

@@ -2,7 +2,8 @@
 
 ``cdk deploy Platform`` first: the VPC, the ECS cluster, its capacity (an inf2.48xlarge Auto Scaling group for the
 embedding fleet, ECS Managed Instances for the LLM), an internal load balancer (with a test listener for rollouts) and
-Neuron monitoring. Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
+Neuron monitoring, published in Parameter Store under ``/neuron/team`` for other CDK apps (``examples/consumer_app``).
+Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
 balancer on ``/v1/*``, scaling on requests and on its NeuronCore utilization, rolled out blue/green after a smoke
 test), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``, rolled out canary: two
 copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
@@ -44,6 +45,9 @@ SPLITS = ("a stack each", "platform and workloads", "one stack")
 PORT = 8080
 TEST_PORT = 8443
 """The load balancer's test listener: rollout test traffic only, from the smoke tests' security groups."""
+PUBLISHED_AS = "/neuron/team"
+"""Where the platform publishes its cluster, VPC and listener in Parameter Store for other apps
+(``examples/consumer_app``)."""
 
 
 def dlc_image(scope: Construct, id: str, image: NeuronImage) -> ecs.ContainerImage:
@@ -86,6 +90,7 @@ class Platform(Construct):
             self, "LoadBalancer", cluster=self.cluster, certificate=certificate, test_port=TEST_PORT
         )
         self.load_balancer.add_url_output()
+        self.load_balancer.publish(PUBLISHED_AS)
 
 
 class LlmService(Construct):

@@ -35,6 +35,7 @@ from neuron_constructs.knowledge.rules import (
     MODEL_NAME,
     NO_DEVICES,
     NON_NEURON_MANAGED_INSTANCES,
+    PUBLISHED_NAME,
     SLICE_HOST_PORT,
     SLICE_RUNTIME_VARIABLE,
     SLICE_SIZE,
@@ -418,6 +419,37 @@ def check_checkpoint_dir(path: str, given: str, mount_path: str | None) -> str:
     if mount is None or not (normal == mount or normal.startswith(mount.rstrip("/") + "/")):
         raise refuse(f"is not on shared storage: the queue's nodes share {where}")
     return given
+
+
+_PARAMETER_LEVEL = re.compile(r"[A-Za-z0-9_.-]+")
+_PARAMETER_DEPTH = 15
+_PARAMETER_ARN_LENGTH = 1011
+_LONGEST_ARN_HEAD = len("arn:aws-us-gov:ssm:ap-southeast-4:123456789012:parameter")
+"""What a parameter's ARN adds to its name, at most: the longest partition and Region names, an account id."""
+
+
+def check_parameter_prefix(path: str, prefix: str, suffixes: Sequence[str]) -> None:
+    """NEURON082: ``prefix`` followed by each of ``suffixes`` (``a/b``) is a Parameter Store name in a hierarchy:
+    ``/`` then levels of ``A-Za-z0-9_.-``, at most 15 deep and 1,011 characters with the ARN, not beginning with
+    ``aws`` or ``ssm`` (PutParameter Name)."""
+    levels = prefix.split("/")
+    fix = {"prefix": "'/neuron/<team>'"}
+    if not prefix.startswith("/") or prefix.endswith("/"):
+        raise PUBLISHED_NAME.error(path, f"prefix={prefix!r} does not begin with a slash or ends with one", **fix)
+    bad = next((level for level in levels[1:] if not _PARAMETER_LEVEL.fullmatch(level)), None)
+    if bad is not None:
+        raise PUBLISHED_NAME.error(path, f"prefix={prefix!r} has the level {bad!r}", **fix)
+    if levels[1].lower().startswith(("aws", "ssm")):
+        raise PUBLISHED_NAME.error(path, f"prefix={prefix!r} begins with {levels[1][:3]!r}", **fix)
+    for suffix in suffixes:
+        name = f"{prefix}/{suffix}"
+        depth = name.count("/")
+        if depth > _PARAMETER_DEPTH:
+            raise PUBLISHED_NAME.error(path, f"prefix={prefix!r} makes {name!r}, {depth} levels deep", **fix)
+        if len(name) + _LONGEST_ARN_HEAD > _PARAMETER_ARN_LENGTH:
+            raise PUBLISHED_NAME.error(
+                path, f"prefix={prefix!r} makes a name of {len(name)} characters, too long with its ARN", **fix
+            )
 
 
 def check_default_strategy(path: str, cluster: str, named: Sequence[str], listed: Sequence[str] | None) -> None:

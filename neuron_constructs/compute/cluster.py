@@ -13,12 +13,14 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from neuron_constructs.base.arguments import (
     COUNT,
     MANAGED_INSTANCES_STORAGE_GIB,
     ROOT_VOLUME_GIB,
+    Range,
     checked,
     construct_path,
     remember_path,
@@ -27,6 +29,7 @@ from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMO
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.checks import inputs
+from neuron_constructs.compute import published
 from neuron_constructs.compute.capacity import (
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
@@ -49,6 +52,9 @@ __all__ = ["CapacityObserver", "NeuronCluster"]
 
 DEFAULT_MAX_CAPACITY = 2
 """Auto Scaling groups default to at most two instances: Neuron instances are costly."""
+
+ZONES = Range(1, None, "a VPC's subnets of one kind: one or more, one per Availability Zone")
+"""How many capacity subnets a published cluster has (NeuronCluster.from_published)."""
 
 _CAPACITY_RANGES = {
     "min_capacity": COUNT,
@@ -184,6 +190,7 @@ class NeuronCluster(Construct):
         """The cluster's monitoring, which registers itself here and is told of every capacity added after it."""
         self.load_balancers: list[elbv2.ApplicationLoadBalancer] = []
         """The load balancers of the cluster's models, as they register themselves (for dashboards)."""
+        self._published: dict[str, dict[str, ssm.StringParameter]] = {}
 
     @classmethod
     @checked(names=("cluster_name",))
@@ -227,6 +234,85 @@ class NeuronCluster(Construct):
             default_capacity_provider_strategy=default_capacity_provider_strategy,
             capacity_subnets=capacity_subnets,
         )
+
+    @classmethod
+    @checked(ranges={"zones": ZONES})
+    def from_published(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        prefix: str,
+        zones: int = 2,
+        capacity_subnets: ec2.SubnetSelection | None = None,
+    ) -> NeuronCluster:
+        """The cluster another CDK app published with :meth:`publish` (or ``NeuronLoadBalancer.publish``) under
+        ``prefix``, with its VPC: read from Parameter Store when this stack deploys, so no name is copied by hand and
+        neither app's stacks depend on the other's.
+
+        Add Managed Instances capacity to it (created in the cluster, as on any imported cluster); Auto Scaling
+        capacity is refused (NEURON083): its association would set the cluster's whole list of providers, and undo
+        the platform's.
+
+        Parameters
+        ----------
+        prefix
+            The prefix the platform published under (``/neuron/<team>``; NEURON082).
+        zones
+            How many capacity subnets the platform published, one per Availability Zone; default 2, as in the VPC
+            a NeuronCluster makes. More than were published fails this stack's deployment; fewer uses the first.
+        capacity_subnets
+            Where capacity launches; default the published subnets.
+        """
+        published.check_prefix(f"{construct_path(scope)}/{id}".lstrip("/"), prefix)
+        return _ImportedNeuronCluster(
+            scope,
+            id,
+            cluster_name=None,
+            vpc=None,
+            existing_capacity_providers=None,
+            default_capacity_provider_strategy=(),
+            capacity_subnets=capacity_subnets,
+            published_as=(prefix, zones),
+        )
+
+    @checked()
+    def publish(self, prefix: str) -> dict[str, ssm.StringParameter]:
+        """Publish what another CDK app needs to run on this cluster, as Parameter Store parameters named under
+        ``prefix`` (``/neuron/<team>``; NEURON082), for :meth:`from_published`: the cluster's name and ARN, its VPC's
+        id and IPv4 range, the capacity subnets and their Availability Zones, the capacity providers and the
+        capacities' security groups (the last two comma-separated, as the template is written: capacity added later
+        is listed; ``none`` for none). Returns the parameters by name; publishing twice under one prefix returns the
+        same ones."""
+        if prefix in self._published:
+            return self._published[prefix]
+        published.check_prefix(construct_path(self), prefix)
+        subnets = self.select_capacity_subnets()
+        scope = Construct(self, f"Published{len(self._published) or ''}")
+        values = {
+            "ClusterName": self.cluster.cluster_name,
+            "ClusterArn": self.cluster.cluster_arn,
+            "CapacityProviders": published.joined(
+                lambda: [c.capacity_provider.capacity_provider_name for c in self.capacities]
+            ),
+            "CapacitySecurityGroups": published.joined(
+                lambda: [
+                    g.security_group_id
+                    for c in self.capacities
+                    for g in (c.security_groups if isinstance(c, ManagedInstancesCapacity) else [c.security_group])
+                ]
+            ),
+            "VpcId": self.vpc.vpc_id,
+            "VpcCidr": self.vpc_cidr,
+            "AvailabilityZones": ",".join(s.availability_zone for s in subnets),
+            "Subnets": ",".join(s.subnet_id for s in subnets),
+        }
+        values["Vpc"] = published.vpc_attributes(values)
+        parameters = published.publish(
+            scope, prefix, published.CLUSTER_PARAMETERS, values, f"ECS cluster {construct_path(self)}"
+        )
+        self._published[prefix] = parameters
+        return parameters
 
     @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
@@ -522,13 +608,20 @@ class _ImportedNeuronCluster(NeuronCluster):
         scope: Construct,
         id: str,
         *,
-        cluster_name: str,
-        vpc: ec2.IVpc,
+        cluster_name: str | None,
+        vpc: ec2.IVpc | None,
         existing_capacity_providers: Sequence[str] | None,
         default_capacity_provider_strategy: Sequence[ecs.CapacityProviderStrategy],
         capacity_subnets: ec2.SubnetSelection | None,
+        published_as: tuple[str, int] | None = None,
     ) -> None:
         Construct.__init__(self, scope, id)
+        self._published_as = published_as
+        if published_as is not None:  # NeuronCluster.from_published: the values another app published
+            prefix, zones = published_as
+            cluster_name = published.read(self, prefix, published.CLUSTER_PARAMETERS["ClusterName"])
+            vpc = published.import_vpc(self, "Vpc", prefix, zones)
+        assert cluster_name is not None and vpc is not None
         self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=None)
         path = construct_path(self)
         if not Token.is_unresolved(cluster_name) and not _CLUSTER_NAME.fullmatch(cluster_name):
@@ -565,6 +658,13 @@ class _ImportedNeuronCluster(NeuronCluster):
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
         path = construct_path(capacity)
+        if self._published_as is not None:
+            prefix = self._published_as[0]
+            raise rules.PUBLISHED_CLUSTER_CAPACITY.error(
+                path,
+                f"Auto Scaling capacity on {construct_path(self)}, the cluster another app published under {prefix}",
+                cluster=construct_path(self),
+            )
         if self.existing_capacity_providers is None:
             raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
                 path,

@@ -806,6 +806,26 @@ SMOKE_TEST_ENVIRONMENT = Rule(
     "Lambda guide: Lambda quotas (function environment variables, 4 KB in aggregate)",
 )
 
+PUBLISHED_NAME = Rule(
+    "NEURON082",
+    "Not a Parameter Store name prefix",
+    "a Parameter Store parameter name in a hierarchy begins with a slash and holds only letters, numbers and "
+    "_ . - between slashes, is at most 15 levels deep and 1,011 characters long with its ARN, and may not begin with "
+    "aws or ssm (any case)",
+    "pass prefix={prefix}: the same in the app that publishes and in every app that imports",
+    "Systems Manager API reference: PutParameter Name (naming constraints)",
+)
+PUBLISHED_CLUSTER_CAPACITY = Rule(
+    "NEURON083",
+    "Auto Scaling capacity on a cluster another app owns",
+    "an AWS::ECS::ClusterCapacityProviderAssociations resource sets a cluster's whole list of capacity providers "
+    "(PutClusterCapacityProviders): the platform's association and one in another app would each drop the other's "
+    "providers on every deploy; a Managed Instances capacity provider is created in its cluster and needs none",
+    "add Managed Instances capacity to {cluster} (add_managed_instances_capacity), or add the Auto Scaling capacity in "
+    "the app that owns the cluster",
+    "ECS API reference: PutClusterCapacityProviders, CreateCapacityProvider (cluster)",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1117,6 +1137,8 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
     SMOKE_TEST_ENVIRONMENT,
+    PUBLISHED_NAME,
+    PUBLISHED_CLUSTER_CAPACITY,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,

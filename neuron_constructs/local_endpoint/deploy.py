@@ -12,7 +12,10 @@ neither telemetry, notices nor version checks. One quirk of the pair is handled 
 hands CloudFormation a template URL built from ``AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION``,
 and moto reads the bucket from the host name of that URL unless the host is ``localhost``.
 
-Each run needs a fresh server: moto mishandles change sets that update an existing stack.
+Each run needs a fresh server: moto mishandles change sets that update an existing stack. ``--serve`` keeps the
+server up after deploying and prints its URL; ``--attach URL`` deploys another app against that server (a second app
+on the first one's platform), bootstrapping only what is not bootstrapped yet, and refuses a stack the endpoint holds
+already. Only a URL on 127.0.0.1 (or ``localhost``) is accepted.
 
 Needs the ``local`` extra (``pip install 'neuron-constructs[local]'``) for ``moto[server]``.
 """
@@ -218,6 +221,60 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+_MAX_URL_LENGTH = 100
+
+
+def parse_local_url(url: str) -> int:
+    """The port of ``url``, a local endpoint's ``http://127.0.0.1:PORT`` (or ``localhost``); anything else is refused
+    with :class:`LocalEndpointError`: a deployment goes to this host only, never to a real AWS endpoint."""
+    from urllib.parse import urlsplit
+
+    shown = url if len(url) <= _MAX_URL_LENGTH else f"{url[:_MAX_URL_LENGTH]}..."
+    refusal = (
+        f"--attach {shown!r} is not a local endpoint's URL: give the http://{LOOPBACK}:PORT that "
+        "`python -m neuron_constructs.local_endpoint --serve` printed."
+    )
+    if len(url) > _MAX_URL_LENGTH:
+        raise LocalEndpointError(refusal)
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as error:
+        raise LocalEndpointError(refusal) from error
+    if (
+        parts.scheme != "http"
+        or parts.hostname not in (LOOPBACK, "localhost")
+        or port is None
+        or parts.username
+        or parts.password
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise LocalEndpointError(refusal)
+    return port
+
+
+@contextlib.contextmanager
+def attached_endpoint(url: str, *, region: str = DEFAULT_REGION) -> Iterator[LocalAwsEndpoint]:
+    """The local endpoint another process serves at ``url`` (:func:`parse_local_url`), once it answers; it keeps
+    running on exit. The CLI gets a CDK home of its own for this block."""
+    port = parse_local_url(url)
+    endpoint_url = f"http://{LOOPBACK}:{port}"
+    try:
+        with _DIRECT.open(f"{endpoint_url}/moto-api/", timeout=5) as response:
+            answered = response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
+        answered = False
+    if not answered:
+        raise LocalEndpointError(
+            f"no local endpoint answers at {endpoint_url}: start one with "
+            "`python -m neuron_constructs.local_endpoint --serve --app-dir <platform app>` and keep it running."
+        )
+    with tempfile.TemporaryDirectory(prefix="neuron-constructs-cdk-home-") as cdk_home:
+        yield LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
 
 
 @contextlib.contextmanager
@@ -494,6 +551,10 @@ def deploy_app(
     """``cdk synth`` once, bootstrap every account and region its stacks name, then ``cdk deploy`` that
     cloud assembly (every stack unless ``stacks`` names some) to ``endpoint``.
 
+    On an endpoint another app deployed to (``--attach``), an account and region bootstrapped already is not
+    bootstrapped again, and a stack the endpoint holds already is refused before anything deploys: the endpoint
+    cannot update a stack.
+
     A stack with an explicit ``env`` deploys to that account and region on the endpoint; the CLI
     works in each account through credentials the endpoint issues for it. The availability zones
     such a stack looks up are the endpoint's for that region, used for this synth only: the app's
@@ -505,29 +566,47 @@ def deploy_app(
     ``verbose=False`` prints only the cdk CLI's outcome lines (each environment bootstrapped, each stack deployed
     or failed), and the end of its output when a command fails.
 
-    Returns the deployed stacks: in the order of ``stacks``, else by creation time.
+    Returns the stacks this call deployed (not those the endpoint held before): in the order of ``stacks``, else by
+    creation time.
     """
     env = endpoint.environment()
     assembly = (output or app_dir / "cdk.out").resolve()
     _synth(endpoint, cdk, app_dir, assembly, context or {})
     environments = stack_environments(assembly, endpoint)
+    chosen = {name: where for name, where in environments.items() if not stacks or name in stacks}
     common = ["--no-notices", "--app", str(assembly)]
     run = run_cdk if verbose else run_cdk_summarised
+    before: dict[tuple[str, str], set[str]] = {}
     for account, region in sorted(set(environments.values())):
-        bootstrap = ["bootstrap", *common, f"aws://{account}/{region}"]
-        run(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
+        existing = before[account, region] = _stack_names(endpoint, account, region)
+        there = sorted(name for name, where in chosen.items() if where == (account, region) and name in existing)
+        if there:
+            raise LocalEndpointError(
+                f"the endpoint holds stack {', '.join(there)} in aws://{account}/{region} already, and a local "
+                "endpoint cannot update a stack: deploy this app to a fresh endpoint, or give it other stack names."
+            )
+        if "CDKToolkit" not in existing:  # an endpoint another app deployed to is bootstrapped already
+            bootstrap = ["bootstrap", *common, f"aws://{account}/{region}"]
+            run(cdk, bootstrap, env=endpoint.environment(account=account), cwd=app_dir)
     selection = list(stacks) or ["--all"]
     run(cdk, ["deploy", *common, *selection, "--require-approval", "never"], env=env, cwd=app_dir)
     deployed: list[tuple[Any, DeployedStack]] = []
     for account, region in sorted(set(environments.values())):
         cloudformation = endpoint.client("cloudformation", account=account, region=region)
         for stack in cloudformation.describe_stacks()["Stacks"]:
-            if stack["StackName"] != "CDKToolkit":
+            if stack["StackName"] not in before[account, region] | {"CDKToolkit"}:  # not another app's stacks
                 deployed.append((stack["CreationTime"], DeployedStack(stack["StackName"], account, region)))
     ordered = [d for _, d in sorted(deployed, key=lambda item: (item[0], item[1].name))]
     if stacks:
         return [d for name in stacks for d in ordered if d.name == name]
     return ordered
+
+
+def _stack_names(endpoint: LocalAwsEndpoint, account: str, region: str) -> set[str]:
+    """The stacks the endpoint holds in ``account`` and ``region``."""
+    cloudformation = endpoint.client("cloudformation", account=account, region=region)
+    pages = cloudformation.get_paginator("describe_stacks").paginate()
+    return {s["StackName"] for page in pages for s in page["Stacks"] if s.get("StackStatus") != "DELETE_COMPLETE"}
 
 
 def describe_deployed(endpoint: LocalAwsEndpoint, deployed: Sequence[DeployedStack]) -> list[StackReport]:
@@ -555,7 +634,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m neuron_constructs.local_endpoint",
         description="Deploy a CDK app with the cdk CLI to a fresh local moto server on 127.0.0.1, "
-        "print what each stack created, and stop the server.",
+        "print what each stack created, and stop the server (--serve: keep it up; --attach URL: deploy to the one "
+        "a --serve run keeps).",
     )
     parser.add_argument("stacks", nargs="*", help="stacks to deploy (default: all)")
     parser.add_argument("--app-dir", type=Path, default=Path.cwd(), help="directory with cdk.json (default: .)")
@@ -575,17 +655,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="print the cdk CLI's whole output, and every resource's settings and every gap in the report",
     )
+    parser.add_argument(
+        "--attach",
+        metavar="URL",
+        help="deploy to the endpoint a --serve run keeps at URL (http://127.0.0.1:PORT) instead of a fresh one; "
+        "it keeps running afterwards",
+    )
     args = parser.parse_args(argv)
     context = dict(item.split("=", 1) for item in args.context if "=" in item)
     if len(context) != len(args.context):
         parser.error("--context takes KEY=VALUE")
+    if args.attach is not None and (args.serve or args.server_log):
+        parser.error("--attach deploys to the endpoint a --serve run keeps (and logs): drop --serve and --server-log")
 
     from neuron_constructs.tools.deployment_report import format_reports
 
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored (`cmd &`)
     try:
-        with local_aws_endpoint(region=args.region, log=args.server_log) as endpoint:
+        endpoints = (
+            attached_endpoint(args.attach, region=args.region)
+            if args.attach is not None
+            else local_aws_endpoint(region=args.region, log=args.server_log)
+        )
+        with endpoints as endpoint:
             print(f"local AWS endpoint (moto): {endpoint.url}", flush=True)
             deployed = deploy_app(
                 endpoint,
@@ -605,7 +698,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             reports = describe_deployed(endpoint, deployed)
             print(format_reports(reports, endpoint=endpoint.label, verbose=args.verbose), flush=True)
             if args.serve:
-                print("\nThe endpoint stays up until Ctrl-C. In another shell:", flush=True)
+                print(f"\nThe endpoint stays up at {endpoint.url} until Ctrl-C. Deploy another app to it:", flush=True)
+                print(
+                    f"  python -m neuron_constructs.local_endpoint --attach {endpoint.url} --app-dir <app>", flush=True
+                )
+                print("or, in another shell, talk to it with the AWS CLI, boto3 or neuron-ecs:", flush=True)
                 environment = endpoint.environment()
                 for key in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
                     print(f"  export {key}={environment[key]}", flush=True)
@@ -622,5 +719,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nstopped; the local endpoint is shut down.", file=sys.stderr)
         return 130
+    if args.attach is not None:
+        print(f"The endpoint at {args.attach} keeps running: Ctrl-C in its --serve shell stops it.")
+        return 0
     print("The local endpoint is shut down; every run starts from an empty one.")
     return 0

@@ -43,11 +43,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IConstruct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
 from neuron_constructs.base.environments import check_same_environment
+from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.knowledge import rules
 from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to, register_test_listener
@@ -225,6 +227,7 @@ class NeuronLoadBalancer(Construct):
         scheme = "https" if certificate else "http"
         suffix = "" if port == (443 if certificate else 80) else f":{port}"
         self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
+        self._published: dict[str, dict[str, ssm.StringParameter]] = {}
 
     @property
     def default_target(self) -> str | None:
@@ -234,6 +237,34 @@ class NeuronLoadBalancer(Construct):
     def add_url_output(self, id: str = "Url", *, path: str = "") -> CfnOutput:
         """A stack output with ``url`` (plus ``path``), for clients and ``make deploy-local``'s report."""
         return CfnOutput(self, id, value=f"{self.url}{path}", description="Model endpoint (load balancer URL)")
+
+    @checked()
+    def publish(self, prefix: str) -> dict[str, ssm.StringParameter]:
+        """Publish the platform under ``prefix`` (``/neuron/<team>``; NEURON082) for another CDK app's
+        :class:`~neuron_constructs.serving.published_platform.PublishedPlatform`: what its cluster publishes
+        (:meth:`~neuron_constructs.compute.cluster.NeuronCluster.publish`) and the listener's ARN, the load balancer's
+        security group and its ``url``, as Parameter Store parameters. A consumer attaches its models to the listener
+        with listener rules of its own (conditions and a priority no other app uses); the listener's default action
+        stays this app's. Returns every parameter by name; publishing twice under one prefix returns the same ones."""
+        if prefix in self._published:
+            return self._published[prefix]
+        published.check_prefix(construct_path(self), prefix)
+        parameters = dict(self.cluster.publish(prefix))
+        parameters.update(
+            published.publish(
+                Construct(self, f"Published{len(self._published) or ''}"),
+                prefix,
+                published.LOAD_BALANCER_PARAMETERS,
+                {
+                    "ListenerArn": self.listener.listener_arn,
+                    "SecurityGroup": self.security_group.security_group_id,
+                    "Url": self.url,
+                },
+                f"load balancer {construct_path(self)}",
+            )
+        )
+        self._published[prefix] = parameters
+        return parameters
 
     def _log_access(self, load_balancer: elbv2.ApplicationLoadBalancer, bucket: s3.Bucket) -> None:
         """Access logs into ``bucket`` (module docstring: the Elastic Load Balancing account per Region)."""

@@ -1,0 +1,125 @@
+"""``--attach URL``: a second app deployed to the local endpoint a ``--serve`` run keeps, and only to 127.0.0.1.
+
+The deploying half runs in ``tests/test_deploy_consumer_app.py`` (e2e); these are the refusals, which need no
+endpoint and no cdk CLI.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neuron_constructs.local_endpoint import LocalEndpointError, attached_endpoint
+from neuron_constructs.local_endpoint.deploy import main, parse_local_url
+
+
+@pytest.mark.parametrize(
+    ("url", "port"), [("http://127.0.0.1:4566", 4566), ("http://localhost:5000/", 5000), (" http://127.0.0.1:1 ", 1)]
+)
+def test_a_loopback_url_gives_its_port(url: str, port: int) -> None:
+    assert parse_local_url(url) == port
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1:4566",  # moto serves plain HTTP; HTTPS is some other server
+        "http://10.0.0.1:4566",
+        "http://169.254.169.254:80",
+        "http://ecs.us-east-1.amazonaws.com:443",
+        "http://127.0.0.1",  # no port
+        "http://user:secret@127.0.0.1:4566",
+        "http://127.0.0.1:4566/moto-api/",
+        "http://127.0.0.1:99999",
+        "127.0.0.1:4566",
+        "http://127.0.0.1:4566" + "0" * 200,
+    ],
+)
+def test_anything_but_a_loopback_endpoint_url_is_refused_with_a_sentence(url: str) -> None:
+    with pytest.raises(LocalEndpointError) as raised:
+        parse_local_url(url)
+    message = str(raised.value)
+    assert message.startswith("--attach ") and "is not a local endpoint's URL" in message
+    assert message.endswith("printed.") and len(message) < 400
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_a_port_on_this_host_or_a_refusal(url: str) -> None:
+    try:
+        port = parse_local_url(url)
+    except LocalEndpointError:
+        return
+    assert 0 <= port <= 65535
+    assert url.strip().lower().startswith(("http://127.0.0.1:", "http://localhost:"))
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_attaching_where_no_endpoint_answers_says_how_to_start_one() -> None:
+    url = f"http://127.0.0.1:{_unused_port()}"
+    refusal = rf"^no local endpoint answers at {url}: start one with .*--serve"
+    with pytest.raises(LocalEndpointError, match=refusal), attached_endpoint(url):
+        pass
+
+
+def test_the_command_refuses_a_non_local_url_before_running_anything(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--attach", "http://10.1.2.3:4566", "--cdk", "/nonexistent/cdk"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("deploy-local failed: --attach 'http://10.1.2.3:4566' is not a local endpoint's")
+    assert "local AWS endpoint" not in captured.out
+
+
+@pytest.mark.parametrize("option", [["--serve"], ["--server-log", "moto.log"]])
+def test_attach_with_an_option_of_the_serving_run_is_refused(
+    option: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--attach", "http://127.0.0.1:4566", *option])
+    assert exited.value.code == 2
+    assert "--attach deploys to the endpoint a --serve run keeps (and logs)" in capsys.readouterr().err
+
+
+def test_an_attached_endpoint_gives_the_cli_every_endpoint_variable_of_a_fresh_one() -> None:
+    """GIVEN a server on 127.0.0.1 answering as moto does WHEN attached THEN the CLI's environment names only that
+    endpoint (every service, and the template URL CloudFormation reads), fake credentials and a CDK home of its own,
+    removed afterwards; the server keeps running."""
+    import http.server
+    import os
+    import threading
+
+    class Moto(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/moto-api/" else 404)
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Moto)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        with attached_endpoint(f"http://localhost:{port}") as endpoint:
+            environment = endpoint.environment(
+                {"AWS_PROFILE": "prod", "AWS_ENDPOINT_URL_ECS": "https://x", "HOME": "/h"}
+            )
+            home = environment["CDK_HOME"]
+            assert os.path.isdir(home)
+        assert environment["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{port}"
+        assert environment["AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION"] == f"http://localhost:{port}"
+        assert environment["AWS_ACCESS_KEY_ID"] == "testing" and environment["HOME"] == "/h"
+        assert not {"AWS_PROFILE", "AWS_ENDPOINT_URL_ECS"} & set(environment)
+        assert environment["AWS_CONFIG_FILE"] == os.devnull and environment["AWS_EC2_METADATA_DISABLED"] == "true"
+        assert not os.path.exists(home)
+        with attached_endpoint(f"http://127.0.0.1:{port}"):  # still there
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
