@@ -121,7 +121,7 @@ def test_the_consumer_app_deploys_on_the_same_endpoint(two_apps: TwoApps) -> Non
     result = two_apps.consumer
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.startswith(f"local AWS endpoint (moto): {two_apps.url}\n")
-    assert "\nChat: CREATE_COMPLETE" in result.stdout
+    assert "\nChat: created (CREATE_COMPLETE); " in result.stdout
     assert "\nPlatform: " not in result.stdout  # the report is of this app's stacks
     assert f"The endpoint at {two_apps.url} keeps running" in result.stdout
     assert "CDKToolkit |" not in result.stdout + result.stderr  # bootstrapped by the first app already
