@@ -221,7 +221,12 @@ class FragmentRun:
 
 @pytest.fixture(scope="module")
 def fragments(tmp_path_factory: pytest.TempPathFactory) -> FragmentRun:
-    """Every fragment, each in a stack of its own of one app, then that app synthesized once."""
+    """Every fragment of the pages, each in a stack of its own of one app, then that app synthesized once."""
+    return run_fragments([b for b in BLOCKS if b.kind == "fragment"], tmp_path_factory.mktemp("docs-fragments"))
+
+
+def run_fragments(fragments: list[Block], outdir: Path) -> FragmentRun:
+    """Each fragment in a stack of its own of one app, in its context; then that app synthesized."""
     import traceback
 
     import aws_cdk
@@ -232,11 +237,11 @@ def fragments(tmp_path_factory: pytest.TempPathFactory) -> FragmentRun:
 
     import neuron_constructs
 
-    app = App(analytics_reporting=False, outdir=str(tmp_path_factory.mktemp("docs-fragments")))
+    app = App(analytics_reporting=False, outdir=str(outdir))
     public = {name: getattr(neuron_constructs, name) for name in neuron_constructs.__all__}
     errors: dict[str, str] = {}
     stacks: dict[str, Any] = {}
-    for index, block in enumerate(b for b in BLOCKS if b.kind == "fragment"):
+    for index, block in enumerate(fragments):
         stack = Stack(app, f"Fragment{index}")
         stacks[block.where] = stack
         names: dict[str, Any] = {
@@ -301,6 +306,20 @@ def test_a_block_without_a_marker_that_is_no_complete_app_is_one_the_tests_canno
         test_every_python_block_on_the_pages_says_how_it_runs(found[0])
 
 
+def test_a_fragment_that_fails_in_its_context_is_reported_with_its_page_and_line(tmp_path: Path) -> None:
+    page = ROOT / "docs" / "new.md"
+    good, bad = blocks_of(
+        page,
+        "<!-- example: fragment in a stack with an image and a port -->\n```python\nassert image and port\n```\n\n"
+        "<!-- example: fragment in a stack -->\n```python\nservice.scale_on_requests(requests_per_target=60)\n```\n",
+    )
+    run = run_fragments([good, bad], tmp_path)
+    assert set(run.stacks) == {good.where, bad.where} and run.synth_error is None
+    assert list(run.errors) == [bad.where]
+    assert "NameError: name 'service' is not defined" in run.errors[bad.where]
+    assert 'File "docs/new.md:7"' in run.errors[bad.where]
+
+
 def test_the_site_s_first_app_is_the_readme_s_word_for_word() -> None:
     """Getting started carries the README's complete app itself: the README is not on the site."""
     (readme,) = [b for b in BLOCKS if b.page.name == "README.md" and b.kind == "app"]
@@ -315,11 +334,12 @@ def test_a_complete_app_synthesizes(block: Block) -> None:
     assert list(assembly.glob("*.template.json")), f"{block.where}: the app synthesized no stack"
 
 
+@pytest.mark.xdist_group("docs-fragments")  # one worker builds the fragments' app
 @pytest.mark.parametrize("block", _of("fragment"))
 def test_a_fragment_runs_in_its_context_and_the_app_synthesizes(block: Block, fragments: FragmentRun) -> None:
+    assert block.where in fragments.stacks
     assert block.where not in fragments.errors, fragments.errors[block.where]
     assert fragments.synth_error is None, fragments.synth_error
-    assert fragments.stacks[block.where].node.find_all(), block.where
 
 
 @pytest.mark.parametrize("block", _of("copy"))
