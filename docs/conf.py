@@ -35,7 +35,7 @@ napoleon_custom_sections = [("Attributes", "params_style")]
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
 autodoc_preserve_defaults = True
-"""Defaults as the source writes them (``Duration.minutes(30)``), not their reprs (``<aws_cdk.Duration object ...>``)."""
+"""Signatures show defaults as the source writes them (``Duration.minutes(30)``), not as reprs."""
 autodoc_default_options = {"members": True, "show-inheritance": False}
 nitpicky = True
 _NO_INVENTORY = (
