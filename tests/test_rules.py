@@ -802,6 +802,18 @@ def _smoke_test_header_the_function_refuses(s: Stack) -> None:
     _smoke_test_hook(s, None, ("x test", "1"))
 
 
+def _training_image_on_a_current_ami(s: Stack) -> None:
+    from neuron_constructs.knowledge.container_images import PYTORCH_TRAINING
+    from neuron_constructs.knowledge.neuron_releases import refuse_driver_mismatch
+
+    refuse_driver_mismatch("Test/Capacity", "2023.0.20261113", PYTORCH_TRAINING)
+
+
+def _driver_check_without_entry_point(s: Stack) -> None:
+    task = ManagedNeuronTaskDefinition(s, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("x-sdk2.33.0-y"), driver_check=True)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1207,6 +1219,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.TOKEN_NOT_LITERAL,
         _parameter_for_max_capacity,
         r"Test/C/Inf2: max_capacity is a CDK token, a value known only at deploy time.*pass a literal max_capacity",
+    ),
+    (r.DRIVER_OUTSIDE_RUNTIME, _training_image_on_a_current_ami, r"Test/Capacity: .*driver 2.31.*driver 2.27 to 2.28"),
+    (
+        r.DRIVER_CHECK_INPUT,
+        _driver_check_without_entry_point,
+        r"Test/Task/model: driver_check is set without entry_point",
     ),
 ]
 

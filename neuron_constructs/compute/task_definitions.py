@@ -48,6 +48,7 @@ from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
+from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.model_sources import (
     AWS_CLI_IMAGE,
     HF_TOKEN_VARIABLE,
@@ -55,7 +56,7 @@ from neuron_constructs.compute.model_sources import (
     ModelArtifacts,
 )
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
-from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge import neuron_releases, rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.cores import (
     LOGICAL_CORE_VARIABLE,
@@ -262,6 +263,53 @@ class NeuronTaskDefinition(Construct):
             )
             container.add_environment("MODEL_DIR", model_artifacts.path)
             model_artifacts.grant(self.task_role)
+
+    def _driver_check_options(self, path: str, driver_check: bool | str, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` with the entry point and command wrapped in the driver start check (NEURON089 when the
+        caller did not state the entry point)."""
+        if driver_check is False:
+            return options
+        if not options.get("entry_point"):
+            raise rules.DRIVER_CHECK_INPUT.error(
+                path,
+                "driver_check is set without entry_point",
+                fix="pass entry_point= (the image's ENTRYPOINT, e.g. ['python', '/usr/local/bin/vllm_entrypoint.py'] "
+                "for the Neuron vLLM 0.16 image): the check runs first, then that entry point with the command",
+            )
+        entry_point, command = start_check.wrapped_start(list(options["entry_point"]), options.get("command"))
+        return {**options, "entry_point": entry_point, "command": command}
+
+    def _driver_check_environment(
+        self, path: str, driver_check: bool | str, container: ecs.ContainerDefinition
+    ) -> None:
+        """Give a checked container the driver range of its image's SDK release (NEURON089 when unknown), and warn
+        (NEURON126) when that range excludes the newest Neuron driver."""
+        if driver_check is False:
+            return
+        sdk = driver_check if isinstance(driver_check, str) else start_check.image_sdk(container.image_name)
+        environment = start_check.driver_check_environment(sdk) if sdk else None
+        if sdk is None or environment is None:
+            known = ", ".join(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
+            raise rules.DRIVER_CHECK_INPUT.error(
+                path,
+                "the image's tag names no Neuron SDK release (-sdkX.Y.Z-)"
+                if sdk is None
+                else f"Neuron SDK {sdk} is not in the driver table (knowledge.neuron_releases)",
+                fix=f"pass driver_check='<the image's Neuron SDK release>', one of {known}",
+            )
+        for name, value in environment.items():
+            container.add_environment(name, value)
+        allowed = neuron_releases.driver_range(sdk)
+        newest = neuron_releases.newest_driver()
+        if allowed is not None and newest.driver_version is not None and not allowed.admits(newest.driver_version):
+            Validations.of(self).add_warning(
+                rules.DRIVER_CHECK_REFUSES_CURRENT.warning_id,
+                rules.DRIVER_CHECK_REFUSES_CURRENT.message(
+                    path,
+                    f"Neuron SDK {sdk}'s runtime runs on {allowed.describe()}, and the newest Neuron driver is "
+                    f"{newest.driver} (Neuron {newest.sdk})",
+                ),
+            )
 
     def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
         path = f"{construct_path(self)}/{id}"
@@ -504,13 +552,17 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
         hf_token: secretsmanager.ISecret | None = None,
+        driver_check: bool | str = False,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
         Takes the keyword options of ``ecs.TaskDefinition.add_container``, and ``compile_cache`` /
         ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS secret ``HF_TOKEN``)
-        for warm starts (:mod:`neuron_constructs.compute.model_sources`).
+        for warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check`` (``True``, or the image's
+        Neuron SDK release when its tag names none): the container first checks the host's Neuron driver against
+        its runtime's range and stops with one line outside it (:mod:`neuron_constructs.compute.driver_check`);
+        needs ``entry_point`` (NEURON089).
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -520,7 +572,8 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
             )
         stated = self._stated_tag(path, options.get("environment"))
-        container = self._add(id, image, dict(options))
+        container = self._add(id, image, self._driver_check_options(path, driver_check, dict(options)))
+        self._driver_check_environment(path, driver_check, container)
         require_all_neuron_devices(self.task_definition, container)
         self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)
@@ -754,12 +807,14 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         compile_cache: CompileCache | None = None,
         model_artifacts: ModelArtifacts | None = None,
         hf_token: secretsmanager.ISecret | None = None,
+        driver_check: bool | str = False,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
         ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
-        secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`).
+        secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check``: the
+        Neuron driver start check, as on :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -796,8 +851,17 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         container = self._add(
             id,
             image,
-            {**options, "linux_parameters": linux_parameters, **({"environment": environment} if environment else {})},
+            self._driver_check_options(
+                path,
+                driver_check,
+                {
+                    **options,
+                    "linux_parameters": linux_parameters,
+                    **({"environment": environment} if environment else {}),
+                },
+            ),
         )
+        self._driver_check_environment(path, driver_check, container)
         self._mapped.update({i: id for i in chosen})
         self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)

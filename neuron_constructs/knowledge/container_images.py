@@ -14,8 +14,21 @@ Why each is the release it is:
   release notes: "Starting with Neuron SDK 2.31.0, the ``pytorch-training-neuronx`` DLC is no longer
   published."
 * :data:`VLLM` is the vLLM 0.16 image of SDK 2.31.1, the last vLLM image for Inf2 and Trn1, where the examples
-  serve. The newer vLLM images (0.21 and later, SDK 2.31 to 2.33, the 2.33 one on Ubuntu 26.04, on which every
-  Neuron DLC is published from 2.33.0) support Trn2 and Trn3 only.
+  serve: it stays for Inf2 and Trn1. The newer vLLM images (0.21 and later, SDK 2.31 to 2.33) support Trn2 and Trn3
+  only; :data:`VLLM_TRN2` is the newest, SDK 2.33.0's, on Ubuntu 26.04 (on which every Neuron DLC is published from
+  2.33.0) and Python 3.14. Serve Trn2 and Trn3 with it.
+* From SDK 2.33.0 a TorchNeuron (native PyTorch 2.14) training DLC exists for Trn2 and Trn3 (the Neuron
+  documentation's "Install PyTorch via Deep Learning Container", v2.33.0, lists "PyTorch Training (TorchNeuron)"),
+  but no source found publishes its repository and tag (the page links to the DLC repository's README, whose newest
+  stored version is 2.32.0's): it is not in this module until one does.
+
+Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
+Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
+:data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
+runtime 2.32) and :data:`EMBEDDING` (SDK 2.20.0, runtime 2.22) run on driver 2.28 at most, which no ECS Neuron AMI
+built from July 7, 2026 (Neuron 2.31.0, driver 2.29) carries: :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
+since neither image has a successor a source publishes. :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
+AMI installs driver 2.21 at boot.
 * :data:`EMBEDDING` is the Hugging Face Neuron inference DLC of SDK 2.20.0 that the examples' embedding model
   runs. It is kept at that release: it is configured through the SageMaker Hugging Face inference toolkit's
   variables (``HF_MODEL_ID``, ``HF_TASK``, ``HF_OPTIMUM_*``), and no source found states that a newer tag keeps
@@ -61,6 +74,7 @@ __all__ = [
     "IMAGES",
     "INF1_INFERENCE",
     "LIBRARY_IMAGES",
+    "NEEDS_AMI_BEFORE",
     "NEURON_MONITOR",
     "NEURON_NODE_RECOVERY",
     "NODE_PROBLEM_DETECTOR",
@@ -68,6 +82,7 @@ __all__ = [
     "PYTORCH_INFERENCE",
     "PYTORCH_TRAINING",
     "VLLM",
+    "VLLM_TRN2",
     "NeuronImage",
 ]
 
@@ -210,6 +225,27 @@ VLLM = NeuronImage(
 """vLLM 0.16 for Neuron (NxD Inference), the last vLLM image for Inf2 and Trn1 (SDK 2.31.1); the examples'
 LLMs run it with ``vllm serve``."""
 
+VLLM_TRN2 = NeuronImage(
+    registry="public.ecr.aws/neuron",
+    repository="pytorch-inference-vllm-neuronx",
+    tag="0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
+    neuron_sdk="2.33.0",
+    framework="vLLM",
+    framework_version="0.29.0",
+    python="3.14",
+    os="Ubuntu 26.04",
+    instance_families=("trn2", "trn3"),
+    source=(
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/dlc.html (Install PyTorch via Deep "
+        "Learning Container, Trn2 and Trn3: 'docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:"
+        "0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04'); v2.33.0 setup/pytorch/update-dlc.rst ('Starting with "
+        "Neuron 2.33.0, Neuron DLC images are published on Ubuntu 26.04 only ... Python 3.14'); vLLM Neuron "
+        "0.29.0.1.2.0: v2.33.0 release-notes/components/index.html"
+    ),
+)
+"""vLLM 0.29 with the vLLM Neuron plugin 0.29.0.1.2.0 (SDK 2.33.0, Ubuntu 26.04, Python 3.14), for Trn2 and Trn3
+only; Inf2 and Trn1 keep :data:`VLLM`."""
+
 EMBEDDING = NeuronImage(
     registry="763104351884.dkr.ecr.{region}.amazonaws.com",
     repository="huggingface-pytorch-inference-neuronx",
@@ -323,6 +359,7 @@ IMAGES: dict[str, NeuronImage] = {
     "PYTORCH_INFERENCE": PYTORCH_INFERENCE,
     "PYTORCH_TRAINING": PYTORCH_TRAINING,
     "VLLM": VLLM,
+    "VLLM_TRN2": VLLM_TRN2,
     "EMBEDDING": EMBEDDING,
     "INF1_INFERENCE": INF1_INFERENCE,
     "NEURON_NODE_RECOVERY": NEURON_NODE_RECOVERY,
@@ -344,3 +381,14 @@ model images are the examples' choice."""
 PRIVILEGED_IMAGES: dict[str, NeuronImage] = {"NEURON_MONITOR": NEURON_MONITOR}
 """The images of :data:`LIBRARY_IMAGES` the library runs privileged or in the host network: neuron-monitor, privileged
 as the Neuron SDK's own manifest runs it. Each must be pinned by digest (NEURON068, NEURON116)."""
+
+NEEDS_AMI_BEFORE: dict[str, str] = {
+    "PYTORCH_TRAINING": "2026-07-07",
+    "EMBEDDING": "2026-07-07",
+}
+"""The images of :data:`IMAGES` whose runtime does not run on the newest Neuron driver, by the name of their constant,
+with the date their ECS Neuron AMI must predate: Neuron 2.31.0 (July 7, 2026) shipped driver 2.29, which "requires
+Neuron Runtime Library 2.33 or later" (runtime release notes, Neuron 2.31.0). Pin an AMI release built before it
+(``2023.0.YYYYMMDD`` with a date from 2026-05-28, a week after driver 2.28, to 2026-07-06) on the capacity that runs
+them, or run them with the driver start check (``add_neuron_container(..., driver_check=True)``), which stops them
+with one line on a newer driver."""

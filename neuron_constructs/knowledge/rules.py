@@ -826,6 +826,26 @@ PUBLISHED_CLUSTER_CAPACITY = Rule(
     "ECS API reference: PutClusterCapacityProviders, CreateCapacityProvider (cluster)",
 )
 
+DRIVER_OUTSIDE_RUNTIME = Rule(
+    "NEURON088",
+    "Pinned Neuron AMI whose driver the image's runtime does not run on",
+    "the Neuron runtime in a container and the Neuron driver on the host must match, both ways: runtime 2.32 and later "
+    "do not run on driver 2.26 or earlier, and driver 2.29 and later require runtime 2.33 or later; a mismatch fails "
+    "at nrt_init(), when the model loads",
+    "pin an AMI release whose driver the image's runtime runs on, or move the image to a Neuron SDK release whose "
+    "runtime runs on that driver (neuron_constructs.knowledge.neuron_releases lists both)",
+    "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues); aws/amazon-ecs-ami "
+    "scripts/enable-ecs-agent-inferentia-support.sh (the AMI installs the newest driver at build)",
+)
+DRIVER_CHECK_INPUT = Rule(
+    "NEURON089",
+    "Driver start check without what it needs",
+    "the start check compares the host's Neuron driver (/sys/module/neuron/version) with the driver range of the "
+    "image's Neuron SDK release, then runs the container's own entry point; it needs both",
+    "{fix}",
+    "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues)",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1058,6 +1078,17 @@ SMOKE_TEST_TLS_NAME = Rule(
     "(check_hostname)",
     severity="warning",
 )
+DRIVER_CHECK_REFUSES_CURRENT = Rule(
+    "NEURON126",
+    "Driver start check that the newest Neuron driver fails",
+    "an ECS Neuron AMI built today carries the newest Neuron driver, and the image's runtime does not run on it: "
+    "every instance launched from a new recommended AMI will stop this container at its start check",
+    "move the image to a Neuron SDK release whose runtime runs on the newest driver, or pin an AMI release "
+    "(2023.0.YYYYMMDD) whose driver it runs on; acknowledge this warning id if the capacity keeps an older AMI",
+    "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues); aws/amazon-ecs-ami "
+    "scripts/enable-ecs-agent-inferentia-support.sh",
+    severity="warning",
+)
 
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
@@ -1139,6 +1170,8 @@ RULES: tuple[Rule, ...] = (
     SMOKE_TEST_ENVIRONMENT,
     PUBLISHED_NAME,
     PUBLISHED_CLUSTER_CAPACITY,
+    DRIVER_OUTSIDE_RUNTIME,
+    DRIVER_CHECK_INPUT,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
@@ -1162,6 +1195,7 @@ RULES: tuple[Rule, ...] = (
     BLUE_GREEN_WITHOUT_TRAFFIC,
     ROLLOUT_WITHOUT_NEURON_ALARM,
     SMOKE_TEST_TLS_NAME,
+    DRIVER_CHECK_REFUSES_CURRENT,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

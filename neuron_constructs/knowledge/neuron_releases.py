@@ -1,0 +1,333 @@
+"""Neuron SDK releases, the runtime each ships, the Neuron drivers that runtime runs on, and the driver of each ECS
+Neuron AMI release: the table that says whether an image's runtime and a host's driver match, both ways.
+
+A Neuron container carries the Neuron runtime (``libnrt``, package ``aws-neuronx-runtime-lib``); the host carries the
+Neuron driver (the ``neuron`` kernel module, package ``aws-neuronx-dkms``). They fail at ``nrt_init()``, when the model
+loads, if they do not match, and the release notes say they stop matching in both directions:
+
+* an old driver under a new runtime: "Neuron Runtime Library 2.32 is not backward-compatible with Neuron Driver 2.26
+  or earlier" (runtime release notes, Neuron 2.30.0, Known Issues; "A fix to restore backward compatibility is
+  planned for a future patch release", and no later note says it shipped, so the library keeps driver 2.27 as the
+  floor of every later runtime too);
+* a new driver under an old runtime: "Neuron Driver 2.29 requires Neuron Runtime Library 2.33 or later" (runtime
+  release notes, Neuron 2.31.0, Known Issues), so every runtime before 2.33 runs on driver 2.28 at most.
+
+Where the notes state no bound, the bound is ``None`` (unknown, not "any").
+
+Sources of the rows (:data:`NEURON_RELEASES`): the runtime and driver package versions of each release are the
+Neuron setup manifest ``src/helperscripts/n2-manifest.json`` of aws-neuron/aws-neuron-sdk
+(:data:`MANIFEST_SOURCE`), which the documentation's "Release artifacts" pages print; the release dates are the
+release notes' "Date of release" (:data:`RUNTIME_NOTES_SOURCE`, and each row's own source). Releases after the
+manifest's newest (2.32.0) come from the published documentation pages each row names. SDK 2.34.0's runtime and
+driver versions are not in any source found, so its row has ``None`` for both.
+
+The driver of an ECS Neuron AMI release. No release note of the ECS AMIs lists the Neuron driver. The AMI build
+(aws/amazon-ecs-ami ``scripts/enable-ecs-agent-inferentia-support.sh``, :data:`ECS_AMI_BUILD_SOURCE`) runs
+``yum install -y aws-neuronx-dkms`` (the newest driver in the Neuron repository) and then deletes the Neuron
+repository ("disable neuron package upgrades"), so an instance keeps the driver its AMI was built with. The library
+therefore *derives* an AMI's driver (:func:`ami_driver`): the driver of the newest Neuron release published on or
+before the date in the AMI's name (``2023.0.YYYYMMDD``). An AMI dated less than :data:`AMBIGUITY_DAYS` days after a
+driver release may have been built before that driver reached the repository: both drivers are then possible, and
+:func:`ami_driver_conflict` refuses only what every possible driver refuses. On Inf1 the AMI does not run that driver:
+a boot service (``scripts/al2023/neuron/neuron-inf1-downgrade.sh``, in the AMI since January 2026) detects Inf1
+devices and installs the cached ``aws-neuronx-dkms-2.21.*`` packages the build downloaded, and locks them
+(:data:`INF1_AMI_DRIVER`).
+
+Inf1 and SDK 2.21.0: SDK 2.21.0 (December 20, 2024) ships runtime 2.23, whose notes say "Removed INF1 Support from
+Runtime library": the last release that runs Inf1 is SDK 2.20.x (runtime 2.22).
+
+Plain Python, no AWS CDK.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from neuron_constructs.knowledge import rules
+
+if TYPE_CHECKING:
+    from neuron_constructs.knowledge.container_images import NeuronImage
+
+__all__ = [
+    "AMBIGUITY_DAYS",
+    "ECS_AMI_BUILD_SOURCE",
+    "INF1_AMI_DRIVER",
+    "INF1_LAST_SDK",
+    "INF1_REMOVED_SDK",
+    "MANIFEST_SOURCE",
+    "NEURON_RELEASES",
+    "RUNTIME_NOTES_SOURCE",
+    "AmiDriver",
+    "DriverRange",
+    "NeuronRelease",
+    "ami_driver",
+    "ami_driver_conflict",
+    "driver_range",
+    "image_driver_conflict",
+    "newest_driver",
+    "parse_ami_release",
+    "parse_driver_version",
+    "refuse_driver_mismatch",
+    "release",
+]
+
+_SDK_REPO = "https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155"
+MANIFEST_SOURCE = (
+    f"{_SDK_REPO}/src/helperscripts/n2-manifest.json (neuron_releases: aws-neuronx-runtime-lib, aws-neuronx-dkms)"
+)
+"""Where each release's runtime and driver package versions up to SDK 2.32.0 are published."""
+RUNTIME_NOTES_SOURCE = f"{_SDK_REPO}/release-notes/components/runtime.rst"
+"""The Neuron runtime component release notes: dates, driver versions and the compatibility notes."""
+_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en"
+_ECS_AMI = "https://github.com/aws/amazon-ecs-ami/blob/a2532d3503f2052a09ac18189b0de33918406db8"
+ECS_AMI_BUILD_SOURCE = (
+    f"{_ECS_AMI}/scripts/enable-ecs-agent-inferentia-support.sh (al2023neu: "
+    "'sudo dnf download aws-neuronx-dkms-2.21.*' into /opt/ecs/neuron/inf1-rpms, then "
+    "'sudo yum install -y aws-neuronx-dkms'; then 'disable neuron package upgrades "
+    f"by deleting the yum repo'); {_ECS_AMI}/scripts/al2023/neuron/neuron-inf1-downgrade.sh (on Inf1 hardware, PCI ids "
+    "1d0f:7064-7067, installs the cached packages before ecs.service and version-locks them)"
+)
+"""Where the ECS Neuron AMI's driver comes from: the newest at build time, the 2.21 driver on Inf1."""
+
+AMBIGUITY_DAYS = 7
+"""An AMI dated fewer days than this after a driver's release may predate that driver in the Neuron repository (the
+ECS AMIs are released about weekly): both drivers are then possible."""
+
+
+def parse_driver_version(text: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a Neuron driver version (``"2.29.0.0"``, ``"2.29"``, the first line of
+    ``/sys/module/neuron/version``); ``None`` for anything else. Reads at most 64 characters."""
+    match = re.match(r"\s*(\d{1,4})\.(\d{1,4})(?:\.\d{1,9}){0,2}\s*$", text[:64].split("\n", 1)[0])
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _version(text: str) -> tuple[int, int]:
+    parsed = parse_driver_version(text)
+    if parsed is None:
+        raise ValueError(f"{text!r} is not a version")
+    return parsed
+
+
+@dataclass(frozen=True)
+class DriverRange:
+    """The Neuron drivers (``major.minor``) a runtime runs on: ``oldest`` to ``newest``, both included; ``None`` where
+    no release note states that bound."""
+
+    oldest: tuple[int, int] | None
+    newest: tuple[int, int] | None
+    source: str
+
+    def admits(self, driver: tuple[int, int]) -> bool:
+        """Whether ``driver`` is inside the range (an unknown bound admits)."""
+        return (self.oldest is None or driver >= self.oldest) and (self.newest is None or driver <= self.newest)
+
+    def describe(self) -> str:
+        """``"driver 2.27 to 2.28"``, ``"driver 2.27 or later"``, ``"driver 2.28 or earlier"``."""
+        low = f"{self.oldest[0]}.{self.oldest[1]}" if self.oldest else None
+        high = f"{self.newest[0]}.{self.newest[1]}" if self.newest else None
+        if low and high:
+            return f"driver {low} to {high}"
+        if low:
+            return f"driver {low} or later"
+        return f"driver {high} or earlier" if high else "any driver the notes do not exclude"
+
+
+@dataclass(frozen=True)
+class NeuronRelease:
+    """One Neuron SDK release: its date, the runtime and driver package versions it ships, where that is published."""
+
+    sdk: str
+    date: datetime.date | None
+    runtime: str | None
+    driver: str | None
+    source: str
+
+    @property
+    def runtime_version(self) -> tuple[int, int] | None:
+        """``(major, minor)`` of :attr:`runtime`."""
+        return parse_driver_version(self.runtime) if self.runtime else None
+
+    @property
+    def driver_version(self) -> tuple[int, int] | None:
+        """``(major, minor)`` of :attr:`driver`."""
+        return parse_driver_version(self.driver) if self.driver else None
+
+
+def _row(sdk: str, date: str | None, runtime: str | None, driver: str | None, source: str) -> NeuronRelease:
+    return NeuronRelease(sdk, datetime.date.fromisoformat(date) if date else None, runtime, driver, source)
+
+
+_MANIFEST = "n2-manifest.json"
+NEURON_RELEASES: tuple[NeuronRelease, ...] = (
+    _row("2.20.0", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
+    _row("2.20.2", None, "2.22.19.0", "2.18.20.0", f"{_MANIFEST}; date not in the sources cited"),
+    _row("2.21.0", "2024-12-20", "2.23.110.0", "2.19.64.0", f"{_MANIFEST}; runtime.rst, Neuron 2.21.0 Release"),
+    _row("2.28.0", "2026-02-26", "2.30.51.0", "2.26.5.0", f"{_MANIFEST}; runtime.rst, Neuron 2.28.0 Release"),
+    _row(
+        "2.28.1",
+        "2026-03-12",
+        "2.30.51.0",
+        "2.26.10.0",
+        f"{_MANIFEST}; runtime.rst, Neuron Driver 2.26.10.0 'Date of Release: 03/12/2026'",
+    ),
+    _row("2.29.0", "2026-04-09", "2.31.24.0", "2.27.4.0", f"{_MANIFEST}; runtime.rst, Neuron 2.29.0 Release"),
+    _row("2.30.0", "2026-05-21", "2.32.31.0", "2.28.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.30.0 Release"),
+    _row("2.31.0", "2026-07-07", "2.33.10.0", "2.29.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.31.0 Release"),
+    _row(
+        "2.31.1",
+        "2026-08-12",
+        "2.33.10.0",
+        "2.29.0.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/2.31.1.rst ('Release Date: August 12, 2026', tools only)",
+    ),
+    _row("2.32.0", "2026-08-17", "2.34.10.0", "2.30.2.0", f"{_MANIFEST}; runtime.rst, Neuron 2.32.0 Release"),
+    _row(
+        "2.33.0",
+        "2026-10-19",
+        "2.35.30.0",
+        "2.31.7.0",
+        f"{_DOCS}/v2.33.0/release-notes/components/index.html (Neuron Runtime Library 2.35.30.0, Neuron Driver "
+        f"2.31.7.0); {_DOCS}/latest/_sources/release-notes/2.33.0.rst ('Date of release: October 19, 2026')",
+    ),
+    _row(
+        "2.34.0",
+        "2026-11-30",
+        None,
+        None,
+        f"{_DOCS}/latest/_sources/release-notes/2.34.0.rst ('Date of release: November 30, 2026'); its runtime and "
+        "driver versions are in no source found",
+    ),
+)
+"""The Neuron SDK releases the library's images and the current ECS Neuron AMIs involve, oldest first."""
+
+INF1_REMOVED_SDK = "2.21.0"
+"""The SDK release whose runtime (2.23) "Removed INF1 Support from Runtime library" (runtime.rst, Neuron 2.21.0)."""
+INF1_LAST_SDK = "2.20.2"
+"""The last SDK release whose runtime (2.22) runs on Inf1."""
+INF1_AMI_DRIVER = (2, 21)
+"""The driver the ECS Neuron AMI runs on Inf1: ``aws-neuronx-dkms-2.21.*``, installed at boot
+(:data:`ECS_AMI_BUILD_SOURCE`)."""
+
+_FLOOR_RUNTIME, _FLOOR_DRIVER = (2, 32), (2, 27)
+_FLOOR_SOURCE = (
+    f"{RUNTIME_NOTES_SOURCE}, Neuron 2.30.0, Known Issues: 'Neuron Runtime Library 2.32 is not backward-compatible "
+    "with Neuron Driver 2.26 or earlier' (no later note says the planned fix shipped)"
+)
+_CEILING_RUNTIME, _CEILING_DRIVER = (2, 33), (2, 28)
+_CEILING_SOURCE = (
+    f"{RUNTIME_NOTES_SOURCE}, Neuron 2.31.0, Known Issues: 'Neuron Driver 2.29 requires Neuron Runtime Library 2.33 "
+    "or later'"
+)
+
+
+def release(sdk: str) -> NeuronRelease | None:
+    """The row of SDK release ``sdk`` (``"2.33.0"``), ``None`` when the table has none."""
+    return next((row for row in NEURON_RELEASES if row.sdk == sdk), None)
+
+
+def driver_range(sdk: str) -> DriverRange | None:
+    """The drivers the runtime of SDK release ``sdk`` runs on; ``None`` when the release or its runtime is unknown."""
+    row = release(sdk)
+    runtime = row.runtime_version if row else None
+    if runtime is None:
+        return None
+    oldest = _FLOOR_DRIVER if runtime >= _FLOOR_RUNTIME else None
+    newest = _CEILING_DRIVER if runtime < _CEILING_RUNTIME else None
+    sources = [s for s, applies in ((_FLOOR_SOURCE, oldest), (_CEILING_SOURCE, newest)) if applies]
+    return DriverRange(oldest, newest, "; ".join(sources) or "no release note bounds this runtime's driver")
+
+
+_AMI_RELEASE = re.compile(r"2023\.0\.(\d{8})")
+
+
+def parse_ami_release(text: str) -> datetime.date:
+    """The date of an ECS AL2023 Neuron AMI release (``"2023.0.20261113"``); ``ValueError`` for anything else."""
+    match = _AMI_RELEASE.fullmatch(text.strip()[:32])
+    if not match:
+        raise ValueError(f"{text[:40]!r} is not an ECS AL2023 AMI release (2023.0.YYYYMMDD)")
+    digits = match.group(1)
+    try:
+        return datetime.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} does not name a calendar date") from None
+
+
+@dataclass(frozen=True)
+class AmiDriver:
+    """The Neuron driver an ECS Neuron AMI release was built with, as :func:`ami_driver` derives it.
+
+    ``drivers`` are the possible drivers (``major.minor``), newest first: one, or two when the AMI is dated within
+    :data:`AMBIGUITY_DAYS` of a driver release. Empty when the driver cannot be derived: the AMI predates the table,
+    or the newest release before it has no known driver (``unknown_after`` names that release).
+    """
+
+    ami_release: str
+    date: datetime.date
+    drivers: tuple[tuple[int, int], ...]
+    unknown_after: str | None = None
+
+
+def ami_driver(ami_release: str, instance_family: str | None = None) -> AmiDriver:
+    """The driver of ECS Neuron AMI release ``ami_release`` (derived; see the module's notes). On ``inf1`` it is
+    :data:`INF1_AMI_DRIVER` for AMIs that carry the downgrade service (dated 2026-01-05 or later)."""
+    date = parse_ami_release(ami_release)
+    if instance_family == "inf1" and date >= datetime.date(2026, 1, 5):
+        return AmiDriver(ami_release, date, (INF1_AMI_DRIVER,))
+    dated = [row for row in NEURON_RELEASES if row.date is not None and row.date <= date]
+    if not dated:
+        return AmiDriver(ami_release, date, ())
+    newest = dated[-1]
+    if newest.driver_version is None:
+        return AmiDriver(ami_release, date, (), unknown_after=newest.sdk)
+    drivers = [newest.driver_version]
+    if newest.date is not None and (date - newest.date).days < AMBIGUITY_DAYS:
+        earlier = [row.driver_version for row in dated[:-1] if row.driver_version and row.driver_version < drivers[0]]
+        if earlier:
+            drivers.append(earlier[-1])
+    return AmiDriver(ami_release, date, tuple(drivers))
+
+
+def ami_driver_conflict(ami_release: str, sdk: str, instance_family: str | None = None) -> str | None:
+    """Why the runtime of SDK release ``sdk`` does not run on the driver of AMI ``ami_release``; ``None`` when it does,
+    or when the table cannot tell (an unknown SDK release or AMI driver is not refused).
+
+    Refused only when every driver the AMI may carry is outside the runtime's range."""
+    derived = ami_driver(ami_release, instance_family)
+    allowed = driver_range(sdk)
+    if allowed is None or not derived.drivers or any(allowed.admits(d) for d in derived.drivers):
+        return None
+    drivers = " or ".join(f"{major}.{minor}" for major, minor in derived.drivers)
+    row = release(sdk)
+    runtime = row.runtime if row else "?"
+    return (
+        f"ECS Neuron AMI {ami_release} carries Neuron driver {drivers} (the newest driver released by "
+        f"{derived.date.isoformat()}), and Neuron SDK {sdk}'s runtime {runtime} runs on {allowed.describe()} "
+        "(runtime release notes 2.30.0 and 2.31.0, Known Issues)"
+    )
+
+
+def newest_driver() -> NeuronRelease:
+    """The newest release of the table whose driver is known: what an ECS Neuron AMI built today carries, as far as
+    the sources cited tell (SDK 2.34.0's driver is in none of them)."""
+    return [row for row in NEURON_RELEASES if row.driver_version is not None][-1]
+
+
+def image_driver_conflict(ami_release: str, image: NeuronImage, instance_family: str | None = None) -> str | None:
+    """Why ``image`` (its :attr:`~neuron_constructs.knowledge.container_images.NeuronImage.neuron_sdk`) does not run
+    on ECS Neuron AMI release ``ami_release``; ``None`` when it does or the table cannot tell (an image with no SDK
+    release, such as the monitoring images, is never refused)."""
+    if image.neuron_sdk is None:
+        return None
+    return ami_driver_conflict(ami_release, image.neuron_sdk, instance_family)
+
+
+def refuse_driver_mismatch(
+    construct_path: str, ami_release: str, image: NeuronImage, instance_family: str | None = None
+) -> None:
+    """Raise NEURON088 when the pinned AMI release's driver is outside ``image``'s runtime range."""
+    problem = image_driver_conflict(ami_release, image, instance_family)
+    if problem is not None:
+        raise rules.DRIVER_OUTSIDE_RUNTIME.error(construct_path, f"{image.uri}: {problem}")

@@ -1,0 +1,361 @@
+"""The Neuron driver and the image's runtime match, both ways: the sourced release table, the AMI driver it derives,
+the refusal of a pinned AMI whose driver an image's runtime does not run on (NEURON088), the opt-in start check in
+the Neuron container (run in dash against fake /sys files), and the catalog against the installed botocore."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import subprocess
+import typing
+from pathlib import Path
+
+import botocore.session
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Annotations, Match, Template
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neuron_constructs import ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition, NeuronConfigurationError
+from neuron_constructs.compute.driver_check import DRIVER_CHECK_EXIT_CODE, DRIVER_CHECK_SCRIPT, image_sdk
+from neuron_constructs.knowledge import catalog, container_images, neuron_releases
+from neuron_constructs.knowledge.container_images import (
+    EMBEDDING,
+    IMAGES,
+    INF1_INFERENCE,
+    NEEDS_AMI_BEFORE,
+    PYTORCH_INFERENCE,
+    PYTORCH_TRAINING,
+    VLLM,
+    VLLM_TRN2,
+)
+from neuron_constructs.knowledge.neuron_releases import (
+    NEURON_RELEASES,
+    ami_driver,
+    ami_driver_conflict,
+    driver_range,
+    parse_ami_release,
+    refuse_driver_mismatch,
+    release,
+)
+
+DASH = shutil.which("dash")
+
+# ------------------------------------------------------------------ the table ---
+
+
+def test_releases_are_in_order_each_with_a_source_and_versions_never_go_back() -> None:
+    sdks = [tuple(int(p) for p in r.sdk.split(".")) for r in NEURON_RELEASES]
+    assert sdks == sorted(sdks) and len(set(sdks)) == len(sdks)
+    dates = [r.date for r in NEURON_RELEASES if r.date is not None]
+    assert dates == sorted(dates)
+    for field in ("runtime_version", "driver_version"):
+        versions = [getattr(r, field) for r in NEURON_RELEASES if getattr(r, field) is not None]
+        assert versions == sorted(versions), field
+    assert all(r.source for r in NEURON_RELEASES)
+
+
+def test_every_neuron_image_has_its_sdk_release_in_the_table() -> None:
+    for name, image in IMAGES.items():
+        if image.neuron_sdk is not None:
+            assert release(image.neuron_sdk) is not None, name
+            assert image.tag_sdk == image.neuron_sdk, name
+
+
+def test_the_release_notes_bounds_cut_both_ways() -> None:
+    # Runtime 2.32 (SDK 2.30.0) does not run on driver 2.26 or older; driver 2.29 requires runtime 2.33 or later.
+    training = driver_range("2.30.0")
+    assert training is not None and (training.oldest, training.newest) == ((2, 27), (2, 28))
+    assert not training.admits((2, 26)) and training.admits((2, 27)) and not training.admits((2, 29))
+    vllm = driver_range("2.31.1")
+    assert vllm is not None and (vllm.oldest, vllm.newest) == ((2, 27), None)
+    embedding = driver_range("2.20.0")
+    assert embedding is not None and (embedding.oldest, embedding.newest) == (None, (2, 28))
+    assert driver_range("2.34.0") is None, "2.34.0's runtime is in no source found: unknown, not 'any'"
+
+
+def test_inf1_left_the_runtime_in_sdk_2_21_0_whose_runtime_is_2_23() -> None:
+    removed, last = release(neuron_releases.INF1_REMOVED_SDK), release(neuron_releases.INF1_LAST_SDK)
+    assert removed is not None and removed.runtime_version == (2, 23) and removed.date == datetime.date(2024, 12, 20)
+    assert last is not None and last.runtime_version == (2, 22)
+    assert INF1_INFERENCE.neuron_sdk == neuron_releases.INF1_LAST_SDK
+    assert neuron_releases.INF1_AMI_DRIVER == (2, 21)
+
+
+# ------------------------------------------------------------ the AMI's driver ---
+
+
+def test_an_ami_carries_the_newest_driver_released_before_its_date() -> None:
+    assert ami_driver("2023.0.20261113").drivers == ((2, 31),)
+    assert ami_driver("2023.0.20260601").drivers == ((2, 28),)
+
+
+def test_an_ami_built_days_after_a_driver_release_may_carry_either_driver() -> None:
+    assert ami_driver("2023.0.20261022").drivers == ((2, 31), (2, 30))
+
+
+def test_an_ami_after_a_release_whose_driver_is_unknown_has_no_derived_driver() -> None:
+    derived = ami_driver("2023.0.20261202")
+    assert derived.drivers == () and derived.unknown_after == "2.34.0"
+    assert ami_driver_conflict("2023.0.20261202", PYTORCH_TRAINING.neuron_sdk or "") is None
+
+
+def test_on_inf1_the_ami_runs_the_2_21_driver_it_installs_at_boot() -> None:
+    assert ami_driver("2023.0.20261113", "inf1").drivers == ((2, 21),)
+    assert neuron_releases.image_driver_conflict("2023.0.20261113", INF1_INFERENCE, "inf1") is None
+
+
+@pytest.mark.parametrize("text", ["2023.0.2026111", "2023.0.20261332", "al2023-ami-ecs-neuron", "", "2023.1.20261113"])
+def test_a_string_that_is_no_ami_release_is_refused_with_a_sentence(text: str) -> None:
+    with pytest.raises(ValueError, match=r"AMI release|calendar date"):
+        parse_ami_release(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_parses_as_an_ami_release_or_raises_value_error(text: str) -> None:
+    with contextlib.suppress(ValueError):
+        parse_ami_release(text)
+
+
+# ------------------------------------------------------------------ NEURON088 ---
+
+
+def test_a_pinned_ami_whose_driver_the_image_does_not_run_on_is_refused() -> None:
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON088") as raised:
+        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", PYTORCH_TRAINING)
+    message = str(raised.value)
+    assert "App/Capacity" in message and "driver 2.31" in message and "driver 2.27 to 2.28" in message
+
+
+def test_a_pinned_ami_whose_driver_the_image_runs_on_passes() -> None:
+    for image in (VLLM, VLLM_TRN2, PYTORCH_INFERENCE):
+        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", image)
+    refuse_driver_mismatch("App/Capacity", "2023.0.20260601", PYTORCH_TRAINING)
+
+
+def test_an_old_driver_under_a_new_runtime_is_refused_too() -> None:
+    # An AMI of March 2026 (driver 2.26) under runtime 2.33 (the vLLM 0.16 image, SDK 2.31.1).
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON088.*driver 2.26"):
+        refuse_driver_mismatch("App/Capacity", "2023.0.20260320", VLLM)
+
+
+def test_only_what_every_possible_driver_refuses_is_refused() -> None:
+    # Three days after driver 2.29 (July 7, 2026): the AMI may still carry 2.28, which the training image runs on.
+    assert ami_driver("2023.0.20260710").drivers == ((2, 29), (2, 28))
+    refuse_driver_mismatch("App/Capacity", "2023.0.20260710", PYTORCH_TRAINING)
+
+
+def test_images_without_an_sdk_release_are_never_refused() -> None:
+    for image in container_images.LIBRARY_IMAGES.values():
+        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", image)
+
+
+# ------------------------------------------------- the library's own images ---
+
+
+def test_every_image_runs_on_the_newest_driver_or_states_the_ami_it_needs() -> None:
+    newest = neuron_releases.newest_driver()
+    assert newest.driver_version is not None
+    for name, image in IMAGES.items():
+        allowed = driver_range(image.neuron_sdk) if image.neuron_sdk else None
+        if allowed is None or name == "INF1_INFERENCE":
+            continue
+        if name in NEEDS_AMI_BEFORE:
+            before = datetime.date.fromisoformat(NEEDS_AMI_BEFORE[name])
+            refused_on = f"2023.0.{before:%Y%m%d}"
+            good = f"2023.0.{before - datetime.timedelta(days=neuron_releases.AMBIGUITY_DAYS):%Y%m%d}"
+            assert neuron_releases.image_driver_conflict(good, image) is None, name
+            later = f"2023.0.{before + datetime.timedelta(days=neuron_releases.AMBIGUITY_DAYS):%Y%m%d}"
+            assert neuron_releases.image_driver_conflict(later, image) is not None, (name, refused_on)
+        else:
+            assert allowed.admits(newest.driver_version), name
+    assert set(NEEDS_AMI_BEFORE) == {"PYTORCH_TRAINING", "EMBEDDING"}
+    assert EMBEDDING.neuron_sdk == "2.20.0"
+
+
+def test_the_trn2_vllm_image_is_sdk_2_33_for_trn2_and_trn3_and_the_0_16_image_stays_for_inf2_and_trn1() -> None:
+    assert VLLM_TRN2.uri == (
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04"
+    )
+    assert VLLM_TRN2.instance_families == ("trn2", "trn3")
+    assert {"inf2", "trn1"} <= set(VLLM.instance_families) and VLLM.framework_version == "0.16.0"
+
+
+# ------------------------------------------------------------ the start check ---
+
+
+def run_check(
+    tmp_path: Path, version: bytes | None, oldest: str = "2.27", newest: str = "2.28"
+) -> tuple[int, str, str]:
+    assert DASH is not None
+    if version is not None:
+        (tmp_path / "sys/module/neuron").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "sys/module/neuron/version").write_bytes(version)
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NEURON_DRIVER_CHECK_ROOT": str(tmp_path),
+        "NEURON_DRIVER_CHECK_OLDEST": oldest,
+        "NEURON_DRIVER_CHECK_NEWEST": newest,
+        "NEURON_DRIVER_CHECK_RUNTIME": "Neuron SDK 2.30.0's runtime 2.32.31.0",
+    }
+    done = subprocess.run(
+        [DASH, "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check", "echo", "model starts", "--port", "8080"],
+        env=environment,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+
+
+pytestmark_dash = pytest.mark.skipif(DASH is None, reason="dash is not installed")
+
+
+@pytestmark_dash
+@pytest.mark.parametrize("version", [b"2.27.4.0\n", b"2.28.0.0\n", b"2.28\n", b"2.27.4.0"])
+def test_a_driver_inside_the_range_runs_the_command_with_its_arguments(tmp_path: Path, version: bytes) -> None:
+    code, out, err = run_check(tmp_path, version)
+    assert (code, out, err) == (0, "model starts --port 8080\n", "")
+
+
+@pytestmark_dash
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        (b"2.31.7.0\n", "host Neuron driver 2.31 is newer than 2.28"),
+        (b"2.29.0.0\n", "host Neuron driver 2.29 is newer than 2.28"),
+        (b"2.26.10.0\n", "host Neuron driver 2.26 is older than 2.27"),
+        (b"3.0.0.0\n", "host Neuron driver 3.0 is newer than 2.28"),
+    ],
+)
+def test_a_driver_outside_the_range_stops_the_container_with_one_line(
+    tmp_path: Path, version: bytes, says: str
+) -> None:
+    code, out, err = run_check(tmp_path, version)
+    assert code == DRIVER_CHECK_EXIT_CODE and out == ""
+    assert err.count("\n") == 1 and err.startswith("neuron-driver-check: ") and says in err
+    assert "Neuron SDK 2.30.0's runtime 2.32.31.0" in err
+
+
+@pytestmark_dash
+def test_a_host_without_the_driver_is_said_so(tmp_path: Path) -> None:
+    code, out, err = run_check(tmp_path, None)
+    assert code == DRIVER_CHECK_EXIT_CODE and out == ""
+    assert err.count("\n") == 1 and "is missing: the Neuron driver (aws-neuronx-dkms) is not loaded" in err
+
+
+@pytestmark_dash
+def test_open_bounds_admit_any_driver_on_that_side(tmp_path: Path) -> None:
+    assert run_check(tmp_path, b"9.99.0.0\n", newest="")[0] == 0
+    assert run_check(tmp_path, b"1.0\n", oldest="", newest="2.28")[0] == 0
+
+
+@pytestmark_dash
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300))
+def test_any_version_file_answers_with_start_or_one_line(tmp_path: Path, content: bytes) -> None:
+    code, out, err = run_check(tmp_path, content)
+    if code == 0:
+        parsed = neuron_releases.parse_driver_version(content.decode(errors="replace"))
+        assert parsed is not None and (2, 27) <= parsed <= (2, 28) and out == "model starts --port 8080\n"
+    else:
+        assert code == DRIVER_CHECK_EXIT_CODE and out == "" and err.count("\n") == 1
+        assert err.startswith("neuron-driver-check: ")
+
+
+# ---------------------------------------------- driver_check on the container ---
+
+
+def containers(stack: Stack) -> list[dict[str, typing.Any]]:
+    template = Template.from_stack(stack).to_json()
+    (task,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
+    return task["Properties"]["ContainerDefinitions"]  # type: ignore[no-any-return]
+
+
+def test_driver_check_runs_the_script_then_the_stated_entry_point_and_command() -> None:
+    stack = Stack(App(), "S")
+    task = ManagedNeuronTaskDefinition(stack, "T", cpu=4096, memory_mib=8192)
+    task.add_neuron_container(
+        "model",
+        image=ecs.ContainerImage.from_registry(VLLM.uri),
+        entry_point=["python", "/usr/local/bin/vllm_entrypoint.py"],
+        command=["vllm", "serve"],
+        driver_check=True,
+    )
+    (container,) = containers(stack)
+    assert container["EntryPoint"] == ["/bin/sh", "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check"]
+    assert container["Command"] == ["python", "/usr/local/bin/vllm_entrypoint.py", "vllm", "serve"]
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment["NEURON_DRIVER_CHECK_OLDEST"] == "2.27"
+    assert environment["NEURON_DRIVER_CHECK_NEWEST"] == ""
+    assert environment["NEURON_DRIVER_CHECK_RUNTIME"] == "Neuron SDK 2.31.1's runtime 2.33.10.0"
+
+
+def test_without_driver_check_the_container_is_unchanged() -> None:
+    stack = Stack(App(), "S")
+    task = ManagedNeuronTaskDefinition(stack, "T", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri), command=["vllm", "serve"])
+    (container,) = containers(stack)
+    assert "EntryPoint" not in container and container["Command"] == ["vllm", "serve"]
+
+
+def test_driver_check_without_an_entry_point_is_refused() -> None:
+    task = ManagedNeuronTaskDefinition(Stack(App(), "S"), "T", cpu=4096, memory_mib=8192)
+    with pytest.raises(
+        NeuronConfigurationError, match=r"S/T/model: driver_check is set without entry_point.*NEURON089"
+    ):
+        task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri), driver_check=True)
+
+
+def test_driver_check_on_an_image_whose_tag_names_no_sdk_asks_for_the_release() -> None:
+    task = ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="inf2.xlarge", memory_mib=8192)
+    image = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:v3")
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON089.*driver_check='<the image's Neuron SDK release>'"):
+        task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check=True)
+
+
+def test_driver_check_takes_the_sdk_release_when_the_tag_has_none() -> None:
+    stack = Stack(App(), "S")
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn2.3xlarge", memory_mib=8192)
+    image = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:v3")
+    task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check="2.33.0")
+    environment = {e["Name"]: e["Value"] for e in containers(stack)[0]["Environment"]}
+    assert environment["NEURON_DRIVER_CHECK_RUNTIME"] == "Neuron SDK 2.33.0's runtime 2.35.30.0"
+
+
+def test_driver_check_on_an_image_the_newest_driver_refuses_warns() -> None:
+    stack = Stack(App(), "S")
+    task = ManagedNeuronTaskDefinition(stack, "T", cpu=4096, memory_mib=8192)
+    task.add_neuron_container(
+        "model",
+        image=ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri),
+        entry_point=["torchrun"],
+        driver_check=True,
+    )
+    Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp(r"driver 2.27 to 2.28.*NEURON126"))
+
+
+def test_the_sdk_release_is_read_from_a_dlc_tag() -> None:
+    assert image_sdk(VLLM_TRN2.uri) == "2.33.0" and image_sdk(EMBEDDING.uri) == "2.20.0"
+    assert image_sdk("public.ecr.aws/docker/library/busybox:1.37") is None
+
+
+# ----------------------------------------------------- the catalog vs botocore ---
+
+
+def test_the_catalog_knows_every_neuron_instance_type_and_accelerator_botocore_names() -> None:
+    """Fails the day the installed botocore names a Neuron type or accelerator the catalog lacks (Trn3 included)."""
+    model = botocore.session.get_session().get_service_model("ec2")
+    types = {t for t in model.shape_for("InstanceType").enum if t.startswith(("inf", "trn"))}
+    known = {entry.name for entry in catalog.NeuronInstanceType.all()}
+    assert types, "botocore's InstanceType enum lists Neuron types"
+    assert types <= known, (
+        f"botocore {botocore.__version__} names Neuron types the catalog lacks: {sorted(types - known)}"
+    )
+    accelerators = {a for a in model.shape_for("AcceleratorName").enum if a.startswith(("inferentia", "trainium"))}
+    assert accelerators <= set(typing.get_args(catalog.Accelerator)), sorted(accelerators)
