@@ -359,3 +359,15 @@ def test_the_catalog_knows_every_neuron_instance_type_and_accelerator_botocore_n
     )
     accelerators = {a for a in model.shape_for("AcceleratorName").enum if a.startswith(("inferentia", "trainium"))}
     assert accelerators <= set(typing.get_args(catalog.Accelerator)), sorted(accelerators)
+
+
+def test_the_docs_table_of_images_and_drivers_is_the_tables() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "catalog.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `") and "SDK" not in line.split("|")[1]]
+    stated = {line.split("|")[1].strip().split("`")[1]: line.split("|")[3].strip() for line in rows}
+    for name in ("VLLM_TRN2", "VLLM", "PYTORCH_INFERENCE", "PYTORCH_TRAINING", "EMBEDDING", "INF1_INFERENCE"):
+        image = IMAGES[name]
+        allowed = driver_range(image.neuron_sdk or "")
+        assert allowed is not None and f"driver {stated[name]}" == allowed.describe(), name
+    for name, before in NEEDS_AMI_BEFORE.items():
+        assert f"needs an AMI built before {before}" in text.split(f"| `{name}`", 1)[1].split("\n", 1)[0]

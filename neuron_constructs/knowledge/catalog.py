@@ -38,10 +38,13 @@ Sources
   LNC=2 (default), these are grouped into 4 Logical NeuronCores"; "On trn1, only lnc=1 is supported" (Neuron
   logical-neuroncore-config, compiler error EARG001). Trainium3 (8 NeuronCore-v4 and 144 GiB per chip) has no
   public per-instance table yet, so no trn3 type is in the catalog (docs: catalog, "Known unknowns").
-* Inf1: Neuron runtime 2.21 "Removed INF1 Support from Runtime library"; the last Inf1 container images are
+* Inf1: Neuron SDK 2.21.0, whose runtime is 2.23, "Removed INF1 Support from Runtime library" (runtime release
+  notes, Neuron 2.21.0; :mod:`~neuron_constructs.knowledge.neuron_releases`); the last Inf1 container images are
   Neuron SDK 2.20.2's (aws-neuron/deep-learning-containers README, ``pytorch-inference-neuron``), and from 2.27
   "Neuron no longer supports Inf1 virtual environments and AMIs" (Neuron announcement
-  announce-eos-inf1-virtual-environments).
+  announce-eos-inf1-virtual-environments). The ECS Neuron AMI installs the newest driver at build and, on Inf1
+  hardware, replaces it with ``aws-neuronx-dkms-2.21.*`` at boot (aws/amazon-ecs-ami
+  ``scripts/al2023/neuron/neuron-inf1-downgrade.sh``).
 
 A figure with no public source is ``None`` rather than a guess.
 """
@@ -171,7 +174,8 @@ class NeuronInstanceType:
 
     @property
     def supported_by_current_neuron_sdk(self) -> bool:
-        """False for inf1: the Neuron runtime dropped Inf1 in 2.21; its last container images are SDK 2.20.2's."""
+        """False for inf1: Neuron SDK 2.21.0 (runtime 2.23) removed Inf1 from the runtime; its last container images
+        are SDK 2.20.2's."""
         return self.accelerator != "inferentia"
 
     @property

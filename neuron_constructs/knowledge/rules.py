@@ -965,13 +965,13 @@ SHORT_GRACE_PERIOD = Rule(
 INF1_OUT_OF_SUPPORT = Rule(
     "NEURON113",
     "Inf1 on Neuron SDK releases that no longer support it",
-    "the Neuron runtime dropped Inf1 in 2.21 (the last Inf1 container images are Neuron SDK 2.20.2's), Neuron no "
-    "longer supports Inf1 environments and AMIs from 2.27, and Neuron driver 2.24 is the last for Inf1",
+    "Neuron SDK 2.21.0 (runtime 2.23) removed Inf1 support from the runtime (the last Inf1 container images are "
+    "Neuron SDK 2.20.2's), Neuron no longer supports Inf1 environments and AMIs from 2.27, and the ECS Neuron AMI "
+    "pins the Inf1 driver to 2.21 at boot",
     "run images of Neuron SDK 2.20.2 or earlier on Inf1 (public.ecr.aws/neuron/pytorch-inference-neuron:"
-    "1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04), check the Neuron AMI's driver still loads on Inf1, or move the "
-    "model to Inf2; acknowledge this warning id once you have",
+    "1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04), or move the model to Inf2; acknowledge this warning id once you have",
     "Neuron runtime release notes 2.21.0; Neuron announcements: end of support for Inf1 virtual environments and "
-    "AMIs, Neuron driver support for Inf1",
+    "AMIs; aws/amazon-ecs-ami scripts/al2023/neuron/neuron-inf1-downgrade.sh",
     severity="warning",
 )
 UNMONITORED_SCALING = Rule(
