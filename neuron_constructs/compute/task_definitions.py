@@ -267,7 +267,7 @@ class NeuronTaskDefinition(Construct):
     def _driver_check_options(self, path: str, driver_check: bool | str, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` with the entry point and command wrapped in the driver start check (NEURON089 when the
         caller did not state the entry point)."""
-        if driver_check is False:
+        if not driver_check:
             return options
         if not options.get("entry_point"):
             raise rules.DRIVER_CHECK_INPUT.error(
@@ -284,7 +284,7 @@ class NeuronTaskDefinition(Construct):
     ) -> None:
         """Give a checked container the driver range of its image's SDK release (NEURON089 when unknown), and warn
         (NEURON126) when that range excludes the newest Neuron driver."""
-        if driver_check is False:
+        if not driver_check:
             return
         sdk = driver_check if isinstance(driver_check, str) else start_check.image_sdk(container.image_name)
         environment = start_check.driver_check_environment(sdk) if sdk else None

@@ -22,13 +22,6 @@ Why each is the release it is:
   but no source found publishes its repository and tag (the page links to the DLC repository's README, whose newest
   stored version is 2.32.0's): it is not in this module until one does.
 
-Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
-Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
-:data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
-runtime 2.32) and :data:`EMBEDDING` (SDK 2.20.0, runtime 2.22) run on driver 2.28 at most, which no ECS Neuron AMI
-built from July 7, 2026 (Neuron 2.31.0, driver 2.29) carries: :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
-since neither image has a successor a source publishes. :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
-AMI installs driver 2.21 at boot.
 * :data:`EMBEDDING` is the Hugging Face Neuron inference DLC of SDK 2.20.0 that the examples' embedding model
   runs. It is kept at that release: it is configured through the SageMaker Hugging Face inference toolkit's
   variables (``HF_MODEL_ID``, ``HF_TASK``, ``HF_OPTIMUM_*``), and no source found states that a newer tag keeps
@@ -40,6 +33,14 @@ AMI installs driver 2.21 at boot.
   release: they are the images of AWS's ECS Neuron problem detector sample, which the recovery daemon follows.
   The detector is v0.8.20, as the sample's task definition pins it; the Neuron ECS guide's copy of the same task
   (``deploy/ecs/npd.rst``) names v0.8.19 with the same command, an older patch release.
+
+Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
+Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
+:data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
+runtime 2.32) and :data:`EMBEDDING` (SDK 2.20.0, runtime 2.22) run on driver 2.28 at most, which no ECS Neuron AMI
+built from July 7, 2026 (Neuron 2.31.0, driver 2.29) carries: :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
+since neither image has a successor a source publishes. :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
+AMI installs driver 2.21 at boot.
 
 Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons
 and the model-artifact sync, root, one of them privileged, on every Neuron host) are referenced as ``tag@digest``

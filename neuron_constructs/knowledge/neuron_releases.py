@@ -147,12 +147,12 @@ class NeuronRelease:
 
     @property
     def runtime_version(self) -> tuple[int, int] | None:
-        """``(major, minor)`` of :attr:`runtime`."""
+        """``(major, minor)`` of the ``runtime`` version."""
         return parse_driver_version(self.runtime) if self.runtime else None
 
     @property
     def driver_version(self) -> tuple[int, int] | None:
-        """``(major, minor)`` of :attr:`driver`."""
+        """``(major, minor)`` of the ``driver`` version."""
         return parse_driver_version(self.driver) if self.driver else None
 
 
@@ -316,9 +316,9 @@ def newest_driver() -> NeuronRelease:
 
 
 def image_driver_conflict(ami_release: str, image: NeuronImage, instance_family: str | None = None) -> str | None:
-    """Why ``image`` (its :attr:`~neuron_constructs.knowledge.container_images.NeuronImage.neuron_sdk`) does not run
-    on ECS Neuron AMI release ``ami_release``; ``None`` when it does or the table cannot tell (an image with no SDK
-    release, such as the monitoring images, is never refused)."""
+    """Why ``image`` (a :class:`~neuron_constructs.knowledge.container_images.NeuronImage`, by its ``neuron_sdk``)
+    does not run on ECS Neuron AMI release ``ami_release``; ``None`` when it does or the table cannot tell (an image
+    with no SDK release, such as the monitoring images, is never refused)."""
     if image.neuron_sdk is None:
         return None
     return ami_driver_conflict(ami_release, image.neuron_sdk, instance_family)
