@@ -371,3 +371,21 @@ def test_the_docs_table_of_images_and_drivers_is_the_tables() -> None:
         assert allowed is not None and f"driver {stated[name]}" == allowed.describe(), name
     for name, before in NEEDS_AMI_BEFORE.items():
         assert f"needs an AMI built before {before}" in text.split(f"| `{name}`", 1)[1].split("\n", 1)[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dates(min_value=datetime.date(2026, 2, 26), max_value=datetime.date(2027, 12, 31)))
+def test_a_derived_driver_was_released_by_the_ami_s_date_and_the_newest_or_the_one_before(day: datetime.date) -> None:
+    derived = ami_driver(f"2023.0.{day:%Y%m%d}")
+    released = [r for r in NEURON_RELEASES if r.date is not None and r.date <= day]
+    if released[-1].driver_version is None:
+        assert derived.drivers == () and derived.unknown_after == released[-1].sdk
+        return
+    assert derived.drivers[0] == released[-1].driver_version
+    assert all(d in {r.driver_version for r in released} for d in derived.drivers)
+    assert len(derived.drivers) == 1 or (day - released[-1].date).days < neuron_releases.AMBIGUITY_DAYS  # type: ignore[operator]
+    for sdk in ("2.20.0", "2.30.0", "2.31.1", "2.33.0"):
+        allowed = driver_range(sdk)
+        assert allowed is not None
+        refused = ami_driver_conflict(derived.ami_release, sdk) is not None
+        assert refused == (not any(allowed.admits(d) for d in derived.drivers))
