@@ -19,8 +19,10 @@ from conftest import synth_warnings
 
 from neuron_constructs import (
     RULES,
+    AmiRollout,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
+    NeuronAmi,
     NeuronCluster,
     NeuronConfigurationError,
     NeuronMonitoring,
@@ -299,6 +301,25 @@ def _deployment_with_no_spare_instance(s: Stack) -> None:
 def _scaling_a_passed_minimum_onto_every_instance(s: Stack) -> None:
     service = _scaled_service(s, min_healthy_percent=100)
     service.scale_on_requests(requests_per_target=60, max_count=2)
+
+
+def _ami_release_without_its_date(s: Stack) -> None:
+    NeuronAmi.release("2023.0.2026111")
+
+
+def _ami_rollout_stopping_instances_the_service_needs(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity(
+        "Inf2",
+        instance_type="inf2.48xlarge",
+        max_capacity=3,
+        machine_image=NeuronAmi.release("2023.0.20261113"),
+        ami_rollout=AmiRollout(instances_at_a_time=2, launch_before_terminate=False),
+    )
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=2, min_healthy_percent=100)
+    synth(s)
 
 
 def _model_name_with_a_space(s: Stack) -> None:
@@ -1207,6 +1228,19 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.TOKEN_NOT_LITERAL,
         _parameter_for_max_capacity,
         r"Test/C/Inf2: max_capacity is a CDK token, a value known only at deploy time.*pass a literal max_capacity",
+    ),
+    (
+        r.AMI_RELEASE,
+        _ami_release_without_its_date,
+        r"NeuronAmi.release\('2023.0.2026111'\): '2023.0.2026111' is not an ECS AL2023 AMI release.*"
+        r"NeuronAmi.release\('2023.0.20261113'\)",
+    ),
+    (
+        r.AMI_ROLLOUT,
+        _ami_rollout_stopping_instances_the_service_needs,
+        r"Test/C/Inf2: AmiRollout\(instances_at_a_time=2, terminating first\) leaves 1 of its 3 instances, and "
+        r"Test/Svc keeps 2 of its 2 tasks running \(min_healthy_percent=100\), one per instance.*"
+        r"replace fewer instances at a time \(at most 1\)",
     ),
 ]
 

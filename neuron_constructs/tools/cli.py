@@ -3,7 +3,7 @@
 Commands::
 
     neuron-ecs catalog [--json]
-    neuron-ecs ami [--region R] [--json]
+    neuron-ecs ami [--releases [--limit N]] [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout] [--json]
@@ -49,7 +49,7 @@ EXIT_CONFLICT = 3
 _REQUIRED_PERMISSIONS = {
     "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
     "and ecs:DescribeTaskDefinition",
-    "ami": "ssm:GetParameters on the public /aws/service/ecs/* parameters",
+    "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
 }
 _FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "malformed": "31", "unregistered": "33", "idle": "33"}
 _REGION = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
@@ -148,6 +148,8 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
     session = _session(args)
     region = _region(session)
     ssm = session.client("ssm", endpoint_url=args.endpoint_url, config=client_config())
+    if args.releases:
+        return _ami_releases(ssm, region, args, out)
     ami = resolve_neuron_ami(ssm, region)
     if args.json:
         _print_json(ami.to_json(), out)
@@ -160,6 +162,63 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
     if ami.parse_error:
         out.line(out.style(f"  note: {ami.parse_error}", "33"))
         out.line(out.style(f"  the image id above is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33"))
+    return EXIT_OK
+
+
+def _release_limit(text: str) -> int:
+    if not text.isdigit() or int(text) > 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count from 0 to 10000")
+    return int(text)
+
+
+def _printable(value: object, limit: int = 40) -> str:
+    """A value from a parameter, as a table cell: printable ASCII, at most ``limit`` characters, ``?`` if none."""
+    if value is None or value == "":
+        return "?"
+    text = "".join(c if " " <= c <= "~" else "?" for c in str(value)[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+AMI_RELEASE_HEADERS = ("release", "image id", "ECS agent", "kernel", "pin it with")
+
+
+def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output) -> int:
+    """``ami --releases``: the region's releases of the ECS AL2023 Neuron AMI, newest first."""
+    from neuron_constructs.knowledge.ami import NEURON_AMI_RELEASES_PATH, AmiNotPublishedError, list_neuron_ami_releases
+
+    releases, note = list_neuron_ami_releases(ssm)
+    if not releases and note is None:
+        raise AmiNotPublishedError(region)
+    shown = releases[: args.limit] if args.limit else releases
+    if args.json:
+        _print_json(
+            {
+                "region": region,
+                "path": NEURON_AMI_RELEASES_PATH,
+                "releases": [r.to_json() for r in shown],
+                "note": note,
+            },
+            out,
+        )
+        return EXIT_OK
+    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI releases', '1')} in {region}, newest first")
+    out.table(
+        AMI_RELEASE_HEADERS,
+        [
+            (
+                r.release,
+                _printable(r.image_id),
+                _printable(r.details.get("ecs_agent_version")),
+                r.kernel,
+                f"NeuronAmi.release({r.release!r}{'' if r.kernel == '6.1' else f', kernel={r.kernel!r}'})",
+            )
+            for r in shown
+        ],
+    )
+    if len(shown) < len(releases):
+        out.line(f"{len(releases) - len(shown)} older releases not shown (--limit 0 shows every one)")
+    if note:
+        out.line(out.style(f"note: {note}", "33"))
     return EXIT_OK
 
 
@@ -622,6 +681,17 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
 
     ami = commands.add_parser("ami", help="the recommended ECS Amazon Linux 2023 Neuron AMI in a region")
+    ami.add_argument(
+        "--releases",
+        action="store_true",
+        help="list the region's releases of that AMI, newest first (pin one with NeuronAmi.release)",
+    )
+    ami.add_argument(
+        "--limit",
+        type=_release_limit,
+        default=10,
+        help="with --releases: how many of the newest to show (default 10, 0 for every one read)",
+    )
     aws_options(ami)
 
     inspect = commands.add_parser(
