@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-
 from aws_cdk import Duration, Size, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
