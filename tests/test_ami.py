@@ -93,6 +93,7 @@ def test_a_pinned_release_resolves_its_own_parameter_and_rolls_the_group_one_ins
     # instances ECS protects from scale in are replaced, not waited on for an hour
     assert refresh["Preferences"]["ScaleInProtectedInstances"] == "Refresh"
     assert refresh["Preferences"]["InstanceWarmup"] == 600
+    assert refresh["Preferences"]["SkipMatching"] is True  # instances already on the new template stay
     assert "AutoScalingRollingUpdate" not in group["UpdatePolicy"]
     # ECS drains every instance Auto Scaling terminates, the refresh's included
     (provider,) = (v for v in template["Resources"].values() if v["Type"] == "AWS::ECS::CapacityProvider")
@@ -312,7 +313,7 @@ def _publish(session: boto3.Session, name: str, value: str) -> None:
     session.client("ssm").get_parameters_by_path(Path=NEURON_AMI_RELEASES_PATH, MaxResults=1)  # loads moto's own
     backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
     backend._parameters[name].append(
-        Parameter(
+        Parameter(  # type: ignore[abstract]
             account_id=DEFAULT_ACCOUNT_ID,
             name=name,
             value=value,
@@ -320,7 +321,7 @@ def _publish(session: boto3.Session, name: str, value: str) -> None:
             description=None,
             allowed_pattern=None,
             keyid=None,
-            last_modified_date=1.0,
+            last_modified_date=datetime.datetime(2026, 11, 13, tzinfo=datetime.UTC),
             version=1,
             data_type="text",
         )
