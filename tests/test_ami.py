@@ -307,7 +307,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
 
 def _publish(session: boto3.Session, name: str, value: str) -> None:
     """Put a public ``/aws/service`` parameter into moto's SSM (the API refuses that prefix to accounts)."""
-    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.ssm.models import Parameter, ssm_backends
 
     session.client("ssm").get_parameters_by_path(Path=NEURON_AMI_RELEASES_PATH, MaxResults=1)  # loads moto's own
