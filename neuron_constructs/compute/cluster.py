@@ -547,16 +547,18 @@ class NeuronCluster(Construct):
             raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
                 path, f"machine_image resolves {parameter}, the standard ECS AMI", instance_type=neuron.name
             )
-        ami = machine_image if isinstance(machine_image, NeuronAmi) else None
-        if machine_image is None:
-            ami = NeuronAmi.recommended()
-        rollout = _ami_rollout(ami, ami_rollout)
-        if ami is not None and ami.pinned:
-            image: ec2.IMachineImage = ec2.MachineImage.from_ssm_parameter(ami.parameter_name)
-        elif ami is not None or machine_image is None:
-            image = ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON)
+        ami: NeuronAmi | None = None
+        image: ec2.IMachineImage
+        if isinstance(machine_image, NeuronAmi) or machine_image is None:
+            ami = machine_image or NeuronAmi.recommended()
+            image = (
+                ec2.MachineImage.from_ssm_parameter(ami.parameter_name)
+                if ami.pinned
+                else ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON)
+            )
         else:
-            image = machine_image  # type: ignore[assignment]
+            image = machine_image
+        rollout = _ami_rollout(ami, ami_rollout)
         capacity = AutoScalingCapacity(
             self,
             id,
