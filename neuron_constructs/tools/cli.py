@@ -15,7 +15,8 @@ not fit its capacity, or ECS refuses its configuration) or ``digests`` finds a p
 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
-long ``inspect`` prints progress on stderr. ``digests`` ends within one deadline for the whole run
+long ``inspect`` prints progress on stderr; ``ami --releases`` reads at most 40 pages within 60 s and says when
+it stopped early. ``digests`` ends within one deadline for the whole run
 (30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s and 256 MB and answer a
 sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
 findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
