@@ -409,3 +409,13 @@ def test_ami_releases_of_a_region_without_any_is_a_sentence(monkeypatch: pytest.
 
 def test_ami_releases_limit_is_a_count() -> None:
     assert run("ami", "--releases", "--limit", "many")[0] == EXIT_USAGE
+
+
+def test_the_bounds_the_cli_page_states_are_the_code_s() -> None:
+    from pathlib import Path
+
+    from neuron_constructs.knowledge.ami import MAX_RELEASE_PAGES, MAX_RELEASE_SECONDS
+
+    page = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    assert (MAX_RELEASE_PAGES, MAX_RELEASE_SECONDS) == (40, 60.0)
+    assert "at most 40 pages of 10 and 60 s" in page
