@@ -59,7 +59,12 @@ from neuron_constructs.knowledge.rules import RULES, Rule
 
 if TYPE_CHECKING:
     from neuron_constructs.base.synth_checks import enable_template_checks
-    from neuron_constructs.compute.capacity import AutoScalingCapacity, CapacityReservation, ManagedInstancesCapacity
+    from neuron_constructs.compute.capacity import (
+        AmiRollout,
+        AutoScalingCapacity,
+        CapacityReservation,
+        ManagedInstancesCapacity,
+    )
     from neuron_constructs.compute.cluster import NeuronCluster
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
     from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
         ManualNeuronTaskDefinition,
         NeuronTaskDefinition,
     )
+    from neuron_constructs.knowledge.ami import NeuronAmi
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
     from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
@@ -81,6 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RULES",
+    "AmiRollout",
     "AutoScalingCapacity",
     "CapacityReservation",
     "CompileCache",
@@ -92,6 +99,7 @@ __all__ = [
     "ManualNeuronTaskDefinition",
     "ModelArtifacts",
     "ModelOptions",
+    "NeuronAmi",
     "NeuronCluster",
     "NeuronConfigurationError",
     "NeuronFleet",
@@ -114,6 +122,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AmiRollout": "neuron_constructs.compute.capacity",
     "AutoScalingCapacity": "neuron_constructs.compute.capacity",
     "CapacityReservation": "neuron_constructs.compute.capacity",
     "CompileCache": "neuron_constructs.compute.model_sources",
@@ -125,6 +134,7 @@ _LAZY = {
     "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
     "ModelArtifacts": "neuron_constructs.compute.model_sources",
     "ModelOptions": "neuron_constructs.serving.fleet",
+    "NeuronAmi": "neuron_constructs.knowledge.ami",
     "NeuronCluster": "neuron_constructs.compute.cluster",
     "NeuronFleet": "neuron_constructs.serving.fleet",
     "NeuronLoadBalancer": "neuron_constructs.serving.load_balancer",

@@ -389,3 +389,19 @@ def test_a_derived_driver_was_released_by_the_ami_s_date_and_the_newest_or_the_o
         assert allowed is not None
         refused = ami_driver_conflict(derived.ami_release, sdk) is not None
         assert refused == (not any(allowed.admits(d) for d in derived.drivers))
+
+
+def test_a_service_on_a_pinned_ami_runs_an_image_whose_runtime_runs_on_its_driver() -> None:
+    """NEURON088 where the pinned release and the service's image meet: the SDK 2.33 vLLM image runs on the
+    2023.0.20261113 AMI's driver; the SDK 2.30 training image on the same capacity is refused (test_rules)."""
+    from neuron_constructs import NeuronAmi, NeuronCluster, NeuronService
+
+    stack = Stack(App(analytics_reporting=False), "Pinned")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity(
+        "Trn2", instance_type="trn2.48xlarge", max_capacity=2, machine_image=NeuronAmi.release("2023.0.20261113")
+    )
+    task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM_TRN2.uri))
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task)  # no NEURON088
+    assert image_sdk(VLLM_TRN2.uri) == "2.33.0"

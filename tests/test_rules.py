@@ -19,8 +19,10 @@ from conftest import synth_warnings
 
 from neuron_constructs import (
     RULES,
+    AmiRollout,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
+    NeuronAmi,
     NeuronCluster,
     NeuronConfigurationError,
     NeuronMonitoring,
@@ -299,6 +301,25 @@ def _deployment_with_no_spare_instance(s: Stack) -> None:
 def _scaling_a_passed_minimum_onto_every_instance(s: Stack) -> None:
     service = _scaled_service(s, min_healthy_percent=100)
     service.scale_on_requests(requests_per_target=60, max_count=2)
+
+
+def _ami_release_without_its_date(s: Stack) -> None:
+    NeuronAmi.release("2023.0.2026111")
+
+
+def _ami_rollout_stopping_instances_the_service_needs(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity(
+        "Inf2",
+        instance_type="inf2.48xlarge",
+        max_capacity=3,
+        machine_image=NeuronAmi.release("2023.0.20261113"),
+        ami_rollout=AmiRollout(instances_at_a_time=2, launch_before_terminate=False),
+    )
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=2, min_healthy_percent=100)
+    synth(s)
 
 
 def _model_name_with_a_space(s: Stack) -> None:
@@ -803,10 +824,16 @@ def _smoke_test_header_the_function_refuses(s: Stack) -> None:
 
 
 def _training_image_on_a_current_ami(s: Stack) -> None:
+    from neuron_constructs import NeuronAmi
     from neuron_constructs.knowledge.container_images import PYTORCH_TRAINING
-    from neuron_constructs.knowledge.neuron_releases import refuse_driver_mismatch
 
-    refuse_driver_mismatch("Test/Capacity", "2023.0.20261113", PYTORCH_TRAINING)
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity(
+        "Trn1", instance_type="trn1.32xlarge", max_capacity=2, machine_image=NeuronAmi.release("2023.0.20261113")
+    )
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri))
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task)
 
 
 def _driver_check_without_entry_point(s: Stack) -> None:
@@ -1220,11 +1247,28 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _parameter_for_max_capacity,
         r"Test/C/Inf2: max_capacity is a CDK token, a value known only at deploy time.*pass a literal max_capacity",
     ),
-    (r.DRIVER_OUTSIDE_RUNTIME, _training_image_on_a_current_ami, r"Test/Capacity: .*driver 2.31.*driver 2.27 to 2.28"),
+    (
+        r.DRIVER_OUTSIDE_RUNTIME,
+        _training_image_on_a_current_ami,
+        r"Test/Svc: .*sdk2\.30\.0.*driver 2.31.*driver 2.27 to 2.28",
+    ),
     (
         r.DRIVER_CHECK_INPUT,
         _driver_check_without_entry_point,
         r"Test/Task/model: driver_check is set without entry_point",
+    ),
+    (
+        r.AMI_RELEASE,
+        _ami_release_without_its_date,
+        r"NeuronAmi.release\('2023.0.2026111'\): '2023.0.2026111' is not an ECS AL2023 AMI release.*"
+        r"NeuronAmi.release\('2023.0.20261113'\)",
+    ),
+    (
+        r.AMI_ROLLOUT,
+        _ami_rollout_stopping_instances_the_service_needs,
+        r"Test/C/Inf2: AmiRollout\(instances_at_a_time=2, terminating first\) leaves 1 of its 3 instances, and "
+        r"Test/Svc keeps 2 of its 2 tasks running \(min_healthy_percent=100\), one per instance.*"
+        r"replace fewer instances at a time \(at most 1\)",
     ),
 ]
 

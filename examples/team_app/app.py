@@ -74,6 +74,14 @@ class Platform(Construct):
         super().__init__(scope, id)
         self.cluster = NeuronCluster(self, "Neuron")
         self.fleet_capacity = self.cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+        Validations.of(self.fleet_capacity).acknowledge(
+            Acknowledgment(
+                id="neuron-constructs:NEURON125",
+                reason="the example follows the recommended Neuron AMI so that it deploys in any region and on the "
+                "local endpoint; a platform pins the release it has tested, machine_image=NeuronAmi.release(...) "
+                "from `neuron-ecs ami --releases`, and each new release then rolls the group.",
+            )
+        )
         self.llm_capacity = self.cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
         self.monitoring = NeuronMonitoring(self, "Monitoring", cluster=self.cluster)
         Validations.of(self.monitoring).acknowledge(

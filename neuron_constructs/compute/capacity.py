@@ -10,19 +10,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from aws_cdk import Size, Validations
+import jsii
+from aws_cdk import Duration, Size, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
 from neuron_constructs.base.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER
+from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
 
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_ROOT_VOLUME_GIB",
     "ECS_AGENT_SETTINGS",
     "NEURON_AMI_PARAMETER",
+    "AmiRollout",
     "AutoScalingCapacity",
     "CapacityReservation",
     "ManagedInstancesCapacity",
@@ -43,6 +45,71 @@ NEURON_AMI_PARAMETER = NEURON_AMI_IMAGE_ID_PARAMETER
 
 DEFAULT_ROOT_VOLUME_GIB = 100
 """Root volume size: Neuron framework images are large (AWS blueprints use 100 GiB)."""
+
+DEFAULT_AMI_WARMUP = Duration.minutes(10)
+"""How long an instance refresh waits after a new instance is in service before it replaces the next batch: a new
+Neuron instance pulls images of several GB and loads a compiled model before its tasks serve."""
+
+
+@dataclass(frozen=True)
+class AmiRollout:
+    """How an Auto Scaling capacity replaces its instances when its AMI changes: an instance refresh, run by
+    CloudFormation (the group's ``UpdatePolicy: AutoScalingInstanceRefresh``) whenever a deploy changes the launch
+    template, ``instances_at_a_time`` instances at a time, each drained by ECS before it stops.
+
+    Why an instance refresh and not CloudFormation's ``AutoScalingRollingUpdate``: a rolling update replaces
+    in-service instances only, so a warm pool's instances keep the old AMI (CloudFormation reference:
+    AWS::AutoScaling::WarmPool), and it takes no account of scale-in protection, which ECS managed termination
+    protection turns on for every instance with tasks (``NewInstancesProtectedFromScaleIn``), so the update waits on
+    instances it may not terminate. An instance refresh replaces warm pool instances too (EC2 Auto Scaling API:
+    InstanceRefreshWarmPoolProgress), and ``ScaleInProtectedInstances: Refresh`` replaces protected instances rather
+    than waiting an hour and failing (the default, ``Wait``) or skipping them (``Ignore``) (EC2 Auto Scaling API:
+    RefreshPreferences). Each instance it terminates goes through the lifecycle hook of ECS managed draining, which
+    the capacity provider turns on: ECS sets the container instance to ``DRAINING`` and its services start
+    replacements within their ``minimumHealthyPercent`` / ``maximumPercent`` before the instance stops (ECS guide:
+    container instance draining, managed instance draining).
+
+    ``instances_at_a_time``
+        How many instances are replaced at once, 1 to the group's ``max_capacity`` (NEURON087). Instance refresh
+        counts in whole percent of the group's desired capacity: the library sets the percentage that gives this
+        many at ``max_capacity`` (fewer when fewer instances run; Auto Scaling replaces at least one). One percent is
+        the least it takes, so a group of more than 100 instances replaces at least one in a hundred at a time.
+    ``launch_before_terminate``
+        ``True`` (default): ``MinHealthyPercentage`` 100 and ``MaxHealthyPercentage`` above it, so the new instances
+        are in service before the old ones drain, and the services keep every task (costs the extra instances for
+        the refresh). ``False``: ``MaxHealthyPercentage`` 100 and the minimum below it, which stops instances first;
+        refused where the instances left cannot hold the services' minimum healthy tasks (NEURON087, checked at
+        synth for services placed one per instance).
+    ``instance_warmup``
+        How long after a new instance is in service the refresh waits before the next batch; default 10 minutes.
+    """
+
+    instances_at_a_time: int = 1
+    launch_before_terminate: bool = True
+    instance_warmup: Duration | None = None
+
+    def percentages(self, max_capacity: int) -> tuple[int, int]:
+        """``(MinHealthyPercentage, MaxHealthyPercentage)`` for a group of at most ``max_capacity`` instances."""
+        batch = max(1, 100 * self.instances_at_a_time // max(1, max_capacity))
+        batch = min(batch, 100)
+        return (100, 100 + batch) if self.launch_before_terminate else (100 - batch, 100)
+
+    def update_policy(self, max_capacity: int) -> autoscaling.UpdatePolicy:
+        """The group's instance refresh policy."""
+        minimum, maximum = self.percentages(max_capacity)
+        return autoscaling.UpdatePolicy.instance_refresh(
+            strategy=autoscaling.InstanceRefreshStrategy.ROLLING,
+            min_healthy_percentage=minimum,
+            max_healthy_percentage=maximum,
+            instance_warmup=self.instance_warmup or DEFAULT_AMI_WARMUP,
+            scale_in_protected_instances=autoscaling.ScaleInProtectedInstances.REFRESH,
+            skip_matching=True,
+        )
+
+    def describe(self) -> str:
+        order = "launching before terminating" if self.launch_before_terminate else "terminating first"
+        return f"AmiRollout(instances_at_a_time={self.instances_at_a_time}, {order})"
+
 
 DEFAULT_MANAGED_INSTANCES_ACCELERATORS = inputs.MANAGED_INSTANCES_ACCELERATORS
 DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
@@ -335,9 +402,13 @@ class AutoScalingCapacity(Construct):
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
         lnc: int | None = None,
+        ami: NeuronAmi | None = None,
+        ami_rollout: AmiRollout | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         inputs.check_capacity_size(path, min_capacity, max_capacity)
+        if ami_rollout is not None:
+            _check_ami_rollout(path, ami_rollout, max_capacity)
         inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
@@ -364,6 +435,10 @@ class AutoScalingCapacity(Construct):
         self.capacity_reservation = capacity_reservation
         self.lnc: int | None = lnc
         """The logical-core setting written to the instances (``None``: the runtime's default for the type)."""
+        self.ami: NeuronAmi | None = ami
+        """The Neuron AMI the instances launch (``None`` for non-Neuron capacity or an ``ec2.IMachineImage``)."""
+        self.ami_rollout: AmiRollout | None = ami_rollout
+        """How a changed AMI replaces the instances (``None``: it does not; instances launched later take it)."""
         self.services: list[Construct] = []
         self.monitored = False
         self.sliced_by: Construct | None = None
@@ -420,7 +495,10 @@ class AutoScalingCapacity(Construct):
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             capacity_rebalance=True if spot else None,
+            update_policy=ami_rollout.update_policy(max_capacity) if ami_rollout is not None else None,
         )
+        if ami_rollout is not None and not ami_rollout.launch_before_terminate:
+            self.node.add_validation(_AmiRolloutRoom(self, ami_rollout))
         if capacity_reservation is not None:
             reserve_auto_scaling_capacity(
                 self.auto_scaling_group,
@@ -438,6 +516,55 @@ class AutoScalingCapacity(Construct):
             enable_managed_draining=True,
         )
         compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
+
+
+def _check_ami_rollout(path: str, rollout: AmiRollout, max_capacity: int) -> None:
+    """NEURON087 at the call: a batch of 1 to ``max_capacity`` instances."""
+    batch = rollout.instances_at_a_time
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= max(1, max_capacity):
+        raise rules.AMI_ROLLOUT.error(
+            path,
+            f"{rollout.describe()} on a group of at most {max_capacity} instances",
+            fix=f"pass instances_at_a_time from 1 to max_capacity ({max_capacity})",
+        )
+
+
+@jsii.implements(IValidation)
+class _AmiRolloutRoom:
+    """NEURON087 at synth: a terminate-first refresh of ``capacity`` leaves its instances less one batch; each
+    service placed one task per instance (a manually mapped task definition, ``distinctInstance``) must keep its
+    minimum healthy tasks on them. Services that pack several tasks per instance are not judged here."""
+
+    def __init__(self, capacity: AutoScalingCapacity, rollout: AmiRollout) -> None:
+        self.capacity = capacity
+        self.rollout = rollout
+
+    def validate(self) -> list[str]:
+        from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition
+
+        capacity, batch = self.capacity, self.rollout.instances_at_a_time
+        left = capacity.max_capacity - batch
+        problems = []
+        for service in capacity.services:
+            desired = getattr(service, "desired_count", None)
+            minimum_percent = getattr(service, "min_healthy_percent", None)
+            task = getattr(service, "task_definition", None)
+            if not isinstance(task, ManualNeuronTaskDefinition) or not desired or minimum_percent is None:
+                continue
+            keep = -(-desired * minimum_percent // 100)
+            if keep > left:
+                problems.append(
+                    rules.AMI_ROLLOUT.message(
+                        construct_path(capacity),
+                        f"{self.rollout.describe()} leaves {left} of its {capacity.max_capacity} instances, and "
+                        f"{construct_path(service)} keeps {keep} of its {desired} tasks running "
+                        f"(min_healthy_percent={minimum_percent}), one per instance",
+                        fix="launch before terminating (AmiRollout(launch_before_terminate=True), the default), "
+                        f"replace fewer instances at a time (at most {max(0, capacity.max_capacity - keep)}), or raise "
+                        "max_capacity",
+                    )
+                )
+        return problems
 
 
 def encrypted_root_volume(gib: int) -> ec2.BlockDevice:

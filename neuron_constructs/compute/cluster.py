@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from aws_cdk import RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
@@ -34,6 +34,7 @@ from neuron_constructs.compute.capacity import (
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
     DEFAULT_ROOT_VOLUME_GIB,
+    AmiRollout,
     AutoScalingCapacity,
     CapacityReservation,
     ManagedInstancesCapacity,
@@ -41,6 +42,7 @@ from neuron_constructs.compute.capacity import (
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
 from neuron_constructs.knowledge.ami import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
+from neuron_constructs.knowledge.ami import NeuronAmi
 from neuron_constructs.knowledge.catalog import (
     NeuronInstanceType,
     closest_instance_types,
@@ -73,6 +75,33 @@ def _check_machine_image(capacity: Construct, neuron: NeuronInstanceType, image:
     Validations.of(capacity).add_warning(
         rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(construct_path(capacity), f"{what} for {neuron.name}")
     )
+
+
+def _warn_recommended_ami(capacity: AutoScalingCapacity, rollout: AmiRollout | None) -> None:
+    """NEURON125: the capacity resolves the recommended Neuron AMI at every deploy."""
+    if rollout is None:
+        what = (
+            "launches the recommended Neuron AMI, resolved at every deploy: after AWS publishes a new one, the next "
+            "deploy makes a new launch template version, instances launched after it run the new AMI and its Neuron "
+            "driver, and the running ones keep the old"
+        )
+    else:
+        what = (
+            f"launches the recommended Neuron AMI, resolved at every deploy, with {rollout.describe()}: the first "
+            "deploy after AWS publishes a new AMI replaces every instance of the group"
+        )
+    Validations.of(capacity).add_warning(
+        rules.RECOMMENDED_AMI.warning_id, rules.RECOMMENDED_AMI.message(construct_path(capacity), what)
+    )
+
+
+def _ami_rollout(ami: NeuronAmi | None, rollout: AmiRollout | Literal[False] | None) -> AmiRollout | None:
+    """The rollout of a capacity: ``rollout`` as passed, ``AmiRollout()`` by default for a pinned release."""
+    if rollout is False:
+        return None
+    if rollout is None:
+        return AmiRollout() if ami is not None and ami.pinned else None
+    return rollout
 
 
 class _Subnets(NamedTuple):
@@ -463,11 +492,12 @@ class NeuronCluster(Construct):
         min_capacity: int = 0,
         max_capacity: int = DEFAULT_MAX_CAPACITY,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
-        machine_image: ec2.IMachineImage | None = None,
+        machine_image: ec2.IMachineImage | NeuronAmi | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
         lnc: int | None = None,
+        ami_rollout: AmiRollout | Literal[False] | None = None,
     ) -> AutoScalingCapacity:
         """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
 
@@ -484,10 +514,19 @@ class NeuronCluster(Construct):
         root_volume_gib
             Encrypted gp3 root volume, 1 to 65,536 GiB; default 100 GiB (a warning below that).
         machine_image
-            An AMI instead of resolving
-            ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id``
-            at deploy time: warns unless it resolves that same parameter (NEURON105); the standard ECS AMI
-            is refused (NEURON030).
+            Which ECS Neuron AMI: ``NeuronAmi.release("2023.0.YYYYMMDD")`` resolves that release's own SSM parameter
+            (``.../neuron/al2023-ami-ecs-neuron-hvm-<release>-kernel-6.1-x86_64/image_id``), so the image changes only
+            when you change the release; ``NeuronAmi.recommended()`` (the default) resolves
+            ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id`` at every deploy and warns
+            (NEURON125): once AWS publishes a new AMI, the next deploy makes a new launch template version that only
+            instances launched after it run. Any other ``ec2.IMachineImage`` warns unless it resolves a Neuron AMI
+            parameter (NEURON105); the standard ECS AMI is refused (NEURON030).
+        ami_rollout
+            How a changed AMI replaces the running instances: an :class:`AmiRollout` (an instance refresh, a stated
+            number of instances at a time, each drained by ECS; NEURON087). Default: ``AmiRollout()`` (one instance
+            at a time, launched before the old one drains) for a ``NeuronAmi.release``, none otherwise; ``False``
+            for none. AWS Batch capacity (``NeuronTrainingQueue``) is not rolled here: Batch updates its compute
+            environments' instances itself.
         vpc_subnets
             Where the instances launch; default the cluster's ``capacity_subnets``.
         spot
@@ -508,12 +547,24 @@ class NeuronCluster(Construct):
             raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
                 path, f"machine_image resolves {parameter}, the standard ECS AMI", instance_type=neuron.name
             )
+        ami: NeuronAmi | None = None
+        image: ec2.IMachineImage
+        if isinstance(machine_image, NeuronAmi) or machine_image is None:
+            ami = machine_image or NeuronAmi.recommended()
+            image = (
+                ec2.MachineImage.from_ssm_parameter(ami.parameter_name)
+                if ami.pinned
+                else ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON)
+            )
+        else:
+            image = machine_image
+        rollout = _ami_rollout(ami, ami_rollout)
         capacity = AutoScalingCapacity(
             self,
             id,
             cluster=self.cluster,
             instance_type=neuron.name,
-            machine_image=machine_image or ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON),
+            machine_image=image,
             subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
             public_subnets=selected.has_public,
             min_capacity=min_capacity,
@@ -523,9 +574,13 @@ class NeuronCluster(Construct):
             spot=spot,
             capacity_reservation=capacity_reservation,
             lnc=lnc,
+            ami=ami,
+            ami_rollout=rollout,
         )
-        if machine_image is not None:
-            _check_machine_image(capacity, neuron, machine_image)
+        if ami is None:
+            _check_machine_image(capacity, neuron, image)
+        elif not ami.pinned:
+            _warn_recommended_ami(capacity, rollout)
         self._register_auto_scaling(capacity)
         self.auto_scaling_capacities.append(capacity)
         if self.monitoring is not None:

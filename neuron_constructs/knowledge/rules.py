@@ -825,6 +825,26 @@ PUBLISHED_CLUSTER_CAPACITY = Rule(
     "the app that owns the cluster",
     "ECS API reference: PutClusterCapacityProviders, CreateCapacityProvider (cluster)",
 )
+AMI_RELEASE = Rule(
+    "NEURON086",
+    "Not a release of the ECS Neuron AMI",
+    "each release of the ECS-optimized Amazon Linux 2023 Neuron AMI has its own public SSM parameter, "
+    "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/al2023-ami-ecs-neuron-hvm-2023.0.<YYYYMMDD>-kernel-"
+    "<kernel>-x86_64/image_id, named after the AMI",
+    "pass a release as neuron-ecs ami --releases lists it, e.g. NeuronAmi.release('2023.0.20261113'), or "
+    "NeuronAmi.recommended()",
+    "ECS guide: retrieving Amazon ECS-optimized Linux AMI metadata; aws/amazon-ecs-ami al2023neu.pkr.hcl (AMI name)",
+)
+AMI_ROLLOUT = Rule(
+    "NEURON087",
+    "AMI rollout below the services' minimum healthy tasks",
+    "an instance refresh replaces instances in batches of the group; with managed draining ECS stops an instance's "
+    "tasks as its services' deployment settings allow, so a batch that takes away more instances than the rest can "
+    "spare leaves a service below its minimum healthy tasks, or the refresh waiting on draining that cannot finish",
+    "{fix}",
+    "EC2 Auto Scaling guide: instance refresh (minimum and maximum healthy percentage); ECS guide: managed "
+    "instance draining",
+)
 
 DRIVER_OUTSIDE_RUNTIME = Rule(
     "NEURON088",
@@ -1090,6 +1110,19 @@ DRIVER_CHECK_REFUSES_CURRENT = Rule(
     severity="warning",
 )
 
+RECOMMENDED_AMI = Rule(
+    "NEURON125",
+    "The recommended Neuron AMI changes on deploys",
+    "the launch template resolves /aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id at "
+    "every deploy; AWS publishes a new ECS AMI about weekly, and the next deploy after one writes a new launch "
+    "template version: instances launched after it run the new AMI (a new Neuron driver), those running keep the old",
+    "pin a release, machine_image=NeuronAmi.release('2023.0.YYYYMMDD') (neuron-ecs ami --releases), which changes "
+    "only when you change it and then rolls the group (ami_rollout); or acknowledge this warning id to follow the "
+    "recommended AMI",
+    "ECS guide: retrieving Amazon ECS-optimized Linux AMI metadata (the SSM parameter is checked on every deploy)",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1172,6 +1205,8 @@ RULES: tuple[Rule, ...] = (
     PUBLISHED_CLUSTER_CAPACITY,
     DRIVER_OUTSIDE_RUNTIME,
     DRIVER_CHECK_INPUT,
+    AMI_RELEASE,
+    AMI_ROLLOUT,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
@@ -1196,6 +1231,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_WITHOUT_NEURON_ALARM,
     SMOKE_TEST_TLS_NAME,
     DRIVER_CHECK_REFUSES_CURRENT,
+    RECOMMENDED_AMI,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -53,6 +53,7 @@ from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.driver_check import image_sdk
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions import (
     ManagedNeuronTaskDefinition,
@@ -63,6 +64,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
+from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict
 from neuron_constructs.knowledge.rollouts import peak_room, rollout_problems, rollout_warnings
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
@@ -607,9 +609,17 @@ class NeuronService(Construct, ListenerTarget):
             )
 
     def _check_placement(self) -> None:
-        """NEURON020/017/023/012: this service fits its capacity beside the services already there."""
+        """NEURON020/017/023/012/088: this service fits its capacity beside the services already there, and its
+        images' Neuron runtime runs on the driver of the capacity's pinned AMI release."""
         capacity, task, path = self.capacity, self.task_definition, construct_path(self)
         if isinstance(capacity, AutoScalingCapacity):
+            release = capacity.ami.version if capacity.ami is not None else None
+            if release is not None:
+                for container in task.neuron_containers:
+                    sdk = image_sdk(container.image_name)
+                    problem = ami_driver_conflict(release, sdk, capacity.neuron_instance_type.family) if sdk else None
+                    if problem is not None:
+                        raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{container.image_name}: {problem}")
             owner = capacity.sliced_by
             if owner is not None and not path.startswith(f"{construct_path(owner)}/"):
                 raise rules.SLICED_CAPACITY_SHARED.error(

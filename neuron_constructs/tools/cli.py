@@ -3,7 +3,7 @@
 Commands::
 
     neuron-ecs catalog [--json]
-    neuron-ecs ami [--region R] [--json]
+    neuron-ecs ami [--releases [--limit N]] [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout] [--json]
@@ -15,7 +15,8 @@ not fit its capacity, or ECS refuses its configuration) or ``digests`` finds a p
 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
-long ``inspect`` prints progress on stderr. ``digests`` ends within one deadline for the whole run
+long ``inspect`` prints progress on stderr; ``ami --releases`` reads at most 40 pages within 60 s and says when
+it stopped early. ``digests`` ends within one deadline for the whole run
 (30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s and 256 MB and answer a
 sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
 findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
@@ -49,7 +50,7 @@ EXIT_CONFLICT = 3
 _REQUIRED_PERMISSIONS = {
     "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
     "and ecs:DescribeTaskDefinition",
-    "ami": "ssm:GetParameters on the public /aws/service/ecs/* parameters",
+    "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
 }
 _FINDING_COLOURS = {"conflict": "31", "missing-device": "31", "malformed": "31", "unregistered": "33", "idle": "33"}
 _REGION = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
@@ -148,6 +149,8 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
     session = _session(args)
     region = _region(session)
     ssm = session.client("ssm", endpoint_url=args.endpoint_url, config=client_config())
+    if args.releases:
+        return _ami_releases(ssm, region, args, out)
     ami = resolve_neuron_ami(ssm, region)
     if args.json:
         _print_json(ami.to_json(), out)
@@ -160,6 +163,63 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
     if ami.parse_error:
         out.line(out.style(f"  note: {ami.parse_error}", "33"))
         out.line(out.style(f"  the image id above is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33"))
+    return EXIT_OK
+
+
+def _release_limit(text: str) -> int:
+    if not text.isdigit() or int(text) > 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count from 0 to 10000")
+    return int(text)
+
+
+def _printable(value: object, limit: int = 40) -> str:
+    """A value from a parameter, as a table cell: printable ASCII, at most ``limit`` characters, ``?`` if none."""
+    if value is None or value == "":
+        return "?"
+    text = "".join(c if " " <= c <= "~" else "?" for c in str(value)[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+AMI_RELEASE_HEADERS = ("release", "image id", "ECS agent", "kernel", "pin it with")
+
+
+def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output) -> int:
+    """``ami --releases``: the region's releases of the ECS AL2023 Neuron AMI, newest first."""
+    from neuron_constructs.knowledge.ami import NEURON_AMI_RELEASES_PATH, AmiNotPublishedError, list_neuron_ami_releases
+
+    releases, note = list_neuron_ami_releases(ssm)
+    if not releases and note is None:
+        raise AmiNotPublishedError(region)
+    shown = releases[: args.limit] if args.limit else releases
+    if args.json:
+        _print_json(
+            {
+                "region": region,
+                "path": NEURON_AMI_RELEASES_PATH,
+                "releases": [r.to_json() for r in shown],
+                "note": note,
+            },
+            out,
+        )
+        return EXIT_OK
+    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI releases', '1')} in {region}, newest first")
+    out.table(
+        AMI_RELEASE_HEADERS,
+        [
+            (
+                r.release,
+                _printable(r.image_id),
+                _printable(r.details.get("ecs_agent_version")),
+                r.kernel,
+                f"NeuronAmi.release({r.release!r}{'' if r.kernel == '6.1' else f', kernel={r.kernel!r}'})",
+            )
+            for r in shown
+        ],
+    )
+    if len(shown) < len(releases):
+        out.line(f"{len(releases) - len(shown)} older releases not shown (--limit 0 shows every one)")
+    if note:
+        out.line(out.style(f"note: {note}", "33"))
     return EXIT_OK
 
 
@@ -622,6 +682,17 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
 
     ami = commands.add_parser("ami", help="the recommended ECS Amazon Linux 2023 Neuron AMI in a region")
+    ami.add_argument(
+        "--releases",
+        action="store_true",
+        help="list the region's releases of that AMI, newest first (pin one with NeuronAmi.release)",
+    )
+    ami.add_argument(
+        "--limit",
+        type=_release_limit,
+        default=10,
+        help="with --releases: how many of the newest to show (default 10, 0 for every one read)",
+    )
     aws_options(ami)
 
     inspect = commands.add_parser(
