@@ -617,7 +617,8 @@ class NeuronService(Construct, ListenerTarget):
             if release is not None:
                 for container in task.neuron_containers:
                     sdk = image_sdk(container.image_name)
-                    problem = ami_driver_conflict(release, sdk, capacity.neuron_instance_type.family) if sdk else None
+                    family = capacity.neuron_instance_type.family if capacity.neuron_instance_type else None
+                    problem = ami_driver_conflict(release, sdk, family) if sdk else None
                     if problem is not None:
                         raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{container.image_name}: {problem}")
             owner = capacity.sliced_by
