@@ -153,6 +153,9 @@ class NeuronTaskDefinition(Construct):
         remember_path(self, scope, id)
         enable_template_checks(scope)
         self.task_role: iam.IRole = task_role or _new_task_role(self)
+        self.model_artifacts: list[ModelArtifacts] = []
+        """The model artifacts its containers copy, in the order they were added (a warm pool's warm-up copies them
+        too)."""
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -262,6 +265,7 @@ class NeuronTaskDefinition(Construct):
             )
             container.add_environment("MODEL_DIR", model_artifacts.path)
             model_artifacts.grant(self.task_role)
+            self.model_artifacts.append(model_artifacts)
 
     def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
         path = f"{construct_path(self)}/{id}"
