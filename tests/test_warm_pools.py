@@ -339,3 +339,89 @@ def test_warm_up_quotes_what_it_fetches(shell: str, tmp_path: Path) -> None:
 def test_ecr_registry_names_private_registries_only() -> None:
     assert ecr_registry(PRIVATE_IMAGE) == ("111122223333.dkr.ecr.us-east-1.amazonaws.com", "us-east-1")
     assert ecr_registry(PUBLIC_IMAGE) is None
+
+
+# ----------------------------------------------------------------- neuron-ecs plan --fetches ---
+
+
+def _write_app(built: dict[str, Any], tmp_path: Path, *names: str) -> list[str]:
+    paths = []
+    for name in names:
+        path = tmp_path / f"{name}.template.json"
+        path.write_text(json.dumps(built["templates"][name]))
+        paths.append(str(path))
+    return paths
+
+
+def test_plan_lists_what_a_new_instance_of_each_capacity_fetches(built: dict[str, Any], tmp_path: Path) -> None:
+    from neuron_constructs.tools.planning import plan_paths
+
+    (warm,) = plan_paths(_write_app(built, tmp_path, "Warm")).fetches
+    assert warm.capacity.startswith("CNeuronProvider")  # a bare template: named by logical id
+    assert PRIVATE_IMAGE in warm.images
+    assert any(i.startswith("public.ecr.aws/aws-cli/aws-cli:") for i in warm.images)  # the model sync container
+    assert warm.artifacts == ("s3://team-models/llama/neuron-tp2",)
+    assert warm.warm_pool == 1
+    managed = plan_paths(_write_app(built, tmp_path, "Managed")).fetches
+    assert [(f.kind, f.scale_in_after) for f in managed] == [
+        ("managed-instances", 1800),
+        ("managed-instances", -1),
+        ("managed-instances", None),
+    ]
+
+
+def test_plan_matches_a_model_stack_s_service_to_the_platform_s_capacity(built: dict[str, Any], tmp_path: Path) -> None:
+    from neuron_constructs.tools.planning import plan_paths
+
+    (shared,) = plan_paths(_write_app(built, tmp_path, "Platform", "Model")).fetches
+    assert PUBLIC_IMAGE in shared.images
+    assert shared.artifacts == ("s3://team-models/llama/neuron-tp2",)
+
+
+def test_plan_fetches_on_the_command_line(built: dict[str, Any], tmp_path: Path) -> None:
+    import io
+
+    from neuron_constructs.tools.cli import EXIT_OK, main
+
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["plan", "--fetches", *_write_app(built, tmp_path, "Warm")], stdout=out, stderr=err)
+    assert (status, err.getvalue()) == (EXIT_OK, "")
+    text = out.getvalue()
+    assert "warm pool of at least 1: fetched at warm-up" in text
+    assert f"  image     {PRIVATE_IMAGE}" in text
+    assert "  artifacts s3://team-models/llama/neuron-tp2" in text
+    out = io.StringIO()
+    main(["plan", "--fetches", "--json", *_write_app(built, tmp_path, "Warm")], stdout=out, stderr=err)
+    document = json.loads(out.getvalue())
+    assert document["fetches"][0]["warm_pool_min_size"] == 1 and document["unreadable"] == []
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"Fn::Join": ["", [value, {"Ref": "AWS::Region"}]]}
+    return value
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=3),
+        max_leaves=30,
+    )
+)
+def test_any_image_or_command_value_is_shown_as_a_bounded_sentence(value: Any) -> None:
+    from neuron_constructs.tools.planning import _artifact_url, shown
+
+    assert len(shown(value)) <= 240
+    assert _artifact_url({"Command": ["s3", "sync", value, value]}) in (None, *([shown(value)] * 1))
+
+
+def test_a_deeply_nested_image_is_cut_not_recursed_without_end() -> None:
+    from neuron_constructs.tools.planning import shown
+
+    text = shown(_deep(5_000))
+    assert "<computed>" in text and len(text) <= 240
+    assert shown({"Fn::Join": ["", ["a", {"Ref": "Repo"}, ":1"]]}) == "a<Repo>:1"
+    assert shown({"Fn::GetAtt": ["Bucket", "Arn"]}) == "<Bucket.Arn>"
