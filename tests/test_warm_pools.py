@@ -425,3 +425,35 @@ def test_a_deeply_nested_image_is_cut_not_recursed_without_end() -> None:
     assert "<computed>" in text and len(text) <= 240
     assert shown({"Fn::Join": ["", ["a", {"Ref": "Repo"}, ":1"]]}) == "a<Repo>:1"
     assert shown({"Fn::GetAtt": ["Bucket", "Arn"]}) == "<Bucket.Arn>"
+
+
+def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> None:
+    """The registry token's ``*`` is acknowledged in a policy of its own; the pulls, the model prefix and the hook
+    are scoped."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(
+        analytics_reporting=False, outdir=str(tmp_path), context={"@aws-cdk/core:failSynthOnValidationErrors": False}
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = Stack(app, "Nag")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    NeuronService(
+        stack,
+        "Llama",
+        cluster=cluster,
+        task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE)),
+        capacity=capacity,
+    )
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_paths = [
+        (v["ruleName"], c["constructPath"])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if "Nag/C/Neuron" in c["constructPath"]
+    ]
+    assert open_paths == []
