@@ -447,7 +447,8 @@ def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> Non
         task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE)),
         capacity=capacity,
     )
-    app.synth()
+    template = app.synth().get_stack_by_name("Nag").template
+    assert any("CompleteWarmUp" in logical_id for logical_id in template["Resources"])
     report = json.loads((tmp_path / "validation-report.json").read_text())
     plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
     open_paths = [

@@ -582,7 +582,7 @@ class AutoScalingCapacity(Construct):
         # Attached through the role by name: a policy of the role itself would be a dependency of the launch template,
         # which the group (named here) depends on.
         by_name = iam.Role.from_role_name(self, "WarmUpRole", self.role.role_name)
-        iam.Policy(
+        complete = iam.Policy(
             self,
             "CompleteWarmUp",
             roles=[by_name],
@@ -591,6 +591,11 @@ class AutoScalingCapacity(Construct):
                     sid="CompleteWarmUp", actions=["autoscaling:CompleteLifecycleAction"], resources=[group_arn]
                 )
             ],
+        )
+        compliance.acknowledge_warm_up_hook(
+            complete,
+            "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/"
+            f"<{stack.resolve(stack.get_logical_id(self.auto_scaling_group.node.default_child))}>",  # type: ignore[arg-type]
         )
         if repositories:
             # On the role itself, so in place before the first instance pulls.
