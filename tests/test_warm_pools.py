@@ -146,6 +146,19 @@ def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(buil
     )
 
 
+def test_the_task_s_model_volume_is_the_warm_up_s_copy_on_the_host(built: dict[str, Any]) -> None:
+    """So the task's own sync finds the files the warm-up copied (same size and time) instead of copying them again."""
+    (task,) = _of_type(built["templates"]["Warm"], "AWS::ECS::TaskDefinition")
+    (volume,) = task["Properties"]["Volumes"]
+    assert volume["Host"] == {"SourcePath": f"{MODELS_DIRECTORY}/team-models/llama/neuron-tp2"}
+    model = next(c for c in task["Properties"]["ContainerDefinitions"] if c["Name"] == "model")
+    (mount,) = model["MountPoints"]
+    assert mount["SourceVolume"] == volume["Name"] and mount["ReadOnly"] is True
+    # A model stack's task on the platform's capacity keeps its own task volume: nothing in it is the platform's.
+    (other,) = _of_type(built["templates"]["Model"], "AWS::ECS::TaskDefinition")
+    assert "Host" not in other["Properties"]["Volumes"][0]
+
+
 def test_warm_up_holds_the_instance_with_a_launching_hook_and_reads_its_group_from_tags(built: dict[str, Any]) -> None:
     template = built["templates"]["Warm"]
     (hook,) = _of_type(template, "AWS::AutoScaling::LifecycleHook")

@@ -34,6 +34,7 @@ from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
 from neuron_constructs.knowledge.warm_start import (
     LIFECYCLE_HOOK_NAME,
+    MODELS_DIRECTORY,
     PREFETCH_AGENT_SETTINGS,
     WARM_POOL_AGENT_SETTINGS,
     WARM_UP_FILE,
@@ -561,6 +562,7 @@ class AutoScalingCapacity(Construct):
                 if entry not in artifacts:
                     artifacts.append(entry)
                     grant_artifacts.append(model)
+            _share_model_volumes(service)
         if skipped:
             Validations.of(self).add_warning(
                 rules.NOT_PREFETCHED.warning_id,
@@ -659,6 +661,32 @@ def _containers(service: IConstruct) -> list[ecs.ContainerDefinition]:
     if task is None:
         return []
     return [c for c in task.node.children if isinstance(c, ecs.ContainerDefinition)]
+
+
+def _share_model_volumes(service: IConstruct) -> None:
+    """Make the model volumes of an EC2-only task of ``service`` host volumes at the warm-up's copy
+    (``MODELS_DIRECTORY/<bucket>/<prefix>``): the task's sync then finds the files there and copies only what changed
+    since the warm-up (from S3 to a directory, ``aws s3 sync`` leaves a file of the same size alone unless the object
+    is newer, and sets a downloaded file's time to the object's: aws-cli, ``s3 sync --exact-timestamps`` help)."""
+    task = getattr(service, "task_definition", None)
+    wrapper = next(
+        (c for c in (task, getattr(getattr(task, "node", None), "scope", None)) if hasattr(c, "model_volumes")), None
+    )
+    definition = getattr(wrapper, "task_definition", None)
+    if wrapper is None or not isinstance(definition, ecs.TaskDefinition):
+        return
+    if definition.compatibility != ecs.Compatibility.EC2:
+        return
+    resource = definition.node.default_child
+    assert isinstance(resource, ecs.CfnTaskDefinition)
+    rendered = Stack.of(definition).resolve(resource.volumes) or []
+    names = [v.get("name", v.get("Name")) if isinstance(v, dict) else None for v in rendered]
+    for volume, model in wrapper.model_volumes.items():
+        if volume in names:
+            resource.add_property_override(
+                f"Volumes.{names.index(volume)}.Host.SourcePath",
+                f"{MODELS_DIRECTORY}/{model.bucket.bucket_name}/{model.prefix}",
+            )
 
 
 def _model_artifacts(service: IConstruct) -> list[ModelArtifacts]:

@@ -156,6 +156,8 @@ class NeuronTaskDefinition(Construct):
         self.model_artifacts: list[ModelArtifacts] = []
         """The model artifacts its containers copy, in the order they were added (a warm pool's warm-up copies them
         too)."""
+        self.model_volumes: dict[str, ModelArtifacts] = {}
+        """The task volume each of them is copied into, by volume name."""
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -266,6 +268,7 @@ class NeuronTaskDefinition(Construct):
             container.add_environment("MODEL_DIR", model_artifacts.path)
             model_artifacts.grant(self.task_role)
             self.model_artifacts.append(model_artifacts)
+            self.model_volumes[volume] = model_artifacts
 
     def _add(self, id: str, image: ecs.ContainerImage, options: dict[str, Any]) -> ecs.ContainerDefinition:
         path = f"{construct_path(self)}/{id}"
