@@ -5,7 +5,7 @@ Constructs
 NeuronCluster
     An ECS cluster with Neuron capacity: ``add_managed_instances_capacity`` (returns a
     ManagedInstancesCapacity), ``add_ec2_capacity`` and ``add_non_neuron_capacity`` (return an
-    AutoScalingCapacity); CapacityReservation for reserved capacity.
+    AutoScalingCapacity); CapacityReservation for reserved capacity, WarmPool for a warm pool.
 ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition
     The two ways ECS hands a container Neuron devices: ``NeuronDevice = ALL`` on Managed Instances,
     or ``/dev/neuronN`` mapped for one instance type.
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         AutoScalingCapacity,
         CapacityReservation,
         ManagedInstancesCapacity,
+        WarmPool,
     )
     from neuron_constructs.compute.cluster import NeuronCluster
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
@@ -118,6 +119,7 @@ __all__ = [
     "ServiceOptions",
     "SlicedNeuronService",
     "SmokeTest",
+    "WarmPool",
     "enable_template_checks",
 ]
 
@@ -125,6 +127,7 @@ _LAZY = {
     "AmiRollout": "neuron_constructs.compute.capacity",
     "AutoScalingCapacity": "neuron_constructs.compute.capacity",
     "CapacityReservation": "neuron_constructs.compute.capacity",
+    "WarmPool": "neuron_constructs.compute.capacity",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
     "FleetModel": "neuron_constructs.serving.fleet",

@@ -30,6 +30,7 @@ from neuron_constructs import (
     Rollout,
     SlicedNeuronService,
     SmokeTest,
+    WarmPool,
 )
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
@@ -1230,6 +1231,20 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _auto_scaling_on_a_published_cluster,
         r"Test/C/Inf2: Auto Scaling capacity on Test/C, the cluster another app published under /neuron/team.*"
         r"add Managed Instances capacity to Test/C",
+    ),
+    (
+        r.WARM_POOL_REUSE,
+        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+            "Inf2", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True)
+        ),
+        r"Test/C/Inf2: warm_pool=WarmPool\(reuse_on_scale_in=True\).*ReuseOnScaleIn.*drop reuse_on_scale_in",
+    ),
+    (
+        r.WARM_POOL_SPOT,
+        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+            "Inf2", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool()
+        ),
+        r"Test/C/Inf2: warm_pool with spot=True.*requests Spot Instances.*spot=False",
     ),
     (
         r.SMOKE_TEST,

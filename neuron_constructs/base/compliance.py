@@ -155,6 +155,32 @@ def acknowledge_execution_role(token_policy: IConstruct) -> None:
     )
 
 
+def acknowledge_warm_up(policy: IConstruct) -> None:
+    """The warm-up policy of a warm-pooled capacity's instance role: the ECR registry token for its image pulls."""
+    _acknowledge(
+        policy,
+        {
+            "IAM5[Resource::*]": (
+                "Warm-up of a warm-pooled instance: ecr:GetAuthorizationToken supports no resource-level permissions; "
+                "the image pulls themselves are scoped to the repositories of the services on the capacity."
+            ),
+        },
+    )
+
+
+def acknowledge_warm_up_hook(policy: IConstruct, group_arn: str) -> None:
+    """The policy that lets a warm-pooled instance complete its group's lifecycle action."""
+    _acknowledge(
+        policy,
+        {
+            f"IAM5[Resource::{group_arn}]": (
+                "Warm-up of a warm-pooled instance: an Auto Scaling group's ARN holds a generated id that only the "
+                "group's name stands for; the statement names the group."
+            ),
+        },
+    )
+
+
 def acknowledge_default_security_group_restriction(provider: IConstruct) -> None:
     """The Lambda function aws-cdk-lib runs to strip the rules of a VPC's default security group."""
     basic_execution = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"

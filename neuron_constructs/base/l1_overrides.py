@@ -49,6 +49,7 @@ __all__ = [
     "drop_redundant_handler_dependency",
     "efa_network_interfaces",
     "open_node_range",
+    "optimize_managed_instances",
     "record_intent",
     "require_all_neuron_devices",
     "reserve_auto_scaling_capacity",
@@ -240,3 +241,20 @@ def open_node_range(job_definition: IConstruct) -> None:
     resource = job_definition.node.default_child
     assert isinstance(resource, CfnResource)
     resource.add_property_override("NodeProperties.NodeRangeProperties.0.TargetNodes", "0:")
+
+
+def optimize_managed_instances(provider: IConstruct, *, scale_in_after: int | None, auto_repair: bool | None) -> None:
+    """``ManagedInstancesProvider.InfrastructureOptimization.ScaleInAfter`` and ``.AutoRepairConfiguration``
+    (``ActionsStatus`` ENABLED or DISABLED), which aws-cdk-lib's ``ManagedInstancesCapacityProvider`` does not take;
+    ``None`` leaves a setting to ECS."""
+    resource = provider.node.default_child
+    assert isinstance(resource, CfnResource)
+    if scale_in_after is not None:
+        resource.add_property_override(
+            "ManagedInstancesProvider.InfrastructureOptimization", {"ScaleInAfter": scale_in_after}
+        )
+    if auto_repair is not None:
+        resource.add_property_override(
+            "ManagedInstancesProvider.AutoRepairConfiguration",
+            {"ActionsStatus": "ENABLED" if auto_repair else "DISABLED"},
+        )

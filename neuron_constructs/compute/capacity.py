@@ -11,32 +11,52 @@ from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-from aws_cdk import Duration, Size, Validations
+from aws_cdk import Aspects, Aws, Duration, IAspect, Size, Stack, Token, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
+from jsii import implements
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
-from neuron_constructs.base.l1_overrides import reserve_auto_scaling_capacity, reserve_managed_instances_capacity
+from neuron_constructs.base.l1_overrides import (
+    optimize_managed_instances,
+    reserve_auto_scaling_capacity,
+    reserve_managed_instances_capacity,
+)
 from neuron_constructs.checks import inputs
+from neuron_constructs.compute.model_sources import ModelArtifacts
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
+from neuron_constructs.knowledge.warm_start import (
+    LIFECYCLE_HOOK_NAME,
+    MODELS_DIRECTORY,
+    PREFETCH_AGENT_SETTINGS,
+    WARM_POOL_AGENT_SETTINGS,
+    WARM_UP_FILE,
+    Prefetch,
+    ecr_registry,
+    warm_up_script,
+)
 
 __all__ = [
+    "DEFAULT_AUTO_REPAIR",
     "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
     "DEFAULT_MANAGED_INSTANCES_TYPES",
     "DEFAULT_ROOT_VOLUME_GIB",
+    "DEFAULT_SCALE_IN_AFTER_S",
     "ECS_AGENT_SETTINGS",
     "NEURON_AMI_PARAMETER",
     "AmiRollout",
     "AutoScalingCapacity",
     "CapacityReservation",
     "ManagedInstancesCapacity",
+    "WarmPool",
     "warn_about_public_subnets",
 ]
 
@@ -111,6 +131,18 @@ class AmiRollout:
         return f"AmiRollout(instances_at_a_time={self.instances_at_a_time}, {order})"
 
 
+DEFAULT_SCALE_IN_AFTER_S = 1800
+"""How long ECS Managed Instances keep an idle instance before they optimize it away (``scaleInAfter``, -1 for never
+or 0 to 3,600 s): "a longer delay increases the likelihood of placing new tasks on idle or underutilized instances,
+reducing startup time" (ECS API reference: InfrastructureOptimization). A Neuron task starts by pulling images of
+several GB and loading a model for minutes; half an hour keeps an instance through a rollout or a dip in traffic, and
+an idle one costs at most that long."""
+DEFAULT_AUTO_REPAIR = True
+"""ECS replaces container instances whose health status is ``IMPAIRED`` (``autoRepairConfiguration.actionsStatus``
+ENABLED; ECS API reference: AutoRepairConfiguration). ECS documents the accelerated-compute device checks behind that
+status for NVIDIA GPUs; what it checks on Neuron devices the docs do not say, so this replaces what ECS finds impaired
+and no more."""
+
 DEFAULT_MANAGED_INSTANCES_ACCELERATORS = inputs.MANAGED_INSTANCES_ACCELERATORS
 DEFAULT_MANAGED_INSTANCES_TYPES = ("inf*", "trn*")
 
@@ -157,6 +189,29 @@ class CapacityReservation:
         """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
         names = {"on-demand": "On-Demand Capacity Reservation", "on-demand-group": "reservation group"}
         return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
+
+
+@dataclass(frozen=True)
+class WarmPool:
+    """An EC2 Auto Scaling warm pool for an Auto Scaling capacity: instances launched ahead, stopped (or running,
+    hibernated) until a scale-out takes them, so a new instance skips the boot and, with ``prefetch``, the image
+    pulls and model copies.
+
+    ``min_size``: instances the pool keeps (default 1); ``max_prepared``: the group's whole prepared capacity, in
+    service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
+    volumes only), ``RUNNING`` or ``HIBERNATED``. ``prefetch`` (default True): the warm-up pulls the images and copies
+    the model artifacts of the services on the capacity before the pool stops the instance, and the agent prefers
+    cached images. ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
+
+    Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
+    cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
+    """
+
+    min_size: int = 1
+    max_prepared: int | None = None
+    state: autoscaling.PoolState = autoscaling.PoolState.STOPPED
+    prefetch: bool = True
+    reuse_on_scale_in: bool = False
 
 
 def _text(name: str, value: object) -> str:
@@ -250,8 +305,20 @@ class ManagedInstancesCapacity(Construct):
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         capacity_reservation: CapacityReservation | None = None,
+        scale_in_after: int | None = DEFAULT_SCALE_IN_AFTER_S,
+        auto_repair: bool | None = DEFAULT_AUTO_REPAIR,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
+        if scale_in_after is not None and (
+            isinstance(scale_in_after, bool) or not isinstance(scale_in_after, int) or not -1 <= scale_in_after <= 3600
+        ):
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"scale_in_after={scale_in_after!r}",
+                name="scale_in_after",
+                minimum="-1 (never) or 0",
+                maximum="3,600 seconds",
+            )
         self.instance_types: tuple[NeuronInstanceType, ...] = inputs.check_managed_instances_selection(
             path, accelerators, instance_types
         )
@@ -327,6 +394,9 @@ class ManagedInstancesCapacity(Construct):
                 group_arn=capacity_reservation.target,
                 fallback_to_on_demand=capacity_reservation.fallback_to_on_demand,
             )
+        self.scale_in_after = scale_in_after
+        self.auto_repair = auto_repair
+        optimize_managed_instances(self.capacity_provider, scale_in_after=scale_in_after, auto_repair=auto_repair)
         compliance.acknowledge_managed_instances_capacity(self.infrastructure_role, agent_policy)
 
 
@@ -404,11 +474,14 @@ class AutoScalingCapacity(Construct):
         lnc: int | None = None,
         ami: NeuronAmi | None = None,
         ami_rollout: AmiRollout | None = None,
+        warm_pool: WarmPool | None = None,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
         inputs.check_capacity_size(path, min_capacity, max_capacity)
         if ami_rollout is not None:
             _check_ami_rollout(path, ami_rollout, max_capacity)
+        if warm_pool is not None:
+            _check_warm_pool(path, warm_pool, spot=spot, max_capacity=max_capacity)
         inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
@@ -459,7 +532,14 @@ class AutoScalingCapacity(Construct):
             description=f"ECS container instances ({instance_type}) of {construct_path(cluster)}",
         )
         agent_policy = grant_ecs_agent(self.role, cluster.cluster_arn)
-        settings = {**ECS_AGENT_SETTINGS, **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {})}
+        self.warm_pool = warm_pool
+        prefetch = warm_pool is not None and warm_pool.prefetch
+        settings = {
+            **ECS_AGENT_SETTINGS,
+            **({"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"} if spot else {}),
+            **(WARM_POOL_AGENT_SETTINGS if warm_pool is not None else {}),
+            **(PREFETCH_AGENT_SETTINGS if prefetch else {}),
+        }
         user_data = ec2.UserData.for_linux()
         user_data.add_commands(*(f"echo {k}={v} >> /etc/ecs/ecs.config" for k, v in settings.items()))
         if lnc is not None:
@@ -485,7 +565,10 @@ class AutoScalingCapacity(Construct):
             detailed_monitoring=True,
             spot_options=ec2.LaunchTemplateSpotOptions() if spot else None,
             block_devices=[encrypted_root_volume(root_volume_gib)],
+            # The warm-up reads its group's name from the instance's tags (aws:autoscaling:groupName).
+            instance_metadata_tags=True if prefetch else None,
         )
+        self.user_data = user_data
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",
@@ -516,6 +599,196 @@ class AutoScalingCapacity(Construct):
             enable_managed_draining=True,
         )
         compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
+        self.prefetch: Prefetch | None = None
+        """What the warm-up fetches, known once the app is synthesized (``None`` before, and without prefetch)."""
+        if warm_pool is not None:
+            self.auto_scaling_group.add_warm_pool(
+                min_size=warm_pool.min_size,
+                max_group_prepared_capacity=warm_pool.max_prepared,
+                pool_state=warm_pool.state,
+            )
+        if prefetch:
+            self.auto_scaling_group.add_lifecycle_hook(
+                "WarmUp",
+                lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
+                lifecycle_transition=autoscaling.LifecycleTransition.INSTANCE_LAUNCHING,
+                default_result=autoscaling.DefaultResult.CONTINUE,
+                heartbeat_timeout=WARM_UP_TIMEOUT,
+            )
+            Aspects.of(self).add(_WarmUpOnce(self))
+
+    def _prepare_warm_up(self) -> None:
+        """The warm-up: what the services on the capacity fetch, the instance role's grants for it, and the script
+        in the user data (run once every service is placed)."""
+        stack = Stack.of(self)
+        images: list[str] = []
+        artifacts: list[tuple[str, str]] = []
+        skipped: list[str] = []
+        grant_artifacts: list[ModelArtifacts] = []
+        for service in self.services:
+            if Stack.of(service) is not stack:
+                skipped.append(f"{construct_path(service)} (in another stack)")
+                continue
+            for container in _containers(service):
+                name = container.image_name
+                if Token.is_unresolved(name):
+                    skipped.append(f"{construct_path(container)} (image named by a token)")
+                elif name not in images:
+                    images.append(name)
+            for model in _model_artifacts(service):
+                entry = (model.url, f"{model.bucket.bucket_name}/{model.prefix}")
+                if entry not in artifacts:
+                    artifacts.append(entry)
+                    grant_artifacts.append(model)
+            _share_model_volumes(service)
+        if skipped:
+            Validations.of(self).add_warning(
+                rules.NOT_PREFETCHED.warning_id,
+                rules.NOT_PREFETCHED.message(construct_path(self), f"the warm-up does not fetch {', '.join(skipped)}"),
+            )
+        self.prefetch = Prefetch(tuple(images), tuple(artifacts))
+        repositories = sorted(
+            {
+                f"arn:{Aws.PARTITION}:ecr:{registry[1]}:{image.split('.', 1)[0]}:repository/"
+                + image.split("/", 1)[1].split("@", 1)[0].rsplit(":", 1)[0]
+                for image in images
+                if (registry := ecr_registry(image)) is not None
+            }
+        )
+        group_arn = (
+            f"arn:{Aws.PARTITION}:autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:autoScalingGroup:*:autoScalingGroupName/"
+            f"{self.auto_scaling_group.auto_scaling_group_name}"
+        )
+        # Attached through the role by name: a policy of the role itself would be a dependency of the launch template,
+        # which the group (named here) depends on.
+        by_name = iam.Role.from_role_name(self, "WarmUpRole", self.role.role_name)
+        complete = iam.Policy(
+            self,
+            "CompleteWarmUp",
+            roles=[by_name],
+            statements=[
+                iam.PolicyStatement(
+                    sid="CompleteWarmUp", actions=["autoscaling:CompleteLifecycleAction"], resources=[group_arn]
+                )
+            ],
+        )
+        compliance.acknowledge_warm_up_hook(
+            complete,
+            "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/"
+            f"<{stack.resolve(stack.get_logical_id(self.auto_scaling_group.node.default_child))}>",  # type: ignore[arg-type]
+        )
+        if repositories:
+            # On the role itself, so in place before the first instance pulls.
+            pulls = iam.Policy(
+                self.role,
+                "WarmUp",
+                roles=[self.role],
+                statements=[
+                    iam.PolicyStatement(sid="RegistryToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+                    iam.PolicyStatement(
+                        sid="PullImages",
+                        actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                        resources=repositories,
+                    ),
+                ],
+            )
+            compliance.acknowledge_warm_up(pulls)
+        for model in grant_artifacts:
+            model.grant(self.role)
+        script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=AWS_CLI.reference)
+        self.user_data.add_commands(
+            f"mkdir -p {WARM_UP_FILE.rsplit('/', 1)[0]}",
+            f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'\n{script}NEURON_WARM_UP",
+            f"chmod 700 {WARM_UP_FILE}",
+            f"{WARM_UP_FILE}",
+        )
+
+
+WARM_UP_TIMEOUT = Duration.minutes(30)
+"""How long a new instance may take to warm up before Auto Scaling goes on without it (the lifecycle hook's heartbeat
+timeout; its default result is CONTINUE): a few Neuron images of several GB and a model of tens of GB."""
+
+
+def _check_warm_pool(path: str, warm_pool: WarmPool, *, spot: bool, max_capacity: int) -> None:
+    """NEURON084, NEURON085 and the pool's sizes (NEURON027)."""
+    if warm_pool.reuse_on_scale_in:
+        raise rules.WARM_POOL_REUSE.error(path, "warm_pool=WarmPool(reuse_on_scale_in=True)")
+    if spot:
+        raise rules.WARM_POOL_SPOT.error(path, "warm_pool with spot=True")
+    if isinstance(warm_pool.min_size, bool) or not isinstance(warm_pool.min_size, int) or warm_pool.min_size < 0:
+        raise rules.OUT_OF_RANGE.error(
+            path, f"WarmPool(min_size={warm_pool.min_size!r})", name="min_size", minimum="0", maximum=str(max_capacity)
+        )
+    prepared = warm_pool.max_prepared
+    if prepared is not None and (
+        isinstance(prepared, bool) or not isinstance(prepared, int) or prepared < max(warm_pool.min_size, 0)
+    ):
+        raise rules.OUT_OF_RANGE.error(
+            path,
+            f"WarmPool(max_prepared={prepared!r}) with min_size={warm_pool.min_size}",
+            name="max_prepared",
+            minimum=f"min_size ({warm_pool.min_size})",
+            maximum="any whole number (None: the group's max_capacity)",
+        )
+
+
+def _containers(service: IConstruct) -> list[ecs.ContainerDefinition]:
+    """The container definitions of ``service``'s task definition (a ``NeuronService`` or an ECS service)."""
+    task = getattr(service, "task_definition", None)
+    task = getattr(task, "task_definition", task)
+    if task is None:
+        return []
+    return [c for c in task.node.children if isinstance(c, ecs.ContainerDefinition)]
+
+
+def _share_model_volumes(service: IConstruct) -> None:
+    """Make the model volumes of an EC2-only task of ``service`` host volumes at the warm-up's copy
+    (``MODELS_DIRECTORY/<bucket>/<prefix>``): the task's sync then finds the files there and copies only what changed
+    since the warm-up (from S3 to a directory, ``aws s3 sync`` leaves a file of the same size alone unless the object
+    is newer, and sets a downloaded file's time to the object's: aws-cli, ``s3 sync --exact-timestamps`` help)."""
+    task = getattr(service, "task_definition", None)
+    wrapper = next(
+        (c for c in (task, getattr(getattr(task, "node", None), "scope", None)) if hasattr(c, "model_volumes")), None
+    )
+    definition = getattr(wrapper, "task_definition", None)
+    if wrapper is None or not isinstance(definition, ecs.TaskDefinition):
+        return
+    if definition.compatibility != ecs.Compatibility.EC2:
+        return
+    resource = definition.node.default_child
+    assert isinstance(resource, ecs.CfnTaskDefinition)
+    rendered = Stack.of(definition).resolve(resource.volumes) or []
+    names = [v.get("name", v.get("Name")) if isinstance(v, dict) else None for v in rendered]
+    for volume, model in wrapper.model_volumes.items():
+        if volume in names:
+            resource.add_property_override(
+                f"Volumes.{names.index(volume)}.Host.SourcePath",
+                f"{MODELS_DIRECTORY}/{model.bucket.bucket_name}/{model.prefix}",
+            )
+
+
+def _model_artifacts(service: IConstruct) -> list[ModelArtifacts]:
+    """The ``ModelArtifacts`` the task definition of ``service`` copies (recorded by the Neuron task definitions)."""
+    task = getattr(service, "task_definition", None)
+    for candidate in (task, getattr(getattr(task, "node", None), "scope", None)):
+        found = getattr(candidate, "model_artifacts", None)
+        if isinstance(found, list):
+            return found
+    return []
+
+
+@implements(IAspect)
+class _WarmUpOnce:
+    """Writes the warm-up once every service is placed, before synthesis."""
+
+    def __init__(self, capacity: AutoScalingCapacity) -> None:
+        self.capacity = capacity
+        self.done = False
+
+    def visit(self, node: IConstruct) -> None:
+        if node is self.capacity and not self.done:
+            self.done = True
+            self.capacity._prepare_warm_up()
 
 
 def _check_ami_rollout(path: str, rollout: AmiRollout, max_capacity: int) -> None:

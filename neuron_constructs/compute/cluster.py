@@ -31,13 +31,16 @@ from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import published
 from neuron_constructs.compute.capacity import (
+    DEFAULT_AUTO_REPAIR,
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
     DEFAULT_ROOT_VOLUME_GIB,
+    DEFAULT_SCALE_IN_AFTER_S,
     AmiRollout,
     AutoScalingCapacity,
     CapacityReservation,
     ManagedInstancesCapacity,
+    WarmPool,
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
@@ -440,6 +443,8 @@ class NeuronCluster(Construct):
         task_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
+        scale_in_after: int | None = DEFAULT_SCALE_IN_AFTER_S,
+        auto_repair: bool | None = DEFAULT_AUTO_REPAIR,
     ) -> ManagedInstancesCapacity:
         """Add ECS Managed Instances capacity that launches only Neuron instances; returns it.
 
@@ -463,6 +468,14 @@ class NeuronCluster(Construct):
             Default a new group with no inbound rules.
         vpc_subnets
             Where the instances launch; default the cluster's ``capacity_subnets``.
+        scale_in_after
+            Seconds ECS keeps an idle or underutilized instance before it optimizes it away
+            (``InfrastructureOptimization.ScaleInAfter``): -1 (never) or 0 to 3,600 (NEURON027); default 1,800, so a
+            task placed within half an hour starts on an instance that already holds its images. ``None``: ECS's
+            default.
+        auto_repair
+            ECS replaces instances whose health status is ``IMPAIRED`` (``AutoRepairConfiguration``); default True.
+            ECS documents its accelerated-compute checks for NVIDIA GPUs only. ``None``: ECS's default.
         """
         capacity = ManagedInstancesCapacity(
             self,
@@ -476,6 +489,8 @@ class NeuronCluster(Construct):
             capacity_reservation=capacity_reservation,
             task_volume_gib=task_volume_gib,
             security_groups=security_groups,
+            scale_in_after=scale_in_after,
+            auto_repair=auto_repair,
         )
         self._register_managed_instances(capacity)
         self.managed_instances_capacities.append(capacity)
@@ -498,6 +513,7 @@ class NeuronCluster(Construct):
         capacity_reservation: CapacityReservation | None = None,
         lnc: int | None = None,
         ami_rollout: AmiRollout | Literal[False] | None = None,
+        warm_pool: WarmPool | None = None,
     ) -> AutoScalingCapacity:
         """Add an Auto Scaling group of one Neuron instance type on the ECS Neuron AMI; returns it.
 
@@ -539,6 +555,12 @@ class NeuronCluster(Construct):
             Trainium2 only (NEURON064): physical NeuronCores per logical core on every instance, 1 or 2, written
             to ``/opt/aws/neuron/logical_nc_config``; default ``None``, the runtime's default (2). Tasks, fleets and
             sliced services on the group must pass the same ``lnc``.
+        warm_pool
+            A :class:`WarmPool`: instances launched ahead and kept stopped until a scale-out, the agent with
+            ``ECS_WARM_POOLS_CHECK=true``; with ``prefetch`` (its default) a warm-up pulls the images and copies the
+            model artifacts of the services on the capacity before the pool stops the instance (a service in another
+            stack, or an image named by a token, warns: NEURON124). Not with ``spot`` (NEURON085); ``reuse_on_scale_in``
+            is refused (NEURON084).
         """
         path = f"{construct_path(self)}/{id}"
         neuron = instance_type_at(path, instance_type)
@@ -576,6 +598,7 @@ class NeuronCluster(Construct):
             lnc=lnc,
             ami=ami,
             ami_rollout=rollout,
+            warm_pool=warm_pool,
         )
         if ami is None:
             _check_machine_image(capacity, neuron, image)

@@ -154,6 +154,11 @@ class NeuronTaskDefinition(Construct):
         remember_path(self, scope, id)
         enable_template_checks(scope)
         self.task_role: iam.IRole = task_role or _new_task_role(self)
+        self.model_artifacts: list[ModelArtifacts] = []
+        """The model artifacts its containers copy, in the order they were added (a warm pool's warm-up copies them
+        too)."""
+        self.model_volumes: dict[str, ModelArtifacts] = {}
+        """The task volume each of them is copied into, by volume name."""
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -263,6 +268,8 @@ class NeuronTaskDefinition(Construct):
             )
             container.add_environment("MODEL_DIR", model_artifacts.path)
             model_artifacts.grant(self.task_role)
+            self.model_artifacts.append(model_artifacts)
+            self.model_volumes[volume] = model_artifacts
 
     def _driver_check_options(self, path: str, driver_check: bool | str, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` with the entry point and command wrapped in the driver start check (NEURON089 when the

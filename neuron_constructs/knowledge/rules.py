@@ -866,6 +866,23 @@ DRIVER_CHECK_INPUT = Rule(
     "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues)",
 )
 
+WARM_POOL_REUSE = Rule(
+    "NEURON084",
+    "Warm pool that returns instances on scale in",
+    "a warm pool of an Auto Scaling group registered with Amazon ECS cannot set the option that returns instances to "
+    "the warm pool on scale in (ReuseOnScaleIn)",
+    "drop reuse_on_scale_in from the WarmPool: instances that scale in are terminated and the pool launches fresh ones",
+    "ECS guide: configuring pre-initialized instances for your Amazon ECS Auto Scaling group (warm pools)",
+)
+WARM_POOL_SPOT = Rule(
+    "NEURON085",
+    "Warm pool on Spot capacity",
+    "a warm pool cannot be put on an Auto Scaling group that has a mixed instances policy or a launch template that "
+    "requests Spot Instances",
+    "drop warm_pool, or use On-Demand capacity (spot=False) for the warm-pooled group",
+    "EC2 Auto Scaling API reference: PutWarmPool",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1123,6 +1140,20 @@ RECOMMENDED_AMI = Rule(
     severity="warning",
 )
 
+NOT_PREFETCHED = Rule(
+    "NEURON124",
+    "Warm pool that cannot prefetch a service's image or model",
+    "the warm-up of a warm-pooled instance fetches what it can name when the capacity's stack is synthesized: images "
+    "named by a literal reference and the model artifacts of services in the capacity's own stack; a service in "
+    "another stack (the capacity's template would then depend on the service's) or an image named by a token is "
+    "fetched when its task is placed, as on a cold instance",
+    "name the image by its reference (ContainerImage.from_registry), or put the service in the capacity's stack; "
+    "acknowledge this warning id when a cold pull of it is acceptable",
+    "ECS guide: configuring pre-initialized instances for your Amazon ECS Auto Scaling group (warm pools); "
+    "ECS agent configuration: ECS_IMAGE_PULL_BEHAVIOR",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1207,6 +1238,8 @@ RULES: tuple[Rule, ...] = (
     DRIVER_CHECK_INPUT,
     AMI_RELEASE,
     AMI_ROLLOUT,
+    WARM_POOL_REUSE,
+    WARM_POOL_SPOT,
     ALERT_TOPIC_ACCOUNT,
     SNAPSHOT_REMOVAL,
     DEVICE_TOPOLOGY,
@@ -1232,6 +1265,7 @@ RULES: tuple[Rule, ...] = (
     SMOKE_TEST_TLS_NAME,
     DRIVER_CHECK_REFUSES_CURRENT,
     RECOMMENDED_AMI,
+    NOT_PREFETCHED,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

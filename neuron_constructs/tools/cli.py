@@ -6,7 +6,7 @@ Commands::
     neuron-ecs ami [--releases [--limit N]] [--region R] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
-    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout] [--json]
+    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
@@ -426,6 +426,12 @@ def _plan(args: argparse.Namespace, out: _Output) -> int:
     result = plan_paths(args.templates)
     for problem in result.unreadable:
         args.stderr.write(f"neuron-ecs plan: {problem}\n")
+    if getattr(args, "fetches", False):
+        if args.json:
+            _print_json({"fetches": [f.to_json() for f in result.fetches], "unreadable": result.unreadable}, out)
+        else:
+            _print_fetches(result.fetches, out)
+        return EXIT_USAGE if result.unreadable else EXIT_OK
     if args.json:
         _print_json(result.to_json(), out)
     else:
@@ -433,6 +439,33 @@ def _plan(args: argparse.Namespace, out: _Output) -> int:
     if result.unreadable:
         return EXIT_USAGE
     return EXIT_CONFLICT if result.holds_a_core_twice else EXIT_OK
+
+
+def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
+    if not fetches:
+        out.line("No Neuron capacity in these templates, so nothing a new instance fetches.")
+        return
+    out.line(out.style("What a new instance fetches before its tasks start", "1"))
+    for fetch in fetches:
+        out.line()
+        if fetch.kind == "managed-instances":
+            kept = (
+                ("never" if fetch.scale_in_after == -1 else f"{fetch.scale_in_after} s")
+                if fetch.scale_in_after is not None
+                else "ECS's default"
+            )
+            how = f"Managed Instances: a new instance fetches all of it; an idle one is kept {kept} and holds it"
+        elif fetch.warm_pool is None:
+            how = "no warm pool: a new instance pulls and copies all of it"
+        else:
+            how = f"warm pool of at least {fetch.warm_pool}: fetched at warm-up, before the instance is stopped"
+        out.line(f"{fetch.capacity} ({how})")
+        for image in fetch.images:
+            out.line(f"  image     {image}")
+        for prefix in fetch.artifacts:
+            out.line(f"  artifacts {prefix}")
+        if not fetch.images and not fetch.artifacts:
+            out.line("  nothing: no service of these templates lands on it")
 
 
 def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
@@ -739,6 +772,12 @@ def _parser() -> argparse.ArgumentParser:
         help="draw the peak of every Neuron service's next deployment: its blue copies, then the instances its green "
         "copies land on; per service its strategy, peak chips, cores, instances, CPU and memory, and whether the "
         "capacity holds it",
+    )
+    plan.add_argument(
+        "--fetches",
+        action="store_true",
+        help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
+        "before its tasks start, and whether a warm pool fetched them ahead",
     )
 
     digests = commands.add_parser(

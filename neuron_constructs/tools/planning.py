@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,16 @@ from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_COR
 from neuron_constructs.knowledge.devices import format_device_paths, format_index_runs
 from neuron_constructs.tools.device_map import Holder, InstanceLayout, label
 
-__all__ = ["PlanResult", "app_model", "plan_paths", "plan_template", "plan_templates", "read_app"]
+__all__ = [
+    "Fetch",
+    "PlanResult",
+    "app_model",
+    "fetch_lists",
+    "plan_paths",
+    "plan_template",
+    "plan_templates",
+    "read_app",
+]
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,8 @@ class PlanResult:
 
     layouts: list[InstanceLayout]
     unreadable: list[str]
+    fetches: list[Fetch] = field(default_factory=list)
+    """Per capacity, what a new instance fetches before its tasks start."""
 
     @property
     def holds_a_core_twice(self) -> bool:
@@ -59,7 +70,11 @@ class PlanResult:
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document: ``instances`` (one layout each) and ``unreadable``."""
-        return {"instances": [layout.to_json() for layout in self.layouts], "unreadable": list(self.unreadable)}
+        return {
+            "instances": [layout.to_json() for layout in self.layouts],
+            "fetches": [fetch.to_json() for fetch in self.fetches],
+            "unreadable": list(self.unreadable),
+        }
 
 
 def plan_paths(paths: Sequence[str]) -> PlanResult:
@@ -70,7 +85,8 @@ def plan_paths(paths: Sequence[str]) -> PlanResult:
     """
     loaded, paths_of, unreadable = read_app(paths)
     layouts = plan_templates(loaded, construct_paths=paths_of) if loaded else []
-    return PlanResult(layouts, unreadable)
+    fetches = fetch_lists(app_model(loaded, construct_paths=paths_of)) if loaded else []
+    return PlanResult(layouts, unreadable, fetches)
 
 
 def read_app(
@@ -425,3 +441,141 @@ def _managed_instances_layouts(t: EcsTemplate, capacity: Capacity) -> list[Insta
             )
         )
     return layouts
+
+
+# --- what a new instance fetches -----------------------------------------------------------------
+
+_SHOWN_DEPTH = 6
+_SHOWN_LENGTH = 240
+_SYNC = ("s3", "sync")
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """What a new instance of one capacity fetches before the tasks placed on it start: the container images of the
+    services that land on it, and the S3 prefixes their model-artifact sync containers copy (``aws s3 sync``), each
+    as the template writes it (a computed part shown as ``<Ref>`` or ``<Logical.Attribute>``). ``warm_pool``: the
+    warm pool's minimum size when the group has one (a warm instance fetched them before it was stopped)."""
+
+    capacity: str
+    images: tuple[str, ...]
+    artifacts: tuple[str, ...]
+    warm_pool: int | None = None
+    kind: str = "auto-scaling"
+    """``auto-scaling`` or ``managed-instances``."""
+    scale_in_after: int | None = None
+    """Managed Instances: seconds ECS keeps an idle instance (``InfrastructureOptimization.ScaleInAfter``), if set."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capacity": self.capacity,
+            "kind": self.kind,
+            "scale_in_after": self.scale_in_after,
+            "images": list(self.images),
+            "artifacts": list(self.artifacts),
+            "warm_pool_min_size": self.warm_pool,
+        }
+
+
+def shown(value: Any, depth: int = 0) -> str:
+    """A template value as text: strings as they are, ``Ref`` and ``Fn::GetAtt`` as ``<name>``, ``Fn::Join`` joined,
+    ``Fn::Sub`` as its template, anything else ``<computed>``; nested at most 6 deep and cut at 240 characters."""
+    text = _shown(value, depth)
+    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 1] + "…"
+
+
+def _shown(value: Any, depth: int) -> str:
+    if isinstance(value, str):
+        return value[: _SHOWN_LENGTH + 1]
+    if depth >= _SHOWN_DEPTH or not isinstance(value, dict) or len(value) != 1:
+        return "<computed>"
+    ((function, argument),) = value.items()
+    if function == "Ref" and isinstance(argument, str):
+        return f"<{argument[:80]}>"
+    if function == "Fn::GetAtt" and isinstance(argument, list) and all(isinstance(a, str) for a in argument[:2]):
+        return "<" + ".".join(argument[:2])[:80] + ">"
+    if function == "Fn::GetAtt" and isinstance(argument, str):
+        return f"<{argument[:80]}>"
+    if function == "Fn::Join" and isinstance(argument, list) and len(argument) == 2:
+        separator, parts = argument
+        if isinstance(separator, str) and isinstance(parts, list):
+            joined = ""
+            for part in parts[:64]:
+                joined += (separator if joined else "") + _shown(part, depth + 1)
+                if len(joined) > _SHOWN_LENGTH:
+                    break
+            return joined
+    if function == "Fn::Sub":
+        template = argument[0] if isinstance(argument, list) and argument else argument
+        if isinstance(template, str):
+            return template[: _SHOWN_LENGTH + 1]
+    return "<computed>"
+
+
+def _artifact_url(container: Mapping[str, Any]) -> str | None:
+    """The S3 URL a model-artifact sync container (``command: s3 sync ... s3://... PATH``) copies, else ``None``."""
+    command = container.get("Command")
+    if not isinstance(command, list) or tuple(command[:2]) != _SYNC:
+        return None
+    for argument in command[2:16]:
+        text = shown(argument)
+        if text.startswith("s3://"):
+            return text
+    return None
+
+
+def fetch_lists(t: EcsTemplate) -> list[Fetch]:
+    """Per Neuron capacity of the app (a catalog type, or Managed Instances), what a new instance fetches: the images
+    of every service whose tasks land on it, and the model prefixes their sync containers copy; in template order,
+    each once."""
+    pools: dict[str, int | None] = {}
+    for resource in t.resources.values():
+        if resource.get("Type") != "AWS::AutoScaling::WarmPool":
+            continue
+        properties = resource.get("Properties")
+        properties = properties if isinstance(properties, dict) else {}
+        group = properties.get("AutoScalingGroupName")
+        if isinstance(group, dict) and isinstance(group.get("Ref"), str):
+            size = properties.get("MinSize", 0)
+            pools[group["Ref"]] = size if isinstance(size, int) and not isinstance(size, bool) else None
+    fetches: list[Fetch] = []
+    for capacity in t.capacities.values():
+        if capacity.kind == "auto-scaling" and NeuronInstanceType.find(capacity.single_type or "") is None:
+            continue
+        images: list[str] = []
+        artifacts: list[str] = []
+        for service in t.services.values():
+            if not t.lands_on(service, capacity) or service.task_definition is None:
+                continue
+            resource = t.resources.get(service.task_definition, {})
+            properties = resource.get("Properties")
+            containers = properties.get("ContainerDefinitions") if isinstance(properties, dict) else None
+            for container in containers[:64] if isinstance(containers, list) else []:
+                if not isinstance(container, dict):
+                    continue
+                image = shown(container.get("Image"))
+                if image not in images:
+                    images.append(image)
+                url = _artifact_url(container)
+                if url is not None and url not in artifacts:
+                    artifacts.append(url)
+        warm = pools.get(capacity.group) if capacity.group is not None else None
+        fetches.append(
+            Fetch(
+                _name(t, capacity.logical_id),
+                tuple(images),
+                tuple(artifacts),
+                warm,
+                capacity.kind,
+                _scale_in_after(t.resources.get(capacity.logical_id, {})),
+            )
+        )
+    return fetches
+
+
+def _scale_in_after(resource: Mapping[str, Any]) -> int | None:
+    """``ManagedInstancesProvider.InfrastructureOptimization.ScaleInAfter`` when the template states a whole number."""
+    value: Any = resource
+    for key in ("Properties", "ManagedInstancesProvider", "InfrastructureOptimization", "ScaleInAfter"):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,473 @@
+"""Warm pools on Auto Scaling capacity (the pool, the agent settings, the prefetch warm-up and its script run in
+dash and bash against fakes) and the scale-in and repair settings of Managed Instances capacity."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_s3 as s3
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuron_constructs import (
+    ManualNeuronTaskDefinition,
+    ModelArtifacts,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronService,
+    WarmPool,
+)
+from neuron_constructs.knowledge.warm_start import (
+    LIFECYCLE_HOOK_NAME,
+    MODELS_DIRECTORY,
+    WARM_UP_FILE,
+    Prefetch,
+    ecr_registry,
+    warm_up_script,
+)
+
+pytestmark = pytest.mark.xdist_group("warm_pools")
+
+PUBLIC_IMAGE = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+PRIVATE_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/llama-server:1.4"
+CLI = "public.ecr.aws/aws-cli/aws-cli:2.31.0"
+
+
+def _model_task(stack: Stack, image: ecs.ContainerImage) -> ManualNeuronTaskDefinition:
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    models = s3.Bucket.from_bucket_name(stack, "Models", "team-models")
+    task.add_neuron_container("model", image=image, model_artifacts=ModelArtifacts(models, "llama/neuron-tp2"))
+    return task
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, Any]:
+    app = App(analytics_reporting=False)
+    made: dict[str, Any] = {"app": app}
+    stack = Stack(app, "Warm")
+    cluster = NeuronCluster(stack, "C")
+    made["capacity"] = capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    NeuronService(
+        stack,
+        "Llama",
+        cluster=cluster,
+        task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE)),
+        capacity=capacity,
+    )
+    cold = Stack(app, "NoPrefetch")
+    NeuronCluster(cold, "C").add_ec2_capacity(
+        "Neuron",
+        instance_type="inf2.xlarge",
+        warm_pool=WarmPool(min_size=2, max_prepared=4, state=autoscaling.PoolState.RUNNING, prefetch=False),
+    )
+    platform = Stack(app, "Platform")
+    shared = NeuronCluster(platform, "C")
+    made["platform_capacity"] = shared_capacity = shared.add_ec2_capacity(
+        "Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool()
+    )
+    model = Stack(app, "Model")
+    NeuronService(
+        model,
+        "Llama",
+        cluster=shared,
+        task_definition=_model_task(model, ecs.ContainerImage.from_registry(PUBLIC_IMAGE)),
+        capacity=shared_capacity,
+    )
+    managed = Stack(app, "Managed")
+    mi = NeuronCluster(managed, "C")
+    made["mi"] = {
+        "Default": mi.add_managed_instances_capacity("Default"),
+        "Never": mi.add_managed_instances_capacity("Never", scale_in_after=-1, auto_repair=False),
+        "EcsDefaults": mi.add_managed_instances_capacity("EcsDefaults", scale_in_after=None, auto_repair=None),
+    }
+    assembly = app.synth()
+    made["assembly"] = assembly
+    made["templates"] = {s.stack_name: s.template for s in assembly.stacks}
+    report = Path(assembly.directory) / "validation-report.json"
+    made["validation"] = json.loads(report.read_text()) if report.exists() else {}
+    return made
+
+
+def _of_type(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def _user_data(template: dict[str, Any]) -> str:
+    (launch_template,) = _of_type(template, "AWS::EC2::LaunchTemplate")
+    user_data = launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]
+    if isinstance(user_data, str):
+        return user_data
+    return "".join(part if isinstance(part, str) else json.dumps(part) for part in user_data["Fn::Join"][1])
+
+
+def test_warm_pool_is_the_groups_with_the_given_sizes_and_state(built: dict[str, Any]) -> None:
+    (pool,) = _of_type(built["templates"]["NoPrefetch"], "AWS::AutoScaling::WarmPool")
+    assert pool["Properties"]["MinSize"] == 2
+    assert pool["Properties"]["MaxGroupPreparedCapacity"] == 4
+    assert pool["Properties"]["PoolState"] == "Running"
+    assert "InstanceReusePolicy" not in pool["Properties"]
+    (default,) = _of_type(built["templates"]["Warm"], "AWS::AutoScaling::WarmPool")
+    assert default["Properties"]["MinSize"] == 1
+    assert default["Properties"]["PoolState"] == "Stopped"
+    assert "MaxGroupPreparedCapacity" not in default["Properties"]
+
+
+def test_every_warm_pooled_instance_runs_the_agent_with_the_warm_pools_check(built: dict[str, Any]) -> None:
+    for name in ("Warm", "NoPrefetch", "Platform"):
+        assert "echo ECS_WARM_POOLS_CHECK=true >> /etc/ecs/ecs.config" in _user_data(built["templates"][name])
+
+
+def test_prefetch_prefers_cached_images_and_without_it_the_agent_pulls(built: dict[str, Any]) -> None:
+    assert "ECS_IMAGE_PULL_BEHAVIOR=prefer-cached" in _user_data(built["templates"]["Warm"])
+    cold = _user_data(built["templates"]["NoPrefetch"])
+    assert "ECS_IMAGE_PULL_BEHAVIOR" not in cold
+    assert WARM_UP_FILE not in cold
+    assert not _of_type(built["templates"]["NoPrefetch"], "AWS::AutoScaling::LifecycleHook")
+
+
+def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(built: dict[str, Any]) -> None:
+    user_data = _user_data(built["templates"]["Warm"])
+    assert f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'" in user_data
+    assert f"docker pull --quiet '{PRIVATE_IMAGE}'" in user_data
+    assert "docker login --username AWS --password-stdin '111122223333.dkr.ecr.us-east-1.amazonaws.com'" in user_data
+    assert "s3 sync --only-show-errors 's3://team-models/llama/neuron-tp2'" in user_data
+    assert built["capacity"].prefetch.images[0] == PRIVATE_IMAGE
+    assert built["capacity"].prefetch.artifacts == (
+        ("s3://team-models/llama/neuron-tp2", "team-models/llama/neuron-tp2"),
+    )
+
+
+def test_the_task_s_model_volume_is_the_warm_up_s_copy_on_the_host(built: dict[str, Any]) -> None:
+    """So the task's own sync finds the files the warm-up copied (same size and time) instead of copying them again."""
+    (task,) = _of_type(built["templates"]["Warm"], "AWS::ECS::TaskDefinition")
+    (volume,) = task["Properties"]["Volumes"]
+    assert volume["Host"] == {"SourcePath": f"{MODELS_DIRECTORY}/team-models/llama/neuron-tp2"}
+    model = next(c for c in task["Properties"]["ContainerDefinitions"] if c["Name"] == "model")
+    (mount,) = model["MountPoints"]
+    assert mount["SourceVolume"] == volume["Name"] and mount["ReadOnly"] is True
+    # A model stack's task on the platform's capacity keeps its own task volume: nothing in it is the platform's.
+    (other,) = _of_type(built["templates"]["Model"], "AWS::ECS::TaskDefinition")
+    assert "Host" not in other["Properties"]["Volumes"][0]
+
+
+def test_warm_up_holds_the_instance_with_a_launching_hook_and_reads_its_group_from_tags(built: dict[str, Any]) -> None:
+    template = built["templates"]["Warm"]
+    (hook,) = _of_type(template, "AWS::AutoScaling::LifecycleHook")
+    assert "Circular" not in json.dumps(built["validation"])
+    assert hook["Properties"]["LifecycleHookName"] == LIFECYCLE_HOOK_NAME
+    assert hook["Properties"]["LifecycleTransition"] == "autoscaling:EC2_INSTANCE_LAUNCHING"
+    assert hook["Properties"]["DefaultResult"] == "CONTINUE"
+    (launch_template,) = _of_type(template, "AWS::EC2::LaunchTemplate")
+    options = launch_template["Properties"]["LaunchTemplateData"]["MetadataOptions"]
+    assert options["InstanceMetadataTags"] == "enabled"
+    assert options["HttpTokens"] == "required"
+    assert options["HttpPutResponseHopLimit"] == 1
+
+
+def test_instance_role_pulls_only_the_services_repositories_and_reads_only_their_model_prefix(
+    built: dict[str, Any],
+) -> None:
+    template = built["templates"]["Warm"]
+    statements = {
+        s["Sid"]: s
+        for k, p in template["Resources"].items()
+        if p["Type"] == "AWS::IAM::Policy" and "WarmUp" in k
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    }
+    pulled = json.dumps(statements["PullImages"]["Resource"])
+    assert "ecr:us-east-1:111122223333:repository/team/llama-server" in pulled
+    assert "*" not in pulled
+    assert statements["RegistryToken"]["Action"] == "ecr:GetAuthorizationToken"
+    assert statements["CompleteWarmUp"]["Action"] == "autoscaling:CompleteLifecycleAction"
+    role_policies = json.dumps([p for p in _of_type(template, "AWS::IAM::Policy")])
+    assert "team-models/llama/neuron-tp2/*" in role_policies
+
+
+def test_split_stacks_keep_the_platform_independent_of_the_model(built: dict[str, Any]) -> None:
+    """The model stack's service is not written into the platform's user data: the platform would then depend on
+    the model stack while the model depends on the platform. It warns instead (NEURON124)."""
+    assembly = built["assembly"]
+    platform = assembly.get_stack_by_name("Platform")
+    assert "Model" not in [d.id for d in platform.dependencies]
+    assert "Fn::ImportValue" not in json.dumps(platform.template)
+    assert PUBLIC_IMAGE not in _user_data(platform.template)
+    assert built["platform_capacity"].prefetch == Prefetch()
+    warnings = [str(m.entry.data) for m in platform.messages if "NEURON124" in str(m.entry.data)]
+    assert warnings and "Model/Llama (in another stack)" in warnings[0]
+
+
+def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON084.*ReuseOnScaleIn"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True))
+
+
+def test_warm_pool_on_spot_is_refused() -> None:
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON085.*Spot"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool())
+
+
+@pytest.mark.parametrize("pool", [WarmPool(min_size=-1), WarmPool(min_size=3, max_prepared=2)])
+def test_warm_pool_sizes_out_of_range_are_refused(pool: WarmPool) -> None:
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match="NEURON027"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=pool)
+
+
+def test_managed_instances_keep_idle_instances_half_an_hour_and_repair_by_default(built: dict[str, Any]) -> None:
+    resources = built["templates"]["Managed"]["Resources"]
+    by_id = {}
+    for name, capacity in built["mi"].items():
+        provider = capacity.capacity_provider.node.default_child
+        logical_id = Stack.of(provider).resolve(Stack.of(provider).get_logical_id(provider))
+        by_id[name] = resources[logical_id]["Properties"]["ManagedInstancesProvider"]
+    assert by_id["Default"]["InfrastructureOptimization"] == {"ScaleInAfter": 1800}
+    assert by_id["Default"]["AutoRepairConfiguration"] == {"ActionsStatus": "ENABLED"}
+    assert by_id["Never"]["InfrastructureOptimization"] == {"ScaleInAfter": -1}
+    assert by_id["Never"]["AutoRepairConfiguration"] == {"ActionsStatus": "DISABLED"}
+    assert "InfrastructureOptimization" not in by_id["EcsDefaults"]
+    assert "AutoRepairConfiguration" not in by_id["EcsDefaults"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=-10_000, max_value=10_000))
+def test_scale_in_after_takes_minus_one_to_3600(seconds: int) -> None:
+    accepted = -1 <= seconds <= 3600
+    try:
+        _scale_in_cluster().add_managed_instances_capacity(f"Mi{seconds + 20_000}", scale_in_after=seconds)
+    except NeuronConfigurationError as error:
+        assert not accepted
+        assert "NEURON027" in str(error) and "scale_in_after" in str(error)
+    else:
+        assert accepted
+
+
+_CLUSTER: list[NeuronCluster] = []
+
+
+def _scale_in_cluster() -> NeuronCluster:
+    if not _CLUSTER:
+        _CLUSTER.append(NeuronCluster(Stack(App(), "ScaleIn"), "C"))
+    return _CLUSTER[0]
+
+
+# ----------------------------------------------------------------- the warm-up script itself ---
+
+FAKE = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$CALLS"
+case "$(basename "$0") $1" in
+  "docker info") [ -e "$STATE/docker-up" ]; exit $? ;;
+  "systemctl start") touch "$STATE/docker-up" ;;
+  "docker pull") case "$*" in *broken*) exit 1 ;; esac ;;
+  "docker run") case "$*" in *get-login-password*) echo token ;; esac ;;
+  "curl "*) ;;
+esac
+case "$*" in
+  *api/token*) echo metadata-token ;;
+  *meta-data/instance-id*) echo i-0123456789abcdef0 ;;
+  *autoscaling:groupName*) echo Warm-Group-1 ;;
+esac
+exit 0
+"""
+
+
+def _run(shell: str, tmp_path: Path, prefetch: Prefetch) -> tuple[str, list[str]]:
+    bin_dir = tmp_path / "bin"
+    state = tmp_path / "state"
+    bin_dir.mkdir()
+    state.mkdir()
+    for name in ("docker", "systemctl", "curl", "sleep", "mkdir"):
+        fake = bin_dir / name
+        fake.write_text(FAKE)
+        fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    script = tmp_path / "warm-up.sh"
+    script.write_text(warm_up_script(prefetch, region="us-east-1", cli_image=CLI))
+    calls = tmp_path / "calls"
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls), "STATE": str(state)}
+    done = subprocess.run(
+        [shell, str(script)], env=environment, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, calls.read_text().splitlines()
+
+
+SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_warm_up_pulls_logs_in_copies_and_completes_the_lifecycle_action(shell: str, tmp_path: Path) -> None:
+    prefetch = Prefetch(
+        images=(PRIVATE_IMAGE, PUBLIC_IMAGE), artifacts=(("s3://team-models/llama", "team-models/llama"),)
+    )
+    out, calls = _run(shell, tmp_path, prefetch)
+    assert "systemctl start docker" in calls  # Docker was not up: the script started it and waited
+    login = next(c for c in calls if "get-login-password" in c)
+    assert "--region us-east-1" in login and CLI in login
+    assert f"docker pull --quiet {PRIVATE_IMAGE}" in calls
+    assert f"docker pull --quiet {PUBLIC_IMAGE}" in calls
+    sync = next(c for c in calls if "s3 sync" in c)
+    assert f"s3://team-models/llama {MODELS_DIRECTORY}/team-models/llama" in sync
+    assert "--network host" in sync
+    complete = next(c for c in calls if "complete-lifecycle-action" in c)
+    for part in (
+        f"--lifecycle-hook-name {LIFECYCLE_HOOK_NAME}",
+        "--auto-scaling-group-name Warm-Group-1",
+        "--instance-id i-0123456789abcdef0",
+        "--lifecycle-action-result CONTINUE",
+    ):
+        assert part in complete
+    assert out.splitlines()[-1] == "neuron-warm-up: done (0 failed)"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_warm_up_that_fails_a_pull_still_lets_the_instance_go_on(shell: str, tmp_path: Path) -> None:
+    out, calls = _run(shell, tmp_path, Prefetch(images=("registry.example/broken:1", PUBLIC_IMAGE)))
+    assert "neuron-warm-up: could not pull registry.example/broken:1" in out
+    assert f"docker pull --quiet {PUBLIC_IMAGE}" in calls  # the next image is still pulled
+    assert any("complete-lifecycle-action" in c for c in calls)
+    assert out.splitlines()[-1] == "neuron-warm-up: done (1 failed)"
+    assert not any("get-login-password" in c for c in calls)  # no private ECR image, no login
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_warm_up_quotes_what_it_fetches(shell: str, tmp_path: Path) -> None:
+    hostile = "s3://bucket/a'b; touch /tmp/owned"
+    out, calls = _run(shell, tmp_path, Prefetch(artifacts=((hostile, "bucket/x"),)))
+    sync = next(c for c in calls if "s3 sync" in c)
+    assert hostile in sync
+    assert not any(c.startswith("touch") for c in calls)
+    assert out.splitlines()[-1] == "neuron-warm-up: done (0 failed)"
+
+
+def test_ecr_registry_names_private_registries_only() -> None:
+    assert ecr_registry(PRIVATE_IMAGE) == ("111122223333.dkr.ecr.us-east-1.amazonaws.com", "us-east-1")
+    assert ecr_registry(PUBLIC_IMAGE) is None
+
+
+# ----------------------------------------------------------------- neuron-ecs plan --fetches ---
+
+
+def _write_app(built: dict[str, Any], tmp_path: Path, *names: str) -> list[str]:
+    paths = []
+    for name in names:
+        path = tmp_path / f"{name}.template.json"
+        path.write_text(json.dumps(built["templates"][name]))
+        paths.append(str(path))
+    return paths
+
+
+def test_plan_lists_what_a_new_instance_of_each_capacity_fetches(built: dict[str, Any], tmp_path: Path) -> None:
+    from neuron_constructs.tools.planning import plan_paths
+
+    (warm,) = plan_paths(_write_app(built, tmp_path, "Warm")).fetches
+    assert warm.capacity.startswith("CNeuronProvider")  # a bare template: named by logical id
+    assert PRIVATE_IMAGE in warm.images
+    assert any(i.startswith("public.ecr.aws/aws-cli/aws-cli:") for i in warm.images)  # the model sync container
+    assert warm.artifacts == ("s3://team-models/llama/neuron-tp2",)
+    assert warm.warm_pool == 1
+    managed = plan_paths(_write_app(built, tmp_path, "Managed")).fetches
+    assert [(f.kind, f.scale_in_after) for f in managed] == [
+        ("managed-instances", 1800),
+        ("managed-instances", -1),
+        ("managed-instances", None),
+    ]
+
+
+def test_plan_matches_a_model_stack_s_service_to_the_platform_s_capacity(built: dict[str, Any], tmp_path: Path) -> None:
+    from neuron_constructs.tools.planning import plan_paths
+
+    (shared,) = plan_paths(_write_app(built, tmp_path, "Platform", "Model")).fetches
+    assert PUBLIC_IMAGE in shared.images
+    assert shared.artifacts == ("s3://team-models/llama/neuron-tp2",)
+
+
+def test_plan_fetches_on_the_command_line(built: dict[str, Any], tmp_path: Path) -> None:
+    import io
+
+    from neuron_constructs.tools.cli import EXIT_OK, main
+
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["plan", "--fetches", *_write_app(built, tmp_path, "Warm")], stdout=out, stderr=err)
+    assert (status, err.getvalue()) == (EXIT_OK, "")
+    text = out.getvalue()
+    assert "warm pool of at least 1: fetched at warm-up" in text
+    assert f"  image     {PRIVATE_IMAGE}" in text
+    assert "  artifacts s3://team-models/llama/neuron-tp2" in text
+    out = io.StringIO()
+    main(["plan", "--fetches", "--json", *_write_app(built, tmp_path, "Warm")], stdout=out, stderr=err)
+    document = json.loads(out.getvalue())
+    assert document["fetches"][0]["warm_pool_min_size"] == 1 and document["unreadable"] == []
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"Fn::Join": ["", [value, {"Ref": "AWS::Region"}]]}
+    return value
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=3),
+        max_leaves=30,
+    )
+)
+def test_any_image_or_command_value_is_shown_as_a_bounded_sentence(value: Any) -> None:
+    from neuron_constructs.tools.planning import _artifact_url, shown
+
+    assert len(shown(value)) <= 240
+    assert _artifact_url({"Command": ["s3", "sync", value, value]}) in (None, *([shown(value)] * 1))
+
+
+def test_a_deeply_nested_image_is_cut_not_recursed_without_end() -> None:
+    from neuron_constructs.tools.planning import shown
+
+    text = shown(_deep(5_000))
+    assert "<computed>" in text and len(text) <= 240
+    assert shown({"Fn::Join": ["", ["a", {"Ref": "Repo"}, ":1"]]}) == "a<Repo>:1"
+    assert shown({"Fn::GetAtt": ["Bucket", "Arn"]}) == "<Bucket.Arn>"
+
+
+def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> None:
+    """The registry token's ``*`` is acknowledged in a policy of its own; the pulls, the model prefix and the hook
+    are scoped."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(
+        analytics_reporting=False, outdir=str(tmp_path), context={"@aws-cdk/core:failSynthOnValidationErrors": False}
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = Stack(app, "Nag")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    NeuronService(
+        stack,
+        "Llama",
+        cluster=cluster,
+        task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE)),
+        capacity=capacity,
+    )
+    template = app.synth().get_stack_by_name("Nag").template
+    assert any("CompleteWarmUp" in logical_id for logical_id in template["Resources"])
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_paths = [
+        (v["ruleName"], c["constructPath"])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if "Nag/C/Neuron" in c["constructPath"]
+    ]
+    assert open_paths == []
