@@ -51,7 +51,9 @@ synth: install
 	neuron-ecs lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
 	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint and neuron-ecs lint: clean)"
 
-## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys.
+## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys; the slowest
+## property tests draw their full number of examples here (the everyday loop draws fewer: tests/conftest.py examples).
+test-all: export NEURON_HYPOTHESIS_BUDGET = full
 test-all: test docs test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
