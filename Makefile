@@ -112,6 +112,8 @@ bench-training: install
 docs: install
 	rm -rf docs/_build
 	$(BIN)/sphinx-build -E -n -W --keep-going -q -b html docs docs/_build/html
+	@! grep -rlE 'object at 0x|&lt;[A-Za-z_][A-Za-z_.]*(</span> <span class="pre">| )object' docs/_build/html --include='*.html' \
+		|| { echo "docs: a Python repr where a value should be (above): give its type a readable repr in docs/conf.py"; exit 1; }
 	@echo "docs: docs/_build/html/index.html"
 
 ## Rewrite the docs' catalog, rule, density and fleet tables from the code.

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aws_cdk import Duration
+from aws_cdk.aws_lambda import Runtime
 from docutils import nodes
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
@@ -32,6 +34,8 @@ napoleon_google_docstring = False
 napoleon_custom_sections = [("Attributes", "params_style")]
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
+autodoc_preserve_defaults = True
+"""Signatures show defaults as the source writes them (``Duration.minutes(30)``), not as reprs."""
 autodoc_default_options = {"members": True, "show-inheritance": False}
 nitpicky = True
 _NO_INVENTORY = (
@@ -79,6 +83,24 @@ NumpyDocstring._consume_inline_attribute = _prose_attribute  # type: ignore[meth
 # jsii gives every construct class a metaclass ``__call__(cls, *args, **kwargs)``; a class's signature is its
 # ``__init__``'s, as autodoc already reads it for enums.
 _signatures._METACLASS_CALL_BLACKLIST = _signatures._METACLASS_CALL_BLACKLIST | {"jsii._runtime.JSIIMeta.__call__"}
+
+
+def _duration(duration: Duration) -> str:
+    """A ``Duration`` as the source writes it, in its largest whole unit: ``Duration.minutes(30)``."""
+    try:
+        ms = duration.to_milliseconds()
+    except Exception:  # a token: known at deploy time only
+        return "Duration(<token>)"
+    for unit, size in (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000), ("seconds", 1000)):
+        if ms % size == 0:
+            return f"Duration.{unit}({int(ms // size)})"
+    return f"Duration.millis({int(ms)})"
+
+
+# autodoc prints a module constant's value by its repr; jsii objects have none worth reading
+# (``<aws_cdk.Duration object>``), so the reference shows them as they are written.
+Duration.__repr__ = _duration  # type: ignore[method-assign,assignment]
+Runtime.__repr__ = lambda runtime: f"Runtime({runtime.name!r})"  # type: ignore[method-assign,assignment]
 
 
 def setup(app: Sphinx) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import runpy
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, resources
+from docs_apps import GROUP, run_app
 
 from neuron_constructs import NeuronConfigurationError
 from neuron_constructs.tools.tables import TABLES, rewrite, tables_in
@@ -101,15 +100,13 @@ def test_every_module_has_its_place_in_the_api_reference() -> None:
 
 
 @pytest.fixture(scope="module")
-def readme_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def readme_template() -> dict[str, Any]:
     """The README's app, run as ``python app.py`` runs it: its one stack's template."""
-    app_file = tmp_path_factory.mktemp("readme-app") / "app.py"
-    app_file.write_text(readme_app())
-    app = runpy.run_path(str(app_file), run_name="__main__")["app"]
-    directory = Path(app.synth().directory)
+    directory = run_app(readme_app())
     return json.loads((directory / "LlmService.template.json").read_text())  # type: ignore[no-any-return]
 
 
+@pytest.mark.xdist_group(GROUP)
 def test_the_readme_app_serves_an_llm_behind_an_internal_load_balancer(readme_template: dict[str, Any]) -> None:
     (balancer,) = resources(readme_template, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()
     assert balancer["Properties"]["Scheme"] == "internal"
@@ -121,6 +118,7 @@ def test_the_readme_app_serves_an_llm_behind_an_internal_load_balancer(readme_te
     assert "LoadBalancerUrl" in "".join(readme_template["Outputs"])
 
 
+@pytest.mark.xdist_group(GROUP)
 def test_the_readme_app_scales_on_requests_and_neuron_utilization_and_is_monitored(
     readme_template: dict[str, Any],
 ) -> None:
