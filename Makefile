@@ -17,7 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-loop bench-inspect bench-slices bench-lint bench-synth bench-training docs docs-tables compliance-report clean
+.PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-loop bench-inspect bench-slices bench-lint bench-synth bench-synth-profile bench-training docs docs-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -51,7 +51,9 @@ synth: install
 	neuron-ecs lint $(foreach s,$(STACKS),cdk.out/$(s).template.json)
 	@echo "synthesized and linted: $(STACKS) (cdk-nag AwsSolutions: no unacknowledged findings; cfn-lint and neuron-ecs lint: clean)"
 
-## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys.
+## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys; the slowest
+## property tests draw their full number of examples here (the everyday loop draws fewer: tests/conftest.py examples).
+test-all: export NEURON_HYPOTHESIS_BUDGET = full
 test-all: test docs test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.
@@ -97,6 +99,10 @@ bench-slices: install
 ## Synth time of the library's EC2 inference stack against the same resources in plain aws-cdk-lib (warm and cold).
 bench-synth: install
 	$(BIN)/python benchmarks/synth_overhead_benchmark.py
+
+## Where a warm synth's time goes: construction, synthesis, calls to jsii's runtime, callbacks, the template checks.
+bench-synth-profile: install
+	$(BIN)/python benchmarks/synth_profile.py
 
 ## Synth time of the library's distributed-training stack against the same stack in plain aws-cdk-lib + L1 overrides.
 bench-training: install

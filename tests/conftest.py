@@ -160,6 +160,18 @@ def templates(example_assembly_dir: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+HYPOTHESIS_BUDGET = "NEURON_HYPOTHESIS_BUDGET"
+"""Set to ``full`` (``make test-all``, which CI runs) for the full number of examples of the slowest property tests;
+the everyday loop runs fewer of them."""
+
+
+def examples(full: int, *, loop: int) -> int:
+    """How many examples a slow property test draws: ``loop`` in the everyday loop, ``full`` under
+    ``NEURON_HYPOTHESIS_BUDGET=full`` (``make test-all``). Each run draws new examples, so the loop still covers the
+    space over its runs; CI covers it at the full count every time."""
+    return full if os.environ.get(HYPOTHESIS_BUDGET) == "full" else loop
+
+
 def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
     """The template's resources of one CloudFormation type, by logical id."""
     return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}

@@ -16,6 +16,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from cfn import container, ecs_template, manual_task, service, with_resources
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -161,7 +162,7 @@ def _copies() -> st.SearchStrategy[Copy]:
     return build()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40, loop=15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=_copies(), second=_copies())
 def test_random_hand_set_cores_get_one_verdict(first: Copy, second: Copy) -> None:
     """GIVEN random devices and hand-set core ranges for two services on one capacity WHEN the constructs and the

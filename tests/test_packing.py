@@ -4,6 +4,7 @@ whole-chip and NeuronCore copies no core is held twice and no planned core is le
 from __future__ import annotations
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +113,7 @@ def _check_invariants(plan: InstancePlan) -> None:
             assert len(placement.devices) == 1, "a core copy spans chips"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, loop=50), deadline=None)
 @given(_plans())
 def test_random_mixes_never_hold_a_core_twice_or_leave_a_planned_core_idle(
     drawn: tuple[NeuronInstanceType, int, list[Request]],

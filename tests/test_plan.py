@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cfn import container, ecs_template, managed_task, manual_task, service, with_resources
+from conftest import examples
 
 from neuron_constructs.tools.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
 from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
@@ -643,7 +644,11 @@ def test_random_deployment_configurations_never_break_plan_rollout(tmp_path: Pat
         st.none(), values, st.fixed_dictionaries({"Type": st.sampled_from(["ECS", "EXTERNAL"]) | values})
     )
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=examples(150, loop=40),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
     @given(configuration=configuration, controller=controller, count=st.integers(0, 12) | values)
     def check(configuration: Any, controller: Any, count: Any) -> None:
         properties: dict[str, Any] = {"DeploymentConfiguration": configuration}

@@ -102,6 +102,48 @@ def test_stacks_that_import_from_each_other_are_checked_together() -> None:
     assert "FATAL Other/Intruder: it and Base/Sliced/Slice0Service/Service both map /dev/neuron0" in report
 
 
+def test_the_construct_paths_read_from_the_assembly_are_the_construct_tree_s(tmp_path: Any) -> None:
+    """The checks name resources by the paths and acknowledgements aws-cdk-lib wrote to the cloud assembly (no call
+    to the JavaScript runtime per construct); they must be what the construct tree says: in a Stage, in a stack
+    inside a stack, for an overridden logical id and for an L2 with two L1s."""
+    import json
+    from pathlib import Path
+
+    from aws_cdk import CfnResource, Stage
+    from constructs import Construct
+
+    app = App(analytics_reporting=False, outdir=str(tmp_path))
+    stage = Stage(app, "Prod")
+    stack = Stack(stage, "S")
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    two = Construct(stack, "Two")
+    CfnResource(two, "First", type="AWS::SNS::Topic")
+    CfnResource(two, "Second", type="AWS::SNS::Topic").override_logical_id("Renamed")
+    CfnResource(Construct(stack, "One"), "Resource", type="AWS::SNS::Topic")
+    inner = Stack(stack, "Inner")
+    CfnResource(inner, "Alone", type="AWS::SNS::Topic")
+    Validations.of(inner).acknowledge(Acknowledgment(id="NeuronConstructs::NEURON000", reason="a test"))
+    app.synth()
+
+    outdir = Path(stage.outdir)
+    templates = {name: json.loads(path.read_text()) for name, path in synth_checks._stack_templates(outdir).items()}
+    fast = synth_checks._Tree(lambda: app, assembly=outdir, templates=templates)
+    tree = synth_checks._Tree(lambda: app)
+    assert set(templates) == {"Prod/S", "Prod/S/Inner"}
+    for name, template in templates.items():
+        for logical_id in template["Resources"]:
+            assert fast.construct_path(name, logical_id) == tree.construct_path(name, logical_id), logical_id
+    assert fast._tree_paths is None  # every answer came from the assembly
+    assert fast.construct_path("Prod/S", "Renamed") == "Prod/S/Two/Second"  # its parent has two L1s
+    assert fast._paths is not None and "Prod/S/One" in fast._paths["Prod/S"].values()  # the owner of its one L1
+    for path in ("Prod/S/Inner", "Prod/S/C/Inf2", "Prod", ""):
+        assert [e for e in fast._entries(path) if e[0] == Validations.ACKNOWLEDGED_RULES_METADATA_KEY] == [
+            e for e in tree._entries(path) if e[0] == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+        ], path
+    assert fast._entries("Prod/S/Inner")
+
+
 def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None:
     def build(acknowledge: str | None) -> App:
         app = App(analytics_reporting=False)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cfn import STANDARD_AMI, container, ecs_template, managed_task, manual_task, service, with_resources
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -516,7 +517,7 @@ _ANY_VALUE = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, loop=50), deadline=None)
 @given(
     kind=st.sampled_from(["AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefinition", "AWS::ECS::Service"]),
     mode=st.one_of(_ANY_VALUE, st.sampled_from(["host", "HOST", "Host", "bridge", "awsvpc"])),

@@ -71,8 +71,10 @@ def check_same_environment(
     """NEURON077 unless ``part`` and ``other`` are of one app (``how``: how to import ``other``, by default a
     cluster); NEURON058 unless ``part``'s stack and ``other``'s stack are in one account and Region (as far as
     known)."""
-    check_same_app(path, part, other, what=what, other_name=other_name, how=how)
     mine, theirs = Stack.of(part), Stack.of(other)
+    if mine is theirs:  # one stack: one app, one account and Region (the common case, asked without more calls)
+        return
+    check_same_app(path, part, other, what=what, other_name=other_name, how=how)
     for field, label in (("account", "account"), ("region", "Region")):
         a, b = getattr(mine, field), getattr(theirs, field)
         if _known(a) and _known(b) and a != b:

@@ -21,6 +21,7 @@ or changed through escape hatches. An app that uses none of them calls it once o
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import functools
 import json
@@ -60,6 +61,9 @@ _ENABLED: WeakSet[Stage] = WeakSet()
 _CLI_REPORTS_FAILURES = "@aws-cdk/core:failSynthOnValidationErrors"
 """Set to false by the cdk CLI, which then reports validation failures itself - for the stacks it selected only."""
 _NESTED_SUFFIX = ".nested.template.json"
+_LOGICAL_ID = "aws:cdk:logicalId"
+_NO_LOGICAL_ID_METADATA = "aws:cdk:disable-logicalId-metadata"
+"""The context key that keeps aws-cdk-lib from recording each element's logical id in the assembly."""
 
 
 @functools.cache
@@ -96,7 +100,9 @@ class NeuronTemplateChecks:
             for nested in sorted(directory.glob(f"*{_NESTED_SUFFIX}")):
                 files[nested.name] = nested
         templates = {name: json.loads(path.read_text()) for name, path in files.items()}
-        tree = _Tree(lambda: app)
+        has_nested = any(name.endswith(_NESTED_SUFFIX) for name in files)
+        outdir = Path(app.outdir) if isinstance(app, Stage) and not has_nested else None
+        tree = _Tree(lambda: app, assembly=outdir, templates=templates)
         violations: list[PolicyViolation] = []
         unreported: list[str] = []
         for finding in check_templates(templates, construct_paths=tree.construct_path):
@@ -130,6 +136,31 @@ def _stack_templates(assembly: Path) -> dict[str, Path]:
             found[str(artifact.get("displayName"))] = assembly / properties["templateFile"]
         elif artifact.get("type") == "cdk:cloud-assembly" and properties.get("directoryName"):
             found.update(_stack_templates(assembly / properties["directoryName"]))
+    return found
+
+
+def _stack_metadata(assembly: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Stack construct path -> the metadata of the constructs in that stack (absolute construct path -> entries), of
+    every stack in a cloud assembly and its Stages' assemblies: what aws-cdk-lib writes to the manifest (or the file
+    it names), read without a call to the construct tree. A stack whose metadata cannot be read is left out."""
+    try:
+        manifest = json.loads((assembly / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for artifact in (manifest.get("artifacts") or {}).values():
+        properties = artifact.get("properties") or {}
+        if artifact.get("type") == "aws:cloudformation:stack":
+            metadata = artifact.get("metadata")
+            if metadata is None and artifact.get("additionalMetadataFile"):
+                try:
+                    metadata = json.loads((assembly / artifact["additionalMetadataFile"]).read_text())
+                except (OSError, ValueError):
+                    continue
+            if isinstance(metadata, dict):
+                found[str(artifact.get("displayName"))] = metadata
+        elif artifact.get("type") == "cdk:cloud-assembly" and properties.get("directoryName"):
+            found.update(_stack_metadata(assembly / properties["directoryName"]))
     return found
 
 
@@ -167,18 +198,41 @@ def _violation(finding: Finding, template_path: Path) -> PolicyViolation:
 
 
 class _Tree:
-    """What the construct tree says about a template's resources, read on first use."""
+    """What the construct tree says about a template's resources, read on first use.
 
-    def __init__(self, app: Callable[[], IConstruct]) -> None:
+    The paths and the metadata come from the cloud assembly aws-cdk-lib has just written (each ``CfnElement``
+    records its logical id there; a stack's metadata holds every construct of it that has any), which costs no call
+    to the JavaScript runtime; the tree itself is walked only for what the assembly does not say: an app with nested
+    stacks (their constructs are in the parent stack's metadata), logical ids the metadata does not name, and the
+    constructs outside any stack (the App, Stages) whose acknowledgements apply to the stacks in them.
+    """
+
+    def __init__(
+        self,
+        app: Callable[[], IConstruct],
+        *,
+        assembly: Path | None = None,
+        templates: dict[str, Any] | None = None,
+    ) -> None:
         self._app = app  # asked for only when a finding needs the tree
+        self._assembly = assembly
+        self._templates = templates or {}
         self._paths: dict[str, dict[str, str]] | None = None
-        self._constructs: dict[str, IConstruct] = {}
+        self._tree_paths: dict[str, dict[str, str]] | None = None
+        self._constructs: dict[str, IConstruct] | None = None
+        self._metadata: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        self._stacks: list[str] = []
 
     def construct_path(self, template: str, logical_id: str) -> str | None:
         """The path of the L2 that owns ``logical_id`` in ``template`` (a stack path or a nested template file)."""
         if self._paths is None:
-            self._paths = self._read()
-        return self._paths.get(template, {}).get(logical_id)
+            self._paths = self._from_assembly()
+        path = self._paths.get(template, {}).get(logical_id)
+        if path is None:
+            if self._tree_paths is None:
+                self._tree_paths = self._read()
+            path = self._tree_paths.get(template, {}).get(logical_id)
+        return path
 
     def already_told(self, finding: Finding) -> bool:
         """Whether the construct raised this warning itself, or it was acknowledged on it or an ancestor."""
@@ -191,20 +245,67 @@ class _Tree:
         item = re.search(r"environment variable \S+ ", finding.message) if rule.id == "NEURON109" else None
         parts = path.split("/")
         for end in range(len(parts), -1, -1):  # ... down to the App itself (path "")
-            construct = self._constructs.get("/".join(parts[:end]))
-            if construct is None:
-                continue
-            for entry in construct.node.metadata:
-                data = json.dumps(entry.data) if not isinstance(entry.data, str) else entry.data
-                if entry.type == "aws:cdk:warning" and rule.warning_id in data and (not item or item[0] in data):
-                    return True
-                acknowledged = entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
-                if acknowledged and isinstance(entry.data, dict) and names & set(entry.data):
+            for kind, data in self._entries("/".join(parts[:end])):
+                if kind == "aws:cdk:warning":
+                    text = json.dumps(data) if not isinstance(data, str) else data
+                    if rule.warning_id in text and (not item or item[0] in text):
+                        return True
+                acknowledged = kind == Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+                if acknowledged and isinstance(data, dict) and names & set(data):
                     return True
         return False
 
+    def _entries(self, path: str) -> list[tuple[str, Any]]:
+        """The metadata (type, data) of the construct at ``path``: from its stack's metadata in the assembly when
+        it is in a stack the assembly describes, else from the construct itself."""
+        if self._paths is None:
+            self._paths = self._from_assembly()
+        stack = max((s for s in self._stacks if path == s or path.startswith(f"{s}/")), key=len, default=None)
+        if stack is not None:
+            return [(str(e.get("type")), e.get("data")) for e in self._metadata[stack].get(f"/{path}", [])]
+        construct = self._constructs.get(path) if self._constructs is not None else self._find(path)
+        return [(entry.type, entry.data) for entry in construct.node.metadata] if construct is not None else []
+
+    def _find(self, path: str) -> IConstruct | None:
+        """The construct at ``path`` (``""``: the App), looked up child by child."""
+        construct: IConstruct | None = self._app()
+        for part in path.split("/") if path else []:
+            construct = construct.node.try_find_child(part) if construct is not None else None
+        return construct
+
+    def _from_assembly(self) -> dict[str, dict[str, str]]:
+        """Template -> logical id -> owner path, from the assembly's metadata; empty when it cannot say for sure."""
+        if self._assembly is None:
+            return {}
+        if self._app().node.try_get_context(_NO_LOGICAL_ID_METADATA):
+            return {}
+        metadata = _stack_metadata(self._assembly)
+        stacks = set(metadata)
+        paths: dict[str, dict[str, str]] = {}
+        for stack, constructs in metadata.items():
+            elements = {
+                key[1:]: str(entry.get("data"))
+                for key, entries in constructs.items()
+                for entry in entries
+                if entry.get("type") == _LOGICAL_ID and isinstance(entry.get("data"), str)
+            }
+            own = collections.Counter(element.rpartition("/")[0] for element in elements)
+            owners: dict[str, str] = {}
+            for element, logical_id in elements.items():
+                parent = element.rpartition("/")[0]
+                one = parent and parent not in stacks and own[parent] == 1
+                owners[logical_id] = parent if one else element
+            template = self._templates.get(stack)
+            if isinstance(template, dict) and not set(template.get("Resources") or {}) <= set(owners):
+                return {}  # an element without its logical id in the metadata: ask the tree
+            paths[stack] = owners
+        self._metadata = metadata
+        self._stacks = sorted(stacks)
+        return paths
+
     def _read(self) -> dict[str, dict[str, str]]:
         paths: dict[str, dict[str, str]] = {}
+        self._constructs = {}
         for construct in self._app().node.find_all():
             self._constructs[construct.node.path] = construct
             if not isinstance(construct, CfnElement):
