@@ -12,6 +12,7 @@ inf2.24xlarge, linear).
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import pytest
@@ -149,7 +150,12 @@ def app() -> dict[str, Any]:
 
 
 def _service(template: dict[str, Any]) -> dict[str, Any]:
-    (service,) = resources(template, "AWS::ECS::Service").values()
+    """The template's one model service (the monitoring's daemon services aside)."""
+    (service,) = [
+        s
+        for s in resources(template, "AWS::ECS::Service").values()
+        if s["Properties"].get("SchedulingStrategy") != "DAEMON"
+    ]
     return service["Properties"]
 
 
@@ -443,3 +449,40 @@ def test_behind_https_the_smoke_test_goes_through_the_test_listener() -> None:
     assert "SMOKE_TEST_HEADER" not in environment
     platform_depends = assembly.get_stack_by_name("TlsPlatform").dependencies
     assert [d.id for d in platform_depends if not d.id.endswith(".assets")] == []
+
+
+def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_to_it() -> None:
+    """On a Network Load Balancer ECS shifts the listener itself (it has no rules): the alternate target group is a
+    TCP group like the production one, and the role may modify that listener only; no load balancer alarm (NLB target
+    groups publish neither metric), the Neuron one when monitored."""
+    from aws_cdk import aws_ec2 as ec2
+
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Nlb", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    group = ec2.SecurityGroup(stack, "NlbGroup", vpc=cluster.vpc, allow_all_outbound=False)
+    listener = elbv2.NetworkLoadBalancer(stack, "Nlb", vpc=cluster.vpc, security_groups=[group]).add_listener(
+        "Tcp", port=80
+    )
+    service = NeuronService(
+        stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0]), rollout=Rollout.blue_green()
+    )
+    service.attach_to_listener(listener)
+    template = app.synth().get_stack_by_name("Nlb").template
+    (balanced,) = _service(template)["LoadBalancers"]
+    advanced = balanced["AdvancedConfiguration"]
+    groups = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    production, alternate = _ref(balanced["TargetGroupArn"]), _ref(advanced["AlternateTargetGroupArn"])
+    assert groups[production]["Properties"] == groups[alternate]["Properties"]
+    assert groups[alternate]["Properties"]["Protocol"] == "TCP"
+    listeners = resources(template, "AWS::ElasticLoadBalancingV2::Listener")
+    assert _ref(advanced["ProductionListenerRule"]) in listeners and "TestListenerRule" not in advanced
+    role = resources(template, "AWS::IAM::Role")[advanced["RoleArn"]["Fn::GetAtt"][0]]
+    statements = [s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]]
+    modify = [s for s in statements if "elasticloadbalancing:ModifyListener" in json.dumps(s["Action"])]
+    assert modify and all(s["Resource"] == {"Ref": _ref(advanced["ProductionListenerRule"])} for s in modify)
+    names = [_ref(n) for n in _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]]
+    alarms = _alarms(template)
+    assert [alarms[n]["MetricName"] for n in names] == ["ExecutionErrors"]

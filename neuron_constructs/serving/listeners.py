@@ -285,9 +285,7 @@ def attach(
         _check_default_action_stack(path, listener, owner)
         load_balancer_connections = load_balancer.connections
         _claim_rule(path, listener, owner, None)
-        target_group = elbv2.NetworkTargetGroup(
-            owner,
-            id,
+        network_settings: dict[str, Any] = dict(
             vpc=vpc,
             port=port,
             protocol=elbv2.Protocol.TCP,
@@ -295,19 +293,11 @@ def attach(
             health_check=health_check or target_group_health_check(health_check_path),
             deregistration_delay=deregistration_delay,
         )
+        target_group = elbv2.NetworkTargetGroup(owner, id, **network_settings)
         listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_group)
         alternate: ecs.IAlternateTarget | None = None
         if native:
-            green = elbv2.NetworkTargetGroup(
-                owner,
-                f"{id}Alternate",
-                vpc=vpc,
-                port=port,
-                protocol=elbv2.Protocol.TCP,
-                target_type=target_type,
-                health_check=health_check or target_group_health_check(health_check_path),
-                deregistration_delay=deregistration_delay,
-            )
+            green = elbv2.NetworkTargetGroup(owner, f"{id}Alternate", **network_settings)
             alternate = ecs.AlternateTarget(
                 f"{id}AlternateTarget",
                 alternate_target_group=green,
@@ -339,9 +329,7 @@ def attach(
         # awsvpc tasks have security groups of the model's own: the rules to them are the model's, in its stack.
         via = _listener_in(owner, listener) if awsvpc and Stack.of(listener) is not Stack.of(owner) else listener
         load_balancer_connections = via.connections
-        target_group = elbv2.ApplicationTargetGroup(
-            owner,
-            id,
+        settings: dict[str, Any] = dict(
             vpc=vpc,
             port=port,
             protocol=elbv2.ApplicationProtocol.HTTP,
@@ -350,6 +338,7 @@ def attach(
             deregistration_delay=deregistration_delay,
             slow_start=slow_start,
         )
+        target_group = elbv2.ApplicationTargetGroup(owner, id, **settings)
         # The listener rule is the model's resource, in the model's stack, whichever stack holds the listener. A
         # security group rule between two groups of the platform (its load balancer's and a capacity's, for bridge
         # and host networking) is made once, in the platform's stack: EC2 refuses the same rule twice, so two model
@@ -378,15 +367,7 @@ def attach(
                     conditions=conditions,
                     priority=priority,
                     test_priority=test_priority,
-                    settings=dict(
-                        vpc=vpc,
-                        port=port,
-                        protocol=elbv2.ApplicationProtocol.HTTP,
-                        target_type=target_type,
-                        health_check=health_check or target_group_health_check(health_check_path),
-                        deregistration_delay=deregistration_delay,
-                        slow_start=slow_start,
-                    ),
+                    settings=settings,
                 )
         else:
             listener.add_target_groups(f"{Names.unique_id(owner)}{id}", target_groups=[target_group])
