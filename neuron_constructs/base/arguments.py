@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ParamSpec, TypeVar
 
-from aws_cdk import Duration, Token
+import jsii
+from aws_cdk import Duration, IStableListProducer, Lazy, Token
 from constructs import Construct, IConstruct
 from typing_extensions import is_typeddict
 
@@ -60,6 +61,7 @@ __all__ = [
     "construct_path",
     "describe",
     "is_token",
+    "list_at_synth",
     "remember_path",
     "seconds_of",
 ]
@@ -113,6 +115,21 @@ def seconds_of(duration: Duration) -> float | None:
         return float(duration.to_seconds())
     except RuntimeError:
         return None
+
+
+def list_at_synth(value: Callable[[], list[str]]) -> list[str]:
+    """A list of strings CloudFormation gets as ``value`` returns it at synth (``Lazy.list``): for what later calls
+    add to, such as the deployment alarms of a service or the ``DependsOn`` of a resource."""
+    return Lazy.list(_ListAtSynth(value))
+
+
+@jsii.implements(IStableListProducer)
+class _ListAtSynth:
+    def __init__(self, value: Callable[[], list[str]]) -> None:
+        self._value = value
+
+    def produce(self) -> list[str]:
+        return self._value()
 
 
 def is_token(value: object) -> bool:

@@ -30,14 +30,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-import jsii
-from aws_cdk import CfnResource, IStableListProducer, Lazy, Stack
+from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
-from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.base.arguments import construct_path, list_at_synth
 from neuron_constructs.checks.cfn_template import INTENT_METADATA_KEY
 
 __all__ = [
@@ -125,16 +124,7 @@ def drop_dependencies_on_referenced_rules(service: ecs.BaseService, rules: Seque
             if isinstance(d, CfnResource) and d.stack.node.path == stack.node.path and d.node.path not in referenced
         )
 
-    resource.add_override("DependsOn", Lazy.list(_ListProducer(remaining)))
-
-
-@jsii.implements(IStableListProducer)
-class _ListProducer:
-    def __init__(self, value: Callable[[], list[str]]) -> None:
-        self._value = value
-
-    def produce(self) -> list[str]:
-        return self._value()
+    resource.add_override("DependsOn", list_at_synth(remaining))
 
 
 def drop_redundant_handler_dependency(provider: IConstruct) -> None:

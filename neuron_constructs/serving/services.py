@@ -22,7 +22,6 @@ from aws_cdk import (
     Aspects,
     Duration,
     IAspect,
-    IStableListProducer,
     IStableNumberProducer,
     Lazy,
     Validations,
@@ -41,6 +40,7 @@ from neuron_constructs.base.arguments import (
     Range,
     checked,
     construct_path,
+    list_at_synth,
     remember_path,
     seconds_of,
 )
@@ -328,9 +328,7 @@ class NeuronService(Construct, ListenerTarget):
         passed to the service); the names are read at synth, so alarms added later count too."""
         if not self.deployment_alarms and any(a is not None for a in alarms):
             self.service.enable_deployment_alarms(
-                Lazy.list(
-                    _ProduceList(lambda: [*self._user_alarm_names, *(a.alarm_name for a in self.deployment_alarms)])
-                ),
+                list_at_synth(lambda: [*self._user_alarm_names, *(a.alarm_name for a in self.deployment_alarms)]),
                 behavior=ecs.AlarmBehavior.ROLLBACK_ON_ALARM,
             )
         self.deployment_alarms.extend(a for a in alarms if a is not None)
@@ -873,17 +871,6 @@ class _NeuronAlarmWarning:
         if not self.visited and node is self.owner:
             self.visited = True
             _warn_without_neuron_alarm(self.owner, self.capacity)
-
-
-@jsii.implements(IStableListProducer)
-class _ProduceList:
-    """A list known at synth: what ``value`` returns then."""
-
-    def __init__(self, value: Callable[[], list[str]]) -> None:
-        self._value = value
-
-    def produce(self) -> list[str]:
-        return self._value()
 
 
 @jsii.implements(IStableNumberProducer)
