@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -286,19 +287,8 @@ def _peers(port: int, *speakers: tuple[bytes, dict[str, Any]]) -> list[str]:
         return [future.result(timeout=30) for future in futures]
 
 
-def test_two_port_probes_are_not_two_children_and_the_main_node_never_says_go() -> None:
-    """GIVEN a three-node job WHEN two peers connect, one sends an empty line, one nothing THEN neither counts: the main
-    node exits 75 at its deadline naming the missing child, and nobody is told to go."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=3, timeout=0.8)
-    answers = _peers(port, (b"\n", {}), (b"", {}))
-    status, stderr, _ = _finished(main, started)
-    assert "go" not in answers and answers[0] == "refused an empty line"
-    assert status == PREFLIGHT_EXIT_CODE
-    assert stderr.startswith("neuron-preflight: node 0: the job stops: 2 of 2 child nodes never reported (node 1); ")
-    assert "2 connections refused (127.0.0.1: an empty line; 127.0.0.1: no verdict line in time)" in stderr
-    assert "Traceback" not in stderr and stderr.count("\n") == 1
-
+# Each of these waits for the main node's deadline, a second or so: all of them run at once, each against its own
+# main node and port, while the module's first test of them waits (``deadline_runs``); each test then judges its own.
 
 HOSTILE = {
     "non-object": (b"[1]\n", "not a JSON object"),
@@ -319,13 +309,77 @@ HOSTILE = {
 }
 
 
-def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_sentence() -> None:
+_SLOW = b'{"job": "' + JOB.encode() + b'", "node": 1, "problem": null}' + b" " * 60 + b"\n"
+"""A whole verdict, sent one byte every 50 ms: about 6 s."""
+
+
+def _main_against(nodes: int, timeout: float, *speakers: tuple[bytes, dict[str, Any]]) -> tuple[int, str, list[str]]:
+    """A main node of ``nodes`` nodes with a ``timeout`` s deadline, and every peer at once: its exit status, its
+    stderr and the peers' answers."""
+    port = _free_port()
+    main = _main_node(port, nodes=nodes, timeout=timeout)
+    answers = _peers(port, *speakers)
+    status, stderr, _ = _finished(main, time.monotonic())
+    return status, stderr, answers
+
+
+def _dripping() -> tuple[int, str, float, list[str]]:
+    """GIVEN a 1.2 s deadline WHEN two peers drip a verdict: the status, stderr, how long it ran and the answers."""
+    port, started = _free_port(), time.monotonic()
+    main = _main_node(port, nodes=2, timeout=1.2)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        drippers = [pool.submit(_speak, port, _SLOW, drip=0.05) for _ in range(2)]
+        status, stderr, elapsed = _finished(main, started)
+        return status, stderr, elapsed, [d.result(timeout=30) for d in drippers]
+
+
+def _wrong_job(directory: Path) -> list[tuple[int, str]]:
+    return _job(directory, child_devices=2, timeout="1.0", child_job="another-job")
+
+
+@pytest.fixture(scope="module")
+def deadline_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every scenario below that ends at the main node's deadline, run at once; each one's result by name."""
+    scenarios: dict[str, Callable[[], Any]] = {
+        "probes": lambda: _main_against(3, 0.8, (b"\n", {}), (b"", {})),
+        "non-object": lambda: _main_against(2, 1.0, (b"[1]\n", {})),
+        "hostile": lambda: _main_against(
+            2, 1.0, *[(line, {"source": f"127.0.0.{10 + i}"}) for i, (line, _) in enumerate(HOSTILE.values())]
+        ),
+        "twice": lambda: _main_against(3, 0.8, (_verdict(1), {}), (_verdict(1), {})),
+        "one-address": lambda: _main_against(3, 0.8, (_verdict(1), {}), (_verdict(2), {})),
+        "two-addresses": lambda: _main_against(3, 0.8, (_verdict(1), {}), (_verdict(1), {"source": "127.0.0.2"})),
+        "dripping": _dripping,
+        "wrong-job": lambda: _wrong_job(tmp_path_factory.mktemp("wrong-job")),
+    }
+    with ThreadPoolExecutor(max_workers=len(scenarios)) as pool:
+        running = {name: pool.submit(scenario) for name, scenario in scenarios.items()}
+        return {name: future.result(timeout=60) for name, future in running.items()}
+
+
+DEADLINES = pytest.mark.xdist_group("preflight-deadlines")
+"""The tests that share :func:`deadline_runs`, on one worker."""
+
+
+@DEADLINES
+def test_two_port_probes_are_not_two_children_and_the_main_node_never_says_go(deadline_runs: dict[str, Any]) -> None:
+    """GIVEN a three-node job WHEN two peers connect, one sends an empty line, one nothing THEN neither counts: the main
+    node exits 75 at its deadline naming the missing child, and nobody is told to go."""
+    status, stderr, answers = deadline_runs["probes"]
+    assert "go" not in answers and answers[0] == "refused an empty line"
+    assert status == PREFLIGHT_EXIT_CODE
+    assert stderr.startswith("neuron-preflight: node 0: the job stops: 2 of 2 child nodes never reported (node 1); ")
+    assert "2 connections refused (127.0.0.1: an empty line; 127.0.0.1: no verdict line in time)" in stderr
+    assert "Traceback" not in stderr and stderr.count("\n") == 1
+
+
+@DEADLINES
+def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_sentence(
+    deadline_runs: dict[str, Any],
+) -> None:
     """GIVEN a two-node job WHEN the only peer sends ``[1]`` THEN it is answered ``refused not a JSON object``, does
     not count, and the main node exits 75 (retried) at its deadline with one sentence, not a traceback."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=2, timeout=1.0)
-    (answer,) = _peers(port, (b"[1]\n", {}))
-    status, stderr, _ = _finished(main, started)
+    status, stderr, (answer,) = deadline_runs["non-object"]
     assert answer == "refused not a JSON object"
     assert status == PREFLIGHT_EXIT_CODE
     assert stderr == (
@@ -334,63 +388,53 @@ def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_
     )
 
 
-def test_every_line_that_is_not_this_job_s_verdict_is_refused_with_its_reason_and_never_counts() -> None:
+@DEADLINES
+def test_every_line_that_is_not_this_job_s_verdict_is_refused_with_its_reason_and_never_counts(
+    deadline_runs: dict[str, Any],
+) -> None:
     """GIVEN a two-node job WHEN peers, each from its own address, send every kind of line that is not a verdict of
     this job (over-long ones too) THEN each is answered ``refused <reason>``, none counts, and the main node exits 75
     with one sentence."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=2, timeout=1.0)
-    answers = _peers(port, *[(line, {"source": f"127.0.0.{10 + i}"}) for i, (line, _) in enumerate(HOSTILE.values())])
-    status, stderr, _ = _finished(main, started)
+    status, stderr, answers = deadline_runs["hostile"]
     assert dict(zip(HOSTILE, answers, strict=True)) == {k: f"refused {reason}" for k, (_, reason) in HOSTILE.items()}
     assert status == PREFLIGHT_EXIT_CODE
     assert stderr.startswith("neuron-preflight: node 0: the job stops: 1 of 1 child nodes never reported (node 1); ")
     assert f"{len(HOSTILE)} connections refused" in stderr and stderr.count("\n") == 1 and "Traceback" not in stderr
 
 
-def test_one_client_reporting_node_1_twice_is_counted_once() -> None:
+@DEADLINES
+def test_one_client_reporting_node_1_twice_is_counted_once(deadline_runs: dict[str, Any]) -> None:
     """GIVEN a three-node job WHEN one address reports node 1 on two connections THEN node 1 counts once (answered on
     its newest connection), node 2 is still missing, and no connection is told to go."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=3, timeout=0.8)
-    answers = _peers(port, (_verdict(1), {}), (_verdict(1), {}))
-    status, stderr, _ = _finished(main, started)
+    status, stderr, answers = deadline_runs["twice"]
     assert "go" not in answers
     assert status == PREFLIGHT_EXIT_CODE
     assert stderr == "neuron-preflight: node 0: the job stops: 1 of 2 child nodes never reported (node 2)\n"
 
 
-def test_one_address_cannot_speak_for_two_nodes() -> None:
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=3, timeout=0.8)
-    answers = _peers(port, (_verdict(1), {}), (_verdict(2), {}))
-    status, stderr, _ = _finished(main, started)
+@DEADLINES
+def test_one_address_cannot_speak_for_two_nodes(deadline_runs: dict[str, Any]) -> None:
+    status, stderr, answers = deadline_runs["one-address"]
     assert "go" not in answers
     assert len([a for a in answers if a.startswith("refused this address reported for node ")]) == 1
     assert status == PREFLIGHT_EXIT_CODE and "the job stops: 1 of 2 child nodes never reported" in stderr
 
 
-def test_two_addresses_reporting_one_node_stop_the_job() -> None:
+@DEADLINES
+def test_two_addresses_reporting_one_node_stop_the_job(deadline_runs: dict[str, Any]) -> None:
     """Someone other than the child speaks for it: the main node cannot tell which is the child, so nobody goes."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=3, timeout=0.8)
-    answers = _peers(port, (_verdict(1), {}), (_verdict(1), {"source": "127.0.0.2"}))
-    status, stderr, _ = _finished(main, started)
+    status, stderr, answers = deadline_runs["two-addresses"]
     assert "go" not in answers and any(a == "refused node 1 reported from another address" for a in answers)
     assert status == PREFLIGHT_EXIT_CODE
     assert "the job stops: node 1 reported from both 127.0.0." in stderr
 
 
-def test_a_peer_dripping_bytes_cannot_hold_the_main_node_past_its_deadline() -> None:
+@DEADLINES
+def test_a_peer_dripping_bytes_cannot_hold_the_main_node_past_its_deadline(deadline_runs: dict[str, Any]) -> None:
     """GIVEN a 1.2 s deadline WHEN two peers send a verdict one byte every 50 ms (6 s each) THEN the main node exits 75
     at its deadline, not when they finish: a byte received extends nothing."""
-    port, started = _free_port(), time.monotonic()
-    main = _main_node(port, nodes=2, timeout=1.2)
-    slow = b'{"job": "' + JOB.encode() + b'", "node": 1, "problem": null}' + b" " * 60 + b"\n"
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        drippers = [pool.submit(_speak, port, slow, drip=0.05) for _ in range(2)]
-        status, stderr, elapsed = _finished(main, started)
-        assert "go" not in [d.result(timeout=30) for d in drippers]
+    status, stderr, elapsed, answers = deadline_runs["dripping"]
+    assert "go" not in answers
     assert status == PREFLIGHT_EXIT_CODE
     assert stderr == (
         "neuron-preflight: node 0: the job stops: 1 of 1 child nodes never reported (node 1); 2 connections refused "
@@ -439,8 +483,9 @@ def test_real_children_go_while_hostile_peers_probe_drip_and_lie() -> None:
     assert elapsed < 10
 
 
-def test_a_child_with_another_job_s_id_is_refused_and_both_nodes_stop(tmp_path: Path) -> None:
-    (main, main_err), (child, child_err) = _job(tmp_path, child_devices=2, timeout="1.0", child_job="another-job")
+@DEADLINES
+def test_a_child_with_another_job_s_id_is_refused_and_both_nodes_stop(deadline_runs: dict[str, Any]) -> None:
+    (main, main_err), (child, child_err) = deadline_runs["wrong-job"]
     assert (main, child) == (PREFLIGHT_EXIT_CODE, PREFLIGHT_EXIT_CODE)
     assert child_err == (
         "neuron-preflight: node 1: the job stops: the main node refused this node's verdict: not this job's verdict\n"
