@@ -455,7 +455,7 @@ def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
 ) -> None:
     import time
 
-    monkeypatch.setattr(inspection, "READ_TIMEOUT_S", 0.4)
+    monkeypatch.setattr(inspection, "READ_TIMEOUT_S", 0.2)
     monkeypatch.setattr(inspection, "MAX_ATTEMPTS", 2)
     server = _Server(hang=True)
     started = time.monotonic()
@@ -464,7 +464,7 @@ def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
     finally:
         server.close()
     assert status == EXIT_AWS_ERROR
-    assert err.startswith(f"neuron-ecs inspect: {server.url}/ did not answer within 0.4 s, 2 times")
+    assert err.startswith(f"neuron-ecs inspect: {server.url}/ did not answer within 0.2 s, 2 times")
     assert time.monotonic() - started < 10
 
 
