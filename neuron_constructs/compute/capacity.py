@@ -39,8 +39,11 @@ from neuron_constructs.knowledge.warm_start import (
     PREFETCH_AGENT_SETTINGS,
     WARM_POOL_AGENT_SETTINGS,
     WARM_UP_FILE,
+    Fetched,
     Prefetch,
+    RootVolumeRoom,
     ecr_registry,
+    root_volume_room,
     warm_up_script,
 )
 
@@ -601,6 +604,10 @@ class AutoScalingCapacity(Construct):
         compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
         self.prefetch: Prefetch | None = None
         """What the warm-up fetches, known once the app is synthesized (``None`` before, and without prefetch)."""
+        self.root_volume_gib = root_volume_gib
+        self.root_volume_room: RootVolumeRoom | None = None
+        """Whether the root volume holds what the warm-up fetches, where the sizes are stated (NEURON091); known once
+        the app is synthesized (``None`` before, and without prefetch)."""
         if warm_pool is not None:
             self.auto_scaling_group.add_warm_pool(
                 min_size=warm_pool.min_size,
@@ -616,6 +623,7 @@ class AutoScalingCapacity(Construct):
                 heartbeat_timeout=WARM_UP_TIMEOUT,
             )
             Aspects.of(self).add(_WarmUpOnce(self))
+            self.node.add_validation(_RootVolumeHoldsWarmUp(self))
 
     def _prepare_warm_up(self) -> None:
         """The warm-up: what the services on the capacity fetch, the instance role's grants for it, and the script
@@ -625,22 +633,28 @@ class AutoScalingCapacity(Construct):
         artifacts: list[tuple[str, str]] = []
         skipped: list[str] = []
         grant_artifacts: list[ModelArtifacts] = []
+        fetched: list[Fetched] = []
         for service in self.services:
             if Stack.of(service) is not stack:
                 skipped.append(f"{construct_path(service)} (in another stack)")
                 continue
+            sizes = _image_sizes(service)
             for container in _containers(service):
                 name = container.image_name
                 if Token.is_unresolved(name):
                     skipped.append(f"{construct_path(container)} (image named by a token)")
-                elif name not in images:
+                    continue
+                fetched.append(Fetched(name, "image", sizes.get(container.container_name)))
+                if name not in images:
                     images.append(name)
             for model in _model_artifacts(service):
+                fetched.append(Fetched(model.url, "artifacts", model.size_gib))
                 entry = (model.url, f"{model.bucket.bucket_name}/{model.prefix}")
                 if entry not in artifacts:
                     artifacts.append(entry)
                     grant_artifacts.append(model)
             _share_model_volumes(service)
+        self.root_volume_room = root_volume_room(self.root_volume_gib, fetched)
         if skipped:
             Validations.of(self).add_warning(
                 rules.NOT_PREFETCHED.warning_id,
@@ -765,6 +779,36 @@ def _share_model_volumes(service: IConstruct) -> None:
                 f"Volumes.{names.index(volume)}.Host.SourcePath",
                 f"{MODELS_DIRECTORY}/{model.bucket.bucket_name}/{model.prefix}",
             )
+
+
+def _image_sizes(service: IConstruct) -> dict[str, float]:
+    """The image sizes stated for the containers of ``service``'s task definition, by container name."""
+    task = getattr(service, "task_definition", None)
+    for candidate in (task, getattr(getattr(task, "node", None), "scope", None)):
+        found = getattr(candidate, "image_sizes_gib", None)
+        if isinstance(found, dict):
+            return found
+    return {}
+
+
+@jsii.implements(IValidation)
+class _RootVolumeHoldsWarmUp:
+    """NEURON091 at synth: the root volume holds the AMI and what the warm-up fetches, as far as sizes are stated."""
+
+    def __init__(self, capacity: AutoScalingCapacity) -> None:
+        self.capacity = capacity
+
+    def validate(self) -> list[str]:
+        room = self.capacity.root_volume_room
+        if room is None or room.fits:
+            return []
+        return [
+            rules.WARM_UP_ROOM.message(
+                construct_path(self.capacity),
+                f"the warm-up fills {room.describe()}",
+                needed=room.needed_gib,
+            )
+        ]
 
 
 def _model_artifacts(service: IConstruct) -> list[ModelArtifacts]:
