@@ -33,6 +33,7 @@ from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, Neuro
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
+from neuron_constructs.knowledge.instance_refresh import refresh_room
 from neuron_constructs.knowledge.warm_start import (
     LIFECYCLE_HOOK_NAME,
     MODELS_DIRECTORY,
@@ -102,7 +103,8 @@ class AmiRollout:
         are in service before the old ones drain, and the services keep every task (costs the extra instances for
         the refresh). ``False``: ``MaxHealthyPercentage`` 100 and the minimum below it, which stops instances first;
         refused where the instances left cannot hold the services' minimum healthy tasks (NEURON087, checked at
-        synth for services placed one per instance).
+        synth: a service placed one per instance loses one task per instance stopped, a fleet model or sliced
+        service, whose copies are packed several to an instance, up to its copies per instance).
     ``instance_warmup``
         How long after a new instance is in service the refresh waits before the next batch; default 10 minutes.
     """
@@ -848,9 +850,10 @@ def _check_ami_rollout(path: str, rollout: AmiRollout, max_capacity: int) -> Non
 
 @jsii.implements(IValidation)
 class _AmiRolloutRoom:
-    """NEURON087 at synth: a terminate-first refresh of ``capacity`` leaves its instances less one batch; each
-    service placed one task per instance (a manually mapped task definition, ``distinctInstance``) must keep its
-    minimum healthy tasks on them. Services that pack several tasks per instance are not judged here."""
+    """NEURON087 at synth: a terminate-first refresh of ``capacity`` stops one batch of its instances at a time; each
+    service placed one task per instance (a manually mapped task definition, ``distinctInstance``), and each fleet
+    model or sliced service as a whole (its copies packed ``copies`` to an instance), must keep its minimum healthy
+    tasks on the instances left (:func:`~neuron_constructs.knowledge.instance_refresh.refresh_room`)."""
 
     def __init__(self, capacity: AutoScalingCapacity, rollout: AmiRollout) -> None:
         self.capacity = capacity
@@ -860,27 +863,49 @@ class _AmiRolloutRoom:
         from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition
 
         capacity, batch = self.capacity, self.rollout.instances_at_a_time
-        left = capacity.max_capacity - batch
-        problems = []
+        judged: dict[str, tuple[IConstruct, int, list[tuple[int, int]]]] = {}
         for service in capacity.services:
             desired = getattr(service, "desired_count", None)
             minimum_percent = getattr(service, "min_healthy_percent", None)
             task = getattr(service, "task_definition", None)
             if not isinstance(task, ManualNeuronTaskDefinition) or not desired or minimum_percent is None:
                 continue
-            keep = -(-desired * minimum_percent // 100)
-            if keep > left:
-                problems.append(
-                    rules.AMI_ROLLOUT.message(
-                        construct_path(capacity),
-                        f"{self.rollout.describe()} leaves {left} of its {capacity.max_capacity} instances, and "
-                        f"{construct_path(service)} keeps {keep} of its {desired} tasks running "
-                        f"(min_healthy_percent={minimum_percent}), one per instance",
-                        fix="launch before terminating (AmiRollout(launch_before_terminate=True), the default), "
-                        f"replace fewer instances at a time (at most {max(0, capacity.max_capacity - keep)}), or raise "
-                        "max_capacity",
-                    )
+            owner = service.node.scope
+            copies = getattr(owner, "copy_services", None)
+            if isinstance(copies, list) and service in copies and owner is not None:
+                per_instance = getattr(owner, "copies", len(copies))
+                key, judged_as = construct_path(owner), owner
+            else:
+                key, judged_as, per_instance = construct_path(service), service, 1
+            judged.setdefault(key, (judged_as, per_instance, []))[2].append((desired, minimum_percent))
+        problems = []
+        for key, (_, per_instance, services) in judged.items():
+            room = refresh_room(
+                instances=capacity.max_capacity, batch=batch, per_instance=per_instance, services=services
+            )
+            if room.fits:
+                continue
+            percents = sorted({percent for _, percent in services})
+            shown_percent = ", ".join(map(str, percents))
+            if per_instance == 1 and len(services) == 1:
+                how = "one per instance"
+            else:
+                how = (
+                    f"{per_instance} on each instance (its packing plan), so a batch of {batch} takes away up to "
+                    f"{room.taken} of them and the instances left hold at most {room.room_left}"
                 )
+            most = room.most_at_a_time
+            fewer = f"replace fewer instances at a time (at most {most}), " if most else ""
+            problems.append(
+                rules.AMI_ROLLOUT.message(
+                    construct_path(capacity),
+                    f"{self.rollout.describe()} leaves {room.left} of its {capacity.max_capacity} instances, and "
+                    f"{key} keeps {room.keep} of its {room.tasks} tasks running "
+                    f"(min_healthy_percent={shown_percent}), {how}",
+                    fix="launch before terminating (AmiRollout(launch_before_terminate=True), the default), "
+                    f"{fewer}or raise max_capacity",
+                )
+            )
         return problems
 
 

@@ -840,7 +840,8 @@ AMI_ROLLOUT = Rule(
     "AMI rollout below the services' minimum healthy tasks",
     "an instance refresh replaces instances in batches of the group; with managed draining ECS stops an instance's "
     "tasks as its services' deployment settings allow, so a batch that takes away more instances than the rest can "
-    "spare leaves a service below its minimum healthy tasks, or the refresh waiting on draining that cannot finish",
+    "spare leaves a service below its minimum healthy tasks, or the refresh waiting on draining that cannot finish; "
+    "a model whose copies are packed several to an instance loses that many tasks with each instance",
     "{fix}",
     "EC2 Auto Scaling guide: instance refresh (minimum and maximum healthy percentage); ECS guide: managed "
     "instance draining",
