@@ -206,7 +206,9 @@ class WarmPool:
     service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
     volumes only), ``RUNNING`` or ``HIBERNATED``. ``prefetch`` (default True): the warm-up pulls the images and copies
     the model artifacts of the services on the capacity before the pool stops the instance, and the agent prefers
-    cached images. ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
+    cached images; the root volume must hold the AMI and what the warm-up fetches where sizes are stated
+    (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
+    ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
 
     Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
     cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
