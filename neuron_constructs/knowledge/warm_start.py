@@ -172,8 +172,8 @@ def root_volume_room(root_volume_gib: int, fetched: Iterable[Fetched]) -> RootVo
     for item in fetched:
         key = (item.kind, item.what)
         before = merged.get(key)
-        if before is None or (item.size_gib is not None and (before.size_gib or 0) < item.size_gib):
-            merged[key] = item if before is None else Fetched(item.what, item.kind, item.size_gib)
+        if before is None or (item.size_gib or 0) > (before.size_gib or 0):
+            merged[key] = item
     return RootVolumeRoom(root_volume_gib, tuple(merged.values()))
 
 

@@ -797,7 +797,7 @@ def _parser() -> argparse.ArgumentParser:
         "--fetches",
         action="store_true",
         help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
-        "before its tasks start, and whether a warm pool fetched them ahead",
+        "before its tasks start, whether a warm pool fetched them ahead, the sizes stated and the root volume's room",
     )
 
     digests = commands.add_parser(
