@@ -85,7 +85,9 @@ def built() -> dict[str, Any]:
         model,
         "Llama",
         cluster=shared,
-        task_definition=_model_task(model, ecs.ContainerImage.from_registry(PUBLIC_IMAGE)),
+        # Larger than any root volume: the platform's warm-up does not fetch it, so neither the synth-time check
+        # nor the template check (which sees both stacks) counts it against the platform's volume.
+        task_definition=_model_task(model, ecs.ContainerImage.from_registry(PUBLIC_IMAGE), image_gib=500),
         capacity=shared_capacity,
     )
     managed = Stack(app, "Managed")
@@ -221,7 +223,9 @@ def test_stated_sizes_are_recorded_in_the_task_definition_and_counted_against_th
     assert (room.root_volume_gib, room.known_gib, room.needed_gib, room.fits) == (100, 30 + 8 * 3 + 20, 74, True)
     assert [f.what for f in room.unknown] == [CLI_IMAGE]  # the sync container's image: no size stated
     (model_task,) = _of_type(built["templates"]["Model"], "AWS::ECS::TaskDefinition")
-    assert "imageSizesGiB" not in model_task["Metadata"]["NeuronConstructs"]  # nothing stated, nothing recorded
+    assert model_task["Metadata"]["NeuronConstructs"]["imageSizesGiB"] == {"model": 500.0}
+    assert "artifactSizesGiB" not in model_task["Metadata"]["NeuronConstructs"]  # nothing stated, nothing recorded
+    assert built["platform_capacity"].root_volume_room.fetched == ()  # another stack's service: not prefetched
 
 
 @pytest.mark.parametrize("size", [0, -1, True, "8", 70_000])
@@ -422,6 +426,8 @@ def test_plan_matches_a_model_stack_s_service_to_the_platform_s_capacity(built: 
     (shared,) = plan_paths(_write_app(built, tmp_path, "Platform", "Model")).fetches
     assert PUBLIC_IMAGE in shared.images
     assert shared.artifacts == ("s3://team-models/llama/neuron-tp2",)
+    # What the instance holds once the model's task runs there, warm-up or not: 30 + 500 x 3.
+    assert shared.room is not None and (shared.room.needed_gib, shared.room.fits) == (1530, False)
 
 
 def test_plan_fetches_on_the_command_line(built: dict[str, Any], tmp_path: Path) -> None:

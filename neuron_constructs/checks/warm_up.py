@@ -48,13 +48,19 @@ def _artifact_url(container: Mapping[str, Any], show: Callable[[Any], str]) -> s
     return None
 
 
-def capacity_fetches(t: EcsTemplate, capacity: Capacity, show: Callable[[Any], str] = plain) -> list[Fetched]:
+def capacity_fetches(
+    t: EcsTemplate, capacity: Capacity, show: Callable[[Any], str] = plain, *, warm_up: bool = False
+) -> list[Fetched]:
     """Every image and model artifact prefix the services that land on ``capacity`` fetch, in template order (repeats
     kept: :func:`~neuron_constructs.knowledge.warm_start.root_volume_room` merges them), each with the size its task
-    definition states; ``show`` writes a template value as text."""
+    definition states; ``show`` writes a template value as text. ``warm_up``: only what the warm-up fetches, as the
+    constructs wrote it: the services of the capacity's own template, and images named by a literal reference."""
     fetched: list[Fetched] = []
+    home = t.origin.get(capacity.logical_id, ("", ""))[0]
     for service in t.services.values():
         if service.task_definition is None or not t.lands_on(service, capacity):
+            continue
+        if warm_up and t.origin.get(service.logical_id, ("", ""))[0] != home:
             continue
         resource = t.resources.get(service.task_definition, {})
         task = t.task_definitions.get(service.task_definition)
@@ -66,7 +72,9 @@ def capacity_fetches(t: EcsTemplate, capacity: Capacity, show: Callable[[Any], s
                 continue
             name = container.get("Name")
             name = name if isinstance(name, str) else ""
-            fetched.append(Fetched(show(container.get("Image")), "image", images.get(name)))
+            image = container.get("Image")
+            if not warm_up or isinstance(image, str):
+                fetched.append(Fetched(show(image), "image", images.get(name)))
             url = _artifact_url(container, show)
             if url is not None:
                 fetched.append(Fetched(url, "artifacts", artifacts.get(name)))

@@ -470,13 +470,7 @@ def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
         if not fetch.images and not fetch.artifacts:
             out.line("  nothing: no service of these templates lands on it")
         if room is not None:
-            verdict = (
-                "fits"
-                if room.fits
-                else f"does NOT fit: needs root_volume_gib={room.needed_gib} or more (NEURON091)"
-                if fetch.prefetched
-                else f"does not fit at once (needs {room.needed_gib} GiB)"
-            )
+            verdict = "fits" if room.fits else f"does NOT fit: needs root_volume_gib={room.needed_gib} or more"
             out.line(
                 f"  root volume: {room.root_volume_gib} GiB; the AMI ({room.ami_gib} GiB) and the known sizes take "
                 f"{room.known_gib:.1f} GiB on disk: {verdict}"

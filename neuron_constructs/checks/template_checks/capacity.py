@@ -82,7 +82,7 @@ def _check_warm_up_room(t: EcsTemplate, out: TemplateReport) -> None:
         launch_template = capacity_launch_template(t, capacity)
         if launch_template is None or launch_template.root_volume_gib is None:
             continue
-        room = root_volume_room(launch_template.root_volume_gib, capacity_fetches(t, capacity))
+        room = root_volume_room(launch_template.root_volume_gib, capacity_fetches(t, capacity, warm_up=True))
         if not room.fits:
             out.add(
                 r.WARM_UP_ROOM,
