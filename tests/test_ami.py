@@ -265,7 +265,7 @@ def _packed_capacity(kind: str, batch: int, minimum: int) -> Any:
     )
     if kind == "fleet":
         fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=4)
-        fleet.add_model("Llm", devices_per_task=4, copies=3, image=IMAGE, min_healthy_percent=minimum)
+        fleet.add_model("Llm", devices_per_task=4, copies=3, image=IMAGE, min_healthy_percent=minimum, image_size_gib=9)
     else:
         SlicedNeuronService(
             stack,
@@ -276,6 +276,7 @@ def _packed_capacity(kind: str, batch: int, minimum: int) -> Any:
             image=IMAGE,
             instances=4,
             min_healthy_percent=minimum,
+            image_size_gib=9,
         )
     return capacity
 
@@ -290,7 +291,10 @@ def test_terminating_first_judges_a_packed_model_by_its_copies_per_instance(kind
     )
     assert "3 on each instance (its packing plan), so a batch of 3 takes away up to 9" in problem
     assert "hold at most 3" in problem and "at most 2" in problem and "[NEURON087: " in problem
-    assert _packed_capacity(kind, batch=2, minimum=50).node.validate() == []
+    accepted = _packed_capacity(kind, batch=2, minimum=50)
+    assert accepted.node.validate() == []
+    # The image size stated once reaches every copy (the warm pool's root volume check reads it there).
+    assert [s.task_definition.image_sizes_gib for s in accepted.services] == [{"model": 9.0}] * 3
 
 
 def test_launching_first_keeps_every_task_so_it_is_never_refused() -> None:
