@@ -248,6 +248,55 @@ def test_terminating_first_is_accepted_where_the_instances_left_hold_the_minimum
     assert group["UpdatePolicy"]["AutoScalingInstanceRefresh"]["Preferences"]["MinHealthyPercentage"] == 67
 
 
+def _packed_capacity(kind: str, batch: int, minimum: int) -> Any:
+    """A group of four inf2.48xlarge refreshed terminate-first ``batch`` at a time, holding a fleet model of three
+    copies an instance or a sliced service of three slices, on all four instances; no synth (the check is a
+    validation of the capacity)."""
+    from neuron_constructs import NeuronFleet, SlicedNeuronService
+
+    stack = _stack()
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity(
+        "Inf2",
+        instance_type="inf2.48xlarge",
+        max_capacity=4,
+        machine_image=NeuronAmi.release(RELEASE),
+        ami_rollout=AmiRollout(instances_at_a_time=batch, launch_before_terminate=False),
+    )
+    if kind == "fleet":
+        fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=4)
+        fleet.add_model("Llm", devices_per_task=4, copies=3, image=IMAGE, min_healthy_percent=minimum, image_size_gib=9)
+    else:
+        SlicedNeuronService(
+            stack,
+            "Fleet",
+            cluster=cluster,
+            instance_type="inf2.48xlarge",
+            devices_per_task=4,
+            image=IMAGE,
+            instances=4,
+            min_healthy_percent=minimum,
+            image_size_gib=9,
+        )
+    return capacity
+
+
+@pytest.mark.parametrize("kind", ["fleet", "sliced"])
+def test_terminating_first_judges_a_packed_model_by_its_copies_per_instance(kind: str) -> None:
+    """Three copies on each of four instances at 50 %: 6 of 12 tasks stay; a batch of 3 leaves room for 3."""
+    (problem,) = _packed_capacity(kind, batch=3, minimum=50).node.validate()
+    path = "Test/Fleet/Llm" if kind == "fleet" else "Test/Fleet"
+    assert (
+        f"leaves 1 of its 4 instances, and {path} keeps 6 of its 12 tasks running (min_healthy_percent=50)" in problem
+    )
+    assert "3 on each instance (its packing plan), so a batch of 3 takes away up to 9" in problem
+    assert "hold at most 3" in problem and "at most 2" in problem and "[NEURON087: " in problem
+    accepted = _packed_capacity(kind, batch=2, minimum=50)
+    assert accepted.node.validate() == []
+    # The image size stated once reaches every copy (the warm pool's root volume check reads it there).
+    assert [s.task_definition.image_sizes_gib for s in accepted.services] == [{"model": 9.0}] * 3
+
+
 def test_launching_first_keeps_every_task_so_it_is_never_refused() -> None:
     stack = _manual_service(AmiRollout(instances_at_a_time=3), max_capacity=3, desired=2, minimum=100)
     (group,) = _groups(_template(stack)).values()

@@ -323,6 +323,20 @@ def _ami_rollout_stopping_instances_the_service_needs(s: Stack) -> None:
     synth(s)
 
 
+def _warm_up_larger_than_the_root_volume(s: Stack) -> None:
+    from aws_cdk import aws_s3 as s3
+
+    from neuron_constructs import ModelArtifacts, WarmPool
+
+    cluster = NeuronCluster(s, "C")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", warm_pool=WarmPool())
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
+    models = ModelArtifacts(s3.Bucket.from_bucket_name(s, "Models", "team-models"), "llama", size_gib=60)
+    task.add_neuron_container("model", image=IMAGE, image_size_gib=4, model_artifacts=models)
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    synth(s)
+
+
 def _model_name_with_a_space(s: Stack) -> None:
     _scaled_service(s, model_name="my model")
 
@@ -1284,6 +1298,13 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/C/Inf2: AmiRollout\(instances_at_a_time=2, terminating first\) leaves 1 of its 3 instances, and "
         r"Test/Svc keeps 2 of its 2 tasks running \(min_healthy_percent=100\), one per instance.*"
         r"replace fewer instances at a time \(at most 1\)",
+    ),
+    (
+        r.WARM_UP_ROOM,
+        _warm_up_larger_than_the_root_volume,
+        r"Test/C/Inf2: the warm-up fills the AMI \(30 GiB\) \+ .* \(4 GiB, 12 GiB unpacked\) \+ "
+        r"s3://team-models/llama \(60 GiB\) = 102 GiB on a root volume of 100 GiB, not counting 1 of unknown size "
+        r"\(public.ecr.aws/aws-cli/.*Fix: pass root_volume_gib=102 or more",
     ),
 ]
 

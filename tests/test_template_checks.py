@@ -71,6 +71,29 @@ def _launch_data(**changes: Any) -> dict[str, Any]:
     return template
 
 
+def _warm_up_fetching(image_gib: float, artifacts_gib: float, root_gib: int = 100) -> dict[str, Any]:
+    """A warm-pooled group (the warm-up's lifecycle hook) whose one service states its image and model sizes."""
+    sync = container(
+        "model-model-sync", Command=["s3", "sync", "--only-show-errors", "s3://models/llama", "/opt/ml/model"]
+    )
+    task = manual_task(containers=[container(devices=[0, 1]), sync])
+    task["Metadata"] = _intent(
+        "manual", imageSizesGiB={"model": image_gib}, artifactSizesGiB={"model-model-sync": artifacts_gib}
+    )
+    hook = {
+        "Type": "AWS::AutoScaling::LifecycleHook",
+        "Properties": {
+            "AutoScalingGroupName": {"Ref": "Group"},
+            "LifecycleHookName": "neuron-warm-up",
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+        },
+    }
+    template = with_resources(BASE, Task=task, Svc=service("Task"), WarmUp=hook)
+    data = template["Resources"]["LaunchTemplate"]["Properties"]["LaunchTemplateData"]
+    data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] = root_gib
+    return template
+
+
 def _public_subnet() -> dict[str, Any]:
     template = with_resources(BASE)
     template["Resources"]["PrivateSubnet"]["Properties"]["MapPublicIpOnLaunch"] = True
@@ -438,6 +461,13 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
     ),
     (r.PINNED_AMI, _ami(literal="ami-0123456789abcdef0"), r"LaunchTemplate: inf2.48xlarge boots ami-0123456789abcdef0"),
     (
+        r.WARM_UP_ROOM,
+        _warm_up_fetching(image_gib=10, artifacts_gib=45),
+        r"LaunchTemplate: the warm-up fills the AMI \(30 GiB\) \+ public.ecr.aws/docker/library/busybox:1.37 "
+        r"\(10 GiB, 30 GiB unpacked\) \+ s3://models/llama \(45 GiB\) = 105 GiB on a root volume of 100 GiB.*"
+        r"Fix: pass root_volume_gib=105 or more",
+    ),
+    (
         r.HOST_NETWORK,
         with_resources(BASE, Task=manual_task(NetworkMode="host")),
         r"Task: the host network mode gives the containers the instance's network",
@@ -556,6 +586,14 @@ def test_broken_template_names_the_rule(rule: r.Rule, template: dict[str, Any], 
     assert re.search(text, message), message
     assert f"[{rule.id}: {rule.aws_rule}] Fix: " in message
     assert "{" not in message.split("Fix: ")[1]
+
+
+def test_a_warm_up_is_judged_on_the_sizes_stated_and_fits_a_volume_that_holds_them() -> None:
+    """105 GiB known: a 105 GiB volume holds it; without a warm-up hook nothing is fetched before the instance stops."""
+    assert not [f for f in check_template(_warm_up_fetching(10, 45, root_gib=105)) if f.rule is r.WARM_UP_ROOM]
+    unhooked = _warm_up_fetching(10, 45)
+    del unhooked["Resources"]["WarmUp"]
+    assert not [f for f in check_template(unhooked) if f.rule is r.WARM_UP_ROOM]
 
 
 def test_every_template_rule_has_a_check_and_a_case() -> None:

@@ -26,6 +26,7 @@ from neuron_constructs import (
     NeuronService,
     WarmPool,
 )
+from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.warm_start import (
     LIFECYCLE_HOOK_NAME,
     MODELS_DIRECTORY,
@@ -40,12 +41,17 @@ pytestmark = pytest.mark.xdist_group("warm_pools")
 PUBLIC_IMAGE = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
 PRIVATE_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/llama-server:1.4"
 CLI = "public.ecr.aws/aws-cli/aws-cli:2.31.0"
+CLI_IMAGE = AWS_CLI.reference
 
 
-def _model_task(stack: Stack, image: ecs.ContainerImage) -> ManualNeuronTaskDefinition:
+def _model_task(
+    stack: Stack, image: ecs.ContainerImage, *, image_gib: float | None = None, model_gib: float | None = None
+) -> ManualNeuronTaskDefinition:
     task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
-    models = s3.Bucket.from_bucket_name(stack, "Models", "team-models")
-    task.add_neuron_container("model", image=image, model_artifacts=ModelArtifacts(models, "llama/neuron-tp2"))
+    models = ModelArtifacts(
+        s3.Bucket.from_bucket_name(stack, "Models", "team-models"), "llama/neuron-tp2", size_gib=model_gib
+    )
+    task.add_neuron_container("model", image=image, model_artifacts=models, image_size_gib=image_gib)
     return task
 
 
@@ -60,7 +66,7 @@ def built() -> dict[str, Any]:
         stack,
         "Llama",
         cluster=cluster,
-        task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE)),
+        task_definition=_model_task(stack, ecs.ContainerImage.from_registry(PRIVATE_IMAGE), image_gib=8, model_gib=20),
         capacity=capacity,
     )
     cold = Stack(app, "NoPrefetch")
@@ -79,7 +85,9 @@ def built() -> dict[str, Any]:
         model,
         "Llama",
         cluster=shared,
-        task_definition=_model_task(model, ecs.ContainerImage.from_registry(PUBLIC_IMAGE)),
+        # Larger than any root volume: the platform's warm-up does not fetch it, so neither the synth-time check
+        # nor the template check (which sees both stacks) counts it against the platform's volume.
+        task_definition=_model_task(model, ecs.ContainerImage.from_registry(PUBLIC_IMAGE), image_gib=500),
         capacity=shared_capacity,
     )
     managed = Stack(app, "Managed")
@@ -203,6 +211,32 @@ def test_split_stacks_keep_the_platform_independent_of_the_model(built: dict[str
     assert built["platform_capacity"].prefetch == Prefetch()
     warnings = [str(m.entry.data) for m in platform.messages if "NEURON124" in str(m.entry.data)]
     assert warnings and "Model/Llama (in another stack)" in warnings[0]
+
+
+def test_stated_sizes_are_recorded_in_the_task_definition_and_counted_against_the_root_volume(
+    built: dict[str, Any],
+) -> None:
+    (task,) = _of_type(built["templates"]["Warm"], "AWS::ECS::TaskDefinition")
+    intent = task["Metadata"]["NeuronConstructs"]
+    assert (intent["imageSizesGiB"], intent["artifactSizesGiB"]) == ({"model": 8.0}, {"model-model-sync": 20.0})
+    room = built["capacity"].root_volume_room
+    assert (room.root_volume_gib, room.known_gib, room.needed_gib, room.fits) == (100, 30 + 8 * 3 + 20, 74, True)
+    assert [f.what for f in room.unknown] == [CLI_IMAGE]  # the sync container's image: no size stated
+    (model_task,) = _of_type(built["templates"]["Model"], "AWS::ECS::TaskDefinition")
+    assert model_task["Metadata"]["NeuronConstructs"]["imageSizesGiB"] == {"model": 500.0}
+    assert "artifactSizesGiB" not in model_task["Metadata"]["NeuronConstructs"]  # nothing stated, nothing recorded
+    assert built["platform_capacity"].root_volume_room.fetched == ()  # another stack's service: not prefetched
+
+
+@pytest.mark.parametrize("size", [0, -1, True, "8", 70_000])
+def test_a_size_that_is_not_a_positive_number_of_gib_is_refused(size: Any) -> None:
+    stack = Stack(App(analytics_reporting=False), "Sizes")
+    bucket = s3.Bucket.from_bucket_name(stack, "Models", "team-models")
+    with pytest.raises(NeuronConfigurationError, match=r"size_gib=.*NEURON027"):
+        ModelArtifacts(bucket, "llama", size_gib=size)
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    with pytest.raises(NeuronConfigurationError, match=r"Sizes/Task/model: image_size_gib=.*NEURON02[67]"):
+        task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(PUBLIC_IMAGE), image_size_gib=size)
 
 
 def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
@@ -375,6 +409,9 @@ def test_plan_lists_what_a_new_instance_of_each_capacity_fetches(built: dict[str
     assert any(i.startswith("public.ecr.aws/aws-cli/aws-cli:") for i in warm.images)  # the model sync container
     assert warm.artifacts == ("s3://team-models/llama/neuron-tp2",)
     assert warm.warm_pool == 1
+    assert warm.prefetched and warm.room is not None
+    assert (warm.room.root_volume_gib, warm.room.known_gib, warm.room.fits) == (100, 74, True)
+    assert [f.what for f in warm.room.unknown] == [CLI_IMAGE]
     managed = plan_paths(_write_app(built, tmp_path, "Managed")).fetches
     assert [(f.kind, f.scale_in_after) for f in managed] == [
         ("managed-instances", 1800),
@@ -389,6 +426,8 @@ def test_plan_matches_a_model_stack_s_service_to_the_platform_s_capacity(built: 
     (shared,) = plan_paths(_write_app(built, tmp_path, "Platform", "Model")).fetches
     assert PUBLIC_IMAGE in shared.images
     assert shared.artifacts == ("s3://team-models/llama/neuron-tp2",)
+    # What the instance holds once the model's task runs there, warm-up or not: 30 + 500 x 3.
+    assert shared.room is not None and (shared.room.needed_gib, shared.room.fits) == (1530, False)
 
 
 def test_plan_fetches_on_the_command_line(built: dict[str, Any], tmp_path: Path) -> None:
@@ -401,12 +440,17 @@ def test_plan_fetches_on_the_command_line(built: dict[str, Any], tmp_path: Path)
     assert (status, err.getvalue()) == (EXIT_OK, "")
     text = out.getvalue()
     assert "warm pool of at least 1: fetched at warm-up" in text
-    assert f"  image     {PRIVATE_IMAGE}" in text
-    assert "  artifacts s3://team-models/llama/neuron-tp2" in text
+    assert f"  image     {PRIVATE_IMAGE}  [8 GiB, 24 GiB unpacked]" in text
+    assert "  artifacts s3://team-models/llama/neuron-tp2  [20 GiB]" in text
+    assert f"  image     {CLI_IMAGE}  [size unknown]" in text
+    assert "  root volume: 100 GiB; the AMI (30 GiB) and the known sizes take 74.0 GiB on disk: fits" in text
+    assert "  sizes unknown for 1 of 3: state image_size_gib=" in text
     out = io.StringIO()
     main(["plan", "--fetches", "--json", *_write_app(built, tmp_path, "Warm")], stdout=out, stderr=err)
     document = json.loads(out.getvalue())
     assert document["fetches"][0]["warm_pool_min_size"] == 1 and document["unreadable"] == []
+    assert document["fetches"][0]["root_volume"]["needed_gib"] == 74
+    assert document["fetches"][0]["root_volume"]["unknown"] == [CLI_IMAGE]
 
 
 def _deep(levels: int) -> Any:
@@ -425,10 +469,11 @@ def _deep(levels: int) -> Any:
     )
 )
 def test_any_image_or_command_value_is_shown_as_a_bounded_sentence(value: Any) -> None:
-    from neuron_constructs.tools.planning import _artifact_url, shown
+    from neuron_constructs.checks.warm_up import _artifact_url
+    from neuron_constructs.tools.planning import shown
 
     assert len(shown(value)) <= 240
-    assert _artifact_url({"Command": ["s3", "sync", value, value]}) in (None, *([shown(value)] * 1))
+    assert _artifact_url({"Command": ["s3", "sync", value, value]}, shown) in (None, *([shown(value)] * 1))
 
 
 def test_a_deeply_nested_image_is_cut_not_recursed_without_end() -> None:

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from neuron_constructs.knowledge import rollouts
+from neuron_constructs.knowledge import rollouts, rules
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.numbers import parse_whole_number
@@ -100,6 +100,15 @@ def check_managed_instances_selection(
             )
         admitted.extend(u for u in usable if u not in admitted)
     return tuple(admitted)
+
+
+def check_size_gib(path: str, name: str, size_gib: object) -> float:
+    """NEURON027: a stated size (``image_size_gib``, ``ModelArtifacts(size_gib=)``) is a positive number of GiB."""
+    if isinstance(size_gib, bool) or not isinstance(size_gib, int | float) or not 0 < size_gib <= 65_536:
+        raise rules.OUT_OF_RANGE.error(
+            path, f"{name}={size_gib!r}", name=name, minimum="more than 0", maximum="65,536 GiB (a gp3 volume's most)"
+        )
+    return float(size_gib)
 
 
 def check_capacity_size(path: str, min_capacity: int, max_capacity: int) -> None:

@@ -33,14 +33,18 @@ from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, Neuro
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
+from neuron_constructs.knowledge.instance_refresh import refresh_room
 from neuron_constructs.knowledge.warm_start import (
     LIFECYCLE_HOOK_NAME,
     MODELS_DIRECTORY,
     PREFETCH_AGENT_SETTINGS,
     WARM_POOL_AGENT_SETTINGS,
     WARM_UP_FILE,
+    Fetched,
     Prefetch,
+    RootVolumeRoom,
     ecr_registry,
+    root_volume_room,
     warm_up_script,
 )
 
@@ -99,7 +103,8 @@ class AmiRollout:
         are in service before the old ones drain, and the services keep every task (costs the extra instances for
         the refresh). ``False``: ``MaxHealthyPercentage`` 100 and the minimum below it, which stops instances first;
         refused where the instances left cannot hold the services' minimum healthy tasks (NEURON087, checked at
-        synth for services placed one per instance).
+        synth: a service placed one per instance loses one task per instance stopped, a fleet model or sliced
+        service, whose copies are packed several to an instance, up to its copies per instance).
     ``instance_warmup``
         How long after a new instance is in service the refresh waits before the next batch; default 10 minutes.
     """
@@ -201,7 +206,9 @@ class WarmPool:
     service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
     volumes only), ``RUNNING`` or ``HIBERNATED``. ``prefetch`` (default True): the warm-up pulls the images and copies
     the model artifacts of the services on the capacity before the pool stops the instance, and the agent prefers
-    cached images. ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
+    cached images; the root volume must hold the AMI and what the warm-up fetches where sizes are stated
+    (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
+    ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
 
     Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
     cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
@@ -601,6 +608,10 @@ class AutoScalingCapacity(Construct):
         compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
         self.prefetch: Prefetch | None = None
         """What the warm-up fetches, known once the app is synthesized (``None`` before, and without prefetch)."""
+        self.root_volume_gib = root_volume_gib
+        self.root_volume_room: RootVolumeRoom | None = None
+        """Whether the root volume holds what the warm-up fetches, where the sizes are stated (NEURON091); known once
+        the app is synthesized (``None`` before, and without prefetch)."""
         if warm_pool is not None:
             self.auto_scaling_group.add_warm_pool(
                 min_size=warm_pool.min_size,
@@ -616,6 +627,7 @@ class AutoScalingCapacity(Construct):
                 heartbeat_timeout=WARM_UP_TIMEOUT,
             )
             Aspects.of(self).add(_WarmUpOnce(self))
+            self.node.add_validation(_RootVolumeHoldsWarmUp(self))
 
     def _prepare_warm_up(self) -> None:
         """The warm-up: what the services on the capacity fetch, the instance role's grants for it, and the script
@@ -625,22 +637,28 @@ class AutoScalingCapacity(Construct):
         artifacts: list[tuple[str, str]] = []
         skipped: list[str] = []
         grant_artifacts: list[ModelArtifacts] = []
+        fetched: list[Fetched] = []
         for service in self.services:
             if Stack.of(service) is not stack:
                 skipped.append(f"{construct_path(service)} (in another stack)")
                 continue
+            sizes = _image_sizes(service)
             for container in _containers(service):
                 name = container.image_name
                 if Token.is_unresolved(name):
                     skipped.append(f"{construct_path(container)} (image named by a token)")
-                elif name not in images:
+                    continue
+                fetched.append(Fetched(name, "image", sizes.get(container.container_name)))
+                if name not in images:
                     images.append(name)
             for model in _model_artifacts(service):
+                fetched.append(Fetched(model.url, "artifacts", model.size_gib))
                 entry = (model.url, f"{model.bucket.bucket_name}/{model.prefix}")
                 if entry not in artifacts:
                     artifacts.append(entry)
                     grant_artifacts.append(model)
             _share_model_volumes(service)
+        self.root_volume_room = root_volume_room(self.root_volume_gib, fetched)
         if skipped:
             Validations.of(self).add_warning(
                 rules.NOT_PREFETCHED.warning_id,
@@ -767,6 +785,36 @@ def _share_model_volumes(service: IConstruct) -> None:
             )
 
 
+def _image_sizes(service: IConstruct) -> dict[str, float]:
+    """The image sizes stated for the containers of ``service``'s task definition, by container name."""
+    task = getattr(service, "task_definition", None)
+    for candidate in (task, getattr(getattr(task, "node", None), "scope", None)):
+        found = getattr(candidate, "image_sizes_gib", None)
+        if isinstance(found, dict):
+            return found
+    return {}
+
+
+@jsii.implements(IValidation)
+class _RootVolumeHoldsWarmUp:
+    """NEURON091 at synth: the root volume holds the AMI and what the warm-up fetches, as far as sizes are stated."""
+
+    def __init__(self, capacity: AutoScalingCapacity) -> None:
+        self.capacity = capacity
+
+    def validate(self) -> list[str]:
+        room = self.capacity.root_volume_room
+        if room is None or room.fits:
+            return []
+        return [
+            rules.WARM_UP_ROOM.message(
+                construct_path(self.capacity),
+                f"the warm-up fills {room.describe()}",
+                needed=room.needed_gib,
+            )
+        ]
+
+
 def _model_artifacts(service: IConstruct) -> list[ModelArtifacts]:
     """The ``ModelArtifacts`` the task definition of ``service`` copies (recorded by the Neuron task definitions)."""
     task = getattr(service, "task_definition", None)
@@ -804,9 +852,10 @@ def _check_ami_rollout(path: str, rollout: AmiRollout, max_capacity: int) -> Non
 
 @jsii.implements(IValidation)
 class _AmiRolloutRoom:
-    """NEURON087 at synth: a terminate-first refresh of ``capacity`` leaves its instances less one batch; each
-    service placed one task per instance (a manually mapped task definition, ``distinctInstance``) must keep its
-    minimum healthy tasks on them. Services that pack several tasks per instance are not judged here."""
+    """NEURON087 at synth: a terminate-first refresh of ``capacity`` stops one batch of its instances at a time; each
+    service placed one task per instance (a manually mapped task definition, ``distinctInstance``), and each fleet
+    model or sliced service as a whole (its copies packed ``copies`` to an instance), must keep its minimum healthy
+    tasks on the instances left (:func:`~neuron_constructs.knowledge.instance_refresh.refresh_room`)."""
 
     def __init__(self, capacity: AutoScalingCapacity, rollout: AmiRollout) -> None:
         self.capacity = capacity
@@ -816,27 +865,49 @@ class _AmiRolloutRoom:
         from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition
 
         capacity, batch = self.capacity, self.rollout.instances_at_a_time
-        left = capacity.max_capacity - batch
-        problems = []
+        judged: dict[str, tuple[IConstruct, int, list[tuple[int, int]]]] = {}
         for service in capacity.services:
             desired = getattr(service, "desired_count", None)
             minimum_percent = getattr(service, "min_healthy_percent", None)
             task = getattr(service, "task_definition", None)
             if not isinstance(task, ManualNeuronTaskDefinition) or not desired or minimum_percent is None:
                 continue
-            keep = -(-desired * minimum_percent // 100)
-            if keep > left:
-                problems.append(
-                    rules.AMI_ROLLOUT.message(
-                        construct_path(capacity),
-                        f"{self.rollout.describe()} leaves {left} of its {capacity.max_capacity} instances, and "
-                        f"{construct_path(service)} keeps {keep} of its {desired} tasks running "
-                        f"(min_healthy_percent={minimum_percent}), one per instance",
-                        fix="launch before terminating (AmiRollout(launch_before_terminate=True), the default), "
-                        f"replace fewer instances at a time (at most {max(0, capacity.max_capacity - keep)}), or raise "
-                        "max_capacity",
-                    )
+            owner = service.node.scope
+            copies = getattr(owner, "copy_services", None)
+            if isinstance(copies, list) and service in copies and owner is not None:
+                per_instance = getattr(owner, "copies", len(copies))
+                key, judged_as = construct_path(owner), owner
+            else:
+                key, judged_as, per_instance = construct_path(service), service, 1
+            judged.setdefault(key, (judged_as, per_instance, []))[2].append((desired, minimum_percent))
+        problems = []
+        for key, (_, per_instance, services) in judged.items():
+            room = refresh_room(
+                instances=capacity.max_capacity, batch=batch, per_instance=per_instance, services=services
+            )
+            if room.fits:
+                continue
+            percents = sorted({percent for _, percent in services})
+            shown_percent = ", ".join(map(str, percents))
+            if per_instance == 1 and len(services) == 1:
+                how = "one per instance"
+            else:
+                how = (
+                    f"{per_instance} on each instance (its packing plan), so a batch of {batch} takes away up to "
+                    f"{room.taken} of them and the instances left hold at most {room.room_left}"
                 )
+            most = room.most_at_a_time
+            fewer = f"replace fewer instances at a time (at most {most}), " if most else ""
+            problems.append(
+                rules.AMI_ROLLOUT.message(
+                    construct_path(capacity),
+                    f"{self.rollout.describe()} leaves {room.left} of its {capacity.max_capacity} instances, and "
+                    f"{key} keeps {room.keep} of its {room.tasks} tasks running "
+                    f"(min_healthy_percent={shown_percent}), {how}",
+                    fix="launch before terminating (AmiRollout(launch_before_terminate=True), the default), "
+                    f"{fewer}or raise max_capacity",
+                )
+            )
         return problems
 
 

@@ -560,7 +560,9 @@ class NeuronCluster(Construct):
             ``ECS_WARM_POOLS_CHECK=true``; with ``prefetch`` (its default) a warm-up pulls the images and copies the
             model artifacts of the services on the capacity before the pool stops the instance (a service in another
             stack, or an image named by a token, warns: NEURON124). Not with ``spot`` (NEURON085); ``reuse_on_scale_in``
-            is refused (NEURON084).
+            is refused (NEURON084). The root volume must hold the AMI (30 GiB) and what the warm-up fetches, as far
+            as sizes are stated (``image_size_gib=``, ``ModelArtifacts(size_gib=)``): refused at synth otherwise
+            (NEURON091).
         """
         path = f"{construct_path(self)}/{id}"
         neuron = instance_type_at(path, instance_type)

@@ -32,6 +32,7 @@ from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import AWS_CLI
 
@@ -171,14 +172,23 @@ class ModelArtifacts:
     ``sync`` container (the AWS CLI, :data:`AWS_CLI_IMAGE`) that runs ``aws s3 sync s3://<bucket>/<prefix>
     <path>`` and exits, and the model container starts only once it succeeded, with the volume at ``path``
     read only and ``MODEL_DIR=<path>`` in its environment. The task role may read and list the prefix only.
+
+    ``size_gib``: the size of the files under the prefix (``aws s3 ls --summarize --human-readable --recursive
+    s3://<bucket>/<prefix>/``); a warm pool that copies them checks that its root volume holds them (NEURON091).
+    Default unknown.
     """
 
-    def __init__(self, bucket: s3.IBucket, prefix: str, *, path: str = "/opt/ml/model") -> None:
+    def __init__(
+        self, bucket: s3.IBucket, prefix: str, *, path: str = "/opt/ml/model", size_gib: float | None = None
+    ) -> None:
         self.bucket = bucket
         self.prefix = _prefix(bucket, prefix)
         if not path.startswith("/"):
             raise rules.S3_LOCATION.error(construct_path(bucket), f"path={path!r} is not absolute")
         self.path = path
+        self.size_gib: float | None = (
+            None if size_gib is None else inputs.check_size_gib(construct_path(bucket), "size_gib", size_gib)
+        )
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}"
 
     def grant(self, role: iam.IRole) -> None:

@@ -159,6 +159,12 @@ class NeuronTaskDefinition(Construct):
         too)."""
         self.model_volumes: dict[str, ModelArtifacts] = {}
         """The task volume each of them is copied into, by volume name."""
+        self.image_sizes_gib: dict[str, float] = {}
+        """The image size stated for each container (``image_size_gib=``), by container name, in GiB as the registry
+        reports it (a warm pool's root volume check counts it, NEURON091)."""
+        self.artifact_sizes_gib: dict[str, float] = {}
+        """The size of the model artifacts each sync container copies (``ModelArtifacts(size_gib=)``), by the sync
+        container's name."""
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -208,14 +214,31 @@ class NeuronTaskDefinition(Construct):
         return self._compatibility in (ecs.Compatibility.EC2, ecs.Compatibility.EC2_AND_MANAGED_INSTANCES)
 
     def _intent(self) -> dict[str, object]:
-        return {"neuronContainers": list(self._neuron_container_names)}
+        return {
+            "neuronContainers": list(self._neuron_container_names),
+            **({"imageSizesGiB": dict(self.image_sizes_gib)} if self.image_sizes_gib else {}),
+            **({"artifactSizesGiB": dict(self.artifact_sizes_gib)} if self.artifact_sizes_gib else {}),
+        }
+
+    def _state_image_size(self, path: str, container: ecs.ContainerDefinition, size_gib: float | None) -> None:
+        """Record ``image_size_gib`` for ``container`` (NEURON027 unless a positive number)."""
+        if size_gib is None:
+            return
+        inputs.check_size_gib(path, "image_size_gib", size_gib)
+        self.image_sizes_gib[container.container_name] = float(size_gib)
+        self._record_intent()
 
     def _record_intent(self) -> None:
         record_intent(self.task_definition, self._intent())
 
     @checked(options=ContainerOptions, whole_numbers=CONTAINER_WHOLE_NUMBERS, option_ranges=_CONTAINER_RANGES)
     def add_container(
-        self, id: str, *, image: ecs.ContainerImage, **options: Unpack[ContainerOptions]
+        self,
+        id: str,
+        *,
+        image: ecs.ContainerImage,
+        image_size_gib: float | None = None,
+        **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container without Neuron devices (a sidecar).
 
@@ -224,9 +247,12 @@ class NeuronTaskDefinition(Construct):
         ``log_group``. Refused: GPU or inference accelerator requests (NEURON013: Neuron
         instances have neither), fields Managed Instances reject (NEURON007), containers that together
         reserve more memory or CPU than the task (NEURON024) or its instance (NEURON012), no memory
-        anywhere (NEURON025).
+        anywhere (NEURON025). ``image_size_gib``: the image's size as its registry reports it (compressed), for the
+        root volume check of a warm pool that prefetches it (NEURON091); default unknown.
         """
-        return self._add(id, image, dict(options))
+        container = self._add(id, image, dict(options))
+        self._state_image_size(f"{construct_path(self)}/{id}", container, image_size_gib)
+        return container
 
     @property
     def model_key(self) -> str:
@@ -267,6 +293,9 @@ class NeuronTaskDefinition(Construct):
                 ecs.ContainerDependency(container=sync, condition=ecs.ContainerDependencyCondition.SUCCESS)
             )
             container.add_environment("MODEL_DIR", model_artifacts.path)
+            if model_artifacts.size_gib is not None:
+                self.artifact_sizes_gib[sync.container_name] = model_artifacts.size_gib
+                self._record_intent()
             model_artifacts.grant(self.task_role)
             self.model_artifacts.append(model_artifacts)
             self.model_volumes[volume] = model_artifacts
@@ -560,6 +589,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         model_artifacts: ModelArtifacts | None = None,
         hf_token: secretsmanager.ISecret | None = None,
         driver_check: bool | str = False,
+        image_size_gib: float | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
@@ -569,7 +599,8 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         for warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check`` (``True``, or the image's
         Neuron SDK release when its tag names none): the container first checks the host's Neuron driver against
         its runtime's range and stops with one line outside it (:mod:`neuron_constructs.compute.driver_check`);
-        needs ``entry_point`` (NEURON089).
+        needs ``entry_point`` (NEURON089). ``image_size_gib``: the image's size as its registry reports it
+        (compressed), for the root volume check of a warm pool that prefetches it (NEURON091); default unknown.
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -585,6 +616,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
+        self._state_image_size(path, container, image_size_gib)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container
@@ -815,13 +847,15 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         model_artifacts: ModelArtifacts | None = None,
         hf_token: secretsmanager.ISecret | None = None,
         driver_check: bool | str = False,
+        image_size_gib: float | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
         ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
         secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check``: the
-        Neuron driver start check, as on :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
+        Neuron driver start check, and ``image_size_gib``, as on
+        :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -873,6 +907,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self._tag_neuron_container(container, stated)
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
+        self._state_image_size(path, container, image_size_gib)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container

@@ -840,7 +840,8 @@ AMI_ROLLOUT = Rule(
     "AMI rollout below the services' minimum healthy tasks",
     "an instance refresh replaces instances in batches of the group; with managed draining ECS stops an instance's "
     "tasks as its services' deployment settings allow, so a batch that takes away more instances than the rest can "
-    "spare leaves a service below its minimum healthy tasks, or the refresh waiting on draining that cannot finish",
+    "spare leaves a service below its minimum healthy tasks, or the refresh waiting on draining that cannot finish; "
+    "a model whose copies are packed several to an instance loses that many tasks with each instance",
     "{fix}",
     "EC2 Auto Scaling guide: instance refresh (minimum and maximum healthy percentage); ECS guide: managed "
     "instance draining",
@@ -864,6 +865,17 @@ DRIVER_CHECK_INPUT = Rule(
     "image's Neuron SDK release, then runs the container's own entry point; it needs both",
     "{fix}",
     "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues)",
+)
+WARM_UP_ROOM = Rule(
+    "NEURON091",
+    "Warm pool root volume smaller than what its warm-up fetches",
+    "a warm-pooled instance pulls the images and copies the model artifacts of its services onto its root volume "
+    "before it stops, and the ECS Neuron AMI already takes its 30 GiB snapshot of it; Docker keeps an image "
+    "unpacked, larger than the registry reports; a full volume fails the pull, the copy or the task that starts later",
+    "pass root_volume_gib={needed} or more to add_ec2_capacity (or fetch less on this capacity)",
+    "aws/amazon-ecs-ami al2023neu.pkr.hcl and variables.pkr.hcl (block_device_size_gb 30); ECR API: ImageDetail "
+    "imageSizeInBytes (compressed; docker images shows the larger uncompressed size)",
+    checked="both",
 )
 
 WARM_POOL_REUSE = Rule(
@@ -1238,6 +1250,7 @@ RULES: tuple[Rule, ...] = (
     DRIVER_CHECK_INPUT,
     AMI_RELEASE,
     AMI_ROLLOUT,
+    WARM_UP_ROOM,
     WARM_POOL_REUSE,
     WARM_POOL_SPOT,
     ALERT_TOPIC_ACCOUNT,

@@ -23,17 +23,24 @@ CDK import here.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "AMI_ROOT_VOLUME_GIB",
+    "IMAGE_ON_DISK_FACTOR",
     "LIFECYCLE_HOOK_NAME",
     "MODELS_DIRECTORY",
     "PREFETCH_AGENT_SETTINGS",
     "WARM_POOL_AGENT_SETTINGS",
     "WARM_UP_FILE",
+    "Fetched",
     "Prefetch",
+    "RootVolumeRoom",
     "ecr_registry",
+    "root_volume_room",
     "warm_up_script",
 ]
 
@@ -68,6 +75,106 @@ class Prefetch:
 
     images: tuple[str, ...] = ()
     artifacts: tuple[tuple[str, str], ...] = ()
+
+
+AMI_ROOT_VOLUME_GIB = 30
+"""What the ECS Neuron AMI takes of the root volume, counted whole: the AMI is built on a 30 GB gp3 root volume
+(aws/amazon-ecs-ami ``al2023neu.pkr.hcl``: ``launch_block_device_mappings`` ``volume_size =
+var.block_device_size_gb``; ``variables.pkr.hcl``: ``block_device_size_gb`` default 30, which the release variables
+do not change), so its snapshot is 30 GiB, the smallest root volume it launches with. The operating system, Docker
+and the Neuron packages fill less than that; counting the snapshot whole keeps the sum on the safe side."""
+
+IMAGE_ON_DISK_FACTOR = 3.0
+"""How much root volume an image takes per GiB of its size in the registry: the library's assumption, not a
+published figure. Registries report the compressed size (ECR ``ImageDetail.imageSizeInBytes``: the Docker client
+compresses layers before it pushes them, and ``docker images`` shows the larger uncompressed size); Docker on the ECS
+AMI keeps the unpacked layers, and gzip packs the Python and native libraries of a Neuron image about two to three
+times, so three GiB on disk per GiB stated. State an image's size as the registry shows it (ECR console,
+``aws ecr describe-images``, ``docker manifest inspect``)."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One thing the warm-up fetches: an image (``size_gib`` as its registry reports it, compressed) or a model
+    artifact prefix (``size_gib`` of its files); ``None`` where nobody stated the size."""
+
+    what: str
+    kind: str
+    """``image`` or ``artifacts``."""
+    size_gib: float | None = None
+
+    @property
+    def on_disk_gib(self) -> float | None:
+        """What it takes of the root volume: an image :data:`IMAGE_ON_DISK_FACTOR` times its stated size, artifacts
+        their size; ``None`` when unknown."""
+        if self.size_gib is None:
+            return None
+        return self.size_gib * IMAGE_ON_DISK_FACTOR if self.kind == "image" else self.size_gib
+
+    def describe(self) -> str:
+        """``<what> (<n> GiB[, <m> GiB unpacked])`` or ``<what> (size unknown)``."""
+        if self.size_gib is None:
+            return f"{self.what} (size unknown)"
+        if self.kind == "image":
+            return f"{self.what} ({_gib(self.size_gib)} GiB, {_gib(self.on_disk_gib or 0)} GiB unpacked)"
+        return f"{self.what} ({_gib(self.size_gib)} GiB)"
+
+
+def _gib(value: float) -> str:
+    return f"{value:.1f}".removesuffix(".0")
+
+
+@dataclass(frozen=True)
+class RootVolumeRoom:
+    """Whether a warm-pooled instance's root volume holds what its warm-up fetches, as far as the sizes are known."""
+
+    root_volume_gib: int
+    fetched: tuple[Fetched, ...]
+    ami_gib: int = AMI_ROOT_VOLUME_GIB
+
+    @property
+    def known_gib(self) -> float:
+        """The AMI and every fetch of known size, on disk."""
+        return self.ami_gib + sum(f.on_disk_gib or 0 for f in self.fetched)
+
+    @property
+    def unknown(self) -> tuple[Fetched, ...]:
+        """The fetches whose size nobody stated."""
+        return tuple(f for f in self.fetched if f.size_gib is None)
+
+    @property
+    def needed_gib(self) -> int:
+        """The smallest whole root volume that holds the known total."""
+        return math.ceil(self.known_gib - 1e-9)
+
+    @property
+    def fits(self) -> bool:
+        """The known total fits (unknown sizes count as nothing: the check refuses only what is known too large)."""
+        return self.needed_gib <= self.root_volume_gib
+
+    def describe(self) -> str:
+        """One sentence: the AMI, each known size, the total against the volume, and what is unknown."""
+        known = [f.describe() for f in self.fetched if f.size_gib is not None]
+        text = (
+            f"the AMI ({self.ami_gib} GiB)"
+            + "".join(f" + {k}" for k in known)
+            + f" = {_gib(self.known_gib)} GiB on a root volume of {self.root_volume_gib} GiB"
+        )
+        if self.unknown:
+            text += f", not counting {len(self.unknown)} of unknown size ({', '.join(f.what for f in self.unknown)})"
+        return text
+
+
+def root_volume_room(root_volume_gib: int, fetched: Iterable[Fetched]) -> RootVolumeRoom:
+    """The room of a root volume of ``root_volume_gib`` for ``fetched``: each thing once (the largest size stated for
+    it when stated more than once), in order."""
+    merged: dict[tuple[str, str], Fetched] = {}
+    for item in fetched:
+        key = (item.kind, item.what)
+        before = merged.get(key)
+        if before is None or (item.size_gib or 0) > (before.size_gib or 0):
+            merged[key] = item
+    return RootVolumeRoom(root_volume_gib, tuple(merged.values()))
 
 
 def _q(text: str) -> str:

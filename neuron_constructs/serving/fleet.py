@@ -92,6 +92,9 @@ class ModelOptions(ContainerOptions, total=False):
     compile_cache, model_artifacts, hf_token
         Warm starts for every copy
         (:mod:`~neuron_constructs.compute.model_sources`).
+    image_size_gib
+        The image's size as its registry reports it (compressed), for the root volume check of a warm pool that
+        prefetches it (NEURON091); default unknown.
     rollout
         How a new version reaches the copies (:class:`~neuron_constructs.serving.rollout.Rollout`); default
         ``Rollout.rolling()``: two waves, one half serving while the other is replaced. ECS shifts traffic per service,
@@ -127,6 +130,7 @@ class ModelOptions(ContainerOptions, total=False):
     compile_cache: CompileCache | None
     model_artifacts: ModelArtifacts | None
     hf_token: secretsmanager.ISecret | None
+    image_size_gib: float | None
     model_name: str | None
     rollout: Rollout | None
 
@@ -280,6 +284,7 @@ class FleetModel(Construct, ListenerTarget):
                 compile_cache=options.get("compile_cache"),
                 model_artifacts=options.get("model_artifacts"),
                 hf_token=options.get("hf_token"),
+                image_size_gib=options.get("image_size_gib"),
                 **container,
             )
             self.task_definitions.append(task_definition)

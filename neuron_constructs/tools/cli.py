@@ -460,12 +460,26 @@ def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
         else:
             how = f"warm pool of at least {fetch.warm_pool}: fetched at warm-up, before the instance is stopped"
         out.line(f"{fetch.capacity} ({how})")
-        for image in fetch.images:
-            out.line(f"  image     {image}")
-        for prefix in fetch.artifacts:
-            out.line(f"  artifacts {prefix}")
+        room = fetch.room
+        sizes = {(f.kind, f.what): f for f in room.fetched} if room is not None else {}
+        for kind, items in (("image", fetch.images), ("artifacts", fetch.artifacts)):
+            for item in items:
+                known = sizes.get((kind, item))
+                size = f"  [{known.describe().removeprefix(item).strip(' ()')}]" if known is not None else ""
+                out.line(f"  {kind:<9} {item}{size}")
         if not fetch.images and not fetch.artifacts:
             out.line("  nothing: no service of these templates lands on it")
+        if room is not None:
+            verdict = "fits" if room.fits else f"does NOT fit: needs root_volume_gib={room.needed_gib} or more"
+            out.line(
+                f"  root volume: {room.root_volume_gib} GiB; the AMI ({room.ami_gib} GiB) and the known sizes take "
+                f"{room.known_gib:.1f} GiB on disk: {verdict}"
+            )
+            if room.unknown:
+                out.line(
+                    f"  sizes unknown for {len(room.unknown)} of {len(room.fetched)}: state image_size_gib= where the "
+                    "container is added and ModelArtifacts(size_gib=) to count them"
+                )
 
 
 def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
@@ -777,7 +791,7 @@ def _parser() -> argparse.ArgumentParser:
         "--fetches",
         action="store_true",
         help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
-        "before its tasks start, and whether a warm pool fetched them ahead",
+        "before its tasks start, whether a warm pool fetched them ahead, the sizes stated and the root volume's room",
     )
 
     digests = commands.add_parser(

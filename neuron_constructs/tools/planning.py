@@ -38,9 +38,11 @@ from neuron_constructs.checks.cfn_template import (
     read_json_file,
 )
 from neuron_constructs.checks.lint import load_templates
+from neuron_constructs.checks.warm_up import capacity_fetches, capacity_launch_template, warm_up_groups
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_CORES_VARIABLE, held_cores, relabel_cores
 from neuron_constructs.knowledge.devices import format_device_paths, format_index_runs
+from neuron_constructs.knowledge.warm_start import RootVolumeRoom, root_volume_room
 from neuron_constructs.tools.device_map import Holder, InstanceLayout, label
 
 __all__ = [
@@ -447,7 +449,6 @@ def _managed_instances_layouts(t: EcsTemplate, capacity: Capacity) -> list[Insta
 
 _SHOWN_DEPTH = 6
 _SHOWN_LENGTH = 240
-_SYNC = ("s3", "sync")
 
 
 @dataclass(frozen=True)
@@ -465,8 +466,14 @@ class Fetch:
     """``auto-scaling`` or ``managed-instances``."""
     scale_in_after: int | None = None
     """Managed Instances: seconds ECS keeps an idle instance (``InfrastructureOptimization.ScaleInAfter``), if set."""
+    room: RootVolumeRoom | None = None
+    """Auto Scaling: the root volume against the AMI and what is fetched, with the sizes the task definitions state
+    (``None`` when the template does not show the root volume)."""
+    prefetched: bool = False
+    """Whether the group's warm-up fetches it before a warm instance stops (its volume must hold it: NEURON091)."""
 
     def to_json(self) -> dict[str, Any]:
+        room = self.room
         return {
             "capacity": self.capacity,
             "kind": self.kind,
@@ -474,6 +481,21 @@ class Fetch:
             "images": list(self.images),
             "artifacts": list(self.artifacts),
             "warm_pool_min_size": self.warm_pool,
+            "prefetched": self.prefetched,
+            "root_volume": None
+            if room is None
+            else {
+                "size_gib": room.root_volume_gib,
+                "ami_gib": room.ami_gib,
+                "known_gib": round(room.known_gib, 2),
+                "needed_gib": room.needed_gib,
+                "fits": room.fits,
+                "sizes_gib": [
+                    {"what": f.what, "kind": f.kind, "size_gib": f.size_gib, "on_disk_gib": f.on_disk_gib}
+                    for f in room.fetched
+                ],
+                "unknown": [f.what for f in room.unknown],
+            },
         }
 
 
@@ -512,18 +534,6 @@ def _shown(value: Any, depth: int) -> str:
     return "<computed>"
 
 
-def _artifact_url(container: Mapping[str, Any]) -> str | None:
-    """The S3 URL a model-artifact sync container (``command: s3 sync ... s3://... PATH``) copies, else ``None``."""
-    command = container.get("Command")
-    if not isinstance(command, list) or tuple(command[:2]) != _SYNC:
-        return None
-    for argument in command[2:16]:
-        text = shown(argument)
-        if text.startswith("s3://"):
-            return text
-    return None
-
-
 def fetch_lists(t: EcsTemplate) -> list[Fetch]:
     """Per Neuron capacity of the app (a catalog type, or Managed Instances), what a new instance fetches: the images
     of every service whose tasks land on it, and the model prefixes their sync containers copy; in template order,
@@ -539,27 +549,17 @@ def fetch_lists(t: EcsTemplate) -> list[Fetch]:
             size = properties.get("MinSize", 0)
             pools[group["Ref"]] = size if isinstance(size, int) and not isinstance(size, bool) else None
     fetches: list[Fetch] = []
+    warm_ups = warm_up_groups(t)
     for capacity in t.capacities.values():
         if capacity.kind == "auto-scaling" and NeuronInstanceType.find(capacity.single_type or "") is None:
             continue
-        images: list[str] = []
-        artifacts: list[str] = []
-        for service in t.services.values():
-            if not t.lands_on(service, capacity) or service.task_definition is None:
-                continue
-            resource = t.resources.get(service.task_definition, {})
-            properties = resource.get("Properties")
-            containers = properties.get("ContainerDefinitions") if isinstance(properties, dict) else None
-            for container in containers[:64] if isinstance(containers, list) else []:
-                if not isinstance(container, dict):
-                    continue
-                image = shown(container.get("Image"))
-                if image not in images:
-                    images.append(image)
-                url = _artifact_url(container)
-                if url is not None and url not in artifacts:
-                    artifacts.append(url)
+        fetched = capacity_fetches(t, capacity, shown)
+        images = list(dict.fromkeys(f.what for f in fetched if f.kind == "image"))
+        artifacts = list(dict.fromkeys(f.what for f in fetched if f.kind == "artifacts"))
         warm = pools.get(capacity.group) if capacity.group is not None else None
+        launch_template = capacity_launch_template(t, capacity) if capacity.kind == "auto-scaling" else None
+        root = launch_template.root_volume_gib if launch_template is not None else None
+        room = root_volume_room(root, fetched) if root is not None else None
         fetches.append(
             Fetch(
                 _name(t, capacity.logical_id),
@@ -568,6 +568,8 @@ def fetch_lists(t: EcsTemplate) -> list[Fetch]:
                 warm,
                 capacity.kind,
                 _scale_in_after(t.resources.get(capacity.logical_id, {})),
+                room,
+                capacity.group in warm_ups,
             )
         )
     return fetches

@@ -1,4 +1,5 @@
-"""Auto Scaling capacity of a Neuron type: group bounds, the ECS Neuron AMI and the root volume."""
+"""Auto Scaling capacity of a Neuron type: group bounds, the ECS Neuron AMI and the root volume (its size, and its
+room for what a warm pool's warm-up fetches)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from neuron_constructs.checks.template_checks.report import (
     in_properties,
     neuron_launch_templates,
 )
+from neuron_constructs.checks.warm_up import capacity_fetches, capacity_launch_template, warm_up_groups
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS, STANDARD_ECS_AMI_PARAMETERS
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.rules import Rule
+from neuron_constructs.knowledge.warm_start import root_volume_room
 
 
 def _check_group_bounds(t: EcsTemplate, out: TemplateReport) -> None:
@@ -71,10 +74,30 @@ def _check_pinned_ami(t: EcsTemplate, out: TemplateReport) -> None:
             )
 
 
+def _check_warm_up_room(t: EcsTemplate, out: TemplateReport) -> None:
+    groups = warm_up_groups(t)
+    for capacity in t.capacities.values():
+        if capacity.group not in groups:
+            continue
+        launch_template = capacity_launch_template(t, capacity)
+        if launch_template is None or launch_template.root_volume_gib is None:
+            continue
+        room = root_volume_room(launch_template.root_volume_gib, capacity_fetches(t, capacity, warm_up=True))
+        if not room.fits:
+            out.add(
+                r.WARM_UP_ROOM,
+                launch_template.logical_id,
+                in_properties("LaunchTemplateData", "BlockDeviceMappings"),
+                f"the warm-up fills {room.describe()}",
+                needed=room.needed_gib,
+            )
+
+
 CHECKS: dict[Rule, Check] = {
     r.CAPACITY_SIZE: _check_group_bounds,
     r.NEURON_TYPE_WITHOUT_NEURON_AMI: _check_neuron_ami,
     r.SMALL_ROOT_VOLUME: _check_root_volume,
     r.PINNED_AMI: _check_pinned_ami,
+    r.WARM_UP_ROOM: _check_warm_up_room,
 }
 """This area's check of each rule."""
