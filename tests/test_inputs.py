@@ -576,6 +576,12 @@ def test_both_spellings_of_one_bound_at_once_are_refused_naming_the_one_to_keep(
         model.auto_scale(min_instances=1, min_count=1, max_count=2)  # type: ignore[call-arg]
 
 
+@pytest.fixture(scope="module")
+def refusing_kinds() -> dict[str, Any]:
+    """One of each kind of service for the calls refused before they change anything (the keyword checks)."""
+    return _scaling_kinds(World())
+
+
 @pytest.mark.parametrize(
     ("kind", "method", "wrong", "right"),
     [
@@ -588,9 +594,9 @@ def test_both_spellings_of_one_bound_at_once_are_refused_naming_the_one_to_keep(
     ],
 )
 def test_a_wrong_scaling_keyword_suggests_the_right_one_and_lists_what_the_method_takes(
-    world: World, kind: str, method: str, wrong: str, right: str
+    refusing_kinds: dict[str, Any], kind: str, method: str, wrong: str, right: str
 ) -> None:
-    target = _scaling_kinds(world)[kind]
+    target = refusing_kinds[kind]
     with pytest.raises(TypeError) as raised:
         getattr(target, method)(**{wrong: 2})
     message = str(raised.value)
