@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from app import OLDER_DRIVER_AMI, TRN2_AMI
 from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
+from neuron_constructs import NeuronAmi
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
 from neuron_constructs.tools.deployment_report import Gap, StackReport, format_reports
@@ -41,7 +43,8 @@ EXPECTED_GROUPS = {
     },
     "NeuronSlicedInf2": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
     "NeuronSlicedTrn1": {"trn1.32xlarge": NEURON_AMI_PARAMETER},
-    "NeuronRagFleet": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
+    "NeuronRagFleet": {"inf2.48xlarge": NeuronAmi.release(OLDER_DRIVER_AMI).parameter_name},
+    "NeuronInferenceTrn2": {"trn2.48xlarge": NeuronAmi.release(TRN2_AMI).parameter_name},
     "NeuronTrainingTrn1": {},  # AWS Batch launches the training nodes: no Auto Scaling group
 }
 

@@ -37,7 +37,7 @@ def _environment() -> dict[str, str]:
 
 DEFAULT_OUTPUT_LINES = 40
 """The command's default output for the four stacks: the cdk CLI's outcome lines, the synth warnings a line each,
-and two lines a stack (well within the two screens, 100 lines, make deploy-local's seven example stacks keep to)."""
+and two lines a stack (well within the two screens, 100 lines, make deploy-local's eight example stacks keep to)."""
 
 
 def _deploy(assembly: Path, *options: str) -> str:

@@ -131,13 +131,22 @@ LAUNCH_TEMPLATE_STACKS = tuple(s for s in EXAMPLE_STACKS if s != "NeuronInferenc
 """The examples with Auto Scaling capacity (the training stack's: AWS Batch's groups, from the queue's template)."""
 
 
+def _metadata_options(template: dict[str, Any], launch_template_data: dict[str, Any]) -> dict[str, Any]:
+    """The launch template's metadata options but instance tags, which only a stack with a prefetching warm pool turns
+    on (its warm-up reads the group's name from them)."""
+    options = dict(launch_template_data["MetadataOptions"])
+    tags = options.pop("InstanceMetadataTags", None)
+    assert tags in (None, "enabled") and (tags is None or resources(template, "AWS::AutoScaling::WarmPool"))
+    return options
+
+
 @pytest.mark.parametrize("stack", LAUNCH_TEMPLATE_STACKS)
 def test_ec2_launch_template_is_hardened(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     launch_templates = resources(templates[stack], "AWS::EC2::LaunchTemplate").values()
     assert launch_templates
     for launch_template in launch_templates:
         data = launch_template["Properties"]["LaunchTemplateData"]
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
+        assert _metadata_options(templates[stack], data) == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
         assert data["Monitoring"] == {"Enabled": True}
         (root,) = data["BlockDeviceMappings"]
         assert {k: v for k, v in root["Ebs"].items() if k != "VolumeSize"} == {
@@ -372,7 +381,7 @@ def test_containers_cannot_reach_instance_metadata(stack: str, templates: dict[s
     for launch_template in resources(templates[stack], "AWS::EC2::LaunchTemplate").values():
         data = launch_template["Properties"]["LaunchTemplateData"]
         # IMDSv2 with a hop limit of 1: bridge-mode containers are one hop too far.
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
+        assert _metadata_options(templates[stack], data) == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
         # awsvpc tasks: the ECS agent blocks the metadata service.
         assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in json.dumps(data["UserData"])
 
@@ -402,6 +411,10 @@ def test_instance_roles_hold_only_the_ecs_agent_calls(stack: str, templates: dic
         assert _statements(template, role_id)
         for statement in _statements(template, role_id):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if actions == ["autoscaling:CompleteLifecycleAction"]:  # a prefetching warm pool's warm-up: own group only
+                assert resources(template, "AWS::AutoScaling::WarmPool")
+                assert "autoScalingGroupName/" in json.dumps(statement["Resource"]) and statement["Resource"] != "*"
+                continue
             assert all(a.startswith("ecs:") for a in actions), actions  # no logs:*, no ecr:*
             if statement["Resource"] == "*":
                 assert actions == ["ecs:DiscoverPollEndpoint"] or "ecs:cluster" in json.dumps(statement["Condition"])
