@@ -356,6 +356,21 @@ def _check_placement_group(template: dict[str, Any], properties: dict[str, Any])
     assert "Fn::GetAtt" in environment["Properties"]["ComputeResources"]["PlacementGroup"]
 
 
+def _check_warm_pool(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's Auto Scaling has no warm pools: one stopped instance ready for the group, never reused on scale in (ECS).
+    assert properties["AutoScalingGroupName"]["Ref"] in resources(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert (properties["MinSize"], properties["PoolState"]) == (1, "Stopped")
+    assert "ReuseOnScaleIn" not in str(properties.get("InstanceReusePolicy"))
+
+
+def _check_warm_up_hook(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's Auto Scaling keeps no lifecycle hooks: the warm-up's hook holds a launching instance of the group until the
+    # prefetch completes it, and lets it go on after half an hour without an answer.
+    assert properties["AutoScalingGroupName"]["Ref"] in resources(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert properties["LifecycleTransition"] == "autoscaling:EC2_INSTANCE_LAUNCHING"
+    assert (properties["DefaultResult"], properties["HeartbeatTimeout"]) == ("CONTINUE", 1800)
+
+
 def _check_data_repository_association(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto's FSx has no data repository associations: the dataset bucket linked at /data, both directions.
     assert properties["FileSystemPath"] == "/data"
@@ -458,6 +473,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::Logs::MetricFilter", "resource"): _check_metric_filter,
     ("AWS::CloudWatch::Alarm", "Metrics"): _check_alarm_math,
     ("AWS::FSx::DataRepositoryAssociation", "resource"): _check_data_repository_association,
+    ("AWS::AutoScaling::WarmPool", "resource"): _check_warm_pool,
+    ("AWS::AutoScaling::LifecycleHook", "resource"): _check_warm_up_hook,
 }
 
 
