@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_cdk import App, Aws, Stack
+from aws_cdk import Acknowledgment, App, Aws, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
@@ -43,11 +43,19 @@ def embedding_image(scope: Stack) -> ecs.ContainerImage:
 
 
 def serve(
-    stack: Stack, cluster: NeuronCluster, id: str, instance_type: str, image: ecs.ContainerImage, **options: Any
-) -> None:
-    task = ManualNeuronTaskDefinition(stack, f"{id}Task", instance_type=instance_type, devices=[0], memory_mib=8192)
+    stack: Stack,
+    cluster: NeuronCluster,
+    id: str,
+    instance_type: str,
+    image: ecs.ContainerImage,
+    device: int = 0,
+    **options: Any,
+) -> NeuronService:
+    task = ManualNeuronTaskDefinition(
+        stack, f"{id}Task", instance_type=instance_type, devices=[device], memory_mib=8192
+    )
     task.add_neuron_container("model", image=image, **options)
-    NeuronService(stack, id, cluster=cluster, task_definition=task)
+    return NeuronService(stack, id, cluster=cluster, task_definition=task)
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +72,12 @@ def warnings() -> dict[str, list[str]]:
     )
     cluster.add_ec2_capacity("Inf2Current", instance_type="inf2.48xlarge", max_capacity=2)
     serve(stack, cluster, "Training", "trn1.32xlarge", ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri))
+    kept = serve(
+        stack, cluster, "Kept", "trn1.32xlarge", ecs.ContainerImage.from_registry(PYTORCH_TRAINING.uri), device=1
+    )
+    Validations.of(kept).acknowledge(
+        Acknowledgment(id=rules.IMAGE_BEHIND_NEWEST_DRIVER.warning_id, reason="these instances keep an older AMI")
+    )
     serve(
         stack,
         cluster,
@@ -103,6 +117,10 @@ def test_an_old_image_on_capacity_that_follows_the_recommended_ami_warns_once(wa
     assert ids(warnings, "Training") == [WARNING]
     (text,) = warnings["Drivers/Training"]
     assert "Drivers/C/Trn1" in text and "Neuron SDK 2.30.0's runtime" in text and "NeuronAmi.release" in text
+
+
+def test_the_warning_can_be_acknowledged_on_the_service(warnings: dict[str, list[str]]) -> None:
+    assert ids(warnings, "Kept") == []
 
 
 def test_with_the_start_check_only_neuron126_warns(warnings: dict[str, list[str]]) -> None:
