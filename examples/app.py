@@ -299,9 +299,11 @@ TRN2_VLLM_LIMITS = {"--max-model-len": 2048, "--max-num-batched-tokens": 2048, "
 """The server limits of the Neuron DLC quickstart for the vLLM 0.21+ images (Trn2 and Trn3), with the model length
 cut to TinyLlama's 2,048 positions: tokens per sequence, tokens per scheduler step, sequences at once."""
 VLLM_ENTRYPOINT = ["python", "/usr/local/bin/vllm_entrypoint.py"]
-"""The ENTRYPOINT of the Neuron vLLM images, which runs its arguments as a command: aws-neuron/deep-learning-containers
-``vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx`` (commit 4536c92a, SDK 2.32.0; the 0.29 image's Dockerfile is in no
-source found, and its quickstart starts ``vllm serve`` the same way)."""
+"""The ENTRYPOINT of the Neuron vLLM images, which runs its arguments as a command: in
+aws-neuron/deep-learning-containers, ``vllm/inference/0.21.0.1.0.0/Dockerfile.neuronx`` (commit bd966547) and
+``vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx`` (commit 4536c92a, SDK 2.32.0) both end with
+``ENTRYPOINT ["python", "/usr/local/bin/vllm_entrypoint.py"]``; the 0.29 image's Dockerfile is in no source found.
+The driver start check runs first, then this entry point with the command."""
 
 
 def trn2_vllm_command(*, model_id: str, tensor_parallel_size: int) -> list[str]:
