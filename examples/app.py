@@ -295,6 +295,9 @@ class NeuronRagFleet(Stack):
         self.load_balancer.add_url_output()
 
 
+TRN2_REGIONS = ("us-east-2", "ap-south-2")
+"""The Regions cfn-lint's EC2 instance type data lists trn2.48xlarge in (``aws ec2 describe-instance-type-offerings``
+tells for yours)."""
 TRN2_VLLM_LIMITS = {"--max-model-len": 2048, "--max-num-batched-tokens": 2048, "--max-num-seqs": 2}
 """The server limits of the Neuron DLC quickstart for the vLLM 0.21+ images (Trn2 and Trn3), with the model length
 cut to TinyLlama's 2,048 positions: tokens per sequence, tokens per scheduler step, sequences at once."""
@@ -342,10 +345,15 @@ class NeuronInferenceTrn2(Stack):
     pin changes (``AmiRollout``), a warm pool of one stopped instance that has already pulled the image
     (``WarmPool(prefetch=True)``), and the driver start check in the container. The model holds chip 0 (four logical
     NeuronCores, ``--tensor-parallel-size 4``), behind an internal load balancer (stack output ``LoadBalancerUrl``).
+
+    Deploy it in a Region that offers trn2.48xlarge (:data:`TRN2_REGIONS`; ``aws ec2 describe-instance-type-offerings
+    --filters Name=instance-type,Values=trn2.48xlarge`` tells for yours); the template names them for cfn-lint.
     """
 
     def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
+        # Where the template deploys, for cfn-lint (which checks instance types per Region: E3628).
+        self.template_options.metadata = {"cfn-lint": {"config": {"regions": list(TRN2_REGIONS)}}}
         self.neuron = NeuronCluster(self, "Neuron")
         self.capacity = self.neuron.add_ec2_capacity(
             "Trn2",

@@ -262,7 +262,9 @@ def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(stack: str, template
 
     rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
     assert any(rule.id.startswith("E91") for rule in rules)
-    matches = lint(json.dumps(templates[stack]), rules=rules, config=ManualArgs(regions=["us-east-1"]))
+    # The Regions a template names for cfn-lint (as the cfn-lint CLI reads them), else us-east-1.
+    regions = templates[stack].get("Metadata", {}).get("cfn-lint", {}).get("config", {}).get("regions", ["us-east-1"])
+    matches = lint(json.dumps(templates[stack]), rules=rules, config=ManualArgs(regions=regions))
     assert [f"{m.rule.id} {m.message}" for m in matches] == []
 
 
