@@ -14,7 +14,7 @@ export PATH := $(NODE_BIN):$(BIN):$(PATH)
 export JSII_NODE := $(NODE_BIN)/node
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronTrainingTrn1
+STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronInferenceTrn2 NeuronTrainingTrn1
 CDK_ARGS ?=
 
 .PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-loop bench-inspect bench-slices bench-lint bench-synth bench-synth-profile bench-training docs docs-tables compliance-report clean

@@ -1,5 +1,5 @@
 """Example stacks: Neuron inference on ECS Managed Instances, on EC2, a mixed cluster, sliced instances, a RAG fleet,
-and distributed training on AWS Batch.
+vLLM on Trainium2 with a pinned AMI and a warm pool, and distributed training on AWS Batch.
 
 Each stack deploys alone::
 
@@ -14,6 +14,7 @@ training stack's script in its dataset bucket, default train.py).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import Acknowledgment, App, Aws, CfnOutput, DefaultStackSynthesizer, RemovalPolicy, Stack, Validations
@@ -25,10 +26,12 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from neuron_constructs import (
+    AmiRollout,
     CompileCache,
     LustreStorage,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
+    NeuronAmi,
     NeuronCluster,
     NeuronFleet,
     NeuronInstanceType,
@@ -37,9 +40,16 @@ from neuron_constructs import (
     NeuronService,
     NeuronTrainingQueue,
     SlicedNeuronService,
+    WarmPool,
 )
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.container_images import EMBEDDING, INF1_INFERENCE, PYTORCH_TRAINING, VLLM
+from neuron_constructs.knowledge.container_images import (
+    EMBEDDING,
+    INF1_INFERENCE,
+    PYTORCH_TRAINING,
+    VLLM,
+    VLLM_TRN2,
+)
 
 DEFAULT_MODEL_ID = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 DEFAULT_EMBEDDING_MODEL_ID = "BAAI/bge-small-en-v1.5"
@@ -49,6 +59,29 @@ VLLM_LIMITS = {"--max-num-seqs": 4, "--max-model-len": 128, "--block-size": 32}
 cache block). The model is compiled for them; raise ``--max-model-len`` for longer conversations."""
 REQUESTS_PER_REPLICA_PER_MINUTE = 60
 """Request scaling target of the examples: one request a second per model replica, on average over a minute."""
+
+OLDER_DRIVER_AMI = "2023.0.20260701"
+"""The ECS Neuron AMI release the examples' SDK 2.20 embedding image and SDK 2.30 training image run on.
+
+Neither runs on the newest Neuron driver: Neuron 2.31.0 (July 7, 2026) shipped driver 2.29, which "requires Neuron
+Runtime Library 2.33 or later" (runtime release notes, Neuron 2.31.0, Known Issues), and every ECS Neuron AMI built
+since carries it (``container_images.NEEDS_AMI_BEFORE``). No successor fits: the ``pytorch-training-neuronx`` DLC
+stopped at SDK 2.30.0 (container release notes, Neuron 2.31.0), no source found publishes the tag of the SDK 2.33
+TorchNeuron training DLC, and the newest Hugging Face Neuron inference DLC found in public sources is SDK 2.26.0's
+(PyTorch 2.8.0, transformers 4.55.4), older than 2.31.0, whose runtime 2.33 is the first that driver 2.29 runs.
+
+So the capacity that runs them is pinned to this release, the newest before July 7, 2026 in the region's list
+(``neuron-ecs ami --releases``; moto 5.2.5's copy of the public ``/aws/service/ecs/optimized-ami/amazon-linux-2023/
+neuron`` parameters, us-east-1, lists 20260609, 20260615, 20260618, 20260629 and 20260701 between the two drivers):
+built with driver 2.28 (Neuron 2.30.0, May 21, 2026), the newest driver both images run on. It carries no AMI update
+since July 2026, the price of these images until a successor is published: move them and this pin together."""
+
+TRN2_AMI = "2023.0.20261113"
+"""The ECS Neuron AMI release the Trainium2 example pins: built with driver 2.31 (Neuron 2.33.0, October 19, 2026),
+the driver of the SDK 2.33 vLLM image's own release (``neuron_releases.ami_driver``), whose runtime 2.35 runs on
+driver 2.27 or later. No public source at hand lists this release's parameters (moto 5.2.5's copy of them ends at
+2023.0.20260922; the local endpoint publishes it, with a stand-in image id): run ``neuron-ecs ami --releases`` in your
+Region before you deploy, and pin the newest release it lists whose driver ``ami_driver`` derives as 2.27 or later."""
 
 
 def vllm_command(*, model_id: str, tensor_parallel_size: int) -> list[str]:
@@ -201,7 +234,11 @@ class NeuronRagFleet(Stack):
     def __init__(self, scope: Construct, id: str, *, model_id: str, embedding_model_id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+        # The SDK 2.20 embedding image does not run on the newest Neuron driver: the fleet keeps the AMI both of its
+        # images run on (OLDER_DRIVER_AMI).
+        self.neuron.add_ec2_capacity(
+            "Inf2", instance_type="inf2.48xlarge", max_capacity=2, machine_image=NeuronAmi.release(OLDER_DRIVER_AMI)
+        )
         self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.fleet = NeuronFleet(self, "Fleet", cluster=self.neuron, instance_type="inf2.48xlarge")
         self.compile_cache = CompileCache.in_new_bucket(self, "CompileCache")
@@ -255,6 +292,97 @@ class NeuronRagFleet(Stack):
                 health_check_path=health,
             )
             model.scale_on_requests(requests_per_target=REQUESTS_PER_REPLICA_PER_MINUTE, min_count=1, max_count=2)
+        self.load_balancer.add_url_output()
+
+
+TRN2_REGIONS = ("us-east-2", "ap-south-2")
+"""The Regions cfn-lint's EC2 instance type data lists trn2.48xlarge in (``aws ec2 describe-instance-type-offerings``
+tells for yours)."""
+TRN2_VLLM_LIMITS = {"--max-model-len": 2048, "--max-num-batched-tokens": 2048, "--max-num-seqs": 2}
+"""The server limits of the Neuron DLC quickstart for the vLLM 0.21+ images (Trn2 and Trn3), with the model length
+cut to TinyLlama's 2,048 positions: tokens per sequence, tokens per scheduler step, sequences at once."""
+VLLM_ENTRYPOINT = ["python", "/usr/local/bin/vllm_entrypoint.py"]
+"""The ENTRYPOINT of the Neuron vLLM images, which runs its arguments as a command: in
+aws-neuron/deep-learning-containers, ``vllm/inference/0.21.0.1.0.0/Dockerfile.neuronx`` (commit bd966547) and
+``vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx`` (commit 4536c92a, SDK 2.32.0) both end with
+``ENTRYPOINT ["python", "/usr/local/bin/vllm_entrypoint.py"]``; the 0.29 image's Dockerfile is in no source found.
+The driver start check runs first, then this entry point with the command."""
+
+
+def trn2_vllm_command(*, model_id: str, tensor_parallel_size: int) -> list[str]:
+    """``vllm serve`` as the Neuron DLC quickstart starts the vLLM 0.21+ images on Trn2 and Trn3.
+
+    aws-neuron/aws-neuron-sdk ``deploy/environments/quickstart-deploy-dlc.rst`` (commit 43a89626, updated
+    07/21/2026: "compatible with Trn2 and Trn3 instances only, and requires the vLLM 0.21+ DLC"): ``vllm serve
+    <model> --max-model-len --max-num-batched-tokens --max-num-seqs --tensor-parallel-size --additional-config
+    '{"neuron_config": {"num_batched_tokens_buckets": [2048], "num_seqs_buckets": [2]}}' --port=8080``. The
+    tensor parallel size is at most the NeuronCores of the task's devices, counted at its logical core setting.
+    """
+    limits = [str(part) for flag, value in TRN2_VLLM_LIMITS.items() for part in (flag, value)]
+    buckets = {
+        "neuron_config": {
+            "num_batched_tokens_buckets": [TRN2_VLLM_LIMITS["--max-num-batched-tokens"]],
+            "num_seqs_buckets": [TRN2_VLLM_LIMITS["--max-num-seqs"]],
+        }
+    }
+    return [
+        "vllm",
+        "serve",
+        model_id,
+        *limits,
+        "--tensor-parallel-size",
+        str(tensor_parallel_size),
+        "--additional-config",
+        json.dumps(buckets, separators=(",", ":")),
+        f"--port={VLLM_PORT}",
+    ]
+
+
+class NeuronInferenceTrn2(Stack):
+    """vLLM 0.29 (the SDK 2.33 image, :data:`~neuron_constructs.knowledge.container_images.VLLM_TRN2`) on a
+    trn2.48xlarge Auto Scaling group as a platform team runs it: every instance at two physical NeuronCores per logical
+    core (``lnc=2``), the ECS Neuron AMI pinned to release :data:`TRN2_AMI` and rolled one instance at a time when the
+    pin changes (``AmiRollout``), a warm pool of one stopped instance that has already pulled the image
+    (``WarmPool(prefetch=True)``), and the driver start check in the container. The model holds chip 0 (four logical
+    NeuronCores, ``--tensor-parallel-size 4``), behind an internal load balancer (stack output ``LoadBalancerUrl``).
+
+    Deploy it in a Region that offers trn2.48xlarge (:data:`TRN2_REGIONS`; ``aws ec2 describe-instance-type-offerings
+    --filters Name=instance-type,Values=trn2.48xlarge`` tells for yours); the template names them for cfn-lint.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        # Where the template deploys, for cfn-lint (which checks instance types per Region: E3628).
+        self.template_options.metadata = {"cfn-lint": {"config": {"regions": list(TRN2_REGIONS)}}}
+        self.neuron = NeuronCluster(self, "Neuron")
+        self.capacity = self.neuron.add_ec2_capacity(
+            "Trn2",
+            instance_type="trn2.48xlarge",
+            max_capacity=2,
+            lnc=2,
+            machine_image=NeuronAmi.release(TRN2_AMI),
+            ami_rollout=AmiRollout(instances_at_a_time=1),
+            warm_pool=WarmPool(min_size=1, prefetch=True),
+        )
+        self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
+        self.task_definition = ManualNeuronTaskDefinition(
+            self, "Vllm", instance_type="trn2.48xlarge", devices=[0], lnc=2, cpu=12288, memory_mib=122880
+        )
+        self.task_definition.add_neuron_container(
+            "vllm",
+            image=ecs.ContainerImage.from_registry(VLLM_TRN2.uri),
+            entry_point=VLLM_ENTRYPOINT,
+            command=trn2_vllm_command(model_id=model_id, tensor_parallel_size=4),
+            # The quickstart: "If EFA (Elastic Fabric Adapter) is not installed on your host instance, the server will
+            # fail to start"; the ECS Neuron AMI installs no EFA software, and these instances attach no EFA interface.
+            environment={"NEURON_SKIP_EFA_AFFINITY": "1"},
+            port_mappings=[ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)],
+            essential=True,
+            driver_check=True,
+        )
+        self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+        self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
+        self.service.attach_to_listener(self.load_balancer.listener)
         self.load_balancer.add_url_output()
 
 
@@ -345,6 +473,8 @@ class NeuronTrainingTrn1(Stack):
             "Trn1",
             instance_type="trn1.32xlarge",
             max_nodes=2,
+            # The SDK 2.30 training image does not run on the newest Neuron driver (OLDER_DRIVER_AMI).
+            machine_image=NeuronAmi.release(OLDER_DRIVER_AMI),
             storage=self.storage,
             monitoring=True,
             notifications=self.alerts,
@@ -366,7 +496,7 @@ class NeuronTrainingTrn1(Stack):
 
 
 def build_app(app: App | None = None) -> App:
-    """The example app: seven independent stacks, byte-stable templates."""
+    """The example app: eight independent stacks, byte-stable templates."""
     app = app or App(analytics_reporting=False)
     model_id = str(app.node.try_get_context("modelId") or DEFAULT_MODEL_ID)
     embedding_model_id = str(app.node.try_get_context("embeddingModelId") or DEFAULT_EMBEDDING_MODEL_ID)
@@ -398,6 +528,7 @@ def build_app(app: App | None = None) -> App:
     NeuronRagFleet(
         app, "NeuronRagFleet", model_id=model_id, embedding_model_id=embedding_model_id, synthesizer=synthesizer()
     )
+    NeuronInferenceTrn2(app, "NeuronInferenceTrn2", model_id=model_id, synthesizer=synthesizer())
     NeuronTrainingTrn1(app, "NeuronTrainingTrn1", training_script=training_script, synthesizer=synthesizer())
     if app.node.try_get_context("cdkNag") in (True, "true"):
         from cdk_nag import AwsSolutionsChecks

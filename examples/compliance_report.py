@@ -96,13 +96,13 @@ OPEN_NIST_FINDINGS = {
 
 OPEN_CHECKOV_FINDINGS = {
     "CKV_AWS_2": (
-        "the listener of each internal load balancer (the managed, sliced and RAG stacks) speaks plain HTTP on port "
-        "80, reachable from the VPC only; HTTPS needs a certificate for a domain you own: "
+        "the listener of each internal load balancer (the managed, sliced, RAG and Trainium2 stacks) speaks plain HTTP "
+        "on port 80, reachable from the VPC only; HTTPS needs a certificate for a domain you own: "
         "`NeuronLoadBalancer(certificate=...)` listens on 443 with the TLS 1.3 policy "
         "`ELBSecurityPolicy-TLS13-1-2-Res-2021-06`, which passes this check and CKV_AWS_103"
     ),
     "CKV_AWS_103": (
-        "the same four HTTP listeners: without TLS there is no TLS version to check, and checkov passes an HTTP "
+        "the same five HTTP listeners: without TLS there is no TLS version to check, and checkov passes an HTTP "
         "listener only if it redirects to HTTPS, which needs the certificate as for CKV_AWS_2"
     ),
     "CKV_AWS_115": (
@@ -137,7 +137,7 @@ OPEN_CHECKOV_FINDINGS = {
         "the VPC it makes take no key (give the queue a `vpc=` of yours for the latter)"
     ),
     "CKV_AWS_18": (
-        "S3 server access logging is off on the load balancers' access-log buckets (4: logging access to them would "
+        "S3 server access logging is off on the load balancers' access-log buckets (5: logging access to them would "
         "need a second bucket, which would need a third; Elastic Load Balancing is their only writer), the compile "
         "caches (3: graphs the compiler re-creates, used only by task roles granted their one prefix) and the "
         "training datasets (1: nodes reach it only through FSx for Lustre); CloudTrail data events, where you turn "

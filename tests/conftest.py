@@ -39,6 +39,7 @@ EXAMPLE_STACKS = (
     "NeuronSlicedInf2",
     "NeuronSlicedTrn1",
     "NeuronRagFleet",
+    "NeuronInferenceTrn2",
     "NeuronTrainingTrn1",
 )
 ECS_STACKS = EXAMPLE_STACKS[:-1]

@@ -468,3 +468,25 @@ def test_the_bounds_the_cli_page_states_are_the_code_s() -> None:
     page = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
     assert (MAX_RELEASE_PAGES, MAX_RELEASE_SECONDS) == (40, 60.0)
     assert "at most 40 pages of 10 and 60 s" in page
+
+
+def test_the_local_endpoint_publishes_every_release_the_examples_pin(
+    aws: boto3.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIVEN the local endpoint's SSM (moto, with the releases its copy lacks added); THEN the release parameters the
+    example stacks resolve are there, and a release added here is listed like any other."""
+    from app import OLDER_DRIVER_AMI, TRN2_AMI
+    from moto.ssm.models import ParameterDict
+
+    from neuron_constructs.local_endpoint.moto_server import PINNED_NEURON_AMIS, publish_pinned_neuron_amis
+
+    monkeypatch.setattr(ParameterDict, "_load_tree_parameters", ParameterDict._load_tree_parameters)
+    publish_pinned_neuron_amis()
+    ssm = aws.client("ssm")
+    for release in (OLDER_DRIVER_AMI, TRN2_AMI):
+        image_id = ssm.get_parameter(Name=NeuronAmi.release(release).parameter_name)["Parameter"]["Value"]
+        assert image_id.startswith("ami-"), release
+    details = json.loads(ssm.get_parameter(Name=NeuronAmi.release(TRN2_AMI).details_parameter)["Parameter"]["Value"])
+    assert details["image_id"] == PINNED_NEURON_AMIS[TRN2_AMI] and details["image_version"] == TRN2_AMI
+    releases, _ = list_neuron_ami_releases(ssm)
+    assert TRN2_AMI in [r.release for r in releases]

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from app import OLDER_DRIVER_AMI, TRN2_AMI
 from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
+from neuron_constructs import NeuronAmi
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
 from neuron_constructs.tools.deployment_report import Gap, StackReport, format_reports
@@ -41,7 +43,8 @@ EXPECTED_GROUPS = {
     },
     "NeuronSlicedInf2": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
     "NeuronSlicedTrn1": {"trn1.32xlarge": NEURON_AMI_PARAMETER},
-    "NeuronRagFleet": {"inf2.48xlarge": NEURON_AMI_PARAMETER},
+    "NeuronRagFleet": {"inf2.48xlarge": NeuronAmi.release(OLDER_DRIVER_AMI).parameter_name},
+    "NeuronInferenceTrn2": {"trn2.48xlarge": NeuronAmi.release(TRN2_AMI).parameter_name},
     "NeuronTrainingTrn1": {},  # AWS Batch launches the training nodes: no Auto Scaling group
 }
 
@@ -353,6 +356,21 @@ def _check_placement_group(template: dict[str, Any], properties: dict[str, Any])
     assert "Fn::GetAtt" in environment["Properties"]["ComputeResources"]["PlacementGroup"]
 
 
+def _check_warm_pool(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's Auto Scaling has no warm pools: one stopped instance ready for the group, never reused on scale in (ECS).
+    assert properties["AutoScalingGroupName"]["Ref"] in resources(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert (properties["MinSize"], properties["PoolState"]) == (1, "Stopped")
+    assert "ReuseOnScaleIn" not in str(properties.get("InstanceReusePolicy"))
+
+
+def _check_warm_up_hook(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's Auto Scaling keeps no lifecycle hooks: the warm-up's hook holds a launching instance of the group until the
+    # prefetch completes it, and lets it go on after half an hour without an answer.
+    assert properties["AutoScalingGroupName"]["Ref"] in resources(template, "AWS::AutoScaling::AutoScalingGroup")
+    assert properties["LifecycleTransition"] == "autoscaling:EC2_INSTANCE_LAUNCHING"
+    assert (properties["DefaultResult"], properties["HeartbeatTimeout"]) == ("CONTINUE", 1800)
+
+
 def _check_data_repository_association(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto's FSx has no data repository associations: the dataset bucket linked at /data, both directions.
     assert properties["FileSystemPath"] == "/data"
@@ -455,6 +473,8 @@ TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
     ("AWS::Logs::MetricFilter", "resource"): _check_metric_filter,
     ("AWS::CloudWatch::Alarm", "Metrics"): _check_alarm_math,
     ("AWS::FSx::DataRepositoryAssociation", "resource"): _check_data_repository_association,
+    ("AWS::AutoScaling::WarmPool", "resource"): _check_warm_pool,
+    ("AWS::AutoScaling::LifecycleHook", "resource"): _check_warm_up_hook,
 }
 
 

@@ -37,7 +37,7 @@ def _environment() -> dict[str, str]:
 
 DEFAULT_OUTPUT_LINES = 40
 """The command's default output for the four stacks: the cdk CLI's outcome lines, the synth warnings a line each,
-and two lines a stack (well within the two screens, 100 lines, make deploy-local's seven example stacks keep to)."""
+and two lines a stack (well within the two screens, 100 lines, make deploy-local's eight example stacks keep to)."""
 
 
 def _deploy(assembly: Path, *options: str) -> str:
@@ -120,6 +120,29 @@ def test_the_deployed_templates_pass_cfn_lint_with_the_neuron_rules(deployed: tu
         template = (assembly / f"{stack}.template.json").read_text()
         matches = lint(template, rules=rules, config=ManualArgs(regions=["us-east-1"]))
         assert [f"{m.rule.id} {m.message}" for m in matches] == [], stack
+
+
+def test_the_embedding_fleet_and_the_training_queue_launch_the_ami_their_images_run_on(
+    deployed: tuple[str, Path],
+) -> None:
+    """The SDK 2.20 embedding and SDK 2.30 training images do not run on the newest Neuron driver: the platform's
+    inf2.48xlarge group and the training queue resolve the pinned release, deployed (the endpoint publishes it), and
+    nothing of the app warns NEURON127; the LLM's Managed Instances capacity has an AMI of ECS's choosing."""
+    import importlib.util
+
+    from neuron_constructs import NeuronAmi
+
+    spec = importlib.util.spec_from_file_location("team_app", TEAM_APP / "app.py")
+    assert spec is not None and spec.loader is not None
+    team_app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(team_app)
+    pinned = NeuronAmi.release(team_app.OLDER_DRIVER_AMI).parameter_name
+    report, assembly = deployed
+    for stack in ("Platform", "Training"):
+        template = json.loads((assembly / f"{stack}.template.json").read_text())
+        parameters = {p["Default"] for p in template.get("Parameters", {}).values() if "Default" in p}
+        assert pinned in parameters and "/neuron/recommended/image_id" not in str(parameters), stack
+    assert "NEURON127" not in report
 
 
 def test_the_platform_imports_nothing_and_every_workload_imports_from_it(deployed: tuple[str, Path]) -> None:

@@ -131,13 +131,22 @@ LAUNCH_TEMPLATE_STACKS = tuple(s for s in EXAMPLE_STACKS if s != "NeuronInferenc
 """The examples with Auto Scaling capacity (the training stack's: AWS Batch's groups, from the queue's template)."""
 
 
+def _metadata_options(template: dict[str, Any], launch_template_data: dict[str, Any]) -> dict[str, Any]:
+    """The launch template's metadata options but instance tags, which only a stack with a prefetching warm pool turns
+    on (its warm-up reads the group's name from them)."""
+    options = dict(launch_template_data["MetadataOptions"])
+    tags = options.pop("InstanceMetadataTags", None)
+    assert tags in (None, "enabled") and (tags is None or resources(template, "AWS::AutoScaling::WarmPool"))
+    return options
+
+
 @pytest.mark.parametrize("stack", LAUNCH_TEMPLATE_STACKS)
 def test_ec2_launch_template_is_hardened(stack: str, templates: dict[str, dict[str, Any]]) -> None:
     launch_templates = resources(templates[stack], "AWS::EC2::LaunchTemplate").values()
     assert launch_templates
     for launch_template in launch_templates:
         data = launch_template["Properties"]["LaunchTemplateData"]
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
+        assert _metadata_options(templates[stack], data) == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
         assert data["Monitoring"] == {"Enabled": True}
         (root,) = data["BlockDeviceMappings"]
         assert {k: v for k, v in root["Ebs"].items() if k != "VolumeSize"} == {
@@ -253,7 +262,9 @@ def test_cfn_lint_with_the_neuron_rule_pack_reports_nothing(stack: str, template
 
     rules = get_rules(["neuron_constructs.checks.cfn_lint_rules"], [], [])
     assert any(rule.id.startswith("E91") for rule in rules)
-    matches = lint(json.dumps(templates[stack]), rules=rules, config=ManualArgs(regions=["us-east-1"]))
+    # The Regions a template names for cfn-lint (as the cfn-lint CLI reads them), else us-east-1.
+    regions = templates[stack].get("Metadata", {}).get("cfn-lint", {}).get("config", {}).get("regions", ["us-east-1"])
+    matches = lint(json.dumps(templates[stack]), rules=rules, config=ManualArgs(regions=regions))
     assert [f"{m.rule.id} {m.message}" for m in matches] == []
 
 
@@ -372,7 +383,7 @@ def test_containers_cannot_reach_instance_metadata(stack: str, templates: dict[s
     for launch_template in resources(templates[stack], "AWS::EC2::LaunchTemplate").values():
         data = launch_template["Properties"]["LaunchTemplateData"]
         # IMDSv2 with a hop limit of 1: bridge-mode containers are one hop too far.
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
+        assert _metadata_options(templates[stack], data) == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
         # awsvpc tasks: the ECS agent blocks the metadata service.
         assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config" in json.dumps(data["UserData"])
 
@@ -402,6 +413,10 @@ def test_instance_roles_hold_only_the_ecs_agent_calls(stack: str, templates: dic
         assert _statements(template, role_id)
         for statement in _statements(template, role_id):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if actions == ["autoscaling:CompleteLifecycleAction"]:  # a prefetching warm pool's warm-up: own group only
+                assert resources(template, "AWS::AutoScaling::WarmPool")
+                assert "autoScalingGroupName/" in json.dumps(statement["Resource"]) and statement["Resource"] != "*"
+                continue
             assert all(a.startswith("ecs:") for a in actions), actions  # no logs:*, no ecr:*
             if statement["Resource"] == "*":
                 assert actions == ["ecs:DiscoverPollEndpoint"] or "ecs:cluster" in json.dumps(statement["Condition"])
@@ -754,3 +769,95 @@ def test_flow_logs_and_job_logs_are_kept_and_service_logs_go_with_the_stack(
             assert group["Properties"]["RetentionInDays"] == 30, (stack, logical_id)
             record = "VpcFlowLogs" in logical_id or stack == "NeuronTrainingTrn1"
             assert group["DeletionPolicy"] == ("Retain" if record else "Delete"), (stack, logical_id)
+
+
+# ------------------------------------------------- images, AMIs and drivers ---
+
+
+def _ami_parameters(template: dict[str, Any]) -> set[str]:
+    """The SSM parameters of the AMIs a template's launch templates and compute environments resolve."""
+    return {
+        p["Default"]
+        for p in template.get("Parameters", {}).values()
+        if p.get("Type") == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"
+    }
+
+
+def _neuron_images(template: dict[str, Any]) -> list[str]:
+    """Every image a task or job definition of the template names, as its JSON (deploy-time URIs included)."""
+    images = [
+        json.dumps(c["Image"])
+        for definition in resources(template, "AWS::ECS::TaskDefinition").values()
+        for c in definition["Properties"]["ContainerDefinitions"]
+    ]
+    for job in resources(template, "AWS::Batch::JobDefinition").values():
+        images += [json.dumps(m) for m in re.findall(r'"Image": ("[^"]*"|\{[^}]*\})', json.dumps(job))]
+    return images
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_every_example_image_runs_on_the_driver_of_the_ami_its_capacity_launches(
+    stack: str, templates: dict[str, dict[str, Any]]
+) -> None:
+    """An image whose runtime the newest Neuron driver does not run (the SDK 2.20 embedding and SDK 2.30 training
+    images) is only in a stack whose AMI is one release its runtime runs on; every other stack's images run on the
+    newest driver, so following the recommended AMI does not break them."""
+    from app import OLDER_DRIVER_AMI
+
+    from neuron_constructs import NeuronAmi
+    from neuron_constructs.compute.driver_check import image_sdk
+    from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
+
+    sdks = {sdk for image in _neuron_images(templates[stack]) if (sdk := image_sdk(image))}
+    behind = {sdk for sdk in sdks if newest_driver_conflict(sdk)}
+    if behind:
+        assert _ami_parameters(templates[stack]) == {NeuronAmi.release(OLDER_DRIVER_AMI).parameter_name}, stack
+        assert all(ami_driver_conflict(OLDER_DRIVER_AMI, sdk) is None for sdk in sdks)
+    assert (
+        stack not in ("NeuronRagFleet", "NeuronTrainingTrn1")
+        or behind
+        == {
+            "NeuronRagFleet": {"2.20.0"},
+            "NeuronTrainingTrn1": {"2.30.0"},
+        }[stack]
+    )
+
+
+def test_the_trn2_example_serves_the_sdk_2_33_vllm_image_on_a_pinned_ami_and_a_warm_pool(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    from app import TRN2_AMI
+
+    from neuron_constructs import NeuronAmi
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+    from neuron_constructs.knowledge.neuron_releases import ami_driver, ami_driver_conflict
+
+    template = templates["NeuronInferenceTrn2"]
+    assert _ami_parameters(template) == {NeuronAmi.release(TRN2_AMI).parameter_name}
+    assert ami_driver(TRN2_AMI).drivers == ((2, 31),) and ami_driver_conflict(TRN2_AMI, "2.33.0") is None
+    (group,) = resources(template, "AWS::AutoScaling::AutoScalingGroup").values()
+    refresh = group["UpdatePolicy"]["AutoScalingInstanceRefresh"]["Preferences"]
+    assert (refresh["MinHealthyPercentage"], refresh["MaxHealthyPercentage"]) == (100, 150)  # one of two at a time
+    (pool,) = resources(template, "AWS::AutoScaling::WarmPool").values()
+    assert (pool["Properties"]["MinSize"], pool["Properties"]["PoolState"]) == (1, "Stopped")
+    (launch_template,) = resources(template, "AWS::EC2::LaunchTemplate").values()
+    user_data = json.dumps(launch_template["Properties"]["LaunchTemplateData"]["UserData"])
+    assert "NEURON_LOGICAL_NC_CONFIG=2" in user_data and VLLM_TRN2.uri in user_data  # lnc=2; the warm-up's pull
+    (vllm,) = [
+        c
+        for definition in workloads(template, "AWS::ECS::TaskDefinition").values()
+        for c in definition["Properties"]["ContainerDefinitions"]
+        if c["Name"] == "vllm"
+    ]
+    assert vllm["Image"] == VLLM_TRN2.uri
+    assert vllm["EntryPoint"][:2] == ["/bin/sh", "-c"]  # the driver start check, then the image's entry point
+    command = vllm["Command"]
+    assert command[:4] == ["python", "/usr/local/bin/vllm_entrypoint.py", "vllm", "serve"]
+    assert command[command.index("--tensor-parallel-size") + 1] == "4"  # chip 0: four logical cores at lnc=2
+    assert json.loads(command[command.index("--additional-config") + 1])["neuron_config"]["num_seqs_buckets"] == [2]
+    environment = {e["Name"]: e["Value"] for e in vllm["Environment"]}
+    assert environment["NEURON_LOGICAL_NC_CONFIG"] == "2" and environment["NEURON_SKIP_EFA_AFFINITY"] == "1"
+    assert environment["NEURON_DRIVER_CHECK_OLDEST"] == "2.27" and environment["NEURON_DRIVER_CHECK_NEWEST"] == ""
+    assert vllm["LinuxParameters"]["Devices"] == [
+        {"ContainerPath": "/dev/neuron0", "HostPath": "/dev/neuron0", "Permissions": ["read", "write"]}
+    ]

@@ -108,6 +108,7 @@ AUTO_SCALING_STACKS = (
     "NeuronSlicedInf2",
     "NeuronSlicedTrn1",
     "NeuronRagFleet",
+    "NeuronInferenceTrn2",
 )
 """The examples whose cluster has Neuron Auto Scaling capacity: the daemon services."""
 MANAGED_STACKS = ("NeuronInferenceManaged", "NeuronMixedCluster")

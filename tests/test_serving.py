@@ -38,7 +38,13 @@ pytestmark = pytest.mark.xdist_group("serving")  # one worker builds the module'
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 PORT = 8080
-SERVED_EXAMPLES = ("NeuronInferenceManaged", "NeuronSlicedInf2", "NeuronSlicedTrn1", "NeuronRagFleet")
+SERVED_EXAMPLES = (
+    "NeuronInferenceManaged",
+    "NeuronSlicedInf2",
+    "NeuronSlicedTrn1",
+    "NeuronRagFleet",
+    "NeuronInferenceTrn2",
+)
 
 
 def _cluster(stack: Stack, instance_type: str = "inf2.xlarge") -> NeuronCluster:

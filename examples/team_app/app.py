@@ -29,6 +29,7 @@ from constructs import Construct
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
+    NeuronAmi,
     NeuronCluster,
     NeuronFleet,
     NeuronLoadBalancer,
@@ -45,6 +46,12 @@ SPLITS = ("a stack each", "platform and workloads", "one stack")
 PORT = 8080
 TEST_PORT = 8443
 """The load balancer's test listener: rollout test traffic only, from the smoke tests' security groups."""
+OLDER_DRIVER_AMI = "2023.0.20260701"
+"""The ECS Neuron AMI release of the embedding fleet's capacity and the training queue: the SDK 2.20 embedding image
+and the SDK 2.30 training image do not run on driver 2.29 and later, which every ECS Neuron AMI built from July 7, 2026
+carries (``container_images.NEEDS_AMI_BEFORE``), and no successor of either is published; this release, the newest
+before that date, was built with driver 2.28, which both run on. The example app's ``OLDER_DRIVER_AMI`` gives the
+sources. Move the images and this pin together."""
 PUBLISHED_AS = "/neuron/team"
 """Where the platform publishes its cluster, VPC and listener in Parameter Store for other apps
 (``examples/consumer_app``)."""
@@ -73,14 +80,9 @@ class Platform(Construct):
     def __init__(self, scope: Construct, id: str, *, certificate_arn: str | None = None) -> None:
         super().__init__(scope, id)
         self.cluster = NeuronCluster(self, "Neuron")
-        self.fleet_capacity = self.cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
-        Validations.of(self.fleet_capacity).acknowledge(
-            Acknowledgment(
-                id="neuron-constructs:NEURON125",
-                reason="the example follows the recommended Neuron AMI so that it deploys in any region and on the "
-                "local endpoint; a platform pins the release it has tested, machine_image=NeuronAmi.release(...) "
-                "from `neuron-ecs ami --releases`, and each new release then rolls the group.",
-            )
+        # Pinned, and rolled one instance at a time when the pin changes: the embedding image needs an older driver.
+        self.fleet_capacity = self.cluster.add_ec2_capacity(
+            "Inf2", instance_type="inf2.48xlarge", max_capacity=2, machine_image=NeuronAmi.release(OLDER_DRIVER_AMI)
         )
         self.llm_capacity = self.cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
         self.monitoring = NeuronMonitoring(self, "Monitoring", cluster=self.cluster)
@@ -201,7 +203,13 @@ class Training(Construct):
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
         self.queue = NeuronTrainingQueue(
-            self, "Trn1", instance_type="trn1.32xlarge", max_nodes=2, vpc=platform.cluster.vpc, monitoring=True
+            self,
+            "Trn1",
+            instance_type="trn1.32xlarge",
+            max_nodes=2,
+            vpc=platform.cluster.vpc,
+            monitoring=True,
+            machine_image=NeuronAmi.release(OLDER_DRIVER_AMI),  # the training image needs an older driver
         )
         self.job = self.queue.add_job(
             "Pretrain",

@@ -16,10 +16,11 @@ synthesized template (:mod:`neuron_constructs.checks.template_checks`) and fail 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Size, Stack, Validations
+from aws_cdk import RemovalPolicy, Size, Stack, Token, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -182,6 +183,8 @@ class NeuronTaskDefinition(Construct):
             self, "Logs", retention=log_retention, removal_policy=log_removal_policy, encryption_key=log_encryption_key
         )
         self.neuron_containers: list[ecs.ContainerDefinition] = []
+        self.driver_checked: dict[str, str] = {}
+        """The Neuron SDK release of each container, by name, that runs the driver start check."""
         self._neuron_container_names: list[str] = []
         self.model_name: str | None = None
         self._untagged: list[ecs.ContainerDefinition] = []
@@ -300,6 +303,17 @@ class NeuronTaskDefinition(Construct):
             self.model_artifacts.append(model_artifacts)
             self.model_volumes[volume] = model_artifacts
 
+    def container_sdk(self, container: ecs.ContainerDefinition) -> str | None:
+        """The Neuron SDK release of ``container``'s image: the one its driver check was given, else the ``-sdkX.Y.Z-``
+        of its image name, read from what the name resolves to when it is built at deploy time (the URI of an ECR
+        repository in the stack's Region); ``None`` when neither names one."""
+        if container.container_name in self.driver_checked:
+            return self.driver_checked[container.container_name]
+        name = container.image_name
+        if Token.is_unresolved(name):
+            name = json.dumps(Stack.of(self).resolve(name))
+        return start_check.image_sdk(name)
+
     def _driver_check_options(self, path: str, driver_check: bool | str, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` with the entry point and command wrapped in the driver start check (NEURON089 when the
         caller did not state the entry point)."""
@@ -335,6 +349,7 @@ class NeuronTaskDefinition(Construct):
             )
         for name, value in environment.items():
             container.add_environment(name, value)
+        self.driver_checked[container.container_name] = sdk
         allowed = neuron_releases.driver_range(sdk)
         newest = neuron_releases.newest_driver()
         if allowed is not None and newest.driver_version is not None and not allowed.admits(newest.driver_version):

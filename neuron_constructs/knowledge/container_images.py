@@ -25,7 +25,9 @@ Why each is the release it is:
 * :data:`EMBEDDING` is the Hugging Face Neuron inference DLC of SDK 2.20.0 that the examples' embedding model
   runs. It is kept at that release: it is configured through the SageMaker Hugging Face inference toolkit's
   variables (``HF_MODEL_ID``, ``HF_TASK``, ``HF_OPTIMUM_*``), and no source found states that a newer tag keeps
-  that interface.
+  that interface. A newer tag would not lift its AMI pin either: the newest Hugging Face Neuron inference DLC tag
+  found in public sources is SDK 2.26.0's (PyTorch 2.8.0, transformers 4.55.4), older than SDK 2.31.0, whose
+  runtime 2.33 is the first that driver 2.29 runs.
 * :data:`INF1_INFERENCE` is the last Inf1 image (torch-neuron, SDK 2.20.2): the base for an Inf1 serving image.
 * :data:`NEURON_MONITOR` has a version of its own: the neuron-monitor image the Neuron SDK's Kubernetes manifest
   (``src/k8/k8s-neuron-monitor-daemonset.yml``) runs, privileged, which the monitoring daemon runs.
@@ -39,7 +41,9 @@ Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :
 :data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
 runtime 2.32) and :data:`EMBEDDING` (SDK 2.20.0, runtime 2.22) run on driver 2.28 at most, which no ECS Neuron AMI
 built from July 7, 2026 (Neuron 2.31.0, driver 2.29) carries: :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
-since neither image has a successor a source publishes. :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
+since neither image has a successor a source publishes. The examples pin AMI release 2023.0.20260701 (driver 2.28) on
+the capacity and the training queue that run them; on capacity that follows the recommended AMI they warn
+(NEURON127). :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
 AMI installs driver 2.21 at boot.
 
 Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons

@@ -68,6 +68,7 @@ __all__ = [
     "driver_range",
     "image_driver_conflict",
     "newest_driver",
+    "newest_driver_conflict",
     "parse_ami_release",
     "parse_driver_version",
     "refuse_driver_mismatch",
@@ -313,6 +314,22 @@ def newest_driver() -> NeuronRelease:
     """The newest release of the table whose driver is known: what an ECS Neuron AMI built today carries, as far as
     the sources cited tell (SDK 2.34.0's driver is in none of them)."""
     return [row for row in NEURON_RELEASES if row.driver_version is not None][-1]
+
+
+def newest_driver_conflict(sdk: str) -> str | None:
+    """Why the runtime of SDK release ``sdk`` does not run on :func:`newest_driver`, the driver an ECS Neuron AMI built
+    today carries (what capacity that follows the recommended AMI launches new instances with); ``None`` when it
+    does, or when the table cannot tell (an unknown release, or a runtime no note bounds)."""
+    allowed = driver_range(sdk)
+    newest = newest_driver()
+    if allowed is None or newest.driver_version is None or allowed.admits(newest.driver_version):
+        return None
+    row = release(sdk)
+    runtime = row.runtime if row else "?"
+    return (
+        f"Neuron SDK {sdk}'s runtime {runtime} runs on {allowed.describe()}, and an ECS Neuron AMI built today carries "
+        f"driver {newest.driver} (Neuron {newest.sdk}) (runtime release notes 2.30.0 and 2.31.0, Known Issues)"
+    )
 
 
 def image_driver_conflict(ami_release: str, image: NeuronImage, instance_family: str | None = None) -> str | None:

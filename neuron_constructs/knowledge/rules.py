@@ -1138,6 +1138,20 @@ DRIVER_CHECK_REFUSES_CURRENT = Rule(
     "scripts/enable-ecs-agent-inferentia-support.sh",
     severity="warning",
 )
+IMAGE_BEHIND_NEWEST_DRIVER = Rule(
+    "NEURON127",
+    "Image the newest Neuron driver does not run, on capacity that follows the recommended AMI",
+    "capacity that follows the recommended ECS Neuron AMI launches new instances with the newest Neuron driver (the "
+    "AMI build installs it), and the runtime of the image's Neuron SDK release does not run on that driver: on such "
+    "an instance the container fails at nrt_init(), when the model loads, minutes into its start",
+    "pin an AMI release whose driver the image's runtime runs on, machine_image=NeuronAmi.release('2023.0.YYYYMMDD') "
+    "(container_images.NEEDS_AMI_BEFORE gives the dates for the library's images), or move the image to a Neuron "
+    "SDK release whose runtime runs on the newest driver; driver_check=True stops the container with one line "
+    "instead (NEURON126 then warns in place of this); acknowledge this warning id if the instances keep an older AMI",
+    "Neuron runtime release notes 2.31.0 (Known Issues: 'Neuron Driver 2.29 requires Neuron Runtime Library 2.33 or "
+    "later'); aws/amazon-ecs-ami scripts/enable-ecs-agent-inferentia-support.sh",
+    severity="warning",
+)
 
 RECOMMENDED_AMI = Rule(
     "NEURON125",
@@ -1277,6 +1291,7 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_WITHOUT_NEURON_ALARM,
     SMOKE_TEST_TLS_NAME,
     DRIVER_CHECK_REFUSES_CURRENT,
+    IMAGE_BEHIND_NEWEST_DRIVER,
     RECOMMENDED_AMI,
     NOT_PREFETCHED,
 )

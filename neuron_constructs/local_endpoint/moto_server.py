@@ -15,6 +15,10 @@ repository association and ECS Managed Daemons (daemon and daemon task definitio
 no backend for, are marked created with a name and nothing behind it, and the deployment report,
 which describes them through the API, lists them as not created.
 
+moto answers the public SSM parameters of the ECS-optimized AMIs from a copy it ships (moto 5.2.5's ends with the Neuron
+AMI release 2023.0.20260922); :func:`publish_pinned_neuron_amis` adds the releases the examples pin that the copy lacks
+(:data:`PINNED_NEURON_AMIS`), so a launch template that resolves a pinned release's parameter deploys here as in AWS.
+
 ``python -m neuron_constructs.local_endpoint.moto_server --host 127.0.0.1 --port PORT`` takes moto's server options.
 """
 
@@ -25,12 +29,14 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "PINNED_NEURON_AMIS",
     "accept_batch_compute_environments",
     "answer_custom_resources",
     "answer_target_group_attributes",
     "export_what_change_sets_create",
     "main",
     "model_missing_types",
+    "publish_pinned_neuron_amis",
     "register_multi_node_job_definitions",
 ]
 
@@ -399,6 +405,59 @@ def export_what_change_sets_create() -> None:
     backend.execute_change_set = execute_and_export
 
 
+PINNED_NEURON_AMIS: dict[str, str] = {"2023.0.20261113": "ami-0202611130000000f"}
+"""ECS Neuron AMI releases an example pins that moto's copy of the public parameters lacks, each with a stand-in
+image id (the real one differs by Region and is not in that copy)."""
+
+
+def publish_pinned_neuron_amis() -> None:
+    """Publish each release of :data:`PINNED_NEURON_AMIS` as AWS does, under
+    ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/``: the AMI's name with a JSON description, and the same
+    with ``/image_id``; in every Region, when moto first loads the ECS AMI parameters of that Region."""
+    import collections
+    import json
+
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter, ParameterDict
+
+    from neuron_constructs.knowledge.ami import NeuronAmi
+
+    original = ParameterDict._load_tree_parameters
+
+    def load_tree_parameters(self: Any, path: str) -> None:
+        original(self, path)
+        if not path.startswith("ecs/optimized_amis/"):
+            return
+        for release, image_id in PINNED_NEURON_AMIS.items():
+            ami = NeuronAmi.release(release)
+            details = {
+                "image_id": image_id,
+                "image_name": ami.image_name,
+                "image_version": release,
+                "os": "Amazon Linux 2023",
+                "schema_version": 1,
+            }
+            for name, value in ((ami.details_parameter, json.dumps(details)), (ami.parameter_name, image_id)):
+                if dict.get(self, name):
+                    continue  # moto's copy has it
+                collections.defaultdict.__getitem__(self, name).append(
+                    Parameter(  # type: ignore[abstract]
+                        account_id=self.account_id,
+                        name=name,
+                        value=value,
+                        parameter_type="String",
+                        description=None,
+                        allowed_pattern=None,
+                        keyid=None,
+                        last_modified_date=utcnow(),
+                        version=1,
+                        data_type="text",
+                    )
+                )
+
+    ParameterDict._load_tree_parameters = load_tree_parameters  # type: ignore[method-assign]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from moto import server
 
@@ -408,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     accept_batch_compute_environments()
     register_multi_node_job_definitions()
     answer_target_group_attributes()
+    publish_pinned_neuron_amis()
     server.main(list(argv) if argv is not None else sys.argv[1:])
 
 

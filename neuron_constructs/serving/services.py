@@ -53,7 +53,6 @@ from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
-from neuron_constructs.compute.driver_check import image_sdk
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions import (
     ManagedNeuronTaskDefinition,
@@ -64,7 +63,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
-from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict
+from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
 from neuron_constructs.knowledge.rollouts import peak_room, rollout_problems, rollout_warnings
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
@@ -606,19 +605,38 @@ class NeuronService(Construct, ListenerTarget):
                 instances=count,
             )
 
+    def _check_driver(self, capacity: AutoScalingCapacity) -> None:
+        """NEURON088 when a Neuron container's image (by the SDK release in its tag) does not run on the driver of the
+        capacity's pinned AMI release; NEURON127 when the capacity follows the recommended AMI and the image does not
+        run on the newest driver, unless the container runs the driver start check (NEURON126 warned of that)."""
+        task, path = self.task_definition, construct_path(self)
+        family = capacity.neuron_instance_type.family if capacity.neuron_instance_type else None
+        for container in task.neuron_containers:
+            sdk = task.container_sdk(container)
+            if sdk is None or capacity.ami is None:  # no SDK release in the tag, or an image of the caller's choosing
+                continue
+            if capacity.ami.version is not None:
+                problem = ami_driver_conflict(capacity.ami.version, sdk, family)
+                if problem is not None:
+                    raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{container.image_name}: {problem}")
+                continue
+            # Inf1 instances run driver 2.21 whatever the AMI's build (neuron_releases.INF1_AMI_DRIVER).
+            problem = None if family == "inf1" else newest_driver_conflict(sdk)
+            if problem is not None and container.container_name not in task.driver_checked:
+                Validations.of(self).add_warning(
+                    rules.IMAGE_BEHIND_NEWEST_DRIVER.warning_id,
+                    rules.IMAGE_BEHIND_NEWEST_DRIVER.message(
+                        path, f"container {container.container_name!r} on {construct_path(capacity)}: {problem}"
+                    ),
+                )
+
     def _check_placement(self) -> None:
-        """NEURON020/017/023/012/088: this service fits its capacity beside the services already there, and its
-        images' Neuron runtime runs on the driver of the capacity's pinned AMI release."""
+        """NEURON020/017/023/012/088/127: this service fits its capacity beside the services already there, and its
+        images' Neuron runtime runs on the driver of the capacity's pinned AMI release (or, on capacity that follows
+        the recommended AMI, on the newest driver)."""
         capacity, task, path = self.capacity, self.task_definition, construct_path(self)
         if isinstance(capacity, AutoScalingCapacity):
-            release = capacity.ami.version if capacity.ami is not None else None
-            if release is not None:
-                for container in task.neuron_containers:
-                    sdk = image_sdk(container.image_name)
-                    family = capacity.neuron_instance_type.family if capacity.neuron_instance_type else None
-                    problem = ami_driver_conflict(release, sdk, family) if sdk else None
-                    if problem is not None:
-                        raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{container.image_name}: {problem}")
+            self._check_driver(capacity)
             owner = capacity.sliced_by
             if owner is not None and not path.startswith(f"{construct_path(owner)}/"):
                 raise rules.SLICED_CAPACITY_SHARED.error(

@@ -6,7 +6,8 @@ when the main node exits. :class:`NeuronTrainingQueue` builds what such a job ru
 
 * a managed EC2 compute environment of exactly one instance type, ``minvCpus`` 0 (nothing runs and
   nothing is billed while no job is queued), ``maxvCpus`` = ``max_nodes`` x the type's vCPUs, on the
-  ECS-optimized Amazon Linux 2023 Neuron AMI from its SSM parameter, and a job queue on it;
+  ECS-optimized Amazon Linux 2023 Neuron AMI from its SSM parameter (the recommended one, or the release
+  ``machine_image`` pins), and a job queue on it;
 * a launch template with IMDSv2 (hop limit 1), an encrypted gp3 root volume, and on types with EFA one
   EFA interface per network card - card 0 at device index 0 is the primary, cards 1..n-1 at device
   index 1 - with the security group on the interfaces, as AWS's Trainium launch templates attach them
@@ -27,6 +28,7 @@ template, not both (aws/aws-cdk#21577): with EFA interfaces the compute environm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import jsii
@@ -62,15 +64,17 @@ from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.vpc import private_vpc
 from neuron_constructs.compute.capacity import (
     DEFAULT_ROOT_VOLUME_GIB,
-    NEURON_AMI_PARAMETER,
     CapacityReservation,
     encrypted_root_volume,
     grant_ecs_agent,
     warn_about_public_subnets,
 )
+from neuron_constructs.compute.driver_check import image_sdk
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.ami import NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.efa_installer import install_commands
+from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
 from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
 from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system, mount_commands
 
@@ -101,6 +105,15 @@ class NeuronTrainingQueue(Construct):
         launch template (no fallback, NEURON052; Capacity Blocks only for the types they offer, NEURON038).
     root_volume_gib
         The encrypted gp3 root volume; default 100 GiB.
+    machine_image
+        Which ECS Neuron AMI the compute environment launches: ``NeuronAmi.release("2023.0.YYYYMMDD")`` resolves that
+        release's own SSM parameter, and a job whose image's runtime does not run on its driver is refused
+        (NEURON088); ``NeuronAmi.recommended()`` (the default) resolves the recommended AMI's parameter at every
+        deploy, and a job whose image's runtime does not run on the newest driver warns (NEURON127). A changed image
+        is an infrastructure update of the compute environment, which AWS Batch performs only with a
+        ``BEST_FIT_PROGRESSIVE`` or Spot allocation strategy; this queue's On-Demand environment is ``BEST_FIT``, so
+        a new release takes a new compute environment (Batch's blue/green update: a queue with a new id, the jobs
+        moved to it) (AWS Batch user guide: "Perform infrastructure updates").
     storage
         A :class:`LustreStorage` every node mounts; default none. A mount that fails at boot fails the node's user
         data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place. A
@@ -153,6 +166,7 @@ class NeuronTrainingQueue(Construct):
         spot: bool = False,
         capacity_reservation: CapacityReservation | None = None,
         root_volume_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        machine_image: NeuronAmi | None = None,
         storage: LustreStorage | None = None,
         monitoring: bool = False,
         placement_group: bool | None = None,
@@ -197,6 +211,12 @@ class NeuronTrainingQueue(Construct):
         remember_path(self, scope, id)
         self.max_nodes = max_nodes
         self.spot = spot
+        if machine_image is not None and not isinstance(machine_image, NeuronAmi):
+            raise rules.WRONG_TYPE.error(
+                path, f"machine_image={machine_image!r}", expected="machine_image as a NeuronAmi (NeuronAmi.release())"
+            )
+        self.ami: NeuronAmi = machine_image or NeuronAmi.recommended()
+        """The ECS Neuron AMI the compute environment launches."""
         self.monitoring = monitoring
         self.vpc: ec2.IVpc = vpc or private_vpc(
             self, max_azs=1, log_retention=log_retention, log_removal_policy=log_removal_policy
@@ -294,7 +314,7 @@ class NeuronTrainingQueue(Construct):
             placement_group=self.placement_group,
             images=[
                 batch.EcsMachineImage(
-                    image=ec2.MachineImage.from_ssm_parameter(NEURON_AMI_PARAMETER),
+                    image=ec2.MachineImage.from_ssm_parameter(self.ami.parameter_name),
                     image_type=batch.EcsMachineImageType.ECS_AL2023,
                 )
             ],
@@ -474,8 +494,32 @@ class NeuronTrainingQueue(Construct):
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
         )
+        self._check_driver(f"{construct_path(self)}/{id}", job)
         self.jobs.append(job)
         return job
+
+    def _check_driver(self, path: str, job: NeuronTrainingJob) -> None:
+        """NEURON088 when the job's image (by the SDK release in its tag) does not run on the driver of the pinned AMI
+        release; NEURON127 when the queue follows the recommended AMI and the image does not run on the newest
+        driver. The image's name is read from the job definition aws-cdk-lib renders (the image was bound when the
+        container was made: rendering it again binds nothing)."""
+        definition = job.job_definition.node.default_child
+        assert isinstance(definition, batch.CfnJobDefinition)
+        rendered = Stack.of(self).resolve(definition.container_properties or definition.node_properties)
+        sdk = next(filter(None, (image_sdk(json.dumps(name)) for name in _images(rendered))), None)
+        if sdk is None:
+            return
+        if self.ami.version is not None:
+            problem = ami_driver_conflict(self.ami.version, sdk, self.instance_type.family)
+            if problem is not None:
+                raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, problem)
+            return
+        problem = newest_driver_conflict(sdk)
+        if problem is not None:
+            Validations.of(self).add_warning(
+                rules.IMAGE_BEHIND_NEWEST_DRIVER.warning_id,
+                rules.IMAGE_BEHIND_NEWEST_DRIVER.message(path, f"{problem}; the queue follows the recommended AMI"),
+            )
 
 
 @jsii.implements(events.IRuleTarget)
@@ -489,6 +533,17 @@ class _AlertTopic:
 
     def bind(self, rule: object, id: str | None = None) -> events.RuleTargetConfig:
         return events.RuleTargetConfig(arn=self._topic.topic_arn, input=self._message)
+
+
+def _images(rendered: object) -> list[object]:
+    """The values of every ``image`` key in a rendered job definition (one per container)."""
+    if isinstance(rendered, dict):
+        return [
+            found
+            for key, value in rendered.items()
+            for found in ([value] if key in ("image", "Image") else _images(value))
+        ]
+    return [found for value in rendered for found in _images(value)] if isinstance(rendered, list) else []
 
 
 def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
