@@ -103,7 +103,7 @@ def test_an_attached_endpoint_gives_the_cli_every_endpoint_variable_of_a_fresh_o
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Moto)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         port = server.server_address[1]
         with attached_endpoint(f"http://localhost:{port}") as endpoint:
