@@ -501,36 +501,45 @@ def test_an_accepted_local_checkpoint_dir_never_leaves_the_storage(text: str) ->
 # --- One spelling for the scaling bounds -------------------------------------------------------------
 
 
-def _scaling_kinds(world: World) -> dict[str, Any]:
-    """A NeuronService behind a load balancer, a SlicedNeuronService and a NeuronFleet model, each fresh."""
+def _scaling_kind(world: World, kind: str) -> Any:
+    """A fresh ``kind`` (``NeuronService``, ``SlicedNeuronService`` or ``FleetModel``) behind a load balancer, on a
+    cluster of its own."""
     from neuron_constructs import NeuronLoadBalancer
 
     cluster = NeuronCluster(world.stack, world.id())
-    slices = cluster.add_ec2_capacity("Slices", instance_type="inf2.48xlarge", max_capacity=4)
-    copies = cluster.add_ec2_capacity("Copies", instance_type="inf2.48xlarge", max_capacity=4)
-    cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=4)
-    task = ManualNeuronTaskDefinition(world.stack, world.id(), instance_type="inf2.xlarge", memory_mib=8192)
-    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
-    one = NeuronService(world.stack, world.id(), cluster=cluster, task_definition=task)
-    sliced_service = SlicedNeuronService(
-        world.stack,
-        world.id(),
-        cluster=cluster,
-        instance_type="inf2.48xlarge",
-        devices_per_task=6,
-        image=IMAGE,
-        port_mappings=[ecs.PortMapping(container_port=8080)],
-        capacity=slices,
-    )
-    fleet = NeuronFleet(world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", capacity=copies)
-    model = fleet.add_model(
-        "Embed", image=IMAGE, cores_per_task=1, copies=2, port_mappings=[ecs.PortMapping(container_port=8080)]
-    )
+    target: Any
+    if kind == "NeuronService":
+        cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=4)
+        task = ManualNeuronTaskDefinition(world.stack, world.id(), instance_type="inf2.xlarge", memory_mib=8192)
+        task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+        target = NeuronService(world.stack, world.id(), cluster=cluster, task_definition=task)
+    elif kind == "SlicedNeuronService":
+        target = SlicedNeuronService(
+            world.stack,
+            world.id(),
+            cluster=cluster,
+            instance_type="inf2.48xlarge",
+            devices_per_task=6,
+            image=IMAGE,
+            port_mappings=[ecs.PortMapping(container_port=8080)],
+            capacity=cluster.add_ec2_capacity("Slices", instance_type="inf2.48xlarge", max_capacity=4),
+        )
+    else:
+        copies = cluster.add_ec2_capacity("Copies", instance_type="inf2.48xlarge", max_capacity=4)
+        fleet = NeuronFleet(world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", capacity=copies)
+        target = fleet.add_model(
+            "Embed", image=IMAGE, cores_per_task=1, copies=2, port_mappings=[ecs.PortMapping(container_port=8080)]
+        )
     balancer = NeuronLoadBalancer(world.stack, world.id(), cluster=cluster)
-    for index, target in enumerate((one, sliced_service, model)):
-        condition = elbv2.ListenerCondition.path_patterns([f"/m{index}/*"])
-        target.attach_to_listener(balancer.listener, priority=10 + index, conditions=[condition])
-    return {"NeuronService": one, "SlicedNeuronService": sliced_service, "FleetModel": model}
+    target.attach_to_listener(
+        balancer.listener, priority=10, conditions=[elbv2.ListenerCondition.path_patterns(["/m/*"])]
+    )
+    return target
+
+
+def _scaling_kinds(world: World) -> dict[str, Any]:
+    """One fresh service of each kind."""
+    return {kind: _scaling_kind(world, kind) for kind in ("NeuronService", "SlicedNeuronService", "FleetModel")}
 
 
 SCALING_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -544,7 +553,7 @@ SCALING_CALLS: list[tuple[str, dict[str, Any]]] = [
 def test_every_scaling_method_of_every_service_takes_min_count_and_max_count(
     world: World, kind: str, method: str, extra: dict[str, Any]
 ) -> None:
-    target = _scaling_kinds(world)[kind]
+    target = _scaling_kind(world, kind)
     import warnings
 
     with warnings.catch_warnings():
@@ -559,7 +568,7 @@ def test_every_scaling_method_of_every_service_takes_min_count_and_max_count(
 def test_the_fleets_old_min_and_max_instances_still_work_with_a_deprecation_warning(
     world: World, kind: str, method: str
 ) -> None:
-    target = _scaling_kinds(world)[kind]
+    target = _scaling_kind(world, kind)
     extra = {"requests_per_target": 60} if method == "scale_on_requests" else {}
     with pytest.warns(DeprecationWarning) as warned:
         targets = getattr(target, method)(min_instances=1, max_instances=2, **extra)
@@ -571,7 +580,7 @@ def test_the_fleets_old_min_and_max_instances_still_work_with_a_deprecation_warn
 
 
 def test_both_spellings_of_one_bound_at_once_are_refused_naming_the_one_to_keep(world: World) -> None:
-    model = _scaling_kinds(world)["FleetModel"]
+    model = _scaling_kind(world, "FleetModel")
     with pytest.raises(TypeError, match=r"got both min_instances= and min_count=: .* pass only min_count="):
         model.auto_scale(min_instances=1, min_count=1, max_count=2)  # type: ignore[call-arg]
 
