@@ -65,12 +65,12 @@ def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
 
 def _resource(construct: IConstruct) -> CfnResource:
     """``construct`` if it is a CloudFormation resource, else the resource it declares (its default child)."""
-    if CfnResource.is_cfn_resource(construct):
-        return construct  # type: ignore[return-value]
+    if isinstance(construct, CfnResource):  # jsii hands every L1 to Python as its CfnResource class
+        return construct
     child = construct.node.default_child
-    if child is None or not CfnResource.is_cfn_resource(child):
+    if not isinstance(child, CfnResource):
         raise TypeError(f"{construct.node.path} declares no one CloudFormation resource to acknowledge findings on")
-    return child  # type: ignore[return-value]
+    return child
 
 
 def _policy_of(role: IConstruct) -> CfnResource | None:
