@@ -34,6 +34,7 @@ from neuron_constructs.knowledge.ami import (
     NotSsmAnswerError,
     list_neuron_ami_releases,
 )
+from neuron_constructs.local_endpoint.moto_server import public_parameter
 from neuron_constructs.tools.cli import EXIT_AWS_ERROR, EXIT_OK, EXIT_USAGE, main
 
 pytestmark = pytest.mark.xdist_group("moto")  # one worker loads moto
@@ -357,24 +358,12 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
 def _publish(session: boto3.Session, name: str, value: str) -> None:
     """Put a public ``/aws/service`` parameter into moto's SSM (the API refuses that prefix to accounts)."""
     from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.ssm.models import Parameter, ssm_backends
+    from moto.ssm.models import ssm_backends
 
     session.client("ssm").get_parameters_by_path(Path=NEURON_AMI_RELEASES_PATH, MaxResults=1)  # loads moto's own
     backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
-    backend._parameters[name].append(
-        Parameter(  # type: ignore[abstract]
-            account_id=DEFAULT_ACCOUNT_ID,
-            name=name,
-            value=value,
-            parameter_type="String",
-            description=None,
-            allowed_pattern=None,
-            keyid=None,
-            last_modified_date=datetime.datetime(2026, 11, 13, tzinfo=datetime.UTC),
-            version=1,
-            data_type="text",
-        )
-    )
+    modified = datetime.datetime(2026, 11, 13, tzinfo=datetime.UTC)
+    backend._parameters[name].append(public_parameter(DEFAULT_ACCOUNT_ID, name, value, modified))
 
 
 def _publish_release(session: boto3.Session, release: str, image_id: str) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "export_what_change_sets_create",
     "main",
     "model_missing_types",
+    "public_parameter",
     "publish_pinned_neuron_amis",
     "register_multi_node_job_definitions",
 ]
@@ -405,6 +406,26 @@ def export_what_change_sets_create() -> None:
     backend.execute_change_set = execute_and_export
 
 
+def public_parameter(account_id: str, name: str, value: str, modified: Any = None) -> Any:
+    """A moto SSM ``String`` parameter as AWS publishes its public ones (``/aws/service/...``, which moto's API
+    refuses to accounts), last modified at ``modified`` (a ``datetime``; default now)."""
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter
+
+    return Parameter(  # type: ignore[abstract]
+        account_id=account_id,
+        name=name,
+        value=value,
+        parameter_type="String",
+        description=None,
+        allowed_pattern=None,
+        keyid=None,
+        last_modified_date=modified or utcnow(),
+        version=1,
+        data_type="text",
+    )
+
+
 PINNED_NEURON_AMIS: dict[str, str] = {"2023.0.20261113": "ami-0202611130000000f"}
 """ECS Neuron AMI releases an example pins that moto's copy of the public parameters lacks, each with a stand-in
 image id (the real one differs by Region and is not in that copy)."""
@@ -417,8 +438,7 @@ def publish_pinned_neuron_amis() -> None:
     import collections
     import json
 
-    from moto.core.utils import utcnow
-    from moto.ssm.models import Parameter, ParameterDict
+    from moto.ssm.models import ParameterDict
 
     from neuron_constructs.knowledge.ami import NeuronAmi
 
@@ -440,20 +460,7 @@ def publish_pinned_neuron_amis() -> None:
             for name, value in ((ami.details_parameter, json.dumps(details)), (ami.parameter_name, image_id)):
                 if dict.get(self, name):
                     continue  # moto's copy has it
-                collections.defaultdict.__getitem__(self, name).append(
-                    Parameter(  # type: ignore[abstract]
-                        account_id=self.account_id,
-                        name=name,
-                        value=value,
-                        parameter_type="String",
-                        description=None,
-                        allowed_pattern=None,
-                        keyid=None,
-                        last_modified_date=utcnow(),
-                        version=1,
-                        data_type="text",
-                    )
-                )
+                collections.defaultdict.__getitem__(self, name).append(public_parameter(self.account_id, name, value))
 
     ParameterDict._load_tree_parameters = load_tree_parameters  # type: ignore[method-assign]
 
