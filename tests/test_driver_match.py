@@ -21,7 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuron_constructs import ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition, NeuronConfigurationError
-from neuron_constructs.compute.driver_check import DRIVER_CHECK_EXIT_CODE, DRIVER_CHECK_SCRIPT, image_sdk
+from neuron_constructs.compute.driver_check import (
+    DRIVER_CHECK_EXIT_CODE,
+    DRIVER_CHECK_SCRIPT,
+    driver_check_environment,
+    image_sdk,
+)
 from neuron_constructs.knowledge import catalog, container_images, neuron_releases
 from neuron_constructs.knowledge.container_images import (
     EMBEDDING,
@@ -235,6 +240,9 @@ def run_check(
         "NEURON_DRIVER_CHECK_OLDEST": oldest,
         "NEURON_DRIVER_CHECK_NEWEST": newest,
         "NEURON_DRIVER_CHECK_RUNTIME": "Neuron SDK 2.30.0's runtime 2.32.31.0",
+        "NEURON_DRIVER_CHECK_CONTAINER": "trainer",
+        "NEURON_DRIVER_CHECK_AMI_BEFORE": "2026-07-07",
+        "NEURON_DRIVER_CHECK_AMI_FROM": "2026-04-16",
     }
     done = subprocess.run(
         [DASH, "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check", "echo", "model starts", "--port", "8080"],
@@ -271,8 +279,48 @@ def test_a_driver_outside_the_range_stops_the_container_with_one_line(
 ) -> None:
     code, out, err = run_check(tmp_path, version)
     assert code == DRIVER_CHECK_EXIT_CODE and out == ""
-    assert err.count("\n") == 1 and err.startswith("neuron-driver-check: ") and says in err
-    assert "Neuron SDK 2.30.0's runtime 2.32.31.0" in err
+    assert err.count("\n") == 1 and err.startswith("neuron-driver-check: container trainer (NEURON088): ")
+    assert says in err and "Neuron SDK 2.30.0's runtime 2.32.31.0" in err
+    assert "ECS will keep restarting this task, and it stops here on every host with this driver" in err
+    if "newer" in says:
+        assert (
+            "pin NeuronAmi.release('2023.0.YYYYMMDD') dated before 2026-07-07 on its capacity, or move the image" in err
+        )
+    else:
+        assert "pin NeuronAmi.release('2023.0.YYYYMMDD') dated 2026-04-16 or later on its capacity" in err
+
+
+@pytestmark_dash
+def test_without_a_known_ami_date_the_fix_still_reads_as_a_sentence(tmp_path: Path) -> None:
+    (tmp_path / "sys/module/neuron").mkdir(parents=True)
+    (tmp_path / "sys/module/neuron/version").write_bytes(b"2.26.0.0\n")
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NEURON_DRIVER_CHECK_ROOT": str(tmp_path)}
+    environment["NEURON_DRIVER_CHECK_OLDEST"] = "2.27"
+    done = subprocess.run(
+        [DASH or "dash", "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check", "true"],
+        env=environment,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == DRIVER_CHECK_EXIT_CODE and err.count("\n") == 1
+    assert "container ? (NEURON088)" in err and "dated after this host's AMI on its capacity" in err
+
+
+def test_the_start_check_is_given_its_container_and_the_ami_dates_of_its_fix() -> None:
+    environment = driver_check_environment("2.30.0", "trainer")
+    assert environment is not None and environment["NEURON_DRIVER_CHECK_CONTAINER"] == "trainer"
+    # Driver 2.29, the first newer than 2.28, came with Neuron 2.31.0 (July 7, 2026); driver 2.27 with Neuron 2.29.0
+    # (April 9, 2026), surely in an AMI from 7 days later.
+    assert environment["NEURON_DRIVER_CHECK_AMI_BEFORE"] == "2026-07-07"
+    assert environment["NEURON_DRIVER_CHECK_AMI_FROM"] == "2026-04-16"
+    assert ami_driver_conflict("2023.0.20260706", "2.30.0") is None
+    assert ami_driver_conflict("2023.0.20260416", "2.30.0") is None
+    assert ami_driver_conflict("2023.0.20260415", "2.30.0") is None  # may still carry 2.26 or 2.27
+    assert ami_driver("2023.0.20260415").drivers == ((2, 27), (2, 26))
+    open_ended = driver_check_environment("2.33.0", "model")
+    assert open_ended is not None and open_ended["NEURON_DRIVER_CHECK_AMI_BEFORE"] == ""
 
 
 @pytestmark_dash
@@ -327,6 +375,7 @@ def test_driver_check_runs_the_script_then_the_stated_entry_point_and_command() 
     assert environment["NEURON_DRIVER_CHECK_OLDEST"] == "2.27"
     assert environment["NEURON_DRIVER_CHECK_NEWEST"] == ""
     assert environment["NEURON_DRIVER_CHECK_RUNTIME"] == "Neuron SDK 2.31.1's runtime 2.33.10.0"
+    assert environment["NEURON_DRIVER_CHECK_CONTAINER"] == "model"
 
 
 def test_without_driver_check_the_container_is_unchanged() -> None:
