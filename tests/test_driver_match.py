@@ -117,21 +117,30 @@ def test_a_december_2026_ami_is_refused_under_a_runtime_whose_newest_driver_is_b
     assert ami_driver_conflict("2023.0.20261202", "2.31.1") is None
 
 
-def test_an_ami_older_than_the_table_s_full_coverage_states_no_driver_number() -> None:
-    # SDK 2.22 to 2.27 are not in the table: an AMI of June 2025 carries a driver older than 2.26, not "2.19".
-    derived = ami_driver("2023.0.20250601")
-    assert derived.drivers == () and derived.older_than == (2, 26) and derived.describe() == "older than 2.26"
+def test_an_ami_of_2025_carries_the_driver_of_the_sdk_2_22_to_2_27_releases() -> None:
+    # SDK 2.23.0 (May 19, 2025) shipped driver 2.21; SDK 2.24.0 (June 24, 2025) driver 2.22.
+    assert ami_driver("2023.0.20250601").drivers == ((2, 21),)
+    assert ami_driver("2023.0.20250626").drivers == ((2, 22), (2, 21))
+    assert ami_driver("2023.0.20260110").drivers == ((2, 25),)  # SDK 2.27.0, December 19, 2025
     problem = ami_driver_conflict("2023.0.20250601", "2.31.1")
-    assert problem is not None and "driver older than 2.26" in problem and "2.19" not in problem
-    assert ami_driver_conflict("2023.0.20250601", "2.30.0") is not None  # runtime 2.32 needs 2.27 or later
-    assert ami_driver_conflict("2023.0.20250601", "2.20.0") is None  # 2.28 or earlier admits it
+    assert problem is not None and "driver 2.21 (" in problem
+
+
+def test_an_ami_older_than_the_table_s_full_coverage_states_no_driver_number() -> None:
+    # Before SDK 2.21.0 (December 20, 2024) the table does not follow every release: no number, only a bound.
+    assert neuron_releases.COVERED_FROM == "2.21.0"
+    derived = ami_driver("2023.0.20241201")
+    assert derived.drivers == () and derived.older_than == (2, 19) and derived.describe() == "older than 2.19"
+    problem = ami_driver_conflict("2023.0.20241201", "2.31.1")
+    assert problem is not None and "driver older than 2.19" in problem and "2.18" not in problem
+    assert ami_driver_conflict("2023.0.20241201", "2.20.0") is None  # 2.28 or earlier admits it
 
 
 def test_an_ami_days_after_the_first_covered_release_carries_that_driver_or_an_older_one() -> None:
-    derived = ami_driver("2023.0.20260228")
-    assert derived.drivers == () and derived.at_most == (2, 26) and derived.describe() == "2.26 or older"
-    assert ami_driver_conflict("2023.0.20260228", "2.31.1") is not None
-    assert ami_driver_conflict("2023.0.20260228", "2.20.0") is None
+    derived = ami_driver("2023.0.20241222")
+    assert derived.drivers == () and derived.at_most == (2, 19) and derived.describe() == "2.19 or older"
+    assert ami_driver_conflict("2023.0.20241222", "2.31.1") is not None
+    assert ami_driver_conflict("2023.0.20241222", "2.20.0") is None
 
 
 def test_on_inf1_the_ami_runs_the_2_21_driver_it_installs_at_boot() -> None:
@@ -139,7 +148,7 @@ def test_on_inf1_the_ami_runs_the_2_21_driver_it_installs_at_boot() -> None:
     assert ami_driver("2023.0.20260108", "inf1").drivers == ((2, 21),)
     assert ami_driver_conflict("2023.0.20261113", INF1_INFERENCE.neuron_sdk or "", "inf1") is None
     # Before the first AMI release with the downgrade service, Inf1 runs the AMI's own driver.
-    assert ami_driver("2023.0.20251229", "inf1").older_than == (2, 26)
+    assert ami_driver("2023.0.20251229", "inf1").drivers == ((2, 25),)
     assert neuron_releases.INF1_DOWNGRADE_FROM.isoformat() == "2026-01-08"
 
 

@@ -31,7 +31,7 @@ driver release may have been built before that driver reached the repository: bo
 :func:`ami_driver_conflict` refuses only what every possible driver refuses. Drivers only move forward, so where the
 table cannot name the driver it still bounds it: an AMI built after a release whose driver no source gives (SDK
 2.34.0) carries at least the newest known driver (a floor, "2.31 or later"), and an AMI older than the releases the
-table lists in full (:data:`COVERED_FROM`) carries a driver older than that release's ("older than 2.26"), never a
+table lists in full (:data:`COVERED_FROM`) carries a driver older than that release's ("older than 2.19"), never a
 number the table would have to guess. On Inf1 the AMI does not run that driver: a boot service
 (``scripts/al2023/neuron/neuron-inf1-downgrade.sh``) detects Inf1 devices and installs the cached
 ``aws-neuronx-dkms-2.21.*`` packages the build downloaded, and locks them (:data:`INF1_AMI_DRIVER`), in every AMI
@@ -161,10 +161,40 @@ def _row(sdk: str, date: str | None, runtime: str | None, driver: str | None, so
 
 
 _MANIFEST = "n2-manifest.json"
+_INDEX = f"{_SDK_REPO}/release-notes/index.rst, Previous AWS Neuron SDK releases"
 NEURON_RELEASES: tuple[NeuronRelease, ...] = (
     _row("2.20.0", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
+    _row("2.20.1", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
     _row("2.20.2", None, "2.22.19.0", "2.18.20.0", f"{_MANIFEST}; date not in the sources cited"),
     _row("2.21.0", "2024-12-20", "2.23.110.0", "2.19.64.0", f"{_MANIFEST}; runtime.rst, Neuron 2.21.0 Release"),
+    _row("2.21.1", "2025-01-14", "2.23.112.0", "2.19.64.0", f"{_MANIFEST}; {_INDEX} (2.21.1: 01/14/25)"),
+    _row("2.22.0", "2025-04-03", "2.24.53.0", "2.20.28.0", f"{_MANIFEST}; runtime.rst, Neuron 2.22.0 Release"),
+    _row(
+        "2.23.0",
+        "2025-05-19",
+        "2.25.57.0",
+        "2.21.37.0",
+        f"{_MANIFEST}; runtime.rst, Neuron 2.23.0 Release ('Date of Release: 05/19/2025'; {_INDEX} says 06/10/25)",
+    ),
+    _row("2.24.0", "2025-06-24", "2.26.42.0", "2.22.2.0", f"{_MANIFEST}; runtime.rst, Neuron 2.24.0 Release"),
+    _row("2.24.1", "2025-06-30", "2.26.42.0", "2.22.2.0", f"{_MANIFEST}; {_INDEX} (2.24.1: 06/30/25)"),
+    _row("2.25.0", "2025-07-31", "2.27.23.0", "2.23.9.0", f"{_MANIFEST}; runtime.rst, Neuron 2.25.0 Release"),
+    _row("2.26.0", "2025-09-18", "2.28.23.0", "2.24.7.0", f"{_MANIFEST}; runtime.rst, Neuron 2.26.0 Release"),
+    _row(
+        "2.26.1",
+        "2025-10-29",
+        "2.28.23.0",
+        "2.24.7.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.26.1.rst ('Release Date: October 29, 2025')",
+    ),
+    _row("2.27.0", "2025-12-19", "2.29.40.0", "2.25.4.0", f"{_MANIFEST}; runtime.rst, Neuron 2.27.0 Release"),
+    _row(
+        "2.27.1",
+        "2026-01-14",
+        "2.29.40.0",
+        "2.25.4.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.27.1.rst ('Release Date: January 14, 2026')",
+    ),
     _row("2.28.0", "2026-02-26", "2.30.51.0", "2.26.5.0", f"{_MANIFEST}; runtime.rst, Neuron 2.28.0 Release"),
     _row(
         "2.28.1",
@@ -174,6 +204,13 @@ NEURON_RELEASES: tuple[NeuronRelease, ...] = (
         f"{_MANIFEST}; runtime.rst, Neuron Driver 2.26.10.0 'Date of Release: 03/12/2026'",
     ),
     _row("2.29.0", "2026-04-09", "2.31.24.0", "2.27.4.0", f"{_MANIFEST}; runtime.rst, Neuron 2.29.0 Release"),
+    _row(
+        "2.29.1",
+        "2026-05-01",
+        "2.31.24.0",
+        "2.27.4.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.29.1.rst ('Release Date: May 1, 2026', compiler only)",
+    ),
     _row("2.30.0", "2026-05-21", "2.32.31.0", "2.28.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.30.0 Release"),
     _row("2.31.0", "2026-07-07", "2.33.10.0", "2.29.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.31.0 Release"),
     _row(
@@ -219,9 +256,9 @@ INF1_DOWNGRADE_SOURCE = (
 )
 """Where :data:`INF1_DOWNGRADE_FROM` comes from (an earlier attempt, #596, was reverted on 2025-12-17 by #602)."""
 
-COVERED_FROM = "2.28.0"
-"""The table lists every SDK release from this one on (2.22 to 2.27 are missing): an AMI built before it carries a
-driver older than this release's, and the table states no number for it."""
+COVERED_FROM = "2.21.0"
+"""The table lists every SDK release from this one on (the manifest's releases, with the dates of the release notes):
+an AMI built before it carries a driver older than this release's, and the table states no number for it."""
 
 _FLOOR_RUNTIME, _FLOOR_DRIVER = (2, 32), (2, 27)
 _FLOOR_SOURCE = (
