@@ -21,7 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuron_constructs import ManagedNeuronTaskDefinition, ManualNeuronTaskDefinition, NeuronConfigurationError
-from neuron_constructs.compute.driver_check import DRIVER_CHECK_EXIT_CODE, DRIVER_CHECK_SCRIPT, image_sdk
+from neuron_constructs.compute.driver_check import (
+    DRIVER_CHECK_EXIT_CODE,
+    DRIVER_CHECK_SCRIPT,
+    driver_check_environment,
+    image_sdk,
+)
 from neuron_constructs.knowledge import catalog, container_images, neuron_releases
 from neuron_constructs.knowledge.container_images import (
     EMBEDDING,
@@ -39,7 +44,6 @@ from neuron_constructs.knowledge.neuron_releases import (
     ami_driver_conflict,
     driver_range,
     parse_ami_release,
-    refuse_driver_mismatch,
     release,
 )
 
@@ -98,15 +102,54 @@ def test_an_ami_built_days_after_a_driver_release_may_carry_either_driver() -> N
     assert ami_driver("2023.0.20261022").drivers == ((2, 31), (2, 30))
 
 
-def test_an_ami_after_a_release_whose_driver_is_unknown_has_no_derived_driver() -> None:
+def test_an_ami_after_a_release_whose_driver_is_unknown_carries_at_least_the_newest_known_driver() -> None:
     derived = ami_driver("2023.0.20261202")
-    assert derived.drivers == () and derived.unknown_after == "2.34.0"
-    assert ami_driver_conflict("2023.0.20261202", PYTORCH_TRAINING.neuron_sdk or "") is None
+    assert derived.drivers == () and derived.unknown_after == "2.34.0" and derived.floor == (2, 31)
+    assert derived.describe() == "2.31 or later"
+
+
+def test_a_december_2026_ami_is_refused_under_a_runtime_whose_newest_driver_is_below_the_floor() -> None:
+    problem = ami_driver_conflict("2023.0.20261202", "2.30.0")
+    assert problem is not None and "driver 2.31 or later" in problem and "driver 2.27 to 2.28" in problem
+    assert "Neuron 2.34.0's driver is in no source found" in problem
+    # A runtime with no newest bound may run on whatever newer driver the AMI carries: not refused.
+    assert ami_driver_conflict("2023.0.20261202", "2.33.0") is None
+    assert ami_driver_conflict("2023.0.20261202", "2.31.1") is None
+
+
+def test_an_ami_of_2025_carries_the_driver_of_the_sdk_2_22_to_2_27_releases() -> None:
+    # SDK 2.23.0 (May 19, 2025) shipped driver 2.21; SDK 2.24.0 (June 24, 2025) driver 2.22.
+    assert ami_driver("2023.0.20250601").drivers == ((2, 21),)
+    assert ami_driver("2023.0.20250626").drivers == ((2, 22), (2, 21))
+    assert ami_driver("2023.0.20260110").drivers == ((2, 25),)  # SDK 2.27.0, December 19, 2025
+    problem = ami_driver_conflict("2023.0.20250601", "2.31.1")
+    assert problem is not None and "driver 2.21 (" in problem
+
+
+def test_an_ami_older_than_the_table_s_full_coverage_states_no_driver_number() -> None:
+    # Before SDK 2.21.0 (December 20, 2024) the table does not follow every release: no number, only a bound.
+    assert neuron_releases.COVERED_FROM == "2.21.0"
+    derived = ami_driver("2023.0.20241201")
+    assert derived.drivers == () and derived.older_than == (2, 19) and derived.describe() == "older than 2.19"
+    problem = ami_driver_conflict("2023.0.20241201", "2.31.1")
+    assert problem is not None and "driver older than 2.19" in problem and "2.18" not in problem
+    assert ami_driver_conflict("2023.0.20241201", "2.20.0") is None  # 2.28 or earlier admits it
+
+
+def test_an_ami_days_after_the_first_covered_release_carries_that_driver_or_an_older_one() -> None:
+    derived = ami_driver("2023.0.20241222")
+    assert derived.drivers == () and derived.at_most == (2, 19) and derived.describe() == "2.19 or older"
+    assert ami_driver_conflict("2023.0.20241222", "2.31.1") is not None
+    assert ami_driver_conflict("2023.0.20241222", "2.20.0") is None
 
 
 def test_on_inf1_the_ami_runs_the_2_21_driver_it_installs_at_boot() -> None:
     assert ami_driver("2023.0.20261113", "inf1").drivers == ((2, 21),)
-    assert neuron_releases.image_driver_conflict("2023.0.20261113", INF1_INFERENCE, "inf1") is None
+    assert ami_driver("2023.0.20260108", "inf1").drivers == ((2, 21),)
+    assert ami_driver_conflict("2023.0.20261113", INF1_INFERENCE.neuron_sdk or "", "inf1") is None
+    # Before the first AMI release with the downgrade service, Inf1 runs the AMI's own driver.
+    assert ami_driver("2023.0.20251229", "inf1").drivers == ((2, 25),)
+    assert neuron_releases.INF1_DOWNGRADE_FROM.isoformat() == "2026-01-08"
 
 
 @pytest.mark.parametrize("text", ["2023.0.2026111", "2023.0.20261332", "al2023-ami-ecs-neuron", "", "2023.1.20261113"])
@@ -125,34 +168,38 @@ def test_any_text_parses_as_an_ami_release_or_raises_value_error(text: str) -> N
 # ------------------------------------------------------------------ NEURON088 ---
 
 
+def conflict(ami: str, image: container_images.NeuronImage) -> str | None:
+    return ami_driver_conflict(ami, image.neuron_sdk) if image.neuron_sdk else None
+
+
 def test_a_pinned_ami_whose_driver_the_image_does_not_run_on_is_refused() -> None:
-    with pytest.raises(NeuronConfigurationError, match=r"NEURON088") as raised:
-        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", PYTORCH_TRAINING)
-    message = str(raised.value)
-    assert "App/Capacity" in message and "driver 2.31" in message and "driver 2.27 to 2.28" in message
+    problem = conflict("2023.0.20261113", PYTORCH_TRAINING)
+    assert problem is not None and "driver 2.31 (" in problem and "driver 2.27 to 2.28" in problem
 
 
 def test_a_pinned_ami_whose_driver_the_image_runs_on_passes() -> None:
     for image in (VLLM, VLLM_TRN2, PYTORCH_INFERENCE):
-        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", image)
-    refuse_driver_mismatch("App/Capacity", "2023.0.20260601", PYTORCH_TRAINING)
+        assert conflict("2023.0.20261113", image) is None
+    assert conflict("2023.0.20260601", PYTORCH_TRAINING) is None
 
 
 def test_an_old_driver_under_a_new_runtime_is_refused_too() -> None:
     # An AMI of March 2026 (driver 2.26) under runtime 2.33 (the vLLM 0.16 image, SDK 2.31.1).
-    with pytest.raises(NeuronConfigurationError, match=r"NEURON088.*driver 2.26"):
-        refuse_driver_mismatch("App/Capacity", "2023.0.20260320", VLLM)
+    problem = conflict("2023.0.20260320", VLLM)
+    assert problem is not None and "driver 2.26 (" in problem
 
 
 def test_only_what_every_possible_driver_refuses_is_refused() -> None:
     # Three days after driver 2.29 (July 7, 2026): the AMI may still carry 2.28, which the training image runs on.
     assert ami_driver("2023.0.20260710").drivers == ((2, 29), (2, 28))
-    refuse_driver_mismatch("App/Capacity", "2023.0.20260710", PYTORCH_TRAINING)
+    assert conflict("2023.0.20260710", PYTORCH_TRAINING) is None
+    # From seven days after July 7 the AMI surely carries 2.29: refused.
+    assert conflict("2023.0.20260713", PYTORCH_TRAINING) is None
+    assert conflict("2023.0.20260714", PYTORCH_TRAINING) is not None
 
 
 def test_images_without_an_sdk_release_are_never_refused() -> None:
-    for image in container_images.LIBRARY_IMAGES.values():
-        refuse_driver_mismatch("App/Capacity", "2023.0.20261113", image)
+    assert all(image.neuron_sdk is None for image in container_images.LIBRARY_IMAGES.values())
 
 
 # ------------------------------------------------- the library's own images ---
@@ -169,9 +216,9 @@ def test_every_image_runs_on_the_newest_driver_or_states_the_ami_it_needs() -> N
             before = datetime.date.fromisoformat(NEEDS_AMI_BEFORE[name])
             refused_on = f"2023.0.{before:%Y%m%d}"
             good = f"2023.0.{before - datetime.timedelta(days=neuron_releases.AMBIGUITY_DAYS):%Y%m%d}"
-            assert neuron_releases.image_driver_conflict(good, image) is None, name
+            assert conflict(good, image) is None, name
             later = f"2023.0.{before + datetime.timedelta(days=neuron_releases.AMBIGUITY_DAYS):%Y%m%d}"
-            assert neuron_releases.image_driver_conflict(later, image) is not None, (name, refused_on)
+            assert conflict(later, image) is not None, (name, refused_on)
         else:
             assert allowed.admits(newest.driver_version), name
     assert set(NEEDS_AMI_BEFORE) == {"PYTORCH_TRAINING", "EMBEDDING"}
@@ -202,6 +249,9 @@ def run_check(
         "NEURON_DRIVER_CHECK_OLDEST": oldest,
         "NEURON_DRIVER_CHECK_NEWEST": newest,
         "NEURON_DRIVER_CHECK_RUNTIME": "Neuron SDK 2.30.0's runtime 2.32.31.0",
+        "NEURON_DRIVER_CHECK_CONTAINER": "trainer",
+        "NEURON_DRIVER_CHECK_AMI_BEFORE": "2026-07-07",
+        "NEURON_DRIVER_CHECK_AMI_FROM": "2026-04-16",
     }
     done = subprocess.run(
         [DASH, "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check", "echo", "model starts", "--port", "8080"],
@@ -238,8 +288,48 @@ def test_a_driver_outside_the_range_stops_the_container_with_one_line(
 ) -> None:
     code, out, err = run_check(tmp_path, version)
     assert code == DRIVER_CHECK_EXIT_CODE and out == ""
-    assert err.count("\n") == 1 and err.startswith("neuron-driver-check: ") and says in err
-    assert "Neuron SDK 2.30.0's runtime 2.32.31.0" in err
+    assert err.count("\n") == 1 and err.startswith("neuron-driver-check: container trainer (NEURON088): ")
+    assert says in err and "Neuron SDK 2.30.0's runtime 2.32.31.0" in err
+    assert "ECS will keep restarting this task, and it stops here on every host with this driver" in err
+    if "newer" in says:
+        assert (
+            "pin NeuronAmi.release('2023.0.YYYYMMDD') dated before 2026-07-07 on its capacity, or move the image" in err
+        )
+    else:
+        assert "pin NeuronAmi.release('2023.0.YYYYMMDD') dated 2026-04-16 or later on its capacity" in err
+
+
+@pytestmark_dash
+def test_without_a_known_ami_date_the_fix_still_reads_as_a_sentence(tmp_path: Path) -> None:
+    (tmp_path / "sys/module/neuron").mkdir(parents=True)
+    (tmp_path / "sys/module/neuron/version").write_bytes(b"2.26.0.0\n")
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NEURON_DRIVER_CHECK_ROOT": str(tmp_path)}
+    environment["NEURON_DRIVER_CHECK_OLDEST"] = "2.27"
+    done = subprocess.run(
+        [DASH or "dash", "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check", "true"],
+        env=environment,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == DRIVER_CHECK_EXIT_CODE and err.count("\n") == 1
+    assert "container ? (NEURON088)" in err and "dated after this host's AMI on its capacity" in err
+
+
+def test_the_start_check_is_given_its_container_and_the_ami_dates_of_its_fix() -> None:
+    environment = driver_check_environment("2.30.0", "trainer")
+    assert environment is not None and environment["NEURON_DRIVER_CHECK_CONTAINER"] == "trainer"
+    # Driver 2.29, the first newer than 2.28, came with Neuron 2.31.0 (July 7, 2026); driver 2.27 with Neuron 2.29.0
+    # (April 9, 2026), surely in an AMI from 7 days later.
+    assert environment["NEURON_DRIVER_CHECK_AMI_BEFORE"] == "2026-07-07"
+    assert environment["NEURON_DRIVER_CHECK_AMI_FROM"] == "2026-04-16"
+    assert ami_driver_conflict("2023.0.20260706", "2.30.0") is None
+    assert ami_driver_conflict("2023.0.20260416", "2.30.0") is None
+    assert ami_driver_conflict("2023.0.20260415", "2.30.0") is None  # may still carry 2.26 or 2.27
+    assert ami_driver("2023.0.20260415").drivers == ((2, 27), (2, 26))
+    open_ended = driver_check_environment("2.33.0", "model")
+    assert open_ended is not None and open_ended["NEURON_DRIVER_CHECK_AMI_BEFORE"] == ""
 
 
 @pytestmark_dash
@@ -294,6 +384,7 @@ def test_driver_check_runs_the_script_then_the_stated_entry_point_and_command() 
     assert environment["NEURON_DRIVER_CHECK_OLDEST"] == "2.27"
     assert environment["NEURON_DRIVER_CHECK_NEWEST"] == ""
     assert environment["NEURON_DRIVER_CHECK_RUNTIME"] == "Neuron SDK 2.31.1's runtime 2.33.10.0"
+    assert environment["NEURON_DRIVER_CHECK_CONTAINER"] == "model"
 
 
 def test_without_driver_check_the_container_is_unchanged() -> None:
@@ -373,22 +464,35 @@ def test_the_docs_table_of_images_and_drivers_is_the_tables() -> None:
         assert f"needs an AMI built before {before}" in text.split(f"| `{name}`", 1)[1].split("\n", 1)[0]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.dates(min_value=datetime.date(2026, 2, 26), max_value=datetime.date(2027, 12, 31)))
-def test_a_derived_driver_was_released_by_the_ami_s_date_and_the_newest_or_the_one_before(day: datetime.date) -> None:
+@settings(max_examples=300, deadline=None)
+@given(st.dates(min_value=datetime.date(2024, 1, 1), max_value=datetime.date(2027, 12, 31)))
+def test_a_derived_driver_is_a_released_one_or_a_bound_and_refusals_follow_every_driver_it_allows(
+    day: datetime.date,
+) -> None:
     derived = ami_driver(f"2023.0.{day:%Y%m%d}")
-    released = [r for r in NEURON_RELEASES if r.date is not None and r.date <= day]
-    if released[-1].driver_version is None:
-        assert derived.drivers == () and derived.unknown_after == released[-1].sdk
-        return
-    assert derived.drivers[0] == released[-1].driver_version
-    assert all(d in {r.driver_version for r in released} for d in derived.drivers)
-    assert len(derived.drivers) == 1 or (day - released[-1].date).days < neuron_releases.AMBIGUITY_DAYS  # type: ignore[operator]
+    covered = NEURON_RELEASES[[r.sdk for r in NEURON_RELEASES].index(neuron_releases.COVERED_FROM) :]
+    released = [r for r in covered if r.date is not None and r.date <= day]
+    known = [r.driver_version for r in released if r.driver_version is not None]
+    # The drivers this AMI may carry, as far as the table tells: any version from 2.0 to 5.99 that fits.
+    if not released:
+        assert derived.drivers == () and derived.older_than == covered[0].driver_version
+        possible = [(2, minor) for minor in range(covered[0].driver_version[1])]  # type: ignore[index]
+    elif released[-1].driver_version is None:
+        assert derived.drivers == () and derived.unknown_after == released[-1].sdk and derived.floor in known
+        assert derived.floor is not None and derived.describe() == "{}.{} or later".format(*derived.floor)
+        possible = [(2, minor) for minor in range(derived.floor[1], 100)] + [(3, 0), (5, 99)]
+    elif derived.at_most is not None:
+        assert derived.drivers == () and derived.at_most == known[0] and len(set(known)) == 1
+        possible = [(2, minor) for minor in range(derived.at_most[1] + 1)]
+    else:
+        assert derived.drivers[0] == released[-1].driver_version and set(derived.drivers) <= set(known)
+        assert len(derived.drivers) == 1 or (day - released[-1].date).days < neuron_releases.AMBIGUITY_DAYS  # type: ignore[operator]
+        possible = list(derived.drivers)
     for sdk in ("2.20.0", "2.30.0", "2.31.1", "2.33.0"):
         allowed = driver_range(sdk)
         assert allowed is not None
         refused = ami_driver_conflict(derived.ami_release, sdk) is not None
-        assert refused == (not any(allowed.admits(d) for d in derived.drivers))
+        assert refused == (not any(allowed.admits(d) for d in possible)), (sdk, derived)
 
 
 def test_a_service_on_a_pinned_ami_runs_an_image_whose_runtime_runs_on_its_driver() -> None:

@@ -8,7 +8,12 @@ loads, minutes into a start (:mod:`neuron_constructs.knowledge.neuron_releases`)
 command the given ``entry_point`` followed by the given ``command``: the script reads the loaded driver's version from
 ``/sys/module/neuron/version`` (sysfs, which a container sees read-only), compares its ``major.minor`` with
 ``NEURON_DRIVER_CHECK_OLDEST`` and ``NEURON_DRIVER_CHECK_NEWEST`` (empty: no bound) and either ``exec``\\ s the command
-or prints one line, ``neuron-driver-check: ...``, and exits :data:`DRIVER_CHECK_EXIT_CODE`.
+or prints one line, ``neuron-driver-check: ...``, and exits :data:`DRIVER_CHECK_EXIT_CODE`. The line names the
+container (``NEURON_DRIVER_CHECK_CONTAINER``), the rule (NEURON088, a driver outside the runtime's range), the host's
+driver against the image's range, that ECS will keep restarting the task while it lands on that host, and the fix: an
+AMI release dated before ``NEURON_DRIVER_CHECK_AMI_BEFORE`` (the first release of a driver newer than the range) or
+from ``NEURON_DRIVER_CHECK_AMI_FROM`` on (:data:`~neuron_constructs.knowledge.neuron_releases.AMBIGUITY_DAYS` after
+the first release of a driver inside it), or another image.
 
 The script reads at most 64 bytes of the file (``dd``), accepts only ``digits.digits`` with at most four digits each
 (no leading zero) before any further ``.`` part, and needs ``sh``, ``dd`` and ``head``, which every Neuron DLC (Ubuntu)
@@ -17,7 +22,9 @@ has. ``NEURON_DRIVER_CHECK_ROOT`` (default empty) prefixes ``/sys`` for tests.
 
 from __future__ import annotations
 
+import datetime
 import re
+from collections.abc import Callable
 
 from neuron_constructs.knowledge import neuron_releases
 
@@ -51,22 +58,29 @@ if [ -z "$major" ]; then
 fi
 have=$((major * 10000 + minor))
 want="${NEURON_DRIVER_CHECK_RUNTIME:-the image's Neuron runtime}"
+who="container ${NEURON_DRIVER_CHECK_CONTAINER:-?} (NEURON088)"
+again="ECS will keep restarting this task, and it stops here on every host with this driver"
 for bound in "${NEURON_DRIVER_CHECK_OLDEST:-}" "${NEURON_DRIVER_CHECK_NEWEST:-}"; do
   case "$bound" in ''|[0-9]*.[0-9]*) ;; *) say "bad driver bound '$bound'"; exit 78 ;; esac
 done
 if [ -n "${NEURON_DRIVER_CHECK_OLDEST:-}" ]; then
   low=$((${NEURON_DRIVER_CHECK_OLDEST%%.*} * 10000 + ${NEURON_DRIVER_CHECK_OLDEST#*.}))
   if [ "$have" -lt "$low" ]; then
-    fix="launch the capacity from a newer ECS Neuron AMI"
-    say "host Neuron driver $major.$minor is older than $NEURON_DRIVER_CHECK_OLDEST, the oldest $want runs on: $fix"
+    since="${NEURON_DRIVER_CHECK_AMI_FROM:+$NEURON_DRIVER_CHECK_AMI_FROM or later}"
+    fix="pin NeuronAmi.release('2023.0.YYYYMMDD') dated ${since:-after this host's AMI}"
+    fix="$fix on its capacity (or follow the recommended ECS Neuron AMI), or move the image to an older Neuron SDK"
+    say "$who: host Neuron driver $major.$minor is older than $NEURON_DRIVER_CHECK_OLDEST, the oldest $want runs on;\
+ $again: $fix"
     exit 78
   fi
 fi
 if [ -n "${NEURON_DRIVER_CHECK_NEWEST:-}" ]; then
   high=$((${NEURON_DRIVER_CHECK_NEWEST%%.*} * 10000 + ${NEURON_DRIVER_CHECK_NEWEST#*.}))
   if [ "$have" -gt "$high" ]; then
-    fix="move the image to a newer Neuron SDK release or pin an older ECS Neuron AMI"
-    say "host Neuron driver $major.$minor is newer than $NEURON_DRIVER_CHECK_NEWEST, the newest $want runs on: $fix"
+    fix="pin NeuronAmi.release('2023.0.YYYYMMDD') dated before ${NEURON_DRIVER_CHECK_AMI_BEFORE:-this driver}"
+    fix="$fix on its capacity, or move the image to a Neuron SDK release whose runtime runs on driver $major.$minor"
+    say "$who: host Neuron driver $major.$minor is newer than $NEURON_DRIVER_CHECK_NEWEST, the newest $want runs on;\
+ $again: $fix"
     exit 78
   fi
 fi
@@ -83,16 +97,32 @@ def image_sdk(image_name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def driver_check_environment(sdk: str) -> dict[str, str] | None:
-    """The variables the script reads for SDK release ``sdk``; ``None`` when the table has no runtime for it."""
+def _first_release(admits: Callable[[tuple[int, int]], bool]) -> datetime.date | None:
+    """The date of the oldest release of the table whose driver ``admits``; ``None`` when none does."""
+    return next(
+        (r.date for r in neuron_releases.NEURON_RELEASES if r.date and r.driver_version and admits(r.driver_version)),
+        None,
+    )
+
+
+def driver_check_environment(sdk: str, container_name: str = "") -> dict[str, str] | None:
+    """The variables the script reads for SDK release ``sdk`` in the container ``container_name``; ``None`` when the
+    table has no runtime for it."""
     allowed = neuron_releases.driver_range(sdk)
     row = neuron_releases.release(sdk)
     if allowed is None or row is None:
         return None
+    oldest, newest = allowed.oldest, allowed.newest
+    before = _first_release(lambda driver: driver > newest) if newest else None
+    first = _first_release(lambda driver: driver >= oldest) if oldest else None
+    since = first + datetime.timedelta(days=neuron_releases.AMBIGUITY_DAYS) if first else None
     return {
-        "NEURON_DRIVER_CHECK_OLDEST": "{}.{}".format(*allowed.oldest) if allowed.oldest else "",
-        "NEURON_DRIVER_CHECK_NEWEST": "{}.{}".format(*allowed.newest) if allowed.newest else "",
+        "NEURON_DRIVER_CHECK_OLDEST": "{}.{}".format(*oldest) if oldest else "",
+        "NEURON_DRIVER_CHECK_NEWEST": "{}.{}".format(*newest) if newest else "",
         "NEURON_DRIVER_CHECK_RUNTIME": f"Neuron SDK {sdk}'s runtime {row.runtime}",
+        "NEURON_DRIVER_CHECK_CONTAINER": container_name,
+        "NEURON_DRIVER_CHECK_AMI_BEFORE": before.isoformat() if before else "",
+        "NEURON_DRIVER_CHECK_AMI_FROM": since.isoformat() if since else "",
     }
 
 

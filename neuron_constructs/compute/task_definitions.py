@@ -337,7 +337,7 @@ class NeuronTaskDefinition(Construct):
         if not driver_check:
             return
         sdk = driver_check if isinstance(driver_check, str) else start_check.image_sdk(container.image_name)
-        environment = start_check.driver_check_environment(sdk) if sdk else None
+        environment = start_check.driver_check_environment(sdk, container.container_name) if sdk else None
         if sdk is None or environment is None:
             known = ", ".join(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
             raise rules.DRIVER_CHECK_INPUT.error(

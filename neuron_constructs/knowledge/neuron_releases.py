@@ -28,10 +28,14 @@ repository ("disable neuron package upgrades"), so an instance keeps the driver 
 therefore *derives* an AMI's driver (:func:`ami_driver`): the driver of the newest Neuron release published on or
 before the date in the AMI's name (``2023.0.YYYYMMDD``). An AMI dated less than :data:`AMBIGUITY_DAYS` days after a
 driver release may have been built before that driver reached the repository: both drivers are then possible, and
-:func:`ami_driver_conflict` refuses only what every possible driver refuses. On Inf1 the AMI does not run that driver:
-a boot service (``scripts/al2023/neuron/neuron-inf1-downgrade.sh``, in the AMI since January 2026) detects Inf1
-devices and installs the cached ``aws-neuronx-dkms-2.21.*`` packages the build downloaded, and locks them
-(:data:`INF1_AMI_DRIVER`).
+:func:`ami_driver_conflict` refuses only what every possible driver refuses. Drivers only move forward, so where the
+table cannot name the driver it still bounds it: an AMI built after a release whose driver no source gives (SDK
+2.34.0) carries at least the newest known driver (a floor, "2.31 or later"), and an AMI older than the releases the
+table lists in full (:data:`COVERED_FROM`) carries a driver older than that release's ("older than 2.19"), never a
+number the table would have to guess. On Inf1 the AMI does not run that driver: a boot service
+(``scripts/al2023/neuron/neuron-inf1-downgrade.sh``) detects Inf1 devices and installs the cached
+``aws-neuronx-dkms-2.21.*`` packages the build downloaded, and locks them (:data:`INF1_AMI_DRIVER`), in every AMI
+release from :data:`INF1_DOWNGRADE_FROM` on (:data:`INF1_DOWNGRADE_SOURCE`).
 
 Inf1 and SDK 2.21.0: SDK 2.21.0 (December 20, 2024) ships runtime 2.23, whose notes say "Removed INF1 Support from
 Runtime library": the last release that runs Inf1 is SDK 2.20.x (runtime 2.22).
@@ -44,17 +48,14 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from neuron_constructs.knowledge import rules
-
-if TYPE_CHECKING:
-    from neuron_constructs.knowledge.container_images import NeuronImage
 
 __all__ = [
     "AMBIGUITY_DAYS",
+    "COVERED_FROM",
     "ECS_AMI_BUILD_SOURCE",
     "INF1_AMI_DRIVER",
+    "INF1_DOWNGRADE_FROM",
+    "INF1_DOWNGRADE_SOURCE",
     "INF1_LAST_SDK",
     "INF1_REMOVED_SDK",
     "MANIFEST_SOURCE",
@@ -66,12 +67,10 @@ __all__ = [
     "ami_driver",
     "ami_driver_conflict",
     "driver_range",
-    "image_driver_conflict",
     "newest_driver",
     "newest_driver_conflict",
     "parse_ami_release",
     "parse_driver_version",
-    "refuse_driver_mismatch",
     "release",
 ]
 
@@ -162,10 +161,40 @@ def _row(sdk: str, date: str | None, runtime: str | None, driver: str | None, so
 
 
 _MANIFEST = "n2-manifest.json"
+_INDEX = f"{_SDK_REPO}/release-notes/index.rst, Previous AWS Neuron SDK releases"
 NEURON_RELEASES: tuple[NeuronRelease, ...] = (
     _row("2.20.0", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
+    _row("2.20.1", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
     _row("2.20.2", None, "2.22.19.0", "2.18.20.0", f"{_MANIFEST}; date not in the sources cited"),
     _row("2.21.0", "2024-12-20", "2.23.110.0", "2.19.64.0", f"{_MANIFEST}; runtime.rst, Neuron 2.21.0 Release"),
+    _row("2.21.1", "2025-01-14", "2.23.112.0", "2.19.64.0", f"{_MANIFEST}; {_INDEX} (2.21.1: 01/14/25)"),
+    _row("2.22.0", "2025-04-03", "2.24.53.0", "2.20.28.0", f"{_MANIFEST}; runtime.rst, Neuron 2.22.0 Release"),
+    _row(
+        "2.23.0",
+        "2025-05-19",
+        "2.25.57.0",
+        "2.21.37.0",
+        f"{_MANIFEST}; runtime.rst, Neuron 2.23.0 Release ('Date of Release: 05/19/2025'; {_INDEX} says 06/10/25)",
+    ),
+    _row("2.24.0", "2025-06-24", "2.26.42.0", "2.22.2.0", f"{_MANIFEST}; runtime.rst, Neuron 2.24.0 Release"),
+    _row("2.24.1", "2025-06-30", "2.26.42.0", "2.22.2.0", f"{_MANIFEST}; {_INDEX} (2.24.1: 06/30/25)"),
+    _row("2.25.0", "2025-07-31", "2.27.23.0", "2.23.9.0", f"{_MANIFEST}; runtime.rst, Neuron 2.25.0 Release"),
+    _row("2.26.0", "2025-09-18", "2.28.23.0", "2.24.7.0", f"{_MANIFEST}; runtime.rst, Neuron 2.26.0 Release"),
+    _row(
+        "2.26.1",
+        "2025-10-29",
+        "2.28.23.0",
+        "2.24.7.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.26.1.rst ('Release Date: October 29, 2025')",
+    ),
+    _row("2.27.0", "2025-12-19", "2.29.40.0", "2.25.4.0", f"{_MANIFEST}; runtime.rst, Neuron 2.27.0 Release"),
+    _row(
+        "2.27.1",
+        "2026-01-14",
+        "2.29.40.0",
+        "2.25.4.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.27.1.rst ('Release Date: January 14, 2026')",
+    ),
     _row("2.28.0", "2026-02-26", "2.30.51.0", "2.26.5.0", f"{_MANIFEST}; runtime.rst, Neuron 2.28.0 Release"),
     _row(
         "2.28.1",
@@ -175,6 +204,13 @@ NEURON_RELEASES: tuple[NeuronRelease, ...] = (
         f"{_MANIFEST}; runtime.rst, Neuron Driver 2.26.10.0 'Date of Release: 03/12/2026'",
     ),
     _row("2.29.0", "2026-04-09", "2.31.24.0", "2.27.4.0", f"{_MANIFEST}; runtime.rst, Neuron 2.29.0 Release"),
+    _row(
+        "2.29.1",
+        "2026-05-01",
+        "2.31.24.0",
+        "2.27.4.0",
+        f"{_MANIFEST}; {_SDK_REPO}/release-notes/prev/2.29.1.rst ('Release Date: May 1, 2026', compiler only)",
+    ),
     _row("2.30.0", "2026-05-21", "2.32.31.0", "2.28.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.30.0 Release"),
     _row("2.31.0", "2026-07-07", "2.33.10.0", "2.29.0.0", f"{_MANIFEST}; runtime.rst, Neuron 2.31.0 Release"),
     _row(
@@ -211,6 +247,18 @@ INF1_LAST_SDK = "2.20.2"
 INF1_AMI_DRIVER = (2, 21)
 """The driver the ECS Neuron AMI runs on Inf1: ``aws-neuronx-dkms-2.21.*``, installed at boot
 (:data:`ECS_AMI_BUILD_SOURCE`)."""
+INF1_DOWNGRADE_FROM = datetime.date(2026, 1, 8)
+"""The first ECS Neuron AMI release that carries the Inf1 driver downgrade service (:data:`INF1_DOWNGRADE_SOURCE`)."""
+INF1_DOWNGRADE_SOURCE = (
+    "aws/amazon-ecs-ami commit 130a7f3268bde8d308be1b0e331f6303d171ec6f ('Add back neuron driver version management "
+    "for al2023neu AMI (#604)', 2026-01-05, adds scripts/al2023/neuron/neuron-inf1-downgrade.sh); the first release "
+    "after it is 'Release 20260108' (02a893b)"
+)
+"""Where :data:`INF1_DOWNGRADE_FROM` comes from (an earlier attempt, #596, was reverted on 2025-12-17 by #602)."""
+
+COVERED_FROM = "2.21.0"
+"""The table lists every SDK release from this one on (the manifest's releases, with the dates of the release notes):
+an AMI built before it carries a driver older than this release's, and the table states no number for it."""
 
 _FLOOR_RUNTIME, _FLOOR_DRIVER = (2, 32), (2, 27)
 _FLOOR_SOURCE = (
@@ -261,33 +309,67 @@ class AmiDriver:
     """The Neuron driver an ECS Neuron AMI release was built with, as :func:`ami_driver` derives it.
 
     ``drivers`` are the possible drivers (``major.minor``), newest first: one, or two when the AMI is dated within
-    :data:`AMBIGUITY_DAYS` of a driver release. Empty when the driver cannot be derived: the AMI predates the table,
-    or the newest release before it has no known driver (``unknown_after`` names that release).
+    :data:`AMBIGUITY_DAYS` of a driver release. Empty when the table cannot name the driver; it may still bound it:
+    ``floor`` (the driver is that one or later: the AMI was built after a release whose driver no source gives,
+    ``unknown_after`` names that release), ``older_than`` (the driver is older than that one: the AMI predates
+    :data:`COVERED_FROM`) or ``at_most`` (that one or older: the AMI is dated within :data:`AMBIGUITY_DAYS` of
+    :data:`COVERED_FROM`). No bound at all: unknown.
     """
 
     ami_release: str
     date: datetime.date
     drivers: tuple[tuple[int, int], ...]
     unknown_after: str | None = None
+    floor: tuple[int, int] | None = None
+    older_than: tuple[int, int] | None = None
+    at_most: tuple[int, int] | None = None
+
+    def describe(self) -> str:
+        """``"2.31"``, ``"2.31 or 2.30"``, ``"2.31 or later"``, ``"older than 2.26"``, ``"2.26 or older"``, or
+        ``"unknown"``."""
+        if self.drivers:
+            return " or ".join(f"{major}.{minor}" for major, minor in self.drivers)
+        for bound, words in ((self.floor, "{}.{} or later"), (self.older_than, "older than {}.{}")):
+            if bound is not None:
+                return words.format(*bound)
+        return "{}.{} or older".format(*self.at_most) if self.at_most else "unknown"
+
+    def outside(self, allowed: DriverRange) -> bool:
+        """Whether every driver the AMI may carry is outside ``allowed`` (an unknown driver is never outside)."""
+        if self.drivers:
+            return not any(allowed.admits(d) for d in self.drivers)
+        if self.floor is not None:
+            return allowed.newest is not None and allowed.newest < self.floor
+        if self.older_than is not None:
+            return allowed.oldest is not None and allowed.oldest >= self.older_than
+        return self.at_most is not None and allowed.oldest is not None and allowed.oldest > self.at_most
 
 
 def ami_driver(ami_release: str, instance_family: str | None = None) -> AmiDriver:
     """The driver of ECS Neuron AMI release ``ami_release`` (derived; see the module's notes). On ``inf1`` it is
-    :data:`INF1_AMI_DRIVER` for AMIs that carry the downgrade service (dated 2026-01-05 or later)."""
+    :data:`INF1_AMI_DRIVER` for AMIs that carry the downgrade service (:data:`INF1_DOWNGRADE_FROM` or later)."""
     date = parse_ami_release(ami_release)
-    if instance_family == "inf1" and date >= datetime.date(2026, 1, 5):
+    if instance_family == "inf1" and date >= INF1_DOWNGRADE_FROM:
         return AmiDriver(ami_release, date, (INF1_AMI_DRIVER,))
-    dated = [row for row in NEURON_RELEASES if row.date is not None and row.date <= date]
-    if not dated:
-        return AmiDriver(ami_release, date, ())
+    covered = NEURON_RELEASES[[row.sdk for row in NEURON_RELEASES].index(COVERED_FROM) :]
+    first = covered[0]
+    assert first.date is not None and first.driver_version is not None
+    if date < first.date:
+        return AmiDriver(ami_release, date, (), older_than=first.driver_version)
+    dated = [row for row in covered if row.date is not None and row.date <= date]
     newest = dated[-1]
+    known = [row for row in dated if row.driver_version is not None]
     if newest.driver_version is None:
-        return AmiDriver(ami_release, date, (), unknown_after=newest.sdk)
+        # Drivers only move forward: at least the newest known driver that had surely reached the repository.
+        sure = [row for row in known if row.date and (date - row.date).days >= AMBIGUITY_DAYS]
+        floor = (sure or known)[-1].driver_version
+        return AmiDriver(ami_release, date, (), unknown_after=newest.sdk, floor=floor)
     drivers = [newest.driver_version]
     if newest.date is not None and (date - newest.date).days < AMBIGUITY_DAYS:
-        earlier = [row.driver_version for row in dated[:-1] if row.driver_version and row.driver_version < drivers[0]]
-        if earlier:
-            drivers.append(earlier[-1])
+        earlier = [row.driver_version for row in known if row.driver_version and row.driver_version < drivers[0]]
+        if not earlier:
+            return AmiDriver(ami_release, date, (), at_most=drivers[0])
+        drivers.append(earlier[-1])
     return AmiDriver(ami_release, date, tuple(drivers))
 
 
@@ -295,18 +377,22 @@ def ami_driver_conflict(ami_release: str, sdk: str, instance_family: str | None 
     """Why the runtime of SDK release ``sdk`` does not run on the driver of AMI ``ami_release``; ``None`` when it does,
     or when the table cannot tell (an unknown SDK release or AMI driver is not refused).
 
-    Refused only when every driver the AMI may carry is outside the runtime's range."""
+    Refused only when every driver the AMI may carry is outside the runtime's range (:meth:`AmiDriver.outside`)."""
     derived = ami_driver(ami_release, instance_family)
     allowed = driver_range(sdk)
-    if allowed is None or not derived.drivers or any(allowed.admits(d) for d in derived.drivers):
+    if allowed is None or not derived.outside(allowed):
         return None
-    drivers = " or ".join(f"{major}.{minor}" for major, minor in derived.drivers)
+    if derived.floor is not None:
+        why = f"drivers only move forward, and Neuron {derived.unknown_after}'s driver is in no source found"
+    elif not derived.drivers:
+        why = f"the AMI predates Neuron {COVERED_FROM}, the oldest release whose driver the table follows"
+    else:
+        why = f"the newest driver released by {derived.date.isoformat()}"
     row = release(sdk)
     runtime = row.runtime if row else "?"
     return (
-        f"ECS Neuron AMI {ami_release} carries Neuron driver {drivers} (the newest driver released by "
-        f"{derived.date.isoformat()}), and Neuron SDK {sdk}'s runtime {runtime} runs on {allowed.describe()} "
-        "(runtime release notes 2.30.0 and 2.31.0, Known Issues)"
+        f"ECS Neuron AMI {ami_release} carries Neuron driver {derived.describe()} ({why}), and Neuron SDK {sdk}'s "
+        f"runtime {runtime} runs on {allowed.describe()} (runtime release notes 2.30.0 and 2.31.0, Known Issues)"
     )
 
 
@@ -319,32 +405,21 @@ def newest_driver() -> NeuronRelease:
 def newest_driver_conflict(sdk: str) -> str | None:
     """Why the runtime of SDK release ``sdk`` does not run on :func:`newest_driver`, the driver an ECS Neuron AMI built
     today carries (what capacity that follows the recommended AMI launches new instances with); ``None`` when it
-    does, or when the table cannot tell (an unknown release, or a runtime no note bounds)."""
+    does, or when the table cannot tell (an unknown release, or a runtime no note bounds). When a newer release's
+    driver is in no source (SDK 2.34.0), that driver is a floor ("or later"): only a runtime whose newest driver is
+    below it is named."""
     allowed = driver_range(sdk)
     newest = newest_driver()
-    if allowed is None or newest.driver_version is None or allowed.admits(newest.driver_version):
+    if allowed is None or newest.driver_version is None:
+        return None
+    floor = NEURON_RELEASES[-1].driver_version is None
+    below_floor = allowed.newest is not None and allowed.newest < newest.driver_version
+    if not below_floor and (floor or allowed.admits(newest.driver_version)):
         return None
     row = release(sdk)
     runtime = row.runtime if row else "?"
+    later = " or later" if floor else ""
     return (
         f"Neuron SDK {sdk}'s runtime {runtime} runs on {allowed.describe()}, and an ECS Neuron AMI built today carries "
-        f"driver {newest.driver} (Neuron {newest.sdk}) (runtime release notes 2.30.0 and 2.31.0, Known Issues)"
+        f"driver {newest.driver} (Neuron {newest.sdk}){later} (runtime release notes 2.30.0 and 2.31.0, Known Issues)"
     )
-
-
-def image_driver_conflict(ami_release: str, image: NeuronImage, instance_family: str | None = None) -> str | None:
-    """Why ``image`` (a :class:`~neuron_constructs.knowledge.container_images.NeuronImage`, by its ``neuron_sdk``)
-    does not run on ECS Neuron AMI release ``ami_release``; ``None`` when it does or the table cannot tell (an image
-    with no SDK release, such as the monitoring images, is never refused)."""
-    if image.neuron_sdk is None:
-        return None
-    return ami_driver_conflict(ami_release, image.neuron_sdk, instance_family)
-
-
-def refuse_driver_mismatch(
-    construct_path: str, ami_release: str, image: NeuronImage, instance_family: str | None = None
-) -> None:
-    """Raise NEURON088 when the pinned AMI release's driver is outside ``image``'s runtime range."""
-    problem = image_driver_conflict(ami_release, image, instance_family)
-    if problem is not None:
-        raise rules.DRIVER_OUTSIDE_RUNTIME.error(construct_path, f"{image.uri}: {problem}")
