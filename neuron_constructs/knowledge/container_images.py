@@ -40,7 +40,8 @@ Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The run
 Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
 :data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
 runtime 2.32) and :data:`EMBEDDING` (SDK 2.20.0, runtime 2.22) run on driver 2.28 at most, which no ECS Neuron AMI
-built from July 7, 2026 (Neuron 2.31.0, driver 2.29) carries: :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
+dated from July 14, 2026 carries (Neuron 2.31.0 shipped driver 2.29 on July 7; one dated July 7 to 13 may carry
+either): :data:`NEEDS_AMI_BEFORE` states the AMI each needs,
 since neither image has a successor a source publishes. The examples pin AMI release 2023.0.20260701 (driver 2.28) on
 the capacity and the training queue that run them; on capacity that follows the recommended AMI they warn
 (NEURON127). :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
