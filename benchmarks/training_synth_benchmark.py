@@ -214,7 +214,9 @@ def plain_stack(app: Any) -> Any:
         use_optimal_instance_classes=False,
         minv_cpus=0,
         maxv_cpus=256,
-        allocation_strategy=batch.AllocationStrategy.BEST_FIT,
+        allocation_strategy=batch.AllocationStrategy.BEST_FIT_PROGRESSIVE,
+        terminate_on_update=False,
+        update_timeout=Duration.days(3),
         launch_template=launch_template,
         placement_group=placement_group,
         images=[

@@ -356,6 +356,30 @@ def test_capacity_blocks_and_reservations_are_set_on_the_launch_template(trainin
     assert (spot["Type"], spot["AllocationStrategy"]) == ("SPOT", "SPOT_PRICE_CAPACITY_OPTIMIZED")
 
 
+@pytest.mark.parametrize(
+    ("name", "strategy", "logical_id"),
+    [
+        ("trn1.32xlarge", "BEST_FIT_PROGRESSIVE", "ComputeEnvironmentBestFitProgressive"),
+        ("Block", "BEST_FIT_PROGRESSIVE", "ComputeEnvironmentBestFitProgressive"),
+        ("Reserved", "BEST_FIT_PROGRESSIVE", "ComputeEnvironmentBestFitProgressive"),
+        ("Spot", "SPOT_PRICE_CAPACITY_OPTIMIZED", "ComputeEnvironment"),
+    ],
+)
+def test_a_new_ami_updates_the_compute_environment_in_place_and_lets_running_jobs_finish(
+    name: str, strategy: str, logical_id: str, training: dict[str, dict[str, Any]]
+) -> None:
+    # AWS Batch performs infrastructure updates (a new image, launch template or placement group) only for these
+    # strategies; with BEST_FIT and ReplaceComputeEnvironment false the stack update that changes the AMI fails.
+    ((key, environment),) = resources(training[name], "AWS::Batch::ComputeEnvironment").items()
+    properties = environment["Properties"]
+    assert properties["ComputeResources"]["AllocationStrategy"] == strategy
+    assert properties["ReplaceComputeEnvironment"] is False
+    assert properties["UpdatePolicy"] == {"TerminateJobsOnUpdate": False, "JobExecutionTimeoutMinutes": 3 * 24 * 60}
+    # Environments that were BEST_FIT cannot change strategy in place: theirs is a new resource, Spot's kept its id.
+    prefix = _queue_id(name) if name == "trn1.32xlarge" else name
+    assert key[len(prefix) : -8] == logical_id
+
+
 @pytest.mark.e2e  # cfn-lint runs on the examples in the everyday loop, on test stacks in make test-e2e
 def test_deploy_time_values_in_a_command_reach_the_job_as_arguments(training: dict[str, dict[str, Any]]) -> None:
     """A CfnParameter string is one argument; a CommaDelimitedList's items are spliced in at deploy time."""

@@ -48,6 +48,8 @@ Preflight = bool | Literal["collective"]
 every NeuronCore of each node) or ``False``."""
 PREFLIGHT_MARKER_DIR = "/var/lib/neuron-preflight"
 """The host directory a failed preflight writes ``failed`` to; the queue's instances power off when it appears."""
+DEFAULT_JOB_TIMEOUT = Duration.days(3)
+"""How long an attempt of a job runs before Batch stops it, unless ``add_job(timeout=)`` says otherwise."""
 CHECKPOINT_VARIABLE = "NEURON_CHECKPOINT_DIR"
 """Where the training script saves checkpoints and resumes from: a path on the queue's storage, or an S3 URL."""
 
@@ -285,7 +287,7 @@ class NeuronTrainingJob(Construct):
         options: dict[str, Any] = {
             "retry_attempts": retries + 1,
             "retry_strategies": strategies,
-            "timeout": timeout or Duration.days(3),
+            "timeout": timeout or DEFAULT_JOB_TIMEOUT,
             "propagate_tags": True,
         }
         self.job_definition: batch.MultiNodeJobDefinition | batch.EcsJobDefinition

@@ -75,7 +75,7 @@ from neuron_constructs.knowledge.ami import NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.efa_installer import install_commands
 from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
-from neuron_constructs.training.jobs import PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
+from neuron_constructs.training.jobs import DEFAULT_JOB_TIMEOUT, PREFLIGHT_MARKER_DIR, NeuronTrainingJob, Preflight
 from neuron_constructs.training.storage import LustreStorage, check_storage, lustre_file_system, mount_commands
 
 __all__ = ["NeuronTrainingQueue"]
@@ -110,10 +110,7 @@ class NeuronTrainingQueue(Construct):
         release's own SSM parameter, and a job whose image's runtime does not run on its driver is refused
         (NEURON088); ``NeuronAmi.recommended()`` (the default) resolves the recommended AMI's parameter at every
         deploy, and a job whose image's runtime does not run on the newest driver warns (NEURON127). A changed image
-        is an infrastructure update of the compute environment, which AWS Batch performs only with a
-        ``BEST_FIT_PROGRESSIVE`` or Spot allocation strategy; this queue's On-Demand environment is ``BEST_FIT``, so
-        a new release takes a new compute environment (Batch's blue/green update: a queue with a new id, the jobs
-        moved to it) (AWS Batch user guide: "Perform infrastructure updates").
+        is an infrastructure update of the compute environment, done in place (see ``compute_environment`` below).
     storage
         A :class:`LustreStorage` every node mounts; default none. A mount that fails at boot fails the node's user
         data and its jobs' preflight (exit 75, retried), so nothing is written to the root volume in its place. A
@@ -146,7 +143,22 @@ class NeuronTrainingQueue(Construct):
     Attributes
     ----------
     compute_environment, job_queue, launch_template, placement_group, security_group, log_group, job_alerts
-        What it is made of (``placement_group`` and ``job_alerts`` ``None`` when off).
+        What it is made of (``placement_group`` and ``job_alerts`` ``None`` when off). The compute environment is
+        updated in place, never replaced (``ReplaceComputeEnvironment: false``): a new AMI (every release with the
+        recommended one), launch template or placement group is an AWS Batch infrastructure update, which Batch
+        performs only for the ``BEST_FIT_PROGRESSIVE``, ``SPOT_CAPACITY_OPTIMIZED`` and
+        ``SPOT_PRICE_CAPACITY_OPTIMIZED`` allocation strategies; with ``BEST_FIT`` the stack update fails (AWS
+        Batch user guide: "Perform infrastructure updates"). So On-Demand, reservations and Capacity Blocks use
+        ``BEST_FIT_PROGRESSIVE`` (with one instance type it picks no other type; Batch may exceed ``maxvCpus`` by
+        one instance: AWS Batch user guide, "Allocation strategies") and Spot ``SPOT_PRICE_CAPACITY_OPTIMIZED``.
+        The update policy keeps running jobs: ``TerminateJobsOnUpdate: false`` and ``JobExecutionTimeoutMinutes``
+        4320, the jobs' default 3-day timeout (the Batch API allows 1 to 7200; AWS Batch API reference:
+        UpdatePolicy). New jobs start on new instances; a running job keeps its nodes until it ends or 3 days have
+        passed, instead of Batch's default 30 minutes. A replacement (``ReplaceComputeEnvironment: true``,
+        CloudFormation's default) would create a new environment and delete the old one, and its instances, in
+        the deploy. Environments that were ``BEST_FIT`` cannot be updated to another strategy, so this one has a
+        new logical id (``ComputeEnvironmentBestFitProgressive``): the first deploy with it creates it, moves the
+        queue to it and deletes the old one - deploy that when no job is running.
     instance_type, max_nodes, spot, vpc, subnet
         The layout (``instance_type``: the catalog entry).
     storage, file_system
@@ -297,7 +309,9 @@ class NeuronTrainingQueue(Construct):
         )
         self.compute_environment = batch.ManagedEc2EcsComputeEnvironment(
             self,
-            "ComputeEnvironment",
+            # Spot environments kept their strategy and their id; the others changed from BEST_FIT, which Batch
+            # cannot update to another strategy in place, so they are new resources (see the class docstring).
+            "ComputeEnvironment" if spot else "ComputeEnvironmentBestFitProgressive",
             instance_role=self.instance_role,
             vpc=self.vpc,
             vpc_subnets=ec2.SubnetSelection(subnets=[self.subnet]),
@@ -308,8 +322,13 @@ class NeuronTrainingQueue(Construct):
             maxv_cpus=max_nodes * instance.vcpus,
             spot=spot,
             allocation_strategy=(
-                batch.AllocationStrategy.SPOT_PRICE_CAPACITY_OPTIMIZED if spot else batch.AllocationStrategy.BEST_FIT
+                batch.AllocationStrategy.SPOT_PRICE_CAPACITY_OPTIMIZED
+                if spot
+                else batch.AllocationStrategy.BEST_FIT_PROGRESSIVE
             ),
+            replace_compute_environment=False,
+            terminate_on_update=False,
+            update_timeout=DEFAULT_JOB_TIMEOUT,
             launch_template=self.launch_template,
             placement_group=self.placement_group,
             images=[
