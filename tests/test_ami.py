@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from neuron_constructs import (
     AmiRollout,
+    CapacityReservation,
     ManualNeuronTaskDefinition,
     NeuronAmi,
     NeuronCluster,
@@ -203,6 +204,38 @@ def test_a_rollout_refresh_waits_the_warmup_given() -> None:
     )
     (group,) = _groups(_template(stack)).values()
     assert group["UpdatePolicy"]["AutoScalingInstanceRefresh"]["Preferences"]["InstanceWarmup"] == 1200
+
+
+@pytest.mark.parametrize(
+    ("reservation", "rollout", "warns"),
+    [
+        (CapacityReservation.capacity_block("cr-0123456789abcdef0"), AmiRollout(), True),
+        (CapacityReservation.on_demand("cr-0123456789abcdef0"), AmiRollout(instances_at_a_time=2), True),
+        (CapacityReservation.on_demand("cr-0123456789abcdef0", fallback_to_on_demand=True), AmiRollout(), False),
+        (CapacityReservation.capacity_block("cr-0123456789abcdef0"), AmiRollout(launch_before_terminate=False), False),
+    ],
+    ids=["block", "reservation-only", "with-on-demand-fallback", "terminate-first"],
+)
+def test_a_refresh_that_launches_first_into_reserved_capacity_only_warns_that_it_may_find_no_room(
+    reservation: CapacityReservation, rollout: AmiRollout, warns: bool
+) -> None:
+    """The extra instances of a launch-before-terminate batch need room the reservation may not have."""
+    stack = _stack()
+    NeuronCluster(stack, "C").add_ec2_capacity(
+        "Trn1",
+        instance_type="trn1.32xlarge",
+        max_capacity=2,
+        machine_image=NeuronAmi.release(RELEASE),
+        ami_rollout=rollout,
+        capacity_reservation=reservation,
+    )
+    found = _warnings(stack, rules.REFRESH_INTO_RESERVED_CAPACITY)
+    assert len(found) == int(warns)
+    if warns:
+        (warning,) = found
+        assert warning.startswith(f"Test/C/Trn1: {rollout.describe()} launches up to {rollout.instances_at_a_time} ")
+        assert f"the group launches only into {reservation.describe()}" in warning
+        assert f"Fix: reserve {rollout.instances_at_a_time} more instance(s) than the group runs" in warning
 
 
 @pytest.mark.parametrize("batch", [0, 3, -1])

@@ -589,6 +589,8 @@ class AutoScalingCapacity(Construct):
         )
         if ami_rollout is not None and not ami_rollout.launch_before_terminate:
             self.node.add_validation(_AmiRolloutRoom(self, ami_rollout))
+        if ami_rollout is not None and ami_rollout.launch_before_terminate and capacity_reservation is not None:
+            _warn_about_refresh_into_reserved_capacity(self, ami_rollout, capacity_reservation)
         if capacity_reservation is not None:
             reserve_auto_scaling_capacity(
                 self.auto_scaling_group,
@@ -837,6 +839,25 @@ class _WarmUpOnce:
         if node is self.capacity and not self.done:
             self.done = True
             self.capacity._prepare_warm_up()
+
+
+def _warn_about_refresh_into_reserved_capacity(
+    capacity: AutoScalingCapacity, rollout: AmiRollout, reservation: CapacityReservation
+) -> None:
+    """NEURON128: a refresh that launches before it terminates needs a batch of instances beyond those running,
+    which a group launching only into its reservation (no On-Demand fallback; a Capacity Block has none) may not
+    get."""
+    if reservation.fallback_to_on_demand and reservation.kind != "capacity-block":
+        return
+    Validations.of(capacity).add_warning(
+        rules.REFRESH_INTO_RESERVED_CAPACITY.warning_id,
+        rules.REFRESH_INTO_RESERVED_CAPACITY.message(
+            construct_path(capacity),
+            f"{rollout.describe()} launches up to {rollout.instances_at_a_time} instance(s) beyond those running, "
+            f"and the group launches only into {reservation.describe()}",
+            batch=rollout.instances_at_a_time,
+        ),
+    )
 
 
 def _check_ami_rollout(path: str, rollout: AmiRollout, max_capacity: int) -> None:

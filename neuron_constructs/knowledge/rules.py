@@ -1153,6 +1153,22 @@ IMAGE_BEHIND_NEWEST_DRIVER = Rule(
     severity="warning",
 )
 
+REFRESH_INTO_RESERVED_CAPACITY = Rule(
+    "NEURON128",
+    "AMI rollout that launches before it terminates, into reserved capacity only",
+    "an instance refresh whose MaxHealthyPercentage is above 100 launches each batch's new instances before it "
+    "terminates the old ones, so it needs that many instances beyond those running; a group that launches only into "
+    "a Capacity Reservation (capacity-reservations-only) or a Capacity Block gets none once the reservation is full, "
+    "and the refresh waits for capacity until it fails",
+    "reserve {batch} more instance(s) than the group runs, let the group fall back to On-Demand "
+    "(CapacityReservation.on_demand(..., fallback_to_on_demand=True)), or terminate first "
+    "(AmiRollout(launch_before_terminate=False), which NEURON087 checks against the services' minimum healthy tasks); "
+    "acknowledge this warning id if the reservation keeps room for a batch",
+    "EC2 Auto Scaling API: RefreshPreferences (MinHealthyPercentage, MaxHealthyPercentage); EC2 Auto Scaling guide: "
+    "use Capacity Reservations (capacity-reservations-only); EC2 guide: Capacity Blocks for ML",
+    severity="warning",
+)
+
 RECOMMENDED_AMI = Rule(
     "NEURON125",
     "The recommended Neuron AMI changes on deploys",
@@ -1294,6 +1310,7 @@ RULES: tuple[Rule, ...] = (
     IMAGE_BEHIND_NEWEST_DRIVER,
     RECOMMENDED_AMI,
     NOT_PREFETCHED,
+    REFRESH_INTO_RESERVED_CAPACITY,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
