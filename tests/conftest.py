@@ -136,6 +136,31 @@ def one_botocore_loader() -> Any:
     botocore.session.create_loader = original
 
 
+MOTO_REGION = "us-east-1"
+"""The Region of :func:`aws`'s account."""
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A boto3 session on moto's in-process account in :data:`MOTO_REGION`, with test credentials and no endpoint or
+    profile of the environment; moto is imported here, so only a worker that runs such a test loads it."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": MOTO_REGION,
+        "AWS_REGION": MOTO_REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")  # moto_fleet.IMAGE_ID needs none of them
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        yield boto3.Session(region_name=MOTO_REGION)
+
+
 @pytest.fixture(scope="session")
 def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -369,23 +368,6 @@ def test_any_text_is_a_release_or_the_library_s_error(text: str) -> None:
 
 
 # --- neuron-ecs ami --releases on the local endpoint --------------------------------------------------
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    from moto import mock_aws
-
-    with mock_aws():
-        yield boto3.Session(region_name=REGION)
 
 
 def _publish(session: boto3.Session, name: str, value: str) -> None:

@@ -46,24 +46,6 @@ def run(*argv: str, stdout: io.StringIO | None = None) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")  # moto_fleet.IMAGE_ID needs none of them
-    from moto import mock_aws  # imported here: only the worker that runs these tests loads moto
-
-    with mock_aws():
-        yield boto3.Session(region_name=REGION)
-
-
 # --- catalog ---------------------------------------------------------------------------------------
 
 

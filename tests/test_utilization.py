@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import io
 import json
-from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -25,22 +24,6 @@ from neuron_constructs.tools.utilization import (
 pytestmark = pytest.mark.xdist_group("moto")  # one worker loads moto
 
 REGION = "us-east-1"
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Session]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")  # moto_fleet.IMAGE_ID needs none of them
-    from moto import mock_aws  # imported here: only the worker that runs these tests loads moto
-
-    with mock_aws():
-        yield boto3.Session(region_name=REGION)
 
 
 def _publish(session: boto3.Session, cluster: str, instance: str, value: float, *, model: str | None = None) -> None:
