@@ -847,7 +847,7 @@ def _warn_about_refresh_into_reserved_capacity(
     """NEURON128: a refresh that launches before it terminates needs a batch of instances beyond those running,
     which a group launching only into its reservation (no On-Demand fallback; a Capacity Block has none) may not
     get."""
-    if reservation.fallback_to_on_demand and reservation.kind != "capacity-block":
+    if reservation.fallback_to_on_demand:  # never for a Capacity Block
         return
     Validations.of(capacity).add_warning(
         rules.REFRESH_INTO_RESERVED_CAPACITY.warning_id,
