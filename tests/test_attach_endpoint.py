@@ -6,11 +6,10 @@ endpoint and no cdk CLI.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ports import unused_port
 
 from neuron_constructs.local_endpoint import LocalEndpointError, attached_endpoint
 from neuron_constructs.local_endpoint.deploy import main, parse_local_url
@@ -56,14 +55,8 @@ def test_any_text_is_a_port_on_this_host_or_a_refusal(url: str) -> None:
     assert url.strip().lower().startswith(("http://127.0.0.1:", "http://localhost:"))
 
 
-def _unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_attaching_where_no_endpoint_answers_says_how_to_start_one() -> None:
-    url = f"http://127.0.0.1:{_unused_port()}"
+    url = f"http://127.0.0.1:{unused_port()}"
     refusal = rf"^no local endpoint answers at {url}: start one with .*--serve"
     with pytest.raises(LocalEndpointError, match=refusal), attached_endpoint(url):
         pass

@@ -18,6 +18,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto_fleet import TaskSpec, build_fleet
+from ports import unused_port
 
 from neuron_constructs.knowledge import ami as ami_module
 from neuron_constructs.knowledge.ami import (
@@ -521,7 +522,6 @@ def loopback_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, li
     """A server on 127.0.0.1 answering the readiness probe and STS GetCallerIdentity, recording each request path;
     and every proxy variable pointing at a port where nothing listens."""
     import http.server
-    import socket
     import threading
 
     asked: list[str] = []
@@ -544,9 +544,7 @@ def loopback_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, li
         def log_message(self, *args: Any) -> None:
             pass
 
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    nowhere = f"http://127.0.0.1:{unused_port()}"
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(name, nowhere)
     for name in ("NO_PROXY", "no_proxy"):

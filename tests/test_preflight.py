@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ports import unused_port
 
 from neuron_constructs.monitoring.daemons import program_source
 from neuron_constructs.training.jobs import LAUNCHER, preflight_program
@@ -130,17 +131,11 @@ JOB = "4c5ee1a8-2f53-4c3e-9f0b-1d2e3f4a5b6c"
 """A job id as AWS Batch gives one; each node of a multi-node job sees ``<id>#<node index>``."""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _job(
     tmp_path: Path, child_devices: int, *, children: int = 1, timeout: str = "20", child_job: str = JOB
 ) -> list[tuple[int, str]]:
     """A main node (2 devices) and ``children`` child nodes over localhost; each node's (exit status, stderr)."""
-    port = str(_free_port())
+    port = str(unused_port())
     common = {
         "AWS_BATCH_JOB_NUM_NODES": str(children + 1),
         "AWS_BATCH_JOB_ID": JOB,
@@ -187,7 +182,7 @@ def test_a_bad_child_node_fails_the_main_node_too_so_batch_retries_the_job(tmp_p
 
 
 def test_a_child_that_never_reports_fails_the_main_node_at_the_timeout(tmp_path: Path) -> None:
-    port = str(_free_port())
+    port = str(unused_port())
     result = _preflight(
         {
             "AWS_BATCH_JOB_NUM_NODES": "3",
@@ -316,7 +311,7 @@ _SLOW = b'{"job": "' + JOB.encode() + b'", "node": 1, "problem": null}' + b" " *
 def _main_against(nodes: int, timeout: float, *speakers: tuple[bytes, dict[str, Any]]) -> tuple[int, str, list[str]]:
     """A main node of ``nodes`` nodes with a ``timeout`` s deadline, and every peer at once: its exit status, its
     stderr and the peers' answers."""
-    port = _free_port()
+    port = unused_port()
     main = _main_node(port, nodes=nodes, timeout=timeout)
     answers = _peers(port, *speakers)
     status, stderr, _ = _finished(main, time.monotonic())
@@ -325,7 +320,7 @@ def _main_against(nodes: int, timeout: float, *speakers: tuple[bytes, dict[str, 
 
 def _dripping() -> tuple[int, str, float, list[str]]:
     """GIVEN a 1.2 s deadline WHEN two peers drip a verdict: the status, stderr, how long it ran and the answers."""
-    port, started = _free_port(), time.monotonic()
+    port, started = unused_port(), time.monotonic()
     main = _main_node(port, nodes=2, timeout=1.2)
     with ThreadPoolExecutor(max_workers=2) as pool:
         drippers = [pool.submit(_speak, port, _SLOW, drip=0.05) for _ in range(2)]
@@ -447,7 +442,7 @@ def test_real_children_go_while_hostile_peers_probe_drip_and_lie() -> None:
     """GIVEN a three-node job and hostile peers already connected (an empty probe, another job's verdict, a peer
     dripping bytes) WHEN the child node (its program) and a third node (the protocol, from its own address) report
     THEN every node goes as soon as both children reported, long before the deadline; the hostile peers never do."""
-    port, started = _free_port(), time.monotonic()
+    port, started = unused_port(), time.monotonic()
     main = _main_node(port, nodes=3, timeout=20)
     lies = _peers(
         port,
@@ -499,7 +494,7 @@ def test_every_node_of_a_multi_node_job_shares_the_id_before_the_node_index() ->
 
 
 def test_a_multi_node_job_without_a_job_id_does_not_rendezvous() -> None:
-    result = _preflight({"AWS_BATCH_JOB_NUM_NODES": "2", "NEURON_PREFLIGHT_PORT": str(_free_port())})
+    result = _preflight({"AWS_BATCH_JOB_NUM_NODES": "2", "NEURON_PREFLIGHT_PORT": str(unused_port())})
     assert result.returncode == PREFLIGHT_EXIT_CODE
     assert "no AWS_BATCH_JOB_ID, so no verdict can be told from another job's" in result.stderr
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ports import unused_port
 
 from neuron_constructs.knowledge import smoke_test
 from neuron_constructs.monitoring.daemons import program_source
@@ -75,12 +76,6 @@ def server() -> Iterator[ThreadingHTTPServer]:
 
 def base_url(httpd: ThreadingHTTPServer) -> str:
     return f"http://127.0.0.1:{httpd.server_address[1]}"
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def invoke(
@@ -144,7 +139,7 @@ def test_a_server_that_never_answers_fails_as_a_timeout_within_the_timeout(
 def test_a_closed_port_fails_as_connection_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, log = invoke(monkeypatch, capsys, f"http://127.0.0.1:{closed_port()}", path="/ok", timeout="2")
+    status, log = invoke(monkeypatch, capsys, f"http://127.0.0.1:{unused_port()}", path="/ok", timeout="2")
     assert status == "FAILED"
     assert "connection refused" in log
 
@@ -176,7 +171,7 @@ def test_an_endless_answer_is_read_only_to_the_bound(
 def test_a_proxy_in_the_environment_is_not_used(
     server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dead_proxy = f"http://127.0.0.1:{closed_port()}"
+    dead_proxy = f"http://127.0.0.1:{unused_port()}"
     for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(name, dead_proxy)
     for name in ("NO_PROXY", "no_proxy"):
@@ -213,7 +208,7 @@ def test_bad_configuration_fails_with_a_sentence_naming_the_setting(
     settings: dict[str, str], named: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     environment = {"path": "/ok", **settings}
-    url = environment.pop("url", f"http://127.0.0.1:{closed_port()}")
+    url = environment.pop("url", f"http://127.0.0.1:{unused_port()}")
     status, log = invoke(monkeypatch, capsys, url, **environment)
     assert status == "FAILED"
     assert "malformed configuration" in log and named in log
