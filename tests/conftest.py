@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib.resources
 import json
 import os
 import shutil
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,7 +32,39 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.dont_write_bytecode = False
 
 import example_assembly  # noqa: E402
-from aws_cdk import App  # noqa: E402
+
+if TYPE_CHECKING:
+    from aws_cdk import App
+
+_JSII_KERNEL = "NEURON_CONSTRUCTS_TEST_JSII_KERNEL"
+"""The directory of ``tests/jsii_kernel.js`` and the kernel it runs: made by the session's first process, inherited
+by the workers, removed at the end of the session."""
+
+
+def _jsii_kernel_directory() -> Path:
+    """A directory with ``tests/jsii_kernel.js`` and, in ``lib/``, the kernel of the installed jsii."""
+    directory = Path(tempfile.mkdtemp(prefix="neuron-jsii-kernel-"))
+    (directory / "lib").mkdir()
+    embedded = importlib.resources.files("jsii._embedded.jsii")
+    for name in ("program.js", "runtime-index-worker.js"):
+        (directory / "lib" / name).write_bytes(embedded.joinpath(f"lib__{name}").read_bytes())
+    shutil.copyfile(ROOT / "tests" / "jsii_kernel.js", directory / "jsii_kernel.js")
+    return directory
+
+
+def _start_the_jsii_kernel(directory: Path) -> None:
+    """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
+    Node.js process instead of jsii's relay in front of a second one, a tenth less CPU for the loop. The setting is
+    the kernel's alone: the apps tests run through the cdk CLI use jsii's own entry point. jsii unpacks its own
+    entry point anyway, into ``directory`` here, which the session removes (a worker ends without cleaning up)."""
+    os.environ["JSII_RUNTIME"] = str(directory / "jsii_kernel.js")
+    tempfile.tempdir = str(directory)
+    try:
+        import aws_cdk  # noqa: F401
+    finally:
+        del os.environ["JSII_RUNTIME"]
+        tempfile.tempdir = None
+
 
 EXAMPLE_STACKS = (
     "NeuronInferenceManaged",
@@ -51,21 +84,36 @@ _EXAMPLE_FIXTURES = frozenset({"templates", "validation_report", "example_assemb
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With workers (``-n``), synthesize the examples once, in the background, while the workers start."""
-    if hasattr(config, "workerinput") or _SHARED_ASSEMBLY in os.environ or not config.getoption("numprocesses", None):
+    """The session's jsii kernel entry point (unless ``JSII_RUNTIME`` names one), each test process's kernel started
+    from it, and, with workers (``-n``), the examples synthesized once, in the background, while the workers start."""
+    worker = hasattr(config, "workerinput")
+    workers = not worker and bool(config.getoption("numprocesses", None))
+    kernel = os.environ.get(_JSII_KERNEL)
+    if kernel is None and "JSII_RUNTIME" not in os.environ:
+        kernel = str(_jsii_kernel_directory())
+        os.environ[_JSII_KERNEL] = kernel
+        config.stash[_KERNEL_MADE_HERE] = Path(kernel)
+    if kernel is not None and not workers:
+        _start_the_jsii_kernel(Path(kernel))
+    if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-"))
+    environment = dict(os.environ, TMPDIR=str(directory))  # what it leaves behind when stopped goes with it
+    if kernel is not None:
+        environment["JSII_RUNTIME"] = str(Path(kernel) / "jsii_kernel.js")
     with (directory / "synth.log").open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "example_assembly.py"), str(directory)],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=environment,
         )
     os.environ[_SHARED_ASSEMBLY] = str(directory)
     config.stash[_BACKGROUND] = (process, directory)
 
 
 _BACKGROUND = pytest.StashKey[tuple[subprocess.Popen[bytes], Path]]()
+_KERNEL_MADE_HERE = pytest.StashKey[Path]()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -80,6 +128,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         process.wait()
         shutil.rmtree(directory, ignore_errors=True)
         os.environ.pop(_SHARED_ASSEMBLY, None)
+    kernel = config.stash.get(_KERNEL_MADE_HERE, None)
+    if kernel is not None:
+        shutil.rmtree(kernel, ignore_errors=True)
+        os.environ.pop(_JSII_KERNEL, None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -16,7 +16,8 @@ GROUP = "readme-app"
 @cache
 def run_app(code: str) -> Path:
     """``code`` saved as ``app.py`` and run as ``python app.py`` runs it: the cloud assembly it synthesized."""
-    path = Path(tempfile.mkdtemp(prefix="docs-app-")) / "app.py"
-    path.write_text(code)
-    app = runpy.run_path(str(path), run_name="__main__")["app"]
-    return Path(app.synth().directory)
+    with tempfile.TemporaryDirectory(prefix="docs-app-") as directory:
+        path = Path(directory) / "app.py"
+        path.write_text(code)
+        app = runpy.run_path(str(path), run_name="__main__")["app"]
+        return Path(app.synth().directory)

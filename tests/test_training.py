@@ -464,9 +464,10 @@ def test_with_monitoring_the_launcher_publishes_neuron_monitor_s_reports_while_t
         "NEURON_MONITOR_EMF": publisher_source(),
         "NEURON_MONITOR_CONFIG": "{}",
         "NEURON_MONITOR_CLUSTER": "training-queue",
+        "TMPDIR": str(tmp_path),  # neuron-monitor's configuration file
     }
     result = subprocess.run(
-        ["bash", "-c", LAUNCHER, "neuron-launch", "sh", "-c", "sleep 1; echo trained"],
+        ["bash", "-c", LAUNCHER, "neuron-launch", "sh", "-c", "sleep 0.3; echo trained"],
         env=environment,
         capture_output=True,
         text=True,

@@ -1,0 +1,91 @@
+"""The suite's jsii kernels run from ``tests/jsii_kernel.js``: the same kernel, speaking the same protocol, without
+jsii's relay process in front of it (``conftest.py``)."""
+
+from __future__ import annotations
+
+import base64
+import importlib.resources
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsii
+import jsii._runtime
+import pytest
+from conftest import ROOT
+from jsii._kernel.providers.process import stderr_sink
+
+ENTRY_POINT = ROOT / "tests" / "jsii_kernel.js"
+NODE = os.environ.get("JSII_NODE", "node")
+
+
+def test_the_suite_s_kernel_is_one_process_started_from_the_entry_point() -> None:
+    if "NEURON_CONSTRUCTS_TEST_JSII_KERNEL" not in os.environ:
+        pytest.skip("this session runs the kernel through a JSII_RUNTIME of its own")
+    kernel = jsii._runtime.kernel.provider._process._process  # type: ignore[attr-defined]
+    assert Path(kernel.args[-1]).name == ENTRY_POINT.name
+    children = Path(f"/proc/{kernel.pid}/task/{kernel.pid}/children").read_text().split()
+    assert children == [], "the kernel started a process of its own: jsii's relay is back"
+
+
+@pytest.fixture
+def entry_point_with(tmp_path: Path) -> Path:
+    """The entry point beside a ``lib/program.js`` the test writes: returns where that program goes."""
+    shutil.copyfile(ENTRY_POINT, tmp_path / ENTRY_POINT.name)
+    (tmp_path / "lib").mkdir()
+    return tmp_path / "lib" / "program.js"
+
+
+def _run(entry_point: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [NODE, str(entry_point.parent.parent / ENTRY_POINT.name)], input=stdin, capture_output=True, timeout=30
+    )
+
+
+def test_the_kernel_reads_requests_from_stdin_and_answers_on_stdout_only(entry_point_with: Path) -> None:
+    entry_point_with.write_text(
+        'const fs = require("fs");\n'
+        "const request = Buffer.alloc(64);\n"
+        "const size = fs.readSync(3, request, 0, request.length, null);\n"
+        "fs.writeSync(3, Buffer.from(`answer to ${request.subarray(0, size).toString().trim()}\\n`), 0);\n"
+    )
+    result = _run(entry_point_with, b'{"api": "hello"}\n')
+    assert (result.returncode, result.stdout, result.stderr) == (0, b'answer to {"api": "hello"}\n', b"")
+
+
+def test_what_javascript_prints_reaches_python_s_streams_never_the_protocol(
+    entry_point_with: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    entry_point_with.write_text(
+        'const fs = require("fs");\n'
+        'console.log("logged");\n'
+        'process.stderr.write("warned\\n");\n'
+        'fs.writeSync(2, Buffer.from("xxraw\\n"), 2);\n'
+        'fs.writeSync(3, "{}\\n");\n'
+    )
+    result = _run(entry_point_with, b"")
+    assert (result.returncode, result.stdout) == (0, b"{}\n")
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert lines == [
+        {"stdout": base64.b64encode(b"logged\n").decode()},
+        {"stderr": base64.b64encode(b"warned\n").decode()},
+        {"stderr": base64.b64encode(b"raw\n").decode()},
+    ]
+    read, write = os.pipe()
+    os.write(write, result.stderr)
+    os.close(write)
+    with os.fdopen(read, "rb") as reader:
+        stderr_sink(reader)  # what jsii's Python side does with the kernel's stderr
+    assert capsysbinary.readouterr() == (b"logged\n", b"warned\nraw\n")
+
+
+def test_jsii_s_kernel_greets_and_exits_when_its_input_closes(entry_point_with: Path) -> None:
+    """The real kernel: its handshake on stdout, and the end of its input ends it (the workers never stop theirs)."""
+    entry_point_with.write_bytes(
+        importlib.resources.files("jsii._embedded.jsii").joinpath("lib__program.js").read_bytes()
+    )
+    result = _run(entry_point_with, b"")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"hello": f"@jsii/runtime@{jsii.__jsii_runtime_version__}"}
