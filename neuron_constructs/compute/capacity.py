@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-from aws_cdk import Aspects, Aws, Duration, IAspect, Size, Stack, Token, Validations
+from aws_cdk import Aws, Duration, Size, Stack, Token, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
-from jsii import implements
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import construct_path, remember_path
+from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.l1_overrides import (
     optimize_managed_instances,
     reserve_auto_scaling_capacity,
@@ -628,7 +628,8 @@ class AutoScalingCapacity(Construct):
                 default_result=autoscaling.DefaultResult.CONTINUE,
                 heartbeat_timeout=WARM_UP_TIMEOUT,
             )
-            Aspects.of(self).add(_WarmUpOnce(self))
+            # once every service is placed, before synthesis
+            once_before_synthesis(self.auto_scaling_group, self._prepare_warm_up)
             self.node.add_validation(_RootVolumeHoldsWarmUp(self))
 
     def _prepare_warm_up(self) -> None:
@@ -825,20 +826,6 @@ def _model_artifacts(service: IConstruct) -> list[ModelArtifacts]:
         if isinstance(found, list):
             return found
     return []
-
-
-@implements(IAspect)
-class _WarmUpOnce:
-    """Writes the warm-up once every service is placed, before synthesis."""
-
-    def __init__(self, capacity: AutoScalingCapacity) -> None:
-        self.capacity = capacity
-        self.done = False
-
-    def visit(self, node: IConstruct) -> None:
-        if node is self.capacity and not self.done:
-            self.done = True
-            self.capacity._prepare_warm_up()
 
 
 def _warn_about_refresh_into_reserved_capacity(

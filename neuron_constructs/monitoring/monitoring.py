@@ -47,10 +47,8 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_cdk import (
-    Aspects,
     Aws,
     Duration,
-    IAspect,
     IStableListProducer,
     IStableStringProducer,
     Lazy,
@@ -66,11 +64,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
-from constructs import Construct, IConstruct
+from constructs import Construct
 from jsii import implements
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.environments import (
     IMPORT_TOPIC,
     check_same_app,
@@ -295,7 +294,7 @@ class NeuronMonitoring(Construct):
             f"{execution_errors_threshold} or more Neuron execution errors in 5 minutes on the cluster",
         )
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
-        Aspects.of(self).add(_DashboardOnce(self))
+        once_before_synthesis(self.dashboard, self._complete)
         for capacity in cluster.capacities:
             self.cover(capacity)
 
@@ -478,6 +477,14 @@ class NeuronMonitoring(Construct):
         )
         compliance.acknowledge_daemon_critical(daemon)
         return daemon
+
+    def _complete(self) -> None:
+        """Once the tree is complete, before synthesis: the dashboard (services and load balancers added after the
+        monitoring are on it too), the recovery groups' acknowledgements and the daemons' wait for the cluster's
+        capacity provider associations."""
+        self._fill_dashboard()
+        self._acknowledge_recovery_groups()
+        self._after_association()
 
     def _after_association(self) -> None:
         """Managed daemons name capacity providers the cluster must already hold: they wait for the association
@@ -739,20 +746,3 @@ class _ProduceList:
 
     def produce(self) -> list[str]:
         return self._produce()
-
-
-@implements(IAspect)
-class _DashboardOnce:
-    """Fills the dashboard once, before synthesis: services and load balancers added after
-    the monitoring are on it too."""
-
-    def __init__(self, monitoring: NeuronMonitoring) -> None:
-        self.monitoring = monitoring
-        self.done = False
-
-    def visit(self, node: IConstruct) -> None:
-        if node is self.monitoring and not self.done:
-            self.done = True
-            self.monitoring._fill_dashboard()
-            self.monitoring._acknowledge_recovery_groups()
-            self.monitoring._after_association()

@@ -24,14 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jsii
 from aws_cdk import (
     AspectPriority,
-    Aspects,
     Aws,
     CfnOutput,
     Duration,
-    IAspect,
     RemovalPolicy,
     Stack,
     Token,
@@ -44,10 +41,11 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct, IConstruct
+from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -205,7 +203,7 @@ class NeuronLoadBalancer(Construct):
         )
         # A model attached without conditions becomes the listener's default action; otherwise (only path or
         # host rules) requests no rule matches get a 404, added once the tree is complete.
-        Aspects.of(self).add(_NotFoundByDefault(self), priority=AspectPriority.MUTATING)
+        once_before_synthesis(self.listener, self._not_found_by_default, priority=AspectPriority.MUTATING)
         self.test_listener: elbv2.ApplicationListener | None = None
         if test_port is not None:
             if test_port == port:
@@ -228,6 +226,19 @@ class NeuronLoadBalancer(Construct):
         suffix = "" if port == (443 if certificate else 80) else f":{port}"
         self.url: str = f"{scheme}://{self.load_balancer.load_balancer_dns_name}{suffix}"
         self._published: dict[str, dict[str, ssm.StringParameter]] = {}
+
+    def _not_found_by_default(self) -> None:
+        """Give the listener a 404 default action unless something (a model, or aws-cdk-lib's ``add_targets``) was
+        attached as its default."""
+        declared = self.listener.node.default_child
+        assert isinstance(declared, elbv2.CfnListener)
+        if not Stack.of(self).resolve(declared.default_actions):  # nothing attached as the default, by any API
+            self.listener.add_action(
+                "NotFound",
+                action=elbv2.ListenerAction.fixed_response(
+                    404, content_type="text/plain", message_body="No model is served at this path.\n"
+                ),
+            )
 
     @property
     def default_target(self) -> str | None:
@@ -296,28 +307,3 @@ def _everyone(peer: ec2.IPeer) -> str:
         if isinstance(value, str) and not Token.is_unresolved(value) and value.endswith("/0"):
             return value
     return ""
-
-
-@jsii.implements(IAspect)
-class _NotFoundByDefault:
-    """Give the listener a 404 default action unless something (a model, or aws-cdk-lib's ``add_targets``) was
-    attached as its default."""
-
-    def __init__(self, owner: NeuronLoadBalancer) -> None:
-        self._owner = owner
-        self._done = False
-
-    def visit(self, node: IConstruct) -> None:
-        if self._done:
-            return
-        self._done = True
-        listener = self._owner.listener
-        declared = listener.node.default_child
-        assert isinstance(declared, elbv2.CfnListener)
-        if not Stack.of(listener).resolve(declared.default_actions):  # nothing attached as the default, by any API
-            listener.add_action(
-                "NotFound",
-                action=elbv2.ListenerAction.fixed_response(
-                    404, content_type="text/plain", message_body="No model is served at this path.\n"
-                ),
-            )
