@@ -17,7 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 STACKS ?= NeuronInferenceManaged NeuronInferenceEc2 NeuronMixedCluster NeuronSlicedInf2 NeuronSlicedTrn1 NeuronRagFleet NeuronInferenceTrn2 NeuronTrainingTrn1
 CDK_ARGS ?=
 
-.PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-loop bench-inspect bench-slices bench-lint bench-synth bench-synth-profile bench-training docs docs-tables compliance-report clean
+.PHONY: install deploy-local deploy-team-app serve-local synth test test-e2e test-all lint deploy destroy dist bench-loop bench-harness bench-inspect bench-slices bench-lint bench-synth bench-synth-profile bench-training docs docs-tables compliance-report clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -83,6 +83,10 @@ destroy: install
 ## The everyday test loop (pytest -n 2 -m "not e2e") five times in a row: each run, the machine's pace, the median.
 bench-loop: install
 	$(BIN)/python benchmarks/test_loop_benchmark.py
+
+## What the test harness's jsii kernel without its relay, and assemblies in memory, save on the construct tests.
+bench-harness: install
+	$(BIN)/python benchmarks/harness_benchmark.py
 
 ## neuron-ecs inspect on 1,000 container instances and 5,000 tasks (local moto server), and its start-up.
 bench-inspect: install

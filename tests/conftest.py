@@ -41,10 +41,31 @@ _JSII_KERNEL = "NEURON_CONSTRUCTS_TEST_JSII_KERNEL"
 by the workers, removed at the end of the session."""
 
 
+_TEMPORARY_FILES = "NEURON_CONSTRUCTS_TEST_TEMPORARY_FILES"
+"""``disk`` keeps the kernels' temporary files in the system's temporary directory even where memory has room
+(``benchmarks/harness_benchmark.py`` compares the two)."""
+
+
+def _in_memory() -> str | None:
+    """``/dev/shm`` when it is a writable directory with 2 GiB free, else ``None`` (the system's temporary
+    directory). Every app a test builds without an ``outdir`` is synthesized into a temporary directory of the
+    kernel; in memory, the construct tests take less CPU than on disk (``benchmarks/harness_benchmark.py``)."""
+    shm = Path("/dev/shm")
+    if os.environ.get(_TEMPORARY_FILES) == "disk":
+        return None
+    try:
+        room = shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 2 << 30
+    except OSError:
+        room = False
+    return str(shm) if room else None
+
+
 def _jsii_kernel_directory() -> Path:
-    """A directory with ``tests/jsii_kernel.js`` and, in ``lib/``, the kernel of the installed jsii."""
-    directory = Path(tempfile.mkdtemp(prefix="neuron-jsii-kernel-"))
+    """A directory with ``tests/jsii_kernel.js``, in ``lib/`` the kernel of the installed jsii, and ``tmp/``, the
+    kernels' temporary directory."""
+    directory = Path(tempfile.mkdtemp(prefix="neuron-jsii-kernel-", dir=_in_memory()))
     (directory / "lib").mkdir()
+    (directory / "tmp").mkdir()
     embedded = importlib.resources.files("jsii._embedded.jsii")
     for name in ("program.js", "runtime-index-worker.js"):
         (directory / "lib" / name).write_bytes(embedded.joinpath(f"lib__{name}").read_bytes())
@@ -54,16 +75,22 @@ def _jsii_kernel_directory() -> Path:
 
 def _start_the_jsii_kernel(directory: Path) -> None:
     """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
-    Node.js process instead of jsii's relay in front of a second one, a tenth less CPU for the loop. The setting is
-    the kernel's alone: the apps tests run through the cdk CLI use jsii's own entry point. jsii unpacks its own
-    entry point anyway, into ``directory`` here, which the session removes (a worker ends without cleaning up)."""
-    os.environ["JSII_RUNTIME"] = str(directory / "jsii_kernel.js")
+    Node.js process instead of jsii's relay in front of a second one, about a tenth less CPU for the construct tests
+    (``benchmarks/harness_benchmark.py``). The setting is the kernel's alone: the apps tests run through the cdk
+    CLI use jsii's own entry point. The kernel's temporary directory is ``directory/tmp``; jsii unpacks its own
+    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up)."""
+    saved = {name: os.environ.get(name) for name in ("JSII_RUNTIME", "TMPDIR")}
+    os.environ.update(JSII_RUNTIME=str(directory / "jsii_kernel.js"), TMPDIR=str(directory / "tmp"))
     tempfile.tempdir = str(directory)
     try:
         import aws_cdk  # noqa: F401
     finally:
-        del os.environ["JSII_RUNTIME"]
         tempfile.tempdir = None
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 EXAMPLE_STACKS = (
@@ -97,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _start_the_jsii_kernel(Path(kernel))
     if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
-    directory = Path(tempfile.mkdtemp(prefix="neuron-examples-"))
+    directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))
     environment = dict(os.environ, TMPDIR=str(directory))  # what it leaves behind when stopped goes with it
     if kernel is not None:
         environment["JSII_RUNTIME"] = str(Path(kernel) / "jsii_kernel.js")
