@@ -34,15 +34,13 @@ TESTS = [
 
 def jsii_entry_point(directory: Path) -> Path:
     """jsii's own entry point and kernel, unpacked as jsii unpacks them."""
+    from jsii._embedded.jsii import EMBEDDED_FILES, ENTRYPOINT
+
     embedded = importlib.resources.files("jsii._embedded.jsii")
-    for resource_name, path in {
-        "bin__jsii-runtime.js": "bin/jsii-runtime.js",
-        "lib__program.js": "lib/program.js",
-        "lib__runtime-index-worker.js": "lib/runtime-index-worker.js",
-    }.items():
+    for resource_name, path in EMBEDDED_FILES.items():
         (directory / path).parent.mkdir(parents=True, exist_ok=True)
         (directory / path).write_bytes(embedded.joinpath(resource_name).read_bytes())
-    return directory / "bin" / "jsii-runtime.js"
+    return directory / EMBEDDED_FILES[ENTRYPOINT]
 
 
 def run(environment: dict[str, str]) -> tuple[float, float]:

@@ -40,7 +40,6 @@ _JSII_KERNEL = "NEURON_CONSTRUCTS_TEST_JSII_KERNEL"
 """The directory of ``tests/jsii_kernel.js`` and the kernel it runs: made by the session's first process, inherited
 by the workers, removed at the end of the session."""
 
-
 _TEMPORARY_FILES = "NEURON_CONSTRUCTS_TEST_TEMPORARY_FILES"
 """``disk`` keeps the kernels' temporary files in the system's temporary directory even where memory has room
 (``benchmarks/harness_benchmark.py`` compares the two)."""
@@ -50,9 +49,9 @@ def _in_memory() -> str | None:
     """``/dev/shm`` when it is a writable directory with 2 GiB free, else ``None`` (the system's temporary
     directory). Every app a test builds without an ``outdir`` is synthesized into a temporary directory of the
     kernel; in memory, the construct tests take less CPU than on disk (``benchmarks/harness_benchmark.py``)."""
-    shm = Path("/dev/shm")
     if os.environ.get(_TEMPORARY_FILES) == "disk":
         return None
+    shm = Path("/dev/shm")
     try:
         room = shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 2 << 30
     except OSError:
@@ -63,12 +62,15 @@ def _in_memory() -> str | None:
 def _jsii_kernel_directory() -> Path:
     """A directory with ``tests/jsii_kernel.js``, in ``lib/`` the kernel of the installed jsii, and ``tmp/``, the
     kernels' temporary directory."""
+    from jsii._embedded.jsii import EMBEDDED_FILES
+
     directory = Path(tempfile.mkdtemp(prefix="neuron-jsii-kernel-", dir=_in_memory()))
     (directory / "lib").mkdir()
     (directory / "tmp").mkdir()
     embedded = importlib.resources.files("jsii._embedded.jsii")
-    for name in ("program.js", "runtime-index-worker.js"):
-        (directory / "lib" / name).write_bytes(embedded.joinpath(f"lib__{name}").read_bytes())
+    for resource, path in EMBEDDED_FILES.items():  # as jsii unpacks them, less its entry point (bin/)
+        if path.startswith("lib/"):
+            (directory / path).write_bytes(embedded.joinpath(resource).read_bytes())
     shutil.copyfile(ROOT / "tests" / "jsii_kernel.js", directory / "jsii_kernel.js")
     return directory
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsii
 import jsii._runtime
 import pytest
-from conftest import ROOT
+from conftest import _JSII_KERNEL, ROOT
 from jsii._kernel.providers.process import stderr_sink
 
 ENTRY_POINT = ROOT / "tests" / "jsii_kernel.js"
@@ -22,7 +22,7 @@ NODE = os.environ.get("JSII_NODE", "node")
 
 
 def test_the_suite_s_kernel_is_one_process_started_from_the_entry_point() -> None:
-    if "NEURON_CONSTRUCTS_TEST_JSII_KERNEL" not in os.environ:
+    if _JSII_KERNEL not in os.environ:
         pytest.skip("this session runs the kernel through a JSII_RUNTIME of its own")
     kernel = jsii._runtime.kernel.provider._process._process  # type: ignore[attr-defined]
     assert Path(kernel.args[-1]).name == ENTRY_POINT.name
