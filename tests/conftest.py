@@ -75,14 +75,25 @@ def _jsii_kernel_directory() -> Path:
     return directory
 
 
+def _kernel_environment(directory: Path) -> dict[str, str]:
+    """What a process needs to run its jsii kernel from ``directory``'s ``jsii_kernel.js``: the entry point, and
+    ``--preserve-symlinks`` as jsii's own entry point starts the kernel (from ``NODE_OPTIONS``: Node.js reads the option
+    only at start). With it the kernel links each package from jsii's package cache as one symbolic link; without it,
+    it rebuilds every package's tree file by file (7,600 files for aws-cdk-lib, copied where the cache is on another
+    file system) in every process."""
+    options = " ".join(filter(None, (os.environ.get("NODE_OPTIONS"), "--preserve-symlinks")))
+    return {"JSII_RUNTIME": str(directory / "jsii_kernel.js"), "NODE_OPTIONS": options}
+
+
 def _start_the_jsii_kernel(directory: Path) -> None:
     """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
     Node.js process instead of jsii's relay in front of a second one, about a tenth less CPU for the construct tests
     (``benchmarks/harness_benchmark.py``). The setting is the kernel's alone: the apps tests run through the cdk
     CLI use jsii's own entry point. The kernel's temporary directory is ``directory/tmp``; jsii unpacks its own
     entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up)."""
-    saved = {name: os.environ.get(name) for name in ("JSII_RUNTIME", "TMPDIR")}
-    os.environ.update(JSII_RUNTIME=str(directory / "jsii_kernel.js"), TMPDIR=str(directory / "tmp"))
+    settings = dict(_kernel_environment(directory), TMPDIR=str(directory / "tmp"))
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     tempfile.tempdir = str(directory)
     try:
         import aws_cdk  # noqa: F401
@@ -129,7 +140,7 @@ def pytest_configure(config: pytest.Config) -> None:
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))
     environment = dict(os.environ, TMPDIR=str(directory))  # what it leaves behind when stopped goes with it
     if kernel is not None:
-        environment["JSII_RUNTIME"] = str(Path(kernel) / "jsii_kernel.js")
+        environment.update(_kernel_environment(Path(kernel)))
     with (directory / "synth.log").open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "example_assembly.py"), str(directory)],

@@ -8,11 +8,32 @@
 // in this process instead: descriptor 3 becomes stdin for reads and stdout for writes, and what JavaScript prints
 // (through process.stdout, process.stderr or descriptor 2) is wrapped into the same lines on stderr, so the
 // protocol and the Python side are unchanged.
+//
+// jsii's entry point starts the kernel with --preserve-symlinks, and the kernel links each package from jsii's
+// package cache as one symbolic link only when process.execArgv has that option; without it, it rebuilds each
+// package's tree file by file. Node.js takes the option at start only: this process gets it from NODE_OPTIONS
+// (tests/conftest.py sets it) and shows it to the kernel in process.execArgv, where jsii's entry point puts it.
 "use strict";
 
 const fs = require("fs");
 const path = require("path");
 const { Writable } = require("stream");
+
+const PRESERVE_SYMLINKS = "--preserve-symlinks";
+if (!process.execArgv.includes(PRESERVE_SYMLINKS)) {
+  if (!(process.env.NODE_OPTIONS || "").split(/\s+/).includes(PRESERVE_SYMLINKS)) {
+    throw new Error(`start the kernel with NODE_OPTIONS=${PRESERVE_SYMLINKS}, as jsii's entry point starts it`);
+  }
+  process.execArgv.push(PRESERVE_SYMLINKS);
+}
+
+// The one WebAssembly module a test kernel compiles is aws-cdk-lib's CloudFormation validation engine (8.9 MB, once
+// per session, for the examples): compiled by V8's baseline compiler alone it takes about a fifth less CPU time than
+// with the optimizing compiler recompiling it in the background, more than the faster code saves on one validation
+// (NEURON_CONSTRUCTS_TEST_WASM_TIERS=default keeps V8's default, for benchmarks/harness_benchmark.py to compare).
+if (process.env.NEURON_CONSTRUCTS_TEST_WASM_TIERS !== "default") {
+  require("v8").setFlagsFromString("--liftoff-only");
+}
 
 const API = 3;
 const readSync = fs.readSync;

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsii
 import jsii._runtime
 import pytest
-from conftest import _JSII_KERNEL, ROOT
+from conftest import _JSII_KERNEL, ROOT, _kernel_environment
 from jsii._kernel.providers.process import stderr_sink
 
 ENTRY_POINT = ROOT / "tests" / "jsii_kernel.js"
@@ -30,6 +30,14 @@ def test_the_suite_s_kernel_is_one_process_started_from_the_entry_point() -> Non
     assert children == [], "the kernel started a process of its own: jsii's relay is back"
 
 
+def test_the_suite_s_kernel_links_each_package_from_jsii_s_cache_as_jsii_s_entry_point_does() -> None:
+    if _JSII_KERNEL not in os.environ:
+        pytest.skip("this session runs the kernel through a JSII_RUNTIME of its own")
+    packages = sorted(Path(os.environ[_JSII_KERNEL], "tmp").glob("jsii-kernel-*/node_modules/aws-cdk-lib"))
+    assert packages, "aws-cdk-lib is not where this session's kernels install their packages"
+    assert all(package.is_symlink() for package in packages), "a kernel copied aws-cdk-lib's tree file by file"
+
+
 @pytest.fixture
 def entry_point_with(tmp_path: Path) -> Path:
     """The entry point beside a ``lib/program.js`` the test writes: returns where that program goes."""
@@ -38,10 +46,21 @@ def entry_point_with(tmp_path: Path) -> Path:
     return tmp_path / "lib" / "program.js"
 
 
-def _run(entry_point: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+def _run(entry_point: Path, stdin: bytes, *, preserve_symlinks: bool = True) -> subprocess.CompletedProcess[bytes]:
+    directory = entry_point.parent.parent
+    environment = dict(os.environ, NODE_OPTIONS=_kernel_environment(directory)["NODE_OPTIONS"])
+    if not preserve_symlinks:
+        environment.pop("NODE_OPTIONS")
     return subprocess.run(
-        [NODE, str(entry_point.parent.parent / ENTRY_POINT.name)], input=stdin, capture_output=True, timeout=30
+        [NODE, str(directory / ENTRY_POINT.name)], input=stdin, capture_output=True, timeout=30, env=environment
     )
+
+
+def test_without_preserve_symlinks_the_entry_point_refuses_to_start_the_kernel(entry_point_with: Path) -> None:
+    entry_point_with.write_text('require("fs").writeSync(3, "{}\\n");\n')
+    result = _run(entry_point_with, b"", preserve_symlinks=False)
+    assert result.returncode != 0 and result.stdout == b""
+    assert b"start the kernel with NODE_OPTIONS=--preserve-symlinks" in result.stderr
 
 
 def test_the_kernel_reads_requests_from_stdin_and_answers_on_stdout_only(entry_point_with: Path) -> None:
