@@ -565,3 +565,24 @@ def test_a_load_balancer_with_a_certificate_limited_clients_or_internal_does_not
     NeuronLoadBalancer(stack, "Office", cluster=cluster, internet_facing=True, clients=office)
     NeuronLoadBalancer(stack, "Internal", cluster=cluster, clients=everyone)
     assert _open_warnings(stack) == []
+
+
+def test_every_service_of_a_cluster_waits_for_its_capacity_association_from_any_stack() -> None:
+    """aws-cdk-lib makes the association in an aspect on the cluster; one aspect of the library's, on the cluster's
+    resource, makes every service of the cluster wait for it: in the cluster's stack by ``DependsOn``, in another
+    stack (here one made before the cluster's) by that stack's dependency on the cluster's."""
+    app = App(analytics_reporting=False)
+    early = Stack(app, "Early")
+    platform = Stack(app, "Platform")
+    cluster = _cluster(platform, "inf2.24xlarge")
+    for device, (stack, id) in enumerate(((platform, "First"), (platform, "Second"), (early, "Other"))):
+        task = ManualNeuronTaskDefinition(stack, f"{id}Task", instance_type="inf2.24xlarge", memory_mib=8192)
+        task.add_neuron_container("model", image=IMAGE, devices=[device])
+        NeuronService(stack, id, cluster=cluster, task_definition=task)
+    assembly = app.synth()
+    template = assembly.get_stack_by_name("Platform").template
+    (association,) = resources(template, "AWS::ECS::ClusterCapacityProviderAssociations")
+    services = resources(template, "AWS::ECS::Service")
+    assert len(services) == 2
+    assert all(association in service["DependsOn"] for service in services.values())
+    assert [d.id for d in assembly.get_stack_by_name("Early").dependencies if d.id == "Platform"] == ["Platform"]

@@ -24,7 +24,6 @@ unknown keyword is a ``TypeError`` that suggests the closest one the method take
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import functools
 import inspect
 import types
@@ -37,9 +36,10 @@ from typing import Any, ParamSpec, TypeVar
 
 import jsii
 from aws_cdk import Duration, IStableListProducer, Lazy, Token
-from constructs import Construct, IConstruct
+from constructs import Construct
 from typing_extensions import is_typeddict
 
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -58,11 +58,9 @@ __all__ = [
     "check_value",
     "checked",
     "conforms",
-    "construct_path",
     "describe",
     "is_token",
     "list_at_synth",
-    "remember_path",
     "seconds_of",
 ]
 
@@ -395,23 +393,6 @@ def aws() -> PseudoParameters:
     from aws_cdk import Aws
 
     return PseudoParameters(str(Aws.PARTITION), str(Aws.REGION), str(Aws.ACCOUNT_ID))
-
-
-def construct_path(construct: IConstruct) -> str:
-    """``construct.node.path``, read from the CDK's runtime once per construct (paths never change)."""
-    cached = getattr(construct, "_neuron_constructs_path", None)
-    if cached is None:
-        cached = str(construct.node.path)
-        with contextlib.suppress(AttributeError):
-            construct._neuron_constructs_path = cached  # type: ignore[attr-defined]
-    return cached
-
-
-def remember_path(construct: IConstruct, scope: IConstruct, id: str) -> None:
-    """Record the path of ``construct``, just made as ``id`` in ``scope``, from its scope's (asked once)."""
-    parent = construct_path(scope)
-    with contextlib.suppress(AttributeError):
-        construct._neuron_constructs_path = f"{parent}/{id}" if parent else id  # type: ignore[attr-defined]
 
 
 def _constructed(owner: object) -> bool:

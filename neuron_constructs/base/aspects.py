@@ -14,6 +14,8 @@ from aws_cdk import AspectPriority, Aspects, IAspect
 from constructs import IConstruct
 from jsii import implements
 
+from neuron_constructs.base.tree import construct_path, node_of
+
 __all__ = ["once_before_synthesis"]
 
 
@@ -23,9 +25,9 @@ def once_before_synthesis(
     """Run ``action`` once, in the aspect phase of the next synthesis, at ``priority`` (aws-cdk-lib's default, 500,
     unless given), from an aspect on ``owner``'s CloudFormation resource (its default child, which must have no
     children: a ``ValueError`` otherwise)."""
-    leaf = owner.node.default_child
-    if leaf is None or leaf.node.children:
-        raise ValueError(f"{owner.node.path} has no CloudFormation resource without children to run an aspect on")
+    leaf = node_of(owner).default_child
+    if leaf is None or node_of(leaf).children:
+        raise ValueError(f"{construct_path(owner)} has no CloudFormation resource without children to run an aspect on")
     Aspects.of(leaf).add(_Once(action), priority=priority)
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import CfnResource
 from constructs import IConstruct
 
+from neuron_constructs.base.tree import construct_path, node_of, stack_of
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -50,7 +51,7 @@ _ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"
 def _as_cdk_nag_renders(scope: IConstruct, value: str) -> str:
     """``value`` as cdk-nag names it in a finding: pseudo parameters as ``<AWS::Name>``, other intrinsics as compact
     JSON, joined."""
-    resolved = Stack.of(scope).resolve(value)
+    resolved = stack_of(scope).resolve(value)
     parts = resolved["Fn::Join"][1] if isinstance(resolved, dict) and "Fn::Join" in resolved else [resolved]
     out = []
     for part in parts:
@@ -67,9 +68,9 @@ def _resource(construct: IConstruct) -> CfnResource:
     """``construct`` if it is a CloudFormation resource, else the resource it declares (its default child)."""
     if isinstance(construct, CfnResource):  # jsii hands every L1 to Python as its CfnResource class
         return construct
-    child = construct.node.default_child
+    child = node_of(construct).default_child
     if not isinstance(child, CfnResource):
-        raise TypeError(f"{construct.node.path} declares no one CloudFormation resource to acknowledge findings on")
+        raise TypeError(f"{construct_path(construct)} declares no one CloudFormation resource to acknowledge findings")
     return child
 
 
@@ -77,8 +78,8 @@ def _policy_of(role: IConstruct) -> CfnResource | None:
     """The ``AWS::IAM::Policy`` a role's grants land in (``DefaultPolicy`` of a role of this app, ``Policy`` of an
     imported one), if it has one."""
     for id in ("DefaultPolicy", "Policy"):
-        policy = role.node.try_find_child(id)
-        if policy is not None and policy.node.default_child is not None:
+        policy = node_of(role).try_find_child(id)
+        if policy is not None and node_of(policy).default_child is not None:
             return _resource(policy)
     return None
 
@@ -87,7 +88,7 @@ def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
     """What ``Validations.of(resource).acknowledge(...)`` records on ``scope``'s CloudFormation resource, as one
     metadata entry: the CDK collects every ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack
     trace per rule (as ``acknowledge`` does) is most of a small stack's synth time."""
-    _resource(scope).node.add_metadata(
+    node_of(_resource(scope)).add_metadata(
         _ACKNOWLEDGED_RULES,
         {f"{_PACK}-{finding}": reason for finding, reason in findings.items()},
     )
@@ -185,7 +186,7 @@ def acknowledge_default_security_group_restriction(provider: IConstruct) -> None
     """The Lambda function aws-cdk-lib runs to strip the rules of a VPC's default security group."""
     basic_execution = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
     _acknowledge(
-        provider.node.find_child("Role"),
+        node_of(provider).find_child("Role"),
         {
             f"IAM4[Policy::{basic_execution}]": (
                 "aws-cdk-lib's custom resource that removes the default security group's rules writes its own "
@@ -252,10 +253,10 @@ def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
     )
     # In the template too, for `neuron-ecs lint` and cfn-lint's rule pack, which read no construct tree (cfn-lint's
     # convention: the rule's cfn-lint id in the resource's Metadata.cfn-lint.config.ignore_checks).
-    resource = task_definition if isinstance(task_definition, CfnResource) else task_definition.node.default_child
+    resource = task_definition if isinstance(task_definition, CfnResource) else node_of(task_definition).default_child
     if isinstance(resource, CfnResource):
         resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [rules.PRIVILEGED_CONTAINER.cfn_lint_id]}})
-    task_definition.node.add_metadata(
+    node_of(task_definition).add_metadata(
         _ACKNOWLEDGED_RULES,
         {
             rules.PRIVILEGED_CONTAINER.warning_id: (
@@ -300,7 +301,7 @@ def acknowledge_recovery_groups(role: IConstruct, group_arns: list[str]) -> None
 def acknowledge_daemon_critical(daemon: IConstruct) -> None:
     """``Critical`` on an ``AWS::ECS::Daemon``: aws-cdk-lib 2.275's ``CfnDaemon`` writes it, the schema of its built-in
     CloudFormation validation predates it."""
-    daemon.node.add_metadata(
+    node_of(daemon).add_metadata(
         _ACKNOWLEDGED_RULES,
         {
             "CloudFormation-Validate::F3002": (
@@ -396,7 +397,7 @@ def acknowledge_smoke_test_function(function: IConstruct, interfaces_policy: ICo
             ),
         },
     )
-    _resource(function).node.add_metadata(
+    node_of(_resource(function)).add_metadata(
         _ACKNOWLEDGED_RULES,
         {
             f"{_NIST_PACK}-LambdaConcurrency": (

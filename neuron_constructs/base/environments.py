@@ -11,11 +11,11 @@ taken for a difference: only what is provably apart is refused.
 
 from __future__ import annotations
 
-from aws_cdk import IResource, Stack, Token
+from aws_cdk import IResource, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import IConstruct
 
-from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.base.tree import app_of, construct_path, stack_of
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -55,11 +55,11 @@ def check_same_app(path: str, part: IConstruct, other: IConstruct, *, what: str,
     """NEURON077 unless ``part`` and ``other`` are constructs of one CDK app; ``how``: how to import ``other``.
 
     aws-cdk-lib itself fails only at synth, with a bare ``CannotReferenceAcrossApps`` that names neither part."""
-    if part.node.root is not other.node.root:
+    if app_of(part) is not app_of(other):
         raise rules.ACROSS_APPS.error(
             path,
-            f"{what} is in stack {Stack.of(part).stack_name} of one CDK app, and {other_name} in stack "
-            f"{Stack.of(other).stack_name} of another",
+            f"{what} is in stack {stack_of(part).stack_name} of one CDK app, and {other_name} in stack "
+            f"{stack_of(other).stack_name} of another",
             other=other_name,
             how=how,
         )
@@ -71,7 +71,7 @@ def check_same_environment(
     """NEURON077 unless ``part`` and ``other`` are of one app (``how``: how to import ``other``, by default a
     cluster); NEURON058 unless ``part``'s stack and ``other``'s stack are in one account and Region (as far as
     known)."""
-    mine, theirs = Stack.of(part), Stack.of(other)
+    mine, theirs = stack_of(part), stack_of(other)
     if mine is theirs:  # one stack: one app, one account and Region (the common case, asked without more calls)
         return
     check_same_app(path, part, other, what=what, other_name=other_name, how=how)
@@ -89,7 +89,7 @@ def check_same_environment(
 
 def check_same_region(path: str, region: str, where: IConstruct, *, what: str, other_name: str, fix: str) -> None:
     """NEURON058 unless ``region`` (say, of an imported ARN) is the Region of ``where``'s stack (as far as known)."""
-    stack = Stack.of(where)
+    stack = stack_of(where)
     if _known(region) and _known(stack.region) and region != stack.region:
         raise rules.ACROSS_ENVIRONMENTS.error(
             path,
@@ -102,7 +102,7 @@ def check_same_region(path: str, region: str, where: IConstruct, *, what: str, o
 def check_same_account(path: str, topic: IResource, where: IConstruct) -> None:
     """NEURON070 unless the SNS ``topic`` (made in a stack, or imported by an ARN) is in the account of ``where``'s
     stack (as far as known)."""
-    stack = Stack.of(where)
+    stack = stack_of(where)
     account = topic.env.account
     if _known(account) and _known(stack.account) and account != stack.account:
         raise rules.ALERT_TOPIC_ACCOUNT.error(

@@ -36,7 +36,8 @@ from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
-from neuron_constructs.base.arguments import construct_path, list_at_synth
+from neuron_constructs.base.arguments import list_at_synth
+from neuron_constructs.base.tree import construct_path, node_of
 from neuron_constructs.checks.cfn_template import INTENT_METADATA_KEY
 
 __all__ = [
@@ -64,7 +65,7 @@ def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
     """The task definition's L1, looked up once per task definition."""
     resource = getattr(task_definition, "_neuron_constructs_resource", None)
     if resource is None:
-        resource = task_definition.node.default_child
+        resource = node_of(task_definition).default_child
         assert isinstance(resource, CfnResource)
         setattr(task_definition, "_neuron_constructs_resource", resource)  # noqa: B010 (a Python attribute)
     return resource
@@ -76,9 +77,9 @@ def container_index(task_definition: ecs.TaskDefinition, container: ecs.Containe
     The L2 renders containers in the order they were created, which is their
     order among the task definition's children.
     """
-    containers = [c for c in task_definition.node.children if isinstance(c, ecs.ContainerDefinition)]
+    containers = [c for c in node_of(task_definition).children if isinstance(c, ecs.ContainerDefinition)]
     paths = [construct_path(c) for c in containers]
-    return paths.index(container.node.path)
+    return paths.index(construct_path(container))
 
 
 def require_all_neuron_devices(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> None:
@@ -129,7 +130,7 @@ def drop_dependencies_on_referenced_rules(service: ecs.BaseService, rules: Seque
 
 def drop_redundant_handler_dependency(provider: IConstruct) -> None:
     """Remove the ``DependsOn`` of a custom resource provider's handler on the role its ``Role`` already names."""
-    handler = provider.node.try_find_child("Handler")
+    handler = node_of(provider).try_find_child("Handler")
     if isinstance(handler, CfnResource):
         handler.add_deletion_override("DependsOn")
 

@@ -29,7 +29,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from neuron_constructs.base.arguments import aws, construct_path
+from neuron_constructs.base.arguments import aws
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks.inputs import check_removal_policy
 
 __all__ = ["DEFAULT_LOG_RETENTION", "OPERATIONAL_REMOVAL", "RECORD_REMOVAL", "allow_cloudwatch_logs", "log_group"]

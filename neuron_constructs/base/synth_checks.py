@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import contextlib
 import functools
 import json
 import os
@@ -49,6 +48,7 @@ from aws_cdk import (
 )
 from constructs import IConstruct
 
+from neuron_constructs.base.tree import app_of
 from neuron_constructs.checks.template_checks import Finding, check_templates
 from neuron_constructs.knowledge.rules import RULES, Rule
 
@@ -326,23 +326,12 @@ def _owner_path(element: CfnElement) -> str:
     return element.node.path
 
 
-def _root(scope: IConstruct) -> IConstruct:
-    """The root of the tree ``scope`` is in, remembered on ``scope`` (a construct's scope is usually its Stack,
-    shared by the constructs beside it: asked once)."""
-    root = getattr(scope, "_neuron_constructs_root", None)
-    if root is None:
-        root = scope.node.root
-        with contextlib.suppress(AttributeError):
-            setattr(scope, "_neuron_constructs_root", root)  # noqa: B010 (a Python attribute on a jsii object)
-    return root
-
-
 def enable_template_checks(scope: IConstruct) -> None:
     """Check every template of the app around ``scope`` (an ``App``, a ``Stage`` or any construct) at synth.
 
     Registers :class:`NeuronTemplateChecks` once on the outermost stage (the ``App``).
     """
-    root: Any = _root(scope)
+    root: Any = app_of(scope)
     if root in _ENABLED:  # the common case, on every construct of the library
         return
     stage: Any = root if Stage.is_stage(root) else scope if Stage.is_stage(scope) else Stage.of(scope)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -13,6 +13,7 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import aws
 from neuron_constructs.base.l1_overrides import drop_redundant_handler_dependency
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL, log_group
+from neuron_constructs.base.tree import node_of, stack_of
 
 __all__ = ["DEFAULT_VPC_CIDR", "private_vpc", "tidy_default_security_group_handler"]
 
@@ -25,7 +26,7 @@ DEFAULT_VPC_CIDR = "10.0.0.0/16"
 def tidy_default_security_group_handler(scope: Construct) -> None:
     """The handler aws-cdk-lib adds to a stack for ``restrict_default_security_group``: its findings acknowledged
     with reasons, and the ``DependsOn`` cfn-lint reports as redundant removed."""
-    provider = Stack.of(scope).node.try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
+    provider = node_of(stack_of(scope)).try_find_child(_RESTRICT_DEFAULT_SG_PROVIDER)
     if provider is not None:
         compliance.acknowledge_default_security_group_restriction(provider)
         drop_redundant_handler_dependency(provider)

@@ -19,13 +19,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import construct_path, remember_path
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.l1_overrides import (
     optimize_managed_instances,
     reserve_auto_scaling_capacity,
     reserve_managed_instances_capacity,
 )
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.model_sources import ModelArtifacts
 from neuron_constructs.knowledge import rules

@@ -7,26 +7,20 @@ import weakref
 from collections.abc import Sequence
 from typing import Literal, NamedTuple, Protocol
 
-from aws_cdk import RemovalPolicy, Stack, Token, Validations
+from aws_cdk import AspectPriority, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IConstruct
 
-from neuron_constructs.base.arguments import (
-    COUNT,
-    MANAGED_INSTANCES_STORAGE_GIB,
-    ROOT_VOLUME_GIB,
-    Range,
-    checked,
-    construct_path,
-    remember_path,
-)
+from neuron_constructs.base.arguments import COUNT, MANAGED_INSTANCES_STORAGE_GIB, ROOT_VOLUME_GIB, Range, checked
+from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.base.tree import construct_path, node_of, remember_path
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import published
@@ -223,6 +217,7 @@ class NeuronCluster(Construct):
         self.load_balancers: list[elbv2.ApplicationLoadBalancer] = []
         """The load balancers of the cluster's models, as they register themselves (for dashboards)."""
         self._published: dict[str, dict[str, ssm.StringParameter]] = {}
+        self._waiting_for_associations: list[IConstruct] = []
 
     @classmethod
     @checked(names=("cluster_name",))
@@ -350,7 +345,30 @@ class NeuronCluster(Construct):
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
         """The resources that associate Auto Scaling capacity providers with the cluster, for what must wait for
         them (aws-cdk-lib makes a made cluster's at synthesis)."""
-        return [c for c in self._made.node.children if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)]
+        return [c for c in node_of(self._made).children if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)]
+
+    def wait_for_capacity_associations(self, dependent: IConstruct) -> None:
+        """Make ``dependent`` (a service) depend on :attr:`capacity_associations`, as they are at synthesis: ECS
+        refuses a capacity provider strategy that names a provider not yet associated with the cluster.
+
+        aws-cdk-lib associates a made cluster's providers in an aspect on the cluster; the dependencies are added by
+        one aspect for every dependent, on the cluster's resource, which the CDK visits after the cluster itself."""
+        if not self._waiting_for_associations:
+            once_before_synthesis(
+                self._associations_anchor(dependent), self._wait_for_associations, priority=AspectPriority.READONLY
+            )
+        self._waiting_for_associations.append(dependent)
+
+    def _associations_anchor(self, dependent: IConstruct) -> IConstruct:
+        """What the aspect of :meth:`wait_for_capacity_associations` runs on."""
+        del dependent
+        return self._made
+
+    def _wait_for_associations(self) -> None:
+        associations = self.capacity_associations
+        for dependent in self._waiting_for_associations:
+            for association in associations:
+                node_of(dependent).add_dependency(association)
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
         """Associate ``capacity``'s provider with the cluster: aws-cdk-lib writes ``ECS_CLUSTER`` into its user data
@@ -735,6 +753,10 @@ class _ImportedNeuronCluster(NeuronCluster):
     @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
         return [self._association] if self._association is not None else []
+
+    def _associations_anchor(self, dependent: IConstruct) -> IConstruct:
+        """The first dependent: an imported cluster's association is made with its first Auto Scaling capacity."""
+        return dependent
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
         path = construct_path(capacity)

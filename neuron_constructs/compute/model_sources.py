@@ -31,7 +31,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import construct_path
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import AWS_CLI

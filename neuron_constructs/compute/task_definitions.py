@@ -37,9 +37,7 @@ from neuron_constructs.base.arguments import (
     TASK_MEMORY,
     aws,
     checked,
-    construct_path,
     is_token,
-    remember_path,
 )
 from neuron_constructs.base.images import grant_ecr_pull
 from neuron_constructs.base.l1_overrides import record_intent, require_all_neuron_devices
@@ -47,6 +45,7 @@ from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute import driver_check as start_check

@@ -68,7 +68,7 @@ from constructs import Construct
 from jsii import implements
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.arguments import Range, checked
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.environments import (
     IMPORT_TOPIC,
@@ -78,6 +78,7 @@ from neuron_constructs.base.environments import (
 )
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.task_definitions import task_role

@@ -35,12 +35,13 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
-from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path, is_token, remember_path
+from neuron_constructs.base.arguments import COUNT, Range, checked, is_token
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.base.tree import construct_path, node_of, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -333,7 +334,7 @@ class FleetModel(Construct, ListenerTarget):
         for earlier, later in zip(self.waves, self.waves[1:], strict=False):
             for index in later:
                 for before in earlier:
-                    self.services[index].node.add_dependency(self.services[before])
+                    node_of(self.services[index]).add_dependency(self.services[before])
         self.deployment_alarms: list[cloudwatch.Alarm] = []
         settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None
         if settings is not None:

@@ -44,9 +44,10 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import Range, checked, construct_path, remember_path
+from neuron_constructs.base.arguments import Range, checked
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.environments import check_same_environment
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.knowledge import rules

@@ -20,7 +20,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
-from neuron_constructs.base.arguments import checked, construct_path, remember_path
+from neuron_constructs.base.arguments import checked
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import ZONES, NeuronCluster
 

@@ -27,8 +27,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import construct_path
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks.inputs import check_smoke_test_environment, smoke_test_tls_warning
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.smoke_test import read_configuration

@@ -39,9 +39,7 @@ from neuron_constructs.base.arguments import (
     MINIMUM_HEALTHY_PERCENT,
     Range,
     checked,
-    construct_path,
     list_at_synth,
-    remember_path,
     seconds_of,
 )
 from neuron_constructs.base.environments import check_same_environment
@@ -50,6 +48,7 @@ from neuron_constructs.base.l1_overrides import (
     host_network_on_managed_instances,
 )
 from neuron_constructs.base.synth_checks import enable_template_checks
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -294,12 +293,7 @@ class NeuronService(Construct, ListenerTarget):
             )
         if isinstance(self.service, ecs.FargateService) and isinstance(task_definition, ManualNeuronTaskDefinition):
             distinct_instances_on_managed_instances(self.service)
-        # ECS refuses a strategy naming a provider not yet associated with the cluster; aws-cdk-lib creates
-        # the association in an aspect, so the dependency is added by an aspect that runs after it.
-        # (on the service's L1 alone, which has no children: one visit per synth)
-        Aspects.of(self.service.node.find_child("Service")).add(
-            _AfterCapacityAssociations(self.service, cluster), priority=AspectPriority.READONLY
-        )
+        cluster.wait_for_capacity_associations(self.service)
         self._user_alarm_names: list[str] = list(getattr(service_options.get("deployment_alarms"), "alarm_names", []))
         self.deployment_alarms: list[cloudwatch.Alarm] = []
         if self.rollout.native:
@@ -900,16 +894,3 @@ class _Produce:
 
     def produce(self) -> int:
         return self._value()
-
-
-@jsii.implements(IAspect)
-class _AfterCapacityAssociations:
-    """Make ``service`` depend on the cluster's capacity provider associations."""
-
-    def __init__(self, service: ecs.BaseService, cluster: NeuronCluster) -> None:
-        self._service = service
-        self._cluster = cluster
-
-    def visit(self, node: IConstruct) -> None:
-        for association in self._cluster.capacity_associations:
-            self._service.node.add_dependency(association)

@@ -48,8 +48,9 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 from typing_extensions import Unpack
 
-from neuron_constructs.base.arguments import COUNT, Range, checked, construct_path
+from neuron_constructs.base.arguments import COUNT, Range, checked
 from neuron_constructs.base.environments import IMPORT_CLUSTER, check_same_app
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster

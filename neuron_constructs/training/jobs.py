@@ -15,10 +15,10 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from neuron_constructs.base.arguments import construct_path, remember_path
 from neuron_constructs.base.images import refuse_ungranted_ecr_image
 from neuron_constructs.base.l1_overrides import open_node_range
 from neuron_constructs.base.roles import ExecutionRole
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.task_definitions import task_role
 from neuron_constructs.knowledge import rules

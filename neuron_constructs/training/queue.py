@@ -44,7 +44,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked, construct_path, remember_path
+from neuron_constructs.base.arguments import ROOT_VOLUME_GIB, Range, checked
 from neuron_constructs.base.environments import (
     IMPORT_TOPIC,
     IMPORT_VPC,
@@ -61,6 +61,7 @@ from neuron_constructs.base.l1_overrides import (
 )
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.base.vpc import private_vpc
 from neuron_constructs.compute.capacity import (
     DEFAULT_ROOT_VOLUME_GIB,

@@ -1,0 +1,58 @@
+"""Where a construct sits in the construct tree (its node, path, stack and app), asked of the CDK's runtime once.
+
+Reading ``construct.node``, its path or root, or calling ``Stack.of(construct)`` is a round trip to jsii's JavaScript
+runtime every time, and the library asks them of the same constructs again and again (each acknowledgement, each
+check that two parts share an app and an environment). None of them changes once a construct exists, and jsii hands
+Python the same object for one construct every time, so the answer is kept on that object; an object that takes no
+attributes is asked every time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import TypeVar
+
+from aws_cdk import Stack
+from constructs import IConstruct, Node
+
+__all__ = ["app_of", "construct_path", "node_of", "remember_path", "stack_of"]
+
+T = TypeVar("T")
+
+
+def _kept(construct: IConstruct, attribute: str, read: Callable[[], T]) -> T:
+    """``construct``'s ``attribute`` (a name of this module's), read with ``read`` the first time."""
+    kept: T | None = getattr(construct, attribute, None)
+    if kept is None:
+        kept = read()
+        with contextlib.suppress(AttributeError):
+            setattr(construct, attribute, kept)
+    return kept
+
+
+def node_of(construct: IConstruct) -> Node:
+    """``construct.node``."""
+    return _kept(construct, "_neuron_constructs_node", lambda: construct.node)
+
+
+def construct_path(construct: IConstruct) -> str:
+    """``construct.node.path``."""
+    return _kept(construct, "_neuron_constructs_path", lambda: str(node_of(construct).path))
+
+
+def remember_path(construct: IConstruct, scope: IConstruct, id: str) -> None:
+    """Record the path of ``construct``, just made as ``id`` in ``scope``, from its scope's."""
+    parent = construct_path(scope)
+    with contextlib.suppress(AttributeError):
+        construct._neuron_constructs_path = f"{parent}/{id}" if parent else id  # type: ignore[attr-defined]
+
+
+def stack_of(construct: IConstruct) -> Stack:
+    """``Stack.of(construct)``: the stack ``construct`` is in (itself, for a stack)."""
+    return _kept(construct, "_neuron_constructs_stack", lambda: Stack.of(construct))
+
+
+def app_of(construct: IConstruct) -> IConstruct:
+    """``construct.node.root``: the app (or the root construct) of ``construct``'s tree."""
+    return _kept(construct, "_neuron_constructs_root", lambda: node_of(construct).root)
