@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -707,7 +708,9 @@ def _digests(args: argparse.Namespace, out: _Output) -> int:
 # --- entry point ---------------------------------------------------------------------------------
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """The command line's parser, built once per process (parsing reads it and changes nothing)."""
     parser = argparse.ArgumentParser(
         prog="neuron-ecs",
         description="AWS Neuron on Amazon ECS: the instance catalog, the recommended Neuron AMI, "
