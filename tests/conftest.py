@@ -228,6 +228,23 @@ def one_botocore_loader() -> Any:
     botocore.session.create_loader = original
 
 
+@pytest.fixture
+def jsii_requests(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The kinds of the requests the test sends to the CDK's JavaScript runtime, as it sends them."""
+    import jsii._runtime
+
+    process = jsii._runtime.kernel.provider._process
+    sent: list[str] = []
+    send = type(process).send
+
+    def counted(self: object, request: object, response_type: object) -> object:
+        sent.append(type(request).__name__)
+        return send(self, request, response_type)
+
+    monkeypatch.setattr(type(process), "send", counted)
+    yield sent
+
+
 MOTO_REGION = "us-east-1"
 """The Region of :func:`aws`'s account."""
 

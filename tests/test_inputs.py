@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk import App, CfnParameter, Duration, Stack
+from aws_cdk import App, CfnParameter, Duration, Stack, Token
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from hypothesis import given, settings
@@ -31,6 +31,7 @@ from neuron_constructs import (
     NeuronTrainingQueue,
     SlicedNeuronService,
 )
+from neuron_constructs.base.arguments import seconds_of
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
 
@@ -612,3 +613,15 @@ def test_a_wrong_scaling_keyword_suggests_the_right_one_and_lists_what_the_metho
     assert message.startswith(f"{kind}.{method}() got an unexpected keyword argument {wrong!r}"), message
     assert f"(did you mean {right!r}?)" in message
     assert "; it takes: " in message and "max_count" in message.split("; it takes: ")[1]
+
+
+def test_a_duration_is_read_from_the_runtime_once_and_a_deploy_time_one_is_unknown(jsii_requests: list[str]) -> None:
+    grace = Duration.minutes(2)
+    jsii_requests.clear()
+    assert seconds_of(grace) == 120.0
+    first = len(jsii_requests)
+    assert seconds_of(grace) == 120.0
+    assert len(jsii_requests) == first
+    deploy_time = Token.as_number(CfnParameter(Stack(), "Grace", type="Number"))
+    assert seconds_of(Duration.seconds(deploy_time)) is None
+    assert seconds_of(Duration.minutes(deploy_time)) is None

@@ -24,6 +24,7 @@ unknown keyword is a ``TypeError`` that suggests the closest one the method take
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import functools
 import inspect
 import types
@@ -108,11 +109,19 @@ library's own older spelling) and what the library calls the same bound where a 
 
 
 def seconds_of(duration: Duration) -> float | None:
-    """``duration`` in seconds; ``None`` for a duration known only at deploy time (a token)."""
+    """``duration`` in seconds; ``None`` for a duration known only at deploy time (a token). Asked of the CDK's
+    runtime once per duration (a ``Duration`` never changes; the library's defaults are shared ones)."""
+    with contextlib.suppress(AttributeError):
+        return duration._neuron_constructs_seconds  # type: ignore[attr-defined,no-any-return]
     try:
-        return float(duration.to_seconds())
-    except RuntimeError:
-        return None
+        seconds: float | None = float(duration.to_seconds())
+    except RuntimeError:  # a token in another unit: the CDK cannot convert it
+        seconds = None
+    if seconds is not None and is_token(seconds):  # a token in seconds: the token's own number
+        seconds = None
+    with contextlib.suppress(AttributeError):
+        duration._neuron_constructs_seconds = seconds  # type: ignore[attr-defined]
+    return seconds
 
 
 def list_at_synth(value: Callable[[], list[str]]) -> list[str]:

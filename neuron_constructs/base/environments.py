@@ -11,10 +11,11 @@ taken for a difference: only what is provably apart is refused.
 
 from __future__ import annotations
 
-from aws_cdk import IResource, Token
+from aws_cdk import IResource
 from aws_cdk import aws_ec2 as ec2
 from constructs import IConstruct
 
+from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.tree import app_of, construct_path, stack_of
 from neuron_constructs.knowledge import rules
 
@@ -48,7 +49,7 @@ IMPORT_TOPIC = "sns.Topic.from_topic_arn(scope, id, topic_arn)"
 
 
 def _known(value: str) -> bool:
-    return not Token.is_unresolved(value)
+    return not is_token(value)
 
 
 def check_same_app(path: str, part: IConstruct, other: IConstruct, *, what: str, other_name: str, how: str) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import Annotations, Token
+from aws_cdk import Annotations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
+from neuron_constructs.base.arguments import is_token
 from neuron_constructs.knowledge import rules
 
 __all__ = ["ECR_PULL_WARNING", "grant_ecr_pull", "refuse_ungranted_ecr_image"]
@@ -33,7 +34,7 @@ def grant_ecr_pull(container: ecs.ContainerDefinition, role: iam.IRole) -> None:
     """Let ``role`` pull ``container``'s image when it is an ECR image named by URI (what ``from_ecr_repository``
     grants: the repository's layers and images, and the registry token); nothing for any other image."""
     name = container.image_name
-    match = None if Token.is_unresolved(name) else _ECR_IMAGE.fullmatch(name)
+    match = None if is_token(name) else _ECR_IMAGE.fullmatch(name)
     if match is None:
         return
     partition = "aws-cn" if match["china"] else "aws-us-gov" if match["region"].startswith("us-gov-") else "aws"

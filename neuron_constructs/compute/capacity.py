@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-from aws_cdk import Aws, Duration, Size, Stack, Token, Validations
+from aws_cdk import Aws, Duration, Size, Stack, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -19,6 +19,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.l1_overrides import (
     optimize_managed_instances,
@@ -648,7 +649,7 @@ class AutoScalingCapacity(Construct):
             sizes = _image_sizes(service)
             for container in _containers(service):
                 name = container.image_name
-                if Token.is_unresolved(name):
+                if is_token(name):
                     skipped.append(f"{construct_path(container)} (image named by a token)")
                     continue
                 fetched.append(Fetched(name, "image", sizes.get(container.container_name)))

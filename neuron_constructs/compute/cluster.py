@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Literal, NamedTuple, Protocol
 
-from aws_cdk import AspectPriority, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import AspectPriority, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -16,7 +16,14 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IConstruct
 
-from neuron_constructs.base.arguments import COUNT, MANAGED_INSTANCES_STORAGE_GIB, ROOT_VOLUME_GIB, Range, checked
+from neuron_constructs.base.arguments import (
+    COUNT,
+    MANAGED_INSTANCES_STORAGE_GIB,
+    ROOT_VOLUME_GIB,
+    Range,
+    checked,
+    is_token,
+)
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.synth_checks import enable_template_checks
@@ -722,7 +729,7 @@ class _ImportedNeuronCluster(NeuronCluster):
         assert cluster_name is not None and vpc is not None
         self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=None)
         path = construct_path(self)
-        if not Token.is_unresolved(cluster_name) and not _CLUSTER_NAME.fullmatch(cluster_name):
+        if not is_token(cluster_name) and not _CLUSTER_NAME.fullmatch(cluster_name):
             name = cluster_name.rsplit("cluster/", 1)[-1] if ":cluster/" in cluster_name else "<the cluster's name>"
             raise rules.CLUSTER_NAME.error(path, f"cluster_name={cluster_name!r}", name=repr(name))
         self.cluster = ecs.Cluster.from_cluster_attributes(
@@ -741,12 +748,10 @@ class _ImportedNeuronCluster(NeuronCluster):
         """NEURON056: the default strategy names only the cluster's existing providers (those the library adds are
         deploy-time names, and deploy-time names are not checked)."""
         listed = self.existing_capacity_providers
-        if listed is not None and any(Token.is_unresolved(p) for p in listed):
+        if listed is not None and any(is_token(p) for p in listed):
             return
         named = [
-            s.capacity_provider
-            for s in self.default_capacity_provider_strategy
-            if not Token.is_unresolved(s.capacity_provider)
+            s.capacity_provider for s in self.default_capacity_provider_strategy if not is_token(s.capacity_provider)
         ]
         inputs.check_default_strategy(construct_path(self), self.cluster_name, named, listed)
 

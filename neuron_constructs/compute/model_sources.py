@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -31,6 +31,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
@@ -80,7 +81,7 @@ def _objects_resource(bucket: s3.IBucket, prefix: str) -> str:
     if isinstance(declared, s3.CfnBucket):
         stack = Stack.of(declared)
         return f"<{stack.resolve(stack.get_logical_id(declared))}.Arn>/{prefix}/*"
-    if not Token.is_unresolved(bucket.bucket_name):
+    if not is_token(bucket.bucket_name):
         return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/{prefix}/*"
     return ""
 

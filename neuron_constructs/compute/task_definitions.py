@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Size, Stack, Token, Validations
+from aws_cdk import RemovalPolicy, Size, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -309,7 +309,7 @@ class NeuronTaskDefinition(Construct):
         if container.container_name in self.driver_checked:
             return self.driver_checked[container.container_name]
         name = container.image_name
-        if Token.is_unresolved(name):
+        if is_token(name):
             name = json.dumps(Stack.of(self).resolve(name))
         return start_check.image_sdk(name)
 
@@ -776,7 +776,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         if memory_warning:
             Validations.of(self).add_warning(rules.MEMORY_NEAR_INSTANCE_TOTAL.warning_id, memory_warning)
 
-    @property
+    @functools.cached_property
     def instance_type_constraint(self) -> ecs.PlacementConstraint:
         """``memberOf attribute:ecs.instance-type == <type>``: the one type this task fits."""
         return ecs.PlacementConstraint.member_of(f"attribute:ecs.instance-type == {self.instance_type.name}")

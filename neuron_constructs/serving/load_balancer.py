@@ -31,7 +31,6 @@ from aws_cdk import (
     Duration,
     RemovalPolicy,
     Stack,
-    Token,
     Validations,
     region_info,
 )
@@ -44,7 +43,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from neuron_constructs.base import compliance
-from neuron_constructs.base.arguments import Range, checked
+from neuron_constructs.base.arguments import Range, checked, is_token
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.tree import construct_path, remember_path
@@ -281,7 +280,7 @@ class NeuronLoadBalancer(Construct):
     def _log_access(self, load_balancer: elbv2.ApplicationLoadBalancer, bucket: s3.Bucket) -> None:
         """Access logs into ``bucket`` (module docstring: the Elastic Load Balancing account per Region)."""
         stack = Stack.of(self)
-        if not Token.is_unresolved(stack.region):
+        if not is_token(stack.region):
             load_balancer.log_access_logs(bucket, _ACCESS_LOG_PREFIX)
             return
         account = stack.regional_fact(region_info.FactName.ELBV2_ACCOUNT)
@@ -305,6 +304,6 @@ def _everyone(peer: ec2.IPeer) -> str:
     config = peer.to_ingress_rule_config()
     for field in ("cidr_ip", "cidr_ipv6"):
         value = getattr(config, field, None)
-        if isinstance(value, str) and not Token.is_unresolved(value) and value.endswith("/0"):
+        if isinstance(value, str) and not is_token(value) and value.endswith("/0"):
             return value
     return ""

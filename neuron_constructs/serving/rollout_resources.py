@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnResource, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import CfnResource, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -27,6 +27,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from neuron_constructs.base import compliance
+from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks.inputs import check_smoke_test_environment, smoke_test_tls_warning
@@ -178,7 +179,7 @@ def load_balancer_role(
 def _literal_host(url: str) -> str | None:
     """The host of ``url`` (``scheme://host[:port]``), or None where it is known only at deploy time."""
     host = url.partition("://")[2].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url
-    return None if Token.is_unresolved(host) else host
+    return None if is_token(host) else host
 
 
 def _environment(smoke_test: SmokeTest, url: str, header: tuple[str, str] | None) -> dict[str, str]:
@@ -261,12 +262,12 @@ def smoke_test_hook(
     # What the function will read, read now by the function's own code: a configuration it would refuse fails here,
     # not as a rolled-back deployment. A URL known only at deploy time is the load balancer's: a valid stand-in.
     refused = read_configuration(
-        {name: _DEPLOY_TIME_URL if Token.is_unresolved(value) else value for name, value in environment.items()}
+        {name: _DEPLOY_TIME_URL if is_token(value) else value for name, value in environment.items()}
     )
     if isinstance(refused, str):
         raise rules.SMOKE_TEST.error(where, f"the function would refuse its configuration: {refused}")
     check_smoke_test_environment(
-        where, {name: None if Token.is_unresolved(value) else value for name, value in environment.items()}
+        where, {name: None if is_token(value) else value for name, value in environment.items()}
     )
     scope = Construct(owner, id)
     tls_warning = smoke_test_tls_warning(where, url, _literal_host(url))
