@@ -8,7 +8,6 @@ import importlib.resources
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -119,13 +118,15 @@ EXAMPLE_STACKS = (
 ECS_STACKS = EXAMPLE_STACKS[:-1]
 """The examples with an ECS cluster of their own (AWS Batch makes and manages the training stack's)."""
 _SHARED_ASSEMBLY = "NEURON_CONSTRUCTS_TEST_EXAMPLES"
-"""Where the session's background synthesis writes the examples (set by the first process, inherited by workers)."""
+"""Where the session's one synthesis of the examples goes (set by the first process, inherited by workers)."""
+_SYNTHESIZING_WORKER = "gw0"
+"""The worker that synthesizes the examples as its first test starts (``example_assembly.provide``)."""
 _EXAMPLE_FIXTURES = frozenset({"templates", "validation_report", "example_assembly_dir", "broken_validation_report"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The session's jsii kernel entry point (unless ``JSII_RUNTIME`` names one), each test process's kernel started
-    from it, and, with workers (``-n``), the examples synthesized once, in the background, while the workers start."""
+    from it, and, with workers (``-n``), the directory the examples are synthesized into once, by one worker."""
     worker = hasattr(config, "workerinput")
     workers = not worker and bool(config.getoption("numprocesses", None))
     kernel = os.environ.get(_JSII_KERNEL)
@@ -138,21 +139,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))
-    environment = dict(os.environ, TMPDIR=str(directory))  # what it leaves behind when stopped goes with it
-    if kernel is not None:
-        environment.update(_kernel_environment(Path(kernel)))
-    with (directory / "synth.log").open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "example_assembly.py"), str(directory)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=environment,
-        )
     os.environ[_SHARED_ASSEMBLY] = str(directory)
-    config.stash[_BACKGROUND] = (process, directory)
+    config.stash[_SHARED_DIRECTORY] = directory
 
 
-_BACKGROUND = pytest.StashKey[tuple[subprocess.Popen[bytes], Path]]()
+_SHARED_DIRECTORY = pytest.StashKey[Path]()
 _KERNEL_MADE_HERE = pytest.StashKey[Path]()
 
 
@@ -161,12 +152,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         # A worker has reported every result by now: it ends without waiting for the CDK's JavaScript runtime and
         # the interpreter to tear down (about 2 s a worker); the runtime stops on its own when its input closes.
         atexit.register(os._exit, 0)
-    background = config.stash.get(_BACKGROUND, None)
-    if background is not None:
-        process, directory = background
-        process.kill()
-        process.wait()
-        shutil.rmtree(directory, ignore_errors=True)
+    shared = config.stash.get(_SHARED_DIRECTORY, None)
+    if shared is not None:
+        shutil.rmtree(shared, ignore_errors=True)
         os.environ.pop(_SHARED_ASSEMBLY, None)
     kernel = config.stash.get(_KERNEL_MADE_HERE, None)
     if kernel is not None:
@@ -185,7 +173,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The order the workers take tests in (``--no-loadscope-reorder`` keeps it): the groups that build stacks of
     their own first (each runs as one unit on one worker), then single tests, and last the tests of the synthesized
-    examples, with every test of their group, so no worker waits for the background synthesis."""
+    examples, with every test of their group, so no worker waits for the first worker's synthesis of them."""
 
     def group(item: pytest.Item) -> str | None:
         mark = item.get_closest_marker("xdist_group")
@@ -233,7 +221,7 @@ def jsii_requests(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The kinds of the requests the test sends to the CDK's JavaScript runtime, as it sends them."""
     import jsii._runtime
 
-    process = jsii._runtime.kernel.provider._process
+    process = jsii._runtime.kernel.provider._process  # type: ignore[attr-defined]
     sent: list[str] = []
     send = type(process).send
 
@@ -270,13 +258,26 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield boto3.Session(region_name=MOTO_REGION)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _examples_from_the_first_worker(request: pytest.FixtureRequest) -> None:
+    """The first worker synthesizes the examples as its first test starts, when the session has tests of them: in
+    a process that is running already, while the other worker tests, and done long before the tests of the examples,
+    which run last (:func:`pytest_collection_modifyitems`)."""
+    shared = os.environ.get(_SHARED_ASSEMBLY)
+    if shared is None or os.environ.get("PYTEST_XDIST_WORKER") != _SYNTHESIZING_WORKER:
+        return
+    if any(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())) for item in request.session.items):
+        example_assembly.provide(Path(shared))
+
+
 @pytest.fixture(scope="session")
 def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe
-    (``broken/``): the background one, or one made here when the session has no workers."""
+    (``broken/``): the first worker's (this process makes it if no process claimed it yet), or one made here when
+    the session has no workers."""
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is not None:
-        return example_assembly.wait_for(Path(shared))
+        return example_assembly.provide(Path(shared))
     directory = tmp_path_factory.mktemp("example-assembly")
     example_assembly.synthesize(directory)
     return directory

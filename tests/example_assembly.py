@@ -3,14 +3,17 @@
 ``python tests/example_assembly.py DIR`` synthesizes the example app with cdk-nag's packs and aws-cdk-lib's built-in
 CloudFormation validation into ``DIR/examples``, then a probe that shows the validation reports what it should: one
 stack with a property CloudFormation does not know, under the same validation plugin, into ``DIR/broken`` (cdk-nag's
-findings on the examples, acknowledged one by one, show that pack at work). Last it writes ``DIR/ready.json``. The
-session's first process starts it in the background while the workers start (``conftest.py``); the workers wait for
-``ready.json`` and read the templates and the validation reports from disk.
+findings on the examples, acknowledged one by one, show that pack at work). Last it writes ``DIR/ready.json``.
+
+With workers, the session names ``DIR`` and one process synthesizes into it (:func:`provide`): the first worker, as
+its first test starts, or whichever process needs the examples before anyone claimed them; every other process
+waits for ``ready.json`` and reads the templates and the validation reports from disk.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -18,6 +21,8 @@ from pathlib import Path
 
 READY = "ready.json"
 """Written last: ``{"ok": true}``, or ``{"ok": false, "error": <traceback>}``."""
+CLAIMED = "claimed"
+"""Made, atomically, by the one process that synthesizes into the directory."""
 
 
 def synthesize(directory: Path) -> None:
@@ -48,6 +53,16 @@ def wait_for(directory: Path, *, timeout_s: float = 600.0) -> Path:
     if not state["ok"]:
         raise RuntimeError(f"the example synthesis failed:\n{state['error']}")
     return directory
+
+
+def provide(directory: Path) -> Path:
+    """``directory`` with the examples synthesized: here, unless another process claimed the synthesis first."""
+    try:
+        os.close(os.open(directory / CLAIMED, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return wait_for(directory)
+    main(directory)
+    return wait_for(directory)
 
 
 def main(directory: Path) -> int:
