@@ -28,7 +28,7 @@ if (!process.execArgv.includes(PRESERVE_SYMLINKS)) {
 }
 
 // The one WebAssembly module a test kernel compiles is aws-cdk-lib's CloudFormation validation engine (8.9 MB, once
-// per session, for the examples): compiled by V8's baseline compiler alone it takes about a fifth less CPU time than
+// per session, for the examples): compiled by V8's baseline compiler alone it takes about an eighth less CPU time than
 // with the optimizing compiler recompiling it in the background, more than the faster code saves on one validation
 // (NEURON_CONSTRUCTS_TEST_WASM_TIERS=default keeps V8's default, for benchmarks/harness_benchmark.py to compare).
 if (process.env.NEURON_CONSTRUCTS_TEST_WASM_TIERS !== "default") {
