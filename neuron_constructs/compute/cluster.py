@@ -354,6 +354,7 @@ class NeuronCluster(Construct):
         them (aws-cdk-lib makes a made cluster's at synthesis)."""
         return [c for c in node_of(self._made).children if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)]
 
+    @checked()
     def wait_for_capacity_associations(self, dependent: IConstruct) -> None:
         """Make ``dependent`` (a service) depend on :attr:`capacity_associations`, as they are at synthesis: ECS
         refuses a capacity provider strategy that names a provider not yet associated with the cluster.
