@@ -46,8 +46,12 @@ _NO_INVENTORY = (
     # aws-cdk-lib modules as the library imports them (``from aws_cdk import aws_ec2 as ec2``).
     "acm|batch|cloudwatch|ec2|ecs|elbv2|fsx|iam|kms|logs|s3|secretsmanager|sns",
 )
-nitpick_ignore = [("py:class", "~P"), ("py:class", "neuron_constructs.base.arguments.R")]
-"""The type variables of ``checked``'s signature."""
+nitpick_ignore = [
+    ("py:class", "~P"),
+    ("py:class", "neuron_constructs.base.arguments.R"),
+    ("py:class", "neuron_constructs.base.tree.T"),
+]
+"""The type variables of ``checked``'s and ``kept``'s signatures."""
 nitpick_ignore_regex = [("py:.*", rf"({'|'.join(_NO_INVENTORY)})\..*")]
 html_theme = "furo"
 html_title = "neuron_constructs"

@@ -24,7 +24,6 @@ unknown keyword is a ``TypeError`` that suggests the closest one the method take
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import functools
 import inspect
 import types
@@ -40,7 +39,7 @@ from aws_cdk import Duration, IStableListProducer, Lazy, Token
 from constructs import Construct
 from typing_extensions import is_typeddict
 
-from neuron_constructs.base.tree import construct_path
+from neuron_constructs.base.tree import construct_path, kept
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -111,17 +110,15 @@ library's own older spelling) and what the library calls the same bound where a 
 def seconds_of(duration: Duration) -> float | None:
     """``duration`` in seconds; ``None`` for a duration known only at deploy time (a token). Asked of the CDK's
     runtime once per duration (a ``Duration`` never changes; the library's defaults are shared ones)."""
-    with contextlib.suppress(AttributeError):
-        return duration._neuron_constructs_seconds  # type: ignore[attr-defined,no-any-return]
+    return kept(duration, "_neuron_constructs_seconds", lambda: _read_seconds(duration))
+
+
+def _read_seconds(duration: Duration) -> float | None:
     try:
-        seconds: float | None = float(duration.to_seconds())
+        seconds = float(duration.to_seconds())
     except RuntimeError:  # a token in another unit: the CDK cannot convert it
-        seconds = None
-    if seconds is not None and is_token(seconds):  # a token in seconds: the token's own number
-        seconds = None
-    with contextlib.suppress(AttributeError):
-        duration._neuron_constructs_seconds = seconds  # type: ignore[attr-defined]
-    return seconds
+        return None
+    return None if is_token(seconds) else seconds  # a token in seconds converts to the token's own number
 
 
 def list_at_synth(value: Callable[[], list[str]]) -> list[str]:

@@ -37,7 +37,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
 from neuron_constructs.base.arguments import list_at_synth
-from neuron_constructs.base.tree import construct_path, node_of
+from neuron_constructs.base.tree import construct_path, kept, node_of
 from neuron_constructs.checks.cfn_template import INTENT_METADATA_KEY
 
 __all__ = [
@@ -63,11 +63,8 @@ NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
 
 def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
     """The task definition's L1, looked up once per task definition."""
-    resource = getattr(task_definition, "_neuron_constructs_resource", None)
-    if resource is None:
-        resource = node_of(task_definition).default_child
-        assert isinstance(resource, CfnResource)
-        setattr(task_definition, "_neuron_constructs_resource", resource)  # noqa: B010 (a Python attribute)
+    resource = kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
+    assert isinstance(resource, CfnResource)
     return resource
 
 

@@ -4,7 +4,8 @@ Reading ``construct.node``, its path or root, or calling ``Stack.of(construct)``
 runtime every time, and the library asks them of the same constructs again and again (each acknowledgement, each
 check that two parts share an app and an environment). None of them changes once a construct exists, and jsii hands
 Python the same object for one construct every time, so the answer is kept on that object; an object that takes no
-attributes is asked every time.
+attributes is asked every time. :func:`kept` does that for any value of a jsii object that never changes (a
+duration's seconds, a task definition's resource).
 """
 
 from __future__ import annotations
@@ -16,29 +17,31 @@ from typing import TypeVar
 from aws_cdk import Stack
 from constructs import IConstruct, Node
 
-__all__ = ["app_of", "construct_path", "node_of", "remember_path", "stack_of"]
+__all__ = ["app_of", "construct_path", "kept", "node_of", "remember_path", "stack_of"]
 
 T = TypeVar("T")
+_UNREAD = object()
 
 
-def _kept(construct: IConstruct, attribute: str, read: Callable[[], T]) -> T:
-    """``construct``'s ``attribute`` (a name of this module's), read with ``read`` the first time."""
-    kept: T | None = getattr(construct, attribute, None)
-    if kept is None:
-        kept = read()
+def kept(owner: object, attribute: str, read: Callable[[], T]) -> T:
+    """``owner``'s ``attribute`` (a ``_neuron_constructs_...`` name): ``read()`` the first time, kept on ``owner`` for
+    every later call (``read()`` every time for an object that takes no attributes)."""
+    value = getattr(owner, attribute, _UNREAD)
+    if value is _UNREAD:
+        value = read()
         with contextlib.suppress(AttributeError):
-            setattr(construct, attribute, kept)
-    return kept
+            setattr(owner, attribute, value)
+    return value  # type: ignore[return-value]
 
 
 def node_of(construct: IConstruct) -> Node:
     """``construct.node``."""
-    return _kept(construct, "_neuron_constructs_node", lambda: construct.node)
+    return kept(construct, "_neuron_constructs_node", lambda: construct.node)
 
 
 def construct_path(construct: IConstruct) -> str:
     """``construct.node.path``."""
-    return _kept(construct, "_neuron_constructs_path", lambda: str(node_of(construct).path))
+    return kept(construct, "_neuron_constructs_path", lambda: str(node_of(construct).path))
 
 
 def remember_path(construct: IConstruct, scope: IConstruct, id: str) -> None:
@@ -50,9 +53,9 @@ def remember_path(construct: IConstruct, scope: IConstruct, id: str) -> None:
 
 def stack_of(construct: IConstruct) -> Stack:
     """``Stack.of(construct)``: the stack ``construct`` is in (itself, for a stack)."""
-    return _kept(construct, "_neuron_constructs_stack", lambda: Stack.of(construct))
+    return kept(construct, "_neuron_constructs_stack", lambda: Stack.of(construct))
 
 
 def app_of(construct: IConstruct) -> IConstruct:
     """``construct.node.root``: the app (or the root construct) of ``construct``'s tree."""
-    return _kept(construct, "_neuron_constructs_root", lambda: node_of(construct).root)
+    return kept(construct, "_neuron_constructs_root", lambda: node_of(construct).root)
