@@ -170,6 +170,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.set_threshold(50_000, 20, 20)
 
 
+def _uses_examples(item: pytest.Item) -> bool:
+    """Whether ``item`` reads the examples' synthesis."""
+    return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The order the workers take tests in (``--no-loadscope-reorder`` keeps it): the groups that build stacks of
     their own first (each runs as one unit on one worker), then single tests, and last the tests of the synthesized
@@ -179,11 +184,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         mark = item.get_closest_marker("xdist_group")
         return str(mark.args[0]) if mark and mark.args else None
 
-    def uses_examples(item: pytest.Item) -> bool:
-        return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
-
-    late_groups = {group(item) for item in items if uses_examples(item)} - {None}
-    items.sort(key=lambda item: (uses_examples(item) or group(item) in late_groups, group(item) is None))
+    late_groups = {group(item) for item in items if _uses_examples(item)} - {None}
+    items.sort(key=lambda item: (_uses_examples(item) or group(item) in late_groups, group(item) is None))
 
 
 class _SearchPaths(list[str]):
@@ -266,7 +268,7 @@ def _examples_from_the_first_worker(request: pytest.FixtureRequest) -> None:
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is None or os.environ.get("PYTEST_XDIST_WORKER") != _SYNTHESIZING_WORKER:
         return
-    if any(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())) for item in request.session.items):
+    if any(_uses_examples(item) for item in request.session.items):
         example_assembly.provide(Path(shared))
 
 
