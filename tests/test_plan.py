@@ -378,7 +378,8 @@ def _section(text: str, heading: str) -> list[str]:
 
 
 def test_six_two_chip_slices_blue_green_in_two_stages_peak_at_18_chips_on_2_instances(rollout_app: Path) -> None:
-    from neuron_constructs.tools.rollout_planning import Peak, rollout_paths
+    from neuron_constructs.tools.rollout_planning import rollout_paths
+    from neuron_constructs.tools.rollout_result import Peak
 
     result = rollout_paths([str(rollout_app / "Models.template.json")])
     (fleet,) = result.fleets
@@ -538,7 +539,7 @@ def test_a_malformed_or_refused_deployment_configuration_is_a_sentence_and_exit_
 
 
 def test_a_value_worked_out_at_deploy_time_is_said_and_the_peak_kept_where_it_can_be(tmp_path: Path) -> None:
-    from neuron_constructs.tools.rollout_planning import read_rollout
+    from neuron_constructs.tools.rollout_reading import read_rollout
 
     read = read_rollout({"DeploymentConfiguration": {"Strategy": "BLUE_GREEN", "BakeTimeInMinutes": {"Ref": "Bake"}}})
     assert read.plan is not None and read.plan.strategy == "blue_green" and read.plan.bake_time_minutes is None
@@ -607,7 +608,7 @@ def test_random_deployment_configurations_never_break_plan_rollout(tmp_path: Pat
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from neuron_constructs.tools.rollout_planning import read_rollout
+    from neuron_constructs.tools.rollout_reading import read_rollout
 
     numbers = st.one_of(
         st.integers(-(10**40), 10**40),

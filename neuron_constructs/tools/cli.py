@@ -39,7 +39,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance
-    from neuron_constructs.tools.rollout_planning import RolloutResult
+    from neuron_constructs.tools.rollout_result import RolloutResult
 
 __all__ = ["EXIT_AWS_ERROR", "EXIT_CONFLICT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -564,7 +564,7 @@ def _print_rollout(result: RolloutResult, out: _Output) -> None:
             colour = "31" if sentence in service.problems else "33"
             out.line("    " + out.style(sentence, colour))
         if service.room is not None:
-            from neuron_constructs.tools.rollout_planning import Peak
+            from neuron_constructs.tools.rollout_result import Peak
 
             out.line(f"    peak: {Peak.of(service.room).text()}")
             if service.green_instances:
