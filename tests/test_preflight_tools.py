@@ -309,3 +309,23 @@ def test_a_verdict_of_another_kind_is_refused() -> None:
         parse_verdict(line, JOB, {1})
     image = json.dumps({"job": JOB, "node": 1, "problem": "x", "kind": "image"}).encode()
     assert parse_verdict(image, JOB, {1}) == (1, "x", "image")
+
+
+def test_an_image_problem_without_a_job_id_is_still_not_retried(tmp_path: Path) -> None:
+    """GIVEN a multi-node job without AWS_BATCH_JOB_ID (no rendezvous) and an image whose neuron-ls takes neither flag
+    THEN the node still exits 78 naming the tool, and marks nothing."""
+    marker = tmp_path / "marker"
+    marker.mkdir()
+    result = _preflight(
+        {
+            "PATH": _tools(tmp_path / "bin", **{"neuron-ls": _neuron_ls(None)}),
+            "AWS_BATCH_JOB_NUM_NODES": "2",
+            "NEURON_PREFLIGHT_PORT": str(unused_port()),
+            "NEURON_PREFLIGHT_ROOT": str(_node(tmp_path / "node", devices=1)),
+            "NEURON_PREFLIGHT_DEVICES": "0",
+            "NEURON_PREFLIGHT_MARKER_DIR": str(marker),
+        }
+    )
+    assert result.returncode == IMAGE_EXIT_CODE
+    assert result.stderr.startswith("neuron-preflight: node 0: the image's neuron-ls (")
+    assert not (marker / "failed").exists()

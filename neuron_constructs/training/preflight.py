@@ -514,12 +514,12 @@ def main(environment: dict[str, str] | None = None) -> int:
     if verdict is None:
         print(f"neuron-preflight: node {node}: ready", file=sys.stderr, flush=True)
         return 0
-    # Another node's problem, or the image's: this instance stays in service, and the job does not start.
+    # The job does not start. Only this node's own problem marks its host; another node's or the image's does not.
     said = f"the job stops: {verdict[1]}" if own is None else own[1]
     print(f"neuron-preflight: node {node}: {said}", file=sys.stderr, flush=True)
     if own is not None and own[0] == NODE:
         _mark(own[1], environment)
-    return IMAGE_EXIT_CODE if verdict[0] == IMAGE else PREFLIGHT_EXIT_CODE
+    return IMAGE_EXIT_CODE if IMAGE in (verdict[0], own and own[0]) else PREFLIGHT_EXIT_CODE
 
 
 if __name__ == "__main__":
