@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ports import unused_port
 from test_preflight import BASE, JOB, SOURCE, _node, _preflight, _tools
 
@@ -329,3 +331,24 @@ def test_an_image_problem_without_a_job_id_is_still_not_retried(tmp_path: Path) 
     assert result.returncode == IMAGE_EXIT_CODE
     assert result.stderr.startswith("neuron-preflight: node 0: the image's neuron-ls (")
     assert not (marker / "failed").exists()
+
+
+@given(
+    st.one_of(
+        st.text(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.sampled_from(["neuron_device", "instance", "devices", "x"]), inner, max_size=4)
+            ),
+            max_leaves=12,
+        ).map(json.dumps),
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_any_answer_gives_a_device_list_or_none_and_never_raises(text: str) -> None:
+    """Whatever an image's neuron-ls prints, the preflight reads a list of entries that each carry an integer
+    ``neuron_device`` (or a top-level empty list), or nothing, in one sentence's worth of time: never a traceback."""
+    entries = preflight._neuron_devices(text)
+    assert entries is None or all(isinstance(e, dict) and type(e.get("neuron_device")) is int for e in entries)
