@@ -199,3 +199,23 @@ def test_a_tag_the_runtime_would_not_take_is_no_model(sample: dict[str, Any], ta
     report = json.loads(json.dumps(sample))
     report["neuron_runtime_data"][0]["neuron_runtime_tag"] = tag
     assert emf.model_values(report) == {}
+
+
+def test_a_report_whose_fields_a_later_release_renamed_reads_as_zero_not_a_failure(sample: dict[str, Any]) -> None:
+    """GIVEN the guide's report (the one documented format, Neuron 2.3.0 to 2.32) with every field the publisher reads
+    renamed, as a later release might WHEN it is published THEN each metric reads 0 and one EMF line still goes out:
+    the publisher never stops on a report it does not know."""
+    renamed = json.loads(
+        json.dumps(sample)
+        .replace('"neuroncore_utilization"', '"utilization_percent"')
+        .replace('"neuron_runtime_used_bytes"', '"used_bytes"')
+        .replace('"error_summary"', '"errors"')
+        .replace('"completed"', '"done"')
+        .replace('"mem_ecc_corrected"', '"hbm_ecc_corrected"')
+    )
+    values = emf.metric_values(renamed)
+    assert values["NeuronCoreUtilization"] == values["AcceleratorMemoryUsed"] == 0
+    assert values["ExecutionErrors"] == values["ExecutionsCompleted"] == values["HardwareEccCorrected"] == 0
+    out = io.StringIO()
+    emf.main(io.StringIO(json.dumps(renamed) + "\n"), out)
+    assert out.getvalue().count("\n") >= 1

@@ -515,13 +515,14 @@ def test_a_multi_node_job_without_a_job_id_does_not_rendezvous() -> None:
 @settings(max_examples=200, deadline=None)
 def test_any_line_is_a_verdict_of_this_job_or_refused_with_a_reason(line: bytes) -> None:
     try:
-        node, problem = parse_verdict(line, JOB, {1, 2})
+        node, problem, kind = parse_verdict(line, JOB, {1, 2})
     except ValueError as refusal:
         assert str(refusal)
         return
     verdict = json.loads(line)
     assert verdict["job"] == JOB and node in {1, 2} and node == verdict["node"]
     assert problem is None or problem == verdict["problem"][:300]
+    assert kind == verdict.get("kind", "node") and kind in {"node", "image"}
 
 
 # The queue's FSx for Lustre file system, as the container sees it.

@@ -235,8 +235,10 @@ def test_the_job_gets_memlock_efa_and_the_launcher(training: dict[str, dict[str,
     assert definition["Timeout"]["AttemptDurationSeconds"] == 3 * 24 * 3600
 
 
-# The retry strategy of every job: the preflight's exit code and Host EC2* reasons retried, everything else not.
+# The retry strategy of every job: the preflight's exit code for an image problem not retried (matched first), its
+# exit code for a bad node and Host EC2* reasons retried, everything else not.
 RETRIES = [
+    {"Action": "EXIT", "OnExitCode": "78"},
     {"Action": "RETRY", "OnExitCode": "75"},
     {"Action": "RETRY", "OnStatusReason": "Host EC2*"},
     {"Action": "EXIT", "OnReason": "*"},
@@ -262,6 +264,47 @@ def test_every_job_retries_a_bad_node_and_a_lost_host_and_nothing_else(
     for definition in resources(training[name], "AWS::Batch::JobDefinition").values():
         retries = definition["Properties"]["RetryStrategy"]
         assert (retries["Attempts"], retries["EvaluateOnExit"]) == (attempts, RETRIES)
+
+
+def _batch_action(entries: list[dict[str, str]], exit_code: str, status_reason: str, reason: str | None) -> str:
+    """What AWS Batch does after an attempt (AWS Batch API reference: EvaluateOnExit): the action of the first entry
+    whose every condition matches (a pattern ending in ``*`` matches a prefix, any other the whole value), and RETRY
+    when none does. A ``reason`` of ``None`` (an attempt that exited with no reason) is matched by nothing."""
+
+    def matches(pattern: str | None, value: str | None) -> bool:
+        if pattern is None:
+            return True
+        if value is None:
+            return False
+        return value.startswith(pattern[:-1]) if pattern.endswith("*") else value == pattern
+
+    for entry in entries:
+        if (
+            matches(entry.get("OnExitCode"), exit_code)
+            and matches(entry.get("OnStatusReason"), status_reason)
+            and matches(entry.get("OnReason"), reason)
+        ):
+            return entry["Action"]
+    return "RETRY"
+
+
+@pytest.mark.parametrize("reason", [None, "", "OutOfMemoryError: Container killed due to memory usage"])
+def test_an_image_problem_is_not_retried_and_a_bad_node_is_whatever_reason_batch_reports(
+    reason: str | None, training: dict[str, dict[str, Any]]
+) -> None:
+    """GIVEN every job's retry strategy WHEN an attempt ends THEN the preflight's image problem (78) exits, a bad node
+    (75) and a lost host (``Host EC2*``) retry, and a failing script (1) exits when Batch reports a reason - and 78
+    exits even when it reports none, which no ``OnReason`` pattern may match (Batch retries what nothing matches)."""
+    from neuron_constructs.training.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
+
+    exited = "Essential container in task exited"
+    for definition in resources(training["trn1.32xlarge"], "AWS::Batch::JobDefinition").values():
+        entries = definition["Properties"]["RetryStrategy"]["EvaluateOnExit"]
+        assert _batch_action(entries, str(IMAGE_EXIT_CODE), exited, reason) == "EXIT"
+        assert _batch_action(entries, str(PREFLIGHT_EXIT_CODE), exited, reason) == "RETRY"
+        assert _batch_action(entries, "", "Host EC2 (instance i-0abc) terminated.", reason) == "RETRY"
+        if reason is not None:
+            assert _batch_action(entries, "1", exited, reason) == "EXIT"
 
 
 def test_every_node_runs_the_preflight_for_its_devices_and_efa_with_the_host_s_marker(

@@ -18,6 +18,13 @@ the first release of a driver inside it), or another image.
 The script reads at most 64 bytes of the file (``dd``), accepts only ``digits.digits`` with at most four digits each
 (no leading zero) before any further ``.`` part, and needs ``sh``, ``dd`` and ``head``, which every Neuron DLC (Ubuntu)
 has. ``NEURON_DRIVER_CHECK_ROOT`` (default empty) prefixes ``/sys`` for tests.
+
+The file is the kernel's attribute of the loaded ``neuron`` module (its ``MODULE_VERSION``: the driver's
+``major.minor.patch.build``, as :mod:`neuron_constructs.knowledge.neuron_releases` lists every driver release); the
+check runs no tool of the image, so no Neuron release's flags apply. It is outside the Neuron sysfs tree
+(``/sys/devices/virtual/neuron_device``) whose nodes Neuron driver 2.31 moved (Neuron sysfs user guide, Neuron
+2.33); that the move left ``/sys/module/neuron/version`` alone is assumed, as the guide's excerpts cited do not list
+the moved nodes.
 """
 
 from __future__ import annotations

@@ -18,6 +18,17 @@ their model's name, and each report adds one EMF line per tagged model: :data:`M
 ``ClusterName, Model`` (what scaling tracks) and NeuronCore utilization under ``ClusterName, Model, InstanceId``
 (what ``neuron-ecs inspect --metrics`` shows per task). Untagged applications count in the instance's figures
 only. Standard library only: it runs in the Neuron container.
+
+The report fields read here (``neuron_runtime_data[].report`` groups ``neuroncore_counters``, ``memory_used``,
+``execution_stats``; ``neuron_runtime_tag`` and ``pid``; ``system_data.neuron_hw_counters.neuron_devices[]``'s ECC
+counters; ``neuron_hardware_info``'s device and NeuronCore counts; ``instance_info``) have one documented format: the
+neuron-monitor user guide ("The JSON output format") shows them unchanged from Neuron 2.3.0 (10 October 2022), its
+first release in aws-neuron/aws-neuron-sdk, to the 2.32 guide (at 81ce03ae; recorded in
+``tests/data/neuron_monitor_sample.json``). The one field Neuron removed from the report, ``neuron-device-version``
+(Neuron 2.20, "'neuron-device-version' field in neuron-monitor no longer supported"), is not read, and no
+announcement up to Neuron 2.34 changes the others. A field a later release renames reads as 0 (every value goes
+through :func:`_number`): the publisher never stops on a report it does not know. The launcher and the daemon start
+``neuron-monitor -c <file>`` (``-c, --config-file``, in the same guide from Neuron 2.3.0 on).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import format_core_list
 from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, PROCESS_TAG_VARIABLE
 from neuron_constructs.monitoring.daemons import neuron_monitor_config, program_source, publisher_source
-from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
+from neuron_constructs.training.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
 from neuron_constructs.training.storage import storage_environment
 
 if TYPE_CHECKING:
@@ -130,9 +130,11 @@ class NeuronTrainingJob(Construct):
     variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
     nothing unless given. Before the command, every node runs the preflight (``preflight``,
     :mod:`neuron_constructs.training.preflight`; with the queue's storage it also checks the Lustre mount). The
-    preflight's exit code (75) and infrastructure failures (``Host EC2*`` status reasons: a host that failed or a
-    reclaimed Spot instance) are retried up to ``retries`` times (``retries + 1`` attempts), anything else - a bug in
-    the script - is not; ``timeout`` defaults to 3 days.
+    preflight's exit code for a bad node (75) and infrastructure failures (``Host EC2*`` status reasons: a host that
+    failed or a reclaimed Spot instance) are retried up to ``retries`` times (``retries + 1`` attempts); its exit code
+    for a problem of the image (78: a tool of the image refused its flags) is not, and is matched first, since AWS
+    Batch retries a job that no ``evaluateOnExit`` entry matches (AWS Batch API reference: EvaluateOnExit); anything
+    else - a bug in the script - is not retried either; ``timeout`` defaults to 3 days.
     ``checkpoint_dir`` reaches every node as ``NEURON_CHECKPOINT_DIR``.
 
     ``tensor_parallel`` and ``pipeline_parallel``, when the job states them, are checked against its world size: one
@@ -280,6 +282,7 @@ class NeuronTrainingJob(Construct):
         )
         refuse_ungranted_ecr_image(f"{path}/Container", self.container)
         strategies = [
+            batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_exit_code=str(IMAGE_EXIT_CODE))),
             batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_exit_code=str(PREFLIGHT_EXIT_CODE))),
             batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
             batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),

@@ -486,10 +486,13 @@ class NeuronTrainingQueue(Construct):
         storage, that the Lustre file system is mounted), and on a multi-node job waits for every other node's
         verdict of this job (other jobs of the queue reach the same port, and are refused), before the command
         starts; ``"collective"`` adds an all-reduce over each node's NeuronCores (``nccom-test``, about a minute per
-        node, billed); a bad node exits 75 with a one-line reason and powers its instance off
-        (:mod:`neuron_constructs.training.preflight`).
+        node, billed); a bad node exits 75 with a one-line reason and powers its instance off; a tool of the image
+        that refuses the preflight's flags (a neuron-ls that takes neither ``--output-format json``, Neuron 2.34 and
+        later, nor ``--json-output``, Neuron 2.33 and earlier) exits 78, naming the tool and the flags, and powers
+        nothing off (:mod:`neuron_constructs.training.preflight`).
         ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
-        and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything else.
+        for a bad node (75) and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything
+        else (not for 78: every attempt runs the same image).
         ``checkpoint_dir``: ``NEURON_CHECKPOINT_DIR`` for every node - a path under the queue's storage or an
         ``s3://`` URL (NEURON066; grant the job role the bucket); default ``<mount>/data/checkpoints/<id>`` when
         the storage links a bucket (FSx exports it to S3), ``<mount>/checkpoints/<id>`` when not, none without
