@@ -61,6 +61,7 @@ from neuron_constructs.base.l1_overrides import (
 )
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.base.vpc import private_vpc
 from neuron_constructs.compute.capacity import (
@@ -222,6 +223,8 @@ class NeuronTrainingQueue(Construct):
                 )
         super().__init__(scope, id)
         remember_path(self, scope, id)
+        # NEURON115 and the other template checks at synth, as for every construct of the library
+        enable_template_checks(scope)
         self.max_nodes = max_nodes
         self.spot = spot
         if machine_image is not None and not isinstance(machine_image, NeuronAmi):
