@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuron_constructs.checks.terminal import terminal_safe
 from neuron_constructs.knowledge.container_images import LIBRARY_IMAGES, NeuronImage
 
 __all__ = [
@@ -135,9 +136,9 @@ class _Answer:
 
 
 def _printable(text: str, limit: int = 200) -> str:
-    """A server's text in a sentence: control characters replaced, at most ``limit`` characters."""
-    cleaned = "".join(c if c.isprintable() else "?" for c in text[:limit])
-    return cleaned + ("..." if len(text) > limit else "")
+    """A server's text in a sentence: control characters escaped (the command line's one helper for untrusted text,
+    :func:`~neuron_constructs.checks.terminal.terminal_safe`), at most ``limit`` characters."""
+    return terminal_safe(text, limit=limit)
 
 
 def _split(url: str) -> urllib.parse.SplitResult:
