@@ -577,6 +577,7 @@ def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
     storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
+    # (A single-node job runs in the host network, which neither this nor the hop limit reaches: NEURON115 says so.)
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
     # A node its preflight found bad writes PREFLIGHT_MARKER_DIR/failed: the instance powers off, and its Auto Scaling
     # group replaces an instance in any state but running.
