@@ -591,8 +591,10 @@ def test_every_privileged_batch_container_and_single_node_ec2_job_is_reported() 
         ("SingleEcs", ("EcsProperties", "TaskProperties", 0, "Containers", 0)),
         ("SingleUnprivileged", ("ContainerProperties",)),
     ]
-    assert "it is privileged and its job runs in the host network" in found["Single"].message
-    assert "container trainer: its job runs in the host network" in found["SingleEcs"].message
+    assert "Single: the job's container: it is privileged and its job runs in the host" in found["Single"].message
+    assert "SingleEcs: container trainer: its job runs in the host network" in found["SingleEcs"].message
+    parallel = sorted(f.message.split(": ")[1] for f in check_template(template) if f.logical_id == "Parallel")
+    assert parallel == ["container x of node range 2 (nodes 2:)", "the container of node range 1 (nodes 1:)"]
 
 
 _ANY_VALUE = st.one_of(

@@ -76,9 +76,11 @@ def _flag(value: object) -> bool:
     return value is True or value in ("true", "True")
 
 
-def _batch_containers(properties: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any], bool]]:
-    """Each container of an ``AWS::Batch::JobDefinition``: where it is, what it is, and whether its job runs in the
-    host network.
+def _batch_containers(
+    properties: dict[str, Any],
+) -> Iterator[tuple[tuple[str | int, ...], str, dict[str, Any], bool]]:
+    """Each container of an ``AWS::Batch::JobDefinition``: where it is, what to call it, what it is, and whether its
+    job runs in the host network.
 
     AWS Batch guide, "Networking modes for AWS Batch jobs" (2025): an ECS job on EC2 that is not multi-node
     parallel (``ContainerProperties``, or ``EcsProperties.TaskProperties[].Containers``) runs in the ``host`` network
@@ -89,29 +91,36 @@ def _batch_containers(properties: dict[str, Any]) -> Iterator[tuple[tuple[str | 
     fargate = isinstance(platforms, list) and "FARGATE" in platforms
     single_host = not fargate and not isinstance(properties.get("NodeProperties"), dict)
 
-    def of_ecs(ecs: object, *at: str | int) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    def named(container: dict[str, Any], otherwise: str) -> str:
+        name = container.get("Name")
+        return f"container {name}" if isinstance(name, str) else otherwise
+
+    def of_ecs(ecs: object, *at: str | int) -> Iterator[tuple[tuple[str | int, ...], str, dict[str, Any]]]:
         tasks = ecs.get("TaskProperties") if isinstance(ecs, dict) else None
         for t_index, task in enumerate(tasks if isinstance(tasks, list) else []):
             containers = task.get("Containers") if isinstance(task, dict) else None
             for c_index, container in enumerate(containers if isinstance(containers, list) else []):
                 if isinstance(container, dict):
-                    yield (*at, "TaskProperties", t_index, "Containers", c_index), container
+                    place = (*at, "TaskProperties", t_index, "Containers", c_index)
+                    yield place, named(container, f"container {c_index} of task {t_index}"), container
 
     single = properties.get("ContainerProperties")
     if isinstance(single, dict):
-        yield ("ContainerProperties",), single, single_host
-    for place, container in of_ecs(properties.get("EcsProperties"), "EcsProperties"):
-        yield place, container, single_host
+        yield ("ContainerProperties",), "the job's container", single, single_host
+    for place, name, container in of_ecs(properties.get("EcsProperties"), "EcsProperties"):
+        yield place, name, container, single_host
     nodes = properties.get("NodeProperties")
     ranges = nodes.get("NodeRangeProperties") if isinstance(nodes, dict) else None
     for index, node_range in enumerate(ranges if isinstance(ranges, list) else []):
         if not isinstance(node_range, dict):
             continue
         at = ("NodeProperties", "NodeRangeProperties", index)
+        targets = node_range.get("TargetNodes")
+        of_nodes = f"node range {index}" + (f" (nodes {targets})" if isinstance(targets, str) else "")
         if isinstance(node_range.get("Container"), dict):
-            yield (*at, "Container"), node_range["Container"], False
-        for place, container in of_ecs(node_range.get("EcsProperties"), *at, "EcsProperties"):
-            yield place, container, False
+            yield (*at, "Container"), f"the container of {of_nodes}", node_range["Container"], False
+        for place, name, container in of_ecs(node_range.get("EcsProperties"), *at, "EcsProperties"):
+            yield place, f"{name} of {of_nodes}", container, False
 
 
 def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
@@ -120,9 +129,7 @@ def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
     for logical_id, resource in t.resources.items():
         if not isinstance(resource, dict) or resource.get("Type") != "AWS::Batch::JobDefinition":
             continue
-        for index, (place, container, host) in enumerate(_batch_containers(t.properties(resource))):
-            name = container.get("Name")
-            name = name if isinstance(name, str) else f"container {index}"
+        for place, name, container, host in _batch_containers(t.properties(resource)):
             privileged = _flag(container.get("Privileged"))
             reasons = (["it is privileged"] if privileged else []) + (
                 ["its job runs in the host network (AWS Batch runs single-node jobs on EC2 in no other)"] * host
@@ -132,8 +139,8 @@ def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
                     r.PRIVILEGED_CONTAINER,
                     logical_id,
                     in_properties(*place, "Privileged") if privileged else in_properties(*place),
-                    f"container {name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every "
-                    "task's credentials on the instance)",
+                    f"{name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every task's "
+                    "credentials on the instance)",
                 )
 
 
