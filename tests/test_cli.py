@@ -700,3 +700,31 @@ def test_ami_against_a_dripping_endpoint_ends_at_its_deadline_with_a_sentence(fa
 def test_an_ami_deadline_that_is_not_a_number_of_seconds_is_a_usage_error(deadline: str) -> None:
     status, _, err = run("ami", "--deadline", deadline)
     assert status == EXIT_USAGE and "is not a number of seconds" in err
+
+
+def test_no_control_character_reaches_the_terminal_but_the_command_line_s_own_colours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GIVEN any command's output on a terminal, with a value holding escape sequences no command escaped itself
+    WHEN it is written THEN only the bold and colours the command line adds are sent raw; piped, none is."""
+    import re
+
+    from neuron_constructs.tools.cli import _Output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for stream, bold in ((Terminal(), "\x1b[1mCluster\x1b[0m"), (io.StringIO(), "Cluster")):
+        out = _Output(stream)
+        out.line(f"{out.style('Cluster', '1')} {_HOSTILE}\x1b[31m x\tz")
+        out.table(("name",), [(f"a{_HOSTILE}",)])
+        shown = stream.getvalue()
+        assert shown.startswith(f"{bold} \\x1b]0;owned\\x07\\x1b[2J\\r\\u202e")
+        assert "a\\x1b]0;owned\\x07" in shown
+        # on a terminal, colour and bold sequences only (the command's, or one a value forged where no command
+        # escaped it, which can colour text and no more); piped, nothing
+        raw = re.sub(r"\x1b\[[0-9;]*m", "", shown) if stream.isatty() else shown
+        assert "\x1b" not in raw
+        assert "\r" not in shown and "\x07" not in shown and "\u202e" not in shown

@@ -61,11 +61,18 @@ EXIT_INTERRUPTED = 130
 _PROGRESS_AFTER_S = 2.0
 
 
+_SGR = re.compile(r"(\x1b\[[0-9;]*m)")
+"""A Select Graphic Rendition sequence (bold, a colour, reset): the only escape the command line writes itself."""
+
+
 class _Output:
     """Plain text, or bold headers and coloured findings on a terminal.
 
     Once the reader closes the pipe (``| head``), further lines are dropped: the command still
-    finishes and returns its exit status.
+    finishes and returns its exit status. Whatever is written, no control character but the newline reaches the
+    stream raw (:func:`~neuron_constructs.checks.terminal.terminal_safe`), nor any escape sequence but the colours
+    and bold of :meth:`style` on a terminal; the commands also escape each untrusted value where they print it, so
+    that a value cannot forge a line or a colour either.
     """
 
     def __init__(self, stream: IO[str]) -> None:
@@ -83,10 +90,19 @@ class _Output:
         if self.closed:
             return
         try:
-            self.stream.write(text)
+            self.stream.write(self.safe(text))
             self.stream.flush()
         except BrokenPipeError:
             self.closed = True
+
+    def safe(self, text: str) -> str:
+        """``text`` with every control character but the newline escaped, the colours of :meth:`style` kept on a
+        terminal."""
+        parts = _SGR.split(text) if self.styled else [text]
+        return "".join(
+            part if index % 2 else "\n".join(terminal_safe(line) for line in part.split("\n"))
+            for index, part in enumerate(parts)
+        )
 
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
         rows = [tuple(terminal_safe(c) for c in r) for r in rows]  # cells hold what AWS, registries, templates said
@@ -292,7 +308,7 @@ class _Progress:
         self.shown, self.last = now, message
         end = "" if self.terminal else "\n"
         prefix = "\r\033[K" if self.terminal else ""
-        self.stream.write(f"{prefix}neuron-ecs inspect: {message}{end}")
+        self.stream.write(f"{prefix}neuron-ecs inspect: {terminal_safe(message)}{end}")
         self.stream.flush()
 
     def done(self) -> None:
@@ -356,7 +372,7 @@ def _print_inspection(
 ) -> None:
     instances = {i.arn: i for i in inspection.container_instances}
     out.line(
-        f"{out.style('Cluster ' + inspection.cluster, '1')}: {len(instances)} container instances, "
+        f"{out.style('Cluster ' + terminal_safe(inspection.cluster), '1')}: {len(instances)} container instances, "
         f"{len(inspection.tasks)} tasks"
     )
     out.line()
@@ -378,7 +394,8 @@ def _print_inspection(
     if not inspection.findings:
         out.line("No findings: no NeuronCore is held twice, every task's devices exist, nothing idle.")
     for finding in inspection.findings:
-        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
+        kind = out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, "0"))
+        out.line(f"{kind}: {terminal_safe(finding.message)}")
 
 
 def _instance_table(inspection: ClusterInspection, out: _Output) -> None:

@@ -483,7 +483,9 @@ class NeuronTrainingQueue(Construct):
         tensor_parallel: int | None = None,
         pipeline_parallel: int | None = None,
     ) -> NeuronTrainingJob:
-        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`).
+        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`). A single-node job
+        runs in the host network, the only mode AWS Batch offers it on EC2, and can use the queue's instance role
+        (warning NEURON115 at synth); the nodes of a multi-node job run in awsvpc, kept from it.
 
         ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver (and, with
         storage, that the Lustre file system is mounted), and on a multi-node job waits for every other node's
