@@ -139,7 +139,7 @@ def test_the_manifest_url_is_the_registry_s_v2_path_of_the_tag() -> None:
     )
 
 
-def test_a_challenge_is_met_with_an_anonymous_token_and_the_digest_read_from_the_header(registry: _Registry) -> None:
+def test_a_challenge_is_met_with_an_anonymous_token_and_the_manifest_asked_again(registry: _Registry) -> None:
     paths = _paths(registry.url)
     registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(7)}
     assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == _digest(7)
