@@ -585,3 +585,146 @@ def test_the_local_endpoint_s_boto3_clients_reach_it_past_any_proxy(loopback_end
     endpoint = LocalAwsEndpoint(port=int(urlsplit(url).port or 0))
     assert endpoint.client("sts").get_caller_identity()["Account"] == "123456789012"
     assert asked == ["POST /"]
+
+
+# --- untrusted text and the ami deadline -----------------------------------------------------------------------------
+
+_HOSTILE = "\x1b]0;owned\x07\x1b[2J\r\u202e"
+"""A window title, a cleared screen, a carriage return and a right-to-left override."""
+
+
+def test_ami_prints_what_the_parameter_holds_with_every_control_character_escaped(fake_credentials: None) -> None:
+    """GIVEN an endpoint whose AMI parameter holds terminal escape sequences in its values and keys WHEN ami prints
+    them THEN no control character reaches the terminal: each is printed as its escape."""
+    value = {"image_id": f"ami-1{_HOSTILE}", "os": f"AL2023{_HOSTILE}", f"k{_HOSTILE}": "v"}
+    body = json.dumps(
+        {
+            "Parameters": [
+                {"Name": NEURON_AMI_PARAMETER_PATH, "Type": "String", "Value": json.dumps(value)},
+                {"Name": NEURON_AMI_IMAGE_ID_PARAMETER, "Type": "String", "Value": f"ami-1{_HOSTILE}"},
+            ],
+            "InvalidParameters": [],
+        }
+    ).encode()
+    server = _Server(body=body)
+    try:
+        status, out, err = run("ami", "--region", REGION, "--endpoint-url", server.url)
+    finally:
+        server.close()
+    assert (status, err) == (EXIT_OK, "")
+    assert not any(c in out for c in "\x1b\x07\r\u202e")
+    assert "image id   ami-1\\x1b]0;owned\\x07\\x1b[2J\\r\\u202e" in out
+    assert "AL2023\\x1b]0;owned" in out and "k\\x1b]0;owned" in out
+
+
+def test_lint_prints_a_template_s_names_with_every_control_character_escaped(tmp_path: Path) -> None:
+    """GIVEN a template whose container name and file name hold escape sequences and a newline that would forge a
+    finding WHEN linted, as text, parseable or JSON THEN no control character reaches the terminal."""
+    name = f"x{_HOSTILE}\nE0000 forged"
+    template = {
+        "Resources": {
+            "Task": {
+                "Type": "AWS::ECS::TaskDefinition",
+                "Properties": {
+                    "ContainerDefinitions": [{"Name": name, "Image": "busybox", "Privileged": True}],
+                },
+            }
+        }
+    }
+    path = tmp_path / "t\x1b[2J.json"
+    path.write_text(json.dumps(template))
+    for form in (["--format", "text"], ["--format", "parseable"], ["--json"]):
+        status, out, err = run("lint", str(path), *form)
+        assert status == EXIT_OK, err
+        assert "NEURON115" in out or "W9215" in out
+        assert not any(c in out + err for c in "\x1b\x07\r\u202e"), form
+        assert "\nE0000 forged" not in out
+    status, out, _ = run("lint", str(path), "--format", "text")
+    assert "container x\\x1b]0;owned\\x07\\x1b[2J\\r\\u202e\\nE0000 forged" in out and "t\\x1b[2J.json" in out
+
+
+def test_an_unreadable_template_s_name_is_printed_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "bad\x1b]0;x\x07.json"
+    path.write_text("{")
+    status, _, err = run("lint", str(path))
+    assert status == EXIT_USAGE and "bad\\x1b]0;x\\x07.json" in err and "\x1b" not in err
+
+
+def _dripping_ssm(connection: Any) -> None:
+    """Reads a request, then answers a byte every 50 ms (well within any per-read timeout) for at most 3 s."""
+    import time
+
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 200 OK\r\n")
+    for _ in range(60):
+        connection.sendall(b"X")
+        time.sleep(0.05)
+
+
+def test_ami_against_a_dripping_endpoint_ends_at_its_deadline_with_a_sentence(fake_credentials: None) -> None:
+    """GIVEN an endpoint that sends a byte every 50 ms and never finishes WHEN ami runs with a deadline of 0.5 s
+    THEN it exits 1 within about that time with one sentence naming the endpoint and the deadline."""
+    import contextlib
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection, contextlib.suppress(OSError):
+                _dripping_ssm(connection)
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        started = time.monotonic()
+        status, out, err = run("ami", "--region", REGION, "--endpoint-url", url, "--deadline", "0.5")
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+    assert (status, out) == (EXIT_AWS_ERROR, "")
+    assert err == (
+        f"neuron-ecs ami: {url} did not finish answering within the 0.5 s the command may take: check the network, "
+        "the region or --endpoint-url\n"
+    )
+    assert 0.4 < took < 2
+
+
+@pytest.mark.parametrize("deadline", ["0", "-1", "nan", "soon"])
+def test_an_ami_deadline_that_is_not_a_number_of_seconds_is_a_usage_error(deadline: str) -> None:
+    status, _, err = run("ami", "--deadline", deadline)
+    assert status == EXIT_USAGE and "is not a number of seconds" in err
+
+
+def test_no_control_character_reaches_the_terminal_but_the_command_line_s_own_colours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GIVEN any command's output on a terminal, with a value holding escape sequences no command escaped itself
+    WHEN it is written THEN only the bold and colours the command line adds are sent raw; piped, none is."""
+    import re
+
+    from neuron_constructs.tools.cli import _Output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for stream, bold in ((Terminal(), "\x1b[1mCluster\x1b[0m"), (io.StringIO(), "Cluster")):
+        out = _Output(stream)
+        out.line(f"{out.style('Cluster', '1')} {_HOSTILE}\x1b[31m x\tz")
+        out.table(("name",), [(f"a{_HOSTILE}",)])
+        shown = stream.getvalue()
+        assert shown.startswith(f"{bold} \\x1b]0;owned\\x07\\x1b[2J\\r\\u202e")
+        assert "a\\x1b]0;owned\\x07" in shown
+        # on a terminal, colour and bold sequences only (the command's, or one a value forged where no command
+        # escaped it, which can colour text and no more); piped, nothing
+        raw = re.sub(r"\x1b\[[0-9;]*m", "", shown) if stream.isatty() else shown
+        assert "\x1b" not in raw
+        assert "\r" not in shown and "\x07" not in shown and "\u202e" not in shown

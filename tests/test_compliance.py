@@ -156,3 +156,28 @@ def test_the_ecs_agent_and_registry_token_wildcards_are_in_policies_of_their_own
         roles["task execution role"].node.find_child("RegistryToken").node.default_child.policy_document  # type: ignore[union-attr]
     )
     assert token["Statement"] == [{"Action": "ecr:GetAuthorizationToken", "Effect": "Allow", "Resource": "*"}]
+
+
+def test_the_ecs2_acknowledgement_of_a_neuron_task_definition_covers_every_variable_in_it(tmp_path: Path) -> None:
+    """GIVEN a Neuron task definition whose container has a variable of the user's, beside a plain task definition
+    with one WHEN AwsSolutions runs THEN ECS2 (environment variables in a task definition), which names no variable,
+    is reported on the plain one only: the library's acknowledgement for its own variables covers the user's too
+    (docs/security.md says so; NEURON109 still warns on a secret-looking name)."""
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(analytics_reporting=False, outdir=str(tmp_path), context={REPORT_ONLY: False})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = Stack(app, "Environment")
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container(
+        "model",
+        image=IMAGE,
+        environment={"MODEL_MODE": "fast"},
+        compile_cache=CompileCache.in_new_bucket(stack, "Cache"),  # the library's variable: NEURON_COMPILE_CACHE_URL
+    )
+    plain = ecs.Ec2TaskDefinition(stack, "Plain")
+    plain.add_container("web", image=IMAGE, memory_limit_mib=64, environment={"MODE": "fast"})
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    assert _open(plugin, "Environment/").get("AwsSolutions-ECS2") == ["Environment/Plain/Resource"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import http.server
 import io
 import json
@@ -25,16 +26,26 @@ from neuron_constructs.tools.digests import MANIFEST_MEDIA_TYPES, DigestLookupEr
 TOKEN = "anonymous-pull-token"
 
 
+def _manifest(n: int) -> bytes:
+    """The bytes of a small image index, one per ``n``."""
+    return json.dumps({"schemaVersion": 2, "mediaType": MANIFEST_MEDIA_TYPES[0], "manifests": [], "n": n}).encode()
+
+
 def _digest(n: int) -> str:
-    return f"sha256:{n:064x}"
+    """The digest of :func:`_manifest` ``(n)``: the SHA-256 of its bytes."""
+    return "sha256:" + hashlib.sha256(_manifest(n)).hexdigest()
 
 
 class _Registry:
-    """A registry that holds ``manifests`` (``/v2/<name>/manifests/<tag>`` path -> digest) behind a bearer challenge,
-    and records what it was asked."""
+    """A registry that holds ``manifests`` (``/v2/<name>/manifests/<tag>`` path -> digest of :func:`_manifest`)
+    behind a bearer challenge, and records what it was asked; ``claims`` (path -> digest) makes its
+    ``Docker-Content-Digest`` header say another digest than the bytes it sends."""
 
     def __init__(self, manifests: dict[str, str], *, token_body: bytes | None = None) -> None:
         self.manifests = manifests
+        self.claims: dict[str, str] = {}
+        self.realm: str | None = None
+        """The token realm the challenge names (default: this registry's ``/token``)."""
         self.redirect: str | None = None
         """Where an authorized HEAD is sent on (``/moved``: this registry, a URL: another), the path appended."""
         self.asked: list[tuple[str, str, dict[str, str]]] = []
@@ -44,7 +55,10 @@ class _Registry:
             def log_message(self, *_: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # the token realm
+            def do_GET(self) -> None:  # the token realm, or a manifest
+                if self.path.startswith(("/v2/", "/moved/")):
+                    self.do_HEAD(method="GET")
+                    return
                 registry.asked.append(("GET", self.path, dict(self.headers)))
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
                 body = token_body if token_body is not None else json.dumps({"token": TOKEN}).encode()
@@ -58,15 +72,16 @@ class _Registry:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def do_HEAD(self) -> None:  # a manifest
-                registry.asked.append(("HEAD", self.path, dict(self.headers)))
+            def do_HEAD(self, method: str = "HEAD") -> None:  # a manifest
+                registry.asked.append((method, self.path, dict(self.headers)))
                 path = self.path.removeprefix("/moved")
                 name = path.removeprefix("/v2/").rsplit("/manifests/", 1)[0]
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     self.send_response(401)
                     self.send_header(
                         "WWW-Authenticate",
-                        f'Bearer realm="{registry.url}/token",service="test-registry",scope="repository:{name}:pull"',
+                        f'Bearer realm="{registry.realm or registry.url + "/token"}",service="test-registry",'
+                        f'scope="repository:{name}:pull"',
                     )
                     self.end_headers()
                     return
@@ -76,11 +91,15 @@ class _Registry:
                     self.end_headers()
                     return
                 digest = registry.manifests.get(path)
+                body = next((_manifest(n) for n in range(64) if _digest(n) == digest), b"") if digest else b""
                 self.send_response(200 if digest else 404)
                 if digest:
-                    self.send_header("Docker-Content-Digest", digest)
+                    self.send_header("Docker-Content-Digest", registry.claims.get(path, digest))
                     self.send_header("Content-Type", MANIFEST_MEDIA_TYPES[0])
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if method == "GET":
+                    self.wfile.write(body)
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
@@ -120,21 +139,25 @@ def test_the_manifest_url_is_the_registry_s_v2_path_of_the_tag() -> None:
     )
 
 
-def test_a_challenge_is_met_with_an_anonymous_token_and_the_digest_read_from_the_header(registry: _Registry) -> None:
+def test_a_challenge_is_met_with_an_anonymous_token_and_the_manifest_asked_again(registry: _Registry) -> None:
     paths = _paths(registry.url)
     registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(7)}
     assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == _digest(7)
     (first, token, second) = registry.asked
-    assert first[0] == "HEAD" and "Authorization" not in first[2]
+    assert first[0] == "GET" and first[1].startswith("/v2/") and "Authorization" not in first[2]
     assert token[0] == "GET" and "scope=repository%3Anode-problem-detector%2Fnode-problem-detector%3Apull" in token[1]
     assert second[2]["Authorization"] == f"Bearer {TOKEN}"
     assert second[2]["Accept"].split(", ") == list(MANIFEST_MEDIA_TYPES)  # an index first, as a runtime asks
 
 
-def test_digests_says_which_pins_match_and_gives_the_digest_to_pin_the_others(registry: _Registry) -> None:
+def test_digests_says_which_pins_match_and_gives_the_digest_to_pin_the_others(
+    registry: _Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = _paths(registry.url)
     registry.manifests = {path: _digest(n) for n, path in enumerate(paths.values(), start=1)}
-    registry.manifests[paths["NODE_PROBLEM_DETECTOR"]] = str(NODE_PROBLEM_DETECTOR.digest)
+    # pinned to the bytes this registry holds for the tag
+    monkeypatch.setitem(LIBRARY_IMAGES, "NODE_PROBLEM_DETECTOR", NODE_PROBLEM_DETECTOR.pinned(_digest(40)))
+    registry.manifests[paths["NODE_PROBLEM_DETECTOR"]] = _digest(40)
     status, out, err = _run("digests", "--endpoint-url", registry.url, "--json")
     assert (status, err) == (EXIT_OK, "")
     found = {d["name"]: d for d in json.loads(out)["images"]}
@@ -287,7 +310,9 @@ def test_a_redirect_within_the_registry_is_followed_without_the_token(registry: 
     registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(5)}
     registry.redirect = "/moved"
     assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == _digest(5)
-    heads = [(path, headers.get("Authorization")) for method, path, headers in registry.asked if method == "HEAD"]
+    heads = [
+        (path, headers.get("Authorization")) for _, path, headers in registry.asked if not path.startswith("/token")
+    ]
     moved = [authorization for path, authorization in heads if path.startswith("/moved/")]
     assert moved[0] is None  # the token stays behind on a redirect; the registry asks for one again
     assert moved[-1] == f"Bearer {TOKEN}"
@@ -352,3 +377,67 @@ def test_a_url_a_registry_sends_that_is_none_is_a_sentence(
         server.server_close()
     err = capsys.readouterr().err
     assert code == 1 and said in err and "Traceback" not in err
+
+
+# --- what a registry may not make digests do: ask another host for a token, or name bytes it did not send ----------
+
+
+def test_a_token_realm_on_another_host_is_never_asked(registry: _Registry) -> None:
+    """GIVEN a registry whose challenge names a realm on another host (here 127.0.0.2; on AWS it could be the
+    instance metadata service, 169.254.169.254) WHEN digests asks it THEN exit 1 with a sentence, and nothing is
+    sent to that host."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.2", 0), http.server.BaseHTTPRequestHandler)
+    asked: list[str] = []
+    other.RequestHandlerClass = type(
+        "Recorder", (http.server.BaseHTTPRequestHandler,), {"do_GET": lambda self: asked.append(self.path)}
+    )
+    threading.Thread(target=other.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        registry.realm = f"http://127.0.0.2:{other.server_port}/token"
+        status, out, err = _run("digests", "--endpoint-url", registry.url, "--deadline", "5")
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert (status, out) == (EXIT_AWS_ERROR, "")
+    assert "named a token realm on another host (http://127.0.0.2:" in err and "Traceback" not in err
+    assert asked == []
+
+
+def test_a_realm_is_the_registry_s_own_host_or_one_it_documents() -> None:
+    from neuron_constructs.tools.digests import _check_realm_host
+
+    _check_realm_host("public.ecr.aws", "public.ecr.aws", "https://public.ecr.aws/token/")
+    _check_realm_host("auth.docker.io", "registry-1.docker.io", "https://auth.docker.io/token")
+    for realm, registry_host in [
+        ("169.254.169.254", "public.ecr.aws"),
+        ("auth.docker.io", "public.ecr.aws"),
+        ("registry.k8s.io.example.com", "registry.k8s.io"),
+    ]:
+        with pytest.raises(DigestLookupError, match="named a token realm on another host"):
+            _check_realm_host(realm, registry_host, f"https://{realm}/token")
+
+
+def test_a_digest_header_that_names_other_bytes_than_the_manifest_is_a_sentence_not_a_digest(
+    registry: _Registry,
+) -> None:
+    """GIVEN a registry whose Docker-Content-Digest names other bytes than the manifest it sends WHEN digests asks
+    it THEN exit 1, naming what it claims and what the manifest hashes to; the claimed digest is never given as the
+    tag's."""
+    paths = _paths(registry.url)
+    registry.manifests = {path: _digest(n) for n, path in enumerate(paths.values(), start=1)}
+    registry.claims = {paths["NODE_PROBLEM_DETECTOR"]: str(NODE_PROBLEM_DETECTOR.digest)}
+    with pytest.raises(DigestLookupError) as raised:
+        registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url)
+    real = registry.manifests[paths["NODE_PROBLEM_DETECTOR"]]
+    assert f"claims the digest {NODE_PROBLEM_DETECTOR.digest}, but the manifest it sent is {real}" in str(raised.value)
+    status, out, err = _run("digests", "--endpoint-url", registry.url, "--json")
+    assert (status, out) == (EXIT_AWS_ERROR, "") and "claims the digest" in err
+
+
+def test_the_digest_is_the_sha256_of_the_manifest_bytes_fetched_with_get(registry: _Registry) -> None:
+    paths = _paths(registry.url)
+    registry.manifests = {paths["NODE_PROBLEM_DETECTOR"]: _digest(3)}
+    assert registry_digest(NODE_PROBLEM_DETECTOR, endpoint_url=registry.url) == (
+        "sha256:" + hashlib.sha256(_manifest(3)).hexdigest()
+    )
+    assert {method for method, path, _ in registry.asked if path.startswith("/v2/")} == {"GET"}

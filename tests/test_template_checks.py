@@ -542,6 +542,61 @@ def test_every_privileged_container_and_host_network_task_is_reported_neuron_or_
     assert r.PRIVILEGED_CONTAINER.severity == "warning"
 
 
+_ECS_CONTAINER_0 = ("TaskProperties", 0, "Containers", 0)
+
+
+def _job(**properties: Any) -> dict[str, Any]:
+    return {"Type": "AWS::Batch::JobDefinition", "Properties": {"Type": "container", **properties}}
+
+
+def test_every_privileged_batch_container_and_single_node_ec2_job_is_reported() -> None:
+    """GIVEN AWS Batch job definitions: single-node on EC2 (the host network, AWS Batch guide "Networking modes for
+    AWS Batch jobs"), multi-node parallel (awsvpc), Fargate (awsvpc), privileged or not, in ContainerProperties,
+    NodeRangeProperties' Container and EcsProperties WHEN linted THEN NEURON115 names each privileged container
+    and each container of a host-network job, and nothing else."""
+    image = {"Image": "public.ecr.aws/docker/library/busybox:1.37"}
+    template = with_resources(
+        BASE,
+        Single=_job(ContainerProperties={**image, "Privileged": True}),
+        SingleUnprivileged=_job(ContainerProperties=image),
+        SingleEcs=_job(EcsProperties={"TaskProperties": [{"Containers": [{**image, "Name": "trainer"}]}]}),
+        Fargate=_job(PlatformCapabilities=["FARGATE"], ContainerProperties=image),
+        Parallel=_job(
+            Type="multinode",
+            NodeProperties={
+                "NumNodes": 2,
+                "MainNode": 0,
+                "NodeRangeProperties": [
+                    {"TargetNodes": "0:0", "Container": image},
+                    {"TargetNodes": "1:", "Container": {**image, "Privileged": "true"}},
+                    {
+                        "TargetNodes": "2:",
+                        "EcsProperties": {
+                            "TaskProperties": [{"Containers": [{**image, "Name": "x", "Privileged": True}]}]
+                        },
+                    },
+                ],
+            },
+        ),
+    )
+    found = {f.logical_id: f for f in check_template(template) if f.rule is r.PRIVILEGED_CONTAINER}
+    got = sorted((f.logical_id, f.location[3:]) for f in check_template(template) if f.rule is r.PRIVILEGED_CONTAINER)
+    assert got == [
+        ("Parallel", ("NodeProperties", "NodeRangeProperties", 1, "Container", "Privileged")),
+        (
+            "Parallel",
+            ("NodeProperties", "NodeRangeProperties", 2, "EcsProperties", *_ECS_CONTAINER_0, "Privileged"),
+        ),
+        ("Single", ("ContainerProperties", "Privileged")),
+        ("SingleEcs", ("EcsProperties", "TaskProperties", 0, "Containers", 0)),
+        ("SingleUnprivileged", ("ContainerProperties",)),
+    ]
+    assert "Single: the job's container: it is privileged and its job runs in the host" in found["Single"].message
+    assert "SingleEcs: container trainer: its job runs in the host network" in found["SingleEcs"].message
+    parallel = sorted(f.message.split(": ")[1] for f in check_template(template) if f.logical_id == "Parallel")
+    assert parallel == ["container x of node range 2 (nodes 2:)", "the container of node range 1 (nodes 1:)"]
+
+
 _ANY_VALUE = st.one_of(
     st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2), st.just({})
 )

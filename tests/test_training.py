@@ -857,3 +857,19 @@ def test_job_logs_and_flow_logs_outlive_the_queue_by_default_and_follow_the_sett
         assert {k.split("Queue")[-1][:4] for k in groups} == {"Logs", "VpcF"}, groups.keys()
         for group in groups.values():
             assert (group["DeletionPolicy"], group["Properties"]["RetentionInDays"]) == (policy, days), stack
+
+
+def test_a_single_node_job_runs_in_the_host_network_and_warns_neuron115_at_synth() -> None:
+    """GIVEN a queue with a single-node job (AWS Batch runs it in the host network: "Networking modes for AWS Batch
+    jobs") and a multi-node job (awsvpc, where ECS_AWSVPC_BLOCK_IMDS keeps it from the instance role) WHEN the app
+    synthesizes THEN NEURON115 names the single-node job's container and not the multi-node one's."""
+    from conftest import synth_warnings
+
+    stack, queue = _job_stack()
+    queue.add_job("Single", nodes=1, image=IMAGE, command=["train"])
+    queue.add_job("Multi", nodes=2, image=IMAGE, command=["train"])
+    app = stack.node.root
+    assert isinstance(app, App)
+    warnings = [w for w in synth_warnings(app) if "[NEURON115: " in w]
+    assert len(warnings) == 1, warnings
+    assert "Queue/Single" in warnings[0] and "its job runs in the host network" in warnings[0]

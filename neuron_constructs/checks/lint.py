@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from neuron_constructs.checks.cfn_template import LoadedTemplate, TemplateError, load_template
 from neuron_constructs.checks.template_checks import Finding, check_templates
+from neuron_constructs.checks.terminal import terminal_safe
 from neuron_constructs.knowledge.rules import BY_ID
 
 __all__ = [
@@ -165,17 +166,19 @@ def _rule_id(name: str) -> str:
 
 
 def write_findings(findings: Sequence[LintFinding], out: Writer, *, form: str) -> None:
-    """``form``: ``text`` (cfn-lint's default layout), ``parseable`` or ``json``."""
+    """``form``: ``text`` (cfn-lint's default layout), ``parseable`` or ``json``; control characters of the
+    templates' text escaped in each (:func:`~neuron_constructs.checks.terminal.terminal_safe`; JSON escapes its own)."""
     if form == "json":
         out.write(json.dumps([f.to_json() for f in findings], indent=2) + "\n")
         return
     for item in findings:
-        rule, message = item.finding.rule, item.finding.message
+        # a message quotes the template (logical ids, names, values) and a file name is anyone's: both escaped
+        rule, message, file = item.finding.rule, item.finding.message, terminal_safe(item.file)
         if form == "parseable":
-            flat = " ".join(message.split())
-            out.write(f"{item.file}:{item.line}:{item.column}:{item.line}:{item.column}:{rule.cfn_lint_id}:{flat}\n")
+            flat = terminal_safe(" ".join(message.split()))
+            out.write(f"{file}:{item.line}:{item.column}:{item.line}:{item.column}:{rule.cfn_lint_id}:{flat}\n")
         else:
-            out.write(f"{rule.cfn_lint_id} {message}\n{item.file}:{item.line}:{item.column}\n\n")
+            out.write(f"{rule.cfn_lint_id} {terminal_safe(message)}\n{file}:{item.line}:{item.column}\n\n")
 
 
 def write_rules(out: Writer) -> None:

@@ -1038,14 +1038,17 @@ PRIVILEGED_CONTAINER = Rule(
     "NEURON115",
     "Privileged or host-network container",
     "a privileged container holds every capability and device of the instance, so it can act as the instance; a "
-    "container of a host-network task reaches the instance metadata service past the hop limit of 1 and "
-    "ECS_AWSVPC_BLOCK_IMDS: either can use the instance role, whose ecs:Poll returns the credentials of every task "
-    "on the instance (their task roles, their secrets)",
+    "container of a host-network task, or of a single-node AWS Batch job on EC2 (which Batch runs in the host "
+    "network only), reaches the instance metadata service past the hop limit of 1 and ECS_AWSVPC_BLOCK_IMDS: either "
+    "can use the instance role, whose ecs:Poll returns the credentials of every task on the instance (their task "
+    "roles, their secrets)",
     "drop privileged (map the devices and add the capabilities it needs) and use the bridge or awsvpc network "
-    "mode; acknowledge this warning id with the reason the container needs it",
+    "mode (a Batch job on EC2: a multi-node parallel job, whose nodes run in awsvpc); acknowledge this warning id "
+    "with the reason the container needs it",
     "ECS guide: task IAM roles (instance role, blocking instance metadata); ECS API reference: ContainerDefinition "
     'privileged ("the container is given elevated privileges on the host container instance, similar to the root '
-    'user"), TaskDefinition networkMode; ECS guide: Amazon ECS container instance IAM role (ecs:Poll)',
+    'user"), TaskDefinition networkMode; ECS guide: Amazon ECS container instance IAM role (ecs:Poll); AWS Batch '
+    "guide: networking modes for AWS Batch jobs",
     severity="warning",
     checked="template",
 )

@@ -3,7 +3,7 @@
 Commands::
 
     neuron-ecs catalog [--json]
-    neuron-ecs ami [--releases [--limit N]] [--region R] [--json]
+    neuron-ecs ami [--releases [--limit N]] [--region R] [--deadline SECONDS] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches] [--json]
@@ -16,9 +16,9 @@ not fit its capacity, or ECS refuses its configuration) or ``digests`` finds a p
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
 long ``inspect`` prints progress on stderr; ``ami --releases`` reads at most 40 pages within 60 s and says when
-it stopped early. ``digests`` ends within one deadline for the whole run
-(30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s and 256 MB and answer a
-sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
+it stopped early; ``ami`` ends within one deadline for the whole command (120 s, ``--deadline``), and
+``digests`` within one for the whole run (30 s, ``--deadline``); ``lint`` and ``plan`` read any file within 2 s
+and 256 MB and answer a sentence, never a traceback. Tables are aligned text; on a terminal the headers are bold and
 findings coloured (unless ``NO_COLOR`` is set); piped output is plain, and a closed pipe
 (``| head``) keeps the exit status. ``catalog``, ``lint`` and ``plan`` import neither boto3 nor the
 AWS CDK.
@@ -36,6 +36,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any
+
+from neuron_constructs.checks.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.inspection import ClusterInspection, ContainerInstance
@@ -59,11 +61,18 @@ EXIT_INTERRUPTED = 130
 _PROGRESS_AFTER_S = 2.0
 
 
+_SGR = re.compile(r"(\x1b\[[0-9;]*m)")
+"""A Select Graphic Rendition sequence (bold, a colour, reset): the only escape the command line writes itself."""
+
+
 class _Output:
     """Plain text, or bold headers and coloured findings on a terminal.
 
     Once the reader closes the pipe (``| head``), further lines are dropped: the command still
-    finishes and returns its exit status.
+    finishes and returns its exit status. Whatever is written, no control character but the newline reaches the
+    stream raw (:func:`~neuron_constructs.checks.terminal.terminal_safe`), nor any escape sequence but the colours
+    and bold of :meth:`style` on a terminal; the commands also escape each untrusted value where they print it, so
+    that a value cannot forge a line or a colour either.
     """
 
     def __init__(self, stream: IO[str]) -> None:
@@ -81,13 +90,22 @@ class _Output:
         if self.closed:
             return
         try:
-            self.stream.write(text)
+            self.stream.write(self.safe(text))
             self.stream.flush()
         except BrokenPipeError:
             self.closed = True
 
+    def safe(self, text: str) -> str:
+        """``text`` with every control character but the newline escaped, the colours of :meth:`style` kept on a
+        terminal."""
+        parts = _SGR.split(text) if self.styled else [text]
+        return "".join(
+            part if index % 2 else "\n".join(terminal_safe(line) for line in part.split("\n"))
+            for index, part in enumerate(parts)
+        )
+
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-        rows = [tuple(r) for r in rows]
+        rows = [tuple(terminal_safe(c) for c in r) for r in rows]  # cells hold what AWS, registries, templates said
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
         self.line(self.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip(), "1"))
         for row in rows:
@@ -156,15 +174,59 @@ def _ami(args: argparse.Namespace, out: _Output) -> int:
     if args.json:
         _print_json(ami.to_json(), out)
         return EXIT_OK
-    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI', '1')} in {region}")
-    out.line(f"  image id   {ami.image_id}")
+    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI', '1')} in {terminal_safe(region)}")
+    out.line(f"  image id   {terminal_safe(ami.image_id)}")
     for key, value in ami.details.items():
         if key != "image_id":
+            key, value = terminal_safe(key), terminal_safe(value)
             out.line(f"  {key:<10} {value}" if len(key) <= 10 else f"  {key}: {value}")
     if ami.parse_error:
-        out.line(out.style(f"  note: {ami.parse_error}", "33"))
+        out.line(out.style(f"  note: {terminal_safe(ami.parse_error)}", "33"))
         out.line(out.style(f"  the image id above is from {NEURON_AMI_PARAMETER_PATH}/image_id", "33"))
     return EXIT_OK
+
+
+AMI_DEADLINE_S = 120.0
+"""How long ``ami`` may take in all, every call and retry together (``--deadline``): ``--releases`` stops asking for
+pages after 60 s (``MAX_RELEASE_SECONDS``), and its last call gives up within about 30 s."""
+
+
+def _ami_within_deadline(args: argparse.Namespace, out: _Output) -> int:
+    """``ami`` under one deadline on the monotonic clock, whatever the endpoint does.
+
+    botocore's timeouts bound each read of a socket, not an answer: an endpoint that sends a byte every few seconds
+    holds a call forever. So the command runs in a worker thread whose output is held back; once ``--deadline``
+    seconds have passed (``Thread.join`` waits on the monotonic clock) the command prints one sentence and exits 1,
+    leaving the worker, a daemon thread, to end with the process."""
+    import io
+    import threading
+
+    deadline = args.deadline or AMI_DEADLINE_S
+    held = _Output(io.StringIO())
+    held.styled = out.styled
+    outcome: list[int | BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_ami(args, held))
+        except BaseException as error:  # handed to the main thread, which answers with a sentence
+            outcome.append(error)
+
+    worker = threading.Thread(target=work, name="neuron-ecs-ami", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if not outcome:
+        endpoint = args.endpoint_url or "the SSM endpoint of the region"
+        args.stderr.write(
+            f"neuron-ecs ami: {terminal_safe(endpoint)} did not finish answering within the {deadline:g} s the command "
+            "may take: check the network, the region or --endpoint-url\n"
+        )
+        return EXIT_AWS_ERROR
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    assert isinstance(held.stream, io.StringIO)
+    out.write(held.stream.getvalue())
+    return outcome[0]
 
 
 def _release_limit(text: str) -> int:
@@ -174,11 +236,11 @@ def _release_limit(text: str) -> int:
 
 
 def _printable(value: object, limit: int = 40) -> str:
-    """A value from a parameter, as a table cell: printable ASCII, at most ``limit`` characters, ``?`` if none."""
+    """A value from a parameter, as a table cell: at most ``limit`` characters of it, control characters escaped
+    (:func:`~neuron_constructs.checks.terminal.terminal_safe`), ``?`` if none."""
     if value is None or value == "":
         return "?"
-    text = "".join(c if " " <= c <= "~" else "?" for c in str(value)[: limit + 1])
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return terminal_safe(value, limit=limit - 3) if len(str(value)) > limit else terminal_safe(value)
 
 
 AMI_RELEASE_HEADERS = ("release", "image id", "ECS agent", "kernel", "pin it with")
@@ -203,7 +265,8 @@ def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output)
             out,
         )
         return EXIT_OK
-    out.line(f"{out.style('ECS-optimized Amazon Linux 2023 Neuron AMI releases', '1')} in {region}, newest first")
+    title = out.style("ECS-optimized Amazon Linux 2023 Neuron AMI releases", "1")
+    out.line(f"{title} in {terminal_safe(region)}, newest first")
     out.table(
         AMI_RELEASE_HEADERS,
         [
@@ -220,7 +283,7 @@ def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output)
     if len(shown) < len(releases):
         out.line(f"{len(releases) - len(shown)} older releases not shown (--limit 0 shows every one)")
     if note:
-        out.line(out.style(f"note: {note}", "33"))
+        out.line(out.style(f"note: {terminal_safe(note)}", "33"))
     return EXIT_OK
 
 
@@ -245,7 +308,7 @@ class _Progress:
         self.shown, self.last = now, message
         end = "" if self.terminal else "\n"
         prefix = "\r\033[K" if self.terminal else ""
-        self.stream.write(f"{prefix}neuron-ecs inspect: {message}{end}")
+        self.stream.write(f"{prefix}neuron-ecs inspect: {terminal_safe(message)}{end}")
         self.stream.flush()
 
     def done(self) -> None:
@@ -309,7 +372,7 @@ def _print_inspection(
 ) -> None:
     instances = {i.arn: i for i in inspection.container_instances}
     out.line(
-        f"{out.style('Cluster ' + inspection.cluster, '1')}: {len(instances)} container instances, "
+        f"{out.style('Cluster ' + terminal_safe(inspection.cluster), '1')}: {len(instances)} container instances, "
         f"{len(inspection.tasks)} tasks"
     )
     out.line()
@@ -331,7 +394,8 @@ def _print_inspection(
     if not inspection.findings:
         out.line("No findings: no NeuronCore is held twice, every task's devices exist, nothing idle.")
     for finding in inspection.findings:
-        out.line(f"{out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, '0'))}: {finding.message}")
+        kind = out.style(finding.kind, _FINDING_COLOURS.get(finding.kind, "0"))
+        out.line(f"{kind}: {terminal_safe(finding.message)}")
 
 
 def _instance_table(inspection: ClusterInspection, out: _Output) -> None:
@@ -403,7 +467,7 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
     result = lint_paths(args.templates, ignore=args.ignore)
     write_findings(result.findings, out, form="json" if args.json else args.format)
     for problem in result.unreadable:
-        args.stderr.write(f"neuron-ecs lint: {problem}\n")
+        args.stderr.write(f"neuron-ecs lint: {terminal_safe(problem)}\n")
     if not args.quiet:
         # After text findings on stdout; on stderr when stdout is JSON or one finding a line for a parser.
         summary = f"neuron-ecs lint: {result.summary()}\n"
@@ -426,7 +490,7 @@ def _plan(args: argparse.Namespace, out: _Output) -> int:
 
     result = plan_paths(args.templates)
     for problem in result.unreadable:
-        args.stderr.write(f"neuron-ecs plan: {problem}\n")
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
     if getattr(args, "fetches", False):
         if args.json:
             _print_json({"fetches": [f.to_json() for f in result.fetches], "unreadable": result.unreadable}, out)
@@ -523,7 +587,7 @@ def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
 
     result = rollout_paths(args.templates)
     for problem in result.unreadable:
-        args.stderr.write(f"neuron-ecs plan: {problem}\n")
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
     if args.json:
         _print_json(result.to_json(), out)
     else:
@@ -690,7 +754,7 @@ def _digests(args: argparse.Namespace, out: _Output) -> int:
     try:
         found = check_library_images(endpoint_url=args.endpoint_url, deadline_s=args.deadline or DEADLINE_S)
     except DigestLookupError as error:
-        args.stderr.write(f"neuron-ecs digests: {error}\n")
+        args.stderr.write(f"neuron-ecs digests: {terminal_safe(error)}\n")
         return EXIT_AWS_ERROR
     if args.json:
         _print_json({"images": [d.to_json() for d in found]}, out)
@@ -744,6 +808,12 @@ def _parser() -> argparse.ArgumentParser:
         help="with --releases: how many of the newest to show (default 10, 0 for every one read)",
     )
     aws_options(ami)
+    ami.add_argument(
+        "--deadline",
+        type=_seconds,
+        metavar="SECONDS",
+        help=f"give up when the whole command has taken this long (default: {AMI_DEADLINE_S:g})",
+    )
 
     inspect = commands.add_parser(
         "inspect", help="container instances, tasks and their Neuron devices; conflicts and idle devices"
@@ -851,7 +921,7 @@ def _endpoint_url(value: str) -> str:
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "catalog": _catalog,
-    "ami": _ami,
+    "ami": _ami_within_deadline,
     "inspect": _inspect,
     "lint": _lint,
     "plan": _plan,
@@ -878,7 +948,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         from neuron_constructs.checks.lint import LintUsageError
 
         if isinstance(error, _UsageError | LintUsageError):
-            err.write(f"neuron-ecs {args.command}: {error}\n")
+            err.write(f"neuron-ecs {args.command}: {terminal_safe(error)}\n")
             return EXIT_USAGE
         if args.command in ("catalog", "lint", "plan"):
             if isinstance(error, RecursionError | MemoryError):  # the readers bound both: a last line of defence
@@ -888,7 +958,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         sentence = _explain(error, args.command, args)
         if sentence is None:
             raise
-        err.write(f"neuron-ecs {args.command}: {sentence}\n")
+        err.write(f"neuron-ecs {args.command}: {terminal_safe(sentence)}\n")
         return EXIT_AWS_ERROR
 
 

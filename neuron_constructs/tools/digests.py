@@ -1,11 +1,18 @@
 """The digest each image the library runs has in its registry now, for ``neuron-ecs digests``.
 
 Asks each registry as a container runtime does (OCI Distribution Specification, "Pulling manifests"):
-``HEAD /v2/<name>/manifests/<tag>``, accepting the OCI and Docker index and manifest media types; a ``401`` answer's
+``GET /v2/<name>/manifests/<tag>``, accepting the OCI and Docker index and manifest media types; a ``401`` answer's
 ``WWW-Authenticate: Bearer realm="...",service="...",scope="..."`` challenge is met with an anonymous token from the
-realm (the Docker registry token specification; Amazon ECR Public and registry.k8s.io give pull tokens without
-credentials), and the request is made again. The answer's ``Docker-Content-Digest`` header is the digest. One HEAD
-per image (two, and one token, behind a challenge), no download of the image. Standard library only.
+realm (the Docker registry token specification; Amazon ECR Public gives pull tokens without credentials), and the
+request is made again. The digest is the SHA-256 of the manifest's bytes as sent (the OCI Image Specification,
+"Descriptor": a digest is the hash of the content's bytes), not what the answer claims: a ``Docker-Content-Digest``
+header that names other bytes is a sentence, never printed as the digest. One manifest per image (at most
+:data:`MAX_MANIFEST_BYTES`; an index or manifest is a few kilobytes), no layer downloaded. Standard library only.
+
+The token realm is asked only on the host of the registry itself, or on an authentication host the registry's own
+documentation names for it (:data:`AUTH_HOSTS`): a challenge names any URL, and the anonymous request a realm gets
+(with the ``service`` and ``scope`` the registry chose) must not be sent to an address the registry picks, such as
+the instance metadata service. Amazon ECR Public's challenge names ``https://public.ecr.aws/token/``, its own host.
 
 Whatever a server answers, the run ends within one deadline for every image together (:data:`DEADLINE_S`, 30 s;
 each connection is cut once it passes), with the digests or a :class:`DigestLookupError` sentence. A redirect is
@@ -23,6 +30,7 @@ it with is printed, for ``NeuronImage.pinned`` or the module's constant).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import json
 import re
@@ -35,11 +43,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuron_constructs.checks.terminal import terminal_safe
 from neuron_constructs.knowledge.container_images import LIBRARY_IMAGES, NeuronImage
 
 __all__ = [
+    "AUTH_HOSTS",
     "DEADLINE_S",
     "MANIFEST_MEDIA_TYPES",
+    "MAX_MANIFEST_BYTES",
     "Deadline",
     "DigestLookupError",
     "ImageDigest",
@@ -61,8 +72,17 @@ MAX_REDIRECTS = 3
 """Redirects followed per image, each within the origin first asked."""
 MAX_TOKEN_BYTES = 64 * 1024
 """A token answer longer than this is refused unread: registries answer a few kilobytes."""
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+"""A manifest longer than this is refused: the OCI Distribution Specification has registries accept manifests of at
+least 4 MiB, and an image index of a few platforms is a few kilobytes."""
+AUTH_HOSTS: Mapping[str, tuple[str, ...]] = {
+    "registry-1.docker.io": ("auth.docker.io",),
+    "docker.io": ("auth.docker.io",),
+}
+"""Token hosts other than a registry's own, by registry host, as the registry documents them (Docker Hub: "Token
+authentication", auth.docker.io). The registries of the library's images (public.ecr.aws, registry.k8s.io) need
+none: a realm there must be on the registry's own host."""
 _CHALLENGE_PART = re.compile(r'(\w+)="([^"]*)"')
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class DigestLookupError(RuntimeError):
@@ -135,9 +155,9 @@ class _Answer:
 
 
 def _printable(text: str, limit: int = 200) -> str:
-    """A server's text in a sentence: control characters replaced, at most ``limit`` characters."""
-    cleaned = "".join(c if c.isprintable() else "?" for c in text[:limit])
-    return cleaned + ("..." if len(text) > limit else "")
+    """A server's text in a sentence: control characters escaped (the command line's one helper for untrusted text,
+    :func:`~neuron_constructs.checks.terminal.terminal_safe`), at most ``limit`` characters."""
+    return terminal_safe(text, limit=limit)
 
 
 def _split(url: str) -> urllib.parse.SplitResult:
@@ -243,9 +263,11 @@ def _challenge(header: str) -> Mapping[str, str]:
 def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) -> str:
     realm = challenge.get("realm", "")
     shown = _printable(realm)
-    scheme = _split(realm).scheme
+    parts = _split(realm)
+    scheme = parts.scheme
     if scheme != "https" and not (scheme == "http" and registry_url.startswith("http://")):
         raise DigestLookupError(f"the registry's token realm {shown!r} is not an https URL")
+    _check_realm_host((parts.hostname or "").lower(), _origin(registry_url)[1], shown)
     query = urllib.parse.urlencode({k: v for k, v in challenge.items() if k in ("service", "scope")})
     url = f"{realm}{'&' if '?' in realm else '?'}{query}" if query else realm
     answer = _request("GET", url, {}, deadline, max_body=MAX_TOKEN_BYTES)
@@ -263,11 +285,36 @@ def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) 
     return token
 
 
+def _check_realm_host(realm_host: str, registry_host: str, shown: str) -> None:
+    """A token realm on the registry's own host, or on one :data:`AUTH_HOSTS` names for it; anything else is a
+    sentence, and nothing is sent there."""
+    if realm_host == registry_host or realm_host in AUTH_HOSTS.get(registry_host, ()):
+        return
+    raise DigestLookupError(
+        f"the registry {_printable(registry_host)} named a token realm on another host ({shown}): a token is asked "
+        "only of the registry's own host or an authentication host it documents"
+    )
+
+
+def _manifest_digest(url: str, answer: _Answer) -> str:
+    """The SHA-256 of the manifest's bytes; a ``Docker-Content-Digest`` that names other bytes is a sentence."""
+    if len(answer.body) > MAX_MANIFEST_BYTES:
+        raise DigestLookupError(f"{_printable(url, 300)} answered a manifest longer than {MAX_MANIFEST_BYTES:,} bytes")
+    digest = "sha256:" + hashlib.sha256(answer.body).hexdigest()
+    claimed = answer.headers.get("Docker-Content-Digest")
+    if claimed is not None and str(claimed).strip() != digest:
+        raise DigestLookupError(
+            f"{_printable(url, 300)} claims the digest {_printable(str(claimed), 100)}, but the manifest it sent is "
+            f"{digest}"
+        )
+    return digest
+
+
 def registry_digest(
     image: NeuronImage, *, endpoint_url: str | None = None, deadline: Deadline | float = DEADLINE_S
 ) -> str:
-    """The ``sha256:`` digest the registry gives for ``image``'s tag now, within ``deadline`` (seconds, or a
-    :class:`Deadline` several calls share)."""
+    """The ``sha256:`` digest of the manifest the registry gives for ``image``'s tag now, hashed here, within
+    ``deadline`` (seconds, or a :class:`Deadline` several calls share)."""
     deadline = deadline if isinstance(deadline, Deadline) else Deadline(deadline)
     first = url = manifest_url(image, endpoint_url)
     token: str | None = None
@@ -277,7 +324,7 @@ def registry_digest(
         headers = {"Accept": ", ".join(MANIFEST_MEDIA_TYPES)}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        answer = _request("HEAD", url, headers, deadline)
+        answer = _request("GET", url, headers, deadline, max_body=MAX_MANIFEST_BYTES)
         if answer.status == 401 and answer.headers.get("WWW-Authenticate") and url not in challenged:
             challenged.add(url)
             token = _token(_challenge(answer.headers["WWW-Authenticate"]), first, deadline)
@@ -303,10 +350,9 @@ def registry_digest(
     if answer.status != 200:
         what = "no such tag or repository" if answer.status == 404 else f"HTTP {answer.status}"
         raise DigestLookupError(f"{_printable(url, 300)} answered {what}")
-    digest = str(answer.headers.get("Docker-Content-Digest", ""))
-    if not _DIGEST.fullmatch(digest):
-        raise DigestLookupError(f"{_printable(url, 300)} answered without a sha256 Docker-Content-Digest header")
-    return digest
+    if not answer.body:
+        raise DigestLookupError(f"{_printable(url, 300)} answered no manifest")
+    return _manifest_digest(url, answer)
 
 
 def check_library_images(*, endpoint_url: str | None = None, deadline_s: float = DEADLINE_S) -> list[ImageDigest]:

@@ -122,7 +122,11 @@ class NeuronTrainingJob(Construct):
     """A training job of a :class:`NeuronTrainingQueue`: ``nodes`` copies of one container, one per instance.
 
     ``nodes`` >= 2 makes a multi-node parallel job definition (every node runs the same container, node 0 is the
-    main node); ``nodes`` = 1 an ECS job definition. The container maps every ``/dev/neuronN`` of the type (or
+    main node), whose nodes AWS Batch runs in the ``awsvpc`` network mode, where the queue's
+    ``ECS_AWSVPC_BLOCK_IMDS`` keeps them from the instance role; ``nodes`` = 1 an ECS job definition, which Batch runs
+    in the ``host`` network mode, the only one it offers a single-node job on EC2 (AWS Batch guide, "Networking modes
+    for AWS Batch jobs"): its container reaches the instance metadata service and so the queue's instance role, and
+    the template checks warn NEURON115 for it. The container maps every ``/dev/neuronN`` of the type (or
     ``devices``) and every ``/dev/infiniband/uverbsN`` the type has, with the same host and container path; runs
     with an unlimited ``memlock`` and 65,535 open files; gets :data:`SHARED_MEMORY_FRACTION` of the instance's
     memory as ``/dev/shm``, the type's vCPUs and 90 % of its memory; the EFA environment (:data:`EFA_ENVIRONMENT`)

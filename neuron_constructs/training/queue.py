@@ -61,6 +61,7 @@ from neuron_constructs.base.l1_overrides import (
 )
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
+from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.base.vpc import private_vpc
 from neuron_constructs.compute.capacity import (
@@ -222,6 +223,8 @@ class NeuronTrainingQueue(Construct):
                 )
         super().__init__(scope, id)
         remember_path(self, scope, id)
+        # NEURON115 and the other template checks at synth, as for every construct of the library
+        enable_template_checks(scope)
         self.max_nodes = max_nodes
         self.spot = spot
         if machine_image is not None and not isinstance(machine_image, NeuronAmi):
@@ -480,7 +483,9 @@ class NeuronTrainingQueue(Construct):
         tensor_parallel: int | None = None,
         pipeline_parallel: int | None = None,
     ) -> NeuronTrainingJob:
-        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`).
+        """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`). A single-node job
+        runs in the host network, the only mode AWS Batch offers it on EC2, and can use the queue's instance role
+        (warning NEURON115 at synth); the nodes of a multi-node job run in awsvpc, kept from it.
 
         ``preflight`` (default ``True``): every node checks its Neuron devices, EFA interfaces and driver (and, with
         storage, that the Lustre file system is mounted), and on a multi-node job waits for every other node's
@@ -577,6 +582,7 @@ def _user_data(efa_interfaces: int, mount: Sequence[str]) -> ec2.UserData:
     storage."""
     script = ec2.UserData.for_linux()
     # Batch runs multi-node containers in the awsvpc network mode: keep them from the instance role's credentials.
+    # (A single-node job runs in the host network, which neither this nor the hop limit reaches: NEURON115 says so.)
     script.add_commands("echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config")
     # A node its preflight found bad writes PREFLIGHT_MARKER_DIR/failed: the instance powers off, and its Auto Scaling
     # group replaces an instance in any state but running.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from neuron_constructs.checks.cfn_template import (
@@ -36,6 +37,12 @@ _TASK_DEFINITION_TYPES = ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefin
 
 
 def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
+    """NEURON115 over ECS task definitions and AWS Batch job definitions."""
+    _check_privileged_tasks(t, out)
+    _check_privileged_jobs(t, out)
+
+
+def _check_privileged_tasks(t: EcsTemplate, out: TemplateReport) -> None:
     """Every privileged container, and every container of a host-network task definition, of any task definition
     (the library's or not, Neuron or not; Managed Instances daemons' too)."""
     for logical_id, resource in t.resources.items():
@@ -50,8 +57,7 @@ def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
                 continue
             name = container.get("Name")
             name = name if isinstance(name, str) else f"container {index}"
-            flag = container.get("Privileged")
-            privileged = flag is True or flag in ("true", "True")  # not 1: 1 == True in Python, not in CloudFormation
+            privileged = _flag(container.get("Privileged"))
             reasons = (["it is privileged"] if privileged else []) + (["its task uses the host network"] * host)
             if reasons:
                 out.add(
@@ -62,6 +68,79 @@ def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
                     else in_properties("NetworkMode"),
                     f"container {name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every "
                     "task's credentials on the instance)",
+                )
+
+
+def _flag(value: object) -> bool:
+    """CloudFormation's true: ``True`` or the string ``true`` (not 1: 1 == True in Python, not in CloudFormation)."""
+    return value is True or value in ("true", "True")
+
+
+def _batch_containers(
+    properties: dict[str, Any],
+) -> Iterator[tuple[tuple[str | int, ...], str, dict[str, Any], bool]]:
+    """Each container of an ``AWS::Batch::JobDefinition``: where it is, what to call it, what it is, and whether its
+    job runs in the host network.
+
+    AWS Batch guide, "Networking modes for AWS Batch jobs" (2025): an ECS job on EC2 that is not multi-node
+    parallel (``ContainerProperties``, or ``EcsProperties.TaskProperties[].Containers``) runs in the ``host`` network
+    mode, the only one Batch offers it; a multi-node parallel job's nodes (``NodeProperties.NodeRangeProperties[]``,
+    ``Container`` or ``EcsProperties``) run in ``awsvpc``, and a Fargate job (``PlatformCapabilities`` FARGATE) in
+    ``awsvpc`` too."""
+    platforms = properties.get("PlatformCapabilities")
+    fargate = isinstance(platforms, list) and "FARGATE" in platforms
+    single_host = not fargate and not isinstance(properties.get("NodeProperties"), dict)
+
+    def named(container: dict[str, Any], otherwise: str) -> str:
+        name = container.get("Name")
+        return f"container {name}" if isinstance(name, str) else otherwise
+
+    def of_ecs(ecs: object, *at: str | int) -> Iterator[tuple[tuple[str | int, ...], str, dict[str, Any]]]:
+        tasks = ecs.get("TaskProperties") if isinstance(ecs, dict) else None
+        for t_index, task in enumerate(tasks if isinstance(tasks, list) else []):
+            containers = task.get("Containers") if isinstance(task, dict) else None
+            for c_index, container in enumerate(containers if isinstance(containers, list) else []):
+                if isinstance(container, dict):
+                    place = (*at, "TaskProperties", t_index, "Containers", c_index)
+                    yield place, named(container, f"container {c_index} of task {t_index}"), container
+
+    single = properties.get("ContainerProperties")
+    if isinstance(single, dict):
+        yield ("ContainerProperties",), "the job's container", single, single_host
+    for place, name, container in of_ecs(properties.get("EcsProperties"), "EcsProperties"):
+        yield place, name, container, single_host
+    nodes = properties.get("NodeProperties")
+    ranges = nodes.get("NodeRangeProperties") if isinstance(nodes, dict) else None
+    for index, node_range in enumerate(ranges if isinstance(ranges, list) else []):
+        if not isinstance(node_range, dict):
+            continue
+        at = ("NodeProperties", "NodeRangeProperties", index)
+        targets = node_range.get("TargetNodes")
+        of_nodes = f"node range {index}" + (f" (nodes {targets})" if isinstance(targets, str) else "")
+        if isinstance(node_range.get("Container"), dict):
+            yield (*at, "Container"), f"the container of {of_nodes}", node_range["Container"], False
+        for place, name, container in of_ecs(node_range.get("EcsProperties"), *at, "EcsProperties"):
+            yield place, f"{name} of {of_nodes}", container, False
+
+
+def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
+    """Every privileged container of an AWS Batch job definition, and every container of a job that runs in the
+    host network (a single-node job on EC2, :func:`_batch_containers`)."""
+    for logical_id, resource in t.resources.items():
+        if not isinstance(resource, dict) or resource.get("Type") != "AWS::Batch::JobDefinition":
+            continue
+        for place, name, container, host in _batch_containers(t.properties(resource)):
+            privileged = _flag(container.get("Privileged"))
+            reasons = (["it is privileged"] if privileged else []) + (
+                ["its job runs in the host network (AWS Batch runs single-node jobs on EC2 in no other)"] * host
+            )
+            if reasons:
+                out.add(
+                    r.PRIVILEGED_CONTAINER,
+                    logical_id,
+                    in_properties(*place, "Privileged") if privileged else in_properties(*place),
+                    f"{name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every task's "
+                    "credentials on the instance)",
                 )
 
 
