@@ -134,13 +134,19 @@ def vllm_container_options(
 
 
 class NeuronInferenceManaged(Stack):
-    """vLLM on Inferentia2/Trainium through ECS Managed Instances, managed device allocation, behind an
-    internal load balancer (its URL is the stack output ``LoadBalancerUrl``)."""
+    """vLLM on Inferentia2/Trainium (Inf2 and Trn1) through ECS Managed Instances, managed device allocation, behind an
+    internal load balancer (its URL is the stack output ``LoadBalancerUrl``).
+
+    The capacity launches only inf2 and trn1 types: the vLLM 0.16 image runs NxD Inference, which Neuron no longer
+    supports on Trn2 and Trn3 from Neuron 2.34.0, so a service of it on capacity that may launch trn2 is refused
+    (NEURON131); Trn2 serves with the vLLM Neuron image (``NeuronInferenceTrn2``)."""
 
     def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.add_managed_instances_capacity("ManagedInstances")
+        self.neuron.add_managed_instances_capacity(
+            "ManagedInstances", accelerators=["inferentia2", "trainium"], instance_types=["inf2.*", "trn1.*"]
+        )
         self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.task_definition = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
         self.task_definition.add_neuron_container(

@@ -100,8 +100,9 @@ def test_managed_instances_capacity_selects_neuron_accelerators(templates: dict[
     (provider,) = resources(templates["NeuronInferenceManaged"], "AWS::ECS::CapacityProvider").values()
     requirements = provider["Properties"]["ManagedInstancesProvider"]["InstanceLaunchTemplate"]["InstanceRequirements"]
     assert requirements["AcceleratorManufacturers"] == ["amazon-web-services"]
-    assert requirements["AcceleratorNames"] == ["inferentia2", "trainium", "trainium2"]
-    assert requirements["AllowedInstanceTypes"] == ["inf*", "trn*"]
+    # Inf2 and Trn1 only: the example's vLLM 0.16 image runs NxD Inference, unsupported on Trn2 (NEURON131).
+    assert requirements["AcceleratorNames"] == ["inferentia2", "trainium"]
+    assert requirements["AllowedInstanceTypes"] == ["inf2.*", "trn1.*"]
     assert requirements["VCpuCount"] == {"Min": 4}  # inf2.xlarge, the smallest admitted type
     assert requirements["MemoryMiB"] == {"Min": 16 * 1024}
 

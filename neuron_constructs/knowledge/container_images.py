@@ -16,7 +16,10 @@ Why each is the release it is:
 * :data:`VLLM` is the vLLM 0.16 image of SDK 2.31.1, the last vLLM image for Inf2 and Trn1, where the examples
   serve: it stays for Inf2 and Trn1. The newer vLLM images (0.21 and later, SDK 2.31 to 2.33) support Trn2 and Trn3
   only; :data:`VLLM_TRN2` is the newest, SDK 2.33.0's, on Ubuntu 26.04 (on which every Neuron DLC is published from
-  2.33.0) and Python 3.14. Serve Trn2 and Trn3 with it.
+  2.33.0) and Python 3.14. Serve Trn2 and Trn3 with it. From SDK 2.34.0 Neuron no longer supports NxD Inference, which
+  :data:`VLLM` and :data:`PYTORCH_INFERENCE` carry, on Trn2 and Trn3 (announcement of November 17, 2026), and vLLM
+  Neuron, which :data:`VLLM_TRN2` runs, is generally available: the table lists both for Inf2 and Trn1 only, and a
+  Neuron container of either on a trn2 type is refused (NEURON131, :mod:`neuron_constructs.knowledge.image_support`).
 * From SDK 2.33.0 a TorchNeuron (native PyTorch 2.14) training DLC exists for Trn2 and Trn3 (the Neuron
   documentation's "Install PyTorch via Deep Learning Container", v2.33.0, lists "PyTorch Training (TorchNeuron)"),
   but no source found publishes its repository and tag (the page links to the DLC repository's README, whose newest
@@ -72,6 +75,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from neuron_constructs.knowledge.neuron_releases import NXDI
+
 __all__ = [
     "AWS_CLI",
     "CURRENT_SDK_RELEASE",
@@ -122,7 +127,7 @@ class NeuronImage:
     Region). ``neuron_sdk`` is the Neuron SDK release the image is built with, ``None`` for an image with a
     version of its own (not a Neuron DLC). ``instance_families`` are the instance families its source lists.
     ``digest`` is the ``sha256:`` digest the tag pointed to when ``digest_source`` recorded it, ``None`` where no
-    source gives one.
+    source gives one. ``components``: the Neuron components whose support ends per family (NxD Inference).
     """
 
     registry: str
@@ -137,6 +142,9 @@ class NeuronImage:
     source: str
     digest: str | None = None
     digest_source: str | None = None
+    components: tuple[str, ...] = ()
+    """The image's Neuron components whose support per family ``neuron_releases.SUPPORT_ENDS`` follows
+    (``neuron_releases.NXDI``: NxD Inference)."""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not _DIGEST.fullmatch(self.digest):
@@ -180,7 +188,8 @@ PYTORCH_INFERENCE = NeuronImage(
     framework_version="2.9.0",
     python="3.12",
     os="Ubuntu 24.04",
-    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    instance_families=("inf2", "trn1"),
+    components=(NXDI,),
     source=(
         f"{_DLC_README}, pytorch-inference-neuronx table, first row; Dockerfile: {_DLC_REPOSITORY}/blob/"
         "8d2d83800ee11d811007fefe88f6bfe1c0b81e52/pytorch/inference/2.9.0/Dockerfile.neuronx (tag 2.31.1: "
@@ -188,7 +197,9 @@ PYTORCH_INFERENCE = NeuronImage(
         "release-notes/components/containers.rst (tag v2.32.0), Neuron 2.32.0"
     ),
 )
-"""The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired)."""
+"""The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired). It carries NxD
+Inference, which Neuron no longer supports on Trn2 and Trn3 from SDK 2.34.0: Inf2 and Trn1 only (the DLC README lists
+trn2 and trn3 too, as of its release)."""
 
 PYTORCH_TRAINING = NeuronImage(
     registry="public.ecr.aws/neuron",
@@ -219,7 +230,8 @@ VLLM = NeuronImage(
     framework_version="0.16.0",
     python="3.12",
     os="Ubuntu 24.04",
-    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    instance_families=("inf2", "trn1"),
+    components=(NXDI,),
     source=(
         f"{_DLC_README}, vllm-inference-neuronx table, row VLLM 0.16.0 / Neuron 2.31.1; Dockerfile: "
         f"{_DLC_REPOSITORY}/blob/8d2d83800ee11d811007fefe88f6bfe1c0b81e52/vllm/inference/0.16.0/Dockerfile.neuronx "
@@ -229,7 +241,9 @@ VLLM = NeuronImage(
     ),
 )
 """vLLM 0.16 for Neuron (NxD Inference), the last vLLM image for Inf2 and Trn1 (SDK 2.31.1); the examples'
-LLMs run it with ``vllm serve``."""
+LLMs run it with ``vllm serve``. Not for Trn2 or Trn3: Neuron no longer supports NxD Inference there from SDK 2.34.0
+(``neuron_releases.NXDI_TRN_END_SOURCE``), and a Neuron container of it on a trn2 type is refused (NEURON131) with
+:data:`VLLM_TRN2` as the fix; the DLC README lists trn2 and trn3 as of its release."""
 
 VLLM_TRN2 = NeuronImage(
     registry="public.ecr.aws/neuron",
