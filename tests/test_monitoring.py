@@ -832,3 +832,38 @@ def test_neuron_ecs_lint_sees_the_library_s_acknowledgement_in_the_template_and_
             "task's credentials on the instance)",
         )
     ]
+
+
+NPD_V1_35_2 = json.loads((Path(__file__).parent / "data" / "node_problem_detector_v1.35.2.json").read_text())
+"""What node-problem-detector v1.35.2 reads, recorded from its repository at the tag (the file's ``_source``)."""
+
+
+def test_the_detector_runs_with_flags_and_a_kernel_monitor_v1_35_2_reads() -> None:
+    """GIVEN the flags and kmsg monitor configuration node-problem-detector v1.35.2 accepts (recorded) WHEN the
+    recovery task runs the library's default detector image THEN every flag it passes and every key of its kernel
+    monitor is one v1.35.2 reads, and the start-up line the kernel alarm excludes is v1.35.2's."""
+    app, _ = _monitored_app()
+    template = app.synth().get_stack_by_name("Pins").template
+    (npd,) = [
+        c
+        for t in resources(template, "AWS::ECS::TaskDefinition").values()
+        for c in t["Properties"]["ContainerDefinitions"]
+        if c["Name"] == "npd"
+    ]
+    assert npd["Image"] == NODE_PROBLEM_DETECTOR.reference and NODE_PROBLEM_DETECTOR.tag == "v1.35.2"
+    (command,) = npd["Command"]
+    flags = re.findall(r"/node-problem-detector((?: --[\w.-]+(?:=\S+)?)+)", command)[0]
+    names = {flag.split("=", 1)[0].removeprefix("--") for flag in flags.split()}
+    assert names == {"v", "logtostderr", "enable-k8s-exporter", "config.system-log-monitor"}
+    assert names <= set(NPD_V1_35_2["flags"])
+    monitor = json.loads(command.split("echo '", 1)[1].split("' >", 1)[0])
+    assert set(monitor) <= set(NPD_V1_35_2["monitor_config_keys"])
+    assert all(set(rule) <= set(NPD_V1_35_2["rule_keys"]) for rule in monitor["rules"])
+    assert {rule["type"] for rule in monitor["rules"]} <= set(NPD_V1_35_2["rule_types"])
+    assert all(set(condition) <= set(NPD_V1_35_2["condition_keys"]) for condition in monitor["conditions"])
+    (kernel_filter,) = [
+        f["Properties"]["FilterPattern"]
+        for f in resources(template, "AWS::Logs::MetricFilter").values()
+        if "NEURON_HW_ERR" in f["Properties"]["FilterPattern"]
+    ]
+    assert '-"Finish parsing"' in kernel_filter and NPD_V1_35_2["start_up_log_line"].startswith("Finish parsing")
