@@ -459,6 +459,16 @@ def test_driver_check_on_an_image_whose_tag_names_no_sdk_asks_for_the_release() 
         task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check=True)
 
 
+def test_driver_check_of_sdk_2_33_1_whose_runtime_no_source_gives_is_refused() -> None:
+    """GIVEN SDK 2.33.1, in the table without a runtime WHEN a driver check is asked for it THEN it is refused, naming
+    the releases whose runtime the table knows."""
+    task = ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="trn2.3xlarge", memory_mib=8192)
+    image = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:v3")
+    refused = r"Neuron SDK 2\.33\.1's runtime version is in no source.*NEURON089.*one of .*2\.33\.0$"
+    with pytest.raises(NeuronConfigurationError, match=refused):
+        task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check="2.33.1")
+
+
 def test_driver_check_takes_the_sdk_release_when_the_tag_has_none() -> None:
     stack = Stack(App(), "S")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn2.3xlarge", memory_mib=8192)

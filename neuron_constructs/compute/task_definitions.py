@@ -361,6 +361,9 @@ class NeuronTaskDefinition(Construct):
                 path,
                 "the image's tag names no Neuron SDK release (-sdkX.Y.Z-)"
                 if sdk is None
+                else f"Neuron SDK {sdk}'s runtime version is in no source the driver table (knowledge.neuron_releases) "
+                "cites"
+                if neuron_releases.release(sdk) is not None
                 else f"Neuron SDK {sdk} is not in the driver table (knowledge.neuron_releases)",
                 fix=f"pass driver_check='<the image's Neuron SDK release>', one of {known}",
             )
