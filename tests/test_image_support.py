@@ -90,6 +90,22 @@ def test_an_nxd_inference_image_in_a_service_on_managed_instances_of_inf2_is_acc
     assert NeuronService(stack, "Svc", cluster=cluster, task_definition=task).task_definition is task
 
 
+def test_the_pytorch_inference_image_on_trn2_names_both_ends_it_meets() -> None:
+    """PYTORCH_INFERENCE carries NxD Inference and runs PyTorch/XLA, both unsupported on Trn2 from Neuron 2.34.0."""
+    assert PYTORCH_INFERENCE.components == (neuron_releases.NXDI, neuron_releases.TORCH_XLA_INFERENCE)
+    xla = neuron_releases.unsupported("2.31.1", "trn2", (neuron_releases.TORCH_XLA_INFERENCE,))
+    assert xla is not None and "announce-no-support-torch-xla-inference-trn" in xla
+    refusal = image_support.family_refusal(PYTORCH_INFERENCE.uri, "trn2")
+    assert refusal is not None and refusal.fix_constant == "VLLM_TRN2"
+
+
+def test_the_release_table_s_newest_release_is_the_current_one() -> None:
+    """unsupported() judges as of the release table's newest release: the image table's current release."""
+    from neuron_constructs.knowledge.container_images import CURRENT_SDK_RELEASE
+
+    assert neuron_releases.NEURON_RELEASES[-1].sdk == CURRENT_SDK_RELEASE
+
+
 def test_every_support_end_names_an_image_neuron_supports_there() -> None:
     for end in neuron_releases.SUPPORT_ENDS:
         fix = image_support._FIX[(end.family, end.component)]

@@ -76,7 +76,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from neuron_constructs.knowledge.neuron_releases import NXDI
+from neuron_constructs.knowledge.neuron_releases import NXDI, TORCH_XLA_INFERENCE
 
 __all__ = [
     "AWS_CLI",
@@ -190,7 +190,7 @@ PYTORCH_INFERENCE = NeuronImage(
     python="3.12",
     os="Ubuntu 24.04",
     instance_families=("inf2", "trn1"),
-    components=(NXDI,),
+    components=(NXDI, TORCH_XLA_INFERENCE),
     source=(
         f"{_DLC_README}, pytorch-inference-neuronx table, first row; Dockerfile: {_DLC_REPOSITORY}/blob/"
         "8d2d83800ee11d811007fefe88f6bfe1c0b81e52/pytorch/inference/2.9.0/Dockerfile.neuronx (tag 2.31.1: "
@@ -199,8 +199,8 @@ PYTORCH_INFERENCE = NeuronImage(
     ),
 )
 """The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired). It carries NxD
-Inference, which Neuron no longer supports on Trn2 and Trn3 from SDK 2.34.0: Inf2 and Trn1 only (the DLC README lists
-trn2 and trn3 too, as of its release)."""
+Inference and runs PyTorch/XLA (torch-neuronx), neither of which Neuron supports on Trn2 and Trn3 from SDK 2.34.0: Inf2
+and Trn1 only (the DLC README lists trn2 and trn3 too, as of its release)."""
 
 PYTORCH_TRAINING = NeuronImage(
     registry="public.ecr.aws/neuron",

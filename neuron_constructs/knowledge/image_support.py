@@ -9,6 +9,8 @@ Two ends apply today:
   legacy vLLM 0.16 image (:data:`~.container_images.VLLM`) and the PyTorch inference image
   (:data:`~.container_images.PYTORCH_INFERENCE`) carry it; the fix is vLLM Neuron
   (:data:`~.container_images.VLLM_TRN2`), generally available from Neuron 2.34.0, which does not depend on it.
+  PyTorch/XLA inference, which the PyTorch inference image runs, ends there from Neuron 2.34.0 too, with vLLM Neuron
+  (on TorchNeuron) as the path for serving LLMs.
 * Inf1 from Neuron SDK 2.21.0, whose runtime "Removed INF1 Support": read from the table, or from the ``-sdkX.Y.Z-``
   of an image the table does not hold; the fix is :data:`~.container_images.INF1_INFERENCE`.
 
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from neuron_constructs.knowledge.container_images import IMAGES, NeuronImage
-from neuron_constructs.knowledge.neuron_releases import NXDI, unsupported
+from neuron_constructs.knowledge.neuron_releases import NXDI, TORCH_XLA_INFERENCE, unsupported
 
 __all__ = ["FamilyRefusal", "family_refusal", "supported_families", "table_image"]
 
@@ -31,6 +33,8 @@ _SDK_IN_NAME = re.compile(r"-sdk(\d{1,3}\.\d{1,3}\.\d{1,3})-")
 _FIX: dict[tuple[str, str | None], str] = {
     ("trn2", NXDI): "VLLM_TRN2",
     ("trn3", NXDI): "VLLM_TRN2",
+    ("trn2", TORCH_XLA_INFERENCE): "VLLM_TRN2",
+    ("trn3", TORCH_XLA_INFERENCE): "VLLM_TRN2",
     ("inf1", None): "INF1_INFERENCE",
 }
 """The image of the table to run instead, by family and by the component whose support ended (``None``: the release)."""

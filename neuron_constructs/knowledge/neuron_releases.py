@@ -56,7 +56,8 @@ Neuron ends support of a family for a release, or of a component on a family: In
 NxD Inference (with the NxD Core inference APIs) on Trn2 and Trn3 from SDK 2.34.0, for every release, since "Neuron
 provides no further releases, bug fixes, or security patches for these libraries on Trn2 and Trn3" (announcement of
 November 17, 2026, :data:`NXDI_TRN_END_SOURCE`); vLLM Neuron, which does not depend on NxD Inference, is the path it
-names, generally available from SDK 2.34.0 (:data:`VLLM_NEURON_GA_SOURCE`).
+names, generally available from SDK 2.34.0 (:data:`VLLM_NEURON_GA_SOURCE`); and PyTorch/XLA inference on Trn2 and
+Trn3 from SDK 2.34.0 as well (:data:`TORCH_XLA_TRN_END_SOURCE`).
 
 Plain Python, no AWS CDK.
 """
@@ -84,6 +85,8 @@ __all__ = [
     "NXDI_TRN_END_SOURCE",
     "RUNTIME_NOTES_SOURCE",
     "SUPPORT_ENDS",
+    "TORCH_XLA_INFERENCE",
+    "TORCH_XLA_TRN_END_SOURCE",
     "VLLM_NEURON_GA_SOURCE",
     "AmiDriver",
     "DriverRange",
@@ -315,6 +318,14 @@ NXDI_TRN_END_SOURCE = (
     "stay in maintenance mode)"
 )
 """Where the end of NxD Inference on Trn2 and Trn3 is announced."""
+TORCH_XLA_INFERENCE = "PyTorch/XLA inference"
+"""The component name for inference through PyTorch/XLA (torch-neuronx), which the PyTorch inference image runs."""
+TORCH_XLA_TRN_END_SOURCE = (
+    f"{_DOCS}/latest/about-neuron/announcements/neuron2.x/announce-no-support-torch-xla-inference-trn.html ('Neuron no "
+    "longer supports PyTorch/XLA inference on Trn2 and Trn3 starting with Neuron 2.34': 'To run inference on Trn2 and "
+    "Trn3, use TorchNeuron ... To serve large language models, use vLLM Neuron')"
+)
+"""Where the end of PyTorch/XLA inference on Trn2 and Trn3 is announced."""
 VLLM_NEURON_GA_SOURCE = (
     f"{_RELEASES}/v2.34.0 ('Neuron SDK Release - November 30, 2026': 'vLLM Neuron is now generally available for "
     "large language model (LLM) inference')"
@@ -339,6 +350,8 @@ SUPPORT_ENDS: tuple[SupportEnd, ...] = (
     SupportEnd("inf1", INF1_REMOVED_SDK, None, False, f"{RUNTIME_NOTES_SOURCE}, Neuron 2.21.0 (Inf1 removed)"),
     SupportEnd("trn2", "2.34.0", NXDI, True, NXDI_TRN_END_SOURCE),
     SupportEnd("trn3", "2.34.0", NXDI, True, NXDI_TRN_END_SOURCE),
+    SupportEnd("trn2", "2.34.0", TORCH_XLA_INFERENCE, True, TORCH_XLA_TRN_END_SOURCE),
+    SupportEnd("trn3", "2.34.0", TORCH_XLA_INFERENCE, True, TORCH_XLA_TRN_END_SOURCE),
 )
 """Where Neuron's support of an instance family ends, for a release or for a component on it."""
 

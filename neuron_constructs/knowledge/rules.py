@@ -899,11 +899,13 @@ IMAGE_UNSUPPORTED_ON_FAMILY = Rule(
     "Neuron container image Neuron does not support on its instance type",
     "Neuron no longer supports NxD Inference and the NxD Core inference APIs on Trn2 and Trn3 from Neuron 2.34.0, "
     "for any release: no further releases, bug fixes or security patches there; the legacy vLLM 0.16 image and the "
-    "PyTorch inference image carry them. The runtime of Neuron SDK 2.21.0 and later removed Inf1",
+    "PyTorch inference image carry them (and the latter PyTorch/XLA inference, which ends there too). The runtime of "
+    "Neuron SDK 2.21.0 and later removed Inf1",
     "run {fix_constant} ({fix_uri}) on this type, from neuron_constructs.knowledge.container_images; or place the "
     "model on a type it supports ({families})",
     "Neuron announcements: no support for NxD Inference and NxD Core inference APIs on Trn2 and Trn3 starting with "
-    "Neuron 2.34 (November 17, 2026); AWS Neuron SDK 2.34.0 release (vLLM Neuron generally available); Neuron runtime "
+    "Neuron 2.34 (November 17, 2026), no support for PyTorch/XLA inference on Trn2 and Trn3 starting with Neuron "
+    "2.34; AWS Neuron SDK 2.34.0 release (vLLM Neuron generally available); Neuron runtime "
     "release notes 2.21.0",
 )
 
