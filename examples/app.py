@@ -77,9 +77,10 @@ built with driver 2.28 (Neuron 2.30.0, May 21, 2026), the newest driver both ima
 since July 2026, the price of these images until a successor is published: move them and this pin together."""
 
 TRN2_AMI = "2023.0.20261113"
-"""The ECS Neuron AMI release the Trainium2 example pins: built with driver 2.31 (Neuron 2.33.0, October 19, 2026),
-the driver of the SDK 2.33 vLLM image's own release (``neuron_releases.ami_driver``), whose runtime 2.35 runs on
-driver 2.27 or later. No public source at hand lists this release's parameters (moto 5.2.5's copy of them ends at
+"""The ECS Neuron AMI release the Trainium2 example pins: built with driver 2.31 or later (Neuron 2.33.0, October 19,
+2026, shipped 2.31; the AMI is dated two days after Neuron 2.33.1, whose driver no source gives, so
+``neuron_releases.ami_driver`` derives the floor), the driver of the SDK 2.33 vLLM image's own release, whose runtime
+2.35 runs on driver 2.27 or later. No public source at hand lists this release's parameters (moto 5.2.5's copy of them ends at
 2023.0.20260922; the local endpoint publishes it, with a stand-in image id): run ``neuron-ecs ami --releases`` in your
 Region before you deploy, and pin the newest release it lists whose driver ``ami_driver`` derives as 2.27 or later."""
 
@@ -133,13 +134,19 @@ def vllm_container_options(
 
 
 class NeuronInferenceManaged(Stack):
-    """vLLM on Inferentia2/Trainium through ECS Managed Instances, managed device allocation, behind an
-    internal load balancer (its URL is the stack output ``LoadBalancerUrl``)."""
+    """vLLM on Inferentia2/Trainium (Inf2 and Trn1) through ECS Managed Instances, managed device allocation, behind an
+    internal load balancer (its URL is the stack output ``LoadBalancerUrl``).
+
+    The capacity launches only inf2 and trn1 types: the vLLM 0.16 image runs NxD Inference, which Neuron no longer
+    supports on Trn2 and Trn3 from Neuron 2.34.0, so a service of it on capacity that may launch trn2 is refused
+    (NEURON131); Trn2 serves with the vLLM Neuron image (``NeuronInferenceTrn2``)."""
 
     def __init__(self, scope: Construct, id: str, *, model_id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.neuron = NeuronCluster(self, "Neuron")
-        self.neuron.add_managed_instances_capacity("ManagedInstances")
+        self.neuron.add_managed_instances_capacity(
+            "ManagedInstances", accelerators=["inferentia2", "trainium"], instance_types=["inf2.*", "trn1.*"]
+        )
         self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
         self.task_definition = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
         self.task_definition.add_neuron_container(

@@ -143,7 +143,7 @@ def test_the_monitoring_daemons_take_their_images_from_the_module():
 
 def test_neuron_monitor_is_the_image_the_neuron_sdk_s_manifest_runs_not_a_retired_dlc():
     image = container_images.NEURON_MONITOR
-    assert image.uri == "public.ecr.aws/neuron/neuron-monitor:1.3.0"
+    assert image.uri == "public.ecr.aws/neuron/neuron-monitor:1.10.0"
     assert "src/k8/k8s-neuron-monitor-daemonset.yml" in image.source and "privileged: true" in image.source
     assert "/opt/aws/neuron/bin/neuron-monitor" in image.source  # the binary the daemon's script runs
     assert container_images.PYTORCH_INFERENCE not in container_images.LIBRARY_IMAGES.values()
@@ -156,8 +156,10 @@ def test_the_privileged_images_are_library_images_and_only_neuron_monitor():
 
 
 AWAITING_A_DIGEST = {
-    "NEURON_MONITOR": "no published source ties a digest to public.ecr.aws/neuron/neuron-monitor:1.3.0 "
+    "NEURON_MONITOR": "no published source ties a digest to public.ecr.aws/neuron/neuron-monitor:1.10.0 "
     "(the monitoring warns, NEURON116, until it is pinned)",
+    "NODE_PROBLEM_DETECTOR": "the image promoter's manifest found (kubernetes/k8s.io k8s-staging-npd/images.yaml) ends "
+    "at v0.8.20: no published source ties a digest to v1.35.2",
     "AWS_CLI": "no published source ties a digest to public.ecr.aws/aws-cli/aws-cli:2.15.0",
 }
 """The images the library runs whose digest is not known yet, each with why: a registry answers it, and none is
@@ -213,3 +215,24 @@ def test_the_host_network_image_the_warm_up_runs_is_held_to_no_more_than_a_tag()
     assert 'docker run --rm --network host -v "$MODELS:$MODELS" "$CLI"' in script
     assert AWS_CLI.reference in script
     assert AWS_CLI.digest is None and AWS_CLI not in PRIVILEGED_IMAGES.values()
+
+
+def test_the_daemon_images_are_at_the_newest_tags_a_source_names_each_with_what_it_changes() -> None:
+    """GIVEN the tags the sources name (neuron-monitor 1.10.0; the Neuron Helm chart's node recovery 1.9.0 and
+    node-problem-detector v1.35.2) THEN the table runs them, cites them, and says what each changes in what the library
+    reads; a tag without a sourced digest runs by its tag, listed in AWAITING_A_DIGEST."""
+    monitor, recovery, detector = (
+        container_images.NEURON_MONITOR,
+        container_images.NEURON_NODE_RECOVERY,
+        container_images.NODE_PROBLEM_DETECTOR,
+    )
+    assert (monitor.tag, recovery.tag, detector.tag) == ("1.10.0", "1.9.0", "v1.35.2")
+    assert "dra-smoke-tests.md" in monitor.source and "neuron-monitor:1.10.0" in monitor.source
+    for image in (recovery, detector):
+        assert "aws-neuron/neuron-helm-charts/blob/" in image.source
+        assert "charts/neuron-helm-chart/README.md" in image.source
+    unpinned = {name for name, image in container_images.LIBRARY_IMAGES.items() if image.digest is None}
+    assert detector.digest is None and monitor.digest is None and set(AWAITING_A_DIGEST) == unpinned
+    module = MODULE.read_text(encoding="utf-8")
+    for said in ("What 1.10.0 changes in what the library reads", "What 1.9.0 changes", "What v1.35.2 changes"):
+        assert said in module

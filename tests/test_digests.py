@@ -132,11 +132,25 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 def test_the_manifest_url_is_the_registry_s_v2_path_of_the_tag() -> None:
     assert manifest_url(NODE_PROBLEM_DETECTOR) == (
-        "https://registry.k8s.io/v2/node-problem-detector/node-problem-detector/manifests/v0.8.20"
+        "https://registry.k8s.io/v2/node-problem-detector/node-problem-detector/manifests/v1.35.2"
     )
     assert manifest_url(LIBRARY_IMAGES["NEURON_MONITOR"], "http://127.0.0.1:5000/") == (
-        "http://127.0.0.1:5000/v2/neuron/neuron-monitor/manifests/1.3.0"
+        "http://127.0.0.1:5000/v2/neuron/neuron-monitor/manifests/1.10.0"
     )
+
+
+PINNED = _digest(99)
+"""The digest the pinned image of :func:`pinned_detector` names (no library image has a sourced digest today)."""
+
+
+@pytest.fixture
+def pinned_detector(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The library's images with node-problem-detector pinned to :data:`PINNED`, as a sourced digest would pin it."""
+    from neuron_constructs.tools import digests
+
+    pinned = NODE_PROBLEM_DETECTOR.pinned(PINNED, "a test")
+    monkeypatch.setattr(digests, "LIBRARY_IMAGES", {**LIBRARY_IMAGES, "NODE_PROBLEM_DETECTOR": pinned})
+    return pinned
 
 
 def test_a_challenge_is_met_with_an_anonymous_token_and_the_manifest_asked_again(registry: _Registry) -> None:
@@ -172,16 +186,13 @@ def test_digests_says_which_pins_match_and_gives_the_digest_to_pin_the_others(
     }
 
 
-def test_a_pinned_tag_that_now_names_other_bytes_exits_3_and_says_so(registry: _Registry) -> None:
+def test_a_pinned_tag_that_now_names_other_bytes_exits_3_and_says_so(registry: _Registry, pinned_detector: Any) -> None:
     paths = _paths(registry.url)
     registry.manifests = {path: _digest(n) for n, path in enumerate(paths.values(), start=1)}
     status, out, _ = _run("digests", "--endpoint-url", registry.url)
     assert status == EXIT_CONFLICT
     moved = registry.manifests[paths["NODE_PROBLEM_DETECTOR"]]
-    assert (
-        f"NODE_PROBLEM_DETECTOR: pinned to {NODE_PROBLEM_DETECTOR.digest}, but {NODE_PROBLEM_DETECTOR.uri} is now "
-        in out
-    )
+    assert f"NODE_PROBLEM_DETECTOR: pinned to {PINNED}, but {NODE_PROBLEM_DETECTOR.uri} is now " in out
     assert moved in out and "tag moved" in out
 
 

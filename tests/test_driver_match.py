@@ -90,12 +90,61 @@ def test_inf1_left_the_runtime_in_sdk_2_21_0_whose_runtime_is_2_23() -> None:
     assert neuron_releases.INF1_AMI_DRIVER == (2, 21)
 
 
+def test_the_inf1_driver_is_stated_from_both_sources_and_the_one_the_ami_installs_is_assumed() -> None:
+    """GIVEN Neuron's correction (the last driver it supports on Inf1 is 2.24) and the ECS AMI's scripts (it installs
+    2.21 on Inf1) WHEN the library derives an Inf1 instance's driver THEN it is 2.21, what the instance loads, and both
+    numbers keep their sources."""
+    assert neuron_releases.INF1_LAST_SUPPORTED_DRIVER == (2, 24)
+    assert neuron_releases.INF1_AMI_DRIVER < neuron_releases.INF1_LAST_SUPPORTED_DRIVER
+    correction = neuron_releases.INF1_DRIVER_CORRECTION_SOURCE
+    assert "announce-correction-neuron-driver-support-inf1" in correction and "March 12, 2026" in correction
+    assert "aws-neuronx-dkms-2.21.*" in neuron_releases.ECS_AMI_BUILD_SOURCE
+    assert ami_driver("2023.0.20261113", "inf1").drivers == (neuron_releases.INF1_AMI_DRIVER,)
+    assert "2.24" in (neuron_releases.__doc__ or "") and "The library assumes 2.21" in (neuron_releases.__doc__ or "")
+
+
+def test_support_ends_for_a_family_by_release_or_by_component() -> None:
+    """GIVEN the ends of support: Inf1 from SDK 2.21.0, NxD Inference on Trn2 and Trn3 from SDK 2.34.0 for every
+    release WHEN a release is asked for a family THEN the ended combinations answer with their source."""
+    unsupported, nxdi = neuron_releases.unsupported, (neuron_releases.NXDI,)
+    assert unsupported("2.20.2", "inf1") is None
+    inf1 = unsupported("2.21.0", "inf1")
+    assert inf1 is not None and "not supported on inf1 from Neuron 2.21.0" in inf1
+    for family in ("trn2", "trn3"):
+        problem = unsupported("2.31.1", family, nxdi)
+        assert problem is not None and "NxD Inference of Neuron SDK 2.31.1" in problem
+        assert "announce-no-support-nxdi-nxd-core-inference-trn" in problem
+        assert unsupported("2.31.1", family) is None, "only the component's support ended"
+        assert unsupported("2.31.1", family, nxdi, current="2.33.1") is None, "before 2.34.0 it was supported"
+    assert unsupported("2.31.1", "inf2", nxdi) is None and unsupported("2.31.1", "trn1", nxdi) is None
+
+
 # ------------------------------------------------------------ the AMI's driver ---
 
 
 def test_an_ami_carries_the_newest_driver_released_before_its_date() -> None:
-    assert ami_driver("2023.0.20261113").drivers == ((2, 31),)
+    assert ami_driver("2023.0.20261104").drivers == ((2, 31),)  # SDK 2.33.0, October 19, 2026
     assert ami_driver("2023.0.20260601").drivers == ((2, 28),)
+
+
+def test_sdk_2_33_1_is_in_the_table_dated_with_its_driver_in_no_source() -> None:
+    """GIVEN SDK 2.33.1 (November 11, 2026, bug fixes of 2.33.0), whose runtime and driver versions no source gives
+    WHEN an AMI is dated after it THEN its driver is a floor, the newest known one (2.31), never a guessed number."""
+    row = release("2.33.1")
+    assert row is not None and row.date is not None and row.date.isoformat() == "2026-11-11"
+    assert row.runtime is None and row.driver is None and "releases/tag/v2.33.1" in row.source
+    assert driver_range("2.33.1") is None
+    derived = ami_driver("2023.0.20261113")
+    assert derived.drivers == () and derived.unknown_after == "2.33.1" and derived.describe() == "2.31 or later"
+    problem = ami_driver_conflict("2023.0.20261113", "2.30.0")
+    assert problem is not None and "Neuron 2.33.1's driver is in no source found" in problem
+    assert ami_driver_conflict("2023.0.20261113", "2.33.0") is None
+
+
+def test_a_patch_release_that_keeps_the_driver_s_minor_adds_no_older_driver() -> None:
+    """GIVEN SDK 2.28.1 (March 12, 2026) with driver 2.26, as SDK 2.28.0 (February 26) WHEN an AMI is dated two days
+    after it THEN it carries 2.26, not "2.26 or 2.25": the release a week before it already shipped 2.26."""
+    assert ami_driver("2023.0.20260314").drivers == ((2, 26),)
 
 
 def test_an_ami_built_days_after_a_driver_release_may_carry_either_driver() -> None:
@@ -174,7 +223,7 @@ def conflict(ami: str, image: container_images.NeuronImage) -> str | None:
 
 def test_a_pinned_ami_whose_driver_the_image_does_not_run_on_is_refused() -> None:
     problem = conflict("2023.0.20261113", PYTORCH_TRAINING)
-    assert problem is not None and "driver 2.31 (" in problem and "driver 2.27 to 2.28" in problem
+    assert problem is not None and "driver 2.31 or later (" in problem and "driver 2.27 to 2.28" in problem
 
 
 def test_a_pinned_ami_whose_driver_the_image_runs_on_passes() -> None:
@@ -408,6 +457,16 @@ def test_driver_check_on_an_image_whose_tag_names_no_sdk_asks_for_the_release() 
     image = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:v3")
     with pytest.raises(NeuronConfigurationError, match=r"NEURON089.*driver_check='<the image's Neuron SDK release>'"):
         task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check=True)
+
+
+def test_driver_check_of_sdk_2_33_1_whose_runtime_no_source_gives_is_refused() -> None:
+    """GIVEN SDK 2.33.1, in the table without a runtime WHEN a driver check is asked for it THEN it is refused, naming
+    the releases whose runtime the table knows."""
+    task = ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="trn2.3xlarge", memory_mib=8192)
+    image = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:v3")
+    refused = r"Neuron SDK 2\.33\.1's runtime version is in no source.*NEURON089.*one of .*2\.33\.0$"
+    with pytest.raises(NeuronConfigurationError, match=refused):
+        task.add_neuron_container("model", image=image, entry_point=["/serve"], driver_check="2.33.1")
 
 
 def test_driver_check_takes_the_sdk_release_when_the_tag_has_none() -> None:

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
     health_script,
+    monitor_script,
     publisher_source,
     recovery_script,
 )
@@ -210,11 +212,12 @@ def test_only_the_neuron_monitor_runs_privileged_and_nothing_in_the_host_network
 
 
 def test_every_image_the_daemons_run_is_the_module_s_reference(templates: dict[str, dict[str, Any]]) -> None:
-    """Each daemon image is named as ``tag@digest`` where its source gives the digest (the problem detector)."""
+    """Each daemon image is named as ``tag@digest`` where its source gives the digest, else by its tag (the problem
+    detector v1.35.2: no source gives its digest)."""
     _, task = _daemon_task(templates["NeuronInferenceEc2"], "npd")
     images = {c["Name"]: c["Image"] for c in task["ContainerDefinitions"]}
     assert images == {"npd": NODE_PROBLEM_DETECTOR.reference, "recovery": AWS_CLI.reference}
-    assert images["npd"].endswith("@" + str(NODE_PROBLEM_DETECTOR.digest))
+    assert images["npd"] == "registry.k8s.io/node-problem-detector/node-problem-detector:v1.35.2"
 
 
 def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
@@ -397,6 +400,32 @@ def test_daemons_never_collide_with_a_workload_in_the_inspector(templates: dict[
         for n, t in enumerate(live)
     ]
     assert [f for f in find_problems([instance], [workload, *daemons]) if f.kind == "conflict"] == []
+
+
+def test_a_neuron_monitor_image_without_the_binary_or_python_stops_with_one_line(tmp_path: Any) -> None:
+    """GIVEN a neuron-monitor tag no source describes (1.10.0) WHEN its image lacks neuron-monitor or python3 THEN the
+    monitor container stops with one line naming what is missing; with both it runs the pipe."""
+    from aws_cdk import Duration
+
+    binary = tmp_path / "neuron-monitor"
+    missing = subprocess.run(
+        ["sh", "-c", monitor_script(Duration.minutes(1), str(binary))], capture_output=True, text=True, timeout=30
+    )
+    assert missing.returncode == 1 and missing.stdout == f"neuron-monitor: this image has no {binary}: " + (
+        "run a neuron-monitor image that does (monitor_image=)\n"
+    )
+    binary.write_text("#!/bin/sh\nexit 0\n")
+    binary.chmod(0o755)
+    no_python = tmp_path / "bin"
+    no_python.mkdir()
+    env = {"PATH": str(no_python), "NEURON_MONITOR_EMF": ""}
+    script = monitor_script(Duration.minutes(1), str(binary)).replace("/tmp/neuron-monitor.json", str(tmp_path / "c"))
+    without = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env, timeout=30)
+    assert without.returncode == 1 and "this image has no python3 for the metric publisher" in without.stdout
+    (no_python / "python3").symlink_to(sys.executable)
+    env["PATH"] = str(no_python) + ":/usr/bin:/bin"
+    ran = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 0 and ran.stdout == "", ran.stderr
 
 
 def test_the_health_daemon_stops_on_an_unrecoverable_error_and_only_then(tmp_path: Any) -> None:
@@ -725,12 +754,12 @@ def test_a_pinned_monitor_image_runs_by_its_digest_on_both_capacity_kinds_withou
 
 
 def test_the_library_s_own_monitor_image_runs_by_its_tag_only_with_a_warning() -> None:
-    """No published source gives neuron-monitor:1.3.0's digest: the default runs by tag, and says so."""
+    """No published source gives neuron-monitor:1.10.0's digest: the default runs by tag, and says so."""
     assert NEURON_MONITOR.digest is None  # when a source gives it, pin it in the module and this test changes
     _, stack = _monitored_app()
     (warning,) = _warnings(stack, "NEURON116")
     assert (
-        "Pins/N/Monitoring: neuron-monitor runs privileged from public.ecr.aws/neuron/neuron-monitor:1.3.0" in warning
+        "Pins/N/Monitoring: neuron-monitor runs privileged from public.ecr.aws/neuron/neuron-monitor:1.10.0" in warning
     )
     assert 'monitor_image=NEURON_MONITOR.pinned("sha256:...")' in warning
 
@@ -803,3 +832,38 @@ def test_neuron_ecs_lint_sees_the_library_s_acknowledgement_in_the_template_and_
             "task's credentials on the instance)",
         )
     ]
+
+
+NPD_V1_35_2 = json.loads((Path(__file__).parent / "data" / "node_problem_detector_v1.35.2.json").read_text())
+"""What node-problem-detector v1.35.2 reads, recorded from its repository at the tag (the file's ``_source``)."""
+
+
+def test_the_detector_runs_with_flags_and_a_kernel_monitor_v1_35_2_reads() -> None:
+    """GIVEN the flags and kmsg monitor configuration node-problem-detector v1.35.2 accepts (recorded) WHEN the
+    recovery task runs the library's default detector image THEN every flag it passes and every key of its kernel
+    monitor is one v1.35.2 reads, and the start-up line the kernel alarm excludes is v1.35.2's."""
+    app, _ = _monitored_app()
+    template = app.synth().get_stack_by_name("Pins").template
+    (npd,) = [
+        c
+        for t in resources(template, "AWS::ECS::TaskDefinition").values()
+        for c in t["Properties"]["ContainerDefinitions"]
+        if c["Name"] == "npd"
+    ]
+    assert npd["Image"] == NODE_PROBLEM_DETECTOR.reference and NODE_PROBLEM_DETECTOR.tag == "v1.35.2"
+    (command,) = npd["Command"]
+    flags = re.findall(r"/node-problem-detector((?: --[\w.-]+(?:=\S+)?)+)", command)[0]
+    names = {flag.split("=", 1)[0].removeprefix("--") for flag in flags.split()}
+    assert names == {"v", "logtostderr", "enable-k8s-exporter", "config.system-log-monitor"}
+    assert names <= set(NPD_V1_35_2["flags"])
+    monitor = json.loads(command.split("echo '", 1)[1].split("' >", 1)[0])
+    assert set(monitor) <= set(NPD_V1_35_2["monitor_config_keys"])
+    assert all(set(rule) <= set(NPD_V1_35_2["rule_keys"]) for rule in monitor["rules"])
+    assert {rule["type"] for rule in monitor["rules"]} <= set(NPD_V1_35_2["rule_types"])
+    assert all(set(condition) <= set(NPD_V1_35_2["condition_keys"]) for condition in monitor["conditions"])
+    (kernel_filter,) = [
+        f["Properties"]["FilterPattern"]
+        for f in resources(template, "AWS::Logs::MetricFilter").values()
+        if "NEURON_HW_ERR" in f["Properties"]["FilterPattern"]
+    ]
+    assert '-"Finish parsing"' in kernel_filter and NPD_V1_35_2["start_up_log_line"].startswith("Finish parsing")

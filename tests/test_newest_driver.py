@@ -27,7 +27,8 @@ from neuron_constructs.knowledge.neuron_releases import newest_driver, newest_dr
 OLDER_AMI = "2023.0.20260701"
 """An ECS Neuron AMI release built with driver 2.28 (Neuron 2.30.0), before driver 2.29."""
 NEWER_AMI = "2023.0.20261113"
-"""One built with driver 2.31 (Neuron 2.33.0)."""
+"""One built with driver 2.31 or later (Neuron 2.33.0 shipped 2.31; Neuron 2.33.1's, two days before it, is in no
+source)."""
 WARNING = rules.IMAGE_BEHIND_NEWEST_DRIVER.id
 
 

@@ -851,6 +851,13 @@ def _training_image_on_a_current_ami(s: Stack) -> None:
     NeuronService(s, "Svc", cluster=cluster, task_definition=task)
 
 
+def _legacy_vllm_image_on_trn2(s: Stack) -> None:
+    from neuron_constructs.knowledge.container_images import VLLM
+
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri))
+
+
 def _driver_check_without_entry_point(s: Stack) -> None:
     task = ManagedNeuronTaskDefinition(s, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("x-sdk2.33.0-y"), driver_check=True)
@@ -1280,6 +1287,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.DRIVER_OUTSIDE_RUNTIME,
         _training_image_on_a_current_ami,
         r"Test/Svc: .*sdk2\.30\.0.*driver 2.31.*driver 2.27 to 2.28",
+    ),
+    (
+        r.IMAGE_UNSUPPORTED_ON_FAMILY,
+        _legacy_vllm_image_on_trn2,
+        r"Test/T/model: container 'model' runs .*vllm-neuronx:0\.16\.0.* on trn2: NxD Inference of Neuron SDK 2\.31\.1 "
+        r"is not supported on trn2 from Neuron 2\.34\.0.*Fix: run VLLM_TRN2 \(.*sdk2\.33\.0",
     ),
     (
         r.DRIVER_CHECK_INPUT,

@@ -56,7 +56,7 @@ from neuron_constructs.compute.model_sources import (
     ModelArtifacts,
 )
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
-from neuron_constructs.knowledge import neuron_releases, rules
+from neuron_constructs.knowledge import image_support, neuron_releases, rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.cores import (
     LOGICAL_CORE_VARIABLE,
@@ -313,6 +313,24 @@ class NeuronTaskDefinition(Construct):
             name = json.dumps(Stack.of(self).resolve(name))
         return start_check.image_sdk(name)
 
+    def check_image_support(self, path: str, container: ecs.ContainerDefinition, families: Iterable[str]) -> None:
+        """NEURON131: refuse ``container`` when Neuron does not support its image on one of ``families`` (NxD
+        Inference on Trn2, a release without Inf1 on Inf1: :mod:`neuron_constructs.knowledge.image_support`)."""
+        name = container.image_name
+        if is_token(name):
+            name = json.dumps(Stack.of(self).resolve(name))
+        for family in dict.fromkeys(families):
+            refusal = image_support.family_refusal(name, family)
+            if refusal is not None:
+                raise rules.IMAGE_UNSUPPORTED_ON_FAMILY.error(
+                    path,
+                    f"container {container.container_name!r} runs {name.split('@', 1)[0]} on {family}: "
+                    + refusal.problem,
+                    fix_constant=refusal.fix_constant,
+                    fix_uri=refusal.fix_image.uri,
+                    families=", ".join(image_support.supported_families(name)) or "none",
+                )
+
     def _driver_check_options(self, path: str, driver_check: bool | str, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` with the entry point and command wrapped in the driver start check (NEURON089 when the
         caller did not state the entry point)."""
@@ -343,6 +361,9 @@ class NeuronTaskDefinition(Construct):
                 path,
                 "the image's tag names no Neuron SDK release (-sdkX.Y.Z-)"
                 if sdk is None
+                else f"Neuron SDK {sdk}'s runtime version is in no source the driver table (knowledge.neuron_releases) "
+                "cites"
+                if neuron_releases.release(sdk) is not None
                 else f"Neuron SDK {sdk} is not in the driver table (knowledge.neuron_releases)",
                 fix=f"pass driver_check='<the image's Neuron SDK release>', one of {known}",
             )
@@ -916,6 +937,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 },
             ),
         )
+        self.check_image_support(path, container, (self.instance_type.family,))
         self._driver_check_environment(path, driver_check, container)
         self._mapped.update({i: id for i in chosen})
         self._tag_neuron_container(container, stated)

@@ -16,7 +16,10 @@ Why each is the release it is:
 * :data:`VLLM` is the vLLM 0.16 image of SDK 2.31.1, the last vLLM image for Inf2 and Trn1, where the examples
   serve: it stays for Inf2 and Trn1. The newer vLLM images (0.21 and later, SDK 2.31 to 2.33) support Trn2 and Trn3
   only; :data:`VLLM_TRN2` is the newest, SDK 2.33.0's, on Ubuntu 26.04 (on which every Neuron DLC is published from
-  2.33.0) and Python 3.14. Serve Trn2 and Trn3 with it.
+  2.33.0) and Python 3.14. Serve Trn2 and Trn3 with it. From SDK 2.34.0 Neuron no longer supports NxD Inference, which
+  :data:`VLLM` and :data:`PYTORCH_INFERENCE` carry, on Trn2 and Trn3 (announcement of November 17, 2026), and vLLM
+  Neuron, which :data:`VLLM_TRN2` runs, is generally available: the table lists both for Inf2 and Trn1 only, and a
+  Neuron container of either on a trn2 type is refused (NEURON131, :mod:`neuron_constructs.knowledge.image_support`).
 * From SDK 2.33.0 a TorchNeuron (native PyTorch 2.14) training DLC exists for Trn2 and Trn3 (the Neuron
   documentation's "Install PyTorch via Deep Learning Container", v2.33.0, lists "PyTorch Training (TorchNeuron)"),
   but no source found publishes its repository and tag (the page links to the DLC repository's README, whose newest
@@ -29,12 +32,13 @@ Why each is the release it is:
   found in public sources is SDK 2.26.0's (PyTorch 2.8.0, transformers 4.55.4), older than SDK 2.31.0, whose
   runtime 2.33 is the first that driver 2.29 runs.
 * :data:`INF1_INFERENCE` is the last Inf1 image (torch-neuron, SDK 2.20.2): the base for an Inf1 serving image.
-* :data:`NEURON_MONITOR` has a version of its own: the neuron-monitor image the Neuron SDK's Kubernetes manifest
-  (``src/k8/k8s-neuron-monitor-daemonset.yml``) runs, privileged, which the monitoring daemon runs.
+* :data:`NEURON_MONITOR` has a version of its own: the neuron-monitor image, privileged as the Neuron SDK's
+  Kubernetes manifest (``src/k8/k8s-neuron-monitor-daemonset.yml``, 1.3.0) runs it, which the monitoring daemon runs;
+  1.10.0, the newest tag a source names (the Neuron operator for OpenShift's DRA smoke tests).
 * :data:`NEURON_NODE_RECOVERY` and :data:`NODE_PROBLEM_DETECTOR` have versions of their own, not an SDK
-  release: they are the images of AWS's ECS Neuron problem detector sample, which the recovery daemon follows.
-  The detector is v0.8.20, as the sample's task definition pins it; the Neuron ECS guide's copy of the same task
-  (``deploy/ecs/npd.rst``) names v0.8.19 with the same command, an older patch release.
+  release: they are the images of AWS's ECS Neuron problem detector sample (1.3.0 and v0.8.20), which the recovery
+  daemon follows, at the tags the Neuron Helm chart runs them with (aws-neuron/neuron-helm-charts, chart README:
+  1.9.0 and v1.35.2). Each constant says what its version changes in what the library reads from it.
 
 Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
 Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
@@ -47,17 +51,17 @@ the capacity and the training queue that run them; on capacity that follows the 
 (NEURON127). :data:`INF1_INFERENCE` (SDK 2.20.2) runs on Inf1, where the
 AMI installs driver 2.21 at boot.
 
-Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons
-and the model-artifact sync, root, one of them privileged, on every Neuron host) are referenced as ``tag@digest``
-(:attr:`NeuronImage.reference`) wherever a source ties a digest to the tag: a tag can be moved to other bytes, a
-digest cannot. :data:`NODE_PROBLEM_DETECTOR` is pinned from the Kubernetes image promoter's manifest, which maps
-each digest of ``registry.k8s.io/node-problem-detector`` to its tags. For the Neuron team's images and the AWS CLI
-image no published source gives the digest of these tags, and no registry is reachable where this library is
-built: they keep ``digest=None`` (the tag alone) until one does; ``neuron-ecs digests`` asks the registries and
-prints the digest to pin each with. An image the library runs privileged or in the host network
-(:data:`PRIVILEGED_IMAGES`) must be pinned: the monitoring refuses any other one without a digest (NEURON068) and
-warns that its own :data:`NEURON_MONITOR` runs by tag until it is pinned (NEURON116). To run your own pins, pass
-``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
+Pinned by digest. The images the library runs itself (:data:`LIBRARY_IMAGES`: the monitoring and recovery daemons and
+the model-artifact sync, root, one of them privileged, on every Neuron host) are referenced as ``tag@digest``
+(:attr:`NeuronImage.reference`) wherever a source ties a digest to the tag: a tag can be moved to other bytes, a digest
+cannot. The Kubernetes image promoter's manifest maps each digest of ``registry.k8s.io/node-problem-detector`` to its
+tags, but the version of it found ends at v0.8.20, so :data:`NODE_PROBLEM_DETECTOR` v1.35.2 has no sourced digest. For
+it, the Neuron team's images and the AWS CLI image no published source gives the digest of these tags, and no registry
+is reachable where this library is built: they keep ``digest=None`` (the tag alone) until one does; ``neuron-ecs
+digests`` asks the registries and prints the digest to pin each with. An image the library runs privileged or in the
+host network (:data:`PRIVILEGED_IMAGES`) must be pinned: the monitoring refuses any other one without a digest
+(NEURON068) and warns that its own :data:`NEURON_MONITOR` runs by tag until it is pinned (NEURON116). To run your own
+pins, pass ``image.pinned("sha256:...")`` (the digest your registry reports for the tag) to
 :class:`~neuron_constructs.monitoring.monitoring.NeuronMonitoring`'s ``monitor_image``, ``recovery_image`` and
 ``problem_detector_image``.
 
@@ -71,6 +75,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+
+from neuron_constructs.knowledge.neuron_releases import NXDI, TORCH_XLA_INFERENCE
 
 __all__ = [
     "AWS_CLI",
@@ -122,7 +128,7 @@ class NeuronImage:
     Region). ``neuron_sdk`` is the Neuron SDK release the image is built with, ``None`` for an image with a
     version of its own (not a Neuron DLC). ``instance_families`` are the instance families its source lists.
     ``digest`` is the ``sha256:`` digest the tag pointed to when ``digest_source`` recorded it, ``None`` where no
-    source gives one.
+    source gives one. ``components``: the Neuron components whose support ends per family (NxD Inference).
     """
 
     registry: str
@@ -137,6 +143,9 @@ class NeuronImage:
     source: str
     digest: str | None = None
     digest_source: str | None = None
+    components: tuple[str, ...] = ()
+    """The image's Neuron components whose support per family ``neuron_releases.SUPPORT_ENDS`` follows
+    (``neuron_releases.NXDI``: NxD Inference)."""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not _DIGEST.fullmatch(self.digest):
@@ -180,7 +189,8 @@ PYTORCH_INFERENCE = NeuronImage(
     framework_version="2.9.0",
     python="3.12",
     os="Ubuntu 24.04",
-    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    instance_families=("inf2", "trn1"),
+    components=(NXDI, TORCH_XLA_INFERENCE),
     source=(
         f"{_DLC_README}, pytorch-inference-neuronx table, first row; Dockerfile: {_DLC_REPOSITORY}/blob/"
         "8d2d83800ee11d811007fefe88f6bfe1c0b81e52/pytorch/inference/2.9.0/Dockerfile.neuronx (tag 2.31.1: "
@@ -188,7 +198,9 @@ PYTORCH_INFERENCE = NeuronImage(
         "release-notes/components/containers.rst (tag v2.32.0), Neuron 2.32.0"
     ),
 )
-"""The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired)."""
+"""The Neuron PyTorch inference container, newest published (SDK 2.31.1, the last: the image is retired). It carries NxD
+Inference and runs PyTorch/XLA (torch-neuronx), neither of which Neuron supports on Trn2 and Trn3 from SDK 2.34.0: Inf2
+and Trn1 only (the DLC README lists trn2 and trn3 too, as of its release)."""
 
 PYTORCH_TRAINING = NeuronImage(
     registry="public.ecr.aws/neuron",
@@ -219,7 +231,8 @@ VLLM = NeuronImage(
     framework_version="0.16.0",
     python="3.12",
     os="Ubuntu 24.04",
-    instance_families=("inf2", "trn1", "trn2", "trn3"),
+    instance_families=("inf2", "trn1"),
+    components=(NXDI,),
     source=(
         f"{_DLC_README}, vllm-inference-neuronx table, row VLLM 0.16.0 / Neuron 2.31.1; Dockerfile: "
         f"{_DLC_REPOSITORY}/blob/8d2d83800ee11d811007fefe88f6bfe1c0b81e52/vllm/inference/0.16.0/Dockerfile.neuronx "
@@ -229,7 +242,9 @@ VLLM = NeuronImage(
     ),
 )
 """vLLM 0.16 for Neuron (NxD Inference), the last vLLM image for Inf2 and Trn1 (SDK 2.31.1); the examples'
-LLMs run it with ``vllm serve``."""
+LLMs run it with ``vllm serve``. Not for Trn2 or Trn3: Neuron no longer supports NxD Inference there from SDK 2.34.0
+(``neuron_releases.NXDI_TRN_END_SOURCE``), and a Neuron container of it on a trn2 type is refused (NEURON131) with
+:data:`VLLM_TRN2` as the fix; the DLC README lists trn2 and trn3 as of its release."""
 
 VLLM_TRN2 = NeuronImage(
     registry="public.ecr.aws/neuron",
@@ -290,61 +305,98 @@ _NEURON_MONITOR_MANIFEST = (
     "https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/"
     "src/k8/k8s-neuron-monitor-daemonset.yml"
 )
+_NEURON_MONITOR_TAGS = (
+    "https://github.com/yevgeny-shnaidman/operator-for-ai-chips-on-aws-new/blob/"
+    "6c5b842e83785ec29d1c1406a98d4f6416f8121d/test_data/dra-smoke-tests.md and https://github.com/ybrodsky-rh/"
+    "operator-for-ai-chips-on-aws/blob/597b3c7849610e6a821fc4cc23c88c13f2afdafb/docs/dra-smoke-tests.md (the Neuron "
+    "operator for OpenShift's DRA smoke tests, DeviceConfig nodeMetricsImage: "
+    "public.ecr.aws/neuron/neuron-monitor:1.10.0; the same fork's config/samples/k8s.aws_deviceconfigs_dra.yaml, "
+    "commit ee36ed7, names 1.9.0)"
+)
 NEURON_MONITOR = NeuronImage(
     registry="public.ecr.aws/neuron",
     repository="neuron-monitor",
-    tag="1.3.0",
+    tag="1.10.0",
     neuron_sdk=None,
     framework="neuron-monitor",
-    framework_version="1.3.0",
+    framework_version="1.10.0",
     python=None,
     os=None,
     instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
     source=(
-        f"{_NEURON_MONITOR_MANIFEST} (image public.ecr.aws/neuron/neuron-monitor:1.3.0, securityContext privileged: "
-        "true; its entrypoint runs /opt/aws/neuron/bin/neuron-monitor with /opt/aws/neuron/bin/neuron-monitor.conf "
-        "into the Python exporter neuron-monitor-prometheus.py); aws-neuron-sdk deploy/infrastructure/monitoring.rst "
-        "(same commit: the exporter answers with Python's prometheus_client metrics)"
+        f"{_NEURON_MONITOR_TAGS}; what the image holds: {_NEURON_MONITOR_MANIFEST} (1.3.0: securityContext "
+        "privileged: true; its entrypoint runs /opt/aws/neuron/bin/neuron-monitor with "
+        "/opt/aws/neuron/bin/neuron-monitor.conf into the Python exporter neuron-monitor-prometheus.py); "
+        "aws-neuron-sdk deploy/infrastructure/monitoring.rst (same commit: the exporter answers with Python's "
+        "prometheus_client metrics)"
     ),
 )
-"""The Neuron team's neuron-monitor image, the one the Neuron SDK's Kubernetes manifest runs (privileged):
-``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and the Python 3 its Prometheus exporter runs on; the
-monitoring daemon pipes neuron-monitor into the library's EMF publisher with that Python."""
+"""The Neuron team's neuron-monitor image, newest tag a source names (1.10.0; the Neuron SDK's Kubernetes manifest runs
+1.3.0, privileged): ``aws-neuronx-tools`` (``/opt/aws/neuron/bin/neuron-monitor``) and the Python 3 its Prometheus
+exporter runs on; the monitoring daemon pipes neuron-monitor into the library's EMF publisher with that Python.
 
+What 1.10.0 changes in what the library reads: no source found says. None names the ``aws-neuronx-tools`` release it
+carries (so the neuron-monitor report format, which belongs to that release), nor whether the binary and ``python3``
+stay where 1.3.0 has them; the operator that names the tag runs it as it runs 1.3.0 (its entrypoint, with
+``/opt/aws/neuron/bin/neuron-monitor.conf``). The daemon's command therefore checks both before it starts and stops with
+one line naming what is missing (:func:`~neuron_constructs.monitoring.daemons.monitor_script`), and the publisher reads
+the report fields it has recorded outputs for and skips a line it cannot read. A tag 1.12.0 is named nowhere in the
+sources searched."""
+
+_HELM_CHART_README = (
+    "https://github.com/aws-neuron/neuron-helm-charts/blob/2f5072d772b562418c5499b0ad8f9469a301c363/"
+    "charts/neuron-helm-chart/README.md"
+)
 NEURON_NODE_RECOVERY = NeuronImage(
     registry="public.ecr.aws/neuron",
     repository="neuron-node-recovery",
-    tag="1.3.0",
+    tag="1.9.0",
     neuron_sdk=None,
     framework="neuron-node-recovery",
-    framework_version="1.3.0",
+    framework_version="1.9.0",
     python=None,
     os=None,
     instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
-    source=f"{_NPD_SAMPLE} (container recovery); {_NPD_GUIDE}",
+    source=(
+        f"{_HELM_CHART_README} (Node Recovery Agent: npd.nodeRecovery.image.tag '1.9.0', "
+        "npd.nodeRecovery.startupDelaySeconds 60, npd.nodeRecovery.counters); the ECS pattern: "
+        f"{_NPD_SAMPLE} (container recovery, 1.3.0); {_NPD_GUIDE}"
+    ),
 )
-"""The Neuron node recovery image: it marks an instance whose Neuron hardware failed unhealthy in its Auto Scaling
-group."""
+"""The Neuron node recovery image (1.9.0, the Neuron Helm chart's): it marks an instance whose Neuron hardware failed
+unhealthy. The library does not run it (its recovery container runs the AWS CLI, :data:`AWS_CLI`); it reads nothing
+from it. What 1.9.0 changes beside the sample's 1.3.0, as the chart configures it: a startup delay
+(``startupDelaySeconds``, 60) and the error counters it acts on (``counters``: ``NeuronHasError_`` and the four
+``NEURON_HW_ERR`` codes the library's own detector rules match, ``monitoring.daemons.NEURON_HARDWARE_ERRORS``)."""
 
 NODE_PROBLEM_DETECTOR = NeuronImage(
     registry="registry.k8s.io/node-problem-detector",
     repository="node-problem-detector",
-    tag="v0.8.20",
+    tag="v1.35.2",
     neuron_sdk=None,
     framework="node-problem-detector",
-    framework_version="0.8.20",
+    framework_version="1.35.2",
     python=None,
     os=None,
     instance_families=("inf1", "inf2", "trn1", "trn2", "trn3"),
-    source=f"{_NPD_SAMPLE} (container npd); the Neuron ECS guide {_NPD_GUIDE} names v0.8.19 with the same command",
-    digest="sha256:52f0618e9bc2cea60b7aa9d9c962a0b84dace6ef3cff62d1e1a29c92ba1c4177",
-    digest_source=(
-        "https://github.com/kubernetes/k8s.io/blob/5f348a27559b8939966f6392ca982714bd534d91/registry.k8s.io/images/"
-        'k8s-staging-npd/images.yaml (the image promoter\'s manifest: "sha256:52f0618e...": ["v0.8.20"])'
+    source=(
+        f"{_HELM_CHART_README} (Node Problem Detector Container: npd.nodeProblemDetector.image.tag 'v1.35.2'); the "
+        f"ECS pattern: {_NPD_SAMPLE} (container npd, v0.8.20); flags and kmsg monitor at the tag: "
+        "https://github.com/kubernetes/node-problem-detector/blob/v1.35.2/cmd/options/options.go"
     ),
 )
 """Kubernetes' node-problem-detector, which watches the kernel log for Neuron hardware errors (not a Neuron image;
-here because the recovery daemon runs it)."""
+here because the recovery daemon runs it): v1.35.2, the tag the Neuron Helm chart runs (kubernetes/node-problem-detector
+tags v1.36.0 since; the library follows the Neuron team's pairing).
+
+What v1.35.2 changes in what the library reads, against v0.8.20 (the repository at both tags): nothing it uses. The
+flags the daemon passes stay (``--v``, ``--logtostderr``, hidden but accepted, ``--enable-k8s-exporter=false``,
+``--config.system-log-monitor``); the kmsg monitor's configuration keeps its fields (``plugin``, ``logPath``,
+``lookback``, ``bufferSize``, ``source``, ``conditions``, ``rules``) and adds an optional rule field,
+``patternGeneratedMessageSuffix``, which the library does not set; the log line the kernel alarm's filter excludes,
+``Finish parsing log monitor config file``, is unchanged; the image is still Debian (bookworm) with ``sh``. No source
+ties a digest to v1.35.2 (the image promoter's manifest found ends at v0.8.20): it runs by its tag until one does
+(``neuron-ecs digests`` resolves it; ``problem_detector_image=NODE_PROBLEM_DETECTOR.pinned(...)`` pins it)."""
 
 AWS_CLI = NeuronImage(
     registry="public.ecr.aws/aws-cli",

@@ -18,8 +18,9 @@ Sources of the rows (:data:`NEURON_RELEASES`): the runtime and driver package ve
 Neuron setup manifest ``src/helperscripts/n2-manifest.json`` of aws-neuron/aws-neuron-sdk
 (:data:`MANIFEST_SOURCE`), which the documentation's "Release artifacts" pages print; the release dates are the
 release notes' "Date of release" (:data:`RUNTIME_NOTES_SOURCE`, and each row's own source). Releases after the
-manifest's newest (2.32.0) come from the published documentation pages each row names. SDK 2.34.0's runtime and
-driver versions are not in any source found, so its row has ``None`` for both.
+manifest's newest (2.32.0) come from the published documentation pages each row names. The runtime and driver versions
+of SDK 2.33.1 (a patch release of bug fixes, November 11, 2026) and SDK 2.34.0 are not in any source found, so their
+rows have ``None`` for both: an AMI built after either carries "2.31 or later", a floor, never a guessed number.
 
 The driver of an ECS Neuron AMI release. No release note of the ECS AMIs lists the Neuron driver. The AMI build
 (aws/amazon-ecs-ami ``scripts/enable-ecs-agent-inferentia-support.sh``, :data:`ECS_AMI_BUILD_SOURCE`) runs
@@ -40,6 +41,24 @@ release from :data:`INF1_DOWNGRADE_FROM` on (:data:`INF1_DOWNGRADE_SOURCE`).
 Inf1 and SDK 2.21.0: SDK 2.21.0 (December 20, 2024) ships runtime 2.23, whose notes say "Removed INF1 Support from
 Runtime library": the last release that runs Inf1 is SDK 2.20.x (runtime 2.22).
 
+The Inf1 driver, two sources that name different numbers. Neuron's "Correction: Neuron Driver support for Inf1 -
+version 2.24 (not 2.21)" (announcement of March 12, 2026, :data:`INF1_DRIVER_CORRECTION_SOURCE`) says the last driver
+Neuron supports on Inf1 is 2.24 (:data:`INF1_LAST_SUPPORTED_DRIVER`; 2.24.13.0 is its patch for Linux 6.18), replacing
+the earlier announcement's 2.21. The ECS Neuron AMI still installs 2.21 on Inf1 (:data:`ECS_AMI_BUILD_SOURCE`: the
+build downloads ``aws-neuronx-dkms-2.21.*`` and the boot service installs it). The library assumes 2.21
+(:data:`INF1_AMI_DRIVER`) wherever it derives the driver an Inf1 instance runs, because that is the driver the instance
+loads: the correction says what Neuron supports, the AMI's scripts say what it installs, and a driver check compares an
+image's runtime with what runs. Neither number refuses the Inf1 image the library knows (SDK 2.20.2, runtime 2.22,
+which no note bounds).
+
+Support by instance family (:data:`SUPPORT_ENDS`, :func:`unsupported`): besides whether a runtime runs on a driver,
+Neuron ends support of a family for a release, or of a component on a family: Inf1 from SDK 2.21.0 (its runtime), and
+NxD Inference (with the NxD Core inference APIs) on Trn2 and Trn3 from SDK 2.34.0, for every release, since "Neuron
+provides no further releases, bug fixes, or security patches for these libraries on Trn2 and Trn3" (announcement of
+November 17, 2026, :data:`NXDI_TRN_END_SOURCE`); vLLM Neuron, which does not depend on NxD Inference, is the path it
+names, generally available from SDK 2.34.0 (:data:`VLLM_NEURON_GA_SOURCE`); and PyTorch/XLA inference on Trn2 and
+Trn3 from SDK 2.34.0 as well (:data:`TORCH_XLA_TRN_END_SOURCE`).
+
 Plain Python, no AWS CDK.
 """
 
@@ -56,14 +75,23 @@ __all__ = [
     "INF1_AMI_DRIVER",
     "INF1_DOWNGRADE_FROM",
     "INF1_DOWNGRADE_SOURCE",
+    "INF1_DRIVER_CORRECTION_SOURCE",
     "INF1_LAST_SDK",
+    "INF1_LAST_SUPPORTED_DRIVER",
     "INF1_REMOVED_SDK",
     "MANIFEST_SOURCE",
     "NEURON_RELEASES",
+    "NXDI",
+    "NXDI_TRN_END_SOURCE",
     "RUNTIME_NOTES_SOURCE",
+    "SUPPORT_ENDS",
+    "TORCH_XLA_INFERENCE",
+    "TORCH_XLA_TRN_END_SOURCE",
+    "VLLM_NEURON_GA_SOURCE",
     "AmiDriver",
     "DriverRange",
     "NeuronRelease",
+    "SupportEnd",
     "ami_driver",
     "ami_driver_conflict",
     "driver_range",
@@ -72,6 +100,7 @@ __all__ = [
     "parse_ami_release",
     "parse_driver_version",
     "release",
+    "unsupported",
 ]
 
 _SDK_REPO = "https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155"
@@ -162,6 +191,7 @@ def _row(sdk: str, date: str | None, runtime: str | None, driver: str | None, so
 
 _MANIFEST = "n2-manifest.json"
 _INDEX = f"{_SDK_REPO}/release-notes/index.rst, Previous AWS Neuron SDK releases"
+_RELEASES = "https://github.com/aws-neuron/aws-neuron-sdk/releases/tag"
 NEURON_RELEASES: tuple[NeuronRelease, ...] = (
     _row("2.20.0", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
     _row("2.20.1", None, "2.22.14.0", "2.18.12.0", f"{_MANIFEST}; date not in the sources cited"),
@@ -230,6 +260,15 @@ NEURON_RELEASES: tuple[NeuronRelease, ...] = (
         f"2.31.7.0); {_DOCS}/latest/_sources/release-notes/2.33.0.rst ('Date of release: October 19, 2026')",
     ),
     _row(
+        "2.33.1",
+        "2026-11-11",
+        None,
+        None,
+        f"{_RELEASES}/v2.33.1 ('Neuron SDK Release - November 11, 2026': 'Release 2.33.1 of the AWS Neuron SDK "
+        "includes bug fixes applied to the AWS Neuron SDK v2.33.0'); its runtime and driver versions are in no source "
+        "found",
+    ),
+    _row(
         "2.34.0",
         "2026-11-30",
         None,
@@ -246,7 +285,19 @@ INF1_LAST_SDK = "2.20.2"
 """The last SDK release whose runtime (2.22) runs on Inf1."""
 INF1_AMI_DRIVER = (2, 21)
 """The driver the ECS Neuron AMI runs on Inf1: ``aws-neuronx-dkms-2.21.*``, installed at boot
-(:data:`ECS_AMI_BUILD_SOURCE`)."""
+(:data:`ECS_AMI_BUILD_SOURCE`). What the library assumes an Inf1 instance runs: the driver it loads, older than the
+last one Neuron supports there (:data:`INF1_LAST_SUPPORTED_DRIVER`)."""
+INF1_LAST_SUPPORTED_DRIVER = (2, 24)
+"""The last Neuron driver Neuron supports on Inf1 (:data:`INF1_DRIVER_CORRECTION_SOURCE`): "Neuron driver versions above
+2.24 only support non-Inf1 instances"."""
+INF1_DRIVER_CORRECTION_SOURCE = (
+    f"{_DOCS}/latest/about-neuron/announcements/neuron2.x/announce-correction-neuron-driver-support-inf1.html "
+    "('Correction: Neuron Driver support for Inf1 - version 2.24 (not 2.21)', posted March 12, 2026: 'The last "
+    "supported version is 2.24'; it supersedes 'Upcoming changes to Neuron driver 2.21 support for Inf1 starting "
+    "Neuron 2.26 release'); runtime release notes 2.26.0, Neuron Driver 2.24.13.0: 'Neuron driver version 2.24 is the "
+    "last driver version to support Inf1 instances'"
+)
+"""Where :data:`INF1_LAST_SUPPORTED_DRIVER` comes from."""
 INF1_DOWNGRADE_FROM = datetime.date(2026, 1, 8)
 """The first ECS Neuron AMI release that carries the Inf1 driver downgrade service (:data:`INF1_DOWNGRADE_SOURCE`)."""
 INF1_DOWNGRADE_SOURCE = (
@@ -255,6 +306,74 @@ INF1_DOWNGRADE_SOURCE = (
     "after it is 'Release 20260108' (02a893b)"
 )
 """Where :data:`INF1_DOWNGRADE_FROM` comes from (an earlier attempt, #596, was reverted on 2025-12-17 by #602)."""
+
+NXDI = "NxD Inference"
+"""The component name :data:`SUPPORT_ENDS` and the image table use for NeuronX Distributed Inference (with the NxD Core
+inference APIs it runs on), which the legacy vLLM 0.16 image and the PyTorch inference image carry."""
+NXDI_TRN_END_SOURCE = (
+    f"{_DOCS}/latest/_sources/about-neuron/announcements/neuron2.x/announce-no-support-nxdi-nxd-core-inference-trn.rst "
+    "('Neuron no longer supports NxD Inference and NxD Core inference APIs on Trn2 and Trn3 starting with Neuron "
+    "2.34', posted November 17, 2026: 'Neuron provides no further releases, bug fixes, or security patches for these "
+    "libraries on Trn2 and Trn3 ... To serve models on Trn2 and Trn3, migrate to vLLM Neuron'; on Inf2 and Trn1 they "
+    "stay in maintenance mode)"
+)
+"""Where the end of NxD Inference on Trn2 and Trn3 is announced."""
+TORCH_XLA_INFERENCE = "PyTorch/XLA inference"
+"""The component name for inference through PyTorch/XLA (torch-neuronx), which the PyTorch inference image runs."""
+TORCH_XLA_TRN_END_SOURCE = (
+    f"{_DOCS}/latest/about-neuron/announcements/neuron2.x/announce-no-support-torch-xla-inference-trn.html ('Neuron no "
+    "longer supports PyTorch/XLA inference on Trn2 and Trn3 starting with Neuron 2.34': 'To run inference on Trn2 and "
+    "Trn3, use TorchNeuron ... To serve large language models, use vLLM Neuron')"
+)
+"""Where the end of PyTorch/XLA inference on Trn2 and Trn3 is announced."""
+VLLM_NEURON_GA_SOURCE = (
+    f"{_RELEASES}/v2.34.0 ('Neuron SDK Release - November 30, 2026': 'vLLM Neuron is now generally available for "
+    "large language model (LLM) inference')"
+)
+"""Where vLLM Neuron's general availability (SDK 2.34.0) is published."""
+
+
+@dataclass(frozen=True)
+class SupportEnd:
+    """Neuron ends support of ``family`` from SDK release ``from_sdk``: of the whole release (its runtime) when
+    ``component`` is ``None``, else of that component. ``every_release``: the end covers earlier releases too (no
+    further fixes for any release), not only ``from_sdk`` and later."""
+
+    family: str
+    from_sdk: str
+    component: str | None
+    every_release: bool
+    source: str
+
+
+SUPPORT_ENDS: tuple[SupportEnd, ...] = (
+    SupportEnd("inf1", INF1_REMOVED_SDK, None, False, f"{RUNTIME_NOTES_SOURCE}, Neuron 2.21.0 (Inf1 removed)"),
+    SupportEnd("trn2", "2.34.0", NXDI, True, NXDI_TRN_END_SOURCE),
+    SupportEnd("trn3", "2.34.0", NXDI, True, NXDI_TRN_END_SOURCE),
+    SupportEnd("trn2", "2.34.0", TORCH_XLA_INFERENCE, True, TORCH_XLA_TRN_END_SOURCE),
+    SupportEnd("trn3", "2.34.0", TORCH_XLA_INFERENCE, True, TORCH_XLA_TRN_END_SOURCE),
+)
+"""Where Neuron's support of an instance family ends, for a release or for a component on it."""
+
+
+def _sdk_version(sdk: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in sdk.split("."))
+
+
+def unsupported(sdk: str, family: str, components: tuple[str, ...] = (), current: str | None = None) -> str | None:
+    """Why Neuron does not support SDK release ``sdk`` (with ``components``) on instance ``family``, as of SDK release
+    ``current`` (default the newest of :data:`NEURON_RELEASES`); ``None`` when it does, as far as :data:`SUPPORT_ENDS`
+    tells."""
+    now = _sdk_version(current or NEURON_RELEASES[-1].sdk)
+    for end in SUPPORT_ENDS:
+        if end.family != family or (end.component is not None and end.component not in components):
+            continue
+        start = _sdk_version(end.from_sdk)
+        if _sdk_version(sdk) >= start or (end.every_release and now >= start):
+            what = f"{end.component} of Neuron SDK {sdk}" if end.component else f"Neuron SDK {sdk}"
+            return f"{what} is not supported on {family} from Neuron {end.from_sdk} ({end.source})"
+    return None
+
 
 COVERED_FROM = "2.21.0"
 """The table lists every SDK release from this one on (the manifest's releases, with the dates of the release notes):
@@ -364,13 +483,14 @@ def ami_driver(ami_release: str, instance_family: str | None = None) -> AmiDrive
         sure = [row for row in known if row.date and (date - row.date).days >= AMBIGUITY_DAYS]
         floor = (sure or known)[-1].driver_version
         return AmiDriver(ami_release, date, (), unknown_after=newest.sdk, floor=floor)
-    drivers = [newest.driver_version]
-    if newest.date is not None and (date - newest.date).days < AMBIGUITY_DAYS:
-        earlier = [row.driver_version for row in known if row.driver_version and row.driver_version < drivers[0]]
-        if not earlier:
-            return AmiDriver(ami_release, date, (), at_most=drivers[0])
-        drivers.append(earlier[-1])
-    return AmiDriver(ami_release, date, tuple(drivers))
+    # Every release of the last AMBIGUITY_DAYS may not have reached the repository yet: the AMI carries the driver of
+    # one of them or of the newest release before them (a patch release that keeps the driver's minor adds nothing).
+    recent = [row for row in known if row.date is not None and (date - row.date).days < AMBIGUITY_DAYS]
+    sure = [row for row in known if row.date is not None and (date - row.date).days >= AMBIGUITY_DAYS]
+    if recent and not sure:
+        return AmiDriver(ami_release, date, (), at_most=newest.driver_version)
+    candidates = {row.driver_version for row in (*recent, *sure[-1:]) if row.driver_version is not None}
+    return AmiDriver(ami_release, date, tuple(sorted(candidates, reverse=True)))
 
 
 def ami_driver_conflict(ami_release: str, sdk: str, instance_family: str | None = None) -> str | None:

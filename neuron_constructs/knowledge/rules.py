@@ -894,6 +894,20 @@ WARM_POOL_SPOT = Rule(
     "drop warm_pool, or use On-Demand capacity (spot=False) for the warm-pooled group",
     "EC2 Auto Scaling API reference: PutWarmPool",
 )
+IMAGE_UNSUPPORTED_ON_FAMILY = Rule(
+    "NEURON131",
+    "Neuron container image Neuron does not support on its instance type",
+    "Neuron no longer supports NxD Inference and the NxD Core inference APIs on Trn2 and Trn3 from Neuron 2.34.0, "
+    "for any release: no further releases, bug fixes or security patches there; the legacy vLLM 0.16 image and the "
+    "PyTorch inference image carry them (and the latter PyTorch/XLA inference, which ends there too). The runtime of "
+    "Neuron SDK 2.21.0 and later removed Inf1",
+    "run {fix_constant} ({fix_uri}) on this type, from neuron_constructs.knowledge.container_images; or place the "
+    "model on a type it supports ({families})",
+    "Neuron announcements: no support for NxD Inference and NxD Core inference APIs on Trn2 and Trn3 starting with "
+    "Neuron 2.34 (November 17, 2026), no support for PyTorch/XLA inference on Trn2 and Trn3 starting with Neuron "
+    "2.34; AWS Neuron SDK 2.34.0 release (vLLM Neuron generally available); Neuron runtime "
+    "release notes 2.21.0",
+)
 
 # -------------------------------------------------------------- warnings ---
 
@@ -1016,7 +1030,8 @@ INF1_OUT_OF_SUPPORT = Rule(
     "Inf1 on Neuron SDK releases that no longer support it",
     "Neuron SDK 2.21.0 (runtime 2.23) removed Inf1 support from the runtime (the last Inf1 container images are "
     "Neuron SDK 2.20.2's), Neuron no longer supports Inf1 environments and AMIs from 2.27, and the ECS Neuron AMI "
-    "pins the Inf1 driver to 2.21 at boot",
+    "pins the Inf1 driver to 2.21 at boot (the last driver Neuron supports on Inf1 is 2.24, its correction of March "
+    "12, 2026 says)",
     "run images of Neuron SDK 2.20.2 or earlier on Inf1 (public.ecr.aws/neuron/pytorch-inference-neuron:"
     "1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04), or move the model to Inf2; acknowledge this warning id once you have",
     "Neuron runtime release notes 2.21.0; Neuron announcements: end of support for Inf1 virtual environments and "
@@ -1314,6 +1329,7 @@ RULES: tuple[Rule, ...] = (
     RECOMMENDED_AMI,
     NOT_PREFETCHED,
     REFRESH_INTO_RESERVED_CAPACITY,
+    IMAGE_UNSUPPORTED_ON_FAMILY,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

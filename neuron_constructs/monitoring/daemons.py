@@ -98,14 +98,22 @@ def neuron_monitor_config(period: Duration) -> dict[str, Any]:
     }
 
 
-def monitor_script(period: Duration) -> str:
+def monitor_script(period: Duration, binary: str = NEURON_MONITOR_BINARY) -> str:
     """The monitor container's command (POSIX sh): neuron-monitor piped into the EMF publisher; if either stops, so
-    does the other (end of input, or a broken pipe), then the container, and ECS starts it again."""
+    does the other (end of input, or a broken pipe), then the container, and ECS starts it again.
+
+    It first checks that the image holds ``binary`` (``/opt/aws/neuron/bin/neuron-monitor``) and ``python3``, where the
+    neuron-monitor image 1.3.0 has them: no source says what a newer tag holds, so an image without them stops the
+    container with one line naming what is missing rather than a shell's "not found" in a pipe."""
     config = json.dumps(neuron_monitor_config(period), separators=(",", ":"))
     return (
         "set -eu\n"
+        f"[ -x {binary} ] || {{ echo 'neuron-monitor: this image has no {binary}: run a neuron-monitor image that "
+        "does (monitor_image=)'; exit 1; }\n"
+        "command -v python3 >/dev/null || { echo 'neuron-monitor: this image has no python3 for the metric "
+        "publisher: run a neuron-monitor image that does (monitor_image=)'; exit 1; }\n"
         f"printf '%s' '{config}' > /tmp/neuron-monitor.json\n"
-        f'{NEURON_MONITOR_BINARY} -c /tmp/neuron-monitor.json | python3 -u -c "${PUBLISHER_VARIABLE}"\n'
+        f'{binary} -c /tmp/neuron-monitor.json | python3 -u -c "${PUBLISHER_VARIABLE}"\n'
     )
 
 

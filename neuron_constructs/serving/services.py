@@ -625,10 +625,16 @@ class NeuronService(Construct, ListenerTarget):
                 )
 
     def _check_placement(self) -> None:
-        """NEURON020/017/023/012/088/127: this service fits its capacity beside the services already there, and its
-        images' Neuron runtime runs on the driver of the capacity's pinned AMI release (or, on capacity that follows
-        the recommended AMI, on the newest driver)."""
+        """NEURON131/020/017/023/012/088/127: Neuron supports this service's images on its capacity's types, it fits
+        its capacity beside the services already there, and its images' Neuron runtime runs on the driver of the
+        capacity's pinned AMI release (or, on capacity that follows the recommended AMI, on the newest driver)."""
         capacity, task, path = self.capacity, self.task_definition, construct_path(self)
+        if isinstance(capacity, AutoScalingCapacity):
+            families = [capacity.neuron_instance_type.family] if capacity.neuron_instance_type else []
+        else:
+            families = [instance.family for instance in capacity.instance_types]
+        for container in task.neuron_containers:
+            task.check_image_support(path, container, families)
         if isinstance(capacity, AutoScalingCapacity):
             self._check_driver(capacity)
             owner = capacity.sliced_by
