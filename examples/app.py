@@ -80,9 +80,10 @@ TRN2_AMI = "2023.0.20261113"
 """The ECS Neuron AMI release the Trainium2 example pins: built with driver 2.31 or later (Neuron 2.33.0, October 19,
 2026, shipped 2.31; the AMI is dated two days after Neuron 2.33.1, whose driver no source gives, so
 ``neuron_releases.ami_driver`` derives the floor), the driver of the SDK 2.33 vLLM image's own release, whose runtime
-2.35 runs on driver 2.27 or later. No public source at hand lists this release's parameters (moto 5.2.5's copy of them ends at
-2023.0.20260922; the local endpoint publishes it, with a stand-in image id): run ``neuron-ecs ami --releases`` in your
-Region before you deploy, and pin the newest release it lists whose driver ``ami_driver`` derives as 2.27 or later."""
+2.35 runs on driver 2.27 or later. No public source at hand lists this release's parameters (moto 5.2.5's copy of
+them ends at 2023.0.20260922; the local endpoint publishes it, with a stand-in image id): run ``neuron-ecs ami
+--releases`` in your Region before you deploy, and pin the newest release it lists whose driver ``ami_driver``
+derives as 2.27 or later."""
 
 
 def vllm_command(*, model_id: str, tensor_parallel_size: int) -> list[str]:
