@@ -251,6 +251,15 @@ def test_warm_pool_on_spot_is_refused() -> None:
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool())
 
 
+def test_a_warm_pool_larger_than_the_group_s_maximum_is_refused() -> None:
+    """GIVEN a group of at most 4 instances, WHEN its warm pool keeps 6, THEN NEURON027 refuses it (CloudFormation
+    would write MinSize 6 over MaxSize 4); a pool as large as the group is fine."""
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"min_size=6\) above the group's max_capacity=4.*NEURON027"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=6))
+    cluster.add_ec2_capacity("M", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=4))
+
+
 @pytest.mark.parametrize("pool", [WarmPool(min_size=-1), WarmPool(min_size=3, max_prepared=2)])
 def test_warm_pool_sizes_out_of_range_are_refused(pool: WarmPool) -> None:
     cluster = NeuronCluster(Stack(App(), "S"), "C")

@@ -6,6 +6,7 @@ classes here hold what each capacity created, as public attributes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -178,18 +179,29 @@ class CapacityReservation:
 
     @classmethod
     def on_demand(cls, reservation_id: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
-        """An On-Demand Capacity Reservation by id."""
-        return cls("on-demand", _text("reservation_id", reservation_id), bool(fallback_to_on_demand))
+        """An On-Demand Capacity Reservation by id (``cr-...``; its ARN is refused, NEURON140)."""
+        where = "CapacityReservation.on_demand"
+        return cls("on-demand", _reservation_id(where, reservation_id), bool(fallback_to_on_demand))
 
     @classmethod
     def on_demand_group(cls, group_arn: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
-        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN."""
-        return cls("on-demand-group", _text("group_arn", group_arn), bool(fallback_to_on_demand))
+        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN (a reservation's
+        ``cr-`` id is refused, NEURON140)."""
+        arn = _text("group_arn", group_arn)
+        if not is_token(arn) and _RESERVATION_ID.fullmatch(arn) and arn.startswith("cr-"):
+            raise rules.RESERVATION_REFERENCE.error(
+                "CapacityReservation.on_demand_group",
+                f"group_arn={arn!r} is a Capacity Reservation's id, not a resource group's ARN",
+                fix=f"pass CapacityReservation.on_demand({arn!r}) for that one reservation, or the ARN of a resource "
+                "group (arn:aws:resource-groups:<region>:<account>:group/<name>) that holds it",
+            )
+        return cls("on-demand-group", arn, bool(fallback_to_on_demand))
 
     @classmethod
     def capacity_block(cls, reservation_id: str) -> CapacityReservation:
-        """An EC2 Capacity Block for ML by its reservation id (blocks cannot be grouped)."""
-        return cls("capacity-block", _text("reservation_id", reservation_id))
+        """An EC2 Capacity Block for ML by its reservation id (``cr-...``; its ARN is refused, NEURON140; blocks
+        cannot be grouped)."""
+        return cls("capacity-block", _reservation_id("CapacityReservation.capacity_block", reservation_id))
 
     def describe(self) -> str:
         """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
@@ -226,6 +238,33 @@ def _text(name: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise rules.WRONG_TYPE.error("CapacityReservation", f"{name}={value!r}", expected=f"{name} as a string")
     return value
+
+
+_RESERVATION_ID = re.compile(r"[A-Za-z0-9_/-]{1,255}")
+"""What ``CapacityReservationIds`` takes (EC2 Auto Scaling API reference: CapacityReservationTarget, pattern and
+length); a Capacity Block's ``CapacityReservationId`` in a launch template is the same ``cr-`` id."""
+_RESERVATION_ARN = re.compile(r"arn:[a-z-]+:ec2:[a-z0-9-]*:\d*:capacity-reservation/(?P<id>cr-[A-Za-z0-9]+)")
+
+
+def _reservation_id(where: str, value: object) -> str:
+    """NEURON140: ``value``, a Capacity Reservation's id as the property takes it; its ARN is refused naming the id
+    (nothing is rewritten). A deploy-time value is taken as given."""
+    text = _text("reservation_id", value)
+    if is_token(text) or _RESERVATION_ID.fullmatch(text):
+        return text
+    arn = _RESERVATION_ARN.fullmatch(text)
+    if arn is not None:
+        raise rules.RESERVATION_REFERENCE.error(
+            where,
+            f"reservation_id={text!r} is the reservation's ARN, and CapacityReservationIds takes ids",
+            fix=f"pass the id the ARN ends with, {arn['id']!r}",
+        )
+    raise rules.RESERVATION_REFERENCE.error(
+        where,
+        f"reservation_id={text[:80]!r} is not a Capacity Reservation id",
+        fix="pass the reservation's id as EC2 shows it (cr- followed by 17 letters and digits: aws ec2 "
+        "describe-capacity-reservations)",
+    )
 
 
 ECS_AGENT_SETTINGS = {"ECS_AWSVPC_BLOCK_IMDS": "true"}
@@ -732,14 +771,22 @@ timeout; its default result is CONTINUE): a few Neuron images of several GB and 
 
 
 def _check_warm_pool(path: str, warm_pool: WarmPool, *, spot: bool, max_capacity: int) -> None:
-    """NEURON084, NEURON085 and the pool's sizes (NEURON027)."""
+    """NEURON084, NEURON085 and the pool's sizes (NEURON027): ``min_size`` 0 to the group's ``max_capacity``, the
+    most instances the group itself may hold (CloudFormation writes both as given: ``MinSize`` 6 over ``MaxSize`` 4
+    would keep instances warm that the group can never take into service)."""
     if warm_pool.reuse_on_scale_in:
         raise rules.WARM_POOL_REUSE.error(path, "warm_pool=WarmPool(reuse_on_scale_in=True)")
     if spot:
         raise rules.WARM_POOL_SPOT.error(path, "warm_pool with spot=True")
-    if isinstance(warm_pool.min_size, bool) or not isinstance(warm_pool.min_size, int) or warm_pool.min_size < 0:
+    minimum = warm_pool.min_size
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum <= max_capacity:
+        beyond = f" above the group's max_capacity={max_capacity}" if isinstance(minimum, int) and minimum > 0 else ""
         raise rules.OUT_OF_RANGE.error(
-            path, f"WarmPool(min_size={warm_pool.min_size!r})", name="min_size", minimum="0", maximum=str(max_capacity)
+            path,
+            f"WarmPool(min_size={minimum!r}){beyond}",
+            name="min_size",
+            minimum="0",
+            maximum=f"max_capacity ({max_capacity}): the pool holds instances the group may take into service",
         )
     prepared = warm_pool.max_prepared
     if prepared is not None and (

@@ -1196,6 +1196,41 @@ NOT_PREFETCHED = Rule(
     severity="warning",
 )
 
+RESERVATION_REFERENCE = Rule(
+    "NEURON140",
+    "Capacity Reservation named in a form its property does not take",
+    "an Auto Scaling group takes On-Demand Capacity Reservations by id (CapacityReservationIds: letters, digits, - _ "
+    "and /, such as cr-0123456789abcdef0) and reservation groups by resource group ARN "
+    "(CapacityReservationResourceGroupArns); a launch template takes a Capacity Block by its id "
+    "(CapacityReservationTarget.CapacityReservationId). A value of the other form fails at deploy",
+    "{fix}",
+    "EC2 Auto Scaling API reference: CapacityReservationTarget (CapacityReservationIds pattern and length); "
+    "EC2 API reference: CapacityReservationTarget",
+)
+
+WARM_POOL_HIBERNATION = Rule(
+    "NEURON141",
+    "Hibernated warm pool on a type that cannot hibernate",
+    "an instance hibernates only if its type is of a family EC2's hibernation prerequisites list (no Inferentia or "
+    "Trainium family is), it is not bare metal, it has less than 150 GB of RAM, and hibernation was enabled when it "
+    "launched (HibernationOptions in the launch template)",
+    "pass WarmPool(state=PoolState.STOPPED) (the default: you pay for the volumes only) or PoolState.RUNNING",
+    "EC2 user guide: prerequisites for EC2 instance hibernation (instance families, instance RAM size, enable "
+    "hibernation at launch); EC2 Auto Scaling guide: warm pools (pool state Hibernated)",
+)
+
+MOVING_TAG_CACHED = Rule(
+    "NEURON142",
+    "Image by a tag that moves, on capacity that prefers cached images",
+    "with ECS_IMAGE_PULL_BEHAVIOR=prefer-cached (a warm pool's prefetch) the ECS agent pulls an image only when it is "
+    "not on the instance: once the warm-up pulled a tag such as :latest, a task placed there runs those bytes even "
+    "after the tag has moved, and instances warmed at different times run different images under one tag",
+    "name the image by a tag you never move (a version) or by its digest (repository@sha256:...), or pass "
+    "WarmPool(prefetch=False) to let the agent pull as usual; acknowledge this warning id if the tag never moves",
+    "ECS agent configuration: ECS_IMAGE_PULL_BEHAVIOR (prefer-cached); Docker docs: image digests",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1311,6 +1346,9 @@ RULES: tuple[Rule, ...] = (
     RECOMMENDED_AMI,
     NOT_PREFETCHED,
     REFRESH_INTO_RESERVED_CAPACITY,
+    RESERVATION_REFERENCE,
+    WARM_POOL_HIBERNATION,
+    MOVING_TAG_CACHED,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
