@@ -15,6 +15,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,6 +244,62 @@ def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
     cluster = NeuronCluster(Stack(App(), "S"), "C")
     with pytest.raises(NeuronConfigurationError, match=r"NEURON084.*ReuseOnScaleIn"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True))
+
+
+@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "inf2.48xlarge", "trn1.32xlarge", "trn2.48xlarge"])
+def test_a_hibernated_warm_pool_of_a_neuron_type_is_refused(instance_type: str) -> None:
+    """GIVEN a Neuron type, of a family EC2's hibernation prerequisites do not list, WHEN its warm pool is HIBERNATED,
+    THEN NEURON141 refuses it with the pool states that work; STOPPED and RUNNING are accepted."""
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    family = instance_type.split(".")[0]
+    with pytest.raises(NeuronConfigurationError, match=rf"the {family} family.*NEURON141.*PoolState.STOPPED"):
+        cluster.add_ec2_capacity(
+            "N", instance_type=instance_type, warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED)
+        )
+    cluster.add_ec2_capacity("S", instance_type=instance_type, warm_pool=WarmPool(state=autoscaling.PoolState.STOPPED))
+
+
+def _hibernated_group(instance_type: str) -> dict[str, Any]:
+    """The launch template data of an Auto Scaling capacity of ``instance_type`` with a HIBERNATED pool."""
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import AutoScalingCapacity
+
+    stack = Stack(App(analytics_reporting=False), "Hibernates")
+    cluster = NeuronCluster(stack, "C")
+    AutoScalingCapacity(
+        stack,
+        "Cpu",
+        cluster=cluster.cluster,
+        instance_type=instance_type,
+        machine_image=ecs.EcsOptimizedImage.amazon_linux2023(),
+        subnets=cluster.cluster.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets,
+        min_capacity=0,
+        max_capacity=2,
+        root_volume_gib=30,
+        neuron=None,
+        warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED, prefetch=False),
+    )
+    (launch_template,) = _of_type(Template.from_stack(stack).to_json(), "AWS::EC2::LaunchTemplate")
+    return launch_template["Properties"]["LaunchTemplateData"]  # type: ignore[no-any-return]
+
+
+def test_a_hibernated_warm_pool_of_a_listed_family_enables_hibernation_at_launch() -> None:
+    """GIVEN a type of a family EC2 lists for hibernation (m5), WHEN its warm pool is HIBERNATED, THEN the launch
+    template configures hibernation (EC2 hibernates only instances launched with it enabled)."""
+    assert _hibernated_group("m5.large")["HibernationOptions"] == {"Configured": True}
+
+
+@pytest.mark.parametrize(("instance_type", "why"), [("m5.metal", "bare metal"), ("g5.xlarge", "the g5 family")])
+def test_a_hibernated_warm_pool_of_a_type_ec2_does_not_hibernate_is_refused(instance_type: str, why: str) -> None:
+    with pytest.raises(NeuronConfigurationError, match=rf"{why}.*NEURON141"):
+        _hibernated_group(instance_type)
+
+
+def test_a_pool_that_does_not_hibernate_leaves_hibernation_off(built: dict[str, Any]) -> None:
+    for name in ("Warm", "NoPrefetch"):
+        (launch_template,) = _of_type(built["templates"][name], "AWS::EC2::LaunchTemplate")
+        assert "HibernationOptions" not in launch_template["Properties"]["LaunchTemplateData"]
 
 
 def test_warm_pool_on_spot_is_refused() -> None:

@@ -46,6 +46,7 @@ from neuron_constructs.knowledge.warm_start import (
     Prefetch,
     RootVolumeRoom,
     ecr_registry,
+    hibernation_problem,
     root_volume_room,
     warm_up_script,
 )
@@ -217,9 +218,13 @@ class WarmPool:
 
     ``min_size``: instances the pool keeps (default 1); ``max_prepared``: the group's whole prepared capacity, in
     service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
-    volumes only), ``RUNNING`` or ``HIBERNATED``. ``prefetch`` (default True): the warm-up pulls the images and copies
-    the model artifacts of the services on the capacity before the pool stops the instance, and the agent prefers
-    cached images; the root volume must hold the AMI and what the warm-up fetches where sizes are stated
+    volumes only), ``RUNNING`` or ``HIBERNATED`` - the last only for an instance type EC2 can hibernate (a family its
+    hibernation prerequisites list, not bare metal, under 150 GB of RAM:
+    :data:`~neuron_constructs.knowledge.warm_start.HIBERNATION_FAMILIES`), which no Inferentia or Trainium type is
+    (NEURON141); for one that can, the launch template enables hibernation at launch. ``prefetch`` (default True):
+    the warm-up pulls the images and copies the model artifacts of the services on the capacity before the pool stops
+    the instance, and the agent prefers cached images (an image named by a tag that moves, such as ``:latest``, warns:
+    NEURON142); the root volume must hold the AMI and what the warm-up fetches where sizes are stated
     (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
     ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
 
@@ -529,6 +534,11 @@ class AutoScalingCapacity(Construct):
             _check_ami_rollout(path, ami_rollout, max_capacity)
         if warm_pool is not None:
             _check_warm_pool(path, warm_pool, spot=spot, max_capacity=max_capacity)
+        hibernates = warm_pool is not None and warm_pool.state == autoscaling.PoolState.HIBERNATED
+        if hibernates:
+            problem = hibernation_problem(instance_type, neuron.memory_gib if neuron is not None else None)
+            if problem is not None:
+                raise rules.WARM_POOL_HIBERNATION.error(path, f"WarmPool(state=PoolState.HIBERNATED), but {problem}")
         inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
@@ -614,6 +624,8 @@ class AutoScalingCapacity(Construct):
             block_devices=[encrypted_root_volume(root_volume_gib)],
             # The warm-up reads its group's name from the instance's tags (aws:autoscaling:groupName).
             instance_metadata_tags=True if prefetch else None,
+            # EC2 hibernates only an instance launched with hibernation enabled (hibernation prerequisites).
+            hibernation_configured=True if hibernates else None,
         )
         self.user_data = user_data
         self.auto_scaling_group = autoscaling.AutoScalingGroup(

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "AMI_ROOT_VOLUME_GIB",
+    "HIBERNATION_FAMILIES",
+    "HIBERNATION_MAX_RAM_GIB",
     "IMAGE_ON_DISK_FACTOR",
     "LIFECYCLE_HOOK_NAME",
     "MODELS_DIRECTORY",
@@ -40,6 +42,7 @@ __all__ = [
     "Prefetch",
     "RootVolumeRoom",
     "ecr_registry",
+    "hibernation_problem",
     "root_volume_room",
     "warm_up_script",
 ]
@@ -56,6 +59,41 @@ MODELS_DIRECTORY = "/var/lib/neuron-warm-start/models"
 """Where the warm-up copies model artifacts: ``<MODELS_DIRECTORY>/<bucket>/<prefix>``."""
 DOCKER_WAIT_TRIES = 60
 """How many times (5 s apart) the warm-up waits for Docker before it gives up and lets the instance go on."""
+
+HIBERNATION_FAMILIES = frozenset(
+    {
+        # General purpose
+        "m3", "m4", "m5", "m5a", "m5ad", "m5d", "m6i", "m6id", "m7i", "m7i-flex", "t2", "t3", "t3a",
+        # Compute optimized
+        "c3", "c4", "c5", "c5d", "c6i", "c6id",
+        # Memory optimized
+        "r3", "r4", "r5", "r5a", "r5ad", "r5d",
+        # Storage optimized
+        "i3", "i3en",
+    }
+)  # fmt: skip
+"""The instance families EC2 can hibernate, as its hibernation prerequisites list them (EC2 user guide, "Hibernation
+prerequisites", supported instance families: general purpose M3, M4, M5, M5a, M5ad, M5d, M6i, M6id, M7i, M7i-flex,
+T2, T3 and T3a; compute optimized C3, C4, C5, C5d, C6i and C6id; memory optimized R3, R4, R5, R5a, R5ad and R5d;
+storage optimized I3 and I3en; docs.amazonaws.cn, Windows guide edition). No Inferentia or Trainium family (inf1,
+inf2, trn1, trn1n, trn2) is listed in any edition of the page."""
+HIBERNATION_MAX_RAM_GIB = 150
+"""EC2 hibernates an instance of less than 150 GB of RAM only (hibernation prerequisites: instance RAM size)."""
+
+
+def hibernation_problem(instance_type: str, memory_gib: float | None) -> str | None:
+    """Why an instance of ``instance_type`` (``memory_gib`` of RAM, ``None`` when unknown) cannot hibernate, or
+    ``None`` when EC2's hibernation prerequisites admit it: a family they list (:data:`HIBERNATION_FAMILIES`), not bare
+    metal, less than :data:`HIBERNATION_MAX_RAM_GIB` of RAM where the RAM is known."""
+    family, _, size = instance_type.partition(".")
+    if family not in HIBERNATION_FAMILIES:
+        return f"{instance_type} is of the {family} family, which EC2's hibernation prerequisites do not list"
+    if size.startswith("metal"):
+        return f"{instance_type} is bare metal, which EC2 does not hibernate"
+    if memory_gib is not None and memory_gib >= HIBERNATION_MAX_RAM_GIB:
+        return f"{instance_type} has {memory_gib:g} GiB of RAM, and EC2 hibernates less than 150 GB only"
+    return None
+
 
 _ECR_REGISTRY = re.compile(
     r"(?P<registry>\d{12}\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?)/"
