@@ -3,7 +3,9 @@ dash and bash against fakes) and the scale-in and repair settings of Managed Ins
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -118,6 +120,35 @@ def _user_data(template: dict[str, Any]) -> str:
     return "".join(part if isinstance(part, str) else json.dumps(part) for part in user_data["Fn::Join"][1])
 
 
+def _rendered(value: Any) -> str:
+    """A template string value as CloudFormation writes it in us-east-1 (Fn::Join of text and AWS::Region)."""
+    if isinstance(value, str):
+        return value
+    if value == {"Ref": "AWS::Region"}:
+        return "us-east-1"
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        return f"<{value['Ref']}>"  # a resource's name, known at deploy
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_rendered(p) for p in parts)
+    raise AssertionError(f"not rendered here: {value}")
+
+
+def _warm_up_as_written(template: dict[str, Any]) -> tuple[str, str]:
+    """(the user data with the warm-up's base64 in place, as the instance runs it; the warm-up script itself)."""
+    (launch_template,) = _of_type(template, "AWS::EC2::LaunchTemplate")
+    parts = launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    (encoded,) = [p["Fn::Base64"] for p in parts if isinstance(p, dict) and "Fn::Base64" in p]
+    script = _rendered(encoded)
+    written = "".join(
+        base64.b64encode(_rendered(p["Fn::Base64"]).encode()).decode()
+        if isinstance(p, dict) and "Fn::Base64" in p
+        else _rendered(p)
+        for p in parts
+    )
+    return written, script
+
+
 def test_warm_pool_is_the_groups_with_the_given_sizes_and_state(built: dict[str, Any]) -> None:
     (pool,) = _of_type(built["templates"]["NoPrefetch"], "AWS::AutoScaling::WarmPool")
     assert pool["Properties"]["MinSize"] == 2
@@ -144,8 +175,9 @@ def test_prefetch_prefers_cached_images_and_without_it_the_agent_pulls(built: di
 
 
 def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(built: dict[str, Any]) -> None:
-    user_data = _user_data(built["templates"]["Warm"])
-    assert f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'" in user_data
+    written, user_data = _warm_up_as_written(built["templates"]["Warm"])
+    assert re.search(rf"^echo [A-Za-z0-9+/=]+ \| base64 -d > {WARM_UP_FILE}$", written, re.MULTILINE), written
+    assert user_data.startswith("#!/bin/sh\n")
     assert f"docker pull --quiet '{PRIVATE_IMAGE}'" in user_data
     assert "docker login --username AWS --password-stdin '111122223333.dkr.ecr.us-east-1.amazonaws.com'" in user_data
     assert "s3 sync --only-show-errors 's3://team-models/llama/neuron-tp2'" in user_data
@@ -153,6 +185,28 @@ def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(buil
     assert built["capacity"].prefetch.artifacts == (
         ("s3://team-models/llama/neuron-tp2", "team-models/llama/neuron-tp2"),
     )
+
+
+def test_no_value_in_the_warm_up_can_end_the_command_that_writes_it(tmp_path: Path) -> None:
+    """GIVEN an image reference holding a newline and the line that ended the heredoc the warm-up was once written
+    with, WHEN the capacity's user data writes the warm-up, THEN the script travels base64-encoded: the user data
+    holds none of the reference outside it, and writing it (run here in sh) writes the script whole and runs nothing."""
+    hostile = f"registry.example/model:1\nNEURON_WARM_UP\ntouch {tmp_path}/owned\n"
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Hostile")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(hostile))
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    written, script = _warm_up_as_written(app.synth().get_stack_by_name("Hostile").template)
+    assert "touch" not in written and "NEURON_WARM_UP" not in written
+    assert f"touch {tmp_path}/owned" in script  # inside a quoted word of the script, never a command of its own
+    (line,) = [x for x in written.splitlines() if "| base64 -d >" in x]
+    target = tmp_path / "warm-up.sh"
+    subprocess.run(["sh", "-c", line.replace(WARM_UP_FILE, str(target))], check=True, timeout=30)
+    assert target.read_text() == script
+    assert not (tmp_path / "owned").exists()
 
 
 def test_the_task_s_model_volume_is_the_warm_up_s_copy_on_the_host(built: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-from aws_cdk import Aws, Duration, Size, Stack, Validations
+from aws_cdk import Aws, Duration, Fn, Size, Stack, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -771,7 +771,10 @@ class AutoScalingCapacity(Construct):
         script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=AWS_CLI.reference)
         self.user_data.add_commands(
             f"mkdir -p {WARM_UP_FILE.rsplit('/', 1)[0]}",
-            f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'\n{script}NEURON_WARM_UP",
+            # The script goes in base64 (CloudFormation encodes it at deploy, Fn::Base64, with the deploy-time values
+            # in it): nothing in it - an image reference, a bucket name, a prefix - can end the command that writes it
+            # and run as a command of its own, as a line could end a heredoc.
+            f"echo {Fn.base64(script)} | base64 -d > {WARM_UP_FILE}",
             f"chmod 700 {WARM_UP_FILE}",
             f"{WARM_UP_FILE}",
         )
