@@ -180,7 +180,7 @@ def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(buil
     assert user_data.startswith("#!/bin/sh\n")
     assert f"docker pull --quiet '{PRIVATE_IMAGE}'" in user_data
     assert "docker login --username AWS --password-stdin '111122223333.dkr.ecr.us-east-1.amazonaws.com'" in user_data
-    assert "s3 sync --only-show-errors 's3://team-models/llama/neuron-tp2'" in user_data
+    assert "aws_sync 's3://team-models/llama/neuron-tp2'" in user_data
     assert built["capacity"].prefetch.images[0] == PRIVATE_IMAGE
     assert built["capacity"].prefetch.artifacts == (
         ("s3://team-models/llama/neuron-tp2", "team-models/llama/neuron-tp2"),
@@ -356,6 +356,98 @@ def test_a_pool_that_does_not_hibernate_leaves_hibernation_off(built: dict[str, 
         assert "HibernationOptions" not in launch_template["Properties"]["LaunchTemplateData"]
 
 
+def _warnings(stack: Stack, rule_id: str) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(f".*{rule_id}.*"))
+    return [str(f.entry.data) for f in found]
+
+
+def test_the_warm_up_s_own_cli_image_runs_by_its_tag_only_with_a_warning() -> None:
+    """GIVEN a prefetching warm pool with the library's AWS CLI image, for which no source gives a digest, THEN the
+    capacity warns NEURON116 (the warm-up runs it as root in the host network), naming the fix."""
+    stack = Stack(App(analytics_reporting=False), "S")
+    NeuronCluster(stack, "C").add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    (warning,) = _warnings(stack, "NEURON116")
+    assert f"the warm-up runs {AWS_CLI.uri} as root in the host network, by its tag" in warning
+    assert 'WarmPool(cli_image=AWS_CLI.pinned("sha256:...")' in warning
+
+
+def test_a_pinned_warm_up_image_runs_by_its_digest_without_a_warning() -> None:
+    digest = "sha256:" + "ab" * 32
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "S")
+    NeuronCluster(stack, "C").add_ec2_capacity(
+        "N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=AWS_CLI.pinned(digest))
+    )
+    assert _warnings(stack, "NEURON116") == []
+    _, script = _warm_up_as_written(app.synth().get_stack_by_name("S").template)
+    assert f"CLI='{AWS_CLI.uri}@{digest}'" in script
+
+
+def test_another_warm_up_image_without_a_digest_is_refused() -> None:
+    from neuron_constructs.knowledge.container_images import NeuronImage
+
+    other = NeuronImage(
+        registry="public.ecr.aws/team",
+        repository="aws-cli",
+        tag="latest",
+        neuron_sdk=None,
+        framework="AWS CLI",
+        framework_version="2",
+        python=None,
+        os=None,
+        instance_families=("inf2",),
+        source="the team's",
+    )
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"runs it as root in the host network.*NEURON068"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=other))
+    # without prefetch there is no warm-up, so nothing runs it
+    cluster.add_ec2_capacity("M", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=other, prefetch=False))
+
+
+def test_the_warm_up_container_is_found_by_the_template_check_and_acknowledged_with_its_reason(
+    built: dict[str, Any],
+) -> None:
+    """NEURON115 reads launch templates' user data too: the warm-up's host-network container is a finding, which the
+    library acknowledges on its launch template (cfn-lint's ignore_checks, the reason in the construct tree); the
+    same user data on a template without the acknowledgement is reported."""
+    from neuron_constructs.checks.template_checks import check_template
+    from neuron_constructs.knowledge import rules
+
+    template = built["templates"]["Warm"]
+    assert not [f for f in check_template(template) if f.rule is rules.PRIVILEGED_CONTAINER]
+    bare = json.loads(json.dumps(template))
+    for resource in bare["Resources"].values():
+        if resource["Type"] == "AWS::EC2::LaunchTemplate":
+            resource.pop("Metadata", None)
+    (finding,) = [f for f in check_template(bare) if f.rule is rules.PRIVILEGED_CONTAINER]
+    assert "its user data runs a container in the host network as root at boot" in finding.message
+    cold = built["templates"]["NoPrefetch"]  # no warm-up, no container
+    assert not [f for f in check_template(cold) if f.rule is rules.PRIVILEGED_CONTAINER]
+
+
+def test_a_privileged_container_in_any_launch_template_s_user_data_is_reported() -> None:
+    from neuron_constructs.checks.template_checks import check_template
+    from neuron_constructs.knowledge import rules
+
+    template = {
+        "Resources": {
+            "Lt": {
+                "Type": "AWS::EC2::LaunchTemplate",
+                "Properties": {
+                    "LaunchTemplateData": {
+                        "UserData": {"Fn::Base64": {"Fn::Join": ["", ["#!/bin/sh\ndocker run --privileged x\n"]]}}
+                    }
+                },
+            }
+        }
+    }
+    (finding,) = [f for f in check_template(template) if f.rule is rules.PRIVILEGED_CONTAINER]
+    assert "runs a container privileged as root at boot" in finding.message
+
+
 def test_warm_pool_on_spot_is_refused() -> None:
     cluster = NeuronCluster(Stack(App(), "S"), "C")
     with pytest.raises(NeuronConfigurationError, match=r"NEURON085.*Spot"):
@@ -472,6 +564,10 @@ def test_warm_up_pulls_logs_in_copies_and_completes_the_lifecycle_action(shell: 
     sync = next(c for c in calls if "s3 sync" in c)
     assert f"s3://team-models/llama {MODELS_DIRECTORY}/team-models/llama" in sync
     assert "--network host" in sync
+    runs = [c for c in calls if c.startswith("docker run")]
+    assert runs and all("--cap-drop ALL --security-opt no-new-privileges" in c for c in runs)
+    assert all("--privileged" not in c for c in runs)
+    assert [c for c in runs if "-v " in c] == [sync]  # the models directory is mounted for the copy only
     complete = next(c for c in calls if "complete-lifecycle-action" in c)
     for part in (
         f"--lifecycle-hook-name {LIFECYCLE_HOOK_NAME}",

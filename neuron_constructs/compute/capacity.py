@@ -33,7 +33,7 @@ from neuron_constructs.compute.model_sources import ModelArtifacts
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.knowledge.container_images import AWS_CLI
+from neuron_constructs.knowledge.container_images import AWS_CLI, IMAGES, NeuronImage
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
 from neuron_constructs.knowledge.instance_refresh import refresh_room
 from neuron_constructs.knowledge.warm_start import (
@@ -228,6 +228,13 @@ class WarmPool:
     (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
     ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
 
+    ``cli_image`` (default :data:`~neuron_constructs.knowledge.container_images.AWS_CLI`): the AWS CLI image the
+    warm-up runs, as root, on every boot, in the host network (it calls ECR, S3 and Auto Scaling as the instance role,
+    whose credentials come from the instance metadata service, which the hop limit of 1 keeps from a container in any
+    other network). Such a container can use the instance role, so its image is held to the rules of the privileged
+    images: one without a digest is refused (NEURON068), and the library's own, for which no source gives a digest, runs
+    by its tag with warning NEURON116 until you pass ``AWS_CLI.pinned("sha256:...")``.
+
     Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
     cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
     """
@@ -237,6 +244,7 @@ class WarmPool:
     state: autoscaling.PoolState = autoscaling.PoolState.STOPPED
     prefetch: bool = True
     reuse_on_scale_in: bool = False
+    cli_image: NeuronImage = AWS_CLI
 
 
 def _text(name: str, value: object) -> str:
@@ -672,7 +680,19 @@ class AutoScalingCapacity(Construct):
                 max_group_prepared_capacity=warm_pool.max_prepared,
                 pool_state=warm_pool.state,
             )
-        if prefetch:
+        if warm_pool is not None and prefetch:
+            if warm_pool.cli_image.digest is None:  # the library's own (any other is refused above): NEURON116
+                Validations.of(self).add_warning(
+                    rules.UNPINNED_LIBRARY_DAEMON.warning_id,
+                    rules.UNPINNED_LIBRARY_DAEMON.message(
+                        construct_path(self),
+                        f"the warm-up runs {warm_pool.cli_image.uri} as root in the host network, by its tag",
+                        argument="WarmPool(cli_image",
+                        constant="AWS_CLI",
+                        uri=warm_pool.cli_image.uri,
+                    ),
+                )
+            compliance.acknowledge_warm_up_container(self.launch_template)
             self.auto_scaling_group.add_lifecycle_hook(
                 "WarmUp",
                 lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
@@ -768,7 +788,8 @@ class AutoScalingCapacity(Construct):
             compliance.acknowledge_warm_up(pulls)
         for model in grant_artifacts:
             model.grant(self.role)
-        script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=AWS_CLI.reference)
+        cli_image = self.warm_pool.cli_image if self.warm_pool is not None else AWS_CLI
+        script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=cli_image.reference)
         self.user_data.add_commands(
             f"mkdir -p {WARM_UP_FILE.rsplit('/', 1)[0]}",
             # The script goes in base64 (CloudFormation encodes it at deploy, Fn::Base64, with the deploy-time values
@@ -793,6 +814,20 @@ def _check_warm_pool(path: str, warm_pool: WarmPool, *, spot: bool, max_capacity
         raise rules.WARM_POOL_REUSE.error(path, "warm_pool=WarmPool(reuse_on_scale_in=True)")
     if spot:
         raise rules.WARM_POOL_SPOT.error(path, "warm_pool with spot=True")
+    image = warm_pool.cli_image
+    if warm_pool.prefetch and not isinstance(image, NeuronImage):
+        raise rules.WRONG_TYPE.error(
+            path, f"WarmPool(cli_image={image!r})", expected="cli_image as a NeuronImage (AWS_CLI.pinned(...))"
+        )
+    if warm_pool.prefetch and image.digest is None and image != AWS_CLI:
+        constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
+        raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
+            path,
+            f"WarmPool(cli_image=) {image.uri} has no digest, and the warm-up runs it as root in the host network",
+            argument="WarmPool(cli_image",
+            constant=constant,
+            uri=image.uri,
+        )
     minimum = warm_pool.min_size
     if isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum <= max_capacity:
         beyond = f" above the group's max_capacity={max_capacity}" if isinstance(minimum, int) and minimum > 0 else ""

@@ -1042,7 +1042,8 @@ PRIVILEGED_CONTAINER = Rule(
     "NEURON115",
     "Privileged or host-network container",
     "a privileged container holds every capability and device of the instance, so it can act as the instance; a "
-    "container of a host-network task reaches the instance metadata service past the hop limit of 1 and "
+    "container of a host-network task (or one a launch template's user data runs with docker run --privileged or "
+    "--network host) reaches the instance metadata service past the hop limit of 1 and "
     "ECS_AWSVPC_BLOCK_IMDS: either can use the instance role, whose ecs:Poll returns the credentials of every task "
     "on the instance (their task roles, their secrets)",
     "drop privileged (map the devices and add the capabilities it needs) and use the bridge or awsvpc network "
@@ -1055,12 +1056,12 @@ PRIVILEGED_CONTAINER = Rule(
 )
 UNPINNED_LIBRARY_DAEMON = Rule(
     "NEURON116",
-    "Library daemon running privileged by tag",
-    "no published source gives the digest of the tag the library runs this privileged daemon from, so it runs by "
-    "the tag, which can be moved to other bytes",
-    'pass monitor_image={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
+    "Library container running privileged or in the host network by tag",
+    "no published source gives the digest of the tag the library runs this privileged or host-network container "
+    "from (neuron-monitor; the warm-up's AWS CLI), so it runs by the tag, which can be moved to other bytes",
+    'pass {argument}={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
     "(`neuron-ecs digests` resolves it); acknowledge this warning id if you accept the tag",
-    "Docker docs: image digests; neuron_constructs.knowledge.container_images (NEURON_MONITOR)",
+    "Docker docs: image digests; neuron_constructs.knowledge.container_images (NEURON_MONITOR, AWS_CLI)",
     severity="warning",
 )
 EVERY_REPLICA_STOPS = Rule(

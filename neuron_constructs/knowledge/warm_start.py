@@ -16,9 +16,12 @@ What AWS says, and what the library does with it:
   configuration, ``ECS_IMAGE_PULL_BEHAVIOR``), so a task placed on a warmed instance starts from the images the
   warm-up pulled.
 
-:func:`warm_up_script` writes the script; it uses only ``sh``, ``docker``, ``curl`` and the AWS CLI image (run with
-the host's network, which the instance metadata hop limit of 1 lets through), so the AMI needs no AWS CLI. No AWS
-CDK import here.
+:func:`warm_up_script` writes the script; it uses only ``sh``, ``docker``, ``curl`` and the AWS CLI image, so the AMI
+needs no AWS CLI. The script runs as root on every boot, and the AWS CLI container with the host's network: it calls
+ECR, S3 and Auto Scaling as the instance role, whose credentials only the instance metadata service gives, and the
+metadata hop limit of 1 keeps them from a container in any other network. The container drops every capability, may
+gain no privilege, and mounts the models directory only to copy the models; its image is pinned by digest or warned
+about like neuron-monitor's (``WarmPool(cli_image=)``, NEURON068, NEURON116). No AWS CDK import here.
 """
 
 from __future__ import annotations
@@ -236,7 +239,12 @@ def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str
         f"MODELS={_q(MODELS_DIRECTORY)}",
         "failed=0",
         'log() { echo "neuron-warm-up: $*"; }',
-        'aws_cli() { docker run --rm --network host -v "$MODELS:$MODELS" "$CLI" "$@"; }',
+        # The host network: the AWS CLI calls AWS as the instance role, whose credentials only the instance metadata
+        # service gives, and the hop limit of 1 keeps it from any other network. No capability, no new privileges;
+        # the models directory is mounted for the copies only.
+        'run_cli() { docker run --rm --network host --cap-drop ALL --security-opt no-new-privileges "$@"; }',
+        'aws_cli() { run_cli "$CLI" "$@"; }',
+        'aws_sync() { run_cli -v "$MODELS:$MODELS" "$CLI" s3 sync --only-show-errors "$@"; }',
         "tries=0",
         "until docker info >/dev/null 2>&1; do",
         "  tries=$((tries + 1))",
@@ -262,7 +270,7 @@ def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str
     for url, directory in prefetch.artifacts:
         target = f"{MODELS_DIRECTORY}/{directory}"
         lines.append(
-            f"  mkdir -p {_q(target)} && if aws_cli s3 sync --only-show-errors {_q(url)} {_q(target)}; "
+            f"  mkdir -p {_q(target)} && if aws_sync {_q(url)} {_q(target)}; "
             f"then log {_q('copied ' + url)}; else log {_q('could not copy ' + url)}; failed=$((failed + 1)); fi"
         )
     lines += [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from neuron_constructs.checks.cfn_template import (
@@ -63,6 +64,65 @@ def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
                     f"container {name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every "
                     "task's credentials on the instance)",
                 )
+
+
+_DOCKER_RUN = re.compile(r"docker\s+(?:container\s+)?run\b[^\n]*")
+_HOST_NETWORK = re.compile(r"\s--(?:network|net)(?:=|\s+)[\"']?host\b")
+_PRIVILEGED = re.compile(r"\s--privileged\b")
+_MOST_USER_DATA_STRINGS = 2_000
+_MOST_USER_DATA_CHARACTERS = 1_000_000
+
+
+def _user_data_strings(value: Any) -> list[str]:
+    """The strings of a launch template's ``UserData`` (text, and the text in ``Fn::Join``/``Fn::Base64``/``Fn::Sub``
+    around deploy-time values), in order; bounded in count, depth and size."""
+    found: list[str] = []
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and len(found) < _MOST_USER_DATA_STRINGS and size < _MOST_USER_DATA_CHARACTERS:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            found.append(item[: _MOST_USER_DATA_CHARACTERS - size])
+            size += len(found[-1])
+        elif depth < 12 and isinstance(item, list):
+            stack.extend((v, depth + 1) for v in reversed(item[:_MOST_USER_DATA_STRINGS]))
+        elif depth < 12 and isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in reversed(list(item.values())[:16]))
+    return found
+
+
+def _check_user_data_containers(t: EcsTemplate, out: TemplateReport) -> None:
+    """A container the user data of a launch template runs privileged or in the host network (``docker run
+    --privileged``, ``--network host``): it runs at boot, as root, outside ECS, and can use the instance role as a
+    task definition's privileged container can."""
+    for logical_id, resource in t.resources.items():
+        if not isinstance(resource, dict) or resource.get("Type") != "AWS::EC2::LaunchTemplate":
+            continue
+        data = t.properties(resource).get("LaunchTemplateData")
+        user_data = data.get("UserData") if isinstance(data, dict) else None
+        if user_data is None:
+            continue
+        text = "".join(_user_data_strings(user_data))
+        for run in _DOCKER_RUN.finditer(text):
+            reasons = (["privileged"] if _PRIVILEGED.search(run.group()) else []) + (
+                ["in the host network"] if _HOST_NETWORK.search(run.group()) else []
+            )
+            if reasons:
+                out.add(
+                    r.PRIVILEGED_CONTAINER,
+                    logical_id,
+                    in_properties("LaunchTemplateData", "UserData"),
+                    f"its user data runs a container {' and '.join(reasons)} as root at boot "
+                    f"({run.group()[:80].strip()}), so it can use the instance role (ecs:Poll: every task's "
+                    "credentials on the instance)",
+                )
+                break
+
+
+def _check_privileged_anywhere(t: EcsTemplate, out: TemplateReport) -> None:
+    """NEURON115 in task definitions and in launch templates' user data."""
+    _check_privileged(t, out)
+    _check_user_data_containers(t, out)
 
 
 def _public_subnets(t: EcsTemplate) -> set[str]:
@@ -137,6 +197,6 @@ CHECKS: dict[Rule, Check] = {
     r.PUBLIC_SUBNETS: _check_public_subnets,
     r.SECRET_IN_ENVIRONMENT: _check_secrets,
     r.METADATA_REACHABLE: _check_metadata_options,
-    r.PRIVILEGED_CONTAINER: _check_privileged,
+    r.PRIVILEGED_CONTAINER: _check_privileged_anywhere,
 }
 """This area's check of each rule."""
