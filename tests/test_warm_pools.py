@@ -448,6 +448,36 @@ def test_a_privileged_container_in_any_launch_template_s_user_data_is_reported()
     assert "runs a container privileged as root at boot" in finding.message
 
 
+def _capacity_running(images: list[str], *, prefetch: bool = True) -> Stack:
+    stack = Stack(App(analytics_reporting=False), "Tags")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(prefetch=prefetch))
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(images[0]))
+    for index, image in enumerate(images[1:]):
+        task.add_container(f"side{index}", image=ecs.ContainerImage.from_registry(image))
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    return stack
+
+
+def test_an_image_by_a_moving_tag_on_prefer_cached_capacity_warns() -> None:
+    """GIVEN a prefetching warm pool (the agent prefers cached images), WHEN services on it name images by :latest or
+    by no tag, THEN NEURON142 warns naming them; a version tag or a digest does not warn."""
+    pinned = "registry.example/model:latest@sha256:" + "cd" * 32
+    stack = _capacity_running(
+        ["registry.example/model:latest", "registry.example/other", "registry.example/v:1.4", pinned]
+    )
+    (warning,) = _warnings(stack, "NEURON142")
+    assert "registry.example/model:latest, registry.example/other are named by a tag that moves" in warning
+    assert "v:1.4" not in warning and pinned not in warning
+    assert "prefer-cached" in warning
+
+
+def test_an_image_by_a_moving_tag_without_prefetch_does_not_warn() -> None:
+    """Without prefetch the agent pulls as usual (no prefer-cached): a moved tag is pulled again."""
+    assert _warnings(_capacity_running(["registry.example/model:latest"], prefetch=False), "NEURON142") == []
+
+
 def test_warm_pool_on_spot_is_refused() -> None:
     cluster = NeuronCluster(Stack(App(), "S"), "C")
     with pytest.raises(NeuronConfigurationError, match=r"NEURON085.*Spot"):
@@ -732,3 +762,20 @@ def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> Non
         if "Nag/C/Neuron" in c["constructPath"]
     ]
     assert open_paths == []
+
+
+@pytest.mark.parametrize(
+    ("image", "tag"),
+    [
+        ("registry.example:5000/team/model", "latest (no tag)"),
+        ("registry.example:5000/team/model:latest", "latest"),
+        ("public.ecr.aws/team/model:nightly", "nightly"),
+        ("public.ecr.aws/team/model:1.4.2", None),
+        ("public.ecr.aws/team/model@sha256:" + "ef" * 32, None),
+        ("registry.example:5000/team/model", "latest (no tag)"),
+    ],
+)
+def test_moving_tag_reads_the_tag_after_the_last_slash(image: str, tag: str | None) -> None:
+    from neuron_constructs.knowledge.warm_start import moving_tag
+
+    assert moving_tag(image) == tag

@@ -47,6 +47,7 @@ from neuron_constructs.knowledge.warm_start import (
     RootVolumeRoom,
     ecr_registry,
     hibernation_problem,
+    moving_tag,
     root_volume_room,
     warm_up_script,
 )
@@ -733,6 +734,7 @@ class AutoScalingCapacity(Construct):
                     artifacts.append(entry)
                     grant_artifacts.append(model)
             _share_model_volumes(service)
+        self._warn_about_moving_tags()
         self.root_volume_room = root_volume_room(self.root_volume_gib, fetched)
         if skipped:
             Validations.of(self).add_warning(
@@ -799,6 +801,27 @@ class AutoScalingCapacity(Construct):
             f"chmod 700 {WARM_UP_FILE}",
             f"{WARM_UP_FILE}",
         )
+
+    def _warn_about_moving_tags(self) -> None:
+        """NEURON142: the images of the services on this capacity (any stack's) named by a tag that moves, which
+        ``prefer-cached`` never pulls again on an instance that holds them."""
+        moving: list[str] = []
+        for service in self.services:
+            for container in _containers(service):
+                name = container.image_name
+                tag = None if is_token(name) else moving_tag(name)
+                if tag is not None and name not in moving:
+                    moving.append(name)
+        if moving:
+            Validations.of(self).add_warning(
+                rules.MOVING_TAG_CACHED.warning_id,
+                rules.MOVING_TAG_CACHED.message(
+                    construct_path(self),
+                    f"{', '.join(moving)} {'is' if len(moving) == 1 else 'are'} named by a tag that moves, and the "
+                    "capacity's agent pulls an image only when the instance does not hold it "
+                    "(ECS_IMAGE_PULL_BEHAVIOR=prefer-cached)",
+                ),
+            )
 
 
 WARM_UP_TIMEOUT = Duration.minutes(30)

@@ -558,11 +558,10 @@ S3_LOCATION = Rule(
     "an IAM resource ARN and an s3:prefix condition match * and ? as wildcards, an empty prefix is the whole "
     "bucket, and a prefix also names a directory on the instance (a warm pool's copy), which '..' leaves; a "
     "container mounts volumes at absolute paths",
-    "pass a bucket S3 could name and a non-empty prefix of letters, digits and ! - _ . ' ( ) / (S3's safe key "
-    "characters but *) with no empty, '.' or '..' segment (e.g. 'neuron-compile-cache'), and an absolute path (e.g. "
-    "'/opt/ml/model')",
+    "pass a non-empty prefix of letters, digits and ! - _ . ' ( ) / (S3's safe key characters but *) with no empty, "
+    "'.' or '..' segment (e.g. 'neuron-compile-cache'), and an absolute path (e.g. '/opt/ml/model')",
     "IAM guide: Amazon S3 condition keys (s3:prefix); Amazon S3 user guide: naming Amazon S3 objects (safe "
-    "characters), general purpose bucket naming rules; ECS task definition parameters (mountPoints containerPath)",
+    "characters); ECS task definition parameters (mountPoints containerPath)",
 )
 
 MULTI_NODE_WITHOUT_EFA = Rule(

@@ -38,6 +38,7 @@ __all__ = [
     "IMAGE_ON_DISK_FACTOR",
     "LIFECYCLE_HOOK_NAME",
     "MODELS_DIRECTORY",
+    "MOVING_TAGS",
     "PREFETCH_AGENT_SETTINGS",
     "WARM_POOL_AGENT_SETTINGS",
     "WARM_UP_FILE",
@@ -46,6 +47,7 @@ __all__ = [
     "RootVolumeRoom",
     "ecr_registry",
     "hibernation_problem",
+    "moving_tag",
     "root_volume_room",
     "warm_up_script",
 ]
@@ -101,6 +103,24 @@ def hibernation_problem(instance_type: str, memory_gib: float | None) -> str | N
 _ECR_REGISTRY = re.compile(
     r"(?P<registry>\d{12}\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?)/"
 )
+
+
+MOVING_TAGS = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "dev", "develop"})
+"""Tags that by convention move to each new build: Docker's default ``latest`` (the tag a reference without one
+pulls; Docker docs: docker image pull) and the branch and channel names registries publish builds under. A version
+tag can be pushed again too; these are the ones meant to be."""
+
+
+def moving_tag(image: str) -> str | None:
+    """The tag of ``image`` when it is one that moves (``latest``, or none, which pulls ``latest``; see
+    :data:`MOVING_TAGS`) and no digest pins it; else ``None``."""
+    if "@" in image:
+        return None
+    name = image.rsplit("/", 1)[-1]
+    tag = name.rsplit(":", 1)[1] if ":" in name else None
+    if tag is None:
+        return "latest (no tag)"
+    return tag if tag.lower() in MOVING_TAGS else None
 
 
 def ecr_registry(image: str) -> tuple[str, str] | None:
