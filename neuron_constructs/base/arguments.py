@@ -5,8 +5,10 @@ annotations once and, on every call, refuses with the rule-style message
 (``<path>: <problem>. [<id>: <rule>] Fix: ...``):
 
 * a value of the wrong type (NEURON026): a bool is not a number, a float is not an int, a string
-  is not a list, an object of another class is not the construct asked for;
-* a number outside the range AWS accepts (NEURON027), from the ranges the call declares;
+  is not a list, an object of another class is not the construct asked for, and NaN or an infinity (alone, or in a
+  list or dict) is no number at all: JSON has no spelling for it, and one sent to the CDK's JavaScript runtime breaks
+  the process's connection to it, so it is refused before the runtime is asked anything about the value;
+* a number outside the range AWS accepts (NEURON027), from the ranges the call declares (ints and floats alike);
 * a CDK token (a ``CfnParameter`` value, an import, an attribute) where a rule needs the literal
   value (NEURON028); parameters that only name things accept tokens.
 
