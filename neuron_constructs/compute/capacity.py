@@ -30,10 +30,16 @@ from neuron_constructs.base.l1_overrides import (
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.model_sources import ModelArtifacts
+from neuron_constructs.compute.warm_pool import (
+    WARM_UP_TIMEOUT,
+    WarmPool,
+    check_warm_pool,
+    warn_about_unpinned_cli_image,
+)
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.knowledge.container_images import AWS_CLI, IMAGES, NeuronImage
+from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.cores import LNC_FILE, LOGICAL_CORE_VARIABLE
 from neuron_constructs.knowledge.instance_refresh import refresh_room
 from neuron_constructs.knowledge.warm_start import (
@@ -46,7 +52,6 @@ from neuron_constructs.knowledge.warm_start import (
     Prefetch,
     RootVolumeRoom,
     ecr_registry,
-    hibernation_problem,
     moving_tag,
     root_volume_room,
     warm_up_script,
@@ -64,7 +69,6 @@ __all__ = [
     "AutoScalingCapacity",
     "CapacityReservation",
     "ManagedInstancesCapacity",
-    "WarmPool",
     "warn_about_public_subnets",
 ]
 
@@ -209,43 +213,6 @@ class CapacityReservation:
         """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
         names = {"on-demand": "On-Demand Capacity Reservation", "on-demand-group": "reservation group"}
         return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
-
-
-@dataclass(frozen=True)
-class WarmPool:
-    """An EC2 Auto Scaling warm pool for an Auto Scaling capacity: instances launched ahead, stopped (or running,
-    hibernated) until a scale-out takes them, so a new instance skips the boot and, with ``prefetch``, the image
-    pulls and model copies.
-
-    ``min_size``: instances the pool keeps (default 1); ``max_prepared``: the group's whole prepared capacity, in
-    service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
-    volumes only), ``RUNNING`` or ``HIBERNATED`` - the last only for an instance type EC2 can hibernate (a family its
-    hibernation prerequisites list, not bare metal, under 150 GB of RAM:
-    :data:`~neuron_constructs.knowledge.warm_start.HIBERNATION_FAMILIES`), which no Inferentia or Trainium type is
-    (NEURON141); for one that can, the launch template enables hibernation at launch. ``prefetch`` (default True):
-    the warm-up pulls the images and copies the model artifacts of the services on the capacity before the pool stops
-    the instance, and the agent prefers cached images (an image named by a tag that moves, such as ``:latest``, warns:
-    NEURON142); the root volume must hold the AMI and what the warm-up fetches where sizes are stated
-    (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
-    ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
-
-    ``cli_image`` (default :data:`~neuron_constructs.knowledge.container_images.AWS_CLI`): the AWS CLI image the
-    warm-up runs, as root, on every boot, in the host network (it calls ECR, S3 and Auto Scaling as the instance role,
-    whose credentials come from the instance metadata service, which the hop limit of 1 keeps from a container in any
-    other network). Such a container can use the instance role, so its image is held to the rules of the privileged
-    images: one without a digest is refused (NEURON068), and the library's own, for which no source gives a digest, runs
-    by its tag with warning NEURON116 until you pass ``AWS_CLI.pinned("sha256:...")``.
-
-    Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
-    cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
-    """
-
-    min_size: int = 1
-    max_prepared: int | None = None
-    state: autoscaling.PoolState = autoscaling.PoolState.STOPPED
-    prefetch: bool = True
-    reuse_on_scale_in: bool = False
-    cli_image: NeuronImage = AWS_CLI
 
 
 def _text(name: str, value: object) -> str:
@@ -542,12 +509,15 @@ class AutoScalingCapacity(Construct):
         if ami_rollout is not None:
             _check_ami_rollout(path, ami_rollout, max_capacity)
         if warm_pool is not None:
-            _check_warm_pool(path, warm_pool, spot=spot, max_capacity=max_capacity)
+            check_warm_pool(
+                path,
+                warm_pool,
+                spot=spot,
+                max_capacity=max_capacity,
+                instance_type=instance_type,
+                memory_gib=neuron.memory_gib if neuron is not None else None,
+            )
         hibernates = warm_pool is not None and warm_pool.state == autoscaling.PoolState.HIBERNATED
-        if hibernates:
-            problem = hibernation_problem(instance_type, neuron.memory_gib if neuron is not None else None)
-            if problem is not None:
-                raise rules.WARM_POOL_HIBERNATION.error(path, f"WarmPool(state=PoolState.HIBERNATED), but {problem}")
         inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
@@ -682,17 +652,7 @@ class AutoScalingCapacity(Construct):
                 pool_state=warm_pool.state,
             )
         if warm_pool is not None and prefetch:
-            if warm_pool.cli_image.digest is None:  # the library's own (any other is refused above): NEURON116
-                Validations.of(self).add_warning(
-                    rules.UNPINNED_LIBRARY_DAEMON.warning_id,
-                    rules.UNPINNED_LIBRARY_DAEMON.message(
-                        construct_path(self),
-                        f"the warm-up runs {warm_pool.cli_image.uri} as root in the host network, by its tag",
-                        argument="WarmPool(cli_image",
-                        constant="AWS_CLI",
-                        uri=warm_pool.cli_image.uri,
-                    ),
-                )
+            warn_about_unpinned_cli_image(self, warm_pool)
             compliance.acknowledge_warm_up_container(self.launch_template)
             self.auto_scaling_group.add_lifecycle_hook(
                 "WarmUp",
@@ -822,56 +782,6 @@ class AutoScalingCapacity(Construct):
                     "(ECS_IMAGE_PULL_BEHAVIOR=prefer-cached)",
                 ),
             )
-
-
-WARM_UP_TIMEOUT = Duration.minutes(30)
-"""How long a new instance may take to warm up before Auto Scaling goes on without it (the lifecycle hook's heartbeat
-timeout; its default result is CONTINUE): a few Neuron images of several GB and a model of tens of GB."""
-
-
-def _check_warm_pool(path: str, warm_pool: WarmPool, *, spot: bool, max_capacity: int) -> None:
-    """NEURON084, NEURON085 and the pool's sizes (NEURON027): ``min_size`` 0 to the group's ``max_capacity``, the
-    most instances the group itself may hold (CloudFormation writes both as given: ``MinSize`` 6 over ``MaxSize`` 4
-    would keep instances warm that the group can never take into service)."""
-    if warm_pool.reuse_on_scale_in:
-        raise rules.WARM_POOL_REUSE.error(path, "warm_pool=WarmPool(reuse_on_scale_in=True)")
-    if spot:
-        raise rules.WARM_POOL_SPOT.error(path, "warm_pool with spot=True")
-    image = warm_pool.cli_image
-    if warm_pool.prefetch and not isinstance(image, NeuronImage):
-        raise rules.WRONG_TYPE.error(
-            path, f"WarmPool(cli_image={image!r})", expected="cli_image as a NeuronImage (AWS_CLI.pinned(...))"
-        )
-    if warm_pool.prefetch and image.digest is None and image != AWS_CLI:
-        constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
-        raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
-            path,
-            f"WarmPool(cli_image=) {image.uri} has no digest, and the warm-up runs it as root in the host network",
-            argument="WarmPool(cli_image",
-            constant=constant,
-            uri=image.uri,
-        )
-    minimum = warm_pool.min_size
-    if isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum <= max_capacity:
-        beyond = f" above the group's max_capacity={max_capacity}" if isinstance(minimum, int) and minimum > 0 else ""
-        raise rules.OUT_OF_RANGE.error(
-            path,
-            f"WarmPool(min_size={minimum!r}){beyond}",
-            name="min_size",
-            minimum="0",
-            maximum=f"max_capacity ({max_capacity}): the pool holds instances the group may take into service",
-        )
-    prepared = warm_pool.max_prepared
-    if prepared is not None and (
-        isinstance(prepared, bool) or not isinstance(prepared, int) or prepared < max(warm_pool.min_size, 0)
-    ):
-        raise rules.OUT_OF_RANGE.error(
-            path,
-            f"WarmPool(max_prepared={prepared!r}) with min_size={warm_pool.min_size}",
-            name="max_prepared",
-            minimum=f"min_size ({warm_pool.min_size})",
-            maximum="any whole number (None: the group's max_capacity)",
-        )
 
 
 def _containers(service: IConstruct) -> list[ecs.ContainerDefinition]:

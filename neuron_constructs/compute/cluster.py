@@ -41,8 +41,8 @@ from neuron_constructs.compute.capacity import (
     AutoScalingCapacity,
     CapacityReservation,
     ManagedInstancesCapacity,
-    WarmPool,
 )
+from neuron_constructs.compute.warm_pool import WarmPool
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
 from neuron_constructs.knowledge.ami import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
