@@ -64,7 +64,6 @@ if TYPE_CHECKING:
         AutoScalingCapacity,
         CapacityReservation,
         ManagedInstancesCapacity,
-        WarmPool,
     )
     from neuron_constructs.compute.cluster import NeuronCluster
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
@@ -74,6 +73,7 @@ if TYPE_CHECKING:
         ManualNeuronTaskDefinition,
         NeuronTaskDefinition,
     )
+    from neuron_constructs.compute.warm_pool import WarmPool
     from neuron_constructs.knowledge.ami import NeuronAmi
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
     from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
@@ -127,7 +127,7 @@ _LAZY = {
     "AmiRollout": "neuron_constructs.compute.capacity",
     "AutoScalingCapacity": "neuron_constructs.compute.capacity",
     "CapacityReservation": "neuron_constructs.compute.capacity",
-    "WarmPool": "neuron_constructs.compute.capacity",
+    "WarmPool": "neuron_constructs.compute.warm_pool",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
     "FleetModel": "neuron_constructs.serving.fleet",

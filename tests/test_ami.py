@@ -3,9 +3,11 @@ instance refresh that rolls a changed image with ECS draining, and ``neuron-ecs 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -27,6 +29,7 @@ from neuron_constructs import (
     NeuronConfigurationError,
     NeuronService,
 )
+from neuron_constructs.knowledge import ami as ami_module
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import (
     NEURON_AMI_IMAGE_ID_PARAMETER,
@@ -353,10 +356,41 @@ def test_a_release_on_another_kernel_names_that_kernel_s_ami() -> None:
         NeuronAmi.release(RELEASE, kernel="six")
 
 
-@given(st.dates(datetime.date(2000, 1, 1), datetime.date(2099, 12, 31)))
-def test_every_calendar_date_is_a_release_name(day: datetime.date) -> None:
-    ami = NeuronAmi.release(f"2023.0.{day:%Y%m%d}")
+@given(st.dates(datetime.date(2000, 1, 1), datetime.date(2026, 12, 7)))
+def test_every_calendar_date_up_to_today_is_a_release_name(day: datetime.date) -> None:
+    with _clock(datetime.date(2026, 12, 7)):
+        ami = NeuronAmi.release(f"2023.0.{day:%Y%m%d}")
     assert ami.parameter_name == f"{NEURON_AMI_RELEASES_PATH}/{ami.image_name}/image_id"
+
+
+@contextlib.contextmanager
+def _clock(day: datetime.date) -> Iterator[None]:
+    """The AMI module's clock reads ``day`` within."""
+    real = ami_module.today
+    ami_module.today = lambda: day
+    try:
+        yield
+    finally:
+        ami_module.today = real
+
+
+@pytest.mark.parametrize("version", ["2023.0.20261208", "2023.0.20270101", "2023.0.20991231"])
+def test_a_release_dated_after_today_is_refused_before_the_deploy_that_would_fail(version: str) -> None:
+    """GIVEN today is 2026-12-07 (UTC), WHEN a release of a later date is named, THEN NEURON086 refuses it: its SSM
+    parameter does not exist, and CloudFormation would fail to resolve it at deploy."""
+    with (
+        _clock(datetime.date(2026, 12, 7)),
+        pytest.raises(
+            NeuronConfigurationError, match=r"dated 20\d\d-\d\d-\d\d, after today \(2026-12-07 UTC\).*NEURON086"
+        ),
+    ):
+        NeuronAmi.release(version)
+    with _clock(datetime.date(2026, 12, 7)):
+        assert NeuronAmi.release("2023.0.20261207").version == "2023.0.20261207"  # today's is fine
+
+
+def test_the_release_clock_is_today_in_utc() -> None:
+    assert ami_module.today() == datetime.datetime.now(datetime.UTC).date()
 
 
 @given(st.text(max_size=40))

@@ -19,6 +19,7 @@ from neuron_constructs import (
     ManagedInstancesCapacity,
     ManualNeuronTaskDefinition,
     NeuronCluster,
+    NeuronConfigurationError,
     NeuronService,
     SlicedNeuronService,
 )
@@ -208,3 +209,26 @@ def test_lnc_is_written_where_the_neuron_runtime_reads_it() -> None:
     assert capacity.lnc == 1
     user_data = json.dumps(Template.from_stack(stack).find_resources("AWS::EC2::LaunchTemplate"))
     assert "echo NEURON_LOGICAL_NC_CONFIG=1 > /opt/aws/neuron/logical_nc_config" in user_data
+
+
+@pytest.mark.parametrize(
+    "build",
+    [CapacityReservation.on_demand, CapacityReservation.capacity_block],
+    ids=["on_demand", "capacity_block"],
+)
+def test_a_reservation_s_arn_where_its_id_is_expected_is_refused_naming_the_id(build: Any) -> None:
+    """GIVEN a Capacity Reservation's ARN, WHEN it is passed where the reservation's id goes (CapacityReservationIds,
+    a Capacity Block's CapacityReservationId take ids only), THEN NEURON140 refuses it and names the id to pass:
+    nothing is rewritten."""
+    arn = f"arn:aws:ec2:us-east-1:111122223333:capacity-reservation/{BLOCK}"
+    with pytest.raises(NeuronConfigurationError, match=rf"is the reservation's ARN.*NEURON140.*Fix: pass .*'{BLOCK}'"):
+        build(arn)
+    with pytest.raises(NeuronConfigurationError, match=r"is not a Capacity Reservation id.*NEURON140"):
+        build("cr 0123; rm")
+    assert build(BLOCK).target == BLOCK
+
+
+def test_a_reservation_s_id_where_a_group_arn_is_expected_is_refused() -> None:
+    with pytest.raises(NeuronConfigurationError, match=r"group_arn='cr-.*not a resource group's ARN.*NEURON140"):
+        CapacityReservation.on_demand_group(BLOCK)
+    assert CapacityReservation.on_demand_group(GROUP).target == GROUP

@@ -205,18 +205,6 @@ def test_an_image_in_a_private_registry_names_its_account():
     assert container_images.VLLM.ecr_account is None
 
 
-def test_the_host_network_image_the_warm_up_runs_is_held_to_no_more_than_a_tag() -> None:
-    """docs/security.md: only the privileged daemon's image is refused without a digest (NEURON068); the AWS CLI image,
-    which a prefetching warm-up runs in the host network as the instance (its instance role), runs by its tag."""
-    from neuron_constructs.knowledge.container_images import AWS_CLI, PRIVILEGED_IMAGES
-    from neuron_constructs.knowledge.warm_start import Prefetch, warm_up_script
-
-    script = warm_up_script(Prefetch(images=("busybox:1",)), region="us-east-1", cli_image=AWS_CLI.reference)
-    assert 'docker run --rm --network host -v "$MODELS:$MODELS" "$CLI"' in script
-    assert AWS_CLI.reference in script
-    assert AWS_CLI.digest is None and AWS_CLI not in PRIVILEGED_IMAGES.values()
-
-
 def test_the_daemon_images_are_at_the_newest_tags_a_source_names_each_with_what_it_changes() -> None:
     """GIVEN the tags the sources name (neuron-monitor 1.10.0; the Neuron Helm chart's node recovery 1.9.0 and
     node-problem-detector v1.35.2) THEN the table runs them, cites them, and says what each changes in what the library

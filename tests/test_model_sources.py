@@ -19,6 +19,7 @@ from neuron_constructs import (
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     ModelArtifacts,
+    NeuronConfigurationError,
 )
 from neuron_constructs.compute.model_sources import AWS_CLI_IMAGE
 
@@ -218,3 +219,41 @@ def test_the_hugging_face_token_is_an_ecs_secret_the_execution_role_alone_reads(
     (task,) = workloads(template, "AWS::ECS::TaskDefinition").values()
     execution_role = task["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
     assert readers == [[{"Ref": execution_role}]]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "problem"),
+    [
+        ("llama\nNEURON_WARM_UP\ntouch /tmp/owned", r"holds '\\n', which is not one of S3's safe key characters"),
+        ("../../var/run", r"has an empty, '.' or '..' segment"),
+        ("models/../../etc", r"has an empty, '.' or '..' segment"),
+        ("models//llama", r"has an empty, '.' or '..' segment"),
+        ("models/./llama", r"has an empty, '.' or '..' segment"),
+        ("llama $(id)", r"holds ' '"),
+        ("llama;reboot", r"holds ';'"),
+        ("llama\x00", r"holds '\\x00'"),
+        ("llama/*", r"holds '\*'"),
+        ("/", r"is empty"),
+    ],
+)
+def test_a_model_prefix_outside_s3_s_safe_key_characters_or_climbing_is_refused(prefix: str, problem: str) -> None:
+    """GIVEN a prefix holding a newline, a control character, a character a shell reads, or a '..', '.' or empty
+    segment, WHEN ModelArtifacts is made, THEN NEURON047 refuses it: the prefix also names the warm pool's copy on the
+    instance and the task's host volume there, which '..' would move to any host path."""
+    bucket = s3.Bucket.from_bucket_name(Stack(App(analytics_reporting=False), "P"), "Models", "team-models")
+    with pytest.raises(NeuronConfigurationError, match=rf"{problem}.*NEURON047"):
+        ModelArtifacts(bucket, prefix)
+
+
+@pytest.mark.parametrize("prefix", ["llama/neuron-tp2", "/models/llama-3.1_8b(v2)/", "team!/it's"])
+def test_a_prefix_of_safe_key_characters_is_taken_without_its_outer_slashes(prefix: str) -> None:
+    bucket = s3.Bucket.from_bucket_name(Stack(App(analytics_reporting=False), "P"), "Models", "team-models")
+    assert ModelArtifacts(bucket, prefix).prefix == prefix.strip("/")
+
+
+def test_a_literal_bucket_name_s3_could_not_have_never_reaches_model_artifacts() -> None:
+    """The bucket names the instance's directory as the prefix does: aws-cdk-lib refuses a literal name S3 could not
+    have (no newline, no '..') where the bucket is imported, before ModelArtifacts sees it."""
+    stack = Stack(App(analytics_reporting=False), "P")
+    with pytest.raises(RuntimeError, match="Invalid S3 bucket name"):
+        s3.Bucket.from_bucket_name(stack, "Models", "../var\nrun")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
 from conftest import synth_warnings
@@ -20,6 +21,7 @@ from conftest import synth_warnings
 from neuron_constructs import (
     RULES,
     AmiRollout,
+    CapacityReservation,
     ManagedNeuronTaskDefinition,
     ManualNeuronTaskDefinition,
     NeuronAmi,
@@ -1266,6 +1268,22 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
             "Inf2", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool()
         ),
         r"Test/C/Inf2: warm_pool with spot=True.*requests Spot Instances.*spot=False",
+    ),
+    (
+        r.WARM_POOL_HIBERNATION,
+        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+            "Inf2", instance_type="inf2.xlarge", warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED)
+        ),
+        r"Test/C/Inf2: WarmPool\(state=PoolState.HIBERNATED\), but inf2.xlarge is of the inf2 family.*"
+        r"PoolState.STOPPED",
+    ),
+    (
+        r.RESERVATION_REFERENCE,
+        lambda s: CapacityReservation.on_demand(
+            "arn:aws:ec2:us-east-1:111122223333:capacity-reservation/cr-0123456789abcdef0"
+        ),
+        r"CapacityReservation.on_demand: reservation_id='arn:.*' is the reservation's ARN.*"
+        r"pass the id the ARN ends with, 'cr-0123456789abcdef0'",
     ),
     (
         r.SMOKE_TEST,

@@ -3,7 +3,9 @@ dash and bash against fakes) and the scale-in and repair settings of Managed Ins
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -15,6 +17,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +120,35 @@ def _user_data(template: dict[str, Any]) -> str:
     return "".join(part if isinstance(part, str) else json.dumps(part) for part in user_data["Fn::Join"][1])
 
 
+def _rendered(value: Any) -> str:
+    """A template string value as CloudFormation writes it in us-east-1 (Fn::Join of text and AWS::Region)."""
+    if isinstance(value, str):
+        return value
+    if value == {"Ref": "AWS::Region"}:
+        return "us-east-1"
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        return f"<{value['Ref']}>"  # a resource's name, known at deploy
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_rendered(p) for p in parts)
+    raise AssertionError(f"not rendered here: {value}")
+
+
+def _warm_up_as_written(template: dict[str, Any]) -> tuple[str, str]:
+    """(the user data with the warm-up's base64 in place, as the instance runs it; the warm-up script itself)."""
+    (launch_template,) = _of_type(template, "AWS::EC2::LaunchTemplate")
+    parts = launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    (encoded,) = [p["Fn::Base64"] for p in parts if isinstance(p, dict) and "Fn::Base64" in p]
+    script = _rendered(encoded)
+    written = "".join(
+        base64.b64encode(_rendered(p["Fn::Base64"]).encode()).decode()
+        if isinstance(p, dict) and "Fn::Base64" in p
+        else _rendered(p)
+        for p in parts
+    )
+    return written, script
+
+
 def test_warm_pool_is_the_groups_with_the_given_sizes_and_state(built: dict[str, Any]) -> None:
     (pool,) = _of_type(built["templates"]["NoPrefetch"], "AWS::AutoScaling::WarmPool")
     assert pool["Properties"]["MinSize"] == 2
@@ -143,15 +175,38 @@ def test_prefetch_prefers_cached_images_and_without_it_the_agent_pulls(built: di
 
 
 def test_prefetch_warm_up_pulls_the_services_images_and_copies_their_models(built: dict[str, Any]) -> None:
-    user_data = _user_data(built["templates"]["Warm"])
-    assert f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'" in user_data
+    written, user_data = _warm_up_as_written(built["templates"]["Warm"])
+    assert re.search(rf"^echo [A-Za-z0-9+/=]+ \| base64 -d > {WARM_UP_FILE}$", written, re.MULTILINE), written
+    assert user_data.startswith("#!/bin/sh\n")
     assert f"docker pull --quiet '{PRIVATE_IMAGE}'" in user_data
     assert "docker login --username AWS --password-stdin '111122223333.dkr.ecr.us-east-1.amazonaws.com'" in user_data
-    assert "s3 sync --only-show-errors 's3://team-models/llama/neuron-tp2'" in user_data
+    assert "aws_sync 's3://team-models/llama/neuron-tp2'" in user_data
     assert built["capacity"].prefetch.images[0] == PRIVATE_IMAGE
     assert built["capacity"].prefetch.artifacts == (
         ("s3://team-models/llama/neuron-tp2", "team-models/llama/neuron-tp2"),
     )
+
+
+def test_no_value_in_the_warm_up_can_end_the_command_that_writes_it(tmp_path: Path) -> None:
+    """GIVEN an image reference holding a newline and the line that ended the heredoc the warm-up was once written
+    with, WHEN the capacity's user data writes the warm-up, THEN the script travels base64-encoded: the user data
+    holds none of the reference outside it, and writing it (run here in sh) writes the script whole and runs nothing."""
+    hostile = f"registry.example/model:1\nNEURON_WARM_UP\ntouch {tmp_path}/owned\n"
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Hostile")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(hostile))
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    written, script = _warm_up_as_written(app.synth().get_stack_by_name("Hostile").template)
+    assert "touch" not in written and "NEURON_WARM_UP" not in written
+    assert f"touch {tmp_path}/owned" in script  # inside a quoted word of the script, never a command of its own
+    (line,) = [x for x in written.splitlines() if "| base64 -d >" in x]
+    target = tmp_path / "warm-up.sh"
+    subprocess.run(["sh", "-c", line.replace(WARM_UP_FILE, str(target))], check=True, timeout=30)
+    assert target.read_text() == script
+    assert not (tmp_path / "owned").exists()
 
 
 def test_the_task_s_model_volume_is_the_warm_up_s_copy_on_the_host(built: dict[str, Any]) -> None:
@@ -245,10 +300,197 @@ def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True))
 
 
+@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "inf2.48xlarge", "trn1.32xlarge", "trn2.48xlarge"])
+def test_a_hibernated_warm_pool_of_a_neuron_type_is_refused(instance_type: str) -> None:
+    """GIVEN a Neuron type, of a family EC2's hibernation prerequisites do not list, WHEN its warm pool is HIBERNATED,
+    THEN NEURON141 refuses it with the pool states that work; STOPPED and RUNNING are accepted."""
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    family = instance_type.split(".")[0]
+    with pytest.raises(NeuronConfigurationError, match=rf"the {family} family.*NEURON141.*PoolState.STOPPED"):
+        cluster.add_ec2_capacity(
+            "N", instance_type=instance_type, warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED)
+        )
+    cluster.add_ec2_capacity("S", instance_type=instance_type, warm_pool=WarmPool(state=autoscaling.PoolState.STOPPED))
+
+
+def _hibernated_group(instance_type: str) -> dict[str, Any]:
+    """The launch template data of an Auto Scaling capacity of ``instance_type`` with a HIBERNATED pool."""
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import AutoScalingCapacity
+
+    stack = Stack(App(analytics_reporting=False), "Hibernates")
+    cluster = NeuronCluster(stack, "C")
+    AutoScalingCapacity(
+        stack,
+        "Cpu",
+        cluster=cluster.cluster,
+        instance_type=instance_type,
+        machine_image=ecs.EcsOptimizedImage.amazon_linux2023(),
+        subnets=cluster.cluster.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets,
+        min_capacity=0,
+        max_capacity=2,
+        root_volume_gib=30,
+        neuron=None,
+        warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED, prefetch=False),
+    )
+    (launch_template,) = _of_type(Template.from_stack(stack).to_json(), "AWS::EC2::LaunchTemplate")
+    return launch_template["Properties"]["LaunchTemplateData"]  # type: ignore[no-any-return]
+
+
+def test_a_hibernated_warm_pool_of_a_listed_family_enables_hibernation_at_launch() -> None:
+    """GIVEN a type of a family EC2 lists for hibernation (m5), WHEN its warm pool is HIBERNATED, THEN the launch
+    template configures hibernation (EC2 hibernates only instances launched with it enabled)."""
+    assert _hibernated_group("m5.large")["HibernationOptions"] == {"Configured": True}
+
+
+@pytest.mark.parametrize(("instance_type", "why"), [("m5.metal", "bare metal"), ("g5.xlarge", "the g5 family")])
+def test_a_hibernated_warm_pool_of_a_type_ec2_does_not_hibernate_is_refused(instance_type: str, why: str) -> None:
+    with pytest.raises(NeuronConfigurationError, match=rf"{why}.*NEURON141"):
+        _hibernated_group(instance_type)
+
+
+def test_a_pool_that_does_not_hibernate_leaves_hibernation_off(built: dict[str, Any]) -> None:
+    for name in ("Warm", "NoPrefetch"):
+        (launch_template,) = _of_type(built["templates"][name], "AWS::EC2::LaunchTemplate")
+        assert "HibernationOptions" not in launch_template["Properties"]["LaunchTemplateData"]
+
+
+def _warnings(stack: Stack, rule_id: str) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(f".*{rule_id}.*"))
+    return [str(f.entry.data) for f in found]
+
+
+def test_the_warm_up_s_own_cli_image_runs_by_its_tag_only_with_a_warning() -> None:
+    """GIVEN a prefetching warm pool with the library's AWS CLI image, for which no source gives a digest, THEN the
+    capacity warns NEURON116 (the warm-up runs it as root in the host network), naming the fix."""
+    stack = Stack(App(analytics_reporting=False), "S")
+    NeuronCluster(stack, "C").add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    (warning,) = _warnings(stack, "NEURON116")
+    assert f"the warm-up runs {AWS_CLI.uri} as root in the host network, by its tag" in warning
+    assert 'WarmPool(cli_image=AWS_CLI.pinned("sha256:...")' in warning
+
+
+def test_a_pinned_warm_up_image_runs_by_its_digest_without_a_warning() -> None:
+    digest = "sha256:" + "ab" * 32
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "S")
+    NeuronCluster(stack, "C").add_ec2_capacity(
+        "N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=AWS_CLI.pinned(digest))
+    )
+    assert _warnings(stack, "NEURON116") == []
+    _, script = _warm_up_as_written(app.synth().get_stack_by_name("S").template)
+    assert f"CLI='{AWS_CLI.uri}@{digest}'" in script
+
+
+def test_another_warm_up_image_without_a_digest_is_refused() -> None:
+    from neuron_constructs.knowledge.container_images import NeuronImage
+
+    other = NeuronImage(
+        registry="public.ecr.aws/team",
+        repository="aws-cli",
+        tag="latest",
+        neuron_sdk=None,
+        framework="AWS CLI",
+        framework_version="2",
+        python=None,
+        os=None,
+        instance_families=("inf2",),
+        source="the team's",
+    )
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"runs it as root in the host network.*NEURON068"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=other))
+    # without prefetch there is no warm-up, so nothing runs it
+    cluster.add_ec2_capacity("M", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=other, prefetch=False))
+
+
+def test_the_warm_up_container_is_found_by_the_template_check_and_acknowledged_with_its_reason(
+    built: dict[str, Any],
+) -> None:
+    """NEURON115 reads launch templates' user data too: the warm-up's host-network container is a finding, which the
+    library acknowledges on its launch template (cfn-lint's ignore_checks, the reason in the construct tree); the
+    same user data on a template without the acknowledgement is reported."""
+    from neuron_constructs.checks.template_checks import check_template
+    from neuron_constructs.knowledge import rules
+
+    template = built["templates"]["Warm"]
+    assert not [f for f in check_template(template) if f.rule is rules.PRIVILEGED_CONTAINER]
+    bare = json.loads(json.dumps(template))
+    for resource in bare["Resources"].values():
+        if resource["Type"] == "AWS::EC2::LaunchTemplate":
+            resource.pop("Metadata", None)
+    (finding,) = [f for f in check_template(bare) if f.rule is rules.PRIVILEGED_CONTAINER]
+    assert "its user data runs a container in the host network as root at boot" in finding.message
+    cold = built["templates"]["NoPrefetch"]  # no warm-up, no container
+    assert not [f for f in check_template(cold) if f.rule is rules.PRIVILEGED_CONTAINER]
+
+
+def test_a_privileged_container_in_any_launch_template_s_user_data_is_reported() -> None:
+    from neuron_constructs.checks.template_checks import check_template
+    from neuron_constructs.knowledge import rules
+
+    template = {
+        "Resources": {
+            "Lt": {
+                "Type": "AWS::EC2::LaunchTemplate",
+                "Properties": {
+                    "LaunchTemplateData": {
+                        "UserData": {"Fn::Base64": {"Fn::Join": ["", ["#!/bin/sh\ndocker run --privileged x\n"]]}}
+                    }
+                },
+            }
+        }
+    }
+    (finding,) = [f for f in check_template(template) if f.rule is rules.PRIVILEGED_CONTAINER]
+    assert "runs a container privileged as root at boot" in finding.message
+
+
+def _capacity_running(images: list[str], *, prefetch: bool = True) -> Stack:
+    stack = Stack(App(analytics_reporting=False), "Tags")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(prefetch=prefetch))
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(images[0]))
+    for index, image in enumerate(images[1:]):
+        task.add_container(f"side{index}", image=ecs.ContainerImage.from_registry(image))
+    NeuronService(stack, "Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    return stack
+
+
+def test_an_image_by_a_moving_tag_on_prefer_cached_capacity_warns() -> None:
+    """GIVEN a prefetching warm pool (the agent prefers cached images), WHEN services on it name images by :latest or
+    by no tag, THEN NEURON142 warns naming them; a version tag or a digest does not warn."""
+    pinned = "registry.example/model:latest@sha256:" + "cd" * 32
+    stack = _capacity_running(
+        ["registry.example/model:latest", "registry.example/other", "registry.example/v:1.4", pinned]
+    )
+    (warning,) = _warnings(stack, "NEURON142")
+    assert "registry.example/model:latest, registry.example/other are named by a tag that moves" in warning
+    assert "v:1.4" not in warning and pinned not in warning
+    assert "prefer-cached" in warning
+
+
+def test_an_image_by_a_moving_tag_without_prefetch_does_not_warn() -> None:
+    """Without prefetch the agent pulls as usual (no prefer-cached): a moved tag is pulled again."""
+    assert _warnings(_capacity_running(["registry.example/model:latest"], prefetch=False), "NEURON142") == []
+
+
 def test_warm_pool_on_spot_is_refused() -> None:
     cluster = NeuronCluster(Stack(App(), "S"), "C")
     with pytest.raises(NeuronConfigurationError, match=r"NEURON085.*Spot"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool())
+
+
+def test_a_warm_pool_larger_than_the_group_s_maximum_is_refused() -> None:
+    """GIVEN a group of at most 4 instances, WHEN its warm pool keeps 6, THEN NEURON027 refuses it (CloudFormation
+    would write MinSize 6 over MaxSize 4); a pool as large as the group is fine."""
+    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    with pytest.raises(NeuronConfigurationError, match=r"min_size=6\) above the group's max_capacity=4.*NEURON027"):
+        cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=6))
+    cluster.add_ec2_capacity("M", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=4))
 
 
 @pytest.mark.parametrize("pool", [WarmPool(min_size=-1), WarmPool(min_size=3, max_prepared=2)])
@@ -352,6 +594,10 @@ def test_warm_up_pulls_logs_in_copies_and_completes_the_lifecycle_action(shell: 
     sync = next(c for c in calls if "s3 sync" in c)
     assert f"s3://team-models/llama {MODELS_DIRECTORY}/team-models/llama" in sync
     assert "--network host" in sync
+    runs = [c for c in calls if c.startswith("docker run")]
+    assert runs and all("--cap-drop ALL --security-opt no-new-privileges" in c for c in runs)
+    assert all("--privileged" not in c for c in runs)
+    assert [c for c in runs if "-v " in c] == [sync]  # the models directory is mounted for the copy only
     complete = next(c for c in calls if "complete-lifecycle-action" in c)
     for part in (
         f"--lifecycle-hook-name {LIFECYCLE_HOOK_NAME}",
@@ -516,3 +762,20 @@ def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> Non
         if "Nag/C/Neuron" in c["constructPath"]
     ]
     assert open_paths == []
+
+
+@pytest.mark.parametrize(
+    ("image", "tag"),
+    [
+        ("registry.example:5000/team/model", "latest (no tag)"),
+        ("registry.example:5000/team/model:latest", "latest"),
+        ("public.ecr.aws/team/model:nightly", "nightly"),
+        ("public.ecr.aws/team/model:1.4.2", None),
+        ("public.ecr.aws/team/model@sha256:" + "ef" * 32, None),
+        ("registry.example:5000/team/model", "latest (no tag)"),
+    ],
+)
+def test_moving_tag_reads_the_tag_after_the_last_slash(image: str, tag: str | None) -> None:
+    from neuron_constructs.knowledge.warm_start import moving_tag
+
+    assert moving_tag(image) == tag

@@ -5,8 +5,10 @@ annotations once and, on every call, refuses with the rule-style message
 (``<path>: <problem>. [<id>: <rule>] Fix: ...``):
 
 * a value of the wrong type (NEURON026): a bool is not a number, a float is not an int, a string
-  is not a list, an object of another class is not the construct asked for;
-* a number outside the range AWS accepts (NEURON027), from the ranges the call declares;
+  is not a list, an object of another class is not the construct asked for, and NaN or an infinity (alone, or in a
+  list or dict) is no number at all: JSON has no spelling for it, and one sent to the CDK's JavaScript runtime breaks
+  the process's connection to it, so it is refused before the runtime is asked anything about the value;
+* a number outside the range AWS accepts (NEURON027), from the ranges the call declares (ints and floats alike);
 * a CDK token (a ``CfnParameter`` value, an import, an attribute) where a rule needs the literal
   value (NEURON028); parameters that only name things accept tokens.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import math
 import types
 import typing
 import warnings
@@ -297,6 +300,16 @@ def check_value(
     literal: bool = True,
 ) -> None:
     """Refuse ``value`` for parameter ``name`` unless it has the annotated type and range."""
+    # Before anything asks the CDK's runtime about the value (is_token): a NaN never reaches it.
+    not_finite = _first_non_finite(name, value)
+    if not_finite is not None:
+        where, number = not_finite
+        raise rules.WRONG_TYPE.error(
+            str(path),
+            f"{where}={number!r} is not a finite number (JSON, and so CloudFormation and the CDK's runtime, has no "
+            "NaN or infinity)",
+            expected=f"{where} as a finite number",
+        )
     if literal and is_token(value):
         raise rules.TOKEN_NOT_LITERAL.error(
             str(path), f"{name} is a CDK token, a value known only at deploy time", name=name
@@ -307,7 +320,7 @@ def check_value(
         where, item, wanted = _mismatch(name, value, annotation)
         raise rules.WRONG_TYPE.error(str(path), _problem_type(where, item), expected=f"{where} as {describe(wanted)}")
     bounds = ranges.get(name)
-    if bounds is not None and isinstance(value, int) and not isinstance(value, bool):
+    if bounds is not None and isinstance(value, int | float) and not isinstance(value, bool):
         low, high = bounds.minimum, bounds.maximum
         if value < low or (high is not None and value > high):
             limit = f"below the minimum of {low}" if value < low else f"above the maximum of {high}"
@@ -319,6 +332,28 @@ def check_value(
                 minimum=low,
                 maximum=f"{high:,}" if high is not None else "any larger value",
             )
+
+
+def _first_non_finite(name: str, value: object, depth: int = 0) -> tuple[str, float] | None:
+    """The first NaN or infinity in ``value`` (a number, or one in a list or dict, ``name[2]``), with where it is;
+    ``None`` when there is none. Python's ``float('nan')`` and ``float('inf')`` are floats like any other, but JSON
+    has no spelling for them: one passed on to the CDK's JavaScript runtime breaks the process's connection to it, and
+    every later construct of the process with it."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (name, value)
+    if depth > 4:
+        return None
+    if isinstance(value, list | tuple):
+        items: Iterable[tuple[str, object]] = ((f"{name}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, Mapping):
+        items = ((f"{name}[{k!r}]", v) for k, v in value.items())
+    else:
+        return None
+    for where, item in items:
+        found = _first_non_finite(where, item, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _element_types(annotation: Any) -> tuple[Any, Any] | None:

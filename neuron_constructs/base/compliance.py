@@ -269,6 +269,27 @@ def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
     )
 
 
+def acknowledge_warm_up_container(launch_template: IConstruct) -> None:
+    """The launch template of a warm-pooled capacity whose user data runs the warm-up's AWS CLI container in the host
+    network (NEURON115), as the library does on purpose: the reason, on the launch template, for the synth-time check,
+    and its cfn-lint id in the template, for ``neuron-ecs lint`` and cfn-lint's rule pack."""
+    resource = launch_template if isinstance(launch_template, CfnResource) else node_of(launch_template).default_child
+    if isinstance(resource, CfnResource):
+        resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [rules.PRIVILEGED_CONTAINER.cfn_lint_id]}})
+    node_of(launch_template).add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            rules.PRIVILEGED_CONTAINER.warning_id: (
+                "The warm-up calls ECR, S3 and Auto Scaling as the instance role, whose credentials only the instance "
+                "metadata service gives, and the hop limit of 1 keeps it from a container in any other network; so "
+                "its AWS CLI container runs in the host network, not privileged, with no capability, mounting only "
+                "the models directory and only to copy the models. Its image is pinned by digest or warned about "
+                "(NEURON068, NEURON116)."
+            )
+        },
+    )
+
+
 def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> None:
     """The node-problem-detector and recovery daemon's task definition (its role needs no acknowledgement: it may
     only mark the cluster's Neuron Auto Scaling groups' instances unhealthy, :func:`acknowledge_recovery_groups`)."""

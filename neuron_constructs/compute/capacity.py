@@ -6,12 +6,13 @@ classes here hold what each capacity created, as public attributes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import jsii
-from aws_cdk import Aws, Duration, Size, Stack, Validations
+from aws_cdk import Aws, Duration, Fn, Size, Stack, Validations
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -29,6 +30,12 @@ from neuron_constructs.base.l1_overrides import (
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.model_sources import ModelArtifacts
+from neuron_constructs.compute.warm_pool import (
+    WARM_UP_TIMEOUT,
+    WarmPool,
+    check_warm_pool,
+    warn_about_unpinned_cli_image,
+)
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_IMAGE_ID_PARAMETER, NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
@@ -45,6 +52,7 @@ from neuron_constructs.knowledge.warm_start import (
     Prefetch,
     RootVolumeRoom,
     ecr_registry,
+    moving_tag,
     root_volume_room,
     warm_up_script,
 )
@@ -61,7 +69,6 @@ __all__ = [
     "AutoScalingCapacity",
     "CapacityReservation",
     "ManagedInstancesCapacity",
-    "WarmPool",
     "warn_about_public_subnets",
 ]
 
@@ -178,18 +185,29 @@ class CapacityReservation:
 
     @classmethod
     def on_demand(cls, reservation_id: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
-        """An On-Demand Capacity Reservation by id."""
-        return cls("on-demand", _text("reservation_id", reservation_id), bool(fallback_to_on_demand))
+        """An On-Demand Capacity Reservation by id (``cr-...``; its ARN is refused, NEURON140)."""
+        where = "CapacityReservation.on_demand"
+        return cls("on-demand", _reservation_id(where, reservation_id), bool(fallback_to_on_demand))
 
     @classmethod
     def on_demand_group(cls, group_arn: str, *, fallback_to_on_demand: bool = False) -> CapacityReservation:
-        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN."""
-        return cls("on-demand-group", _text("group_arn", group_arn), bool(fallback_to_on_demand))
+        """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN (a reservation's
+        ``cr-`` id is refused, NEURON140)."""
+        arn = _text("group_arn", group_arn)
+        if not is_token(arn) and _RESERVATION_ID.fullmatch(arn) and arn.startswith("cr-"):
+            raise rules.RESERVATION_REFERENCE.error(
+                "CapacityReservation.on_demand_group",
+                f"group_arn={arn!r} is a Capacity Reservation's id, not a resource group's ARN",
+                fix=f"pass CapacityReservation.on_demand({arn!r}) for that one reservation, or the ARN of a resource "
+                "group (arn:aws:resource-groups:<region>:<account>:group/<name>) that holds it",
+            )
+        return cls("on-demand-group", arn, bool(fallback_to_on_demand))
 
     @classmethod
     def capacity_block(cls, reservation_id: str) -> CapacityReservation:
-        """An EC2 Capacity Block for ML by its reservation id (blocks cannot be grouped)."""
-        return cls("capacity-block", _text("reservation_id", reservation_id))
+        """An EC2 Capacity Block for ML by its reservation id (``cr-...``; its ARN is refused, NEURON140; blocks
+        cannot be grouped)."""
+        return cls("capacity-block", _reservation_id("CapacityReservation.capacity_block", reservation_id))
 
     def describe(self) -> str:
         """How messages name it: ``Capacity Block cr-...``, ``reservation group arn:...``."""
@@ -197,35 +215,37 @@ class CapacityReservation:
         return f"{names.get(self.kind, 'Capacity Block')} {self.target}"
 
 
-@dataclass(frozen=True)
-class WarmPool:
-    """An EC2 Auto Scaling warm pool for an Auto Scaling capacity: instances launched ahead, stopped (or running,
-    hibernated) until a scale-out takes them, so a new instance skips the boot and, with ``prefetch``, the image
-    pulls and model copies.
-
-    ``min_size``: instances the pool keeps (default 1); ``max_prepared``: the group's whole prepared capacity, in
-    service and warm (default ``None``: the group's maximum); ``state``: ``STOPPED`` (default: you pay for the
-    volumes only), ``RUNNING`` or ``HIBERNATED``. ``prefetch`` (default True): the warm-up pulls the images and copies
-    the model artifacts of the services on the capacity before the pool stops the instance, and the agent prefers
-    cached images; the root volume must hold the AMI and what the warm-up fetches where sizes are stated
-    (``image_size_gib=`` where a container is added, ``ModelArtifacts(size_gib=)``; NEURON091, checked at synth).
-    ``reuse_on_scale_in`` is refused (NEURON084): ECS does not allow it.
-
-    Every instance of the group runs the ECS agent with ``ECS_WARM_POOLS_CHECK=true``: it does not register with the
-    cluster while in the pool (ECS guide: warm pools for Auto Scaling groups registered with ECS).
-    """
-
-    min_size: int = 1
-    max_prepared: int | None = None
-    state: autoscaling.PoolState = autoscaling.PoolState.STOPPED
-    prefetch: bool = True
-    reuse_on_scale_in: bool = False
-
-
 def _text(name: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise rules.WRONG_TYPE.error("CapacityReservation", f"{name}={value!r}", expected=f"{name} as a string")
     return value
+
+
+_RESERVATION_ID = re.compile(r"[A-Za-z0-9_/-]{1,255}")
+"""What ``CapacityReservationIds`` takes (EC2 Auto Scaling API reference: CapacityReservationTarget, pattern and
+length); a Capacity Block's ``CapacityReservationId`` in a launch template is the same ``cr-`` id."""
+_RESERVATION_ARN = re.compile(r"arn:[a-z-]+:ec2:[a-z0-9-]*:\d*:capacity-reservation/(?P<id>cr-[A-Za-z0-9]+)")
+
+
+def _reservation_id(where: str, value: object) -> str:
+    """NEURON140: ``value``, a Capacity Reservation's id as the property takes it; its ARN is refused naming the id
+    (nothing is rewritten). A deploy-time value is taken as given."""
+    text = _text("reservation_id", value)
+    if is_token(text) or _RESERVATION_ID.fullmatch(text):
+        return text
+    arn = _RESERVATION_ARN.fullmatch(text)
+    if arn is not None:
+        raise rules.RESERVATION_REFERENCE.error(
+            where,
+            f"reservation_id={text!r} is the reservation's ARN, and CapacityReservationIds takes ids",
+            fix=f"pass the id the ARN ends with, {arn['id']!r}",
+        )
+    raise rules.RESERVATION_REFERENCE.error(
+        where,
+        f"reservation_id={text[:80]!r} is not a Capacity Reservation id",
+        fix="pass the reservation's id as EC2 shows it (cr- followed by 17 letters and digits: aws ec2 "
+        "describe-capacity-reservations)",
+    )
 
 
 ECS_AGENT_SETTINGS = {"ECS_AWSVPC_BLOCK_IMDS": "true"}
@@ -489,7 +509,15 @@ class AutoScalingCapacity(Construct):
         if ami_rollout is not None:
             _check_ami_rollout(path, ami_rollout, max_capacity)
         if warm_pool is not None:
-            _check_warm_pool(path, warm_pool, spot=spot, max_capacity=max_capacity)
+            check_warm_pool(
+                path,
+                warm_pool,
+                spot=spot,
+                max_capacity=max_capacity,
+                instance_type=instance_type,
+                memory_gib=neuron.memory_gib if neuron is not None else None,
+            )
+        hibernates = warm_pool is not None and warm_pool.state == autoscaling.PoolState.HIBERNATED
         inputs.check_lnc(path, neuron, lnc, type_name=instance_type)
         if spot and neuron is not None and not neuron.spot:
             raise rules.NO_SPOT.error(path, f"spot=True with {neuron.name}", instance_type=neuron.name)
@@ -575,6 +603,8 @@ class AutoScalingCapacity(Construct):
             block_devices=[encrypted_root_volume(root_volume_gib)],
             # The warm-up reads its group's name from the instance's tags (aws:autoscaling:groupName).
             instance_metadata_tags=True if prefetch else None,
+            # EC2 hibernates only an instance launched with hibernation enabled (hibernation prerequisites).
+            hibernation_configured=True if hibernates else None,
         )
         self.user_data = user_data
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
@@ -621,7 +651,9 @@ class AutoScalingCapacity(Construct):
                 max_group_prepared_capacity=warm_pool.max_prepared,
                 pool_state=warm_pool.state,
             )
-        if prefetch:
+        if warm_pool is not None and prefetch:
+            warn_about_unpinned_cli_image(self, warm_pool)
+            compliance.acknowledge_warm_up_container(self.launch_template)
             self.auto_scaling_group.add_lifecycle_hook(
                 "WarmUp",
                 lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
@@ -662,6 +694,7 @@ class AutoScalingCapacity(Construct):
                     artifacts.append(entry)
                     grant_artifacts.append(model)
             _share_model_volumes(service)
+        self._warn_about_moving_tags()
         self.root_volume_room = root_volume_room(self.root_volume_gib, fetched)
         if skipped:
             Validations.of(self).add_warning(
@@ -717,41 +750,38 @@ class AutoScalingCapacity(Construct):
             compliance.acknowledge_warm_up(pulls)
         for model in grant_artifacts:
             model.grant(self.role)
-        script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=AWS_CLI.reference)
+        cli_image = self.warm_pool.cli_image if self.warm_pool is not None else AWS_CLI
+        script = warm_up_script(self.prefetch, region=Aws.REGION, cli_image=cli_image.reference)
         self.user_data.add_commands(
             f"mkdir -p {WARM_UP_FILE.rsplit('/', 1)[0]}",
-            f"cat > {WARM_UP_FILE} <<'NEURON_WARM_UP'\n{script}NEURON_WARM_UP",
+            # The script goes in base64 (CloudFormation encodes it at deploy, Fn::Base64, with the deploy-time values
+            # in it): nothing in it - an image reference, a bucket name, a prefix - can end the command that writes it
+            # and run as a command of its own, as a line could end a heredoc.
+            f"echo {Fn.base64(script)} | base64 -d > {WARM_UP_FILE}",
             f"chmod 700 {WARM_UP_FILE}",
             f"{WARM_UP_FILE}",
         )
 
-
-WARM_UP_TIMEOUT = Duration.minutes(30)
-"""How long a new instance may take to warm up before Auto Scaling goes on without it (the lifecycle hook's heartbeat
-timeout; its default result is CONTINUE): a few Neuron images of several GB and a model of tens of GB."""
-
-
-def _check_warm_pool(path: str, warm_pool: WarmPool, *, spot: bool, max_capacity: int) -> None:
-    """NEURON084, NEURON085 and the pool's sizes (NEURON027)."""
-    if warm_pool.reuse_on_scale_in:
-        raise rules.WARM_POOL_REUSE.error(path, "warm_pool=WarmPool(reuse_on_scale_in=True)")
-    if spot:
-        raise rules.WARM_POOL_SPOT.error(path, "warm_pool with spot=True")
-    if isinstance(warm_pool.min_size, bool) or not isinstance(warm_pool.min_size, int) or warm_pool.min_size < 0:
-        raise rules.OUT_OF_RANGE.error(
-            path, f"WarmPool(min_size={warm_pool.min_size!r})", name="min_size", minimum="0", maximum=str(max_capacity)
-        )
-    prepared = warm_pool.max_prepared
-    if prepared is not None and (
-        isinstance(prepared, bool) or not isinstance(prepared, int) or prepared < max(warm_pool.min_size, 0)
-    ):
-        raise rules.OUT_OF_RANGE.error(
-            path,
-            f"WarmPool(max_prepared={prepared!r}) with min_size={warm_pool.min_size}",
-            name="max_prepared",
-            minimum=f"min_size ({warm_pool.min_size})",
-            maximum="any whole number (None: the group's max_capacity)",
-        )
+    def _warn_about_moving_tags(self) -> None:
+        """NEURON142: the images of the services on this capacity (any stack's) named by a tag that moves, which
+        ``prefer-cached`` never pulls again on an instance that holds them."""
+        moving: list[str] = []
+        for service in self.services:
+            for container in _containers(service):
+                name = container.image_name
+                tag = None if is_token(name) else moving_tag(name)
+                if tag is not None and name not in moving:
+                    moving.append(name)
+        if moving:
+            Validations.of(self).add_warning(
+                rules.MOVING_TAG_CACHED.warning_id,
+                rules.MOVING_TAG_CACHED.message(
+                    construct_path(self),
+                    f"{', '.join(moving)} {'is' if len(moving) == 1 else 'are'} named by a tag that moves, and the "
+                    "capacity's agent pulls an image only when the instance does not hold it "
+                    "(ECS_IMAGE_PULL_BEHAVIOR=prefer-cached)",
+                ),
+            )
 
 
 def _containers(service: IConstruct) -> list[ecs.ContainerDefinition]:

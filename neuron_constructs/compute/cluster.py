@@ -41,8 +41,8 @@ from neuron_constructs.compute.capacity import (
     AutoScalingCapacity,
     CapacityReservation,
     ManagedInstancesCapacity,
-    WarmPool,
 )
+from neuron_constructs.compute.warm_pool import WarmPool
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
 from neuron_constructs.knowledge.ami import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
@@ -588,7 +588,10 @@ class NeuronCluster(Construct):
             stack, or an image named by a token, warns: NEURON124). Not with ``spot`` (NEURON085); ``reuse_on_scale_in``
             is refused (NEURON084). The root volume must hold the AMI (30 GiB) and what the warm-up fetches, as far
             as sizes are stated (``image_size_gib=``, ``ModelArtifacts(size_gib=)``): refused at synth otherwise
-            (NEURON091).
+            (NEURON091). ``min_size`` at most ``max_capacity`` (NEURON027); no ``HIBERNATED`` pool, which EC2 cannot
+            hibernate on a Neuron type (NEURON141); the warm-up's AWS CLI image is pinned by digest
+            (``cli_image=AWS_CLI.pinned(...)``) or the library's own with a warning (NEURON068, NEURON116); an image
+            named by a tag that moves warns, as the agent prefers cached images (NEURON142).
         """
         path = f"{construct_path(self)}/{id}"
         neuron = instance_type_at(path, instance_type)

@@ -51,11 +51,29 @@ AWS_CLI_IMAGE = AWS_CLI.reference
 :data:`~neuron_constructs.knowledge.container_images.AWS_CLI`)."""
 
 
+_KEY_PREFIX = re.compile(r"[A-Za-z0-9!_.'()/-]+")
+"""What a prefix may hold: the characters the Amazon S3 user guide calls safe in an object key ("Naming Amazon S3
+objects": letters, digits, ``! - _ . * ' ( )``, and ``/`` to delimit), without ``*``, which an IAM resource ARN reads
+as a wildcard. Nothing a shell or a heredoc reads (no newline, no control character, no ``$``, quote or space)."""
+_KEY_BYTES = 1024
+"""The longest object key S3 takes, in UTF-8 bytes ("Naming Amazon S3 objects")."""
+
+
 def _prefix(bucket: s3.IBucket, prefix: str) -> str:
-    """NEURON047: ``prefix`` without its slashes, refused when empty or holding a wildcard."""
+    """NEURON047: ``prefix`` without its leading and trailing slashes: S3's safe key characters other than ``*``
+    (:data:`_KEY_PREFIX`), at most 1,024 bytes, with no empty, ``.`` or ``..`` segment: the prefix names a directory
+    on the instance too (a warm pool's copy of model artifacts, ``<MODELS_DIRECTORY>/<bucket>/<prefix>``, the task's
+    host volume), where ``..`` would climb out of it. Refused, never rewritten."""
+    where = construct_path(bucket)
     stripped = prefix.strip("/")
-    if not stripped or any(c in stripped for c in "*?"):
-        raise rules.S3_LOCATION.error(construct_path(bucket), f"prefix={prefix!r}")
+    if not stripped or not _KEY_PREFIX.fullmatch(stripped):
+        bad = next((c for c in stripped if not _KEY_PREFIX.fullmatch(c)), None)
+        problem = "is empty" if not stripped else f"holds {bad!r}, which is not one of S3's safe key characters"
+        raise rules.S3_LOCATION.error(where, f"prefix={prefix[:200]!r} {problem}")
+    if len(stripped) > _KEY_BYTES:
+        raise rules.S3_LOCATION.error(where, f"prefix of {len(stripped)} characters is longer than an S3 key")
+    if any(segment in ("", ".", "..") for segment in stripped.split("/")):
+        raise rules.S3_LOCATION.error(where, f"prefix={prefix[:200]!r} has an empty, '.' or '..' segment")
     return stripped
 
 

@@ -18,6 +18,7 @@ Pure boto3, no AWS CDK import.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ __all__ = [
     "PublishedNeuronAmi",
     "list_neuron_ami_releases",
     "resolve_neuron_ami",
+    "today",
 ]
 
 NEURON_AMI_PARAMETER_PATH = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended"
@@ -66,13 +68,20 @@ _RELEASE_NAME = re.compile(
 
 
 def _valid_date(digits: str) -> bool:
-    import datetime
+    return _date(digits) is not None
 
+
+def _date(digits: str) -> datetime.date | None:
     try:
-        datetime.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+        return datetime.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def today() -> datetime.date:
+    """Today's date in UTC, the calendar AMI release dates are written in (the clock :meth:`NeuronAmi.release` reads;
+    tests replace it)."""
+    return datetime.datetime.now(datetime.UTC).date()
 
 
 @dataclass(frozen=True)
@@ -97,11 +106,19 @@ class NeuronAmi:
     @classmethod
     def release(cls, version: str, *, kernel: str = "6.1") -> NeuronAmi:
         """The release ``version`` (``"2023.0.YYYYMMDD"``, as ``neuron-ecs ami --releases`` lists them) on Linux
-        kernel ``kernel`` (the ``-kernel-6.1`` of the AMI's name): NEURON086 otherwise."""
+        kernel ``kernel`` (the ``-kernel-6.1`` of the AMI's name): NEURON086 otherwise, and for a date after today
+        (UTC, :func:`today`), whose release's SSM parameter does not exist yet."""
         where = f"NeuronAmi.release({version!r})"
         match = _RELEASE.match(version) if isinstance(version, str) else None
         if match is None or not _valid_date(match["date"]):
             raise rules.AMI_RELEASE.error(where, f"{version!r} is not an ECS AL2023 AMI release")
+        built, now = _date(match["date"]), today()
+        if built is not None and built > now:
+            # The release's SSM parameter cannot exist yet: CloudFormation would fail to resolve it at deploy.
+            raise rules.AMI_RELEASE.error(
+                where,
+                f"{version!r} is dated {built.isoformat()}, after today ({now.isoformat()} UTC): no such release yet",
+            )
         if not isinstance(kernel, str) or not _KERNEL.match(kernel):
             raise rules.AMI_RELEASE.error(where, f"kernel={kernel!r} is not a kernel line such as '6.1'")
         return cls(version=version, kernel=kernel)

@@ -555,10 +555,13 @@ NO_SPOT = Rule(
 S3_LOCATION = Rule(
     "NEURON047",
     "S3 location a prefix grant cannot hold to itself",
-    "an IAM resource ARN and an s3:prefix condition match * and ? as wildcards, and an empty prefix is the whole "
-    "bucket; a container mounts volumes at absolute paths",
-    "pass a non-empty prefix without * or ? (e.g. 'neuron-compile-cache'), and an absolute path (e.g. '/opt/ml/model')",
-    "IAM guide: Amazon S3 condition keys (s3:prefix), ECS task definition parameters (mountPoints containerPath)",
+    "an IAM resource ARN and an s3:prefix condition match * and ? as wildcards, an empty prefix is the whole "
+    "bucket, and a prefix also names a directory on the instance (a warm pool's copy), which '..' leaves; a "
+    "container mounts volumes at absolute paths",
+    "pass a non-empty prefix of letters, digits and ! - _ . ' ( ) / (S3's safe key characters but *) with no empty, "
+    "'.' or '..' segment (e.g. 'neuron-compile-cache'), and an absolute path (e.g. '/opt/ml/model')",
+    "IAM guide: Amazon S3 condition keys (s3:prefix); Amazon S3 user guide: naming Amazon S3 objects (safe "
+    "characters); ECS task definition parameters (mountPoints containerPath)",
 )
 
 MULTI_NODE_WITHOUT_EFA = Rule(
@@ -1054,9 +1057,10 @@ PRIVILEGED_CONTAINER = Rule(
     "Privileged or host-network container",
     "a privileged container holds every capability and device of the instance, so it can act as the instance; a "
     "container of a host-network task, or of a single-node AWS Batch job on EC2 (which Batch runs in the host "
-    "network only), reaches the instance metadata service past the hop limit of 1 and ECS_AWSVPC_BLOCK_IMDS: either "
-    "can use the instance role, whose ecs:Poll returns the credentials of every task on the instance (their task "
-    "roles, their secrets)",
+    "network only), or one a launch template's user data runs with docker run --privileged or --network host, "
+    "reaches the instance metadata service past the hop limit of 1 and ECS_AWSVPC_BLOCK_IMDS: either can use the "
+    "instance role, whose ecs:Poll returns the credentials of every task on the instance (their task roles, their "
+    "secrets)",
     "drop privileged (map the devices and add the capabilities it needs) and use the bridge or awsvpc network "
     "mode (a Batch job on EC2: a multi-node parallel job, whose nodes run in awsvpc); acknowledge this warning id "
     "with the reason the container needs it",
@@ -1069,12 +1073,12 @@ PRIVILEGED_CONTAINER = Rule(
 )
 UNPINNED_LIBRARY_DAEMON = Rule(
     "NEURON116",
-    "Library daemon running privileged by tag",
-    "no published source gives the digest of the tag the library runs this privileged daemon from, so it runs by "
-    "the tag, which can be moved to other bytes",
-    'pass monitor_image={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
+    "Library container running privileged or in the host network by tag",
+    "no published source gives the digest of the tag the library runs this privileged or host-network container "
+    "from (neuron-monitor; the warm-up's AWS CLI), so it runs by the tag, which can be moved to other bytes",
+    'pass {argument}={constant}.pinned("sha256:..."): the digest your registry reports for {uri} '
     "(`neuron-ecs digests` resolves it); acknowledge this warning id if you accept the tag",
-    "Docker docs: image digests; neuron_constructs.knowledge.container_images (NEURON_MONITOR)",
+    "Docker docs: image digests; neuron_constructs.knowledge.container_images (NEURON_MONITOR, AWS_CLI)",
     severity="warning",
 )
 EVERY_REPLICA_STOPS = Rule(
@@ -1214,6 +1218,41 @@ NOT_PREFETCHED = Rule(
     severity="warning",
 )
 
+RESERVATION_REFERENCE = Rule(
+    "NEURON140",
+    "Capacity Reservation named in a form its property does not take",
+    "an Auto Scaling group takes On-Demand Capacity Reservations by id (CapacityReservationIds: letters, digits, - _ "
+    "and /, such as cr-0123456789abcdef0) and reservation groups by resource group ARN "
+    "(CapacityReservationResourceGroupArns); a launch template takes a Capacity Block by its id "
+    "(CapacityReservationTarget.CapacityReservationId). A value of the other form fails at deploy",
+    "{fix}",
+    "EC2 Auto Scaling API reference: CapacityReservationTarget (CapacityReservationIds pattern and length); "
+    "EC2 API reference: CapacityReservationTarget",
+)
+
+WARM_POOL_HIBERNATION = Rule(
+    "NEURON141",
+    "Hibernated warm pool on a type that cannot hibernate",
+    "an instance hibernates only if its type is of a family EC2's hibernation prerequisites list (no Inferentia or "
+    "Trainium family is), it is not bare metal, it has less than 150 GB of RAM, and hibernation was enabled when it "
+    "launched (HibernationOptions in the launch template)",
+    "pass WarmPool(state=PoolState.STOPPED) (the default: you pay for the volumes only) or PoolState.RUNNING",
+    "EC2 user guide: prerequisites for EC2 instance hibernation (instance families, instance RAM size, enable "
+    "hibernation at launch); EC2 Auto Scaling guide: warm pools (pool state Hibernated)",
+)
+
+MOVING_TAG_CACHED = Rule(
+    "NEURON142",
+    "Image by a tag that moves, on capacity that prefers cached images",
+    "with ECS_IMAGE_PULL_BEHAVIOR=prefer-cached (a warm pool's prefetch) the ECS agent pulls an image only when it is "
+    "not on the instance: once the warm-up pulled a tag such as :latest, a task placed there runs those bytes even "
+    "after the tag has moved, and instances warmed at different times run different images under one tag",
+    "name the image by a tag you never move (a version) or by its digest (repository@sha256:...), or pass "
+    "WarmPool(prefetch=False) to let the agent pull as usual; acknowledge this warning id if the tag never moves",
+    "ECS agent configuration: ECS_IMAGE_PULL_BEHAVIOR (prefer-cached); Docker docs: image digests",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1330,6 +1369,9 @@ RULES: tuple[Rule, ...] = (
     NOT_PREFETCHED,
     REFRESH_INTO_RESERVED_CAPACITY,
     IMAGE_UNSUPPORTED_ON_FAMILY,
+    RESERVATION_REFERENCE,
+    WARM_POOL_HIBERNATION,
+    MOVING_TAG_CACHED,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

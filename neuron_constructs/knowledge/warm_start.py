@@ -16,9 +16,12 @@ What AWS says, and what the library does with it:
   configuration, ``ECS_IMAGE_PULL_BEHAVIOR``), so a task placed on a warmed instance starts from the images the
   warm-up pulled.
 
-:func:`warm_up_script` writes the script; it uses only ``sh``, ``docker``, ``curl`` and the AWS CLI image (run with
-the host's network, which the instance metadata hop limit of 1 lets through), so the AMI needs no AWS CLI. No AWS
-CDK import here.
+:func:`warm_up_script` writes the script; it uses only ``sh``, ``docker``, ``curl`` and the AWS CLI image, so the AMI
+needs no AWS CLI. The script runs as root on every boot, and the AWS CLI container with the host's network: it calls
+ECR, S3 and Auto Scaling as the instance role, whose credentials only the instance metadata service gives, and the
+metadata hop limit of 1 keeps them from a container in any other network. The container drops every capability, may
+gain no privilege, and mounts the models directory only to copy the models; its image is pinned by digest or warned
+about like neuron-monitor's (``WarmPool(cli_image=)``, NEURON068, NEURON116). No AWS CDK import here.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "AMI_ROOT_VOLUME_GIB",
+    "HIBERNATION_FAMILIES",
+    "HIBERNATION_MAX_RAM_GIB",
     "IMAGE_ON_DISK_FACTOR",
     "LIFECYCLE_HOOK_NAME",
     "MODELS_DIRECTORY",
+    "MOVING_TAGS",
     "PREFETCH_AGENT_SETTINGS",
     "WARM_POOL_AGENT_SETTINGS",
     "WARM_UP_FILE",
@@ -40,6 +46,8 @@ __all__ = [
     "Prefetch",
     "RootVolumeRoom",
     "ecr_registry",
+    "hibernation_problem",
+    "moving_tag",
     "root_volume_room",
     "warm_up_script",
 ]
@@ -57,9 +65,62 @@ MODELS_DIRECTORY = "/var/lib/neuron-warm-start/models"
 DOCKER_WAIT_TRIES = 60
 """How many times (5 s apart) the warm-up waits for Docker before it gives up and lets the instance go on."""
 
+HIBERNATION_FAMILIES = frozenset(
+    {
+        # General purpose
+        "m3", "m4", "m5", "m5a", "m5ad", "m5d", "m6i", "m6id", "m7i", "m7i-flex", "t2", "t3", "t3a",
+        # Compute optimized
+        "c3", "c4", "c5", "c5d", "c6i", "c6id",
+        # Memory optimized
+        "r3", "r4", "r5", "r5a", "r5ad", "r5d",
+        # Storage optimized
+        "i3", "i3en",
+    }
+)  # fmt: skip
+"""The instance families EC2 can hibernate, as its hibernation prerequisites list them (EC2 user guide, "Hibernation
+prerequisites", supported instance families: general purpose M3, M4, M5, M5a, M5ad, M5d, M6i, M6id, M7i, M7i-flex,
+T2, T3 and T3a; compute optimized C3, C4, C5, C5d, C6i and C6id; memory optimized R3, R4, R5, R5a, R5ad and R5d;
+storage optimized I3 and I3en; docs.amazonaws.cn, Windows guide edition). No Inferentia or Trainium family (inf1,
+inf2, trn1, trn1n, trn2) is listed in any edition of the page."""
+HIBERNATION_MAX_RAM_GIB = 150
+"""EC2 hibernates an instance of less than 150 GB of RAM only (hibernation prerequisites: instance RAM size)."""
+
+
+def hibernation_problem(instance_type: str, memory_gib: float | None) -> str | None:
+    """Why an instance of ``instance_type`` (``memory_gib`` of RAM, ``None`` when unknown) cannot hibernate, or
+    ``None`` when EC2's hibernation prerequisites admit it: a family they list (:data:`HIBERNATION_FAMILIES`), not bare
+    metal, less than :data:`HIBERNATION_MAX_RAM_GIB` of RAM where the RAM is known."""
+    family, _, size = instance_type.partition(".")
+    if family not in HIBERNATION_FAMILIES:
+        return f"{instance_type} is of the {family} family, which EC2's hibernation prerequisites do not list"
+    if size.startswith("metal"):
+        return f"{instance_type} is bare metal, which EC2 does not hibernate"
+    if memory_gib is not None and memory_gib >= HIBERNATION_MAX_RAM_GIB:
+        return f"{instance_type} has {memory_gib:g} GiB of RAM, and EC2 hibernates less than 150 GB only"
+    return None
+
+
 _ECR_REGISTRY = re.compile(
     r"(?P<registry>\d{12}\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?)/"
 )
+
+
+MOVING_TAGS = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "dev", "develop"})
+"""Tags that by convention move to each new build: Docker's default ``latest`` (the tag a reference without one
+pulls; Docker docs: docker image pull) and the branch and channel names registries publish builds under. A version
+tag can be pushed again too; these are the ones meant to be."""
+
+
+def moving_tag(image: str) -> str | None:
+    """The tag of ``image`` when it is one that moves (``latest``, or none, which pulls ``latest``; see
+    :data:`MOVING_TAGS`) and no digest pins it; else ``None``."""
+    if "@" in image:
+        return None
+    name = image.rsplit("/", 1)[-1]
+    tag = name.rsplit(":", 1)[1] if ":" in name else None
+    if tag is None:
+        return "latest (no tag)"
+    return tag if tag.lower() in MOVING_TAGS else None
 
 
 def ecr_registry(image: str) -> tuple[str, str] | None:
@@ -198,7 +259,12 @@ def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str
         f"MODELS={_q(MODELS_DIRECTORY)}",
         "failed=0",
         'log() { echo "neuron-warm-up: $*"; }',
-        'aws_cli() { docker run --rm --network host -v "$MODELS:$MODELS" "$CLI" "$@"; }',
+        # The host network: the AWS CLI calls AWS as the instance role, whose credentials only the instance metadata
+        # service gives, and the hop limit of 1 keeps it from any other network. No capability, no new privileges;
+        # the models directory is mounted for the copies only.
+        'run_cli() { docker run --rm --network host --cap-drop ALL --security-opt no-new-privileges "$@"; }',
+        'aws_cli() { run_cli "$CLI" "$@"; }',
+        'aws_sync() { run_cli -v "$MODELS:$MODELS" "$CLI" s3 sync --only-show-errors "$@"; }',
         "tries=0",
         "until docker info >/dev/null 2>&1; do",
         "  tries=$((tries + 1))",
@@ -224,7 +290,7 @@ def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str
     for url, directory in prefetch.artifacts:
         target = f"{MODELS_DIRECTORY}/{directory}"
         lines.append(
-            f"  mkdir -p {_q(target)} && if aws_cli s3 sync --only-show-errors {_q(url)} {_q(target)}; "
+            f"  mkdir -p {_q(target)} && if aws_sync {_q(url)} {_q(target)}; "
             f"then log {_q('copied ' + url)}; else log {_q('could not copy ' + url)}; failed=$((failed + 1)); fi"
         )
     lines += [

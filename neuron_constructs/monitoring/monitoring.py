@@ -233,6 +233,7 @@ class NeuronMonitoring(Construct):
                 rules.UNPINNED_LIBRARY_DAEMON.message(
                     path,
                     f"neuron-monitor runs privileged from {unpinned_default.uri}, by its tag",
+                    argument="monitor_image",
                     constant=unpinned_default.repository.upper().replace("-", "_"),
                     uri=unpinned_default.uri,
                 ),

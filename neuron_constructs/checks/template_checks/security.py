@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,9 +38,11 @@ _TASK_DEFINITION_TYPES = ("AWS::ECS::TaskDefinition", "AWS::ECS::DaemonTaskDefin
 
 
 def _check_privileged(t: EcsTemplate, out: TemplateReport) -> None:
-    """NEURON115 over ECS task definitions and AWS Batch job definitions."""
+    """NEURON115 over ECS task definitions, AWS Batch job definitions and the containers launch templates' user data
+    runs."""
     _check_privileged_tasks(t, out)
     _check_privileged_jobs(t, out)
+    _check_user_data_containers(t, out)
 
 
 def _check_privileged_tasks(t: EcsTemplate, out: TemplateReport) -> None:
@@ -142,6 +145,59 @@ def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
                     f"{name}: {' and '.join(reasons)}, so it can use the instance role (ecs:Poll: every task's "
                     "credentials on the instance)",
                 )
+
+
+_DOCKER_RUN = re.compile(r"docker\s+(?:container\s+)?run\b[^\n]*")
+_HOST_NETWORK = re.compile(r"\s--(?:network|net)(?:=|\s+)[\"']?host\b")
+_PRIVILEGED = re.compile(r"\s--privileged\b")
+_MOST_USER_DATA_STRINGS = 2_000
+_MOST_USER_DATA_CHARACTERS = 1_000_000
+
+
+def _user_data_strings(value: Any) -> list[str]:
+    """The strings of a launch template's ``UserData`` (text, and the text in ``Fn::Join``/``Fn::Base64``/``Fn::Sub``
+    around deploy-time values), in order; bounded in count, depth and size."""
+    found: list[str] = []
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and len(found) < _MOST_USER_DATA_STRINGS and size < _MOST_USER_DATA_CHARACTERS:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            found.append(item[: _MOST_USER_DATA_CHARACTERS - size])
+            size += len(found[-1])
+        elif depth < 12 and isinstance(item, list):
+            stack.extend((v, depth + 1) for v in reversed(item[:_MOST_USER_DATA_STRINGS]))
+        elif depth < 12 and isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in reversed(list(item.values())[:16]))
+    return found
+
+
+def _check_user_data_containers(t: EcsTemplate, out: TemplateReport) -> None:
+    """A container the user data of a launch template runs privileged or in the host network (``docker run
+    --privileged``, ``--network host``): it runs at boot, as root, outside ECS, and can use the instance role as a
+    task definition's privileged container can."""
+    for logical_id, resource in t.resources.items():
+        if not isinstance(resource, dict) or resource.get("Type") != "AWS::EC2::LaunchTemplate":
+            continue
+        data = t.properties(resource).get("LaunchTemplateData")
+        user_data = data.get("UserData") if isinstance(data, dict) else None
+        if user_data is None:
+            continue
+        text = "".join(_user_data_strings(user_data))
+        for run in _DOCKER_RUN.finditer(text):
+            reasons = (["privileged"] if _PRIVILEGED.search(run.group()) else []) + (
+                ["in the host network"] if _HOST_NETWORK.search(run.group()) else []
+            )
+            if reasons:
+                out.add(
+                    r.PRIVILEGED_CONTAINER,
+                    logical_id,
+                    in_properties("LaunchTemplateData", "UserData"),
+                    f"its user data runs a container {' and '.join(reasons)} as root at boot "
+                    f"({run.group()[:80].strip()}), so it can use the instance role (ecs:Poll: every task's "
+                    "credentials on the instance)",
+                )
+                break
 
 
 def _public_subnets(t: EcsTemplate) -> set[str]:
