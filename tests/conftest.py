@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 
@@ -25,6 +26,10 @@ if _PINNED_NODE.exists():
 # aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~2 s to load in each process) runs on
 # the example stacks only, registered explicitly there, rather than in each of the suite's many small synths.
 os.environ.setdefault("CDK_VALIDATION", "false")
+# Property tests judge what a function returns, not how fast a shared 2-core machine runs it: no per-example deadline
+# (hypothesis's default of 200 ms fails an example that a busy machine delays, and says nothing of the code).
+settings.register_profile("neuron_constructs", deadline=None)
+settings.load_profile("neuron_constructs")
 sys.path.insert(0, str(ROOT / "examples"))
 # Bytecode is cached (``__pycache__``, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: otherwise every
 # worker, and every command a test starts, compiles the package and the rewritten tests again.
