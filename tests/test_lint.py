@@ -279,7 +279,7 @@ def test_lint_refuses_a_template_above_the_size_limit_without_reading_it_whole(k
     not read at all; both are a usage error, quickly, with a sentence."""
     import time
 
-    from neuron_constructs.checks.cfn_template import MAX_TEMPLATE_BYTES
+    from neuron_constructs.checks.template_loading import MAX_TEMPLATE_BYTES
 
     if kind == "device":
         path = Path("/dev/zero")

@@ -13,9 +13,9 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuron_constructs.checks.cfn_template import parse_template
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.checks.template_checks import TEMPLATE_CHECKS, check_template
+from neuron_constructs.checks.template_loading import parse_template
 from neuron_constructs.knowledge import rules as r
 
 BASE = ecs_template()

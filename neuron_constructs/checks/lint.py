@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from neuron_constructs.checks.cfn_template import LoadedTemplate, TemplateError, load_template
 from neuron_constructs.checks.template_checks import Finding, check_templates
+from neuron_constructs.checks.template_loading import LoadedTemplate, TemplateError, load_template
 from neuron_constructs.checks.terminal import terminal_safe
 from neuron_constructs.knowledge.rules import BY_ID
 

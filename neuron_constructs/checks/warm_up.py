@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import Capacity, EcsTemplate, LaunchTemplate, ref_target
+from neuron_constructs.checks.cfn_template import Capacity, EcsTemplate, LaunchTemplate
+from neuron_constructs.checks.template_values import ref_target
 from neuron_constructs.knowledge.warm_start import LIFECYCLE_HOOK_NAME, Fetched
 
 __all__ = ["capacity_fetches", "capacity_launch_template", "plain", "warm_up_groups"]

@@ -27,17 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import (
-    Capacity,
-    EcsTemplate,
-    LoadedTemplate,
-    Service,
-    TaskDefinition,
-    TemplateError,
-    combine_templates,
-    read_json_file,
-)
+from neuron_constructs.checks.cfn_template import Capacity, EcsTemplate, Service, TaskDefinition, combine_templates
 from neuron_constructs.checks.lint import load_templates
+from neuron_constructs.checks.template_loading import LoadedTemplate, TemplateError, read_json_file
 from neuron_constructs.checks.warm_up import capacity_fetches, capacity_launch_template, warm_up_groups
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, VISIBLE_CORES_VARIABLE, held_cores, relabel_cores
@@ -118,7 +110,7 @@ def assembly_paths(template: Path) -> dict[str, str]:
 
 
 def read_assembly_paths(template: Path) -> dict[str, str]:
-    """:func:`assembly_paths`, raising :class:`~neuron_constructs.checks.cfn_template.TemplateError` with a sentence
+    """:func:`assembly_paths`, raising :class:`~neuron_constructs.checks.template_loading.TemplateError` with a sentence
     for a ``manifest.json`` (or the metadata file it names) of another shape than a cloud assembly's: read as
     templates are (a regular file of at most 5 MiB, bounded nesting), every value it is read for of the type the
     cloud assembly schema gives it, a metadata file inside the assembly's directory."""

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import EcsTemplate, LoadedTemplate, combine_templates
+from neuron_constructs.checks.cfn_template import EcsTemplate, combine_templates
 from neuron_constructs.checks.template_checks import (
     capacity,
     deployments,
@@ -44,6 +44,7 @@ from neuron_constructs.checks.template_checks import (
     task_definitions,
 )
 from neuron_constructs.checks.template_checks.report import Check, Finding, TemplateReport
+from neuron_constructs.checks.template_loading import LoadedTemplate
 from neuron_constructs.knowledge import rules as r
 
 __all__ = ["TEMPLATE_CHECKS", "Finding", "check_template", "check_templates"]

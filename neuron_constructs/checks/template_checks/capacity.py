@@ -3,16 +3,14 @@ room for what a warm pool's warm-up fetches)."""
 
 from __future__ import annotations
 
-from neuron_constructs.checks.cfn_template import (
-    EcsTemplate,
-    whole_number,
-)
+from neuron_constructs.checks.cfn_template import EcsTemplate
 from neuron_constructs.checks.template_checks.report import (
     Check,
     TemplateReport,
     in_properties,
     neuron_launch_templates,
 )
+from neuron_constructs.checks.template_values import whole_number
 from neuron_constructs.checks.warm_up import capacity_fetches, capacity_launch_template, warm_up_groups
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS, STANDARD_ECS_AMI_PARAMETERS

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import EcsTemplate, Service, ref_target, whole_number
+from neuron_constructs.checks.cfn_template import EcsTemplate, Service
 from neuron_constructs.checks.template_checks.report import Check, TemplateReport, in_properties
+from neuron_constructs.checks.template_values import ref_target, whole_number
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.rules import Rule
 

@@ -6,11 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import (
-    EcsTemplate,
-    ref_target,
-    whole_number,
-)
+from neuron_constructs.checks.cfn_template import EcsTemplate
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.checks.template_checks.report import (
     Check,
@@ -19,6 +15,7 @@ from neuron_constructs.checks.template_checks.report import (
     in_properties,
     neuron_launch_templates,
 )
+from neuron_constructs.checks.template_values import ref_target, whole_number
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.rules import Rule
 
