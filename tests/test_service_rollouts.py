@@ -486,3 +486,61 @@ def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_
     names = [_ref(n) for n in _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]]
     alarms = _alarms(template)
     assert [alarms[n]["MetricName"] for n in names] == ["ExecutionErrors"]
+
+
+def _own_alarms(how: str, behavior: ecs.AlarmBehavior = ecs.AlarmBehavior.ROLLBACK_ON_ALARM) -> App:
+    """A monitored blue/green service behind a listener rule with an alarm of the user's, ``mine``: passed as
+    ``deployment_alarms`` (``option``), or given to ``service.enable_deployment_alarms`` before or after
+    ``attach_to_listener``."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Own", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    options: dict[str, Any] = {}
+    if how == "option":
+        options["deployment_alarms"] = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=behavior)
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(),
+        **options,
+    )
+    if how == "before":
+        service.service.enable_deployment_alarms(["mine"], behavior=behavior)
+    service.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+    if how == "after":
+        service.service.enable_deployment_alarms(["mine"], behavior=behavior)
+    return app
+
+
+@pytest.mark.parametrize("how", ["option", "before", "after"])
+def test_the_service_s_own_deployment_alarms_are_watched_with_the_rollout_s(how: str) -> None:
+    """GIVEN an alarm of the user's on a rolled-out service, WHEN it synthesizes, THEN ECS watches the user's alarm
+    and the rollout's three (Neuron errors, 5xx, p99), rolling back on any: neither list replaces the other."""
+    template = _own_alarms(how).synth().get_stack_by_name("Own").template
+    alarms = _service(template)["DeploymentConfiguration"]["Alarms"]
+    assert alarms["Enable"] is True and alarms["Rollback"] is True
+    assert alarms["AlarmNames"][0] == "mine"
+    rollout_s = [k for k, p in _alarms(template).items() if p["AlarmDescription"].startswith("Rolls a deployment back")]
+    assert sorted(_ref(n) for n in alarms["AlarmNames"][1:]) == sorted(rollout_s)
+    assert len(rollout_s) == 3
+
+
+def test_own_deployment_alarms_that_only_fail_a_deployment_are_refused_at_the_call() -> None:
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _own_alarms("option", ecs.AlarmBehavior.FAIL_ON_ALARM)
+    message = str(raised.value)
+    assert "Own/Service: deployment_alarms= (mine) with AlarmBehavior.FAIL_ON_ALARM" in message
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in message and "ROLLBACK_ON_ALARM" in message
+
+
+def test_deployment_alarms_enabled_later_that_only_fail_a_deployment_are_refused_at_synth() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        _own_alarms("before", ecs.AlarmBehavior.FAIL_ON_ALARM).synth()
+    assert "Own/Service: enable_deployment_alarms(...) (mine) with AlarmBehavior.FAIL_ON_ALARM" in str(raised.value)
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in str(raised.value)

@@ -39,7 +39,6 @@ from neuron_constructs.base.arguments import (
     MINIMUM_HEALTHY_PERCENT,
     Range,
     checked,
-    list_at_synth,
     seconds_of,
 )
 from neuron_constructs.base.environments import check_same_environment
@@ -74,7 +73,12 @@ from neuron_constructs.serving.listeners import (
     request_target_group,
 )
 from neuron_constructs.serving.rollout import Rollout
-from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
+from neuron_constructs.serving.rollout_alarms import (
+    execution_errors_alarm,
+    fail_only_problem,
+    load_balancer_alarms,
+    watch_with_the_service_s_own,
+)
 
 __all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for", "warn_without_neuron_alarm"]
 
@@ -294,8 +298,11 @@ class NeuronService(Construct, ListenerTarget):
         if isinstance(self.service, ecs.FargateService) and isinstance(task_definition, ManualNeuronTaskDefinition):
             distinct_instances_on_managed_instances(self.service)
         cluster.wait_for_capacity_associations(self.service)
-        self._user_alarm_names: list[str] = list(getattr(service_options.get("deployment_alarms"), "alarm_names", []))
         self.deployment_alarms: list[cloudwatch.Alarm] = []
+        if self.rollout.alarms is not None:
+            fail_only = fail_only_problem(self.service, "deployment_alarms=")
+            if fail_only is not None:
+                raise rules.DEPLOYMENT_ALARM_BEHAVIOR.error(construct_path(self), fail_only)
         if self.rollout.native:
             service_connect = bool(service_options.get("service_connect_configuration"))
             self.node.add_validation(_RolloutTrafficPath(self, service_connect))
@@ -317,14 +324,16 @@ class NeuronService(Construct, ListenerTarget):
             )
 
     def add_rollout_alarms(self, *alarms: cloudwatch.Alarm | None) -> None:
-        """Add ``alarms`` to the deployment alarms ECS rolls this service back on (with the ``deployment_alarms``
-        passed to the service); the names are read at synth, so alarms added later count too."""
-        if not self.deployment_alarms and any(a is not None for a in alarms):
-            self.service.enable_deployment_alarms(
-                list_at_synth(lambda: [*self._user_alarm_names, *(a.alarm_name for a in self.deployment_alarms)]),
-                behavior=ecs.AlarmBehavior.ROLLBACK_ON_ALARM,
+        """Add ``alarms`` to the deployment alarms ECS rolls this service back on, next to the service's own (the
+        ``deployment_alarms`` passed to it, or given to ``service.enable_deployment_alarms``, before or after): the
+        names are read at synth, so alarms added later count too
+        (:func:`~neuron_constructs.serving.rollout_alarms.watch_with_the_service_s_own`)."""
+        given = [a for a in alarms if a is not None]
+        if given and not self.deployment_alarms:
+            watch_with_the_service_s_own(
+                self.service, lambda: [a.alarm_name for a in self.deployment_alarms], path=construct_path(self)
             )
-        self.deployment_alarms.extend(a for a in alarms if a is not None)
+        self.deployment_alarms.extend(given)
 
     def rollout_attached(self, target_groups: Sequence[TargetGroup], load_balancer_full_name: str | None) -> None:
         """After :meth:`attach_to_listener` made the rollout's target groups behind the load balancer
