@@ -544,3 +544,66 @@ def test_deployment_alarms_enabled_later_that_only_fail_a_deployment_are_refused
         _own_alarms("before", ecs.AlarmBehavior.FAIL_ON_ALARM).synth()
     assert "Own/Service: enable_deployment_alarms(...) (mine) with AlarmBehavior.FAIL_ON_ALARM" in str(raised.value)
     assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in str(raised.value)
+
+
+def test_a_smoke_test_on_a_service_attached_to_no_load_balancer_is_refused_at_synth() -> None:
+    """GIVEN a blue/green rollout with a smoke test, WHEN the service is never attached to a listener, THEN synth
+    refuses it: there would be no hook and no function, and green would take traffic untested."""
+    with pytest.raises(RuntimeError) as raised:
+        _unmonitored(Rollout.blue_green(alarms=False, smoke_test=SmokeTest("/health")), attach=False)
+    message = str(raised.value)
+    assert "Alone/Service: a smoke test (GET /health) on a service attached to no load balancer" in message
+    assert f"[{r.ROLLOUT_TRAFFIC.id}:" in message and "attach_to_listener" in message and "drop smoke_test=" in message
+
+
+def _header_smoke_test(*, internet_facing: bool, test_port: int | None = None, priority: int = 5) -> App:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Header", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(alarms=False, smoke_test=SmokeTest("/health")),
+    )
+    load_balancer = NeuronLoadBalancer(
+        stack, "Lb", cluster=cluster, internet_facing=internet_facing, test_port=test_port
+    )
+    service.attach_to_listener(load_balancer.listener, conditions=_path("/x/*"), priority=priority)
+    return app
+
+
+def test_the_header_test_rule_on_an_internet_facing_listener_is_refused() -> None:
+    """GIVEN an internet-facing load balancer without a test listener, WHEN a smoke-tested rollout attaches, THEN it is
+    refused: anyone sending X-Neuron-Rollout: test would reach the untested green tasks during a deployment."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _header_smoke_test(internet_facing=True)
+    message = str(raised.value)
+    assert "Header/Service/TargetGroup: a smoke test through the header rule of Header/Lb/LoadBalancer/Listener" in (
+        message
+    )
+    assert f"any client that sends {TEST_HEADER}: test would reach the green tasks" in message
+    assert f"[{r.OPEN_TEST_RULE.id}:" in message and "NeuronLoadBalancer(test_port=...)" in message
+
+
+def test_an_internet_facing_load_balancer_with_a_test_listener_keeps_the_test_rule_off_the_open_listener() -> None:
+    template = _header_smoke_test(internet_facing=True, test_port=8081).synth().get_stack_by_name("Header").template
+    rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert all("http-header" not in json.dumps(rule["Properties"]["Conditions"]) for rule in rules_)
+
+
+def test_an_internal_load_balancer_keeps_the_header_test_rule() -> None:
+    template = _header_smoke_test(internet_facing=False).synth().get_stack_by_name("Header").template
+    rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert any("http-header" in json.dumps(rule["Properties"]["Conditions"]) for rule in rules_)
+
+
+def test_a_production_rule_at_priority_1_leaves_no_room_for_the_header_rule_and_says_so() -> None:
+    """The refusal names the priority the user passed, not a test_priority=0 the user never wrote."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _header_smoke_test(internet_facing=False, priority=1)
+    message = str(raised.value)
+    assert "priority=1 leaves no room for the smoke test's header rule" in message
+    assert "test_priority=0" not in message and "pass priority from 2 to 50000" in message

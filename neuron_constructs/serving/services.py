@@ -809,7 +809,8 @@ def _strategy(rollout: Rollout) -> dict[str, Any]:
 @jsii.implements(IValidation)
 class _RolloutTrafficPath:
     """NEURON073 at synth: a canary or linear rollout needs the traffic path ECS shifts (the alternate target group
-    :meth:`~.ListenerTarget.attach_to_listener` makes, or Service Connect); NEURON121 for a blue/green one without."""
+    :meth:`~.ListenerTarget.attach_to_listener` makes, or Service Connect); NEURON121 for a blue/green one without.
+    NEURON073 too for a smoke test with no load balancer to send its request through."""
 
     def __init__(self, service: NeuronService, service_connect: bool) -> None:
         self.service = service
@@ -818,10 +819,22 @@ class _RolloutTrafficPath:
 
     def validate(self) -> list[str]:
         service = self.service
+        found: list[str] = []
+        if service.rollout.smoke_test is not None and not service.alternate_target_groups:
+            found.append(
+                rules.ROLLOUT_TRAFFIC.message(
+                    construct_path(service),
+                    f"a smoke test ({service.rollout.smoke_test.method} {service.rollout.smoke_test.path}) on a "
+                    "service attached to no load balancer: its request goes through a load balancer's test listener "
+                    "rule, so no function would send it and green would take production traffic untested",
+                    fix="attach the service with attach_to_listener(listener, conditions=[...], priority=...), or "
+                    "drop smoke_test=",
+                )
+            )
         if service.alternate_target_groups or self.service_connect:
-            return []
+            return found
         problems = rollout_problems(service.rollout.plan, has_load_balancer=False, has_service_connect=False)
-        return [
+        return found + [
             rules.ROLLOUT_TRAFFIC.message(
                 construct_path(service),
                 problem,
