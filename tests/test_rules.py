@@ -1207,8 +1207,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.ROLLOUT_ROOM,
         _blue_green_without_room,
         r"Test/Svc: desired_count=2 rolled out blue/green bake 10 min: a blue/green deployment runs blue and green "
-        r"together, each at the full desired count, 4 copies holding 8 chips and 16 NeuronCores.*"
-        r"4 inf2.48xlarge instances at 1 copy an instance, but Test/C/Inf2 launches at most 3.*"
+        r"together, each at the full desired count: 4 copies holding 8 chips and 16 NeuronCores.*"
+        r"which take 4 inf2.48xlarge instances at 1 copy per instance, but Test/C/Inf2 launches at most 3.*"
         r"Fix: raise max_capacity of Test/C/Inf2 to 4 or more",
     ),
     (
