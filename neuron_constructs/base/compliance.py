@@ -383,18 +383,33 @@ def acknowledge_rollout_describe(role: IConstruct) -> None:
     )
 
 
-def acknowledge_smoke_test_function(function: IConstruct, interfaces_policy: IConstruct) -> None:
-    """A rollout's smoke test function: its network interface policy (AwsSolutions), and the NIST 800-53 rev 5
+def acknowledge_smoke_test_function(
+    function: IConstruct, interfaces_policy: IConstruct, interface_arns: dict[str, str]
+) -> None:
+    """A rollout's smoke test function: its network interface policy (AwsSolutions; ``interface_arns`` the
+    ``network-interface``, ``subnet`` and ``security-group`` ARN patterns it grants on), and the NIST 800-53 rev 5
     findings on the function that do not apply to a lifecycle hook ECS invokes once per deployment."""
+    ids = {
+        "network-interface": "the network interfaces Lambda creates for the function, whose IDs exist only once it "
+        "has created them",
+        "subnet": "the subnets CreateNetworkInterface names, the function's own",
+        "security-group": "the security groups CreateNetworkInterface names, the function's own",
+    }
     _acknowledge(
         interfaces_policy,
         {
             "IAM5[Resource::*]": (
-                "Smoke test function in a VPC: Lambda creates, describes and deletes the function's network "
-                "interfaces with its execution role before any interface exists to name, and "
-                "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no resource-level permissions; "
-                "the policy holds only the six actions of AWS's own VPC access policy, without its logs actions."
+                "Smoke test function in a VPC: ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no "
+                "resource-level permissions and no condition but ec2:Region (Service Authorization Reference, Amazon "
+                "EC2), and Lambda's VPC access needs both; they are the only actions on *."
             ),
+            **{
+                f"IAM5[Resource::{_as_cdk_nag_renders(interfaces_policy, arn)}]": (
+                    f"Smoke test function in a VPC: {ids[kind]}; every action on it is held to the function's VPC "
+                    "by an ec2:Vpc condition, in this Region and account."
+                )
+                for kind, arn in interface_arns.items()
+            },
         },
     )
     node_of(_resource(function)).add_metadata(
