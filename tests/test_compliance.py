@@ -156,3 +156,46 @@ def test_the_ecs_agent_and_registry_token_wildcards_are_in_policies_of_their_own
         roles["task execution role"].node.find_child("RegistryToken").node.default_child.policy_document  # type: ignore[union-attr]
     )
     assert token["Statement"] == [{"Action": "ecr:GetAuthorizationToken", "Effect": "Allow", "Resource": "*"}]
+
+
+def test_ecs2_is_acknowledged_only_where_the_environment_is_the_library_s_alone(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """GIVEN two Neuron task definitions with a compile cache, one of them with a variable of the user's own
+    (``environment=``), WHEN cdk-nag's AwsSolutions checks them, THEN ECS2 is reported on the user's and acknowledged
+    on the library's: the library vouches for the variables it sets, never for the user's."""
+    from cdk_nag import AwsSolutionsChecks
+
+    outdir = tmp_path_factory.mktemp("environment")
+    app = App(analytics_reporting=False, outdir=str(outdir), context={REPORT_ONLY: False})
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = Stack(app, "Environment")
+    cache = CompileCache.in_new_bucket(stack, "Cache")
+    for name, environment in (("Library", None), ("Own", {"MODEL_ID": "meta-llama/Llama-3.1-8B"})):
+        task = ManagedNeuronTaskDefinition(stack, name, cpu=4096, memory_mib=8192)
+        task.add_neuron_container("model", image=IMAGE, compile_cache=cache, environment=environment)
+    app.synth()
+    report = json.loads((Path(outdir) / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    assert _open(plugin, "Environment/").get("AwsSolutions-ECS2") == ["Environment/Own/TaskDefinition/Resource"]
+    suppressed = [
+        c["constructPath"]
+        for v in plugin["suppressedViolations"]
+        if v["ruleName"] == "AwsSolutions-ECS2"
+        for c in v["violatingConstructs"]
+    ]
+    assert suppressed == ["Environment/Library/TaskDefinition/Resource"]
+
+
+def test_the_library_environment_names_are_those_the_compute_package_writes() -> None:
+    from neuron_constructs.compute.driver_check import driver_check_environment
+    from neuron_constructs.compute.model_sources import COMPILE_CACHE_VARIABLE
+    from neuron_constructs.knowledge import neuron_releases
+
+    sdk = next(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
+    written = {COMPILE_CACHE_VARIABLE, "NEURON_PROCESS_TAG", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG"}
+    written |= {"MODEL_DIR", *(driver_check_environment(sdk) or {})}
+    assert all(
+        name in compliance.LIBRARY_ENVIRONMENT or name.startswith(compliance.LIBRARY_ENVIRONMENT_PREFIX)
+        for name in written
+    )
