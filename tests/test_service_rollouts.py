@@ -542,8 +542,9 @@ def test_own_deployment_alarms_that_only_fail_a_deployment_are_refused_at_the_ca
 def test_deployment_alarms_enabled_later_that_only_fail_a_deployment_are_refused_at_synth() -> None:
     with pytest.raises(RuntimeError) as raised:
         _own_alarms("before", ecs.AlarmBehavior.FAIL_ON_ALARM).synth()
-    assert "Own/Service: enable_deployment_alarms(...) (mine) with AlarmBehavior.FAIL_ON_ALARM" in str(raised.value)
-    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in str(raised.value)
+    message = str(raised.value)
+    assert "Own/Service: the service's own deployment alarms (mine) with AlarmBehavior.FAIL_ON_ALARM" in message
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in message
 
 
 def test_a_smoke_test_on_a_service_attached_to_no_load_balancer_is_refused_at_synth() -> None:

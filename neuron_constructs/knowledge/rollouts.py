@@ -184,13 +184,10 @@ def shown(value: float) -> str:
         return repr(value)
 
 
-_tenths = tenths_of
-
-
 def linear_steps(step_percent: float) -> int:
     """The steps CloudFormation counts the step bake time for: ``ceil(100 / step_percent) - 1`` (no bake time
     after the last shift reaches 100 %); ``step_percent`` a multiple of 0.1 above 0."""
-    tenths = _tenths(step_percent)
+    tenths = tenths_of(step_percent)
     if tenths is None or tenths <= 0:
         raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step_percent!r}")
     return -(-1000 // tenths) - 1
@@ -220,7 +217,7 @@ def _minutes_problem(value: float | None, field: str, what: str, fix: str) -> st
 
 
 def _percent_problem(value: float, field: str, what: str, lowest_tenths: int, fix: str) -> str | None:
-    tenths = _tenths(value)
+    tenths = tenths_of(value)
     if tenths is None or not lowest_tenths <= tenths <= 1000:
         lowest = f"{lowest_tenths / 10:.1f}"
         return (
@@ -493,7 +490,7 @@ def _percent_steps(plan: RolloutPlan) -> list[float]:
         return [plan.canary_percent if plan.canary_percent is not None else DEFAULT_CANARY_PERCENT]
     if plan.strategy == "linear":
         step = plan.linear_step_percent if plan.linear_step_percent is not None else DEFAULT_LINEAR_STEP_PERCENT
-        tenths = _tenths(step)
+        tenths = tenths_of(step)
         if tenths is None or tenths <= 0:
             raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step!r}")
         return [k * tenths / 10 for k in range(1, linear_steps(step) + 1)]

@@ -71,8 +71,9 @@ def _minutes(where: str, name: str, value: Duration) -> float:
 
 
 def _rounded(percent: float | None) -> float | None:
-    """``percent`` as the multiple of 0.1 it is within float noise (:func:`~neuron_constructs.knowledge.rollouts.
-    tenths_of`), for a percent :func:`~neuron_constructs.knowledge.rollouts.rollout_problems` accepted."""
+    """``percent`` as the multiple of 0.1 it is within float noise
+    (:func:`~neuron_constructs.knowledge.rollouts.tenths_of`), for a percent that
+    :func:`~neuron_constructs.knowledge.rollouts.rollout_problems` accepted."""
     tenths = None if percent is None else tenths_of(percent)
     return percent if tenths is None else tenths / 10
 
@@ -87,9 +88,11 @@ class SmokeTest:
     (default 200), on no answer within ``timeout`` (default 60 s, 1 to 870 s: the function runs at most 900 s, 30 s
     of it kept for itself) or on a refused or unreachable connection, logging which.
 
-    Refused at the call (NEURON079): a path not starting with ``/`` or holding anything but printable ASCII, a method
-    other than GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, a status outside 100-599, a timeout outside its range
-    or given as a token, a body with a GET or HEAD request.
+    ``SmokeTest(path, *, method="GET", body=None, expect_status=200, timeout=Duration.seconds(60))``: the options are
+    keyword-only. Refused at the call (NEURON079): a path not starting with ``/`` or holding anything but printable
+    ASCII, a method other than GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, a status outside 100-599, a timeout
+    outside its range or given as a token, a body with a GET or HEAD request; a timeout that is a bare number, not a
+    ``Duration`` (NEURON026).
     """
 
     path: str
@@ -234,7 +237,11 @@ class Rollout:
         alarms: bool | RolloutAlarms = True,
     ) -> Rollout:
         """All production traffic to green at once, once green runs at the full count (and passed ``smoke_test``);
-        blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback."""
+        blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback.
+
+        ``bake_time`` and the ``interval`` of :meth:`canary` and :meth:`linear` are ``Duration``s: a bare number
+        (``bake_time=15``) carries no unit and is refused with the ``Duration`` to pass (NEURON026), never read as
+        minutes."""
         where = "Rollout.blue_green"
         plan = RolloutPlan.blue_green(bake_time_minutes=_minutes(where, "bake_time", bake_time))
         return cls._checked(where, plan, smoke_test, alarms)
@@ -249,7 +256,9 @@ class Rollout:
         smoke_test: SmokeTest | None = None,
         alarms: bool | RolloutAlarms = True,
     ) -> Rollout:
-        """``percent`` (default 10, 0.1 to 100 in steps of 0.1) of production traffic to green for ``interval``
+        """``percent`` (default 10, 0.1 to 100 in steps of 0.1; one computed in floating point, such as ``0.1 + 0.2``,
+        counts as the multiple of 0.1 it is within float noise, and ECS gets that multiple) of production traffic to
+        green for ``interval``
         (default 5 minutes), then the rest; blue stays ``bake_time`` (default 10 minutes). Needs a load balancer or
         Service Connect (NEURON073)."""
         where = "Rollout.canary"

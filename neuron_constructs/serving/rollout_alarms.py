@@ -206,7 +206,7 @@ class _OneBehavior:
         self._path = path
 
     def validate(self) -> list[str]:
-        problem = fail_only_problem(self._service, "enable_deployment_alarms(...)")
+        problem = fail_only_problem(self._service, "the service's own deployment alarms")
         if problem is None:
             return []
         return [rules.DEPLOYMENT_ALARM_BEHAVIOR.message(self._path, problem)]
