@@ -608,3 +608,39 @@ def test_a_production_rule_at_priority_1_leaves_no_room_for_the_header_rule_and_
     message = str(raised.value)
     assert "priority=1 leaves no room for the smoke test's header rule" in message
     assert "test_priority=0" not in message and "pass priority from 2 to 50000" in message
+
+
+def test_a_fleet_model_s_own_deployment_alarms_are_watched_with_its_stages_alarms() -> None:
+    """GIVEN deployment_alarms in a fleet model's service_options and a canary rollout, THEN every copy's deployment
+    watches the user's alarm and the model's rollout alarms."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "OwnFleet", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=capacity)
+    model = fleet.add_model(
+        "Model",
+        cores_per_task=1,
+        copies=2,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+        rollout=Rollout.canary(percent=50),
+        service_options={"deployment_alarms": ecs.DeploymentAlarmConfig(alarm_names=["mine"])},
+    )
+    model.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+    template = app.synth().get_stack_by_name("OwnFleet").template
+    rollout_s = sorted(
+        k for k, p in _alarms(template).items() if p["AlarmDescription"].startswith("Rolls a deployment back")
+    )
+    services = [
+        s
+        for s in resources(template, "AWS::ECS::Service").values()
+        if s["Properties"].get("SchedulingStrategy") != "DAEMON"
+    ]
+    assert len(services) == 2 and len(rollout_s) == 3
+    for service in services:
+        names = service["Properties"]["DeploymentConfiguration"]["Alarms"]["AlarmNames"]
+        assert names[0] == "mine" and sorted(_ref(n) for n in names[1:]) == rollout_s
