@@ -388,6 +388,14 @@ class NeuronInferenceTrn2(Stack):
             essential=True,
             driver_check=True,
         )
+        Validations.of(self.task_definition.task_definition.node.default_child).acknowledge(  # type: ignore[arg-type]
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-ECS2",
+                reason="NEURON_SKIP_EFA_AFFINITY=1 tells the vLLM server that these instances attach no EFA "
+                "interface; the other variables are the library's (the model's name, the driver check's range). "
+                "None is secret.",
+            )
+        )
         self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
         self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
         self.service.attach_to_listener(self.load_balancer.listener)

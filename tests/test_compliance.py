@@ -158,26 +158,44 @@ def test_the_ecs_agent_and_registry_token_wildcards_are_in_policies_of_their_own
     assert token["Statement"] == [{"Action": "ecr:GetAuthorizationToken", "Effect": "Allow", "Resource": "*"}]
 
 
-def test_the_ecs2_acknowledgement_of_a_neuron_task_definition_covers_every_variable_in_it(tmp_path: Path) -> None:
-    """GIVEN a Neuron task definition whose container has a variable of the user's, beside a plain task definition
-    with one WHEN AwsSolutions runs THEN ECS2 (environment variables in a task definition), which names no variable,
-    is reported on the plain one only: the library's acknowledgement for its own variables covers the user's too
-    (docs/security.md says so; NEURON109 still warns on a secret-looking name)."""
+def test_ecs2_is_acknowledged_only_where_the_environment_is_the_library_s_alone(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """GIVEN two Neuron task definitions with a compile cache, one of them with a variable of the user's own
+    (``environment=``), WHEN cdk-nag's AwsSolutions checks them, THEN ECS2 is reported on the user's and acknowledged
+    on the library's: the library vouches for the variables it sets, never for the user's."""
     from cdk_nag import AwsSolutionsChecks
 
-    app = App(analytics_reporting=False, outdir=str(tmp_path), context={REPORT_ONLY: False})
+    outdir = tmp_path_factory.mktemp("environment")
+    app = App(analytics_reporting=False, outdir=str(outdir), context={REPORT_ONLY: False})
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     stack = Stack(app, "Environment")
-    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
-    task.add_neuron_container(
-        "model",
-        image=IMAGE,
-        environment={"MODEL_MODE": "fast"},
-        compile_cache=CompileCache.in_new_bucket(stack, "Cache"),  # the library's variable: NEURON_COMPILE_CACHE_URL
-    )
-    plain = ecs.Ec2TaskDefinition(stack, "Plain")
-    plain.add_container("web", image=IMAGE, memory_limit_mib=64, environment={"MODE": "fast"})
+    cache = CompileCache.in_new_bucket(stack, "Cache")
+    for name, environment in (("Library", None), ("Own", {"MODEL_ID": "meta-llama/Llama-3.1-8B"})):
+        task = ManagedNeuronTaskDefinition(stack, name, cpu=4096, memory_mib=8192)
+        task.add_neuron_container("model", image=IMAGE, compile_cache=cache, environment=environment)
     app.synth()
-    report = json.loads((tmp_path / "validation-report.json").read_text())
+    report = json.loads((Path(outdir) / "validation-report.json").read_text())
     plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
-    assert _open(plugin, "Environment/").get("AwsSolutions-ECS2") == ["Environment/Plain/Resource"]
+    assert _open(plugin, "Environment/").get("AwsSolutions-ECS2") == ["Environment/Own/TaskDefinition/Resource"]
+    suppressed = [
+        c["constructPath"]
+        for v in plugin["suppressedViolations"]
+        if v["ruleName"] == "AwsSolutions-ECS2"
+        for c in v["violatingConstructs"]
+    ]
+    assert suppressed == ["Environment/Library/TaskDefinition/Resource"]
+
+
+def test_the_library_environment_names_are_those_the_compute_package_writes() -> None:
+    from neuron_constructs.compute.driver_check import driver_check_environment
+    from neuron_constructs.compute.model_sources import COMPILE_CACHE_VARIABLE
+    from neuron_constructs.knowledge import neuron_releases
+
+    sdk = next(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
+    written = {COMPILE_CACHE_VARIABLE, "NEURON_PROCESS_TAG", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG"}
+    written |= {"MODEL_DIR", *(driver_check_environment(sdk) or {})}
+    assert all(
+        name in compliance.LIBRARY_ENVIRONMENT or name.startswith(compliance.LIBRARY_ENVIRONMENT_PREFIX)
+        for name in written
+    )

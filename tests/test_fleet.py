@@ -9,6 +9,7 @@ on every instance.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -356,3 +357,39 @@ def test_lnc_must_match_the_capacity_and_exist_on_the_chip() -> None:
     assert at_one.plan.cores == 128
     with pytest.raises(NeuronConfigurationError, match=r"lnc=2: only Trainium2 takes a logical NeuronCore setting"):
         NeuronFleet(stack, "Inf2", cluster=cluster, instance_type="inf2.48xlarge", lnc=2)
+
+
+def test_two_models_of_one_fleet_on_one_compile_cache_get_a_prefix_each() -> None:
+    """GIVEN two models of one NeuronFleet given one CompileCache, WHEN synthesized, THEN each model's copies point at
+    and may write that model's own prefix (the fleet model's path), so neither can overwrite the other's graphs; the
+    copies of one model share theirs."""
+    from neuron_constructs import CompileCache
+
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Cached")
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    cache = CompileCache.in_new_bucket(stack, "Cache")
+    neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
+    for name in ("Llm", "Embedding"):
+        neuron_fleet.add_model(name, devices_per_task=1, copies=2, image=IMAGE, compile_cache=cache)
+    template = app.synth().get_stack_by_name("Cached").template
+    urls = sorted(
+        variable["Value"]["Fn::Join"][1][2]
+        for definition in resources(template, "AWS::ECS::TaskDefinition").values()
+        for variable in definition["Properties"]["ContainerDefinitions"][0]["Environment"]
+        if variable["Name"] == "NEURON_COMPILE_CACHE_URL"
+    )
+    assert urls == [
+        "/neuron-compile-cache/Cached/Fleet/Embedding/",
+        "/neuron-compile-cache/Cached/Fleet/Embedding/",
+        "/neuron-compile-cache/Cached/Fleet/Llm/",
+        "/neuron-compile-cache/Cached/Fleet/Llm/",
+    ]
+    writes = {
+        json.dumps(statement["Resource"])
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "s3:PutObject" in statement["Action"]
+    }
+    assert all("Fleet/Llm/*" in w or "Fleet/Embedding/*" in w for w in writes) and len(writes) == 2

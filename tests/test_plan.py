@@ -449,7 +449,7 @@ def test_a_canary_llm_on_a_capacity_of_one_gets_the_shortfall_sentence_and_green
     )
     assert llm[1] == "    peak: 2 tasks, 8 chips, 16 NeuronCores, 2 instances, 32768 CPU units, 131072 MiB"
     assert llm[2] == "    green on instance 2"
-    assert llm[3].startswith("    a canary deployment runs blue and green together, each at the full desired count, 2 ")
+    assert llm[3].startswith("    a canary deployment runs blue and green together, each at the full desired count: 2 ")
     assert llm[3].endswith("but Models/Small/Inf2/Provider launches at most 1; raise its max_capacity to 2 or more")
 
 
@@ -561,7 +561,7 @@ def test_a_rolling_update_that_keeps_every_copy_needs_one_instance_more(tmp_path
     assert "    rolling: at least 100 % healthy, at most 200 % running\n" in out
     assert "    peak: 3 tasks, 12 chips, 24 NeuronCores, 3 instances, 3072 CPU units, 12288 MiB\n" in out
     assert "    green on instance 3\n" in out
-    assert "a rolling deployment runs the rolling update 3 copies" in out
+    assert "a rolling deployment runs at its peak 3 copies holding" in out
     status, out, _ = _plan(tmp_path, _rollout_template({"MinimumHealthyPercent": 50}, count=2), "--rollout")
     assert status == EXIT_OK and "    peak: 2 tasks, 8 chips" in out and "green on" not in out
 

@@ -399,9 +399,36 @@ def test_the_execution_role_writes_its_own_logs_and_manages_its_interfaces_only(
     (logs_statement,) = policies["DefaultPolicy"]
     assert sorted(logs_statement["Action"]) == ["logs:CreateLogStream", "logs:PutLogEvents"]
     assert logs_statement["Resource"] == {"Fn::GetAtt": [_logical(built, smoke.node.find_child("Logs")), "Arn"]}
-    (interfaces,) = policies["NetworkInterfaces"]
-    assert interfaces["Action"] == list(ENI_ACTIONS) and interfaces["Resource"] == "*"
+    describe, create, manage = policies["NetworkInterfaces"]
+    assert sorted([*describe["Action"], create["Action"], *manage["Action"]]) == sorted(ENI_ACTIONS)
     assert all(a.startswith("ec2:") and "*" not in a for a in ENI_ACTIONS)
+
+
+def test_only_the_describe_actions_are_on_every_resource_and_the_rest_held_to_the_function_s_vpc(
+    built: dict[str, Any],
+) -> None:
+    """GIVEN the smoke test function's network interface policy, THEN only DescribeNetworkInterfaces and
+    DescribeSubnets (no resource-level permissions) are on ``*``; creating, deleting and (un)assigning addresses are
+    on this Region and account's interface (and subnet, security group) ARNs, with ``ec2:Vpc`` = the function's VPC,
+    as the Service Authorization Reference allows for each."""
+    role = built["stack"].node.find_child("Smoke").node.find_child("ExecutionRole")
+    describe, create, manage = _policies_of(built, role)["NetworkInterfaces"]
+    assert describe["Action"] == ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
+    assert describe["Resource"] == "*" and "Condition" not in describe
+    stack = built["stack"]
+    vpc = _resolve(built, stack.format_arn(service="ec2", resource="vpc", resource_name=built["lb"].cluster.vpc.vpc_id))
+    kinds = {"network-interface", "subnet", "security-group"}
+    arns = {kind: _resolve(built, stack.format_arn(service="ec2", resource=kind, resource_name="*")) for kind in kinds}
+    assert create["Resource"] == [arns["network-interface"], arns["subnet"], arns["security-group"]]
+    assert manage["Resource"] == arns["network-interface"]
+    for statement in (create, manage):
+        assert statement["Condition"] == {"ArnEquals": {"ec2:Vpc": vpc}}
+    assert create["Action"] == "ec2:CreateNetworkInterface"
+    assert manage["Action"] == [
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+    ]
 
 
 def test_the_function_is_created_after_its_network_interface_permissions(built: dict[str, Any]) -> None:
@@ -470,11 +497,14 @@ def test_aws_solutions_finds_nothing_open_on_the_role_and_the_hook(built: dict[s
 
 def test_each_wildcard_acknowledgement_covers_exactly_its_own_policy(built: dict[str, Any]) -> None:
     suppressed = _findings(built, "AwsSolutions", "suppressedViolations")
+    interfaces = "Rollout/Smoke/ExecutionRole/NetworkInterfaces/Resource"
+    in_account = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>"
     assert suppressed == {
-        "AwsSolutions-IAM5[Resource::*]": [
-            "Rollout/Smoke/ExecutionRole/NetworkInterfaces/Resource",
-            "Rollout/TrafficRole/Resource",
-        ]
+        "AwsSolutions-IAM5[Resource::*]": [interfaces, "Rollout/TrafficRole/Resource"],
+        **{
+            f"AwsSolutions-IAM5[Resource::{in_account}:{kind}/*]": [interfaces]
+            for kind in ("network-interface", "security-group", "subnet")
+        },
     }
 
 

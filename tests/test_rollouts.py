@@ -188,9 +188,9 @@ def test_six_two_chip_copies_on_a_full_inf2_48xlarge_need_a_second_instance() ->
     assert room.shortfall(2) is None
     assert not room.fits(1)
     assert room.shortfall(1, "the Inference capacity") == (
-        "a blue/green deployment runs blue and green together, each at the full desired count, 12 copies holding "
-        "24 chips and 48 NeuronCores, 49152 CPU units and 98304 MiB: 2 inf2.48xlarge instances at 6 copies an "
-        "instance, but the Inference capacity launches at most 1; raise its max_capacity to 2 or more"
+        "a blue/green deployment runs blue and green together, each at the full desired count: 12 copies holding "
+        "24 chips and 48 NeuronCores, 49152 CPU units and 98304 MiB, which take 2 inf2.48xlarge instances at 6 "
+        "copies per instance, but the Inference capacity launches at most 1; raise its max_capacity to 2 or more"
     )
 
 
@@ -201,7 +201,9 @@ def test_rolling_replaces_in_place_when_the_minimum_lets_it_stop_a_task() -> Non
     assert (in_place.tasks, in_place.instances) == (4, 4)
     spare = peak_room(RolloutPlan.rolling(), inf2, minimum_healthy_percent=100, **common)
     assert (spare.tasks, spare.instances) == (5, 5)
-    assert spare.shortfall(4) is not None and "the rolling update 5 copies" in str(spare.shortfall(4))
+    assert spare.shortfall(4) is not None and "a rolling deployment runs at its peak 5 copies holding" in str(
+        spare.shortfall(4)
+    )
 
 
 def test_core_sized_copies_count_the_chips_their_cores_fill() -> None:
@@ -288,3 +290,75 @@ def test_rolling_never_needs_more_than_a_native_strategy(
     native = peak_room(plan, instance, **args)
     for field in ("tasks", "chips", "cores", "instances", "cpu", "memory_mib"):
         assert getattr(rolling, field) <= getattr(native, field), field
+
+
+# --- the Rollout API's values ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("computed", "tenths"), [(0.1 + 0.2, 3), (0.1 * 33, 33), (0.7 + 0.1, 8), (0.1 * 333, 333)])
+def test_a_percent_computed_in_floating_point_is_the_multiple_of_0_1_it_stands_for(
+    computed: float, tenths: int
+) -> None:
+    """GIVEN a percent binary floating point leaves a hair off a tenth (0.1 + 0.2 is 0.30000000000000004), WHEN it is
+    checked and written, THEN it passes as that tenth and ECS gets the rounded value."""
+    from neuron_constructs.serving.rollout import Rollout
+
+    assert computed != tenths / 10  # the float noise is there
+    assert problems(RolloutPlan.canary(percent=computed)) == []
+    assert Rollout.canary(percent=computed).plan.canary_percent == tenths / 10
+    if tenths >= 30:
+        assert problems(RolloutPlan.linear(step_percent=computed)) == []
+        assert Rollout.linear(step_percent=computed).plan.linear_step_percent == tenths / 10
+
+
+def test_a_percent_off_a_tenth_by_more_than_float_noise_is_refused_with_all_its_digits() -> None:
+    (problem,) = problems(RolloutPlan.canary(percent=0.3000001))
+    assert problem.startswith("a canary percent of 0.3000001 %: ECS takes canaryPercent as a multiple of 0.1")
+
+
+@pytest.mark.parametrize(
+    ("build", "named", "fix"),
+    [
+        ("blue_green", "Rollout.blue_green: bake_time=15, a number without a unit", "bake_time=Duration.minutes(15)"),
+        ("canary", "Rollout.canary: interval=3, a number without a unit", "interval=Duration.minutes(3)"),
+        ("smoke_test", "SmokeTest: timeout=30, a number without a unit", "timeout=Duration.seconds(30)"),
+        ("alarms", "RolloutAlarms: p99_response_time=30, a number without a unit", "Duration.seconds(30)"),
+    ],
+)
+def test_a_duration_given_as_a_bare_number_is_refused_naming_the_duration(build: str, named: str, fix: str) -> None:
+    """GIVEN a number where a Duration goes, WHEN the value is built, THEN the library refuses it with the Duration
+    that says what was meant (nothing silently corrected), not an AttributeError from deep inside."""
+    from neuron_constructs import NeuronConfigurationError
+    from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
+
+    calls = {
+        "blue_green": lambda: Rollout.blue_green(bake_time=15),  # type: ignore[arg-type]
+        "canary": lambda: Rollout.canary(interval=3),  # type: ignore[arg-type]
+        "smoke_test": lambda: SmokeTest("/health", timeout=30),  # type: ignore[arg-type]
+        "alarms": lambda: RolloutAlarms(p99_response_time=30),  # type: ignore[arg-type]
+    }
+    with pytest.raises(NeuronConfigurationError) as raised:
+        calls[build]()
+    message = str(raised.value)
+    assert message.startswith(named) and "[NEURON026:" in message and fix in message
+
+
+def test_a_p99_response_time_outside_the_load_balancer_s_wait_is_refused_naming_its_value() -> None:
+    from aws_cdk import Duration
+
+    from neuron_constructs import NeuronConfigurationError
+    from neuron_constructs.serving.rollout import RolloutAlarms
+
+    with pytest.raises(NeuronConfigurationError) as raised:
+        RolloutAlarms(p99_response_time=Duration.minutes(70))
+    assert "RolloutAlarms: p99_response_time=1 hour 10 minutes, outside what a load balancer can wait" in str(
+        raised.value
+    )
+
+
+def test_a_smoke_test_s_options_are_keyword_only() -> None:
+    from neuron_constructs.serving.rollout import SmokeTest
+
+    with pytest.raises(TypeError):
+        SmokeTest("/v1/completions", "POST")  # type: ignore[misc]
+    assert SmokeTest("/v1/completions", method="POST").method == "POST"

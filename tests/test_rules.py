@@ -788,6 +788,39 @@ def _blue_green_without_room(s: Stack) -> None:
     NeuronService(s, "Svc", cluster=cluster, task_definition=task, desired_count=2, rollout=Rollout.blue_green())
 
 
+def _fail_only_alarms_next_to_a_rollout(s: Stack) -> None:
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE)
+    NeuronService(
+        s,
+        "Svc",
+        cluster=cluster,
+        task_definition=task,
+        rollout=Rollout.blue_green(),
+        deployment_alarms=ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=ecs.AlarmBehavior.FAIL_ON_ALARM),
+    )
+
+
+def _header_test_rule_on_an_internet_facing_listener(s: Stack) -> None:
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    from neuron_constructs import NeuronLoadBalancer
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service = NeuronService(
+        s, "Svc", cluster=cluster, task_definition=task, rollout=Rollout.blue_green(smoke_test=SmokeTest("/health"))
+    )
+    balancer = NeuronLoadBalancer(s, "Lb", cluster=cluster, internet_facing=True)
+    service.attach_to_listener(
+        balancer.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/x/*"])], priority=5
+    )
+
+
 def _blue_green_fleet_model(s: Stack) -> None:
     cluster = NeuronCluster(s, "C")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
@@ -1183,8 +1216,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.ROLLOUT_ROOM,
         _blue_green_without_room,
         r"Test/Svc: desired_count=2 rolled out blue/green bake 10 min: a blue/green deployment runs blue and green "
-        r"together, each at the full desired count, 4 copies holding 8 chips and 16 NeuronCores.*"
-        r"4 inf2.48xlarge instances at 1 copy an instance, but Test/C/Inf2 launches at most 3.*"
+        r"together, each at the full desired count: 4 copies holding 8 chips and 16 NeuronCores.*"
+        r"which take 4 inf2.48xlarge instances at 1 copy per instance, but Test/C/Inf2 launches at most 3.*"
         r"Fix: raise max_capacity of Test/C/Inf2 to 4 or more",
     ),
     (
@@ -1193,6 +1226,18 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/Sliced: a blue/green rollout of a fleet model.*Fix: roll the model out Rollout.canary\(\)",
     ),
     (r.SMOKE_TEST, _smoke_test_path_without_slash, r"SmokeTest: path='health' does not start with /"),
+    (
+        r.DEPLOYMENT_ALARM_BEHAVIOR,
+        _fail_only_alarms_next_to_a_rollout,
+        r"Test/Svc: deployment_alarms= \(mine\) with AlarmBehavior.FAIL_ON_ALARM.*Fix: give your alarms "
+        r"AlarmBehavior.ROLLBACK_ON_ALARM",
+    ),
+    (
+        r.OPEN_TEST_RULE,
+        _header_test_rule_on_an_internet_facing_listener,
+        r"Test/Svc/TargetGroup: a smoke test through the header rule of Test/Lb/LoadBalancer/Listener, on an "
+        r"internet-facing load balancer.*Fix: give the load balancer a test listener",
+    ),
     (
         r.BOUNDS_REVERSED,
         _scaling_minimum_above_its_maximum,

@@ -486,3 +486,161 @@ def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_
     names = [_ref(n) for n in _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]]
     alarms = _alarms(template)
     assert [alarms[n]["MetricName"] for n in names] == ["ExecutionErrors"]
+
+
+def _own_alarms(how: str, behavior: ecs.AlarmBehavior = ecs.AlarmBehavior.ROLLBACK_ON_ALARM) -> App:
+    """A monitored blue/green service behind a listener rule with an alarm of the user's, ``mine``: passed as
+    ``deployment_alarms`` (``option``), or given to ``service.enable_deployment_alarms`` before or after
+    ``attach_to_listener``."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Own", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    options: dict[str, Any] = {}
+    if how == "option":
+        options["deployment_alarms"] = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=behavior)
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(),
+        **options,
+    )
+    if how == "before":
+        service.service.enable_deployment_alarms(["mine"], behavior=behavior)
+    service.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+    if how == "after":
+        service.service.enable_deployment_alarms(["mine"], behavior=behavior)
+    return app
+
+
+@pytest.mark.parametrize("how", ["option", "before", "after"])
+def test_the_service_s_own_deployment_alarms_are_watched_with_the_rollout_s(how: str) -> None:
+    """GIVEN an alarm of the user's on a rolled-out service, WHEN it synthesizes, THEN ECS watches the user's alarm
+    and the rollout's three (Neuron errors, 5xx, p99), rolling back on any: neither list replaces the other."""
+    template = _own_alarms(how).synth().get_stack_by_name("Own").template
+    alarms = _service(template)["DeploymentConfiguration"]["Alarms"]
+    assert alarms["Enable"] is True and alarms["Rollback"] is True
+    assert alarms["AlarmNames"][0] == "mine"
+    rollout_s = [k for k, p in _alarms(template).items() if p["AlarmDescription"].startswith("Rolls a deployment back")]
+    assert sorted(_ref(n) for n in alarms["AlarmNames"][1:]) == sorted(rollout_s)
+    assert len(rollout_s) == 3
+
+
+def test_own_deployment_alarms_that_only_fail_a_deployment_are_refused_at_the_call() -> None:
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _own_alarms("option", ecs.AlarmBehavior.FAIL_ON_ALARM)
+    message = str(raised.value)
+    assert "Own/Service: deployment_alarms= (mine) with AlarmBehavior.FAIL_ON_ALARM" in message
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in message and "ROLLBACK_ON_ALARM" in message
+
+
+def test_deployment_alarms_enabled_later_that_only_fail_a_deployment_are_refused_at_synth() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        _own_alarms("before", ecs.AlarmBehavior.FAIL_ON_ALARM).synth()
+    message = str(raised.value)
+    assert "Own/Service: the service's own deployment alarms (mine) with AlarmBehavior.FAIL_ON_ALARM" in message
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in message
+
+
+def test_a_smoke_test_on_a_service_attached_to_no_load_balancer_is_refused_at_synth() -> None:
+    """GIVEN a blue/green rollout with a smoke test, WHEN the service is never attached to a listener, THEN synth
+    refuses it: there would be no hook and no function, and green would take traffic untested."""
+    with pytest.raises(RuntimeError) as raised:
+        _unmonitored(Rollout.blue_green(alarms=False, smoke_test=SmokeTest("/health")), attach=False)
+    message = str(raised.value)
+    assert "Alone/Service: a smoke test (GET /health) on a service attached to no load balancer" in message
+    assert f"[{r.ROLLOUT_TRAFFIC.id}:" in message and "attach_to_listener" in message and "drop smoke_test=" in message
+
+
+def _header_smoke_test(*, internet_facing: bool, test_port: int | None = None, priority: int = 5) -> App:
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Header", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(alarms=False, smoke_test=SmokeTest("/health")),
+    )
+    load_balancer = NeuronLoadBalancer(
+        stack, "Lb", cluster=cluster, internet_facing=internet_facing, test_port=test_port
+    )
+    service.attach_to_listener(load_balancer.listener, conditions=_path("/x/*"), priority=priority)
+    return app
+
+
+def test_the_header_test_rule_on_an_internet_facing_listener_is_refused() -> None:
+    """GIVEN an internet-facing load balancer without a test listener, WHEN a smoke-tested rollout attaches, THEN it is
+    refused: anyone sending X-Neuron-Rollout: test would reach the untested green tasks during a deployment."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _header_smoke_test(internet_facing=True)
+    message = str(raised.value)
+    assert "Header/Service/TargetGroup: a smoke test through the header rule of Header/Lb/LoadBalancer/Listener" in (
+        message
+    )
+    assert f"any client that sends {TEST_HEADER}: test would reach the green tasks" in message
+    assert f"[{r.OPEN_TEST_RULE.id}:" in message and "NeuronLoadBalancer(test_port=...)" in message
+
+
+def test_an_internet_facing_load_balancer_with_a_test_listener_keeps_the_test_rule_off_the_open_listener() -> None:
+    template = _header_smoke_test(internet_facing=True, test_port=8081).synth().get_stack_by_name("Header").template
+    rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert all("http-header" not in json.dumps(rule["Properties"]["Conditions"]) for rule in rules_)
+
+
+def test_an_internal_load_balancer_keeps_the_header_test_rule() -> None:
+    template = _header_smoke_test(internet_facing=False).synth().get_stack_by_name("Header").template
+    rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
+    assert any("http-header" in json.dumps(rule["Properties"]["Conditions"]) for rule in rules_)
+
+
+def test_a_production_rule_at_priority_1_leaves_no_room_for_the_header_rule_and_says_so() -> None:
+    """The refusal names the priority the user passed, not a test_priority=0 the user never wrote."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _header_smoke_test(internet_facing=False, priority=1)
+    message = str(raised.value)
+    assert "priority=1 leaves no room for the smoke test's header rule" in message
+    assert "test_priority=0" not in message and "pass priority from 2 to 50000" in message
+
+
+def test_a_fleet_model_s_own_deployment_alarms_are_watched_with_its_stages_alarms() -> None:
+    """GIVEN deployment_alarms in a fleet model's service_options and a canary rollout, THEN every copy's deployment
+    watches the user's alarm and the model's rollout alarms."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "OwnFleet", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=capacity)
+    model = fleet.add_model(
+        "Model",
+        cores_per_task=1,
+        copies=2,
+        image=IMAGE,
+        port_mappings=[ecs.PortMapping(container_port=PORT)],
+        rollout=Rollout.canary(percent=50),
+        service_options={"deployment_alarms": ecs.DeploymentAlarmConfig(alarm_names=["mine"])},
+    )
+    model.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+    template = app.synth().get_stack_by_name("OwnFleet").template
+    rollout_s = sorted(
+        k for k, p in _alarms(template).items() if p["AlarmDescription"].startswith("Rolls a deployment back")
+    )
+    services = [
+        s
+        for s in resources(template, "AWS::ECS::Service").values()
+        if s["Properties"].get("SchedulingStrategy") != "DAEMON"
+    ]
+    assert len(services) == 2 and len(rollout_s) == 3
+    for service in services:
+        names = service["Properties"]["DeploymentConfiguration"]["Alarms"]["AlarmNames"]
+        assert names[0] == "mine" and sorted(_ref(n) for n in names[1:]) == rollout_s

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnResource
+from aws_cdk import AspectPriority, CfnResource
 from constructs import IConstruct
 
-from neuron_constructs.base.tree import construct_path, node_of, stack_of
+from neuron_constructs.base.aspects import once_before_synthesis
+from neuron_constructs.base.tree import construct_path, kept, node_of, stack_of
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "acknowledge_rollout_describe",
     "acknowledge_smoke_test_function",
     "acknowledge_training_queue",
+    "environment_names",
 ]
 
 _PACK = "AwsSolutions::AwsSolutions"
@@ -351,17 +353,71 @@ def acknowledge_prefix_grant(role: IConstruct, objects: str, what: str) -> None:
     )
 
 
+LIBRARY_ENVIRONMENT = frozenset(
+    {
+        "NEURON_PROCESS_TAG",
+        "NEURON_RT_VISIBLE_CORES",
+        "NEURON_LOGICAL_NC_CONFIG",
+        "NEURON_COMPILE_CACHE_URL",
+        "MODEL_DIR",
+    }
+)
+"""The environment variables the library sets on Neuron containers (names, core lists, an S3 location, a path);
+those of the driver check start with :data:`LIBRARY_ENVIRONMENT_PREFIX`. A test keeps these equal to the names the
+compute package writes."""
+LIBRARY_ENVIRONMENT_PREFIX = "NEURON_DRIVER_CHECK_"
+"""The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates)."""
+
+
+def _library_s_alone(name: str) -> bool:
+    return name in LIBRARY_ENVIRONMENT or name.startswith(LIBRARY_ENVIRONMENT_PREFIX)
+
+
 def acknowledge_library_environment(task_definition: IConstruct) -> None:
-    """The environment values the library sets on Neuron containers: names, S3 locations and paths, never a secret."""
+    """cdk-nag's AwsSolutions-ECS2 (environment variables in a task definition) on ``task_definition``, once its tree
+    is complete, only when every variable of every container is one the library sets (:data:`LIBRARY_ENVIRONMENT`):
+    a variable of the user's own (``environment=``, ``add_environment``) leaves the finding reported to the user, who
+    knows whether it is secret. Read from the task definition's ``ContainerDefinitions`` in the aspect phase; called
+    again, it checks once."""
+    resource = _resource(task_definition)
+
+    def check() -> bool:
+        once_before_synthesis(
+            task_definition, lambda: _acknowledge_if_the_library_s_alone(resource), priority=AspectPriority.MUTATING
+        )
+        return True
+
+    kept(task_definition, "_neuron_constructs_environment_check", check)
+
+
+def environment_names(task_definition: CfnResource) -> list[str]:
+    """The names of every container's environment variables in ``task_definition`` (an ``AWS::ECS::TaskDefinition``),
+    as it will synthesize."""
+    declared = task_definition._cfn_properties.get("containerDefinitions")
+    containers = stack_of(task_definition).resolve(declared) or []
+    return [
+        str(variable.get("name"))
+        for container in (containers if isinstance(containers, list) else [])
+        if isinstance(container, dict)
+        for variable in container.get("environment") or []
+        if isinstance(variable, dict)
+    ]
+
+
+def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
+    names = environment_names(resource)
+    if not names or not all(_library_s_alone(name) for name in names):
+        return
     _acknowledge(
-        task_definition,
+        resource,
         {
             "ECS2": (
-                "The library sets NEURON_PROCESS_TAG (the model's name, under which neuron-monitor reports it), "
-                "NEURON_RT_VISIBLE_CORES and NEURON_LOGICAL_NC_CONFIG (the cores it holds), NEURON_COMPILE_CACHE_URL "
-                "(an S3 location) and MODEL_DIR (a path) in the environment, the variables the Neuron runtime, "
-                "frameworks and model servers read; none is secret, and secret-looking names in the environment are "
-                "warned about by rule NEURON109."
+                "Every variable in this task definition's environment is one the library sets: NEURON_PROCESS_TAG "
+                "(the model's name, under which neuron-monitor reports it), NEURON_RT_VISIBLE_CORES and "
+                "NEURON_LOGICAL_NC_CONFIG (the cores it holds), NEURON_COMPILE_CACHE_URL (an S3 location), MODEL_DIR "
+                "(a path) and the driver check's NEURON_DRIVER_CHECK_* (driver versions, dates, the container's "
+                "name), the variables the Neuron runtime, frameworks and model servers read; none is secret. A "
+                "variable of your own leaves this finding to you."
             ),
         },
     )
@@ -404,18 +460,33 @@ def acknowledge_rollout_describe(role: IConstruct) -> None:
     )
 
 
-def acknowledge_smoke_test_function(function: IConstruct, interfaces_policy: IConstruct) -> None:
-    """A rollout's smoke test function: its network interface policy (AwsSolutions), and the NIST 800-53 rev 5
+def acknowledge_smoke_test_function(
+    function: IConstruct, interfaces_policy: IConstruct, interface_arns: dict[str, str]
+) -> None:
+    """A rollout's smoke test function: its network interface policy (AwsSolutions; ``interface_arns`` the
+    ``network-interface``, ``subnet`` and ``security-group`` ARN patterns it grants on), and the NIST 800-53 rev 5
     findings on the function that do not apply to a lifecycle hook ECS invokes once per deployment."""
+    ids = {
+        "network-interface": "the network interfaces Lambda creates for the function, whose IDs exist only once it "
+        "has created them",
+        "subnet": "the subnets CreateNetworkInterface names, the function's own",
+        "security-group": "the security groups CreateNetworkInterface names, the function's own",
+    }
     _acknowledge(
         interfaces_policy,
         {
             "IAM5[Resource::*]": (
-                "Smoke test function in a VPC: Lambda creates, describes and deletes the function's network "
-                "interfaces with its execution role before any interface exists to name, and "
-                "ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no resource-level permissions; "
-                "the policy holds only the six actions of AWS's own VPC access policy, without its logs actions."
+                "Smoke test function in a VPC: ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no "
+                "resource-level permissions and no condition but ec2:Region (Service Authorization Reference, Amazon "
+                "EC2), and Lambda's VPC access needs both; they are the only actions on *."
             ),
+            **{
+                f"IAM5[Resource::{_as_cdk_nag_renders(interfaces_policy, arn)}]": (
+                    f"Smoke test function in a VPC: {ids[kind]}; every action on it is held to the function's VPC "
+                    "by an ec2:Vpc condition, in this Region and account."
+                )
+                for kind, arn in interface_arns.items()
+            },
         },
     )
     node_of(_resource(function)).add_metadata(

@@ -67,6 +67,8 @@ __all__ = [
     "rollout_problems",
     "rollout_timeline",
     "rollout_warnings",
+    "shown",
+    "tenths_of",
 ]
 
 Strategy = Literal["rolling", "blue_green", "canary", "linear"]
@@ -152,19 +154,40 @@ class RolloutPlan:
         return self.strategy in ("canary", "linear")
 
 
-def _tenths(value: float) -> int | None:
-    """``value`` in tenths when it is a multiple of 0.1 (as written: ``0.3`` is), else ``None``."""
+FLOAT_NOISE_TENTHS = 1e-9
+"""How far from a whole number of tenths a percent may be and still count as that multiple of 0.1: what binary
+floating point leaves of a value computed from tenths (``0.1 + 0.2`` is 0.30000000000000004, ``0.1 * 33`` is
+3.3000000000000003), and nothing a person writes."""
+
+
+def tenths_of(value: float) -> int | None:
+    """``value`` in tenths when it is a multiple of 0.1, as written (``0.3``) or computed in floating point
+    (``0.1 + 0.2``, within :data:`FLOAT_NOISE_TENTHS`), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
     try:
         tenths = Decimal(str(value)) * 10
     except (InvalidOperation, ValueError):
         return None
-    return int(tenths) if tenths.is_finite() and tenths == tenths.to_integral_value() else None
+    if not tenths.is_finite():
+        return None
+    nearest = tenths.to_integral_value()
+    return int(nearest) if abs(tenths - nearest) <= Decimal(str(FLOAT_NOISE_TENTHS)) else None
+
+
+def shown(value: float) -> str:
+    """``value`` as a person reads it (``%g``), or all its digits where ``%g`` would round it to another number."""
+    short = f"{value:g}"
+    try:
+        return short if float(short) == value else repr(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def linear_steps(step_percent: float) -> int:
     """The steps CloudFormation counts the step bake time for: ``ceil(100 / step_percent) - 1`` (no bake time
     after the last shift reaches 100 %); ``step_percent`` a multiple of 0.1 above 0."""
-    tenths = _tenths(step_percent)
+    tenths = tenths_of(step_percent)
     if tenths is None or tenths <= 0:
         raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step_percent!r}")
     return -(-1000 // tenths) - 1
@@ -187,18 +210,18 @@ def _minutes_problem(value: float | None, field: str, what: str, fix: str) -> st
         return None
     if not math.isfinite(value) or value != int(value) or not 0 <= value <= MAX_WAIT_MINUTES:
         return (
-            f"{what} of {value:g} minutes: ECS takes {field} as whole minutes from 0 to {MAX_WAIT_MINUTES} "
+            f"{what} of {shown(value)} minutes: ECS takes {field} as whole minutes from 0 to {MAX_WAIT_MINUTES} "
             f"(24 hours); pass {fix} between 0 and {MAX_WAIT_MINUTES} whole minutes"
         )
     return None
 
 
 def _percent_problem(value: float, field: str, what: str, lowest_tenths: int, fix: str) -> str | None:
-    tenths = _tenths(value)
+    tenths = tenths_of(value)
     if tenths is None or not lowest_tenths <= tenths <= 1000:
         lowest = f"{lowest_tenths / 10:.1f}"
         return (
-            f"{what} of {value:g} %: ECS takes {field} as a multiple of 0.1 from {lowest} to 100.0; pass {fix} "
+            f"{what} of {shown(value)} %: ECS takes {field} as a multiple of 0.1 from {lowest} to 100.0; pass {fix} "
             f"between {lowest} and 100.0 in steps of 0.1"
         )
     return None
@@ -314,15 +337,15 @@ class RolloutRoom:
         if self.fits(max_instances):
             return None
         when = (
-            "blue and green together, each at the full desired count,"
+            "blue and green together, each at the full desired count:"
             if self.strategy in NATIVE_STRATEGIES
-            else "the rolling update"
+            else "at its peak"
         )
         return (
             f"a {self.strategy.replace('_', '/')} deployment runs {when} {self.tasks} copies holding {self.chips} "
-            f"chips and {self.cores} NeuronCores, {self.cpu} CPU units and {self.memory_mib} MiB: "
+            f"chips and {self.cores} NeuronCores, {self.cpu} CPU units and {self.memory_mib} MiB, which take "
             f"{self.instances} {self.instance_type} instances at {self.copies_per_instance} "
-            f"{'copy' if self.copies_per_instance == 1 else 'copies'} an instance, but "
+            f"{'copy' if self.copies_per_instance == 1 else 'copies'} per instance, but "
             f"{capacity} launches at most {max_instances}; raise its max_capacity to {self.instances} or more"
         )
 
@@ -467,7 +490,7 @@ def _percent_steps(plan: RolloutPlan) -> list[float]:
         return [plan.canary_percent if plan.canary_percent is not None else DEFAULT_CANARY_PERCENT]
     if plan.strategy == "linear":
         step = plan.linear_step_percent if plan.linear_step_percent is not None else DEFAULT_LINEAR_STEP_PERCENT
-        tenths = _tenths(step)
+        tenths = tenths_of(step)
         if tenths is None or tenths <= 0:
             raise ValueError(f"step_percent must be a positive multiple of 0.1, not {step!r}")
         return [k * tenths / 10 for k in range(1, linear_steps(step) + 1)]

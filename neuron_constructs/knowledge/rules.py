@@ -808,6 +808,25 @@ SMOKE_TEST_ENVIRONMENT = Rule(
     "shorten the {what}: the smoke test's environment must fit in 4,096 bytes",
     "Lambda guide: Lambda quotas (function environment variables, 4 KB in aggregate)",
 )
+DEPLOYMENT_ALARM_BEHAVIOR = Rule(
+    "NEURON135",
+    "Deployment alarms with two behaviors",
+    "ECS takes one list and one behavior for all of a service's deployment alarms (DeploymentAlarms: alarmNames, "
+    "enable, rollback): a rollout's alarms roll the deployment back, so alarms of the same service cannot only fail it",
+    "give your alarms AlarmBehavior.ROLLBACK_ON_ALARM (the default), or roll the service out with alarms=False",
+    "ECS API reference: DeploymentAlarms; ECS guide: how CloudWatch alarms detect Amazon ECS deployment failures",
+)
+OPEN_TEST_RULE = Rule(
+    "NEURON136",
+    "Rollout test traffic open to the internet",
+    "a listener rule forwards every request that matches its conditions, from any client that reaches its listener; "
+    "a header is no credential, so on an internet-facing load balancer anyone who sends the test header reaches the "
+    "green tasks while a rollout tests them, before they passed the smoke test",
+    "give the load balancer a test listener (NeuronLoadBalancer(test_port=...)), which admits only the smoke test's "
+    "own security group, or drop smoke_test=",
+    "Elastic Load Balancing guide: listener rules for your Application Load Balancer (rule conditions); ECS guide: "
+    "Application Load Balancer resources for blue/green, linear, and canary deployments (test listener rule)",
+)
 
 PUBLISHED_NAME = Rule(
     "NEURON082",
@@ -1331,6 +1350,8 @@ RULES: tuple[Rule, ...] = (
     ROLLOUT_ON_FLEET,
     SMOKE_TEST,
     SMOKE_TEST_ENVIRONMENT,
+    DEPLOYMENT_ALARM_BEHAVIOR,
+    OPEN_TEST_RULE,
     PUBLISHED_NAME,
     PUBLISHED_CLUSTER_CAPACITY,
     DRIVER_OUTSIDE_RUNTIME,

@@ -35,6 +35,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 from typing_extensions import Unpack
 
+from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import COUNT, Range, checked, is_token
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
@@ -279,15 +280,20 @@ class FleetModel(Construct, ListenerTarget):
                 ecs.LogDrivers.aws_logs(stream_prefix=f"{copy_name.lower()}{index}", log_group=self.log_group),
             )
             name = str(container.pop("container_name", "model"))
-            task_definition.add_neuron_container(
+            neuron_container = task_definition.add_neuron_container(
                 name,
                 image=image,
-                compile_cache=options.get("compile_cache"),
                 model_artifacts=options.get("model_artifacts"),
                 hf_token=options.get("hf_token"),
                 image_size_gib=options.get("image_size_gib"),
                 **container,
             )
+            compile_cache = options.get("compile_cache")
+            if compile_cache is not None:
+                # This model's part of the cache, shared by its copies: the task definition's own key is the fleet's
+                # path (join_fleet), which every model of one NeuronFleet shares.
+                compliance.acknowledge_library_environment(task_definition.task_definition)
+                compile_cache.apply(neuron_container, task_definition.task_role, construct_path(self))
             self.task_definitions.append(task_definition)
 
         chosen = capacity_for(path, cluster, self.task_definitions[0], capacity)

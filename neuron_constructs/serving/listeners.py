@@ -452,15 +452,38 @@ def _check_native_rollout(
             "would send plain HTTP to the load balancer's DNS name, which a certificate for your domain does not name "
             "(give the load balancer NeuronLoadBalancer(test_port=...))",
         )
-    chosen = (priority or 0) - 1 if test_priority is None else test_priority
-    if not 1 <= chosen <= 50_000 or (priority is not None and chosen >= priority):
+    if _internet_facing(listener):
+        raise rules.OPEN_TEST_RULE.error(
+            path,
+            f"a smoke test through the header rule of {construct_path(listener)}, on an internet-facing load "
+            f"balancer: any client that sends {TEST_HEADER}: test would reach the green tasks while the rollout tests "
+            "them",
+        )
+    if test_priority is None:
+        if priority is not None and priority <= 1:
+            raise rules.OUT_OF_RANGE.error(
+                path,
+                f"priority={priority} leaves no room for the smoke test's header rule, which goes right before the "
+                "production rule (at priority - 1 unless test_priority= says otherwise)",
+                name="priority",
+                minimum=2,
+                maximum=50_000,
+            )
+        return
+    if not 1 <= test_priority <= 50_000 or (priority is not None and test_priority >= priority):
         raise rules.OUT_OF_RANGE.error(
             path,
-            f"test_priority={chosen}: the test rule must come before the production rule (priority {priority})",
+            f"test_priority={test_priority}: the test rule must come before the production rule (priority {priority})",
             name="test_priority",
             minimum=1,
             maximum=f"{(priority or 1) - 1} (below priority)",
         )
+
+
+def _internet_facing(listener: elbv2.ApplicationListener) -> bool:
+    """Whether ``listener``'s load balancer, made in this app, is internet-facing (``Scheme``)."""
+    declared = listener.load_balancer.node.default_child
+    return isinstance(declared, elbv2.CfnLoadBalancer) and declared.scheme == "internet-facing"
 
 
 def _alternate_target(

@@ -19,7 +19,7 @@ Values ECS or CloudFormation refuse are refused here, at the call (NEURON072;
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from aws_cdk import Duration
 
@@ -32,6 +32,7 @@ from neuron_constructs.knowledge.rollouts import (
     DEFAULT_LINEAR_STEP_PERCENT,
     RolloutPlan,
     rollout_problems,
+    tenths_of,
 )
 from neuron_constructs.knowledge.smoke_test import MAX_TIMEOUT, METHODS
 
@@ -43,15 +44,38 @@ BAKE_TIME = Duration.minutes(DEFAULT_BAKE_MINUTES)
 """How long blue stays after all traffic moved to green, by default: 10 minutes."""
 INTERVAL = Duration.minutes(DEFAULT_INTERVAL_MINUTES)
 """The wait between traffic shifts of a canary or linear rollout, by default: 5 minutes."""
-"""How much longer than the request's timeout the smoke test's function may run (start, DNS, the log line)."""
+
+
+def _check_duration(where: str, name: str, value: object, unit: str) -> None:
+    """NEURON026 for a ``name`` that is not a ``Duration``: a bare number has no unit, and the library corrects
+    nothing silently, so ``bake_time=15`` is refused with the ``Duration`` that says what was meant
+    (``Duration.minutes(15)``, ``unit`` the one the parameter is usually given in)."""
+    if isinstance(value, Duration):
+        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise rules.WRONG_TYPE.error(
+            where,
+            f"{name}={value!r}, a number without a unit",
+            expected=f"{name}=Duration.{unit}({value!r}) (or the Duration you meant: seconds, minutes, hours)",
+        )
+    raise rules.WRONG_TYPE.error(where, f"{name}={value!r}", expected=f"{name}=Duration.{unit}(...)")
 
 
 def _minutes(where: str, name: str, value: Duration) -> float:
-    """``value`` in minutes, refused when it is a deploy-time token (NEURON027 names the rule)."""
+    """``value`` in minutes: refused when it is no ``Duration`` (NEURON026) or a deploy-time token (NEURON027)."""
+    _check_duration(where, name, value, "minutes")
     seconds = seconds_of(value)
     if seconds is None:
         raise rules.TOKEN_NOT_LITERAL.error(where, f"{name} is a CDK token", name=name)
     return seconds / 60
+
+
+def _rounded(percent: float | None) -> float | None:
+    """``percent`` as the multiple of 0.1 it is within float noise
+    (:func:`~neuron_constructs.knowledge.rollouts.tenths_of`), for a percent that
+    :func:`~neuron_constructs.knowledge.rollouts.rollout_problems` accepted."""
+    tenths = None if percent is None else tenths_of(percent)
+    return percent if tenths is None else tenths / 10
 
 
 @dataclass(frozen=True)
@@ -64,12 +88,15 @@ class SmokeTest:
     (default 200), on no answer within ``timeout`` (default 60 s, 1 to 870 s: the function runs at most 900 s, 30 s
     of it kept for itself) or on a refused or unreachable connection, logging which.
 
-    Refused at the call (NEURON079): a path not starting with ``/`` or holding anything but printable ASCII, a method
-    other than GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, a status outside 100-599, a timeout outside its range
-    or given as a token, a body with a GET or HEAD request.
+    ``SmokeTest(path, *, method="GET", body=None, expect_status=200, timeout=Duration.seconds(60))``: the options are
+    keyword-only. Refused at the call (NEURON079): a path not starting with ``/`` or holding anything but printable
+    ASCII, a method other than GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, a status outside 100-599, a timeout
+    outside its range or given as a token, a body with a GET or HEAD request; a timeout that is a bare number, not a
+    ``Duration`` (NEURON026).
     """
 
     path: str
+    _: KW_ONLY
     method: str = "GET"
     body: str | None = None
     expect_status: int = 200
@@ -95,6 +122,7 @@ class SmokeTest:
         elif not 100 <= self.expect_status <= 599:
             problem = f"expect_status={self.expect_status} is not an HTTP status (100-599)"
         else:
+            _check_duration(where, "timeout", self.timeout, "seconds")
             seconds = seconds_of(self.timeout)
             longest = MAX_TIMEOUT - SMOKE_TEST_MARGIN_S
             if seconds is None:
@@ -159,11 +187,16 @@ class RolloutAlarms:
                 minimum=1,
                 maximum=f"periods ({self.periods})",
             )
+        _check_duration(where, "p99_response_time", self.p99_response_time, "seconds")
         seconds = seconds_of(self.p99_response_time)
-        if seconds is None or not 0 < seconds <= 4000:
+        if seconds is None:
+            raise rules.TOKEN_NOT_LITERAL.error(
+                where, "p99_response_time is a CDK token, read only at deploy time", name="p99_response_time"
+            )
+        if not 0 < seconds <= 4000:
             raise rules.OUT_OF_RANGE.error(
                 where,
-                "p99_response_time= is a token or outside what a load balancer can wait",
+                f"p99_response_time={self.p99_response_time.to_human_string()}, outside what a load balancer can wait",
                 name="p99_response_time",
                 minimum="above 0 s",
                 maximum="4,000 s (the longest idle timeout of an Application Load Balancer)",
@@ -204,7 +237,11 @@ class Rollout:
         alarms: bool | RolloutAlarms = True,
     ) -> Rollout:
         """All production traffic to green at once, once green runs at the full count (and passed ``smoke_test``);
-        blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback."""
+        blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback.
+
+        ``bake_time`` and the ``interval`` of :meth:`canary` and :meth:`linear` are ``Duration``s: a bare number
+        (``bake_time=15``) carries no unit and is refused with the ``Duration`` to pass (NEURON026), never read as
+        minutes."""
         where = "Rollout.blue_green"
         plan = RolloutPlan.blue_green(bake_time_minutes=_minutes(where, "bake_time", bake_time))
         return cls._checked(where, plan, smoke_test, alarms)
@@ -219,7 +256,9 @@ class Rollout:
         smoke_test: SmokeTest | None = None,
         alarms: bool | RolloutAlarms = True,
     ) -> Rollout:
-        """``percent`` (default 10, 0.1 to 100 in steps of 0.1) of production traffic to green for ``interval``
+        """``percent`` (default 10, 0.1 to 100 in steps of 0.1; one computed in floating point, such as ``0.1 + 0.2``,
+        counts as the multiple of 0.1 it is within float noise, and ECS gets that multiple) of production traffic to
+        green for ``interval``
         (default 5 minutes), then the rest; blue stays ``bake_time`` (default 10 minutes). Needs a load balancer or
         Service Connect (NEURON073)."""
         where = "Rollout.canary"
@@ -265,6 +304,12 @@ class Rollout:
         ):
             if value is not None and not math.isfinite(value):
                 raise rules.ROLLOUT_VALUE.error(where, f"{name}={value!r}")
+        # A percent computed in floating point (0.1 + 0.2) is the multiple of 0.1 it stands for: ECS gets that.
+        plan = replace(
+            plan,
+            canary_percent=_rounded(plan.canary_percent),
+            linear_step_percent=_rounded(plan.linear_step_percent),
+        )
         if smoke_test is not None and not isinstance(smoke_test, SmokeTest):
             raise rules.WRONG_TYPE.error(
                 where, f"smoke_test={smoke_test!r}", expected="smoke_test=SmokeTest(...) or None"

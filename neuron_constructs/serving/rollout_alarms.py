@@ -14,21 +14,37 @@ missing data not breaching (no traffic is no failure):
 * the 99th percentile ``TargetResponseTime`` of either target group, at or above ``p99_response_time``.
 
 Network Load Balancer target groups have neither load balancer metric; their rollouts watch the Neuron alarm only.
+
+:func:`watch_with_the_service_s_own` puts these alarms next to the ones the service already watches: the
+``deployment_alarms`` passed to it and those given to its ``enable_deployment_alarms``. ECS takes one list and one
+behavior for all of a service's deployment alarms (``DeploymentAlarms``: ``alarmNames``, ``enable``, ``rollback``), and
+aws-cdk-lib 2.275's ``BaseService.enableDeploymentAlarms`` keeps the first list it is given (its second call builds
+the joined list and drops it), so the library does not call it: the service's ``DeploymentConfiguration.Alarms`` is
+written at synth from what aws-cdk-lib holds then and the rollout's alarms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from aws_cdk import Duration
+import jsii
+from aws_cdk import CfnResource, Duration, IResolvable, IStableAnyProducer, Lazy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct
+from constructs import Construct, IValidation
 
+from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.rollout import RolloutAlarms
 
-__all__ = ["execution_errors_alarm", "load_balancer_alarms"]
+__all__ = [
+    "execution_errors_alarm",
+    "fail_only_problem",
+    "load_balancer_alarms",
+    "watch_with_the_service_s_own",
+]
 
 PERIOD = Duration.minutes(1)
 
@@ -133,3 +149,64 @@ def load_balancer_alarms(
             f"p99 response time of the model's tasks at or above {seconds:g} s",
         ),
     ]
+
+
+def _service_s_own(service: ecs.BaseService) -> dict[str, Any]:
+    """The deployment alarms aws-cdk-lib holds for ``service`` now (``alarmNames``, ``enable``, ``rollback``), as its
+    ``AWS::ECS::Service`` would render them without the library's: the ``deployment_alarms`` prop or a call of
+    ``enable_deployment_alarms``. Read from the resource's properties (``cfnProperties``); Python cannot read the
+    ``deploymentAlarms`` aws-cdk-lib keeps."""
+    resource = service.node.default_child
+    assert isinstance(resource, CfnResource)
+    configuration = resource._cfn_properties.get("deploymentConfiguration") or {}
+    alarms = Stack.of(resource).resolve(configuration.get("alarms") if isinstance(configuration, dict) else None)
+    return alarms if isinstance(alarms, dict) and alarms.get("enable") else {}
+
+
+def fail_only_problem(service: ecs.BaseService, given_as: str) -> str | None:
+    """The sentence when the service's own deployment alarms only fail a deployment (``AlarmBehavior.FAIL_ON_ALARM``)
+    while the rollout's roll it back: ECS takes one behavior for all of them. ``given_as``: how the user set them."""
+    own = _service_s_own(service)
+    if not own or own.get("rollback", True):
+        return None
+    names = ", ".join(str(n) for n in own.get("alarmNames", []))
+    return (
+        f"{given_as} ({names}) with AlarmBehavior.FAIL_ON_ALARM next to the rollout's alarms, which roll the "
+        "deployment back"
+    )
+
+
+def watch_with_the_service_s_own(
+    service: ecs.BaseService, library_names: Callable[[], list[str]], *, path: str
+) -> None:
+    """Make ECS watch ``library_names()`` (read at synth, so alarms added later count) next to the deployment alarms
+    the service already has, rolling back on any of them (module docstring). A service whose own alarms only fail a
+    deployment is refused at synth (NEURON135), naming ``path``."""
+    resource = service.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_property_override("DeploymentConfiguration.Alarms", Lazy.any(_BothLists(service, library_names)))
+    service.node.add_validation(_OneBehavior(service, path))
+
+
+@jsii.implements(IStableAnyProducer)
+class _BothLists:
+    def __init__(self, service: ecs.BaseService, library_names: Callable[[], list[str]]) -> None:
+        self._service = service
+        self._library_names = library_names
+
+    def produce(self) -> dict[str, Any] | IResolvable:
+        own = [str(name) for name in _service_s_own(self._service).get("alarmNames", [])]
+        return {"AlarmNames": [*own, *self._library_names()], "Enable": True, "Rollback": True}
+
+
+@jsii.implements(IValidation)
+class _OneBehavior:
+    def __init__(self, service: ecs.BaseService, path: str) -> None:
+        self._service = service
+        self._path = path
+
+    def validate(self) -> list[str]:
+        problem = fail_only_problem(self._service, "the service's own deployment alarms")
+        if problem is None:
+            return []
+        return [rules.DEPLOYMENT_ALARM_BEHAVIOR.message(self._path, problem)]

@@ -39,6 +39,9 @@ from neuron_constructs.serving.rollout import SmokeTest
 __all__ = [
     "DESCRIBE_ACTIONS",
     "ENI_ACTIONS",
+    "ENI_CREATE_ACTIONS",
+    "ENI_DESCRIBE_ACTIONS",
+    "ENI_MANAGE_ACTIONS",
     "RUNTIME",
     "load_balancer_role",
     "smoke_test_hook",
@@ -66,8 +69,26 @@ ENI_ACTIONS = (
     "ec2:UnassignPrivateIpAddresses",
 )
 """The network interface actions a function in a VPC needs (the AWS managed policy
-``AWSLambdaVPCAccessExecutionRole``, statement ``AWSLambdaVPCAccessExecutionPermissions``, without its logs actions;
-Lambda developer guide, "Giving Lambda functions access to resources in an Amazon VPC", required IAM permissions)."""
+``AWSLambdaVPCAccessExecutionRole``, version 3 (January 2024), statement ``AWSLambdaVPCAccessExecutionPermissions``,
+without its logs actions; Lambda developer guide, "Giving Lambda functions access to resources in an Amazon VPC",
+required IAM permissions). The managed policy grants them on ``*``; here each is held to what it supports
+(:data:`ENI_DESCRIBE_ACTIONS`, :data:`ENI_CREATE_ACTIONS`, :data:`ENI_MANAGE_ACTIONS`)."""
+ENI_DESCRIBE_ACTIONS = ("ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets")
+"""On ``*``: the Service Authorization Reference (Amazon EC2) lists no resource type for either, and no condition key
+but ``ec2:Region``; the Lambda guide adds that DescribeNetworkInterfaces "only works if it's allowed on all
+resources"."""
+ENI_CREATE_ACTIONS = ("ec2:CreateNetworkInterface",)
+"""On the network interface, subnet and security group ARNs of the stack's Region and account, with ``ec2:Vpc`` =
+the function's VPC: the Service Authorization Reference gives CreateNetworkInterface those three resource types and
+``ec2:Vpc`` on each, so the function's interfaces can be created in its own VPC only."""
+ENI_MANAGE_ACTIONS = (
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+"""On the network interface ARNs of the stack's Region and account, with ``ec2:Vpc`` = the function's VPC: their one
+resource type is ``network-interface``, which takes ``ec2:Vpc``; the interface IDs Lambda creates are not known
+before, so the ARN ends in ``*`` (the Lambda guide: "include all resource IDs" for DeleteNetworkInterface)."""
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 """The newest Python runtime aws-cdk-lib 2.275 knows, the one cdk-nag's AwsSolutions-L1 accepts (it compares with
 the newest of the family in ``Runtime.ALL``)."""
@@ -176,6 +197,38 @@ def load_balancer_role(
     return role
 
 
+def _interface_arns(scope: Construct) -> dict[str, str]:
+    """The ARN patterns of the function's interfaces, subnets and security groups in ``scope``'s Region and account."""
+    stack = Stack.of(scope)
+    return {
+        kind: stack.format_arn(service="ec2", resource=kind, resource_name="*")
+        for kind in ("network-interface", "subnet", "security-group")
+    }
+
+
+def _interface_statements(scope: Construct, vpc: ec2.IVpc) -> list[iam.PolicyStatement]:
+    """The function's network interface permissions, each held to what the action supports (:data:`ENI_ACTIONS`)."""
+    arns = _interface_arns(scope)
+    in_vpc = {
+        "ArnEquals": {"ec2:Vpc": Stack.of(scope).format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)}
+    }
+    return [
+        iam.PolicyStatement(sid="DescribeNetworkInterfaces", actions=list(ENI_DESCRIBE_ACTIONS), resources=["*"]),
+        iam.PolicyStatement(
+            sid="CreateNetworkInterfaces",
+            actions=list(ENI_CREATE_ACTIONS),
+            resources=list(arns.values()),
+            conditions=in_vpc,
+        ),
+        iam.PolicyStatement(
+            sid="ManageNetworkInterfaces",
+            actions=list(ENI_MANAGE_ACTIONS),
+            resources=[arns["network-interface"]],
+            conditions=in_vpc,
+        ),
+    ]
+
+
 def _literal_host(url: str) -> str | None:
     """The host of ``url`` (``scheme://host[:port]``), or None where it is known only at deploy time."""
     host = url.partition("://")[2].split("/", 1)[0].rsplit(":", 1)[0] if "://" in url else url
@@ -228,9 +281,10 @@ def smoke_test_hook(
     * ``Logs``: its log group, kept ``log_retention`` (default one month), removed as ``log_removal_policy`` says
       (default with the stack), encrypted with ``log_encryption_key`` if given;
     * ``ExecutionRole``: trusted by ``lambda.amazonaws.com``; may write to its log group only (``DefaultPolicy``)
-      and create, describe and delete its network interfaces (:data:`ENI_ACTIONS` on ``*``, in a policy of its own,
-      ``NetworkInterfaces``, acknowledged there: Lambda creates them before the function has any interface to name).
-      No AWS managed policy;
+      and create, describe and delete its network interfaces (:data:`ENI_ACTIONS`, in a policy of its own,
+      ``NetworkInterfaces``): create, delete and assign or unassign addresses only in ``vpc`` (``ec2:Vpc``) on this
+      Region and account's interface ARNs, describe on ``*``, which those two actions alone need; the wildcards are
+      acknowledged there (Lambda creates the interfaces before the function has any to name). No AWS managed policy;
     * ``InvokeRole``: the role ECS invokes the function with, trusted by ``ecs.amazonaws.com`` only with
       ``aws:SourceAccount`` = the stack's account; ``lambda:InvokeFunction`` on this function's ARN only, in the
       role's own policy so that the service naming the role is created after it (ECS
@@ -285,12 +339,7 @@ def smoke_test_hook(
     logs_group.grant_write(role)
     # A child of the role, so the function (which depends on the role) is created after it: Lambda checks the
     # network interface permissions when the function is created in a VPC.
-    interfaces = iam.Policy(
-        role,
-        "NetworkInterfaces",
-        roles=[role],
-        statements=[iam.PolicyStatement(sid="NetworkInterfaces", actions=list(ENI_ACTIONS), resources=["*"])],
-    )
+    interfaces = iam.Policy(role, "NetworkInterfaces", roles=[role], statements=_interface_statements(owner, vpc))
     security_group = ec2.SecurityGroup(
         scope,
         "SecurityGroup",
@@ -321,7 +370,7 @@ def smoke_test_hook(
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, CfnResource)
     cfn_function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
-    compliance.acknowledge_smoke_test_function(function, interfaces)
+    compliance.acknowledge_smoke_test_function(function, interfaces, _interface_arns(owner))
     invoke_role = iam.Role(
         scope,
         "InvokeRole",

@@ -30,7 +30,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct, IConstruct
 from typing_extensions import Unpack
 
 from neuron_constructs.base.arguments import (
@@ -39,7 +39,6 @@ from neuron_constructs.base.arguments import (
     MINIMUM_HEALTHY_PERCENT,
     Range,
     checked,
-    list_at_synth,
     seconds_of,
 )
 from neuron_constructs.base.environments import check_same_environment
@@ -63,7 +62,7 @@ from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
 from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
-from neuron_constructs.knowledge.rollouts import peak_room, rollout_problems, rollout_warnings
+from neuron_constructs.knowledge.rollouts import peak_room
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
     MODEL_START_GRACE_PERIOD,
@@ -74,7 +73,18 @@ from neuron_constructs.serving.listeners import (
     request_target_group,
 )
 from neuron_constructs.serving.rollout import Rollout
-from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
+from neuron_constructs.serving.rollout_alarms import (
+    execution_errors_alarm,
+    fail_only_problem,
+    load_balancer_alarms,
+    watch_with_the_service_s_own,
+)
+from neuron_constructs.serving.rollout_checks import (
+    RolloutTrafficPath,
+    RolloutWarnings,
+    service_strategy,
+    warn_without_neuron_alarm,
+)
 
 __all__ = ["Capacity", "CapacityChoice", "NeuronService", "capacity_for", "warn_without_neuron_alarm"]
 
@@ -266,7 +276,7 @@ class NeuronService(Construct, ListenerTarget):
             # the value at synth: a minimum the library chose follows the counts scaling asks for later
             "min_healthy_percent": Lazy.number(_Produce(lambda: self.min_healthy_percent)),
             "max_healthy_percent": max_healthy_percent,
-            **_strategy(self.rollout),
+            **service_strategy(self.rollout),
         }
         networking: dict[str, Any] = (
             dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
@@ -294,11 +304,14 @@ class NeuronService(Construct, ListenerTarget):
         if isinstance(self.service, ecs.FargateService) and isinstance(task_definition, ManualNeuronTaskDefinition):
             distinct_instances_on_managed_instances(self.service)
         cluster.wait_for_capacity_associations(self.service)
-        self._user_alarm_names: list[str] = list(getattr(service_options.get("deployment_alarms"), "alarm_names", []))
         self.deployment_alarms: list[cloudwatch.Alarm] = []
+        if self.rollout.alarms is not None:
+            fail_only = fail_only_problem(self.service, "deployment_alarms=")
+            if fail_only is not None:
+                raise rules.DEPLOYMENT_ALARM_BEHAVIOR.error(construct_path(self), fail_only)
         if self.rollout.native:
             service_connect = bool(service_options.get("service_connect_configuration"))
-            self.node.add_validation(_RolloutTrafficPath(self, service_connect))
+            self.node.add_validation(RolloutTrafficPath(self, service_connect))
             neuron_alarm = None
             if self.rollout.alarms is not None and self.capacity.monitored:
                 neuron_alarm = execution_errors_alarm(
@@ -310,21 +323,23 @@ class NeuronService(Construct, ListenerTarget):
                 )
                 self.add_rollout_alarms(neuron_alarm)
             Aspects.of(self.service.node.find_child("Service")).add(
-                _RolloutWarnings(
+                RolloutWarnings(
                     self, service_connect, without_neuron_alarm=self.rollout.alarms is not None and neuron_alarm is None
                 ),
                 priority=AspectPriority.READONLY,
             )
 
     def add_rollout_alarms(self, *alarms: cloudwatch.Alarm | None) -> None:
-        """Add ``alarms`` to the deployment alarms ECS rolls this service back on (with the ``deployment_alarms``
-        passed to the service); the names are read at synth, so alarms added later count too."""
-        if not self.deployment_alarms and any(a is not None for a in alarms):
-            self.service.enable_deployment_alarms(
-                list_at_synth(lambda: [*self._user_alarm_names, *(a.alarm_name for a in self.deployment_alarms)]),
-                behavior=ecs.AlarmBehavior.ROLLBACK_ON_ALARM,
+        """Add ``alarms`` to the deployment alarms ECS rolls this service back on, next to the service's own (the
+        ``deployment_alarms`` passed to it, or given to ``service.enable_deployment_alarms``, before or after): the
+        names are read at synth, so alarms added later count too
+        (:func:`~neuron_constructs.serving.rollout_alarms.watch_with_the_service_s_own`)."""
+        given = [a for a in alarms if a is not None]
+        if given and not self.deployment_alarms:
+            watch_with_the_service_s_own(
+                self.service, lambda: [a.alarm_name for a in self.deployment_alarms], path=construct_path(self)
             )
-        self.deployment_alarms.extend(a for a in alarms if a is not None)
+        self.deployment_alarms.extend(given)
 
     def rollout_attached(self, target_groups: Sequence[TargetGroup], load_balancer_full_name: str | None) -> None:
         """After :meth:`attach_to_listener` made the rollout's target groups behind the load balancer
@@ -776,119 +791,6 @@ class _WarnIfUnmonitored:
                 "of this app covers",
             ),
         )
-
-
-_STRATEGIES = {
-    "blue_green": ecs.DeploymentStrategy.BLUE_GREEN,
-    "canary": ecs.DeploymentStrategy.CANARY,
-    "linear": ecs.DeploymentStrategy.LINEAR,
-}
-
-
-def _strategy(rollout: Rollout) -> dict[str, Any]:
-    """The ECS service properties of ``rollout``: none for the rolling update (the service as before)."""
-    plan = rollout.plan
-    if not plan.native:
-        return {}
-    properties: dict[str, Any] = {
-        "deployment_strategy": _STRATEGIES[plan.strategy],
-        "bake_time": Duration.minutes(plan.bake_time_minutes or 0),
-    }
-    if plan.strategy in ("canary", "linear"):
-        shift = ecs.TrafficShiftConfig(
-            step_percent=plan.canary_percent if plan.strategy == "canary" else plan.linear_step_percent,
-            step_bake_time=Duration.minutes(plan.interval_minutes or 0),
-        )
-        properties[f"{plan.strategy}_configuration"] = shift
-    return properties
-
-
-@jsii.implements(IValidation)
-class _RolloutTrafficPath:
-    """NEURON073 at synth: a canary or linear rollout needs the traffic path ECS shifts (the alternate target group
-    :meth:`~.ListenerTarget.attach_to_listener` makes, or Service Connect); NEURON121 for a blue/green one without."""
-
-    def __init__(self, service: NeuronService, service_connect: bool) -> None:
-        self.service = service
-        self.service_connect = service_connect
-        self.warned = False
-
-    def validate(self) -> list[str]:
-        service = self.service
-        if service.alternate_target_groups or self.service_connect:
-            return []
-        problems = rollout_problems(service.rollout.plan, has_load_balancer=False, has_service_connect=False)
-        return [
-            rules.ROLLOUT_TRAFFIC.message(
-                construct_path(service),
-                problem,
-                fix="attach it with attach_to_listener(listener, conditions=[...], priority=...), or give it Service "
-                "Connect, or roll it out blue/green or rolling",
-            )
-            for problem in problems
-            if "neither a load balancer nor Service Connect" in problem
-        ]
-
-
-@jsii.implements(IAspect)
-class _RolloutWarnings:
-    """At synth, once every construct exists: NEURON121 for a blue/green rollout with no traffic path to shift, and
-    NEURON122 for rollout alarms without the model's ExecutionErrors alarm."""
-
-    def __init__(self, service: NeuronService, service_connect: bool, *, without_neuron_alarm: bool) -> None:
-        self.service = service
-        self.service_connect = service_connect
-        self.without_neuron_alarm = without_neuron_alarm
-        self.visited = False
-
-    def visit(self, node: IConstruct) -> None:
-        if self.visited:
-            return
-        self.visited = True
-        service, path = self.service, construct_path(self.service)
-        has_load_balancer = bool(service.alternate_target_groups)
-        for warning in rollout_warnings(
-            service.rollout.plan, has_load_balancer=has_load_balancer, has_service_connect=self.service_connect
-        ):
-            Validations.of(service).add_warning(
-                rules.BLUE_GREEN_WITHOUT_TRAFFIC.warning_id, rules.BLUE_GREEN_WITHOUT_TRAFFIC.message(path, warning)
-            )
-        if self.without_neuron_alarm:
-            _warn_without_neuron_alarm(service, service.capacity)
-
-
-def warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
-    """NEURON122 at synth for ``owner``'s rollout alarms, which have no ExecutionErrors alarm: no NeuronMonitoring
-    covered ``capacity`` when ``owner`` was made."""
-    Aspects.of(owner).add(_NeuronAlarmWarning(owner, capacity), priority=AspectPriority.READONLY)
-
-
-def _warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
-    path = construct_path(capacity)
-    if capacity.monitored:
-        problem = (
-            f"the NeuronMonitoring that covers {path} was made after {construct_path(owner)}, so its rollout has no "
-            "ExecutionErrors alarm; make the monitoring first"
-        )
-    else:
-        problem = f"the rollout has no ExecutionErrors alarm: no NeuronMonitoring of this app covers {path}"
-    Validations.of(owner).add_warning(
-        rules.ROLLOUT_WITHOUT_NEURON_ALARM.warning_id,
-        rules.ROLLOUT_WITHOUT_NEURON_ALARM.message(construct_path(owner), problem),
-    )
-
-
-@jsii.implements(IAspect)
-class _NeuronAlarmWarning:
-    """NEURON122 once, at synth."""
-
-    def __init__(self, owner: Construct, capacity: Capacity) -> None:
-        self.owner, self.capacity, self.visited = owner, capacity, False
-
-    def visit(self, node: IConstruct) -> None:
-        if not self.visited and node is self.owner:
-            self.visited = True
-            _warn_without_neuron_alarm(self.owner, self.capacity)
 
 
 @jsii.implements(IStableNumberProducer)
