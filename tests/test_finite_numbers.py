@@ -179,6 +179,16 @@ CALLS: list[tuple[str, str, Callable[[float], object]]] = [
         lambda v: _service().scale_on_neuron_utilization(max_count=v),
     ),  # type: ignore[arg-type]
     (
+        "NeuronService.track_neuron_utilization",
+        "target_percent",
+        lambda v: (service := _service()).track_neuron_utilization(
+            service.service.auto_scale_task_count(max_capacity=2), v, Duration.minutes(1), Duration.minutes(1)
+        ),
+    ),  # type: ignore[arg-type]
+    ("NeuronService.adopt_scalable_target", "min_count", lambda v: _service().adopt_scalable_target(v, 2)),  # type: ignore[arg-type]
+    ("NeuronService.adopt_scalable_target", "max_count", lambda v: _service().adopt_scalable_target(1, v)),  # type: ignore[arg-type]
+    ("NeuronService.lower_min_healthy_percent", "percent", lambda v: _service().lower_min_healthy_percent(v)),  # type: ignore[arg-type]
+    (
         "NeuronFleet",
         "instances",
         lambda v: NeuronFleet(_stack(), "F", cluster=_cluster(), instance_type="inf2.xlarge", instances=v),

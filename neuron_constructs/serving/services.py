@@ -453,6 +453,7 @@ class NeuronService(Construct, ListenerTarget):
         self.track_neuron_utilization(scaling, target_percent, scale_out_cooldown, scale_in_cooldown)
         return scaling
 
+    @checked(ranges={"target_percent": Range(1, 100)})
     def track_neuron_utilization(
         self,
         scaling: ecs.ScalableTaskCount,
@@ -477,6 +478,7 @@ class NeuronService(Construct, ListenerTarget):
         """The service's scalable target, once a scaling method (or its owner's ``auto_scale``) made it."""
         return self._scaling
 
+    @checked(ranges={"min_count": COUNT, "max_count": Range(1)})
     def adopt_scalable_target(self, min_count: int, max_count: int) -> ecs.ScalableTaskCount:
         """Make the scalable target for the owner of this service (a fleet model's ``auto_scale``): the service's own
         scaling methods are then refused (NEURON035)."""
@@ -570,6 +572,7 @@ class NeuronService(Construct, ListenerTarget):
                 ),
             )
 
+    @checked(ranges={"percent": MINIMUM_HEALTHY_PERCENT})
     def lower_min_healthy_percent(self, percent: int) -> None:
         """Deploy with ``percent`` as the minimum healthy percent from now on: for a minimum the library chose, when
         a later call (scaling, a fleet's ``auto_scale``) asks for counts it leaves no room at."""
