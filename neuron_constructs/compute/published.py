@@ -17,15 +17,18 @@ makes. More than were published fails the consumer's deployment (``Fn::Select`` 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 import jsii
-from aws_cdk import Annotations, Fn, IStableStringProducer, Lazy
+from aws_cdk import Annotations, Fn, IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
+from neuron_constructs.knowledge import rules
 
 __all__ = [
     "CLUSTER_PARAMETERS",
@@ -89,11 +92,37 @@ def joined(entries: Callable[[], Sequence[str]]) -> str:
     return Lazy.string(_Joined(entries))
 
 
+_PUBLISHED: weakref.WeakKeyDictionary[object, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
+"""Per app: each Parameter Store name published (account, Region, name) and the stack that declares it."""
+
+
+def claim_names(scope: Construct, names: Sequence[str]) -> None:
+    """NEURON148: no other stack of ``scope``'s app, in the same account and Region, declares any of ``names``
+    (CloudFormation creates a parameter without overwrite: the second deploy fails with ParameterAlreadyExists).
+    Stacks whose account or Region is a deploy-time value are taken to share it."""
+    stack = Stack.of(scope)
+    claimed = _PUBLISHED.setdefault(scope.node.root, {})
+    here = construct_path(stack)
+    for name in names:
+        first = claimed.get((stack.account, stack.region, name))
+        if first is not None:
+            where = "this stack" if first == here else first
+            raise rules.PUBLISHED_TWICE.error(
+                construct_path(scope),
+                f"{name} is published by {where} already, and {here} would declare it again",
+                stacks=f"{first} and {here}" if first != here else f"two constructs of {here}",
+            )
+    for name in names:
+        claimed[(stack.account, stack.region, name)] = here
+
+
 def publish(
     scope: Construct, prefix: str, names: Mapping[str, str], values: Mapping[str, str], what: str
 ) -> dict[str, ssm.StringParameter]:
     """One ``String`` parameter per entry of ``values`` (construct id -> value), named ``<prefix>/<names[id]>``, in
-    ``scope``; by name."""
+    ``scope``; by name. NEURON148 when another stack of the app (or another construct of this one) publishes one of
+    the names."""
+    claim_names(scope, [f"{prefix}/{names[id]}" for id in values])
     return {
         f"{prefix}/{names[id]}": ssm.StringParameter(
             scope,
