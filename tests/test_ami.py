@@ -517,7 +517,10 @@ def test_the_local_endpoint_publishes_every_release_the_examples_pin(
 
     from neuron_constructs.local_endpoint.moto_server import PINNED_NEURON_AMIS, publish_pinned_neuron_amis
 
+    from moto.moto_api._internal import urls
+
     monkeypatch.setattr(ParameterDict, "_load_tree_parameters", ParameterDict._load_tree_parameters)
+    monkeypatch.setattr(urls, "url_paths", dict(urls.url_paths))
     publish_pinned_neuron_amis()
     ssm = aws.client("ssm")
     for release in (OLDER_DRIVER_AMI, TRN2_AMI):
