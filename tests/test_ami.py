@@ -513,11 +513,10 @@ def test_the_local_endpoint_publishes_every_release_the_examples_pin(
     """GIVEN the local endpoint's SSM (moto, with the releases its copy lacks added); THEN the release parameters the
     example stacks resolve are there, and a release added here is listed like any other."""
     from app import OLDER_DRIVER_AMI, TRN2_AMI
+    from moto.moto_api._internal import urls
     from moto.ssm.models import ParameterDict
 
     from neuron_constructs.local_endpoint.moto_server import PINNED_NEURON_AMIS, publish_pinned_neuron_amis
-
-    from moto.moto_api._internal import urls
 
     monkeypatch.setattr(ParameterDict, "_load_tree_parameters", ParameterDict._load_tree_parameters)
     monkeypatch.setattr(urls, "url_paths", dict(urls.url_paths))
