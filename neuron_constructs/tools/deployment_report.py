@@ -5,7 +5,9 @@ provider), task definition (with its Neuron settings), service, load balancer, A
 environment, job queue and job definition, FSx file system, placement group and data repository
 association in a CloudFormation stack, one line from the live API. Anything the template declares
 that the endpoint did not create, or a property it did not keep, is listed as a gap, so a partial
-emulator (moto) is never mistaken for AWS. Works against AWS itself too:
+emulator (moto) is never mistaken for AWS: a service's deployment settings (percentages, circuit breaker,
+deployment alarms) it did not keep, and an Auto Scaling group's ``UpdatePolicy`` (the instance refresh of an AMI
+rollout), which no API reads back, among them. Works against AWS itself too:
 ``python -m neuron_constructs.tools.deployment_report STACK...`` after ``cdk deploy``.
 
 :func:`format_reports` leads with the result: one line per stack (created or failed, resources created of
@@ -273,6 +275,23 @@ class _StackReader:
         else:
             details.append("no launch template")
         self.items.append(ReportItem("capacity", f"Auto Scaling group {group['AutoScalingGroupName']}", tuple(details)))
+        self._update_policy(logical_id)
+
+    def _update_policy(self, logical_id: str) -> None:
+        """The group's ``UpdatePolicy`` (an instance refresh or a rolling update when a deploy changes its launch
+        template), a gap: CloudFormation acts on it only in a stack update, and no API reads it back."""
+        policy = self.declared[logical_id].get("UpdatePolicy") or {}
+        for kind in sorted(policy):
+            settings = policy[kind] if isinstance(policy[kind], dict) else {}
+            nested = settings.get("Preferences")
+            preferences: dict[str, Any] = nested if isinstance(nested, dict) else settings
+            shown = ", ".join(f"{k} {_short(v)}" for k, v in sorted(preferences.items()) if not isinstance(v, dict))
+            self.gap(
+                logical_id,
+                f"UpdatePolicy.{kind} ({shown or 'defaults'}) not exercised: CloudFormation applies it when a stack "
+                "update changes the group, no API reads it back, and the local endpoint updates no stack",
+                attribute="UpdatePolicy",
+            )
 
     def _launch_template_details(self, data: dict[str, Any]) -> list[str]:
         image = data.get("ImageId", "?")
@@ -409,12 +428,21 @@ class _StackReader:
         return sum(len(page.get("taskArns", [])) for page in pages)
 
     def compare_rollout(self, logical_id: str, properties: dict[str, Any], service: dict[str, Any]) -> list[str]:
-        """The native rollout the template asks for (strategy, bake time, traffic shift, lifecycle hooks, deployment
-        alarms, the alternate target group) next to what the endpoint kept: each part it did not keep is a gap, so
-        a rollout the endpoint cannot run is never mistaken for one it ran. Returns the kept parts as text."""
+        """The deployment settings the template asks for (percentages, circuit breaker, deployment alarms: one gap
+        naming each one the endpoint did not keep, on every service, rolling ones and a fleet's copies included) and
+        the native rollout (strategy, bake time, traffic shift, lifecycle hooks, the alternate target group) next to
+        what the endpoint kept: each part it did not keep is a gap, so a rollout the endpoint cannot run is never
+        mistaken for one it ran. Returns the kept parts of the native rollout as text."""
         asked = properties.get("DeploymentConfiguration") or {}
         live = service.get("deploymentConfiguration") or {}
         kept: list[str] = []
+        dropped = _dropped_deployment_settings(asked, live)
+        if dropped:
+            self.gap(
+                logical_id,
+                "deploymentConfiguration not kept: " + ", ".join(dropped),
+                attribute="deploymentConfiguration",
+            )
         strategy = asked.get("Strategy")
         if strategy in (None, "ROLLING") and not asked.get("LifecycleHooks"):
             return kept
@@ -426,9 +454,6 @@ class _StackReader:
                 self.gap(logical_id, f"deploymentConfiguration.{live_key} not kept", attribute=live_key)
             else:
                 kept.append(f"{live_key} {_short(live[live_key])}")
-        alarms = asked.get("Alarms") or {}
-        if alarms.get("Enable") and not (live.get("alarms") or {}).get("enable"):
-            self.gap(logical_id, "deploymentConfiguration.alarms not kept", attribute="alarms")
         advanced = [b for b in properties.get("LoadBalancers", []) if b.get("AdvancedConfiguration")]
         if advanced and not any(b.get("advancedConfiguration") for b in service.get("loadBalancers", [])):
             self.gap(
@@ -616,6 +641,34 @@ class _StackReader:
         self.items.append(ReportItem("target group", group["TargetGroupName"], details))
 
 
+def _dropped_deployment_settings(asked: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    """The service deployment settings the template asks for that ``live`` (DescribeServices'
+    ``deploymentConfiguration``) does not report as asked: the percentages, the circuit breaker and the deployment
+    alarms (a fleet's copies carry all three), each as text."""
+    dropped: list[str] = []
+    for key in ("MaximumPercent", "MinimumHealthyPercent"):
+        live_key = key[0].lower() + key[1:]
+        if key in asked and str(live.get(live_key)) != str(asked[key]):
+            dropped.append(f"{live_key} {_short(asked[key])}")
+    for key, noun in (("DeploymentCircuitBreaker", "circuit breaker"), ("Alarms", "alarms")):
+        wanted = asked.get(key) or {}
+        live_key = "deploymentCircuitBreaker" if key == "DeploymentCircuitBreaker" else "alarms"
+        reported = live.get(live_key) or {}
+        if not isinstance(wanted, dict) or not _flag(wanted.get("Enable")):
+            continue
+        if not _flag(reported.get("enable")) or _flag(wanted.get("Rollback")) != _flag(reported.get("rollback")):
+            names = wanted.get("AlarmNames")
+            count = f"{len(names)} alarm{'' if len(names) == 1 else 's'}, " if isinstance(names, list) else ""
+            rollback = "rollback" if _flag(wanted.get("Rollback")) else "no rollback"
+            dropped.append(f"{live_key} ({noun}: {count}{rollback})")
+    return dropped
+
+
+def _flag(value: Any) -> bool:
+    """A template's or an API's boolean (CloudFormation templates may write ``"true"``)."""
+    return value is True or str(value).lower() == "true"
+
+
 def _name_of(cluster: str) -> str:
     """A cluster's name from its name or ARN."""
     return cluster.rsplit("/", 1)[-1]
@@ -687,7 +740,6 @@ _ROLLOUT_ATTRIBUTES = frozenset(
         "canaryConfiguration",
         "linearConfiguration",
         "lifecycleHooks",
-        "alarms",
         "advancedConfiguration",
     }
 )
