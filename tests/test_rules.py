@@ -863,6 +863,12 @@ def _two_stacks_publishing_one_prefix(s: Stack) -> None:
         NeuronCluster(Stack(app, name), "C").publish("/neuron/team")
 
 
+def _write_protection_without_a_writer(s: Stack) -> None:
+    from neuron_constructs import PublishedPlatform
+
+    PublishedPlatform.write_protection("/neuron/team", writers=[])
+
+
 def _driver_check_without_entry_point(s: Stack) -> None:
     task = ManagedNeuronTaskDefinition(s, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("x-sdk2.33.0-y"), driver_check=True)
@@ -1329,6 +1335,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _two_stacks_publishing_one_prefix,
         r"Second/C/Published: /neuron/team/cluster/name is published by First already, and Second would declare it "
         r"again.*First and Second both publish it",
+    ),
+    (
+        r.PUBLISHED_WRITERS,
+        _write_protection_without_a_writer,
+        r"write_protection\('/neuron/team'\): writers is empty.*writers=\[<the ARN of the role that deploys",
     ),
 ]
 

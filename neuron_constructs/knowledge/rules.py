@@ -916,6 +916,16 @@ PUBLISHED_TWICE = Rule(
     "(Overwrite, ParameterAlreadyExists)",
 )
 
+PUBLISHED_WRITERS = Rule(
+    "NEURON149",
+    "Write protection of a published platform without its writer",
+    "the deny statement on a published platform's prefix exempts the principals that publish it (aws:PrincipalArn, "
+    "the ARN of an IAM role); with none, or with a value that is no role ARN, the platform's own deploy is denied too",
+    "pass writers=[<the ARN of the role that deploys the platform>]: with the CDK's default bootstrap, "
+    "arn:aws:iam::<account>:role/cdk-hnb659fds-cfn-exec-role-<account>-<region>",
+    "IAM User Guide: global condition context keys (aws:PrincipalArn), policy evaluation logic",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1348,6 +1358,7 @@ RULES: tuple[Rule, ...] = (
     IMAGE_SDK,
     UNKNOWN_IMAGE_SDK,
     PUBLISHED_TWICE,
+    PUBLISHED_WRITERS,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
