@@ -175,7 +175,10 @@ def test_a_group_s_instance_refresh_policy_is_a_gap_no_api_reads_back() -> None:
             "Group": {
                 "Type": "AWS::AutoScaling::AutoScalingGroup",
                 "Properties": {"MinSize": "0", "MaxSize": "2"},
-                "UpdatePolicy": {"AutoScalingInstanceRefresh": refresh},
+                "UpdatePolicy": {
+                    "AutoScalingInstanceRefresh": refresh,
+                    "AutoScalingScheduledAction": {"IgnoreUnmodifiedGroupSizeProperties": True},  # replaces nothing
+                },
             }
         }
     }

@@ -278,10 +278,12 @@ class _StackReader:
         self._update_policy(logical_id)
 
     def _update_policy(self, logical_id: str) -> None:
-        """The group's ``UpdatePolicy`` (an instance refresh or a rolling update when a deploy changes its launch
-        template), a gap: CloudFormation acts on it only in a stack update, and no API reads it back."""
+        """The group's ``UpdatePolicy`` that replaces instances (an instance refresh, a rolling or a replacing update
+        when a deploy changes its launch template), a gap: CloudFormation acts on it only in a stack update, and no
+        API reads it back. ``AutoScalingScheduledAction`` (aws-cdk-lib's default, which keeps the group's sizes)
+        replaces nothing and is not listed."""
         policy = self.declared[logical_id].get("UpdatePolicy") or {}
-        for kind in sorted(policy):
+        for kind in sorted(k for k in policy if k in _REPLACING_POLICIES):
             settings = policy[kind] if isinstance(policy[kind], dict) else {}
             nested = settings.get("Preferences")
             preferences: dict[str, Any] = nested if isinstance(nested, dict) else settings
@@ -639,6 +641,13 @@ class _StackReader:
             f"{group.get('HealthCheckIntervalSeconds')} s",
         )
         self.items.append(ReportItem("target group", group["TargetGroupName"], details))
+
+
+_REPLACING_POLICIES = frozenset(
+    {"AutoScalingInstanceRefresh", "AutoScalingRollingUpdate", "AutoScalingReplacingUpdate"}
+)
+"""The ``UpdatePolicy`` attributes of an Auto Scaling group that replace its instances on an update (CloudFormation
+User Guide: UpdatePolicy attribute)."""
 
 
 def _dropped_deployment_settings(asked: dict[str, Any], live: dict[str, Any]) -> list[str]:
