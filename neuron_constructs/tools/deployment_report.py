@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
+from neuron_constructs.tools.update_settings import dropped_deployment_settings, update_policy_gaps
 
 __all__ = [
     "Gap",
@@ -282,18 +283,8 @@ class _StackReader:
         when a deploy changes its launch template), a gap: CloudFormation acts on it only in a stack update, and no
         API reads it back. ``AutoScalingScheduledAction`` (aws-cdk-lib's default, which keeps the group's sizes)
         replaces nothing and is not listed."""
-        policy = self.declared[logical_id].get("UpdatePolicy") or {}
-        for kind in sorted(k for k in policy if k in _REPLACING_POLICIES):
-            settings = policy[kind] if isinstance(policy[kind], dict) else {}
-            nested = settings.get("Preferences")
-            preferences: dict[str, Any] = nested if isinstance(nested, dict) else settings
-            shown = ", ".join(f"{k} {_short(v)}" for k, v in sorted(preferences.items()) if not isinstance(v, dict))
-            self.gap(
-                logical_id,
-                f"UpdatePolicy.{kind} ({shown or 'defaults'}) not exercised: CloudFormation applies it when a stack "
-                "update changes the group, no API reads it back, and the local endpoint updates no stack",
-                attribute="UpdatePolicy",
-            )
+        for detail in update_policy_gaps(self.declared[logical_id].get("UpdatePolicy")):
+            self.gap(logical_id, detail, attribute="UpdatePolicy")
 
     def _launch_template_details(self, data: dict[str, Any]) -> list[str]:
         image = data.get("ImageId", "?")
@@ -438,7 +429,7 @@ class _StackReader:
         asked = properties.get("DeploymentConfiguration") or {}
         live = service.get("deploymentConfiguration") or {}
         kept: list[str] = []
-        dropped = _dropped_deployment_settings(asked, live)
+        dropped = dropped_deployment_settings(asked, live)
         if dropped:
             self.gap(
                 logical_id,
@@ -641,41 +632,6 @@ class _StackReader:
             f"{group.get('HealthCheckIntervalSeconds')} s",
         )
         self.items.append(ReportItem("target group", group["TargetGroupName"], details))
-
-
-_REPLACING_POLICIES = frozenset(
-    {"AutoScalingInstanceRefresh", "AutoScalingRollingUpdate", "AutoScalingReplacingUpdate"}
-)
-"""The ``UpdatePolicy`` attributes of an Auto Scaling group that replace its instances on an update (CloudFormation
-User Guide: UpdatePolicy attribute)."""
-
-
-def _dropped_deployment_settings(asked: dict[str, Any], live: dict[str, Any]) -> list[str]:
-    """The service deployment settings the template asks for that ``live`` (DescribeServices'
-    ``deploymentConfiguration``) does not report as asked: the percentages, the circuit breaker and the deployment
-    alarms (a fleet's copies carry all three), each as text."""
-    dropped: list[str] = []
-    for key in ("MaximumPercent", "MinimumHealthyPercent"):
-        live_key = key[0].lower() + key[1:]
-        if key in asked and str(live.get(live_key)) != str(asked[key]):
-            dropped.append(f"{live_key} {_short(asked[key])}")
-    for key, noun in (("DeploymentCircuitBreaker", "circuit breaker"), ("Alarms", "alarms")):
-        wanted = asked.get(key) or {}
-        live_key = "deploymentCircuitBreaker" if key == "DeploymentCircuitBreaker" else "alarms"
-        reported = live.get(live_key) or {}
-        if not isinstance(wanted, dict) or not _flag(wanted.get("Enable")):
-            continue
-        if not _flag(reported.get("enable")) or _flag(wanted.get("Rollback")) != _flag(reported.get("rollback")):
-            names = wanted.get("AlarmNames")
-            count = f"{len(names)} alarm{'' if len(names) == 1 else 's'}, " if isinstance(names, list) else ""
-            rollback = "rollback" if _flag(wanted.get("Rollback")) else "no rollback"
-            dropped.append(f"{live_key} ({noun}: {count}{rollback})")
-    return dropped
-
-
-def _flag(value: Any) -> bool:
-    """A template's or an API's boolean (CloudFormation templates may write ``"true"``)."""
-    return value is True or str(value).lower() == "true"
 
 
 def _name_of(cluster: str) -> str:
