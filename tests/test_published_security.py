@@ -166,6 +166,16 @@ def test_the_write_protection_without_a_role_to_exempt_is_refused(writers: list[
         PublishedPlatform.write_protection(PREFIX, writers=writers)
 
 
+def test_the_write_protection_takes_a_role_arn_known_at_deploy_time() -> None:
+    from aws_cdk import aws_iam as iam
+
+    stack = Stack(App(analytics_reporting=False), "Guard")
+    deployer = iam.Role.from_role_name(stack, "Deployer", "platform-deployer").role_arn
+    statement = PublishedPlatform.write_protection(PREFIX, writers=[deployer])
+    resolved = stack.resolve(statement.to_statement_json())
+    assert "platform-deployer" in json.dumps(resolved["Condition"]["ArnNotLike"]["aws:PrincipalArn"])
+
+
 def test_the_write_protection_of_a_prefix_that_is_not_one_is_refused() -> None:
     with pytest.raises(NeuronConfigurationError, match=r"NEURON082"):
         PublishedPlatform.write_protection("neuron/team", writers=[DEPLOYER])

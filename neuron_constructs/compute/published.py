@@ -45,7 +45,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 import jsii
-from aws_cdk import Annotations, CfnParameter, Fn, IStableStringProducer, Lazy, Stack
+from aws_cdk import Annotations, CfnParameter, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
@@ -252,7 +252,8 @@ def read_own_arn(scope: Construct, prefix: str, name: str, service: str) -> str:
 
 def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "aws") -> iam.PolicyStatement:
     """A statement that denies :data:`WRITE_ACTIONS` on every parameter under ``prefix``, in every account and Region,
-    to every principal but ``writers`` (IAM role ARNs, ``aws:PrincipalArn``; the role that deploys the platform:
+    to every principal but ``writers`` (IAM role ARNs, ``aws:PrincipalArn``, or tokens of them; the role that deploys
+    the platform:
     with the CDK's default bootstrap, its CloudFormation execution role,
     ``arn:aws:iam::<account>:role/cdk-hnb659fds-cfn-exec-role-<account>-<region>``).
 
@@ -264,7 +265,7 @@ def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "a
     inputs.check_parameter_prefix("write_protection", prefix, ["x"])
     listed = list(writers) if not isinstance(writers, str) else [writers]
     role = re.compile(r"arn:aws(-[a-z]{1,10}){0,3}:iam::([0-9]{12}|\*):role/[\w+=,.@/*-]{1,512}")
-    bad = next((w for w in listed if not isinstance(w, str) or not role.fullmatch(w)), None)
+    bad = next((w for w in listed if not isinstance(w, str) or not (Token.is_unresolved(w) or role.fullmatch(w))), None)
     if not listed or bad is not None:
         raise rules.PUBLISHED_WRITERS.error(
             f"write_protection({prefix!r})",
