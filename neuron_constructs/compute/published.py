@@ -253,8 +253,7 @@ def read_own_arn(scope: Construct, prefix: str, name: str, service: str) -> str:
 def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "aws") -> iam.PolicyStatement:
     """A statement that denies :data:`WRITE_ACTIONS` on every parameter under ``prefix``, in every account and Region,
     to every principal but ``writers`` (IAM role ARNs, ``aws:PrincipalArn``, or tokens of them; the role that deploys
-    the platform:
-    with the CDK's default bootstrap, its CloudFormation execution role,
+    the platform: with the CDK's default bootstrap, its CloudFormation execution role,
     ``arn:aws:iam::<account>:role/cdk-hnb659fds-cfn-exec-role-<account>-<region>``).
 
     A deny in an identity policy binds only the principal it is attached to: to keep every other principal of the
