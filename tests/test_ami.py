@@ -436,11 +436,44 @@ def test_ami_releases_lists_the_newest_first_with_how_to_pin_each(aws: boto3.Ses
     assert (status, err) == (EXIT_OK, "")
     lines = out.splitlines()
     assert lines[0] == f"ECS-optimized Amazon Linux 2023 Neuron AMI releases in {REGION}, newest first"
-    assert lines[1].split() == ["release", "image", "id", "ECS", "agent", "kernel", "pin", "it", "with"]
-    assert lines[2].split() == [RELEASE, "ami-0000000000000b113", "1.110.0", "6.1", f"NeuronAmi.release('{RELEASE}')"]
+    assert lines[1].split() == [
+        "release",
+        "image",
+        "id",
+        "ECS",
+        "agent",
+        "kernel",
+        "Neuron",
+        "driver",
+        "pin",
+        "it",
+        "with",
+    ]
+    assert lines[2].split() == [
+        RELEASE,
+        "ami-0000000000000b113",
+        "1.110.0",
+        "6.1",
+        "2.31",
+        f"NeuronAmi.release('{RELEASE}')",
+    ]
     assert lines[3].split()[:2] == ["2023.0.20261030", "ami-0000000000000a030"]
     assert lines[4].endswith("older releases not shown (--limit 0 shows every one)")
     assert "recommended" not in out and "image_id" not in out and "20991399" not in out
+
+
+def test_ami_releases_show_each_release_s_driver_as_the_library_derives_it(aws: boto3.Session) -> None:
+    """GIVEN a release after the newest one whose driver a source gives (SDK 2.34.0, November 30, 2026) and one
+    before WHEN listed THEN each shows its derived driver, the newer as a floor ('or later'), in the table and in
+    JSON, and a line says where the column comes from."""
+    _publish_release(aws, "2023.0.20261203", "ami-0000000000000c203")
+    _publish_release(aws, RELEASE, "ami-0000000000000b113")
+    status, out, _ = run("ami", "--releases", "--limit", "2")
+    rows = {line.split()[0]: line for line in out.splitlines()[2:4]}
+    assert status == EXIT_OK and "  2.31 or later  " in rows["2023.0.20261203"] and "  2.31  " in rows[RELEASE]
+    assert "'or later' is a floor" in out and "run driver 2.21" in out
+    document = json.loads(run("ami", "--releases", "--limit", "2", "--json")[1])
+    assert [r["neuron_driver"] for r in document["releases"]] == ["2.31 or later", "2.31"]
 
 
 def test_ami_releases_json_is_every_release_read_and_its_parameter(aws: boto3.Session) -> None:
@@ -514,11 +547,13 @@ def test_the_local_endpoint_publishes_every_release_the_examples_pin(
     """GIVEN the local endpoint's SSM (moto, with the releases its copy lacks added); THEN the release parameters the
     example stacks resolve are there, and a release added here is listed like any other."""
     from app import OLDER_DRIVER_AMI, TRN2_AMI
+    from moto.moto_api._internal import urls
     from moto.ssm.models import ParameterDict
 
     from neuron_constructs.local_endpoint.moto_server import PINNED_NEURON_AMIS, publish_pinned_neuron_amis
 
     monkeypatch.setattr(ParameterDict, "_load_tree_parameters", ParameterDict._load_tree_parameters)
+    monkeypatch.setattr(urls, "url_paths", dict(urls.url_paths))
     publish_pinned_neuron_amis()
     ssm = aws.client("ssm")
     for release in (OLDER_DRIVER_AMI, TRN2_AMI):

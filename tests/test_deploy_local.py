@@ -449,7 +449,31 @@ def _check_bucket_policy(template: dict[str, Any], properties: dict[str, Any]) -
         assert "Elbv2AccountMap" in str(write["Principal"])
 
 
+def _check_deployment_configuration(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's ECS keeps no deploymentConfiguration: the percentages, the circuit breaker and the deployment alarms
+    # (a fleet's copies and a rolled-out service: alarms of this template that roll the deployment back).
+    configuration = properties["DeploymentConfiguration"]
+    assert 0 <= configuration.get("MinimumHealthyPercent", 0) <= 100 <= configuration.get("MaximumPercent", 200)
+    breaker = configuration.get("DeploymentCircuitBreaker")
+    assert breaker is None or breaker == {"Enable": True, "Rollback": True}
+    alarms = configuration.get("Alarms")
+    if alarms is not None and alarms.get("Enable"):
+        declared = resources(template, "AWS::CloudWatch::Alarm")
+        assert alarms["AlarmNames"] and all(n["Ref"] in declared for n in alarms["AlarmNames"]), alarms
+        assert alarms["Rollback"] is True
+
+
+def _check_update_policy(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # No API reads a group's UpdatePolicy back, and the endpoint updates no stack: an AMI rollout refreshes the group
+    # when a deploy changes its launch template, keeping the minimum healthy percentage it computed.
+    (group,) = [r for r in template["Resources"].values() if r.get("Properties") is properties]
+    preferences = group["UpdatePolicy"]["AutoScalingInstanceRefresh"]["Preferences"]
+    assert 0 <= preferences["MinHealthyPercentage"] <= 100 <= preferences["MaxHealthyPercentage"] <= 200
+
+
 TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
+    ("AWS::ECS::Service", "deploymentConfiguration"): _check_deployment_configuration,
+    ("AWS::AutoScaling::AutoScalingGroup", "UpdatePolicy"): _check_update_policy,
     ("AWS::ECS::CapacityProvider", "resource"): _check_capacity_provider,
     ("AWS::ECS::ClusterCapacityProviderAssociations", "resource"): _check_association,
     ("AWS::ECS::Cluster", "containerInsights"): _check_container_insights,

@@ -116,6 +116,80 @@ def test_a_service_describe_services_does_not_find_is_a_gap_naming_the_cluster()
     )
 
 
+DEPLOYMENT = {
+    "MaximumPercent": 100,
+    "MinimumHealthyPercent": 50,
+    "DeploymentCircuitBreaker": {"Enable": True, "Rollback": True},
+    "Alarms": {"AlarmNames": [{"Ref": "Errors"}, {"Ref": "Health"}], "Enable": True, "Rollback": True},
+}
+"""What a fleet's copy asks for (NeuronFleet: a 100 % maximum, the circuit breaker and the model's alarms)."""
+
+
+def _deployed(live: dict[str, Any]) -> StackReport:
+    template = _service_template(IMPORTED_CLUSTER)
+    template["Resources"]["LlmService"]["Properties"]["DeploymentConfiguration"] = DEPLOYMENT
+    clients = {
+        "cloudformation": _CloudFormation(template, {"LlmService": SERVICE_ARN}),
+        "ecs": _Ecs({(IMPORTED_CLUSTER, SERVICE_ARN): {**_live_service(), **live}}),
+    }
+    return describe_stack(clients.__getitem__, "LlmService")
+
+
+def test_a_rolling_service_s_deployment_settings_the_endpoint_dropped_are_one_gap_naming_each() -> None:
+    """GIVEN a fleet copy's deploymentConfiguration (percentages, circuit breaker, alarms) WHEN the endpoint reports
+    none of it (moto keeps no deploymentConfiguration) THEN one gap names each setting, and the summary counts it."""
+    (gap,) = _deployed({}).gaps
+    assert (gap.attribute, gap.detail) == (
+        "deploymentConfiguration",
+        "deploymentConfiguration not kept: maximumPercent 100, minimumHealthyPercent 50, deploymentCircuitBreaker "
+        "(circuit breaker: rollback), alarms (alarms: 2 alarms, rollback)",
+    )
+    assert "ECS::Service deploymentConfiguration" in gap_summary(_deployed({}), "the endpoint")
+
+
+def test_deployment_settings_reported_as_asked_are_no_gap() -> None:
+    kept = {
+        "maximumPercent": 100,
+        "minimumHealthyPercent": 50,
+        "deploymentCircuitBreaker": {"enable": True, "rollback": True},
+        "alarms": {"alarmNames": ["e", "h"], "enable": True, "rollback": True},
+    }
+    assert _deployed({"deploymentConfiguration": kept}).gaps == []
+    without_rollback = {**kept, "alarms": {"alarmNames": ["e", "h"], "enable": True, "rollback": False}}
+    (gap,) = _deployed({"deploymentConfiguration": without_rollback}).gaps
+    assert gap.detail == "deploymentConfiguration not kept: alarms (alarms: 2 alarms, rollback)"
+
+
+class _AutoScaling:
+    def describe_auto_scaling_groups(self, AutoScalingGroupNames: list[str]) -> dict[str, Any]:
+        name = AutoScalingGroupNames[0]
+        return {"AutoScalingGroups": [{"AutoScalingGroupName": name, "MinSize": 0, "MaxSize": 2, "DesiredCapacity": 0}]}
+
+
+def test_a_group_s_instance_refresh_policy_is_a_gap_no_api_reads_back() -> None:
+    """GIVEN a group pinned to an AMI release with an AMI rollout (UpdatePolicy: AutoScalingInstanceRefresh) WHEN
+    reported THEN the policy and its preferences are a gap: nothing on the endpoint (or in any API) exercises it."""
+    refresh = {"Preferences": {"MinHealthyPercentage": 50, "MaxHealthyPercentage": 100, "SkipMatching": True}}
+    template = {
+        "Resources": {
+            "Group": {
+                "Type": "AWS::AutoScaling::AutoScalingGroup",
+                "Properties": {"MinSize": "0", "MaxSize": "2"},
+                "UpdatePolicy": {
+                    "AutoScalingInstanceRefresh": refresh,
+                    "AutoScalingScheduledAction": {"IgnoreUnmodifiedGroupSizeProperties": True},  # replaces nothing
+                },
+            }
+        }
+    }
+    clients = {"cloudformation": _CloudFormation(template, {"Group": "group-1"}), "autoscaling": _AutoScaling()}
+    (gap,) = describe_stack(clients.__getitem__, "Capacity").gaps
+    assert gap.attribute == "UpdatePolicy" and gap.detail.startswith(
+        "UpdatePolicy.AutoScalingInstanceRefresh (MaxHealthyPercentage 100, MinHealthyPercentage 50, SkipMatching "
+        "true) not exercised: CloudFormation applies it when a stack update changes the group"
+    )
+
+
 def _report(name: str = "Serving", gaps: int = 0, status: str = "CREATE_COMPLETE") -> StackReport:
     return StackReport(
         name=name,

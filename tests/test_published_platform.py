@@ -71,6 +71,14 @@ def _read(template: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _own_arn(service: str, published_arn: dict[str, str]) -> dict[str, Any]:
+    """A published ARN as a consumer uses it: its resource part, in the consumer's own partition, Region and
+    account."""
+    resource = {"Fn::Select": [5, {"Fn::Split": [":", published_arn]}]}
+    own = [{"Ref": "AWS::Partition"}, f":{service}:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}, ":"]
+    return {"Fn::Join": ["", ["arn:", *own, resource]]}
+
+
 def test_the_team_platform_publishes_every_stable_name_from_its_own_resources() -> None:
     """GIVEN the team app WHEN synthesized THEN its platform stack writes each name under /neuron/team, each value
     from the platform's own cluster, VPC, capacity and load balancer."""
@@ -132,7 +140,8 @@ def test_the_consumer_adds_its_own_rule_to_the_platform_s_listener_and_opens_onl
     template = consumer_template()
     by_name = {name: id for id, name in _read(template).items()}
     (rule,) = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
-    assert rule["Properties"]["ListenerArn"] == {"Ref": by_name[f"{PREFIX}/load-balancer/listener-arn"]}
+    published_arn = {"Ref": by_name[f"{PREFIX}/load-balancer/listener-arn"]}
+    assert rule["Properties"]["ListenerArn"] == _own_arn("elasticloadbalancing", published_arn)
     assert rule["Properties"]["Priority"] == 30
     assert rule["Properties"]["Conditions"][0]["PathPatternConfig"]["Values"] == ["/chat/*"]
     group = {"Ref": by_name[f"{PREFIX}/load-balancer/security-group"]}

@@ -893,6 +893,24 @@ def _legacy_vllm_image_on_trn2(s: Stack) -> None:
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri))
 
 
+def _image_sdk_the_table_does_not_know(s: Stack) -> None:
+    task = ManagedNeuronTaskDefinition(s, "Task", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("team/llm:v42"), neuron_sdk="2.99.0")
+
+
+def _two_stacks_publishing_one_prefix(s: Stack) -> None:
+    app = s.node.root
+    assert isinstance(app, App)
+    for name in ("First", "Second"):
+        NeuronCluster(Stack(app, name), "C").publish("/neuron/team")
+
+
+def _write_protection_without_a_writer(s: Stack) -> None:
+    from neuron_constructs import PublishedPlatform
+
+    PublishedPlatform.write_protection("/neuron/team", writers=[])
+
+
 def _driver_check_without_entry_point(s: Stack) -> None:
     task = ManagedNeuronTaskDefinition(s, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("x-sdk2.33.0-y"), driver_check=True)
@@ -1381,6 +1399,23 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/C/Inf2: the warm-up fills the AMI \(30 GiB\) \+ .* \(4 GiB, 12 GiB unpacked\) \+ "
         r"s3://team-models/llama \(60 GiB\) = 102 GiB on a root volume of 100 GiB, not counting 1 of unknown size "
         r"\(public.ecr.aws/aws-cli/.*Fix: pass root_volume_gib=102 or more",
+    ),
+    (
+        r.IMAGE_SDK,
+        _image_sdk_the_table_does_not_know,
+        r"Test/Task/model: neuron_sdk='2\.99\.0' is not a Neuron SDK release the release table knows.*"
+        r"pass neuron_sdk= as the release the image is built with, one of .*2\.31\.1",
+    ),
+    (
+        r.PUBLISHED_TWICE,
+        _two_stacks_publishing_one_prefix,
+        r"Second/C/Published: /neuron/team/cluster/name is published by First already, and Second would declare it "
+        r"again.*First and Second both publish it",
+    ),
+    (
+        r.PUBLISHED_WRITERS,
+        _write_protection_without_a_writer,
+        r"write_protection\('/neuron/team'\): writers is empty.*writers=\[<the ARN of the role that deploys",
     ),
 ]
 

@@ -33,13 +33,19 @@ import datetime
 import re
 from collections.abc import Callable
 
-from neuron_constructs.knowledge import neuron_releases
+from aws_cdk import Validations
+from constructs import Construct
+
+from neuron_constructs.base.tree import construct_path
+from neuron_constructs.knowledge import neuron_releases, rules
 
 __all__ = [
     "DRIVER_CHECK_EXIT_CODE",
     "DRIVER_CHECK_SCRIPT",
     "driver_check_environment",
     "image_sdk",
+    "stated_sdk",
+    "warn_unknown_sdk",
     "wrapped_start",
 ]
 
@@ -102,6 +108,47 @@ def image_sdk(image_name: str) -> str | None:
     """The Neuron SDK release in a Neuron DLC tag (``...-sdkX.Y.Z-...`` gives ``"X.Y.Z"``), else ``None``."""
     match = _SDK_IN_IMAGE.search(image_name[-300:])
     return match.group(1) if match else None
+
+
+def stated_sdk(path: str, image_name: str, neuron_sdk: str | None) -> str | None:
+    """The Neuron SDK release of an image: ``neuron_sdk`` as stated where the image is given (for an image whose tag
+    names none, ``team/llm-server:v42``), else the ``-sdkX.Y.Z-`` of its name (``image_name``, a token resolved);
+    ``None`` when neither names one.
+
+    NEURON146 when the stated release is not a string, is not a release whose runtime the release table
+    (:data:`~neuron_constructs.knowledge.neuron_releases.NEURON_RELEASES`) knows, or disagrees with the release the
+    tag names."""
+    tagged = image_sdk(image_name)
+    if neuron_sdk is None:
+        return tagged
+    known = [r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime]
+    fix = f"pass neuron_sdk= as the release the image is built with, one of {', '.join(known)}"
+    if not isinstance(neuron_sdk, str):
+        raise rules.IMAGE_SDK.error(path, f"neuron_sdk={neuron_sdk!r} is not a release string", fix=fix)
+    if neuron_sdk not in known:
+        raise rules.IMAGE_SDK.error(
+            path, f"neuron_sdk={neuron_sdk[:40]!r} is not a Neuron SDK release the release table knows", fix=fix
+        )
+    if tagged is not None and tagged != neuron_sdk:
+        raise rules.IMAGE_SDK.error(
+            path,
+            f"neuron_sdk={neuron_sdk!r}, but the image's tag names Neuron SDK {tagged}",
+            fix=f"leave neuron_sdk out (the tag says {tagged}), or give the image that is built with {neuron_sdk}",
+        )
+    return neuron_sdk
+
+
+def warn_unknown_sdk(scope: Construct, what: str, ami_release: str) -> None:
+    """NEURON147 on ``scope``: the image of ``what`` names no Neuron SDK release, so its runtime is not checked
+    against the driver of the pinned AMI release ``ami_release`` (NEURON088 could not run)."""
+    Validations.of(scope).add_warning(
+        rules.UNKNOWN_IMAGE_SDK.warning_id,
+        rules.UNKNOWN_IMAGE_SDK.message(
+            construct_path(scope),
+            f"the image of {what} names no Neuron SDK release (no -sdkX.Y.Z- in its tag, no neuron_sdk=): whether its "
+            f"runtime runs on the Neuron driver of ECS Neuron AMI {ami_release} was not checked",
+        ),
+    )
 
 
 def _first_release(admits: Callable[[tuple[int, int]], bool]) -> datetime.date | None:

@@ -13,30 +13,62 @@ A consumer's stack is synthesized without reading the values, so it must know ho
 Availability Zone) the platform published: ``zones``, 2 for the VPC a :class:`~neuron_constructs.NeuronCluster`
 makes. More than were published fails the consumer's deployment (``Fn::Select`` out of range); fewer uses the first
 ``zones``.
+
+What is validated, and where (a value under the prefix decides which listener, security groups, cluster and subnets a
+consumer's resources use, so a principal who can write it could point a consumer at resources of its choosing):
+
+* CloudFormation validates a Systems Manager parameter type's *key*, not the value it resolves to (CloudFormation
+  User Guide, "Specify existing resources at runtime with CloudFormation-supplied parameter types", Systems Manager
+  parameter types: "CloudFormation can perform validation on Systems Manager parameter keys, but not on their
+  corresponding values ... You should do any validation for Systems Manager parameter values in Parameter Store").
+  So each template parameter a consumer declares (:func:`read`) carries an ``AllowedPattern`` that is its own
+  Parameter Store name, exactly: a deploy cannot be pointed at another name with ``--parameters``; it does not check
+  the value.
+* The value's format is checked where it is written: every published parameter carries an ``AllowedPattern``
+  (:data:`VALUE_PATTERNS`), which Parameter Store applies on ``PutParameter`` (Systems Manager API reference,
+  PutParameter ``AllowedPattern``), and aws-cdk-lib at synthesis for a literal value. A writer's ``PutParameter``
+  carries its own ``AllowedPattern``, so this keeps a mistake out, not a principal allowed to overwrite: that is the
+  deny statement's work (:func:`write_protection`).
+* The consumer's own account and Region hold by construction: the listener's ARN is rebuilt from the consumer's own
+  partition, Region and account and the published ARN's resource part (:func:`read_own_arn`), and the cluster's ARN
+  from the consumer's own ones and the published name; the cluster name, VPC, subnets and security group ids are
+  looked up in the caller's own account and Region by the APIs that take them. A value naming another account's or
+  Region's resource then names one that does not exist, and the consumer's deployment fails.
+* Who may write under the prefix: :func:`write_protection`, a deny statement for every principal but the platform's
+  deploying role, which the platform team attaches as a service control policy or permissions boundary.
 """
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 import jsii
-from aws_cdk import Annotations, Fn, IStableStringProducer, Lazy
+from aws_cdk import Annotations, CfnParameter, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
+from neuron_constructs.knowledge import rules
 
 __all__ = [
     "CLUSTER_PARAMETERS",
     "LOAD_BALANCER_PARAMETERS",
     "NONE",
+    "VALUE_PATTERNS",
+    "WRITE_ACTIONS",
     "check_prefix",
     "import_vpc",
     "joined",
     "publish",
     "read",
     "read_list",
+    "read_own_arn",
+    "write_protection",
 ]
 
 CLUSTER_PARAMETERS: Mapping[str, str] = {
@@ -66,6 +98,56 @@ LOAD_BALANCER_PARAMETERS: Mapping[str, str] = {
 NONE = "none"
 """The value of a published list with no entry (Parameter Store refuses an empty value)."""
 
+_NAME = (
+    r"[a-zA-Z0-9_-]{1,255}"  # ECS cluster and capacity provider names (ECS API: CreateCluster, CreateCapacityProvider)
+)
+_SECURITY_GROUP = r"sg-[0-9a-f]{8,17}"
+_SUBNET = r"subnet-[0-9a-f]{8,17}"
+_VPC = r"vpc-[0-9a-f]{8,17}"
+_CIDR = r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}"
+_ZONE = r"[a-z0-9-]{4,64}"  # us-east-1a, and Local and Wavelength Zones (us-west-2-lax-1a)
+_PARTITION = r"aws(-[a-z]{1,10}){0,3}"
+_REGION = r"[a-z]{2}(-[a-z]{1,10}){1,3}-[0-9]{1,2}"
+_ACCOUNT = r"[0-9]{12}"
+
+
+def _list_of(entry: str) -> str:
+    return f"{entry}(,{entry})*"
+
+
+VALUE_PATTERNS: Mapping[str, str] = {
+    "ClusterName": f"^{_NAME}$",
+    "ClusterArn": f"^arn:{_PARTITION}:ecs:{_REGION}:{_ACCOUNT}:cluster/{_NAME}$",
+    "CapacityProviders": f"^({NONE}|{_list_of(_NAME)})$",
+    "CapacitySecurityGroups": f"^({NONE}|{_list_of(_SECURITY_GROUP)})$",
+    "VpcId": f"^{_VPC}$",
+    "VpcCidr": f"^{_CIDR}$",
+    "AvailabilityZones": f"^{_list_of(_ZONE)}$",
+    "Subnets": f"^{_list_of(_SUBNET)}$",
+    "Vpc": f"^{_VPC}[|]{_CIDR}[|]{_list_of(_ZONE)}[|]{_list_of(_SUBNET)}$",
+    "ListenerArn": (
+        f"^arn:{_PARTITION}:elasticloadbalancing:{_REGION}:{_ACCOUNT}:listener/app/[a-zA-Z0-9-]{{1,32}}/[0-9a-f]{{16}}/"
+        "[0-9a-f]{16}$"
+    ),
+    "SecurityGroup": f"^{_SECURITY_GROUP}$",
+    "Url": r"^https?://[a-zA-Z0-9.-]{1,253}(:[0-9]{1,5})?$",
+}
+"""The ``AllowedPattern`` of each published parameter, by construct id: Parameter Store refuses a value that does not
+match. The formats: ECS names (1-255 letters, digits, ``-``, ``_``), EC2 ids (``sg-``, ``subnet-``, ``vpc-`` and 8 or
+17 hexadecimal digits), an Application Load Balancer listener's ARN (``listener/app/<name>/<id>/<id>``, Elastic Load
+Balancing API reference, Listener ARN), the load balancer's URL."""
+WRITE_ACTIONS = (
+    "ssm:PutParameter",
+    "ssm:DeleteParameter",
+    "ssm:DeleteParameters",
+    "ssm:LabelParameterVersion",
+    "ssm:UnlabelParameterVersion",
+    "ssm:AddTagsToResource",
+    "ssm:RemoveTagsFromResource",
+)
+"""What :func:`write_protection` denies: every Parameter Store action that writes, removes or relabels a parameter
+(Service Authorization Reference, AWS Systems Manager actions of access level Write and Tagging)."""
+
 
 def check_prefix(path: str, prefix: str) -> None:
     """NEURON082: every name published under ``prefix`` is a Parameter Store name."""
@@ -89,11 +171,37 @@ def joined(entries: Callable[[], Sequence[str]]) -> str:
     return Lazy.string(_Joined(entries))
 
 
+_PUBLISHED: weakref.WeakKeyDictionary[object, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
+"""Per app: each Parameter Store name published (account, Region, name) and the stack that declares it."""
+
+
+def claim_names(scope: Construct, names: Sequence[str]) -> None:
+    """NEURON148: no other stack of ``scope``'s app, in the same account and Region, declares any of ``names``
+    (CloudFormation creates a parameter without overwrite: the second deploy fails with ParameterAlreadyExists).
+    Stacks whose account or Region is a deploy-time value are taken to share it."""
+    stack = Stack.of(scope)
+    claimed = _PUBLISHED.setdefault(scope.node.root, {})
+    here = construct_path(stack)
+    for name in names:
+        first = claimed.get((stack.account, stack.region, name))
+        if first is not None:
+            where = "this stack" if first == here else first
+            raise rules.PUBLISHED_TWICE.error(
+                construct_path(scope),
+                f"{name} is published by {where} already, and {here} would declare it again",
+                stacks=f"{first} and {here}" if first != here else f"two constructs of {here}",
+            )
+    for name in names:
+        claimed[(stack.account, stack.region, name)] = here
+
+
 def publish(
     scope: Construct, prefix: str, names: Mapping[str, str], values: Mapping[str, str], what: str
 ) -> dict[str, ssm.StringParameter]:
     """One ``String`` parameter per entry of ``values`` (construct id -> value), named ``<prefix>/<names[id]>``, in
-    ``scope``; by name."""
+    ``scope``; by name. NEURON148 when another stack of the app (or another construct of this one) publishes one of
+    the names."""
+    claim_names(scope, [f"{prefix}/{names[id]}" for id in values])
     return {
         f"{prefix}/{names[id]}": ssm.StringParameter(
             scope,
@@ -102,14 +210,73 @@ def publish(
             string_value=value,
             description=f"{what}: {names[id]} (neuron-constructs)",
             tier=ssm.ParameterTier.STANDARD,
+            allowed_pattern=VALUE_PATTERNS[id],
         )
         for id, value in values.items()
     }
 
 
 def read(scope: Construct, prefix: str, name: str) -> str:
-    """The value of parameter ``<prefix>/<name>`` when ``scope``'s stack deploys."""
-    return ssm.StringParameter.value_for_string_parameter(scope, f"{prefix}/{name}")
+    """The value of parameter ``<prefix>/<name>`` when ``scope``'s stack deploys: a template parameter of type
+    ``AWS::SSM::Parameter::Value<String>`` (one per stack and name) whose ``AllowedPattern`` is that name, exactly
+    (CloudFormation checks the key of such a parameter, never its value: the module's notes)."""
+    stack = Stack.of(scope)
+    full = f"{prefix}/{name}"
+    id = f"Published{full}"
+    found = stack.node.try_find_child(id.replace("/", "--"))
+    parameter = (
+        found
+        if isinstance(found, CfnParameter)
+        else CfnParameter(
+            stack,
+            id,
+            type="AWS::SSM::Parameter::Value<String>",
+            default=full,
+            allowed_pattern=f"^{re.escape(full)}$",
+            constraint_description=f"the Parameter Store name the platform publishes, {full}",
+            description=f"Read from Parameter Store at deploy: {full} (neuron-constructs)",
+        )
+    )
+    return parameter.value_as_string
+
+
+def read_own_arn(scope: Construct, prefix: str, name: str, service: str) -> str:
+    """A published ARN rebuilt in ``scope``'s own partition, Region and account: ``arn:<partition>:<service>:<region>:
+    <account>:`` and the published ARN's resource part (its sixth ``:``-separated field). A value with fewer fields
+    fails the deployment (``Fn::Select`` out of range); one of another account or Region names a resource that does
+    not exist here."""
+    stack = Stack.of(scope)
+    resource = Fn.select(5, Fn.split(":", read(scope, prefix, name)))
+    return Fn.join("", [f"arn:{stack.partition}:{service}:{stack.region}:{stack.account}:", resource])
+
+
+def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "aws") -> iam.PolicyStatement:
+    """A statement that denies :data:`WRITE_ACTIONS` on every parameter under ``prefix``, in every account and Region,
+    to every principal but ``writers`` (IAM role ARNs, ``aws:PrincipalArn``, or tokens of them; the role that deploys
+    the platform: with the CDK's default bootstrap, its CloudFormation execution role,
+    ``arn:aws:iam::<account>:role/cdk-hnb659fds-cfn-exec-role-<account>-<region>``).
+
+    A deny in an identity policy binds only the principal it is attached to: to keep every other principal of the
+    account out, attach it where it applies to all of them, a service control policy (AWS Organizations; it does not
+    apply to the management account) or the permissions boundary of every role. NEURON082 for a prefix that is not
+    one, NEURON149 without a writer or with one that is not an IAM role ARN (IAM User Guide, global condition context
+    keys: aws:PrincipalArn; policy evaluation logic: an explicit deny overrides any allow)."""
+    inputs.check_parameter_prefix("write_protection", prefix, ["x"])
+    listed = list(writers) if not isinstance(writers, str) else [writers]
+    role = re.compile(r"arn:aws(-[a-z]{1,10}){0,3}:iam::([0-9]{12}|\*):role/[\w+=,.@/*-]{1,512}")
+    bad = next((w for w in listed if not isinstance(w, str) or not (Token.is_unresolved(w) or role.fullmatch(w))), None)
+    if not listed or bad is not None:
+        raise rules.PUBLISHED_WRITERS.error(
+            f"write_protection({prefix!r})",
+            "writers is empty" if not listed else f"writers holds {str(bad)[:80]!r}, which is not an IAM role ARN",
+        )
+    return iam.PolicyStatement(
+        sid="DenyWritesToThePublishedPlatform",
+        effect=iam.Effect.DENY,
+        actions=list(WRITE_ACTIONS),
+        resources=[f"arn:{partition}:ssm:*:*:parameter{prefix}/*"],
+        conditions={"ArnNotLike": {"aws:PrincipalArn": listed}},
+    )
 
 
 def read_list(scope: Construct, prefix: str, name: str, length: int | None = None) -> list[str]:

@@ -184,6 +184,9 @@ class NeuronTaskDefinition(Construct):
         self.neuron_containers: list[ecs.ContainerDefinition] = []
         self.driver_checked: dict[str, str] = {}
         """The Neuron SDK release of each container, by name, that runs the driver start check."""
+        self.stated_sdks: dict[str, str] = {}
+        """The Neuron SDK release of each Neuron container, by name, whose image's release is known: stated with
+        ``neuron_sdk=`` or named by its tag (``-sdkX.Y.Z-``)."""
         self._neuron_container_names: list[str] = []
         self.model_name: str | None = None
         self._untagged: list[ecs.ContainerDefinition] = []
@@ -303,15 +306,27 @@ class NeuronTaskDefinition(Construct):
             self.model_volumes[volume] = model_artifacts
 
     def container_sdk(self, container: ecs.ContainerDefinition) -> str | None:
-        """The Neuron SDK release of ``container``'s image: the one its driver check was given, else the ``-sdkX.Y.Z-``
-        of its image name, read from what the name resolves to when it is built at deploy time (the URI of an ECR
-        repository in the stack's Region); ``None`` when neither names one."""
-        if container.container_name in self.driver_checked:
-            return self.driver_checked[container.container_name]
+        """The Neuron SDK release of ``container``'s image: the one its driver check was given, else the one stated
+        with ``neuron_sdk=``, else the ``-sdkX.Y.Z-`` of its image name, read from what the name resolves to when it
+        is built at deploy time (the URI of an ECR repository in the stack's Region); ``None`` when none names one."""
+        name = container.container_name
+        if name in self.driver_checked:
+            return self.driver_checked[name]
+        if name in self.stated_sdks:
+            return self.stated_sdks[name]
+        return start_check.image_sdk(self._image_name(container))
+
+    def _image_name(self, container: ecs.ContainerDefinition) -> str:
+        """``container``'s image name, a token resolved to what it names (an ECR repository's URI, as JSON)."""
         name = container.image_name
-        if is_token(name):
-            name = json.dumps(Stack.of(self).resolve(name))
-        return start_check.image_sdk(name)
+        return json.dumps(Stack.of(self).resolve(name)) if is_token(name) else name
+
+    def _state_sdk(self, path: str, container: ecs.ContainerDefinition, neuron_sdk: str | None) -> None:
+        """Record the Neuron SDK release of ``container``'s image (NEURON146 for a stated one the table does not know
+        or the tag contradicts)."""
+        sdk = start_check.stated_sdk(path, self._image_name(container), neuron_sdk)
+        if sdk is not None:
+            self.stated_sdks[container.container_name] = sdk
 
     def check_image_support(self, path: str, container: ecs.ContainerDefinition, families: Iterable[str]) -> None:
         """NEURON131: refuse ``container`` when Neuron does not support its image on one of ``families`` (NxD
@@ -353,7 +368,14 @@ class NeuronTaskDefinition(Construct):
         (NEURON126) when that range excludes the newest Neuron driver."""
         if not driver_check:
             return
-        sdk = driver_check if isinstance(driver_check, str) else start_check.image_sdk(container.image_name)
+        known_sdk = self.stated_sdks.get(container.container_name)
+        if isinstance(driver_check, str) and known_sdk is not None and driver_check != known_sdk:
+            raise rules.IMAGE_SDK.error(
+                path,
+                f"driver_check={driver_check!r}, but the image's Neuron SDK release is {known_sdk}",
+                fix=f"pass driver_check=True (the check then uses {known_sdk})",
+            )
+        sdk = driver_check if isinstance(driver_check, str) else known_sdk
         environment = start_check.driver_check_environment(sdk, container.container_name) if sdk else None
         if sdk is None or environment is None:
             known = ", ".join(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
@@ -365,7 +387,8 @@ class NeuronTaskDefinition(Construct):
                 "cites"
                 if neuron_releases.release(sdk) is not None
                 else f"Neuron SDK {sdk} is not in the driver table (knowledge.neuron_releases)",
-                fix=f"pass driver_check='<the image's Neuron SDK release>', one of {known}",
+                fix=f"pass neuron_sdk='<the image's Neuron SDK release>' (or driver_check='<the image's Neuron SDK "
+                f"release>'), one of {known}",
             )
         for name, value in environment.items():
             container.add_environment(name, value)
@@ -625,17 +648,21 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         hf_token: secretsmanager.ISecret | None = None,
         driver_check: bool | str = False,
         image_size_gib: float | None = None,
+        neuron_sdk: str | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
 
         Takes the keyword options of ``ecs.TaskDefinition.add_container``, and ``compile_cache`` /
         ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS secret ``HF_TOKEN``)
-        for warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check`` (``True``, or the image's
-        Neuron SDK release when its tag names none): the container first checks the host's Neuron driver against
-        its runtime's range and stops with one line outside it (:mod:`neuron_constructs.compute.driver_check`);
-        needs ``entry_point`` (NEURON089). ``image_size_gib``: the image's size as its registry reports it
-        (compressed), for the root volume check of a warm pool that prefetches it (NEURON091); default unknown.
+        for warm starts (:mod:`neuron_constructs.compute.model_sources`). ``neuron_sdk``: the image's Neuron SDK
+        release (``"2.31.1"``), for an image whose tag does not name it (``-sdkX.Y.Z-``; default: the tag's, else
+        unknown): the driver checks (NEURON088, NEURON127, NEURON147) read it; refused when the release table does
+        not know it or the tag names another (NEURON146). ``driver_check`` (``True``, or the image's Neuron SDK
+        release): the container first checks the host's Neuron driver against its runtime's range and stops with
+        one line outside it (:mod:`neuron_constructs.compute.driver_check`); needs ``entry_point`` (NEURON089).
+        ``image_size_gib``: the image's size as its registry reports it (compressed), for the root volume check of a
+        warm pool that prefetches it (NEURON091); default unknown.
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -646,6 +673,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
             )
         stated = self._stated_tag(path, options.get("environment"))
         container = self._add(id, image, self._driver_check_options(path, driver_check, dict(options)))
+        self._state_sdk(path, container, neuron_sdk)
         self._driver_check_environment(path, driver_check, container)
         require_all_neuron_devices(self.task_definition, container)
         self._tag_neuron_container(container, stated)
@@ -883,13 +911,14 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         hf_token: secretsmanager.ISecret | None = None,
         driver_check: bool | str = False,
         image_size_gib: float | None = None,
+        neuron_sdk: str | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
         ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
         secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check``: the
-        Neuron driver start check, and ``image_size_gib``, as on
+        Neuron driver start check, ``neuron_sdk`` (the image's Neuron SDK release) and ``image_size_gib``, as on
         :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
 
         Each device is mapped with the same host and container path, read and
@@ -938,6 +967,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
             ),
         )
         self.check_image_support(path, container, (self.instance_type.family,))
+        self._state_sdk(path, container, neuron_sdk)
         self._driver_check_environment(path, driver_check, container)
         self._mapped.update({i: id for i in chosen})
         self._tag_neuron_container(container, stated)

@@ -931,6 +931,37 @@ IMAGE_UNSUPPORTED_ON_FAMILY = Rule(
     "release notes 2.21.0",
 )
 
+IMAGE_SDK = Rule(
+    "NEURON146",
+    "Stated Neuron SDK release the table does not know, or that the image's tag contradicts",
+    "the driver checks (NEURON088, NEURON127, the start check) compare the driver range of the image's Neuron SDK "
+    "release with the host's driver: the release must be one whose runtime the release table knows, and an image "
+    "whose tag names a release (-sdkX.Y.Z-) is built with that one",
+    "{fix}",
+    "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues); knowledge.neuron_releases (the release table)",
+)
+PUBLISHED_TWICE = Rule(
+    "NEURON148",
+    "One Parameter Store name published by two stacks of one app",
+    "a Parameter Store name exists once per account and Region: CloudFormation creates an AWS::SSM::Parameter with "
+    "PutParameter without overwrite, so the second stack that declares the name fails its deploy with "
+    "ParameterAlreadyExists",
+    "publish each platform under a prefix of its own ({stacks} both publish it), or publish once and import it in the "
+    "other stack (PublishedPlatform)",
+    "CloudFormation resource reference: AWS::SSM::Parameter (Name); Systems Manager API reference: PutParameter "
+    "(Overwrite, ParameterAlreadyExists)",
+)
+
+PUBLISHED_WRITERS = Rule(
+    "NEURON149",
+    "Write protection of a published platform without its writer",
+    "the deny statement on a published platform's prefix exempts the principals that publish it (aws:PrincipalArn, "
+    "the ARN of an IAM role); with none, or with a value that is no role ARN, the platform's own deploy is denied too",
+    "pass writers=[<the ARN of the role that deploys the platform>]: with the CDK's default bootstrap, "
+    "arn:aws:iam::<account>:role/cdk-hnb659fds-cfn-exec-role-<account>-<region>",
+    "IAM User Guide: global condition context keys (aws:PrincipalArn), policy evaluation logic",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 DEVICE_TOPOLOGY = Rule(
@@ -1272,6 +1303,19 @@ MOVING_TAG_CACHED = Rule(
     severity="warning",
 )
 
+UNKNOWN_IMAGE_SDK = Rule(
+    "NEURON147",
+    "Image of unknown Neuron SDK on a pinned AMI: the driver check could not run",
+    "the library compares the driver of a pinned ECS Neuron AMI release with the driver range of the image's Neuron "
+    "SDK release (NEURON088), which it reads from a -sdkX.Y.Z- tag; an image whose tag names none (a team's own "
+    "image, team/llm-server:v42) is not checked, and a mismatch fails at nrt_init(), when the model loads",
+    "state the image's release where the image is given, neuron_sdk='2.31.1' (add_neuron_container, "
+    "SlicedNeuronService, NeuronFleet.add_model, NeuronTrainingQueue.add_job); acknowledge this warning id if the "
+    "image runs no Neuron runtime",
+    "Neuron runtime release notes 2.30.0 and 2.31.0 (Known Issues)",
+    severity="warning",
+)
+
 RULES: tuple[Rule, ...] = (
     UNKNOWN_INSTANCE_TYPE,
     INF1_ON_MANAGED_INSTANCES,
@@ -1393,6 +1437,10 @@ RULES: tuple[Rule, ...] = (
     RESERVATION_REFERENCE,
     WARM_POOL_HIBERNATION,
     MOVING_TAG_CACHED,
+    IMAGE_SDK,
+    UNKNOWN_IMAGE_SDK,
+    PUBLISHED_TWICE,
+    PUBLISHED_WRITERS,
 )
 """Every rule, in id order: the one table the checks, the docs' rule table and the tests read."""
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -26,6 +26,7 @@ import argparse
 import collections
 import contextlib
 import dataclasses
+import datetime
 import functools
 import importlib.util
 import json
@@ -538,6 +539,38 @@ def _synth(endpoint: LocalAwsEndpoint, cdk: str, app_dir: Path, assembly: Path, 
         raise LocalEndpointError(f"cdk synth exited with status {result.returncode}.")
 
 
+def publish_pinned_releases(endpoint: LocalAwsEndpoint, assembly: Path, today: datetime.date | None = None) -> None:
+    """Have the endpoint publish every ECS Neuron AMI release the templates of ``assembly`` pin, or refuse the deploy
+    with a sentence naming each release it does not publish (:mod:`neuron_constructs.local_endpoint.ami_releases`)."""
+    from neuron_constructs.local_endpoint.ami_releases import PUBLISH_PATH, pinned_releases, refusal
+
+    pinned = pinned_releases(assembly)
+    today = today or datetime.datetime.now(datetime.UTC).date()
+    refused = [
+        r for (release, kernel), stacks in sorted(pinned.items()) if (r := refusal(release, kernel, stacks, today))
+    ]
+    if refused:
+        raise LocalEndpointError(" ".join(refused))
+    if not pinned:
+        return
+    request = urllib.request.Request(
+        endpoint.url + PUBLISH_PATH,
+        data=json.dumps(sorted(pinned)).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with _DIRECT.open(request, timeout=30) as response:
+            response.read(65536)
+    except urllib.error.HTTPError as error:
+        said = error.read(2000).decode(errors="replace")
+        raise LocalEndpointError(f"the endpoint did not publish the pinned ECS Neuron AMI releases: {said}") from None
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        raise LocalEndpointError(
+            f"the endpoint did not answer the request to publish the pinned ECS Neuron AMI releases: {error}"
+        ) from None
+
+
 def deploy_app(
     endpoint: LocalAwsEndpoint,
     *,
@@ -561,7 +594,8 @@ def deploy_app(
     ``cdk.context.json`` is left as it was. An app that needs any other context lookup
     (``Vpc.from_lookup`` and the like, not recorded in ``cdk.context.json``) is refused before
     anything deploys: the endpoint would answer with made-up resources, and the CLI would record
-    them in the app's ``cdk.context.json``.
+    them in the app's ``cdk.context.json``. Every ECS Neuron AMI release the app's templates pin is published on the
+    endpoint first, or the deploy refused with a sentence naming it (:func:`publish_pinned_releases`).
 
     ``verbose=False`` prints only the cdk CLI's outcome lines (each environment bootstrapped, each stack deployed
     or failed), and the end of its output when a command fails.
@@ -572,6 +606,7 @@ def deploy_app(
     env = endpoint.environment()
     assembly = (output or app_dir / "cdk.out").resolve()
     _synth(endpoint, cdk, app_dir, assembly, context or {})
+    publish_pinned_releases(endpoint, assembly)
     environments = stack_environments(assembly, endpoint)
     chosen = {name: where for name, where in environments.items() if not stacks or name in stacks}
     common = ["--no-notices", "--app", str(assembly)]

@@ -17,7 +17,9 @@ which describes them through the API, lists them as not created.
 
 moto answers the public SSM parameters of the ECS-optimized AMIs from a copy it ships (moto 5.2.5's ends with the Neuron
 AMI release 2023.0.20260922); :func:`publish_pinned_neuron_amis` adds the releases the examples pin that the copy lacks
-(:data:`PINNED_NEURON_AMIS`), so a launch template that resolves a pinned release's parameter deploys here as in AWS.
+(:data:`PINNED_NEURON_AMIS`) and every release a deploy asks for (the deploy reads them from its app's templates:
+:mod:`neuron_constructs.local_endpoint.ami_releases`), so a launch template that resolves a pinned release's parameter
+deploys here as in AWS.
 
 ``python -m neuron_constructs.local_endpoint.moto_server --host 127.0.0.1 --port PORT`` takes moto's server options.
 """
@@ -27,6 +29,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from neuron_constructs.local_endpoint.ami_releases import stand_in_image_id
 
 __all__ = [
     "PINNED_NEURON_AMIS",
@@ -38,6 +42,7 @@ __all__ = [
     "model_missing_types",
     "public_parameter",
     "publish_pinned_neuron_amis",
+    "publish_releases",
     "register_multi_node_job_definitions",
 ]
 
@@ -426,43 +431,85 @@ def public_parameter(account_id: str, name: str, value: str, modified: Any = Non
     )
 
 
-PINNED_NEURON_AMIS: dict[str, str] = {"2023.0.20261113": "ami-0202611130000000f"}
+PINNED_NEURON_AMIS: dict[str, str] = {"2023.0.20261113": stand_in_image_id("2023.0.20261113")}
 """ECS Neuron AMI releases an example pins that moto's copy of the public parameters lacks, each with a stand-in
-image id (the real one differs by Region and is not in that copy)."""
+image id (the real one differs by Region and is not in that copy): published from the start. The deploy asks for
+every other release its app pins (:data:`~neuron_constructs.local_endpoint.ami_releases.PUBLISH_PATH`)."""
+
+_RELEASES: set[tuple[str, str]] = {(release, "6.1") for release in PINNED_NEURON_AMIS}
+"""Every (release, kernel) this server publishes, in every account and Region."""
+
+
+def _add_releases(parameters: Any, releases: Any) -> None:
+    """Put ``releases`` into one SSM backend's parameters (a moto ``ParameterDict``), as AWS publishes them; a name
+    moto's copy has, or that is there already, is left as it is."""
+    import collections
+
+    from neuron_constructs.local_endpoint.ami_releases import release_parameters
+
+    for release, kernel in sorted(releases):
+        for name, value in release_parameters(release, kernel).items():
+            if not dict.get(parameters, name):
+                collections.defaultdict.__getitem__(parameters, name).append(
+                    public_parameter(parameters.account_id, name, value)
+                )
+
+
+def publish_releases(releases: Any) -> None:
+    """Publish ``releases`` ((release, kernel) pairs) from now on, and at once in every SSM backend that exists."""
+    from moto.ssm.models import ssm_backends
+
+    new = set(releases) - _RELEASES
+    _RELEASES.update(new)
+    for regions in ssm_backends.values():
+        for backend in list(regions.values()):
+            if backend._parameters.latest_ecs_amis_loaded:
+                _add_releases(backend._parameters, new)
+
+
+def _publish_route(request: Any, full_url: str, headers: Any) -> tuple[int, dict[str, str], str]:
+    """``POST`` :data:`~neuron_constructs.local_endpoint.ami_releases.PUBLISH_PATH`: a JSON list of [release, kernel]
+    pairs to publish; 400 with a sentence for anything else, or a release the endpoint does not publish."""
+    import datetime
+    import json
+
+    from neuron_constructs.local_endpoint.ami_releases import refusal
+
+    body = request.get_data()[:65536] if hasattr(request, "get_data") else b""
+    try:
+        pairs = json.loads(body)
+        wanted = {(str(release), str(kernel)) for release, kernel in pairs}
+    except (ValueError, TypeError):
+        return 400, {}, "the body is not a JSON list of [release, kernel] pairs"
+    today = datetime.datetime.now(datetime.UTC).date()
+    for release, kernel in sorted(wanted):
+        refused = refusal(release, kernel, ["(asked of the endpoint)"], today)
+        if refused:
+            return 400, {}, refused
+    publish_releases(wanted)
+    return 200, {}, json.dumps(sorted(_RELEASES))
 
 
 def publish_pinned_neuron_amis() -> None:
-    """Publish each release of :data:`PINNED_NEURON_AMIS` as AWS does, under
-    ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/``: the AMI's name with a JSON description, and the same
-    with ``/image_id``; in every Region, when moto first loads the ECS AMI parameters of that Region."""
-    import collections
-    import json
-
+    """Publish each release this server publishes (:data:`PINNED_NEURON_AMIS`, and those the deploys ask for) as AWS
+    does, under ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/``: the AMI's name with a JSON description,
+    and the same with ``/image_id``; in every Region, when moto first loads the ECS AMI parameters of that Region, and
+    at once where it has; and answer the deploys' route
+    (:data:`~neuron_constructs.local_endpoint.ami_releases.PUBLISH_PATH`)."""
+    from moto.moto_api._internal import urls
     from moto.ssm.models import ParameterDict
 
-    from neuron_constructs.knowledge.ami import NeuronAmi
+    from neuron_constructs.local_endpoint.ami_releases import PUBLISH_PATH
 
     original = ParameterDict._load_tree_parameters
 
     def load_tree_parameters(self: Any, path: str) -> None:
         original(self, path)
-        if not path.startswith("ecs/optimized_amis/"):
-            return
-        for release, image_id in PINNED_NEURON_AMIS.items():
-            ami = NeuronAmi.release(release)
-            details = {
-                "image_id": image_id,
-                "image_name": ami.image_name,
-                "image_version": release,
-                "os": "Amazon Linux 2023",
-                "schema_version": 1,
-            }
-            for name, value in ((ami.details_parameter, json.dumps(details)), (ami.parameter_name, image_id)):
-                if dict.get(self, name):
-                    continue  # moto's copy has it
-                collections.defaultdict.__getitem__(self, name).append(public_parameter(self.account_id, name, value))
+        if path.startswith("ecs/optimized_amis/"):
+            _add_releases(self, _RELEASES)
 
     ParameterDict._load_tree_parameters = load_tree_parameters  # type: ignore[method-assign]
+    urls.url_paths["{0}" + PUBLISH_PATH] = _publish_route
 
 
 def main(argv: Sequence[str] | None = None) -> None:

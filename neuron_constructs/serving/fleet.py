@@ -97,6 +97,10 @@ class ModelOptions(ContainerOptions, total=False):
     image_size_gib
         The image's size as its registry reports it (compressed), for the root volume check of a warm pool that
         prefetches it (NEURON091); default unknown.
+    neuron_sdk
+        The image's Neuron SDK release (``"2.31.1"``), for an image whose tag does not name it (``-sdkX.Y.Z-``), as
+        on ``add_neuron_container``: the driver checks read it (NEURON088, NEURON127, NEURON147); refused when the
+        release table does not know it or the tag names another (NEURON146). Default: the tag's, else unknown.
     rollout
         How a new version reaches the copies (:class:`~neuron_constructs.serving.rollout.Rollout`); default
         ``Rollout.rolling()``: two waves, one half serving while the other is replaced. ECS shifts traffic per service,
@@ -133,6 +137,7 @@ class ModelOptions(ContainerOptions, total=False):
     model_artifacts: ModelArtifacts | None
     hf_token: secretsmanager.ISecret | None
     image_size_gib: float | None
+    neuron_sdk: str | None
     model_name: str | None
     rollout: Rollout | None
 
@@ -286,6 +291,7 @@ class FleetModel(Construct, ListenerTarget):
                 model_artifacts=options.get("model_artifacts"),
                 hf_token=options.get("hf_token"),
                 image_size_gib=options.get("image_size_gib"),
+                neuron_sdk=options.get("neuron_sdk"),
                 **container,
             )
             compile_cache = options.get("compile_cache")

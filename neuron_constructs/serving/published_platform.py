@@ -10,14 +10,23 @@ consumer app names the same prefix::
     service.attach_to_listener(platform.listener, conditions=[...], priority=30)
 
 Nothing is looked up at synthesis: the consumer's template names the parameters, and CloudFormation reads them when
-the consumer deploys. The listener, its security group and the URL are read only when used, so a consumer of a
-platform that published its cluster alone needs no load balancer parameters.
+the consumer deploys. What is validated, and where: :mod:`neuron_constructs.compute.published` (each template
+parameter is pinned to its name, every published value has a format Parameter Store checks on write, the listener's
+and cluster's ARNs are built in the consumer's own account and Region); :meth:`PublishedPlatform.write_protection` is
+the deny statement that keeps every principal but the platform's deploying role from writing under the prefix.
+
+The listener, its security group and the URL are read only when used, so a consumer of a platform that published its
+cluster alone needs no load balancer parameters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from neuron_constructs.base.arguments import checked
@@ -71,8 +80,19 @@ class PublishedPlatform(Construct):
 
     @property
     def cluster_arn(self) -> str:
-        """The platform cluster's ARN (``<prefix>/cluster/arn``), for IAM policies."""
-        return published.read(self, self.prefix, published.CLUSTER_PARAMETERS["ClusterArn"])
+        """The platform cluster's ARN, for IAM policies: built from this stack's own partition, Region and account
+        and the published cluster name (never a published ARN, which could name another account's cluster)."""
+        return Stack.of(self).format_arn(
+            service="ecs", resource="cluster", resource_name=self.cluster.cluster.cluster_name
+        )
+
+    @staticmethod
+    def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "aws") -> iam.PolicyStatement:
+        """The deny statement a platform team attaches (a service control policy, or the permissions boundary of
+        every role) so that only ``writers`` (IAM role ARNs: the role that deploys the platform) may write, delete,
+        label or tag the parameters under ``prefix``: :func:`neuron_constructs.compute.published.write_protection`
+        (NEURON082, NEURON149)."""
+        return published.write_protection(prefix, writers=writers, partition=partition)
 
     @property
     def capacity_providers(self) -> list[str]:
@@ -101,12 +121,15 @@ class PublishedPlatform(Construct):
 
     @property
     def listener(self) -> elbv2.IApplicationListener:
-        """The platform load balancer's listener (read from ``<prefix>/load-balancer/listener-arn``)."""
+        """The platform load balancer's listener (read from ``<prefix>/load-balancer/listener-arn``, its ARN rebuilt in
+        this stack's own partition, Region and account)."""
         if self._listener is None:
             self._listener = elbv2.ApplicationListener.from_application_listener_attributes(
                 self,
                 "Listener",
-                listener_arn=published.read(self, self.prefix, published.LOAD_BALANCER_PARAMETERS["ListenerArn"]),
+                listener_arn=published.read_own_arn(
+                    self, self.prefix, published.LOAD_BALANCER_PARAMETERS["ListenerArn"], "elasticloadbalancing"
+                ),
                 security_group=self.load_balancer_security_group,
             )
         return self._listener

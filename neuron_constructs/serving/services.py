@@ -49,6 +49,7 @@ from neuron_constructs.base.l1_overrides import (
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
+from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import ServiceOptions
@@ -618,14 +619,19 @@ class NeuronService(Construct, ListenerTarget):
             )
 
     def _check_driver(self, capacity: AutoScalingCapacity) -> None:
-        """NEURON088 when a Neuron container's image (by the SDK release in its tag) does not run on the driver of the
-        capacity's pinned AMI release; NEURON127 when the capacity follows the recommended AMI and the image does not
+        """NEURON088 when a Neuron container's image (by its stated Neuron SDK release, or the one in its tag) does
+        not run on the driver of the capacity's pinned AMI release, NEURON147 when neither names the release there;
+        NEURON127 when the capacity follows the recommended AMI and the image does not
         run on the newest driver, unless the container runs the driver start check (NEURON126 warned of that)."""
         task, path = self.task_definition, construct_path(self)
         family = capacity.neuron_instance_type.family if capacity.neuron_instance_type else None
         for container in task.neuron_containers:
             sdk = task.container_sdk(container)
-            if sdk is None or capacity.ami is None:  # no SDK release in the tag, or an image of the caller's choosing
+            if capacity.ami is None:  # an AMI of the caller's choosing: its driver is unknown
+                continue
+            if sdk is None:
+                if capacity.ami.version is not None:
+                    start_check.warn_unknown_sdk(self, f"container {container.container_name!r}", capacity.ami.version)
                 continue
             if capacity.ami.version is not None:
                 problem = ami_driver_conflict(capacity.ami.version, sdk, family)

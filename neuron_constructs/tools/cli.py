@@ -243,7 +243,19 @@ def _printable(value: object, limit: int = 40) -> str:
     return terminal_safe(value, limit=limit - 3) if len(str(value)) > limit else terminal_safe(value)
 
 
-AMI_RELEASE_HEADERS = ("release", "image id", "ECS agent", "kernel", "pin it with")
+AMI_RELEASE_HEADERS = ("release", "image id", "ECS agent", "kernel", "Neuron driver", "pin it with")
+
+
+def _release_driver(release: str) -> str:
+    """The Neuron driver of AMI ``release`` as the library derives it from the release's date
+    (:func:`~neuron_constructs.knowledge.neuron_releases.ami_driver`: ``2.31``, ``2.31 or 2.30`` near a driver
+    release, ``2.31 or later`` where it is a floor, ``unknown``), the driver NEURON088 checks images against."""
+    from neuron_constructs.knowledge.neuron_releases import ami_driver
+
+    try:
+        return ami_driver(release).describe()
+    except ValueError:
+        return "unknown"
 
 
 def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output) -> int:
@@ -259,7 +271,7 @@ def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output)
             {
                 "region": region,
                 "path": NEURON_AMI_RELEASES_PATH,
-                "releases": [r.to_json() for r in shown],
+                "releases": [{**r.to_json(), "neuron_driver": _release_driver(r.release)} for r in shown],
                 "note": note,
             },
             out,
@@ -275,6 +287,7 @@ def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output)
                 _printable(r.image_id),
                 _printable(r.details.get("ecs_agent_version")),
                 r.kernel,
+                _release_driver(r.release),
                 f"NeuronAmi.release({r.release!r}{'' if r.kernel == '6.1' else f', kernel={r.kernel!r}'})",
             )
             for r in shown
@@ -282,6 +295,13 @@ def _ami_releases(ssm: Any, region: str, args: argparse.Namespace, out: _Output)
     )
     if len(shown) < len(releases):
         out.line(f"{len(releases) - len(shown)} older releases not shown (--limit 0 shows every one)")
+    from neuron_constructs.knowledge.neuron_releases import INF1_AMI_DRIVER, INF1_DOWNGRADE_FROM
+
+    out.line(
+        "Neuron driver: derived from the release's date and the Neuron release table (knowledge.neuron_releases); "
+        "'or later' is a floor (a newer release's driver is in no source); on Inf1, releases from "
+        f"{INF1_DOWNGRADE_FROM.isoformat()} run driver {'.'.join(map(str, INF1_AMI_DRIVER))}"
+    )
     if note:
         out.line(out.style(f"note: {terminal_safe(note)}", "33"))
     return EXIT_OK

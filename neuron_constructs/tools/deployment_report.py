@@ -5,7 +5,9 @@ provider), task definition (with its Neuron settings), service, load balancer, A
 environment, job queue and job definition, FSx file system, placement group and data repository
 association in a CloudFormation stack, one line from the live API. Anything the template declares
 that the endpoint did not create, or a property it did not keep, is listed as a gap, so a partial
-emulator (moto) is never mistaken for AWS. Works against AWS itself too:
+emulator (moto) is never mistaken for AWS: a service's deployment settings (percentages, circuit breaker,
+deployment alarms) it did not keep, and an Auto Scaling group's ``UpdatePolicy`` (the instance refresh of an AMI
+rollout), which no API reads back, among them. Works against AWS itself too:
 ``python -m neuron_constructs.tools.deployment_report STACK...`` after ``cdk deploy``.
 
 :func:`format_reports` leads with the result: one line per stack (created or failed, resources created of
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
+from neuron_constructs.tools.update_settings import dropped_deployment_settings, update_policy_gaps
 
 __all__ = [
     "Gap",
@@ -273,6 +276,15 @@ class _StackReader:
         else:
             details.append("no launch template")
         self.items.append(ReportItem("capacity", f"Auto Scaling group {group['AutoScalingGroupName']}", tuple(details)))
+        self._update_policy(logical_id)
+
+    def _update_policy(self, logical_id: str) -> None:
+        """The group's ``UpdatePolicy`` that replaces instances (an instance refresh, a rolling or a replacing update
+        when a deploy changes its launch template), a gap: CloudFormation acts on it only in a stack update, and no
+        API reads it back. ``AutoScalingScheduledAction`` (aws-cdk-lib's default, which keeps the group's sizes)
+        replaces nothing and is not listed."""
+        for detail in update_policy_gaps(self.declared[logical_id].get("UpdatePolicy")):
+            self.gap(logical_id, detail, attribute="UpdatePolicy")
 
     def _launch_template_details(self, data: dict[str, Any]) -> list[str]:
         image = data.get("ImageId", "?")
@@ -409,12 +421,21 @@ class _StackReader:
         return sum(len(page.get("taskArns", [])) for page in pages)
 
     def compare_rollout(self, logical_id: str, properties: dict[str, Any], service: dict[str, Any]) -> list[str]:
-        """The native rollout the template asks for (strategy, bake time, traffic shift, lifecycle hooks, deployment
-        alarms, the alternate target group) next to what the endpoint kept: each part it did not keep is a gap, so
-        a rollout the endpoint cannot run is never mistaken for one it ran. Returns the kept parts as text."""
+        """The deployment settings the template asks for (percentages, circuit breaker, deployment alarms: one gap
+        naming each one the endpoint did not keep, on every service, rolling ones and a fleet's copies included) and
+        the native rollout (strategy, bake time, traffic shift, lifecycle hooks, the alternate target group) next to
+        what the endpoint kept: each part it did not keep is a gap, so a rollout the endpoint cannot run is never
+        mistaken for one it ran. Returns the kept parts of the native rollout as text."""
         asked = properties.get("DeploymentConfiguration") or {}
         live = service.get("deploymentConfiguration") or {}
         kept: list[str] = []
+        dropped = dropped_deployment_settings(asked, live)
+        if dropped:
+            self.gap(
+                logical_id,
+                "deploymentConfiguration not kept: " + ", ".join(dropped),
+                attribute="deploymentConfiguration",
+            )
         strategy = asked.get("Strategy")
         if strategy in (None, "ROLLING") and not asked.get("LifecycleHooks"):
             return kept
@@ -426,9 +447,6 @@ class _StackReader:
                 self.gap(logical_id, f"deploymentConfiguration.{live_key} not kept", attribute=live_key)
             else:
                 kept.append(f"{live_key} {_short(live[live_key])}")
-        alarms = asked.get("Alarms") or {}
-        if alarms.get("Enable") and not (live.get("alarms") or {}).get("enable"):
-            self.gap(logical_id, "deploymentConfiguration.alarms not kept", attribute="alarms")
         advanced = [b for b in properties.get("LoadBalancers", []) if b.get("AdvancedConfiguration")]
         if advanced and not any(b.get("advancedConfiguration") for b in service.get("loadBalancers", [])):
             self.gap(
@@ -687,7 +705,6 @@ _ROLLOUT_ATTRIBUTES = frozenset(
         "canaryConfiguration",
         "linearConfiguration",
         "lifecycleHooks",
-        "alarms",
         "advancedConfiguration",
     }
 )

@@ -71,7 +71,7 @@ from neuron_constructs.compute.capacity import (
     grant_ecs_agent,
     warn_about_public_subnets,
 )
-from neuron_constructs.compute.driver_check import image_sdk
+from neuron_constructs.compute.driver_check import image_sdk, stated_sdk, warn_unknown_sdk
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
@@ -482,6 +482,7 @@ class NeuronTrainingQueue(Construct):
         checkpoint_dir: str | None = None,
         tensor_parallel: int | None = None,
         pipeline_parallel: int | None = None,
+        neuron_sdk: str | None = None,
     ) -> NeuronTrainingJob:
         """A job definition for ``nodes`` nodes of this queue's type (:class:`NeuronTrainingJob`). A single-node job
         runs in the host network, the only mode AWS Batch offers it on EC2, and can use the queue's instance role
@@ -503,6 +504,9 @@ class NeuronTrainingQueue(Construct):
         the storage links a bucket (FSx exports it to S3), ``<mount>/checkpoints/<id>`` when not, none without
         storage. The library only names the place; the training script saves there and resumes from the newest
         checkpoint it finds (``AWS_BATCH_JOB_ATTEMPT`` above 1 means a retry).
+        ``neuron_sdk``: the image's Neuron SDK release (``"2.31.1"``), for an image whose tag does not name it
+        (``-sdkX.Y.Z-``): the driver checks read it (NEURON088, NEURON127, NEURON147); refused when the release table
+        does not know it or the tag names another (NEURON146). Default: the tag's, else unknown.
         """
         job = NeuronTrainingJob(
             self,
@@ -522,20 +526,24 @@ class NeuronTrainingQueue(Construct):
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
         )
-        self._check_driver(f"{construct_path(self)}/{id}", job)
+        self._check_driver(f"{construct_path(self)}/{id}", job, neuron_sdk)
         self.jobs.append(job)
         return job
 
-    def _check_driver(self, path: str, job: NeuronTrainingJob) -> None:
-        """NEURON088 when the job's image (by the SDK release in its tag) does not run on the driver of the pinned AMI
-        release; NEURON127 when the queue follows the recommended AMI and the image does not run on the newest
-        driver. The image's name is read from the job definition aws-cdk-lib renders (the image was bound when the
-        container was made: rendering it again binds nothing)."""
+    def _check_driver(self, path: str, job: NeuronTrainingJob, neuron_sdk: str | None) -> None:
+        """NEURON088 when the job's image (by its stated Neuron SDK release, or the one in its tag) does not run on the
+        driver of the pinned AMI release, NEURON147 when neither names the release there; NEURON127 when the queue
+        follows the recommended AMI and the image does not run on the newest driver. The image's name is read from
+        the job definition aws-cdk-lib renders (the image was bound when the container was made: rendering it again
+        binds nothing)."""
         definition = job.job_definition.node.default_child
         assert isinstance(definition, batch.CfnJobDefinition)
         rendered = Stack.of(self).resolve(definition.container_properties or definition.node_properties)
-        sdk = next(filter(None, (image_sdk(json.dumps(name)) for name in _images(rendered))), None)
+        names = [json.dumps(name) for name in _images(rendered)]
+        sdk = stated_sdk(path, next((n for n in names if image_sdk(n)), names[0] if names else ""), neuron_sdk)
         if sdk is None:
+            if self.ami.version is not None:
+                warn_unknown_sdk(job, "the job", self.ami.version)
             return
         if self.ami.version is not None:
             problem = ami_driver_conflict(self.ami.version, sdk, self.instance_type.family)
