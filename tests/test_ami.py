@@ -455,6 +455,8 @@ def test_ami_releases_lists_the_newest_first_with_how_to_pin_each(aws: boto3.Ses
         "1.110.0",
         "6.1",
         "2.31",
+        "or",
+        "later",
         f"NeuronAmi.release('{RELEASE}')",
     ]
     assert lines[3].split()[:2] == ["2023.0.20261030", "ami-0000000000000a030"]
@@ -463,14 +465,16 @@ def test_ami_releases_lists_the_newest_first_with_how_to_pin_each(aws: boto3.Ses
 
 
 def test_ami_releases_show_each_release_s_driver_as_the_library_derives_it(aws: boto3.Session) -> None:
-    """GIVEN a release after the newest one whose driver a source gives (SDK 2.34.0, November 30, 2026) and one
-    before WHEN listed THEN each shows its derived driver, the newer as a floor ('or later'), in the table and in
-    JSON, and a line says where the column comes from."""
+    """GIVEN a release after the newest SDK release whose driver a source gives (SDK 2.33.1, November 11, 2026, no
+    driver version published) and one before it WHEN listed THEN each shows its derived driver, the newer as a floor
+    ('or later'), in the table and in JSON, and a line says where the column comes from."""
     _publish_release(aws, "2023.0.20261203", "ami-0000000000000c203")
-    _publish_release(aws, RELEASE, "ami-0000000000000b113")
+    _publish_release(aws, "2023.0.20261104", "ami-0000000000000b104")
     status, out, _ = run("ami", "--releases", "--limit", "2")
     rows = {line.split()[0]: line for line in out.splitlines()[2:4]}
-    assert status == EXIT_OK and "  2.31 or later  " in rows["2023.0.20261203"] and "  2.31  " in rows[RELEASE]
+    assert (
+        status == EXIT_OK and "  2.31 or later  " in rows["2023.0.20261203"] and "  2.31  " in rows["2023.0.20261104"]
+    )
     assert "'or later' is a floor" in out and "run driver 2.21" in out
     document = json.loads(run("ami", "--releases", "--limit", "2", "--json")[1])
     assert [r["neuron_driver"] for r in document["releases"]] == ["2.31 or later", "2.31"]

@@ -39,6 +39,7 @@ __all__ = [
     "NotSsmAnswerError",
     "PublishedNeuronAmi",
     "list_neuron_ami_releases",
+    "release_date",
     "resolve_neuron_ami",
     "today",
 ]
@@ -76,6 +77,13 @@ def _date(digits: str) -> datetime.date | None:
         return datetime.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
     except ValueError:
         return None
+
+
+def release_date(version: object) -> datetime.date | None:
+    """The calendar date an ECS AL2023 Neuron AMI release is named for (``2023.0.YYYYMMDD``), or ``None`` for anything
+    that is no release's name."""
+    match = _RELEASE.match(version) if isinstance(version, str) else None
+    return _date(match["date"]) if match is not None else None
 
 
 def today() -> datetime.date:
