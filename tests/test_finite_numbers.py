@@ -220,8 +220,12 @@ CALLS: list[tuple[str, str, Callable[[float], object]]] = [
 ]
 
 
-@pytest.mark.parametrize("value", NOT_FINITE, ids=["nan", "inf", "-inf"])
-@pytest.mark.parametrize(("call", "name", "build"), CALLS, ids=[f"{c}-{n}" for c, n, _ in CALLS])
+CASES = [(*row, float("nan")) for row in CALLS] + [(*row, value) for row in CALLS[:3] for value in NOT_FINITE[1:]]
+"""Every call with NaN; the infinities, which the same check refuses (``math.isfinite``,
+:func:`test_the_check_finds_every_non_finite_number_wherever_it_sits`), on the first rows."""
+
+
+@pytest.mark.parametrize(("call", "name", "build", "value"), CASES, ids=[f"{c}-{n}-{v}" for c, n, _, v in CASES])
 def test_a_non_finite_number_is_refused_naming_the_parameter_and_the_runtime_keeps_working(
     call: str, name: str, build: Callable[[float], object], value: float
 ) -> None:
@@ -238,3 +242,16 @@ def test_a_float_parameter_s_declared_range_holds_for_floats_too() -> None:
     """GIVEN drain_percent, a float from 1 to 100, WHEN it is 150.0, THEN it is refused like 150 (NEURON027)."""
     with pytest.raises(NeuronConfigurationError, match=r"drain_percent=150.0 is above the maximum of 100.*NEURON027"):
         NeuronMonitoring(_stack(), "M", cluster=_cluster(), drain_percent=150.0)
+
+
+@pytest.mark.parametrize("value", NOT_FINITE, ids=["nan", "inf", "-inf"])
+def test_the_check_finds_every_non_finite_number_wherever_it_sits(value: float) -> None:
+    """GIVEN NaN or an infinity alone, in a list or in a dict WHEN checked THEN each is refused naming where it is;
+    finite numbers, and containers of them, pass."""
+    from neuron_constructs.base.arguments import check_value
+
+    for given, where in ((value, "size"), ([1.0, value], r"size\[1\]"), ({"a": value}, r"size\['a'\]")):
+        with pytest.raises(NeuronConfigurationError, match=rf"{where}=.*NEURON026"):
+            check_value("Numbers/S", "size", given, Any)
+    for finite in (1.5, [1.0, 2.0], {"a": 0.5}):
+        check_value("Numbers/S", "size", finite, Any)
