@@ -375,7 +375,7 @@ def _library_s_alone(name: str) -> bool:
 
 def acknowledge_library_environment(task_definition: IConstruct) -> None:
     """cdk-nag's AwsSolutions-ECS2 (environment variables in a task definition) on ``task_definition``, once its tree
-    is complete, only when every variable of every container is one the library sets (:data:`LIBRARY_ENVIRONMENT`):
+    is complete, only when every variable of every container is one the library sets (``LIBRARY_ENVIRONMENT``):
     a variable of the user's own (``environment=``, ``add_environment``) leaves the finding reported to the user, who
     knows whether it is secret. Read from the task definition's ``ContainerDefinitions`` in the aspect phase; called
     again, it checks once."""

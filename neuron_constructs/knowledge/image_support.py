@@ -49,7 +49,7 @@ class FamilyRefusal:
 
     @property
     def fix_image(self) -> NeuronImage:
-        """The image :attr:`fix_constant` names."""
+        """The image ``fix_constant`` names."""
         return IMAGES[self.fix_constant]
 
 

@@ -27,7 +27,7 @@ first release in aws-neuron/aws-neuron-sdk, to the 2.32 guide (at 81ce03ae; reco
 ``tests/data/neuron_monitor_sample.json``). The one field Neuron removed from the report, ``neuron-device-version``
 (Neuron 2.20, "'neuron-device-version' field in neuron-monitor no longer supported"), is not read, and no
 announcement up to Neuron 2.34 changes the others. A field a later release renames reads as 0 (every value goes
-through :func:`_number`): the publisher never stops on a report it does not know. The launcher and the daemon start
+through ``_number``): the publisher never stops on a report it does not know. The launcher and the daemon start
 ``neuron-monitor -c <file>`` (``-c, --config-file``, in the same guide from Neuron 2.3.0 on).
 """
 

@@ -162,7 +162,7 @@ floating point leaves of a value computed from tenths (``0.1 + 0.2`` is 0.300000
 
 def tenths_of(value: float) -> int | None:
     """``value`` in tenths when it is a multiple of 0.1, as written (``0.3``) or computed in floating point
-    (``0.1 + 0.2``, within :data:`FLOAT_NOISE_TENTHS`), else ``None``."""
+    (``0.1 + 0.2``, within ``FLOAT_NOISE_TENTHS``), else ``None``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         return None
     try:

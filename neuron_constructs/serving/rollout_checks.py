@@ -19,12 +19,13 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct, IConstruct, IValidation
 
 from neuron_constructs.base.tree import construct_path
+from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.rollouts import rollout_problems, rollout_warnings
 from neuron_constructs.serving.rollout import Rollout
 
 if TYPE_CHECKING:
-    from neuron_constructs.serving.services import Capacity, NeuronService
+    from neuron_constructs.serving.services import NeuronService
 
 __all__ = ["RolloutTrafficPath", "RolloutWarnings", "service_strategy", "warn_without_neuron_alarm"]
 
@@ -121,13 +122,13 @@ class RolloutWarnings:
             _warn_without_neuron_alarm(service, service.capacity)
 
 
-def warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
+def warn_without_neuron_alarm(owner: Construct, capacity: ManagedInstancesCapacity | AutoScalingCapacity) -> None:
     """NEURON122 at synth for ``owner``'s rollout alarms, which have no ExecutionErrors alarm: no NeuronMonitoring
     covered ``capacity`` when ``owner`` was made."""
     Aspects.of(owner).add(_NeuronAlarmWarning(owner, capacity), priority=AspectPriority.READONLY)
 
 
-def _warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
+def _warn_without_neuron_alarm(owner: Construct, capacity: ManagedInstancesCapacity | AutoScalingCapacity) -> None:
     path = construct_path(capacity)
     if capacity.monitored:
         problem = (
@@ -146,7 +147,7 @@ def _warn_without_neuron_alarm(owner: Construct, capacity: Capacity) -> None:
 class _NeuronAlarmWarning:
     """NEURON122 once, at synth."""
 
-    def __init__(self, owner: Construct, capacity: Capacity) -> None:
+    def __init__(self, owner: Construct, capacity: ManagedInstancesCapacity | AutoScalingCapacity) -> None:
         self.owner, self.capacity, self.visited = owner, capacity, False
 
     def visit(self, node: IConstruct) -> None:

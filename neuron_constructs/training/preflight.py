@@ -41,7 +41,7 @@ A node that fails prints one line (``neuron-preflight: node N: <reason>``), writ
 ``$NEURON_PREFLIGHT_MARKER_DIR/failed`` (a host directory: the queue's instances power themselves off when it
 appears, and their Auto Scaling group replaces them) and exits :data:`PREFLIGHT_EXIT_CODE`, which the job's retry
 strategy retries. A problem of the job's image is no node's: a tool that refuses its arguments (a usage error,
-:func:`_refused`: a neuron-ls of another release, an ``fi_info`` or ``nccom-test`` that does not take the flags),
+``_refused``: a neuron-ls of another release, an ``fi_info`` or ``nccom-test`` that does not take the flags),
 answers in a JSON layout without a device list, or is missing for the collective check. Then the node prints one line
 naming the tool and the flags, writes no marker (the instance stays in service) and exits :data:`IMAGE_EXIT_CODE`,
 which the job's retry strategy does not retry: every attempt runs the same image. On a multi-node job the verdict
@@ -104,7 +104,7 @@ def _tool(name: str, *extra_dirs: str) -> str | None:
 def _run(command: list[str], *, stdout_only: bool = False) -> tuple[int, str]:
     """A tool's exit status and what it printed, at most :data:`_OUTPUT_LIMIT` characters of it, within
     :data:`_TOOL_TIMEOUT_S` seconds: its standard output alone when it succeeds with ``stdout_only`` (a warning on
-    standard error is no part of a JSON answer), both streams otherwise (where a usage error is, :func:`_refused`)."""
+    standard error is no part of a JSON answer), both streams otherwise (where a usage error is, ``_refused``)."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -197,7 +197,7 @@ NEURON_LS_FORMATS = (
 ``--json-output``/``-j`` for ``--output-format json`` ("Announcing end of support for the neuron-ls JSON output
 format starting with Neuron 2.34", 16 October 2026); the neuron-ls user guide lists ``--json-output, -j`` from
 Neuron 2.22.0 (3 April 2025) to 2.33. The preflight asks the image's neuron-ls with the first, and with the next only
-when it refuses a flag (:func:`_refused`)."""
+when it refuses a flag (``_refused``)."""
 
 
 def _neuron_ls_problem(neuron_ls: str, devices: int) -> tuple[str, str] | None:
