@@ -253,21 +253,12 @@ def acknowledge_monitoring_task(task_definition: IConstruct) -> None:
             ),
         },
     )
-    # In the template too, for `neuron-ecs lint` and cfn-lint's rule pack, which read no construct tree (cfn-lint's
-    # convention: the rule's cfn-lint id in the resource's Metadata.cfn-lint.config.ignore_checks).
-    resource = task_definition if isinstance(task_definition, CfnResource) else node_of(task_definition).default_child
-    if isinstance(resource, CfnResource):
-        resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [rules.PRIVILEGED_CONTAINER.cfn_lint_id]}})
-    node_of(task_definition).add_metadata(
-        _ACKNOWLEDGED_RULES,
-        {
-            rules.PRIVILEGED_CONTAINER.warning_id: (
-                "neuron-monitor reads every Neuron device of the instance through the Neuron driver, whose device "
-                "count varies by instance type; the Neuron SDK's Kubernetes manifest runs it privileged and no "
-                "published source runs it with less. It runs in the bridge network, its image is pinned by digest "
-                "or warned about (NEURON068, NEURON116), and its task role grants nothing."
-            )
-        },
+    _acknowledge_privileged_container(
+        task_definition,
+        "neuron-monitor reads every Neuron device of the instance through the Neuron driver, whose device count varies "
+        "by instance type; the Neuron SDK's Kubernetes manifest runs it privileged and no published source runs it "
+        "with less. It runs in the bridge network, its image is pinned by digest or warned about (NEURON068, "
+        "NEURON116), and its task role grants nothing.",
     )
 
 
@@ -275,21 +266,23 @@ def acknowledge_warm_up_container(launch_template: IConstruct) -> None:
     """The launch template of a warm-pooled capacity whose user data runs the warm-up's AWS CLI container in the host
     network (NEURON115), as the library does on purpose: the reason, on the launch template, for the synth-time check,
     and its cfn-lint id in the template, for ``neuron-ecs lint`` and cfn-lint's rule pack."""
-    resource = launch_template if isinstance(launch_template, CfnResource) else node_of(launch_template).default_child
+    _acknowledge_privileged_container(
+        launch_template,
+        "The warm-up calls ECR, S3 and Auto Scaling as the instance role, whose credentials only the instance metadata "
+        "service gives, and the hop limit of 1 keeps it from a container in any other network; so its AWS CLI "
+        "container runs in the host network, not privileged, with no capability, mounting only the models directory "
+        "and only to copy the models. Its image is pinned by digest or warned about (NEURON068, NEURON116).",
+    )
+
+
+def _acknowledge_privileged_container(owner: IConstruct, reason: str) -> None:
+    """NEURON115 acknowledged on ``owner`` with ``reason``: on the construct, for the synth-time check, and in the
+    template too, for ``neuron-ecs lint`` and cfn-lint's rule pack, which read no construct tree (cfn-lint's
+    convention: the rule's cfn-lint id in the resource's ``Metadata.cfn-lint.config.ignore_checks``)."""
+    resource = owner if isinstance(owner, CfnResource) else node_of(owner).default_child
     if isinstance(resource, CfnResource):
         resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [rules.PRIVILEGED_CONTAINER.cfn_lint_id]}})
-    node_of(launch_template).add_metadata(
-        _ACKNOWLEDGED_RULES,
-        {
-            rules.PRIVILEGED_CONTAINER.warning_id: (
-                "The warm-up calls ECR, S3 and Auto Scaling as the instance role, whose credentials only the instance "
-                "metadata service gives, and the hop limit of 1 keeps it from a container in any other network; so "
-                "its AWS CLI container runs in the host network, not privileged, with no capability, mounting only "
-                "the models directory and only to copy the models. Its image is pinned by digest or warned about "
-                "(NEURON068, NEURON116)."
-            )
-        },
-    )
+    node_of(owner).add_metadata(_ACKNOWLEDGED_RULES, {rules.PRIVILEGED_CONTAINER.warning_id: reason})
 
 
 def acknowledge_recovery_task(task_definition: IConstruct, role: IConstruct) -> None:
