@@ -203,44 +203,12 @@ def test_an_image_without_nccom_test_for_the_collective_check_powers_no_node_off
     assert not (marker / "failed").exists()
 
 
-def test_an_image_problem_on_a_child_stops_every_node_and_marks_none(tmp_path: Path) -> None:
-    """GIVEN a two-node job whose image's neuron-ls takes neither JSON flag (each node runs the same image) WHEN both
-    nodes run the preflight THEN the main node tells the child to stop, both exit 78 (the main node's exit is the
-    job's: not retried), and neither host is marked."""
-    port = str(unused_port())
-    bin_path = _tools(tmp_path / "bin", **{"neuron-ls": _neuron_ls(None)})
-    running = []
-    for index in (0, 1):
-        (tmp_path / f"marker{index}").mkdir()
-        environment = {
-            "PATH": bin_path,
-            "AWS_BATCH_JOB_NUM_NODES": "2",
-            "AWS_BATCH_JOB_ID": f"{JOB}#{index}",
-            "AWS_BATCH_JOB_NODE_INDEX": str(index),
-            "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
-            "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "127.0.0.1",
-            "NEURON_PREFLIGHT_DEVICES": "0-1",
-            "NEURON_PREFLIGHT_PORT": port,
-            "NEURON_PREFLIGHT_TIMEOUT": "20",
-            "NEURON_PREFLIGHT_ROOT": str(_node(tmp_path / f"node{index}", devices=2)),
-            "NEURON_PREFLIGHT_MARKER_DIR": str(tmp_path / f"marker{index}"),
-        }
-        running.append(
-            subprocess.Popen([sys.executable, "-c", SOURCE], env=BASE | environment, stderr=subprocess.PIPE, text=True)
-        )
-    (main, main_err), (child, child_err) = [(p.wait(timeout=60), p.stderr.read() if p.stderr else "") for p in running]
-    assert (main, child) == (IMAGE_EXIT_CODE, IMAGE_EXIT_CODE), (main_err, child_err)
-    assert main_err.startswith("neuron-preflight: node 0: the image's neuron-ls (")
-    assert child_err.startswith("neuron-preflight: node 1: the image's neuron-ls (")
-    assert not (tmp_path / "marker0" / "failed").exists() and not (tmp_path / "marker1" / "failed").exists()
-
-
-def test_a_healthy_child_told_of_an_image_problem_stops_without_its_marker(tmp_path: Path) -> None:
-    """GIVEN a main node whose image problem is its own and a healthy child (no neuron-ls on its PATH) WHEN they meet
-    THEN the child is told ``stop-image``, says the job stops, exits 78, and is not marked."""
+def _two_nodes(tmp_path: Path, paths: tuple[str, str]) -> list[tuple[int, str]]:
+    """Run the preflight as the main node (0) and the child (1) of one two-node job on this host, each with its own
+    ``PATH``, devices and marker folder; each node's exit status and what it printed."""
     port = str(unused_port())
     running = []
-    for index, path in ((0, _tools(tmp_path / "bin", **{"neuron-ls": _neuron_ls(None)})), (1, "/usr/bin:/bin")):
+    for index, path in enumerate(paths):
         (tmp_path / f"marker{index}").mkdir()
         environment = {
             "PATH": path,
@@ -258,7 +226,26 @@ def test_a_healthy_child_told_of_an_image_problem_stops_without_its_marker(tmp_p
         running.append(
             subprocess.Popen([sys.executable, "-c", SOURCE], env=BASE | environment, stderr=subprocess.PIPE, text=True)
         )
-    (main, _), (child, child_err) = [(p.wait(timeout=60), p.stderr.read() if p.stderr else "") for p in running]
+    return [(p.wait(timeout=60), p.stderr.read() if p.stderr else "") for p in running]
+
+
+def test_an_image_problem_on_a_child_stops_every_node_and_marks_none(tmp_path: Path) -> None:
+    """GIVEN a two-node job whose image's neuron-ls takes neither JSON flag (each node runs the same image) WHEN both
+    nodes run the preflight THEN the main node tells the child to stop, both exit 78 (the main node's exit is the
+    job's: not retried), and neither host is marked."""
+    bin_path = _tools(tmp_path / "bin", **{"neuron-ls": _neuron_ls(None)})
+    (main, main_err), (child, child_err) = _two_nodes(tmp_path, (bin_path, bin_path))
+    assert (main, child) == (IMAGE_EXIT_CODE, IMAGE_EXIT_CODE), (main_err, child_err)
+    assert main_err.startswith("neuron-preflight: node 0: the image's neuron-ls (")
+    assert child_err.startswith("neuron-preflight: node 1: the image's neuron-ls (")
+    assert not (tmp_path / "marker0" / "failed").exists() and not (tmp_path / "marker1" / "failed").exists()
+
+
+def test_a_healthy_child_told_of_an_image_problem_stops_without_its_marker(tmp_path: Path) -> None:
+    """GIVEN a main node whose image problem is its own and a healthy child (no neuron-ls on its PATH) WHEN they meet
+    THEN the child is told ``stop-image``, says the job stops, exits 78, and is not marked."""
+    bin_path = _tools(tmp_path / "bin", **{"neuron-ls": _neuron_ls(None)})
+    (main, _), (child, child_err) = _two_nodes(tmp_path, (bin_path, "/usr/bin:/bin"))
     assert (main, child) == (IMAGE_EXIT_CODE, IMAGE_EXIT_CODE)
     assert child_err.startswith("neuron-preflight: node 1: the job stops: the image's neuron-ls (")
     assert not (tmp_path / "marker0" / "failed").exists() and not (tmp_path / "marker1" / "failed").exists()
