@@ -68,11 +68,9 @@ if TYPE_CHECKING:
     from neuron_constructs.compute.cluster import NeuronCluster
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
     from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
-    from neuron_constructs.compute.task_definitions import (
-        ManagedNeuronTaskDefinition,
-        ManualNeuronTaskDefinition,
-        NeuronTaskDefinition,
-    )
+    from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
+    from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
+    from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
     from neuron_constructs.compute.warm_pool import WarmPool
     from neuron_constructs.knowledge.ami import NeuronAmi
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
@@ -133,8 +131,8 @@ _LAZY = {
     "FleetModel": "neuron_constructs.serving.fleet",
     "LustreStorage": "neuron_constructs.training.storage",
     "ManagedInstancesCapacity": "neuron_constructs.compute.capacity",
-    "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
-    "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
+    "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.managed",
+    "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.manual",
     "ModelArtifacts": "neuron_constructs.compute.model_sources",
     "ModelOptions": "neuron_constructs.serving.fleet",
     "NeuronAmi": "neuron_constructs.knowledge.ami",
@@ -143,7 +141,7 @@ _LAZY = {
     "NeuronLoadBalancer": "neuron_constructs.serving.load_balancer",
     "NeuronMonitoring": "neuron_constructs.monitoring.monitoring",
     "NeuronService": "neuron_constructs.serving.services",
-    "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions",
+    "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions.shared",
     "NeuronTrainingJob": "neuron_constructs.training.jobs",
     "NeuronTrainingQueue": "neuron_constructs.training.queue",
     "PublishedPlatform": "neuron_constructs.serving.published_platform",

@@ -48,7 +48,8 @@ from neuron_constructs.compute.capacity import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions
-from neuron_constructs.compute.task_definitions import ManualNeuronTaskDefinition, task_role
+from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
+from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE

@@ -53,11 +53,9 @@ from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import ServiceOptions
-from neuron_constructs.compute.task_definitions import (
-    ManagedNeuronTaskDefinition,
-    ManualNeuronTaskDefinition,
-    NeuronTaskDefinition,
-)
+from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
+from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
+from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths

@@ -20,7 +20,7 @@ from neuron_constructs.base.l1_overrides import open_node_range
 from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
-from neuron_constructs.compute.task_definitions import task_role
+from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import format_core_list
