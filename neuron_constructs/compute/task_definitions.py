@@ -68,7 +68,7 @@ from neuron_constructs.knowledge.cores import (
     task_cores,
 )
 from neuron_constructs.knowledge.devices import format_device_paths
-from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
+from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 
 __all__ = [
     "ManagedNeuronTaskDefinition",
