@@ -15,7 +15,18 @@ from pathlib import Path
 import grimp
 
 PACKAGE = Path(__file__).resolve().parent.parent / "neuron_constructs"
-SUBPACKAGES = ("knowledge", "checks", "base", "compute", "serving", "training", "monitoring", "tools", "local_endpoint")
+SUBPACKAGES = (
+    "programs",
+    "knowledge",
+    "checks",
+    "base",
+    "compute",
+    "serving",
+    "training",
+    "monitoring",
+    "tools",
+    "local_endpoint",
+)
 
 
 def _runtime_imports(module: str) -> set[str]:
@@ -96,7 +107,7 @@ def test_every_module_lives_in_a_folder_of_its_kind() -> None:
 def test_the_plain_python_folders_load_without_the_cdk() -> None:
     modules = sorted(
         ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        for package in ("knowledge", "checks", "tools")
+        for package in ("programs", "knowledge", "checks", "tools")
         for p in (PACKAGE / package).rglob("*.py")
     )
     assert len(modules) > 20
@@ -112,4 +123,4 @@ def test_the_import_contracts_are_kept() -> None:
         cwd=PACKAGE.parent,
     )
     assert result.returncode == 0, result.stdout
-    assert "5 kept, 0 broken" in result.stdout
+    assert "7 kept, 0 broken" in result.stdout

@@ -30,7 +30,7 @@ from neuron_constructs import (
 )
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.metrics import NAMESPACE, PROCESS_TAG_VARIABLE
+from neuron_constructs.programs.metric_publisher import NAMESPACE, PROCESS_TAG_VARIABLE
 from neuron_constructs.training.queue import NeuronTrainingQueue
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")

@@ -26,7 +26,6 @@ from neuron_constructs.knowledge.container_images import (
     PRIVILEGED_IMAGES,
     NeuronImage,
 )
-from neuron_constructs.knowledge.metrics import DIMENSION_SETS, METRICS, MODEL_DIMENSION_SETS, MODEL_METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
@@ -34,6 +33,13 @@ from neuron_constructs.monitoring.daemons import (
     monitor_script,
     publisher_source,
     recovery_script,
+)
+from neuron_constructs.programs.metric_publisher import (
+    DIMENSION_SETS,
+    METRICS,
+    MODEL_DIMENSION_SETS,
+    MODEL_METRICS,
+    NAMESPACE,
 )
 from neuron_constructs.tools.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
 
@@ -624,7 +630,7 @@ def test_recovery_can_be_turned_off() -> None:
 def test_the_monitoring_page_s_metric_table_and_cost_figures_are_the_code_s() -> None:
     from pathlib import Path
 
-    from neuron_constructs.knowledge import metrics as emf
+    from neuron_constructs.programs import metric_publisher as emf
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "monitoring.md").read_text()
     section = page.split("## Observability", 1)[1].split("\n## ", 1)[0]

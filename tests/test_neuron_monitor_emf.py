@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from neuron_constructs.knowledge import metrics as emf
+from neuron_constructs.programs import metric_publisher as emf
 
 SAMPLE = Path(__file__).parent / "data" / "neuron_monitor_sample.json"
 

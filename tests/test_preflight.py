@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
 
-from neuron_constructs.monitoring.daemons import program_source
+from neuron_constructs.programs.carrying import program_source
+from neuron_constructs.programs.preflight import LINE_LIMIT, PREFLIGHT_EXIT_CODE, job_id, parse_verdict
 from neuron_constructs.training.jobs import LAUNCHER, preflight_program
-from neuron_constructs.training.preflight import LINE_LIMIT, PREFLIGHT_EXIT_CODE, job_id, parse_verdict
 
-SOURCE = program_source("neuron_constructs.training", "preflight.py")
+SOURCE = program_source("neuron_constructs.programs", "preflight.py")
 BASE = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_BATCH", "NEURON_", "MASTER_", "PET_"))} | {
     "PATH": "/usr/bin:/bin"
 }

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ports import unused_port
 from test_preflight import BASE, JOB, SOURCE, _node, _preflight, _tools
 
-from neuron_constructs.training import preflight
-from neuron_constructs.training.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE, parse_verdict
+from neuron_constructs.programs import preflight
+from neuron_constructs.programs.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE, parse_verdict
 
 DATA = Path(__file__).parent / "data"
 NEURON_LS_2_33 = DATA / "neuron-ls-2.33-json-output.json"

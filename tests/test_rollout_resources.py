@@ -25,7 +25,7 @@ from test_smoke_test import Recorder, base_url
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronLoadBalancer
 from neuron_constructs.checks.inputs import LAMBDA_ENVIRONMENT_BYTES, environment_bytes
-from neuron_constructs.knowledge.smoke_test import STAGE
+from neuron_constructs.programs.smoke_test import STAGE
 from neuron_constructs.serving.rollout import SmokeTest
 from neuron_constructs.serving.rollout_resources import (
     DESCRIBE_ACTIONS,

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
 
-from neuron_constructs.knowledge import smoke_test
-from neuron_constructs.monitoring.daemons import program_source
+from neuron_constructs.programs import smoke_test
+from neuron_constructs.programs.carrying import program_source
 
 INLINE_CODE_LIMIT = 4 * 1024 * 1024
 """CloudFormation's limit on ``AWS::Lambda::Function`` ``Code.ZipFile``: "This zip file cannot exceed 4MB" (the
@@ -236,7 +236,7 @@ def test_an_unexpected_error_is_a_failed_stage_not_an_exception(
 
 
 def test_the_function_imports_only_the_standard_library() -> None:
-    tree = ast.parse(resources.files("neuron_constructs.knowledge").joinpath("smoke_test.py").read_text())
+    tree = ast.parse(resources.files("neuron_constructs.programs").joinpath("smoke_test.py").read_text())
     imported = {
         name.split(".")[0]
         for node in ast.walk(tree)
@@ -252,7 +252,7 @@ def test_the_function_imports_only_the_standard_library() -> None:
 
 
 def test_the_shipped_source_fits_inline_code_and_runs_alone() -> None:
-    source = program_source("neuron_constructs.knowledge", "smoke_test.py")
+    source = program_source("neuron_constructs.programs", "smoke_test.py")
     assert len(source.encode()) < INLINE_CODE_LIMIT
     assert len(source) <= SOURCE_BUDGET, len(source)
     namespace: dict[str, Any] = {"__name__": "index"}

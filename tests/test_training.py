@@ -20,7 +20,7 @@ from conftest import resources
 from neuron_constructs import CapacityReservation, NeuronInstanceType
 from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
 from neuron_constructs.knowledge.efa_installer import EFA_INSTALLER
-from neuron_constructs.monitoring.daemons import program_source
+from neuron_constructs.programs.carrying import program_source
 from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER, preflight_program
 from neuron_constructs.training.queue import NeuronTrainingQueue
 from neuron_constructs.training.storage import LustreStorage, mount_commands
@@ -295,7 +295,7 @@ def test_an_image_problem_is_not_retried_and_a_bad_node_is_whatever_reason_batch
     """GIVEN every job's retry strategy WHEN an attempt ends THEN the preflight's image problem (78) exits, a bad node
     (75) and a lost host (``Host EC2*``) retry, and a failing script (1) exits when Batch reports a reason - and 78
     exits even when it reports none, which no ``OnReason`` pattern may match (Batch retries what nothing matches)."""
-    from neuron_constructs.training.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
+    from neuron_constructs.programs.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
 
     exited = "Essential container in task exited"
     for definition in resources(training["trn1.32xlarge"], "AWS::Batch::JobDefinition").values():
@@ -310,7 +310,7 @@ def test_an_image_problem_is_not_retried_and_a_bad_node_is_whatever_reason_batch
 def test_every_node_runs_the_preflight_for_its_devices_and_efa_with_the_host_s_marker(
     training: dict[str, dict[str, Any]],
 ) -> None:
-    from neuron_constructs.training.preflight import PREFLIGHT_EXIT_CODE
+    from neuron_constructs.programs.preflight import PREFLIGHT_EXIT_CODE
 
     assert PREFLIGHT_EXIT_CODE == 75
     for name, devices, efa in (
@@ -641,7 +641,7 @@ def test_every_job_definition_carries_the_preflight_compressed_and_fits_aws_batc
     preflight travels bzip2-compressed and base64-encoded and decodes to exactly the library's program."""
     packed = preflight_program()
     assert bz2.decompress(base64.b64decode(packed)).decode() == program_source(
-        "neuron_constructs.training", "preflight.py"
+        "neuron_constructs.programs", "preflight.py"
     )
     sizes = {
         logical_id: len(json.dumps(definition["Properties"], separators=(",", ":")))

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto_fleet import TaskSpec, build_fleet
 
-from neuron_constructs.knowledge.metrics import NAMESPACE
+from neuron_constructs.programs.metric_publisher import NAMESPACE
 from neuron_constructs.tools.cli import EXIT_OK, main
 from neuron_constructs.tools.inspection import count_api_calls
 from neuron_constructs.tools.utilization import (

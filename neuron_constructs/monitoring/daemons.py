@@ -1,20 +1,19 @@
 """What the monitoring runs on each Neuron instance: the images, the daemons' commands, neuron-monitor's
-configuration and the source of the metric publisher (:mod:`neuron_constructs.knowledge.metrics`).
+configuration and the source of the metric publisher (:mod:`neuron_constructs.programs.metric_publisher`).
 
 The training launcher runs the same monitor and publisher inside each job (:mod:`neuron_constructs.training.jobs`).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
-from importlib import resources
 from typing import Any
 
 from aws_cdk import Duration
 
 from neuron_constructs.knowledge.container_images import AWS_CLI, NEURON_MONITOR, NODE_PROBLEM_DETECTOR
+from neuron_constructs.programs.carrying import program_source as program_source
 
 __all__ = [
     "DMI_DIRECTORY",
@@ -26,7 +25,6 @@ __all__ = [
     "health_script",
     "monitor_script",
     "neuron_monitor_config",
-    "program_source",
     "publisher_source",
     "recovery_script",
 ]
@@ -45,7 +43,7 @@ DMI_DIRECTORY = "/sys/devices/virtual/dmi/id"
 id (``cat /sys/devices/virtual/dmi/id/board_asset_tag`` on a trn1.32xlarge: gist verdimrc/1ba1387e, "Probe ec2
 instances without instance metadata"), readable by any user (Linux ``drivers/firmware/dmi-id.c``: mode 0444, unlike
 the serial numbers) and without the instance metadata service, which the hop limit of 1 keeps from bridge-mode
-containers. The metric publisher reads the same file (named by ``knowledge.metrics.DMI_ENVIRONMENT``)."""
+containers. The metric publisher reads the same file (named by ``programs.metric_publisher.DMI_ENVIRONMENT``)."""
 NEURON_HARDWARE_ERRORS = (
     "SRAM_UNCORRECTABLE_ERROR",
     "NC_UNCORRECTABLE_ERROR",
@@ -62,29 +60,10 @@ PUBLISHER_VARIABLE = "NEURON_MONITOR_EMF"
 
 @functools.cache
 def publisher_source() -> str:
-    """The code of :mod:`neuron_constructs.knowledge.metrics`, which the daemon runs with ``python3 -c``: without
-    docstrings and comments, so that editing them changes no task definition (on Managed Instances a new daemon
-    revision replaces every instance)."""
-    return program_source("neuron_constructs.knowledge", "metrics.py")
-
-
-@functools.cache
-def program_source(package: str, filename: str) -> str:
-    """The code of ``filename`` in ``package``, for ``python3 -c`` in a container: docstrings and comments dropped, so
-    that editing them changes no task or job definition."""
-    tree = ast.parse(resources.files(package).joinpath(filename).read_text())
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list):
-            kept = [
-                n
-                for n in body
-                if not (
-                    isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                )
-            ]
-            node.body = kept or [ast.Pass()]  # type: ignore[attr-defined]
-    return ast.unparse(tree) + "\n"
+    """The code of :mod:`neuron_constructs.programs.metric_publisher`, which the daemon runs with ``python3 -c``:
+    without docstrings and comments, so that editing them changes no task definition (on Managed Instances a new
+    daemon revision replaces every instance)."""
+    return program_source("neuron_constructs.programs", "metric_publisher.py")
 
 
 def neuron_monitor_config(period: Duration) -> dict[str, Any]:

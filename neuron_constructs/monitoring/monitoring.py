@@ -6,9 +6,9 @@ non-Neuron one:
 * **Metrics.** neuron-monitor runs on every Neuron instance - an ECS service with the DAEMON strategy on Auto Scaling
   capacity (placed only on the Neuron instance types), an ECS Managed Daemon on Managed Instances capacity (Managed
   Daemons exist for Managed Instances only). Its reports become CloudWatch embedded metric format lines
-  (:mod:`neuron_constructs.knowledge.metrics`) that the ``awslogs`` driver sends to the daemon's log group, where
-  CloudWatch Logs extracts the metrics: no code to build, no PutMetricData permission. The image is the Neuron team's
-  neuron-monitor image (:data:`~neuron_constructs.monitoring.daemons.MONITOR_IMAGE`), the one the Neuron SDK's
+  (:mod:`neuron_constructs.programs.metric_publisher`) that the ``awslogs`` driver sends to the daemon's log group,
+  where CloudWatch Logs extracts the metrics: no code to build, no PutMetricData permission. The image is the Neuron
+  team's neuron-monitor image (:data:`~neuron_constructs.monitoring.daemons.MONITOR_IMAGE`), the one the Neuron SDK's
   Kubernetes manifest runs, which ships neuron-monitor (``aws-neuronx-tools``) and Python. The daemon is privileged,
   as that manifest runs it: neuron-monitor reads every device's counters through the Neuron driver, and an instance's
   device count varies by type (no published source runs it with less). Privileged, it can reach the instance role:
@@ -91,7 +91,6 @@ from neuron_constructs.knowledge.container_images import (
     PRIVILEGED_IMAGES,
     NeuronImage,
 )
-from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
 from neuron_constructs.monitoring.daemons import (
     NEURON_HARDWARE_ERRORS,
     PUBLISHER_VARIABLE,
@@ -100,6 +99,7 @@ from neuron_constructs.monitoring.daemons import (
     publisher_source,
     recovery_script,
 )
+from neuron_constructs.programs.metric_publisher import CLUSTER_ENVIRONMENT, METRICS, NAMESPACE
 
 __all__ = ["DEFAULT_DRAIN_PERCENT", "KERNEL_EVENTS_NAMESPACE", "NeuronMonitoring"]
 
@@ -305,7 +305,7 @@ class NeuronMonitoring(Construct):
         return str(self.neuron_cluster.cluster.cluster_name)
 
     def metric(self, name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
-        """One of :data:`~neuron_constructs.knowledge.metrics.METRICS` for the whole cluster."""
+        """One of :data:`~neuron_constructs.programs.metric_publisher.METRICS` for the whole cluster."""
         if name not in METRICS:
             raise KeyError(f"{name} is not a metric the monitoring daemon publishes: {', '.join(METRICS)}")
         return cloudwatch.Metric(

@@ -53,9 +53,9 @@ from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE
-from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
 from neuron_constructs.knowledge.packing import InstancePlan, Placement
 from neuron_constructs.knowledge.rollouts import DEFAULT_BAKE_MINUTES, DEFAULT_INTERVAL_MINUTES
+from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,

@@ -9,7 +9,7 @@
   (all at once, a share then the rest, or in equal steps), keeps blue ``bake_time`` for a rollback and rolls back
   when a deployment alarm fires or a lifecycle hook fails.
 * ``SmokeTest``: one real request to the green tasks before production traffic (a lifecycle hook at
-  ``POST_TEST_TRAFFIC_SHIFT``; :mod:`neuron_constructs.knowledge.smoke_test`).
+  ``POST_TEST_TRAFFIC_SHIFT``; :mod:`neuron_constructs.programs.smoke_test`).
 * ``RolloutAlarms``: the deployment alarms ECS rolls back on, with their thresholds.
 
 Values ECS or CloudFormation refuse are refused here, at the call (NEURON072;
@@ -34,7 +34,7 @@ from neuron_constructs.knowledge.rollouts import (
     rollout_problems,
     tenths_of,
 )
-from neuron_constructs.knowledge.smoke_test import MAX_TIMEOUT, METHODS
+from neuron_constructs.programs.smoke_test import MAX_TIMEOUT, METHODS
 
 __all__ = ["Rollout", "RolloutAlarms", "SmokeTest"]
 

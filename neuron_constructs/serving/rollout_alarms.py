@@ -6,8 +6,8 @@ CloudWatch alarms detect Amazon ECS deployment failures"; for blue/green, canary
 bake time). Each alarm here is over one-minute periods, in alarm when ``datapoints`` of the last ``periods`` breach,
 missing data not breaching (no traffic is no failure):
 
-* ``ExecutionErrors`` of the model (:data:`~neuron_constructs.knowledge.metrics.NAMESPACE`, dimensions ``ClusterName``
-  and ``Model``; the per-model sum NeuronMonitoring publishes from neuron-monitor), at or above
+* ``ExecutionErrors`` of the model (:data:`~neuron_constructs.programs.metric_publisher.NAMESPACE`, dimensions
+  ``ClusterName`` and ``Model``; the per-model sum NeuronMonitoring publishes from neuron-monitor), at or above
   ``execution_errors``: blue and green report under one model name, and a healthy blue reports none;
 * ``HTTPCode_Target_5XX_Count`` of the rollout's target groups (production and alternate, summed: ECS swaps their
   roles at every deployment), at or above ``target_5xx``;
@@ -36,7 +36,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct, IValidation
 
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
+from neuron_constructs.programs.metric_publisher import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.rollout import RolloutAlarms
 
 __all__ = [

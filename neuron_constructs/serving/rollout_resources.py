@@ -7,7 +7,7 @@ the smoke test's Lambda function with the lifecycle hook that runs it.
   modifying actions on every target group, listener and rule in the account) to a role ``ecs.amazonaws.com`` may
   assume with no condition; this one grants those actions on the given rules, listener and target groups only, to
   ECS acting for this account.
-* :func:`smoke_test_hook`: the function of :mod:`neuron_constructs.knowledge.smoke_test`, inline, in the VPC, able
+* :func:`smoke_test_hook`: the function of :mod:`neuron_constructs.programs.smoke_test`, inline, in the VPC, able
   to reach only the load balancer's listener, and the ``DeploymentLifecycleLambdaTarget`` ECS invokes it through at
   ``POST_TEST_TRAFFIC_SHIFT`` with a role that may invoke this one function and nothing else.
 """
@@ -32,8 +32,8 @@ from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks.inputs import check_smoke_test_environment, smoke_test_tls_warning
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.smoke_test import read_configuration
-from neuron_constructs.monitoring.daemons import program_source
+from neuron_constructs.programs.carrying import program_source
+from neuron_constructs.programs.smoke_test import read_configuration
 from neuron_constructs.serving.rollout import SmokeTest
 
 __all__ = [
@@ -103,13 +103,13 @@ def _trusted_by_ecs(scope: Construct) -> iam.ServicePrincipal:
 
 
 def smoke_test_source() -> str:
-    """The function's code: :mod:`neuron_constructs.knowledge.smoke_test` without docstrings and comments.
+    """The function's code: :mod:`neuron_constructs.programs.smoke_test` without docstrings and comments.
 
     About 5.6 KB. The ``Code.ZipFile`` of ``AWS::Lambda::Function`` once held at most 4,096 characters; CloudFormation
     removed that limit ("This zip file cannot exceed 4MB", CloudFormation template reference,
     ``AWS::Lambda::Function Code``; aws/aws-cdk#20624 dropped the CDK's own 4,096 check), so the stripped module
     ships as it is, with no minified form to keep in step."""
-    return program_source("neuron_constructs.knowledge", "smoke_test.py")
+    return program_source("neuron_constructs.programs", "smoke_test.py")
 
 
 def _rule_arn(rule: elbv2.ApplicationListenerRule | elbv2.CfnListenerRule | str) -> str:
@@ -292,7 +292,7 @@ def smoke_test_hook(
       example grants every function).
 
     Refused at the call: a configuration the function's own
-    :func:`~neuron_constructs.knowledge.smoke_test.read_configuration` refuses (NEURON079: a ``url`` other than
+    :func:`~neuron_constructs.programs.smoke_test.read_configuration` refuses (NEURON079: a ``url`` other than
     ``http(s)://host[:port]``, a header name that is no HTTP token or a value that is empty or not printable), an
     environment above Lambda's 4 KB (NEURON080; a URL known only at deploy time counted at its longest,
     :func:`~neuron_constructs.checks.inputs.check_smoke_test_environment`), a port outside 1-65535 (NEURON027), a

@@ -59,9 +59,9 @@ from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefiniti
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.cores import core_overlap, format_core_list
 from neuron_constructs.knowledge.devices import format_device_paths
-from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, newest_driver_conflict
 from neuron_constructs.knowledge.rollouts import peak_room
+from neuron_constructs.programs.metric_publisher import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.listeners import (
     MAXIMUM_GRACE_PERIOD_S,
     MODEL_START_GRACE_PERIOD,
@@ -766,7 +766,7 @@ def _shared_devices(first: NeuronTaskDefinition, second: NeuronTaskDefinition) -
 
 def model_utilization_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
     """A model's NeuronCore utilization: the 1-minute average of the ``ClusterName, Model`` series the monitoring
-    publishes (:mod:`neuron_constructs.knowledge.metrics`)."""
+    publishes (:mod:`neuron_constructs.programs.metric_publisher`)."""
     return cloudwatch.Metric(
         namespace=NAMESPACE,
         metric_name="NeuronCoreUtilization",

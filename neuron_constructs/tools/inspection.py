@@ -49,7 +49,7 @@ from neuron_constructs.knowledge.devices import (
     format_device_paths,
     format_index_runs,
 )
-from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
+from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 
 __all__ = [
     "API_PAGE_SIZE",

@@ -1,6 +1,6 @@
 """Each instance's and each task's NeuronCore utilization from CloudWatch, for ``neuron-ecs inspect --metrics``.
 
-Reads what the monitoring daemon publishes (:mod:`neuron_constructs.knowledge.metrics`): the latest 1-minute
+Reads what the monitoring daemon publishes (:mod:`neuron_constructs.programs.metric_publisher`): the latest 1-minute
 ``NeuronCoreUtilization`` average of each instance, and of each model on each instance (a task's figure: the model
 its Neuron containers are tagged with, on the instance it runs on; copies of one model on one instance share it),
 with one ``GetMetricData`` call per 500 series (the API's limit of queries per call) and no other call.
@@ -12,7 +12,12 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from neuron_constructs.knowledge.metrics import CLUSTER_DIMENSION, INSTANCE_DIMENSION, MODEL_DIMENSION, NAMESPACE
+from neuron_constructs.programs.metric_publisher import (
+    CLUSTER_DIMENSION,
+    INSTANCE_DIMENSION,
+    MODEL_DIMENSION,
+    NAMESPACE,
+)
 
 __all__ = ["QUERIES_PER_CALL", "cluster_name_of", "model_utilization", "neuroncore_utilization"]
 

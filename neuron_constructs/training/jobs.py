@@ -24,9 +24,10 @@ from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import format_core_list
-from neuron_constructs.knowledge.metrics import CLUSTER_ENVIRONMENT, PROCESS_TAG_VARIABLE
-from neuron_constructs.monitoring.daemons import neuron_monitor_config, program_source, publisher_source
-from neuron_constructs.training.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
+from neuron_constructs.monitoring.daemons import neuron_monitor_config, publisher_source
+from neuron_constructs.programs.carrying import program_source
+from neuron_constructs.programs.metric_publisher import CLUSTER_ENVIRONMENT, PROCESS_TAG_VARIABLE
+from neuron_constructs.programs.preflight import IMAGE_EXIT_CODE, PREFLIGHT_EXIT_CODE
 from neuron_constructs.training.storage import storage_environment
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class NeuronTrainingJob(Construct):
     when it spans nodes; and runs its ``command`` through :data:`LAUNCHER`, which sets the rank and world
     variables ``torchrun`` reads. Logs go to the queue's log group, one stream per node. The job role holds
     nothing unless given. Before the command, every node runs the preflight (``preflight``,
-    :mod:`neuron_constructs.training.preflight`; with the queue's storage it also checks the Lustre mount). The
+    :mod:`neuron_constructs.programs.preflight`; with the queue's storage it also checks the Lustre mount). The
     preflight's exit code for a bad node (75) and infrastructure failures (``Host EC2*`` status reasons: a host that
     failed or a reclaimed Spot instance) are retried up to ``retries`` times (``retries + 1`` attempts); its exit code
     for a problem of the image (78: a tool of the image refused its flags) is not, and is matched first, since AWS
@@ -322,12 +323,12 @@ class NeuronTrainingJob(Construct):
 
 
 def preflight_program() -> str:
-    """The preflight's source (:func:`~neuron_constructs.monitoring.daemons.program_source`) as the job definition
+    """The preflight's source (:func:`~neuron_constructs.programs.carrying.program_source`) as the job definition
     carries it in ``NEURON_PREFLIGHT``: bzip2-compressed, then base64, which :data:`LAUNCHER` decodes for ``python3``.
     AWS Batch takes job definitions of at most 24 KiB (AWS Batch guide: service quotas, "Maximum job definition size");
     as text, the preflight and the metrics publisher together would not fit. bzip2 rather than zlib: zlib-ng, which
     some distributions ship as zlib, compresses to other bytes, and the templates are byte-stable."""
-    source = program_source("neuron_constructs.training", "preflight.py")
+    source = program_source("neuron_constructs.programs", "preflight.py")
     return base64.b64encode(bz2.compress(source.encode(), 9)).decode()
 
 
@@ -338,7 +339,7 @@ def preflight_environment(
     preflight: Preflight,
     lustre: str | None = None,
 ) -> dict[str, str]:
-    """What the preflight (:mod:`neuron_constructs.training.preflight`) reads: its own program
+    """What the preflight (:mod:`neuron_constructs.programs.preflight`) reads: its own program
     (:func:`preflight_program`), the devices the job maps, the type's EFA interfaces, the collective check and its
     ranks (one per NeuronCore of the devices), where the queue's Lustre file system must be mounted (``lustre``), and
     the host directory it marks a bad node in."""

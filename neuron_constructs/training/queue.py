@@ -495,7 +495,7 @@ class NeuronTrainingQueue(Construct):
         node, billed); a bad node exits 75 with a one-line reason and powers its instance off; a tool of the image
         that refuses the preflight's flags (a neuron-ls that takes neither ``--output-format json``, Neuron 2.34 and
         later, nor ``--json-output``, Neuron 2.33 and earlier) exits 78, naming the tool and the flags, and powers
-        nothing off (:mod:`neuron_constructs.training.preflight`).
+        nothing off (:mod:`neuron_constructs.programs.preflight`).
         ``retries`` (0 to 9, default 3; attempts = retries + 1): the job is retried for the preflight's exit code
         for a bad node (75) and for ``Host EC2*`` status reasons (a failed or reclaimed instance), never for anything
         else (not for 78: every attempt runs the same image).

@@ -46,7 +46,7 @@ from neuron_constructs.compute.model_sources import AWS_CLI_IMAGE, HF_TOKEN_VARI
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.knowledge import image_support, neuron_releases, rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
-from neuron_constructs.knowledge.metrics import PROCESS_TAG_VARIABLE
+from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 
 __all__ = [
     "NeuronTaskDefinition",

@@ -1,7 +1,7 @@
 """The smoke test's Lambda function: one real request to the green service revision before production traffic.
 
 The module is self-contained standard-library Python, shipped inline as the function's code (docstrings and comments
-dropped, as :func:`neuron_constructs.monitoring.daemons.program_source` drops them).
+dropped, as :func:`neuron_constructs.programs.carrying.program_source` drops them).
 
 The contract, from the Amazon ECS documentation:
 
