@@ -497,10 +497,10 @@ def test_a_closed_pipe_keeps_the_exit_status(tmp_path: Path) -> None:
 
 
 def test_a_long_inspection_shows_progress_on_stderr(aws: boto3.Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from neuron_constructs.tools import cli
+    from neuron_constructs.tools.commands import inspect as inspect_command
 
     build_fleet(aws, cluster="neuron", instance_types=["inf2.xlarge"] * 3, tasks=[])
-    monkeypatch.setattr(cli, "_PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(inspect_command, "_PROGRESS_AFTER_S", 0.0)
     status, out, err = run("inspect", "--cluster", "neuron")
     assert status == EXIT_OK and "Cluster neuron: 3 container instances" in out
     assert err.startswith("neuron-ecs inspect: listed 3 containerInstanceArns\n")
@@ -709,7 +709,7 @@ def test_no_control_character_reaches_the_terminal_but_the_command_line_s_own_co
     WHEN it is written THEN only the bold and colours the command line adds are sent raw; piped, none is."""
     import re
 
-    from neuron_constructs.tools.cli import _Output
+    from neuron_constructs.tools.commands.output import _Output
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

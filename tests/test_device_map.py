@@ -7,7 +7,8 @@ import io
 import re
 import time
 
-from neuron_constructs.tools.cli import _Output, _print_inspection
+from neuron_constructs.tools.commands.inspect import _print_inspection
+from neuron_constructs.tools.commands.output import _Output
 from neuron_constructs.tools.device_map import CONFLICT, IDLE, MAX_WIDTH, inspection_layouts, render_device_map
 from neuron_constructs.tools.inspection import (
     ClusterInspection,

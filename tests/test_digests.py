@@ -346,7 +346,7 @@ def test_a_deadline_that_is_not_a_number_of_seconds_is_a_usage_error(deadline: s
 def test_an_error_sentence_needs_no_region_or_cluster_the_command_does_not_take() -> None:
     from botocore.exceptions import ClientError
 
-    from neuron_constructs.tools.cli import _explain
+    from neuron_constructs.tools.commands.aws import _explain
 
     error = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "HeadObject")
     sentence = _explain(error, "digests", argparse.Namespace(command="digests"))

@@ -1,0 +1,198 @@
+"""``neuron-ecs plan``: the NeuronCores of one planned instance of every Neuron capacity in templates, and which
+service's task holds each; with ``--rollout`` the peak of every service's next deployment, with ``--fetches`` what a
+new instance fetches before its tasks start."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from neuron_constructs.checks.terminal import terminal_safe
+from neuron_constructs.tools.commands.output import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, _Output, _print_json
+
+if TYPE_CHECKING:
+    from neuron_constructs.tools.rollout_result import RolloutResult
+
+
+def _plan(args: argparse.Namespace, out: _Output) -> int:
+    if args.rollout:
+        return _plan_rollout(args, out)
+    from neuron_constructs.tools.planning import plan_paths
+
+    result = plan_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if getattr(args, "fetches", False):
+        if args.json:
+            _print_json({"fetches": [f.to_json() for f in result.fetches], "unreadable": result.unreadable}, out)
+        else:
+            _print_fetches(result.fetches, out)
+        return EXIT_USAGE if result.unreadable else EXIT_OK
+    if args.json:
+        _print_json(result.to_json(), out)
+    else:
+        _print_plan(result.layouts, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if result.holds_a_core_twice else EXIT_OK
+
+
+def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
+    if not fetches:
+        out.line("No Neuron capacity in these templates, so nothing a new instance fetches.")
+        return
+    out.line(out.style("What a new instance fetches before its tasks start", "1"))
+    for fetch in fetches:
+        out.line()
+        if fetch.kind == "managed-instances":
+            kept = (
+                ("never" if fetch.scale_in_after == -1 else f"{fetch.scale_in_after} s")
+                if fetch.scale_in_after is not None
+                else "ECS's default"
+            )
+            how = f"Managed Instances: a new instance fetches all of it; an idle one is kept {kept} and holds it"
+        elif fetch.warm_pool is None:
+            how = "no warm pool: a new instance pulls and copies all of it"
+        else:
+            how = f"warm pool of at least {fetch.warm_pool}: fetched at warm-up, before the instance is stopped"
+        out.line(f"{fetch.capacity} ({how})")
+        room = fetch.room
+        sizes = {(f.kind, f.what): f for f in room.fetched} if room is not None else {}
+        for kind, items in (("image", fetch.images), ("artifacts", fetch.artifacts)):
+            for item in items:
+                known = sizes.get((kind, item))
+                size = f"  [{known.describe().removeprefix(item).strip(' ()')}]" if known is not None else ""
+                out.line(f"  {kind:<9} {item}{size}")
+        if not fetch.images and not fetch.artifacts:
+            out.line("  nothing: no service of these templates lands on it")
+        if room is not None:
+            verdict = "fits" if room.fits else f"does NOT fit: needs root_volume_gib={room.needed_gib} or more"
+            out.line(
+                f"  root volume: {room.root_volume_gib} GiB; the AMI ({room.ami_gib} GiB) and the known sizes take "
+                f"{room.known_gib:.1f} GiB on disk: {verdict}"
+            )
+            if room.unknown:
+                out.line(
+                    f"  sizes unknown for {len(room.unknown)} of {len(room.fetched)}: state image_size_gib= where the "
+                    "container is added and ModelArtifacts(size_gib=) to count them"
+                )
+
+
+def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
+    from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
+
+    if not layouts:
+        out.line(
+            "No Neuron capacity in these templates: no Auto Scaling group of one Neuron instance type, and no "
+            "Managed Instances capacity running a task that asks for NeuronDevice."
+        )
+        return
+    legend = f"(a cell per NeuronCore, a group per device: a letter per service, {CONFLICT} held twice, {IDLE} idle)"
+    out.line(f"{out.style('NeuronCores per planned instance', '1')} {legend}")
+    for layout in layouts:
+        out.line()
+        for line in render_layouts([layout], styled=out.styled):
+            out.line(line)
+    out.line()
+    idle_chips = sum(len(layout.idle_chips) for layout in layouts)
+    idle_cores = sum(len(layout.idle_cores) for layout in layouts)
+    twice = sum(len(layout.conflicts) for layout in layouts)
+
+    def count(number: int, noun: str) -> str:
+        return f"{number} {noun}{'' if number == 1 else 's'}"
+
+    instances = count(len(layouts), "planned instance")
+    out.line(f"Idle on {instances}: {count(idle_chips, 'chip')}, {count(idle_cores, 'NeuronCore')}.")
+    if twice:
+        out.line(
+            out.style(f"{twice} NeuronCore{'s' if twice != 1 else ''} held twice", "31")
+            + f" (marked {CONFLICT}): give the services disjoint devices or NEURON_RT_VISIBLE_CORES, or run them "
+            "on different capacities."
+        )
+    else:
+        out.line("No NeuronCore is held twice.")
+
+
+def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.rollout_planning import rollout_paths
+
+    result = rollout_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if args.json:
+        _print_json(result.to_json(), out)
+    else:
+        _print_rollout(result, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if result.holds_a_core_twice or result.does_not_fit else EXIT_OK
+
+
+_VERDICT_COLOURS: dict[bool | None, str] = {True: "32", False: "31", None: "33"}
+"""A peak that fits green, one that does not red, one nothing in the template bounds yellow."""
+
+
+def _print_rollout(result: RolloutResult, out: _Output) -> None:
+    from neuron_constructs.tools.device_map import CONFLICT, IDLE, render_layouts
+
+    if not result.layouts:
+        out.line("No Neuron capacity in these templates, so no rollout to plan.")
+        return
+    legend = (
+        f"(a cell per NeuronCore, a group per device: a letter per copy, {CONFLICT} held twice, {IDLE} idle; blue: "
+        "the copies running now, green: the new revision's)"
+    )
+    out.line(f"{out.style('NeuronCores at the peak of every rollout', '1')} {legend}")
+    for layout in result.layouts:
+        out.line()
+        for line in render_layouts([layout], styled=out.styled):
+            out.line(line)
+    out.line()
+    out.line(out.style("Rollouts", "1"))
+    for service in result.services:
+        if service.fleet is not None and service.room is not None and not (service.problems or service.unknown):
+            continue  # said with its fleet model
+        out.line(f"  {service.name} on {service.capacity} ({service.instance_type})")
+        if service.timeline:
+            out.line(f"    {service.timeline}")
+        for sentence in (*service.unknown, *service.problems):
+            colour = "31" if sentence in service.problems else "33"
+            out.line("    " + out.style(sentence, colour))
+        if service.room is not None:
+            from neuron_constructs.tools.rollout_result import Peak
+
+            out.line(f"    peak: {Peak.of(service.room).text()}")
+            if service.green_instances:
+                out.line(f"    green on {_instances_text(service.green_instances)}")
+            colour = _VERDICT_COLOURS[service.fits]
+            out.line("    " + out.style(service.verdict, colour))
+    for fleet in result.fleets:
+        copies = sum(len(stage) for stage in fleet.stages)
+        out.line(f"  fleet model {fleet.name} on {fleet.capacity} ({fleet.instance_type}): {copies} copies")
+        for number, stage in enumerate(fleet.stages, 1):
+            copies_text = ", ".join(name.removeprefix(fleet.name + "/").removesuffix("/Service") for name in stage)
+            out.line(f"    stage {number}: {copies_text}")
+        if fleet.peak is None:
+            out.line("    " + out.style("peak unknown: a copy cannot be sized, or the peak is too large to draw", "33"))
+            continue
+        if fleet.peak_is_steady_state:
+            out.line(f"    peak = steady state (copy by copy, rolling at most 100 %): {fleet.peak.text()}")
+        else:
+            out.line(f"    steady state: {fleet.steady.text() if fleet.steady else 'unknown'}")
+            for number, peak in enumerate(fleet.stage_peaks, 1):
+                out.line(f"    peak of stage {number}: {peak.text()}")
+        colour = _VERDICT_COLOURS[fleet.fits]
+        out.line("    " + out.style(fleet.verdict, colour))
+    for capacity in result.capacities:
+        if capacity.rollouts > 1:
+            colour = "32" if capacity.fits else "33"
+            out.line("  " + out.style(capacity.text, colour))
+    if result.holds_a_core_twice:
+        out.line(out.style("A NeuronCore is held twice (marked !)", "31") + ": see the drawing.")
+
+
+def _instances_text(numbers: Sequence[int]) -> str:
+    from neuron_constructs.knowledge.devices import format_index_runs
+
+    return f"instance{'s' if len(numbers) > 1 else ''} {format_index_runs(numbers)}"
