@@ -59,15 +59,13 @@ from neuron_constructs.knowledge.rules import RULES, Rule
 
 if TYPE_CHECKING:
     from neuron_constructs.base.synth_checks import enable_template_checks
-    from neuron_constructs.compute.capacity import (
-        AmiRollout,
-        AutoScalingCapacity,
-        CapacityReservation,
-        ManagedInstancesCapacity,
-    )
+    from neuron_constructs.compute.ami_rollout import AmiRollout
+    from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
     from neuron_constructs.compute.cluster import NeuronCluster
+    from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
     from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
+    from neuron_constructs.compute.reservations import CapacityReservation
     from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
     from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
     from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
@@ -122,15 +120,15 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AmiRollout": "neuron_constructs.compute.capacity",
-    "AutoScalingCapacity": "neuron_constructs.compute.capacity",
-    "CapacityReservation": "neuron_constructs.compute.capacity",
+    "AmiRollout": "neuron_constructs.compute.ami_rollout",
+    "AutoScalingCapacity": "neuron_constructs.compute.auto_scaling",
+    "CapacityReservation": "neuron_constructs.compute.reservations",
     "WarmPool": "neuron_constructs.compute.warm_pool",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
     "FleetModel": "neuron_constructs.serving.fleet",
     "LustreStorage": "neuron_constructs.training.storage",
-    "ManagedInstancesCapacity": "neuron_constructs.compute.capacity",
+    "ManagedInstancesCapacity": "neuron_constructs.compute.managed_instances",
     "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.managed",
     "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.manual",
     "ModelArtifacts": "neuron_constructs.compute.model_sources",

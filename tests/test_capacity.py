@@ -3,6 +3,7 @@ Reservations, Capacity Blocks for ML and reserved Managed Instances, read from t
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -232,3 +233,38 @@ def test_a_reservation_s_id_where_a_group_arn_is_expected_is_refused() -> None:
     with pytest.raises(NeuronConfigurationError, match=r"group_arn='cr-.*not a resource group's ARN.*NEURON140"):
         CapacityReservation.on_demand_group(BLOCK)
     assert CapacityReservation.on_demand_group(GROUP).target == GROUP
+
+
+_DEFINED_IN = {
+    "ami_rollout": ("DEFAULT_AMI_WARMUP", "AmiRollout"),
+    "auto_scaling": ("AutoScalingCapacity",),
+    "container_instances": (
+        "DEFAULT_ROOT_VOLUME_GIB",
+        "ECS_AGENT_SETTINGS",
+        "NEURON_AMI_PARAMETER",
+        "encrypted_root_volume",
+        "grant_ecs_agent",
+        "warn_about_public_subnets",
+    ),
+    "managed_instances": (
+        "DEFAULT_AUTO_REPAIR",
+        "DEFAULT_MANAGED_INSTANCES_ACCELERATORS",
+        "DEFAULT_MANAGED_INSTANCES_TYPES",
+        "DEFAULT_SCALE_IN_AFTER_S",
+        "ManagedInstancesCapacity",
+    ),
+    "reservations": ("CapacityReservation",),
+}
+
+
+@pytest.mark.parametrize(("module", "name"), [(m, n) for m, names in _DEFINED_IN.items() for n in names])
+def test_a_name_the_capacity_module_defined_is_still_imported_from_it_and_is_its_new_module_s(
+    module: str, name: str
+) -> None:
+    # GIVEN the names neuron_constructs.compute.capacity defined before it was split by kind and concern
+    capacity = importlib.import_module("neuron_constructs.compute.capacity")
+    defining = importlib.import_module(f"neuron_constructs.compute.{module}")
+    # WHEN one is imported from the old module
+    # THEN it is the very object the module that now defines it holds, documented there only
+    assert getattr(capacity, name) is getattr(defining, name)
+    assert name not in capacity.__all__

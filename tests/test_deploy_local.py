@@ -22,7 +22,7 @@ from app import OLDER_DRIVER_AMI, TRN2_AMI
 from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
 from neuron_constructs import NeuronAmi
-from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.compute.container_instances import NEURON_AMI_PARAMETER
 from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
 from neuron_constructs.tools.deployment_report import Gap, StackReport, format_reports
 

@@ -13,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from neuron_constructs import NeuronInstanceType
-from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.compute.container_instances import NEURON_AMI_PARAMETER
 
 NEURON_DEVICE_ALL = [{"Type": "NeuronDevice", "Value": "ALL"}]
 

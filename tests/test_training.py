@@ -18,7 +18,7 @@ from aws_cdk import aws_sns as sns
 from conftest import resources
 
 from neuron_constructs import CapacityReservation, NeuronInstanceType
-from neuron_constructs.compute.capacity import NEURON_AMI_PARAMETER
+from neuron_constructs.compute.container_instances import NEURON_AMI_PARAMETER
 from neuron_constructs.knowledge.efa_installer import EFA_INSTALLER
 from neuron_constructs.programs.carrying import program_source
 from neuron_constructs.training.jobs import EFA_ENVIRONMENT, LAUNCHER, preflight_program

@@ -31,17 +31,17 @@ from neuron_constructs.base.tree import construct_path, node_of, remember_path
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import published
-from neuron_constructs.compute.capacity import (
+from neuron_constructs.compute.ami_rollout import AmiRollout
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
+from neuron_constructs.compute.container_instances import DEFAULT_ROOT_VOLUME_GIB
+from neuron_constructs.compute.managed_instances import (
     DEFAULT_AUTO_REPAIR,
     DEFAULT_MANAGED_INSTANCES_ACCELERATORS,
     DEFAULT_MANAGED_INSTANCES_TYPES,
-    DEFAULT_ROOT_VOLUME_GIB,
     DEFAULT_SCALE_IN_AFTER_S,
-    AmiRollout,
-    AutoScalingCapacity,
-    CapacityReservation,
     ManagedInstancesCapacity,
 )
+from neuron_constructs.compute.reservations import CapacityReservation
 from neuron_constructs.compute.warm_pool import WarmPool
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI

@@ -1,8 +1,9 @@
 """Warm pools of Auto Scaling capacity: the :class:`WarmPool` a capacity takes and the checks of it at the call.
 
-The capacity itself (the pool, the agent settings, the warm-up in the user data) is built by
-:class:`~neuron_constructs.compute.capacity.AutoScalingCapacity`; what AWS says about warm pools, and the warm-up
-script, are :mod:`neuron_constructs.knowledge.warm_start`.
+The capacity itself (the pool, the agent settings) is built by
+:class:`~neuron_constructs.compute.auto_scaling.AutoScalingCapacity`, the warm-up in its user data by
+:mod:`neuron_constructs.compute.warm_up`; what AWS says about warm pools, and the warm-up script, are
+:mod:`neuron_constructs.knowledge.warm_start`.
 """
 
 from __future__ import annotations

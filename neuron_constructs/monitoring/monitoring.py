@@ -79,8 +79,9 @@ from neuron_constructs.base.environments import (
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.tree import construct_path, remember_path
-from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import (

@@ -44,7 +44,7 @@ from neuron_constructs.base.roles import ExecutionRole
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, node_of, remember_path
 from neuron_constructs.checks import inputs
-from neuron_constructs.compute.capacity import AutoScalingCapacity
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions, ServiceOptions

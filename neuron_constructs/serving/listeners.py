@@ -48,7 +48,7 @@ from neuron_constructs.base.arguments import is_token, seconds_of
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
 from neuron_constructs.base.l1_overrides import drop_dependencies_on_referenced_rules
 from neuron_constructs.base.tree import construct_path
-from neuron_constructs.compute.capacity import ManagedInstancesCapacity
+from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 from neuron_constructs.serving.rollout import SmokeTest
 from neuron_constructs.serving.rollout_resources import load_balancer_role, smoke_test_hook

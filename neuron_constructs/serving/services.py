@@ -50,8 +50,9 @@ from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import driver_check as start_check
-from neuron_constructs.compute.capacity import AutoScalingCapacity, ManagedInstancesCapacity
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
+from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
 from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition

@@ -52,7 +52,7 @@ from neuron_constructs.base.arguments import COUNT, Range, checked
 from neuron_constructs.base.environments import IMPORT_CLUSTER, check_same_app
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
-from neuron_constructs.compute.capacity import AutoScalingCapacity
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at

@@ -18,7 +18,7 @@ when the main node exits. :class:`NeuronTrainingQueue` builds what such a job ru
 * a cluster placement group where the capacity allows it (below), one subnet (one Availability Zone, NEURON051) and
   a security group that allows all traffic from and to itself and nothing inbound from anywhere else;
 * capacity: On-Demand, Spot (single-node jobs only, NEURON050), an On-Demand Capacity Reservation or a
-  Capacity Block for ML (:class:`~neuron_constructs.compute.capacity.CapacityReservation`, set on the launch
+  Capacity Block for ML (:class:`~neuron_constructs.compute.reservations.CapacityReservation`, set on the launch
   template; NEURON038 for types Capacity Blocks do not offer).
 
 Batch accepts security groups on the compute environment or network interfaces in the launch
@@ -64,14 +64,14 @@ from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.base.vpc import private_vpc
-from neuron_constructs.compute.capacity import (
+from neuron_constructs.compute.container_instances import (
     DEFAULT_ROOT_VOLUME_GIB,
-    CapacityReservation,
     encrypted_root_volume,
     grant_ecs_agent,
     warn_about_public_subnets,
 )
 from neuron_constructs.compute.driver_check import image_sdk, stated_sdk, warn_unknown_sdk
+from neuron_constructs.compute.reservations import CapacityReservation
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.ami import NeuronAmi
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
