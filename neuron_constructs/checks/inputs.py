@@ -1,6 +1,6 @@
 """The rules checked at the call that breaks them: pure functions of the values a construct is given.
 
-Each function raises the :class:`~neuron_constructs.knowledge.rules.Rule`'s
+Each function raises the :class:`~neuron_constructs.knowledge.rules.rule.Rule`'s
 :class:`~neuron_constructs.knowledge.errors.NeuronConfigurationError` naming the construct path it is
 given, or returns the text of a warning for the caller to attach. The constructs call them before they
 build anything; the template checks (:mod:`neuron_constructs.checks.template_checks`) apply the same rules
