@@ -104,6 +104,25 @@ def test_every_module_lives_in_a_folder_of_its_kind() -> None:
     assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) == sorted(SUBPACKAGES)
 
 
+MOST_LINES = 900
+"""No module is longer: one that grows past it holds more than one concept, and splits along them
+(docs/architecture.md)."""
+LONG_LINES, MOST_LONG_MODULES = (700, 3)
+"""Past 700 lines a module is long; a few may be, while they still hold one concept."""
+
+
+def _module_lengths() -> dict[str, int]:
+    return {str(p.relative_to(PACKAGE.parent)): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_no_module_is_longer_than_900_lines_and_few_pass_700() -> None:
+    lengths = _module_lengths()
+    assert len(lengths) > 100
+    assert {m: n for m, n in lengths.items() if n > MOST_LINES} == {}
+    long = {m: n for m, n in lengths.items() if n > LONG_LINES}
+    assert len(long) <= MOST_LONG_MODULES, long
+
+
 def test_the_plain_python_folders_load_without_the_cdk() -> None:
     modules = sorted(
         ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
