@@ -72,7 +72,9 @@ if TYPE_CHECKING:
     from neuron_constructs.compute.warm_pool import WarmPool
     from neuron_constructs.knowledge.ami import NeuronAmi
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
-    from neuron_constructs.serving.fleet import FleetModel, ModelOptions, NeuronFleet
+    from neuron_constructs.serving.fleet import NeuronFleet
+    from neuron_constructs.serving.fleet_model import FleetModel
+    from neuron_constructs.serving.fleet_options import ModelOptions
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
     from neuron_constructs.serving.published_platform import PublishedPlatform
     from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
@@ -126,13 +128,13 @@ _LAZY = {
     "WarmPool": "neuron_constructs.compute.warm_pool",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
-    "FleetModel": "neuron_constructs.serving.fleet",
+    "FleetModel": "neuron_constructs.serving.fleet_model",
     "LustreStorage": "neuron_constructs.training.storage",
     "ManagedInstancesCapacity": "neuron_constructs.compute.managed_instances",
     "ManagedNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.managed",
     "ManualNeuronTaskDefinition": "neuron_constructs.compute.task_definitions.manual",
     "ModelArtifacts": "neuron_constructs.compute.model_sources",
-    "ModelOptions": "neuron_constructs.serving.fleet",
+    "ModelOptions": "neuron_constructs.serving.fleet_options",
     "NeuronAmi": "neuron_constructs.knowledge.ami",
     "NeuronCluster": "neuron_constructs.compute.cluster",
     "NeuronFleet": "neuron_constructs.serving.fleet",

@@ -57,7 +57,8 @@ from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS
 from neuron_constructs.knowledge.catalog import NeuronInstanceType, instance_type_at
 from neuron_constructs.knowledge.packing import InstancePlan
-from neuron_constructs.serving.fleet import FleetModel, ModelOptions
+from neuron_constructs.serving.fleet_model import FleetModel
+from neuron_constructs.serving.fleet_options import ModelOptions
 
 __all__ = ["SlicedNeuronService"]
 
@@ -112,7 +113,7 @@ class SlicedNeuronService(FleetModel):
     target_groups
         The target groups :meth:`attach_to_listener` made, in order.
     copies, device_ranges, copy_services, min_healthy_percent
-        As on :class:`~neuron_constructs.serving.fleet.FleetModel` (``copies`` = ``slices``).
+        As on :class:`~neuron_constructs.serving.fleet_model.FleetModel` (``copies`` = ``slices``).
     capacity
         The Auto Scaling capacity the slices run on.
     log_group, task_role, execution_role
