@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-import weakref
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
-from aws_cdk import AspectPriority, RemovalPolicy, Stack, Validations
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -16,23 +14,22 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IConstruct
 
-from neuron_constructs.base.arguments import (
-    COUNT,
-    MANAGED_INSTANCES_STORAGE_GIB,
-    ROOT_VOLUME_GIB,
-    Range,
-    checked,
-    is_token,
-)
-from neuron_constructs.base.aspects import once_before_synthesis
+from neuron_constructs.base.arguments import Range, checked
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, RECORD_REMOVAL
 from neuron_constructs.base.synth_checks import enable_template_checks
 from neuron_constructs.base.tree import construct_path, node_of, remember_path
 from neuron_constructs.base.vpc import DEFAULT_VPC_CIDR, private_vpc
-from neuron_constructs.checks import inputs
-from neuron_constructs.compute import published
+from neuron_constructs.compute import imported_cluster, published
 from neuron_constructs.compute.ami_rollout import AmiRollout
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
+from neuron_constructs.compute.capacity_arguments import (
+    CAPACITY_RANGES,
+    neuron_image,
+    non_neuron_type,
+    warn_about_image,
+)
+from neuron_constructs.compute.capacity_associations import AssociationWaits
+from neuron_constructs.compute.capacity_subnets import Subnets, select_subnets
 from neuron_constructs.compute.container_instances import DEFAULT_ROOT_VOLUME_GIB
 from neuron_constructs.compute.managed_instances import (
     DEFAULT_AUTO_REPAIR,
@@ -44,15 +41,8 @@ from neuron_constructs.compute.managed_instances import (
 from neuron_constructs.compute.reservations import CapacityReservation
 from neuron_constructs.compute.warm_pool import WarmPool
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.ami import NEURON_AMI_PARAMETERS as NEURON_ECS_AMI
-from neuron_constructs.knowledge.ami import STANDARD_ECS_AMI_PARAMETERS as STANDARD_ECS_AMI
 from neuron_constructs.knowledge.ami import NeuronAmi
-from neuron_constructs.knowledge.catalog import (
-    NeuronInstanceType,
-    closest_instance_types,
-    ec2_instance_types,
-    instance_type_at,
-)
+from neuron_constructs.knowledge.catalog import NeuronInstanceType
 
 __all__ = ["CapacityObserver", "NeuronCluster"]
 
@@ -61,58 +51,6 @@ DEFAULT_MAX_CAPACITY = 2
 
 ZONES = Range(1, None, "a VPC's subnets of one kind: one or more, one per Availability Zone")
 """How many capacity subnets a published cluster has (NeuronCluster.from_published)."""
-
-_CAPACITY_RANGES = {
-    "min_capacity": COUNT,
-    "max_capacity": COUNT,
-    "root_volume_gib": ROOT_VOLUME_GIB,
-    "task_volume_gib": MANAGED_INSTANCES_STORAGE_GIB,
-}
-
-
-def _check_machine_image(capacity: Construct, neuron: NeuronInstanceType, image: ec2.IMachineImage) -> None:
-    """NEURON105: a warning unless the image resolves the recommended Neuron AMI's parameter at launch."""
-    parameter = getattr(image, "parameter_name", None)
-    if isinstance(parameter, str) and NEURON_ECS_AMI.match(parameter):
-        return
-    what = f"machine_image resolves {parameter}" if isinstance(parameter, str) else "machine_image pins an AMI"
-    Validations.of(capacity).add_warning(
-        rules.PINNED_AMI.warning_id, rules.PINNED_AMI.message(construct_path(capacity), f"{what} for {neuron.name}")
-    )
-
-
-def _warn_recommended_ami(capacity: AutoScalingCapacity, rollout: AmiRollout | None) -> None:
-    """NEURON125: the capacity resolves the recommended Neuron AMI at every deploy."""
-    if rollout is None:
-        what = (
-            "launches the recommended Neuron AMI, resolved at every deploy: after AWS publishes a new one, the next "
-            "deploy makes a new launch template version, instances launched after it run the new AMI and its Neuron "
-            "driver, and the running ones keep the old"
-        )
-    else:
-        what = (
-            f"launches the recommended Neuron AMI, resolved at every deploy, with {rollout.describe()}: the first "
-            "deploy after AWS publishes a new AMI replaces every instance of the group"
-        )
-    Validations.of(capacity).add_warning(
-        rules.RECOMMENDED_AMI.warning_id, rules.RECOMMENDED_AMI.message(construct_path(capacity), what)
-    )
-
-
-def _ami_rollout(ami: NeuronAmi | None, rollout: AmiRollout | Literal[False] | None) -> AmiRollout | None:
-    """The rollout of a capacity: ``rollout`` as passed, ``AmiRollout()`` by default for a pinned release."""
-    if rollout is False:
-        return None
-    if rollout is None:
-        return AmiRollout() if ami is not None and ami.pinned else None
-    return rollout
-
-
-class _Subnets(NamedTuple):
-    """Subnets a capacity launches into, and whether any is public."""
-
-    subnets: list[ec2.ISubnet]
-    has_public: bool
 
 
 class CapacityObserver(Protocol):
@@ -224,7 +162,7 @@ class NeuronCluster(Construct):
         self.load_balancers: list[elbv2.ApplicationLoadBalancer] = []
         """The load balancers of the cluster's models, as they register themselves (for dashboards)."""
         self._published: dict[str, dict[str, ssm.StringParameter]] = {}
-        self._waiting_for_associations: list[IConstruct] = []
+        self._association_waits = AssociationWaits(lambda: self.capacity_associations)
 
     @classmethod
     @checked(names=("cluster_name",))
@@ -323,25 +261,7 @@ class NeuronCluster(Construct):
         published.check_prefix(construct_path(self), prefix)
         subnets = self.select_capacity_subnets()
         scope = Construct(self, f"Published{len(self._published) or ''}")
-        values = {
-            "ClusterName": self.cluster.cluster_name,
-            "ClusterArn": self.cluster.cluster_arn,
-            "CapacityProviders": published.joined(
-                lambda: [c.capacity_provider.capacity_provider_name for c in self.capacities]
-            ),
-            "CapacitySecurityGroups": published.joined(
-                lambda: [
-                    g.security_group_id
-                    for c in self.capacities
-                    for g in (c.security_groups if isinstance(c, ManagedInstancesCapacity) else [c.security_group])
-                ]
-            ),
-            "VpcId": self.vpc.vpc_id,
-            "VpcCidr": self.vpc_cidr,
-            "AvailabilityZones": ",".join(s.availability_zone for s in subnets),
-            "Subnets": ",".join(s.subnet_id for s in subnets),
-        }
-        values["Vpc"] = published.vpc_attributes(values)
+        values = published.cluster_values(self.cluster, self.vpc, self.vpc_cidr, subnets, lambda: self.capacities)
         parameters = published.publish(
             scope, prefix, published.CLUSTER_PARAMETERS, values, f"ECS cluster {construct_path(self)}"
         )
@@ -361,22 +281,12 @@ class NeuronCluster(Construct):
 
         aws-cdk-lib associates a made cluster's providers in an aspect on the cluster; the dependencies are added by
         one aspect for every dependent, on the cluster's resource, which the CDK visits after the cluster itself."""
-        if not self._waiting_for_associations:
-            once_before_synthesis(
-                self._associations_anchor(dependent), self._wait_for_associations, priority=AspectPriority.READONLY
-            )
-        self._waiting_for_associations.append(dependent)
+        self._association_waits.add(self._associations_anchor(dependent), dependent)
 
     def _associations_anchor(self, dependent: IConstruct) -> IConstruct:
         """What the aspect of :meth:`wait_for_capacity_associations` runs on."""
         del dependent
         return self._made
-
-    def _wait_for_associations(self) -> None:
-        associations = self.capacity_associations
-        for dependent in self._waiting_for_associations:
-            for association in associations:
-                node_of(dependent).add_dependency(association)
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
         """Associate ``capacity``'s provider with the cluster: aws-cdk-lib writes ``ECS_CLUSTER`` into its user data
@@ -413,39 +323,12 @@ class NeuronCluster(Construct):
         """The subnets ``selection`` (default ``capacity_subnets``) selects in ``vpc``; NEURON033 for none."""
         return list(self._select_subnets(path, selection).subnets)
 
-    def _select_subnets(self, path: str | None, selection: ec2.SubnetSelection | None) -> _Subnets:
+    def _select_subnets(self, path: str | None, selection: ec2.SubnetSelection | None) -> Subnets:
         if selection is None and self._default_selection_is_private:
             if self._private_subnets is None:
                 self._private_subnets = list(self.vpc.private_subnets)
-            return _Subnets(self._private_subnets, has_public=False)
-        option = "vpc_subnets" if selection is not None else "capacity_subnets"
-        selection = selection or self.capacity_subnets
-        fields = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
-        selected: ec2.SelectedSubnets | None = None
-        try:
-            selected = self.vpc.select_subnets(**{f: getattr(selection, f) for f in fields})
-        except RuntimeError as error:  # aws-cdk-lib: "There are no 'Private' subnet groups in this VPC"
-            reason = str(error).split(": ", 1)[-1].split("\n", 1)[0]
-        else:
-            reason = "it selects no subnet"
-        if selected is None or not selected.subnets:
-            available = sorted(
-                {
-                    kind
-                    for kind, group in (
-                        ("PUBLIC", self.vpc.public_subnets),
-                        ("PRIVATE_WITH_EGRESS", self.vpc.private_subnets),
-                        ("PRIVATE_ISOLATED", self.vpc.isolated_subnets),
-                    )
-                    if group
-                }
-            )
-            raise rules.NO_SUBNETS.error(
-                path or construct_path(self),
-                f"{option} selects nothing in {construct_path(self.vpc)}: {reason}",
-                available=", ".join(available) or "none",
-            )
-        return _Subnets(list(selected.subnets), has_public=bool(selected.has_public))
+            return Subnets(self._private_subnets, has_public=False)
+        return select_subnets(self, self.vpc, path, selection, self.capacity_subnets)
 
     def _create_vpc(self) -> ec2.Vpc:
         retention, removal = self._flow_logs
@@ -457,7 +340,7 @@ class NeuronCluster(Construct):
             log_removal_policy=removal,
         )
 
-    @checked(ranges=_CAPACITY_RANGES)
+    @checked(ranges=CAPACITY_RANGES)
     def add_managed_instances_capacity(
         self,
         id: str,
@@ -524,7 +407,7 @@ class NeuronCluster(Construct):
             self.monitoring.cover(capacity)
         return capacity
 
-    @checked(ranges=_CAPACITY_RANGES)
+    @checked(ranges=CAPACITY_RANGES)
     def add_ec2_capacity(
         self,
         id: str,
@@ -594,54 +477,34 @@ class NeuronCluster(Construct):
             named by a tag that moves warns, as the agent prefers cached images (NEURON142).
         """
         path = f"{construct_path(self)}/{id}"
-        neuron = instance_type_at(path, instance_type)
-        parameter = getattr(machine_image, "parameter_name", None)
-        if isinstance(parameter, str) and STANDARD_ECS_AMI.match(parameter) and not NEURON_ECS_AMI.match(parameter):
-            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
-                path, f"machine_image resolves {parameter}, the standard ECS AMI", instance_type=neuron.name
-            )
-        ami: NeuronAmi | None = None
-        image: ec2.IMachineImage
-        if isinstance(machine_image, NeuronAmi) or machine_image is None:
-            ami = machine_image or NeuronAmi.recommended()
-            image = (
-                ec2.MachineImage.from_ssm_parameter(ami.parameter_name)
-                if ami.pinned
-                else ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.NEURON)
-            )
-        else:
-            image = machine_image
-        rollout = _ami_rollout(ami, ami_rollout)
+        chosen = neuron_image(path, instance_type, machine_image, ami_rollout)
         capacity = AutoScalingCapacity(
             self,
             id,
             cluster=self.cluster,
-            instance_type=neuron.name,
-            machine_image=image,
+            instance_type=chosen.neuron.name,
+            machine_image=chosen.image,
             subnets=(selected := self._select_subnets(path, vpc_subnets)).subnets,
             public_subnets=selected.has_public,
             min_capacity=min_capacity,
             max_capacity=max_capacity,
             root_volume_gib=root_volume_gib,
-            neuron=neuron,
+            neuron=chosen.neuron,
             spot=spot,
             capacity_reservation=capacity_reservation,
             lnc=lnc,
-            ami=ami,
-            ami_rollout=rollout,
+            ami=chosen.ami,
+            ami_rollout=chosen.rollout,
             warm_pool=warm_pool,
         )
-        if ami is None:
-            _check_machine_image(capacity, neuron, image)
-        elif not ami.pinned:
-            _warn_recommended_ami(capacity, rollout)
+        warn_about_image(capacity, chosen)
         self._register_auto_scaling(capacity)
         self.auto_scaling_capacities.append(capacity)
         if self.monitoring is not None:
             self.monitoring.cover(capacity)
         return capacity
 
-    @checked(ranges=_CAPACITY_RANGES)
+    @checked(ranges=CAPACITY_RANGES)
     def add_non_neuron_capacity(
         self,
         id: str,
@@ -664,20 +527,7 @@ class NeuronCluster(Construct):
         setting (NEURON064).
         """
         path = f"{construct_path(self)}/{id}"
-        if isinstance(instance_type, NeuronInstanceType):
-            instance_type = instance_type.name
-        neuron = NeuronInstanceType.find(instance_type)
-        if neuron is not None:
-            raise rules.NEURON_TYPE_WITHOUT_NEURON_AMI.error(
-                path, f"{instance_type!r} is a Neuron type on the standard ECS AMI", instance_type=neuron.name
-            )
-        known = ec2_instance_types()
-        if instance_type not in known:
-            raise rules.UNKNOWN_EC2_TYPE.error(
-                path,
-                f"EC2 has no instance type {instance_type!r}",
-                closest=", ".join(closest_instance_types(instance_type, names=sorted(known))),
-            )
+        instance_type = non_neuron_type(path, instance_type)
         capacity = AutoScalingCapacity(
             self,
             id,
@@ -699,18 +549,9 @@ class NeuronCluster(Construct):
         return capacity
 
 
-_CLUSTER_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
-_ASSOCIATED: weakref.WeakKeyDictionary[object, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
-"""Per app: the imported clusters (account, Region, name) whose capacity providers an association sets, and where."""
-
-
 class _ImportedNeuronCluster(NeuronCluster):
-    """A :class:`NeuronCluster` over an ECS cluster that exists already (:meth:`NeuronCluster.from_cluster_attributes`).
-
-    Managed Instances providers are created in the cluster (``ClusterName``). Auto Scaling providers are associated
-    by one ``AWS::ECS::ClusterCapacityProviderAssociations`` that lists the cluster's existing providers with the new
-    ones, and their instances join the cluster through ``ECS_CLUSTER`` in their user data.
-    """
+    """A :class:`NeuronCluster` over an ECS cluster that exists already (:meth:`NeuronCluster.from_cluster_attributes`):
+    its checks and its capacity providers' association are in :mod:`~neuron_constructs.compute.imported_cluster`."""
 
     def __init__(
         self,
@@ -727,15 +568,10 @@ class _ImportedNeuronCluster(NeuronCluster):
         Construct.__init__(self, scope, id)
         self._published_as = published_as
         if published_as is not None:  # NeuronCluster.from_published: the values another app published
-            prefix, zones = published_as
-            cluster_name = published.read(self, prefix, published.CLUSTER_PARAMETERS["ClusterName"])
-            vpc = published.import_vpc(self, "Vpc", prefix, zones)
+            cluster_name, vpc = imported_cluster.read_published(self, *published_as)
         assert cluster_name is not None and vpc is not None
         self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=None)
-        path = construct_path(self)
-        if not is_token(cluster_name) and not _CLUSTER_NAME.fullmatch(cluster_name):
-            name = cluster_name.rsplit("cluster/", 1)[-1] if ":cluster/" in cluster_name else "<the cluster's name>"
-            raise rules.CLUSTER_NAME.error(path, f"cluster_name={cluster_name!r}", name=repr(name))
+        imported_cluster.check_cluster_name(construct_path(self), cluster_name)
         self.cluster = ecs.Cluster.from_cluster_attributes(
             self, "Cluster", cluster_name=cluster_name, vpc=vpc, has_ec2_capacity=True, security_groups=[]
         )
@@ -746,18 +582,10 @@ class _ImportedNeuronCluster(NeuronCluster):
         )
         self.default_capacity_provider_strategy = list(default_capacity_provider_strategy)
         self._association: ecs.CfnClusterCapacityProviderAssociations | None = None
-        self._check_default_strategy()
-
-    def _check_default_strategy(self) -> None:
-        """NEURON056: the default strategy names only the cluster's existing providers (those the library adds are
-        deploy-time names, and deploy-time names are not checked)."""
-        listed = self.existing_capacity_providers
-        if listed is not None and any(is_token(p) for p in listed):
-            return
-        named = [
-            s.capacity_provider for s in self.default_capacity_provider_strategy if not is_token(s.capacity_provider)
-        ]
-        inputs.check_default_strategy(construct_path(self), self.cluster_name, named, listed)
+        strategy = self.default_capacity_provider_strategy
+        imported_cluster.check_default_strategy(
+            construct_path(self), cluster_name, self.existing_capacity_providers, strategy
+        )
 
     @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
@@ -768,53 +596,17 @@ class _ImportedNeuronCluster(NeuronCluster):
         return dependent
 
     def _register_auto_scaling(self, capacity: AutoScalingCapacity) -> None:
-        path = construct_path(capacity)
-        if self._published_as is not None:
-            prefix = self._published_as[0]
-            raise rules.PUBLISHED_CLUSTER_CAPACITY.error(
-                path,
-                f"Auto Scaling capacity on {construct_path(self)}, the cluster another app published under {prefix}",
-                cluster=construct_path(self),
-            )
-        if self.existing_capacity_providers is None:
-            raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
-                path,
-                f"{construct_path(self)} imports cluster {self.cluster_name} without existing_capacity_providers, and "
-                "the association that adds this capacity would drop every provider it does not list",
-                cluster=self.cluster_name,
-            )
-        providers = [
-            *self.existing_capacity_providers,
-            *(c.capacity_provider.capacity_provider_name for c in (*self.auto_scaling_capacities, capacity)),
-        ]
-        if self._association is not None:
-            self._association.capacity_providers = providers
-        else:
-            self._check_default_strategy()  # again: the strategy is a public list, and it is read here
-            stack = Stack.of(self)
-            key = (stack.account, stack.region, self.cluster_name)
-            first = _ASSOCIATED.setdefault(self.node.root, {}).setdefault(key, construct_path(self))
-            if first != construct_path(self):
-                raise rules.IMPORTED_CLUSTER_PROVIDERS.error(
-                    path,
-                    f"cluster {self.cluster_name} is imported with Auto Scaling capacity at {first} already, and two "
-                    "associations of one cluster undo each other",
-                    cluster=self.cluster_name,
-                )
-            self._association = ecs.CfnClusterCapacityProviderAssociations(
-                self,
-                "CapacityProviderAssociations",
-                cluster=self.cluster.cluster_name,
-                capacity_providers=providers,
-                default_capacity_provider_strategy=[
-                    ecs.CfnClusterCapacityProviderAssociations.CapacityProviderStrategyProperty(
-                        capacity_provider=s.capacity_provider, weight=s.weight, base=s.base
-                    )
-                    for s in self.default_capacity_provider_strategy
-                ],
-            )
-        joins = f"echo ECS_CLUSTER={self.cluster.cluster_name} >> /etc/ecs/ecs.config"
-        capacity.auto_scaling_group.add_user_data(joins)
+        self._association = imported_cluster.associate_auto_scaling(
+            self,
+            self.cluster,
+            capacity,
+            cluster_name=self.cluster_name,
+            existing_capacity_providers=self.existing_capacity_providers,
+            default_capacity_provider_strategy=self.default_capacity_provider_strategy,
+            published_as=self._published_as,
+            auto_scaling_capacities=self.auto_scaling_capacities,
+            association=self._association,
+        )
 
     def _register_managed_instances(self, capacity: ManagedInstancesCapacity) -> None:
         capacity.capacity_provider.bind(self.cluster)

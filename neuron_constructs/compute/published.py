@@ -47,12 +47,15 @@ from collections.abc import Callable, Mapping, Sequence
 import jsii
 from aws_cdk import Annotations, CfnParameter, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
+from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
+from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "VALUE_PATTERNS",
     "WRITE_ACTIONS",
     "check_prefix",
+    "cluster_values",
     "import_vpc",
     "joined",
     "publish",
@@ -214,6 +218,37 @@ def publish(
         )
         for id, value in values.items()
     }
+
+
+def cluster_values(
+    cluster: ecs.ICluster,
+    vpc: ec2.IVpc,
+    vpc_cidr: str,
+    subnets: Sequence[ec2.ISubnet],
+    capacities: Callable[[], Sequence[AutoScalingCapacity | ManagedInstancesCapacity]],
+) -> dict[str, str]:
+    """What ``NeuronCluster.publish`` publishes (:data:`CLUSTER_PARAMETERS`): the cluster's name and ARN, its VPC's
+    id and IPv4 range, the capacity ``subnets`` and their Availability Zones, the providers and the security groups
+    of ``capacities()`` (joined when the template is written, so capacity added later is listed), and
+    ``vpc/attributes``."""
+    values = {
+        "ClusterName": cluster.cluster_name,
+        "ClusterArn": cluster.cluster_arn,
+        "CapacityProviders": joined(lambda: [c.capacity_provider.capacity_provider_name for c in capacities()]),
+        "CapacitySecurityGroups": joined(
+            lambda: [
+                g.security_group_id
+                for c in capacities()
+                for g in (c.security_groups if isinstance(c, ManagedInstancesCapacity) else [c.security_group])
+            ]
+        ),
+        "VpcId": vpc.vpc_id,
+        "VpcCidr": vpc_cidr,
+        "AvailabilityZones": ",".join(s.availability_zone for s in subnets),
+        "Subnets": ",".join(s.subnet_id for s in subnets),
+    }
+    values["Vpc"] = vpc_attributes(values)
+    return values
 
 
 def read(scope: Construct, prefix: str, name: str) -> str:
