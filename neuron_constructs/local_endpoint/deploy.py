@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import boto3
 
-    from neuron_constructs.tools.deployment_report import StackReport
+    from neuron_constructs.tools.deployment_report.model import StackReport
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_REGION = "us-east-1"
@@ -646,7 +646,7 @@ def _stack_names(endpoint: LocalAwsEndpoint, account: str, region: str) -> set[s
 
 def describe_deployed(endpoint: LocalAwsEndpoint, deployed: Sequence[DeployedStack]) -> list[StackReport]:
     """What each deployed stack created, read in its own account and region; others are named with theirs."""
-    from neuron_constructs.tools.deployment_report import describe_stack
+    from neuron_constructs.tools.deployment_report.stacks import describe_stack
 
     reports = []
     for stack in deployed:
@@ -703,7 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.attach is not None and (args.serve or args.server_log):
         parser.error("--attach deploys to the endpoint a --serve run keeps (and logs): drop --serve and --server-log")
 
-    from neuron_constructs.tools.deployment_report import format_reports
+    from neuron_constructs.tools.deployment_report.rendering import format_reports
 
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored (`cmd &`)
