@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["REPLACING_POLICIES", "dropped_deployment_settings", "update_policy_gaps"]
+__all__ = ["REPLACING_POLICIES", "dropped_deployment_settings", "short_text", "update_policy_gaps"]
 
 REPLACING_POLICIES = frozenset({"AutoScalingInstanceRefresh", "AutoScalingRollingUpdate", "AutoScalingReplacingUpdate"})
 """The ``UpdatePolicy`` attributes of an Auto Scaling group that replace its instances on an update;
 ``AutoScalingScheduledAction`` (aws-cdk-lib's default, which keeps the group's sizes) replaces nothing."""
 
 
-def _short(value: Any) -> str:
+def short_text(value: Any) -> str:
     """``value`` as one short line of text."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= 120 else text[:117] + "..."
@@ -42,7 +42,7 @@ def dropped_deployment_settings(asked: dict[str, Any], live: dict[str, Any]) -> 
     for key in ("MaximumPercent", "MinimumHealthyPercent"):
         live_key = key[0].lower() + key[1:]
         if key in asked and str(live.get(live_key)) != str(asked[key]):
-            dropped.append(f"{live_key} {_short(asked[key])}")
+            dropped.append(f"{live_key} {short_text(asked[key])}")
     for key, live_key, noun in (
         ("DeploymentCircuitBreaker", "deploymentCircuitBreaker", "circuit breaker"),
         ("Alarms", "alarms", "alarms"),
@@ -69,7 +69,7 @@ def update_policy_gaps(policy: Any) -> list[str]:
         settings = policy[kind] if isinstance(policy[kind], dict) else {}
         nested = settings.get("Preferences")
         preferences: dict[str, Any] = nested if isinstance(nested, dict) else settings
-        shown = ", ".join(f"{k} {_short(v)}" for k, v in sorted(preferences.items()) if not isinstance(v, dict))
+        shown = ", ".join(f"{k} {short_text(v)}" for k, v in sorted(preferences.items()) if not isinstance(v, dict))
         gaps.append(
             f"UpdatePolicy.{kind} ({shown or 'defaults'}) not exercised: CloudFormation applies it when a stack update "
             "changes the group, no API reads it back, and the local endpoint updates no stack"

@@ -5,21 +5,14 @@ settings and native rollout, managed daemons.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_device_paths
 from neuron_constructs.tools.deployment_report.model import ReportItem, ServiceState
 from neuron_constructs.tools.deployment_report.reader import StackReaderBase, ref
-from neuron_constructs.tools.update_settings import dropped_deployment_settings, update_policy_gaps
+from neuron_constructs.tools.update_settings import dropped_deployment_settings, short_text, update_policy_gaps
 
 __all__ = ["EcsReader"]
-
-
-def _short(value: Any) -> str:
-    """``value`` as one short line of text."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _name_of(cluster: str) -> str:
@@ -249,7 +242,7 @@ class EcsReader(StackReaderBase):
             if live.get(live_key) in (None, [], {}):
                 self.gap(logical_id, f"deploymentConfiguration.{live_key} not kept", attribute=live_key)
             else:
-                kept.append(f"{live_key} {_short(live[live_key])}")
+                kept.append(f"{live_key} {short_text(live[live_key])}")
         advanced = [b for b in properties.get("LoadBalancers", []) if b.get("AdvancedConfiguration")]
         if advanced and not any(b.get("advancedConfiguration") for b in service.get("loadBalancers", [])):
             self.gap(
