@@ -24,7 +24,7 @@ from neuron_constructs.serving.listeners import MAXIMUM_GRACE_PERIOD_S, MODEL_ST
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
 
-__all__ = ["health_check_grace_period", "largest_minimum_healthy_percent", "minimum_healthy_percent"]
+__all__ = ["largest_minimum_healthy_percent", "minimum_healthy_percent"]
 
 
 def minimum_healthy_percent(service: NeuronService, requested: int | None, maximum: int) -> int:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from neuron_constructs.serving.listeners import Listener, TargetGroup
     from neuron_constructs.serving.services import NeuronService
 
-__all__ = ["TEST_HEADER", "alternate_target", "check_native_rollout", "register_test_listener"]
+__all__ = ["TEST_HEADER", "check_native_rollout", "register_test_listener"]
 
 TEST_HEADER = "X-Neuron-Rollout"
 """The header of the test listener rule (value ``test``): a request carrying it reaches the green tasks while a

@@ -29,7 +29,7 @@ from neuron_constructs.serving.service_rollout import check_rollout_room
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
 
-__all__ = ["check_scaling_counts", "model_utilization_metric", "track_neuron_utilization"]
+__all__ = ["check_scaling_counts", "model_utilization_metric"]
 
 
 def check_scaling_counts(service: NeuronService, minimum: int, max_count: int, *, minimum_passed: bool) -> None:
