@@ -37,7 +37,7 @@ from neuron_constructs import (
 )
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.serving.fleet_stages import rollout_stages
-from neuron_constructs.serving.listeners import TEST_HEADER
+from neuron_constructs.serving.rollout_traffic import TEST_HEADER
 
 pytestmark = pytest.mark.xdist_group("service_rollouts")  # one worker synthesizes the module's app once
 

@@ -23,49 +23,45 @@ those figures:
 * :func:`model_server_health_check`: a container health check whose ``startPeriod`` is 300 s, the most
   ECS accepts; the service's grace period covers the rest of the start.
 
-Reaching the tasks (``attach``): aws-cdk-lib opens the load balancer's security group to a bridge or
-host task through the cluster's connections, which do not include the security group of an Auto Scaling
-capacity provider (aws/aws-cdk#22764), so the tasks are unreachable. Here the rules are added explicitly,
-and only these: from the load balancer's groups to the capacity's group on the ECS dynamic host port range
-(bridge, :data:`DYNAMIC_HOST_PORTS`) or the host port (fixed bridge ports, host mode), or to the tasks' own
-group on the container port (awsvpc); the load balancer's egress to the same, nothing else.
+Reaching the tasks (``attach``): exactly the security group rules of
+:mod:`~neuron_constructs.serving.target_access`, on listener rules claimed one per priority
+(:mod:`~neuron_constructs.serving.listener_rules`); a blue/green, canary or linear rollout adds its alternate target
+group and test traffic (:mod:`~neuron_constructs.serving.rollout_traffic`).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import jsii
 from aws_cdk import Duration, Names, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct
 
 from neuron_constructs.base.arguments import is_token, seconds_of
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
-from neuron_constructs.base.l1_overrides import drop_dependencies_on_referenced_rules
 from neuron_constructs.base.tree import construct_path
-from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
-from neuron_constructs.serving.rollout import SmokeTest
-from neuron_constructs.serving.rollout_resources import load_balancer_role, smoke_test_hook
+from neuron_constructs.serving.listener_rules import check_default_action_stack, claim_rule
+from neuron_constructs.serving.rollout_resources import load_balancer_role
+from neuron_constructs.serving.rollout_traffic import TEST_HEADER as TEST_HEADER
+from neuron_constructs.serving.rollout_traffic import alternate_target, check_native_rollout
+from neuron_constructs.serving.target_access import DYNAMIC_HOST_PORTS as DYNAMIC_HOST_PORTS
+from neuron_constructs.serving.target_access import listener_in, open_path_to_tasks
 
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
 
 __all__ = [
     "DEREGISTRATION_DELAY",
-    "DYNAMIC_HOST_PORTS",
     "HEALTH_CHECK_PATH",
     "IDLE_TIMEOUT",
     "MAXIMUM_GRACE_PERIOD_S",
     "MODEL_START_GRACE_PERIOD",
     "SCALE_IN_COOLDOWN",
     "SCALE_OUT_COOLDOWN",
-    "TEST_HEADER",
     "Listener",
     "ListenerTarget",
     "TargetGroup",
@@ -85,10 +81,6 @@ DEREGISTRATION_DELAY = Duration.minutes(5)
 """How long a task being replaced keeps the requests it has (the Elastic Load Balancing default)."""
 IDLE_TIMEOUT = Duration.minutes(5)
 """The idle timeout of the load balancers the library makes (Elastic Load Balancing's default is 60 s)."""
-DYNAMIC_HOST_PORTS = (32768, 65535)
-"""Host ports ECS gives bridge-mode port mappings without a ``host_port``: the ECS agent takes the kernel's
-ephemeral range (``ip_local_port_range``, 32768-60999 on Amazon Linux) or 49153-65535 when it cannot read it
-(ECS agent: ``ECS_DYNAMIC_HOST_PORT_RANGE``); aws-cdk-lib opens 32768-65535 for the same reason."""
 SCALE_OUT_COOLDOWN = Duration.minutes(1)
 SCALE_IN_COOLDOWN = Duration.minutes(30)
 """Request scaling: out after a minute, in only after the start-up allowance (a new task takes minutes to serve)."""
@@ -234,8 +226,9 @@ def attach(
     test_priority: int | None = None,
 ) -> TargetGroup:
     """One target group under ``owner`` holding every task of ``services``, registered with ``listener``,
-    and the security group rules that let the load balancer reach them (module docstring); for a native rollout,
-    the alternate target group and ECS's advanced configuration too."""
+    and the security group rules that let the load balancer reach them
+    (:mod:`~neuron_constructs.serving.target_access`); for a native rollout, the alternate target group and ECS's
+    advanced configuration too."""
     path = f"{construct_path(owner)}/{id}"
     check_same_app(
         path,
@@ -249,7 +242,7 @@ def attach(
     rollout = first.rollout if owner is first else None
     native = rollout is not None and rollout.native
     if native:
-        _check_native_rollout(path, first, listener, conditions, priority, test_priority)
+        check_native_rollout(path, first, listener, conditions, priority, test_priority)
     container, port, host_port = _target_port(path, first, container_name, container_port)
     network_mode = first.task_definition.task_definition.network_mode
     awsvpc = network_mode == ecs.NetworkMode.AWS_VPC
@@ -283,9 +276,9 @@ def attach(
             raise rules.NETWORK_LOAD_BALANCER_GROUP.error(
                 path, f"the load balancer of {construct_path(listener)} has no security group this app made"
             )
-        _check_default_action_stack(path, listener, owner)
+        check_default_action_stack(path, listener, owner)
         load_balancer_connections = load_balancer.connections
-        _claim_rule(path, listener, owner, None)
+        claim_rule(path, listener, owner, None)
         network_settings: dict[str, Any] = dict(
             vpc=vpc,
             port=port,
@@ -325,10 +318,10 @@ def attach(
                 path, f"{construct_path(listener)} is imported, and an imported listener keeps its default action"
             )
         if not conditions:
-            _check_default_action_stack(path, listener, owner)
-        _claim_rule(path, listener, owner, priority)
+            check_default_action_stack(path, listener, owner)
+        claim_rule(path, listener, owner, priority)
         # awsvpc tasks have security groups of the model's own: the rules to them are the model's, in its stack.
-        via = _listener_in(owner, listener) if awsvpc and Stack.of(listener) is not Stack.of(owner) else listener
+        via = listener_in(owner, listener) if awsvpc and Stack.of(listener) is not Stack.of(owner) else listener
         load_balancer_connections = via.connections
         settings: dict[str, Any] = dict(
             vpc=vpc,
@@ -356,7 +349,7 @@ def attach(
             )
             if native:
                 assert rollout is not None
-                alternate = _alternate_target(
+                alternate = alternate_target(
                     owner,
                     id,
                     first,
@@ -378,185 +371,10 @@ def attach(
                 container_name=container, container_port=port, alternate_target=alternate
             )
         )
-        _open(load_balancer_connections, service, port, host_port, network_mode)
+        open_path_to_tasks(load_balancer_connections, service, port, host_port, network_mode)
     if native:
         first.rollout_attached([target_group, *first.alternate_target_groups], load_balancer_full_name(listener))
     return target_group
-
-
-TEST_HEADER = "X-Neuron-Rollout"
-"""The header of the test listener rule (value ``test``): a request carrying it reaches the green tasks while a
-rollout tests them, the blue ones otherwise."""
-
-
-def _check_native_rollout(
-    path: str,
-    service: NeuronService,
-    listener: Listener,
-    conditions: Sequence[elbv2.ListenerCondition] | None,
-    priority: int | None,
-    test_priority: int | None,
-) -> None:
-    """NEURON073 and NEURON079: what a blue/green, canary or linear rollout needs of its listener."""
-    rollout = service.rollout
-    if service.alternate_target_groups:
-        raise rules.ROLLOUT_TRAFFIC.error(
-            path,
-            f"{construct_path(service)} already has the target group pair of its {rollout.strategy} rollout",
-            fix="attach the service once: ECS shifts one production listener rule per rollout",
-        )
-    network = isinstance(listener, elbv2.NetworkListener)
-    if not network and not (conditions and priority is not None):
-        raise rules.ROLLOUT_TRAFFIC.error(
-            path,
-            f"a {rollout.strategy} rollout attached as the default action of {construct_path(listener)}",
-            fix="pass conditions=[elbv2.ListenerCondition.path_patterns([...])] and priority=: ECS shifts the weights "
-            "of a listener rule, never of the listener's default action",
-        )
-    if not network and rollout.alarms is not None and not isinstance(listener, elbv2.ApplicationListener):
-        raise rules.ROLLOUT_TRAFFIC.error(
-            path,
-            f"a {rollout.strategy} rollout with alarms through the imported listener {construct_path(listener)}",
-            fix="use the listener its load balancer was made with in this app (the alarms need the load balancer's "
-            "name), or pass alarms=False",
-        )
-    if test_priority is not None and rollout.smoke_test is None:
-        raise rules.ROLLOUT_TRAFFIC.error(
-            path,
-            f"test_priority={test_priority} without a smoke test",
-            fix="drop test_priority, or give the rollout smoke_test=",
-        )
-    if rollout.smoke_test is None:
-        return
-    if network:
-        raise rules.SMOKE_TEST.error(
-            path,
-            f"a smoke test through the Network Load Balancer listener {construct_path(listener)}, which has no rules",
-        )
-    protocol = getattr(listener, "protocol", None)
-    if not isinstance(listener, elbv2.ApplicationListener):
-        raise rules.SMOKE_TEST.error(
-            path,
-            f"a smoke test through {construct_path(listener)}, an imported listener whose load balancer is unknown",
-        )
-    if listener in _TEST_LISTENERS:
-        if test_priority is not None and not 1 <= test_priority <= 50_000:
-            raise rules.OUT_OF_RANGE.error(
-                path, f"test_priority={test_priority}", name="test_priority", minimum=1, maximum=50_000
-            )
-        return
-    if protocol != elbv2.ApplicationProtocol.HTTP:
-        raise rules.SMOKE_TEST.error(
-            path,
-            f"a smoke test through {construct_path(listener)}, an HTTPS listener with no test listener: the function "
-            "would send plain HTTP to the load balancer's DNS name, which a certificate for your domain does not name "
-            "(give the load balancer NeuronLoadBalancer(test_port=...))",
-        )
-    if _internet_facing(listener):
-        raise rules.OPEN_TEST_RULE.error(
-            path,
-            f"a smoke test through the header rule of {construct_path(listener)}, on an internet-facing load "
-            f"balancer: any client that sends {TEST_HEADER}: test would reach the green tasks while the rollout tests "
-            "them",
-        )
-    if test_priority is None:
-        if priority is not None and priority <= 1:
-            raise rules.OUT_OF_RANGE.error(
-                path,
-                f"priority={priority} leaves no room for the smoke test's header rule, which goes right before the "
-                "production rule (at priority - 1 unless test_priority= says otherwise)",
-                name="priority",
-                minimum=2,
-                maximum=50_000,
-            )
-        return
-    if not 1 <= test_priority <= 50_000 or (priority is not None and test_priority >= priority):
-        raise rules.OUT_OF_RANGE.error(
-            path,
-            f"test_priority={test_priority}: the test rule must come before the production rule (priority {priority})",
-            name="test_priority",
-            minimum=1,
-            maximum=f"{(priority or 1) - 1} (below priority)",
-        )
-
-
-def _internet_facing(listener: elbv2.ApplicationListener) -> bool:
-    """Whether ``listener``'s load balancer, made in this app, is internet-facing (``Scheme``)."""
-    declared = listener.load_balancer.node.default_child
-    return isinstance(declared, elbv2.CfnLoadBalancer) and declared.scheme == "internet-facing"
-
-
-def _alternate_target(
-    owner: Construct,
-    id: str,
-    service: NeuronService,
-    smoke_test: SmokeTest | None,
-    listener: Listener,
-    via: elbv2.IApplicationListener,
-    production: elbv2.ApplicationListenerRule,
-    target_group: TargetGroup,
-    *,
-    conditions: Sequence[elbv2.ListenerCondition],
-    priority: int,
-    test_priority: int | None,
-    settings: dict[str, Any],
-) -> ecs.IAlternateTarget:
-    """The alternate target group of a native rollout, its test rule and smoke test, and ECS's advanced configuration
-    (:meth:`ListenerTarget.attach_to_listener`)."""
-    path = f"{construct_path(owner)}/{id}"
-    green = elbv2.ApplicationTargetGroup(owner, f"{id}Alternate", **settings)
-    service.alternate_target_groups.append(green)
-    assert isinstance(target_group, elbv2.ApplicationTargetGroup)
-    rules_shifted: list[elbv2.ApplicationListenerRule] = [production]
-    test_listener = None
-    if smoke_test is not None:
-        assert isinstance(listener, elbv2.ApplicationListener)
-        separate = _TEST_LISTENERS.get(listener)
-        if separate is not None:  # the load balancer's test listener: same conditions, its own priorities
-            tested: elbv2.ApplicationListener = separate
-            test_via = _listener_in(owner, separate) if Stack.of(separate) is not Stack.of(owner) else separate
-            test_conditions = list(conditions)
-            header = None
-            chosen = priority if test_priority is None else test_priority
-        else:
-            tested, test_via = listener, via
-            test_conditions = [*conditions, elbv2.ListenerCondition.http_header(TEST_HEADER, ["test"])]
-            header = (TEST_HEADER, "test")
-            chosen = priority - 1 if test_priority is None else test_priority
-        _claim_rule(path, tested, owner, chosen)
-        test = elbv2.ApplicationListenerRule(
-            owner,
-            f"{id}TestRule",
-            listener=test_via,
-            priority=chosen,
-            conditions=test_conditions,
-            target_groups=[target_group],
-        )
-        rules_shifted.append(test)
-        test_listener = ecs.ListenerRuleConfiguration.application_listener_rule(test)
-        service.service.add_lifecycle_hook(
-            smoke_test_hook(
-                owner,
-                f"{id}SmokeTest",
-                smoke_test=smoke_test,
-                url=f"http://{listener.load_balancer.load_balancer_dns_name}:{tested.port}",
-                header=header,
-                vpc=service.cluster.vpc,
-                subnets=service.cluster.capacity_subnets,
-                load_balancer=test_via,
-                port=int(tested.port),
-            )
-        )
-    drop_dependencies_on_referenced_rules(service.service, rules_shifted)
-    return ecs.AlternateTarget(
-        f"{id}AlternateTarget",
-        alternate_target_group=green,
-        production_listener=ecs.ListenerRuleConfiguration.application_listener_rule(production),
-        test_listener=test_listener,
-        role=load_balancer_role(
-            owner, f"{id}LoadBalancerRole", listener_rules=rules_shifted, target_groups=[target_group, green]
-        ),
-    )
 
 
 def _check_target_group_settings(
@@ -595,35 +413,6 @@ def _load_balancer_vpc(listener: Listener) -> ec2.IVpc | None:
         return None
 
 
-def _check_default_action_stack(path: str, listener: IConstruct, owner: Construct) -> None:
-    """NEURON055: a target group is the default action only of a listener in its own stack."""
-    if Stack.of(listener) is not Stack.of(owner):
-        raise rules.DEFAULT_ACTION_ACROSS_STACKS.error(
-            path,
-            f"no conditions make it the default action of {construct_path(listener)}, in stack "
-            f"{Stack.of(listener).stack_name}, but {path} is in stack {Stack.of(owner).stack_name}",
-            listener=construct_path(listener),
-        )
-
-
-_TEST_LISTENERS: weakref.WeakKeyDictionary[object, elbv2.ApplicationListener] = weakref.WeakKeyDictionary()
-"""Production listener -> the plain-HTTP listener of its load balancer that carries rollout test traffic."""
-
-
-def register_test_listener(listener: elbv2.IApplicationListener, test_listener: elbv2.ApplicationListener) -> None:
-    """Send the smoke tests of rollouts attached to ``listener`` through ``test_listener``."""
-    _TEST_LISTENERS[listener] = test_listener
-
-
-_RULES_OF: weakref.WeakKeyDictionary[object, dict[int | None, str]] = weakref.WeakKeyDictionary()
-"""Per listener: what each priority (``None``: the default action) forwards to, as attached here."""
-
-
-def attached_to(listener: IConstruct, priority: int | None = None) -> str | None:
-    """The path of what ``attach`` put on ``listener`` at ``priority`` (``None``: the default action)."""
-    return _RULES_OF.get(listener, {}).get(priority)
-
-
 def request_target_group(path: str, target_groups: Sequence[TargetGroup], what: str) -> elbv2.ApplicationTargetGroup:
     """NEURON044: the one Application Load Balancer target group request scaling tracks."""
     candidates = [t for t in target_groups if isinstance(t, elbv2.ApplicationTargetGroup)]
@@ -632,92 +421,6 @@ def request_target_group(path: str, target_groups: Sequence[TargetGroup], what: 
             path, f"{what} in {len(candidates)} Application Load Balancer target groups"
         )
     return candidates[0]
-
-
-def _claim_rule(path: str, listener: IConstruct, owner: Construct, priority: int | None) -> None:
-    """NEURON042: one default action, and one rule per priority, on a listener; rules made with aws-cdk-lib alone
-    (``add_targets``, ``add_action``, ``ApplicationListenerRule``) are compared at synth."""
-    if listener not in _RULES_OF:
-        listener.node.add_validation(_OneRulePerPriority(listener))
-    taken = _RULES_OF.setdefault(listener, {})
-    if priority in taken:
-        place = "the default action" if priority is None else f"priority {priority}"
-        raise rules.LISTENER_RULE.error(
-            path, f"{place} of {construct_path(listener)} already forwards to {taken[priority]}"
-        )
-    taken[priority] = construct_path(owner)
-
-
-@jsii.implements(IValidation)
-class _OneRulePerPriority:
-    """NEURON042 at synth: no two listener rules of the app hold one priority of ``listener``."""
-
-    def __init__(self, listener: IConstruct) -> None:
-        self._listener = listener
-
-    def validate(self) -> list[str]:
-        arn = getattr(self._listener, "listener_arn", None)
-        held: dict[object, list[str]] = {}
-        for node in self._listener.node.root.node.find_all():
-            if isinstance(node, elbv2.CfnListenerRule) and node.listener_arn == arn and not is_token(node.priority):
-                held.setdefault(node.priority, []).append(construct_path(node.node.scope or node))
-        return [
-            rules.LISTENER_RULE.message(
-                holders[1],
-                f"priority {priority:g} of {construct_path(self._listener)} is held by {' and '.join(holders)}",
-            )
-            for priority, holders in held.items()
-            if len(holders) > 1
-        ]
-
-
-def _open(
-    load_balancer: ec2.Connections,
-    service: NeuronService,
-    container_port: int,
-    host_port: int | None,
-    network_mode: ecs.NetworkMode,
-) -> None:
-    """The one path from the load balancer to ``service``'s tasks (module docstring)."""
-    if network_mode == ecs.NetworkMode.AWS_VPC:
-        load_balancer.allow_to(service.service, ec2.Port.tcp(container_port), "Load balancer to the model's tasks")
-        return
-    capacity = service.capacity
-    groups = capacity.security_groups if isinstance(capacity, ManagedInstancesCapacity) else [capacity.security_group]
-    if network_mode == ecs.NetworkMode.HOST:
-        port = ec2.Port.tcp(container_port)
-    elif host_port:
-        port = ec2.Port.tcp(host_port)
-    else:
-        port = ec2.Port.tcp_range(*DYNAMIC_HOST_PORTS)
-    load_balancer.allow_to(
-        ec2.Connections(security_groups=groups), port, "Load balancer to the model's tasks (ECS host ports)"
-    )
-
-
-_LOAD_BALANCER_GROUPS: weakref.WeakKeyDictionary[object, dict[str, ec2.ISecurityGroup]] = weakref.WeakKeyDictionary()
-"""Per owner: the load balancer security groups it imported, by the group's unique id."""
-
-
-def _listener_in(owner: Construct, listener: elbv2.IApplicationListener) -> elbv2.IApplicationListener:
-    """``listener`` as ``owner``'s stack refers to it, with its load balancer's security group: the security group
-    rules aws-cdk-lib and :func:`_open` add through its connections are resources of ``owner`` (an imported security
-    group's rules belong to the scope that imported it). Listeners of one load balancer (production and test) share
-    one import of its group, so a rule both would open is made once (EC2 refuses a duplicate)."""
-    id = f"Listener{Names.unique_id(listener)}"
-    existing = owner.node.try_find_child(id)
-    if existing is not None:
-        return existing  # type: ignore[return-value]
-    (group, *_) = listener.connections.security_groups
-    imported = _LOAD_BALANCER_GROUPS.setdefault(owner, {})
-    key = Names.unique_id(group)
-    if key not in imported:
-        imported[key] = ec2.SecurityGroup.from_security_group_id(
-            owner, f"{id}SecurityGroup", group.security_group_id, mutable=True, allow_all_outbound=False
-        )
-    return elbv2.ApplicationListener.from_application_listener_attributes(
-        owner, id, listener_arn=listener.listener_arn, security_group=imported[key]
-    )
 
 
 def _target_port(

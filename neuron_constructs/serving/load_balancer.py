@@ -50,7 +50,9 @@ from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.compute import published
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.knowledge import rules
-from neuron_constructs.serving.listeners import IDLE_TIMEOUT, attached_to, register_test_listener
+from neuron_constructs.serving.listener_rules import attached_to
+from neuron_constructs.serving.listeners import IDLE_TIMEOUT
+from neuron_constructs.serving.rollout_traffic import register_test_listener
 
 __all__ = ["NeuronLoadBalancer"]
 
