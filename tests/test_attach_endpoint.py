@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ports import unused_port
 
 from neuron_constructs.local_endpoint import LocalEndpointError, attached_endpoint
-from neuron_constructs.local_endpoint.deploy import main, parse_local_url
+from neuron_constructs.local_endpoint.deploy import main
+from neuron_constructs.local_endpoint.start_or_attach import parse_local_url
 
 
 @pytest.mark.parametrize(
