@@ -22,12 +22,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from neuron_constructs.local_endpoint.endpoint import DIRECT, LocalEndpointError
-
-if TYPE_CHECKING:
-    from neuron_constructs.local_endpoint.endpoint import LocalAwsEndpoint
+from neuron_constructs.local_endpoint.endpoint import DIRECT, LocalAwsEndpoint, LocalEndpointError
 
 __all__ = [
     "PUBLISH_PATH",

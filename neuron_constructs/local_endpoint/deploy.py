@@ -19,7 +19,7 @@ already. Only a URL on 127.0.0.1 (or ``localhost``) is accepted.
 
 Needs the ``local`` extra (``pip install 'neuron-constructs[local]'``) for ``moto[server]``.
 
-This module deploys the app (:func:`deploy_app`: synth, bootstrap, deploy) and is the command (:func:`main`); the
+This module deploys the app (:func:`deploy_app`: synth, bootstrap, deploy) and is the command (``main``); the
 endpoint and its environment are :mod:`~neuron_constructs.local_endpoint.endpoint`, starting or attaching to it
 :mod:`~neuron_constructs.local_endpoint.start_or_attach`, the cdk CLI :mod:`~neuron_constructs.local_endpoint.cdk_cli`
 and :mod:`~neuron_constructs.local_endpoint.synth`, the pinned AMI releases
