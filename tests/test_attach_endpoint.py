@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ports import unused_port
 
 from neuron_constructs.local_endpoint import LocalEndpointError, attached_endpoint
-from neuron_constructs.local_endpoint.deploy import main, parse_local_url
+from neuron_constructs.local_endpoint.deploy import main
+from neuron_constructs.local_endpoint.start_or_attach import parse_local_url
 
 
 @pytest.mark.parametrize(
@@ -116,3 +117,37 @@ def test_an_attached_endpoint_gives_the_cli_every_endpoint_variable_of_a_fresh_o
     finally:
         server.shutdown()
         server.server_close()
+
+
+_DEFINED_IN = {
+    "ami_releases": ("publish_pinned_releases",),
+    "cdk_cli": ("run_cdk", "run_cdk_summarised"),
+    "endpoint": (
+        "DEFAULT_ACCOUNT",
+        "DEFAULT_REGION",
+        "FAKE_CREDENTIALS",
+        "LOOPBACK",
+        "LocalAwsEndpoint",
+        "LocalEndpointError",
+        "sealed_environment",
+    ),
+    "report": ("describe_deployed", "format_synth_warnings", "synth_warnings"),
+    "start_or_attach": ("attached_endpoint", "local_aws_endpoint", "parse_local_url"),
+    "synth": ("missing_lookups",),
+}
+
+
+@pytest.mark.parametrize(("module", "name"), [(m, n) for m, names in _DEFINED_IN.items() for n in names])
+def test_a_name_the_deploy_module_defined_is_still_imported_from_it_and_is_its_new_module_s(
+    module: str, name: str
+) -> None:
+    import importlib
+
+    # GIVEN the public names neuron_constructs.local_endpoint.deploy defined before it was split by concept
+    deploy = importlib.import_module("neuron_constructs.local_endpoint.deploy")
+    defining = importlib.import_module(f"neuron_constructs.local_endpoint.{module}")
+    # WHEN one is imported from the old module
+    # THEN it is the very object the module that now defines it holds, documented there only
+    assert getattr(deploy, name) is getattr(defining, name)
+    assert name not in deploy.__all__
+    assert name in defining.__all__

@@ -562,7 +562,7 @@ def test_the_readiness_probe_reaches_the_local_endpoint_past_any_proxy(
     import urllib.error
     import urllib.request
 
-    from neuron_constructs.local_endpoint.deploy import _wait_until_ready
+    from neuron_constructs.local_endpoint.start_or_attach import _wait_until_ready
 
     url, asked = loopback_endpoint
     with pytest.raises(urllib.error.URLError):  # a plain urlopen goes to the proxy, where nothing listens

@@ -762,7 +762,7 @@ def test_a_training_stack_with_kept_storage_deletes_and_keeps_what_it_says(
     there."""
     import sys
 
-    from neuron_constructs.local_endpoint.deploy import run_cdk
+    from neuron_constructs.local_endpoint.cdk_cli import run_cdk
 
     app_dir = tmp_path / "app"
     app_dir.mkdir()

@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 
 from neuron_constructs.local_endpoint import deploy_app, local_aws_endpoint
-from neuron_constructs.local_endpoint.deploy import run_cdk
+from neuron_constructs.local_endpoint.cdk_cli import run_cdk
 
 pytestmark = pytest.mark.e2e
 

@@ -303,7 +303,7 @@ CDK_OUTPUT = [
 def test_by_default_only_the_cdk_cli_s_outcome_lines_are_printed(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from neuron_constructs.local_endpoint.deploy import run_cdk_summarised
+    from neuron_constructs.local_endpoint.cdk_cli import run_cdk_summarised
 
     run_cdk_summarised(_fake_cdk(tmp_path, CDK_OUTPUT, 0), ["deploy"], env=os.environ, cwd=tmp_path)
     out, err = capsys.readouterr()
@@ -313,7 +313,8 @@ def test_by_default_only_the_cdk_cli_s_outcome_lines_are_printed(
 def test_a_failing_cdk_command_prints_the_end_of_its_output_and_raises(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from neuron_constructs.local_endpoint.deploy import LocalEndpointError, run_cdk_summarised
+    from neuron_constructs.local_endpoint.cdk_cli import run_cdk_summarised
+    from neuron_constructs.local_endpoint.endpoint import LocalEndpointError
 
     failing = ["noise"] * 500 + ["\u274c  LlmService failed to deploy", "InvalidPermission.Duplicate: rule exists"]
     with pytest.raises(LocalEndpointError, match=r"deploy exited with status 1\."):
@@ -324,7 +325,7 @@ def test_a_failing_cdk_command_prints_the_end_of_its_output_and_raises(
 
 
 def test_synth_warnings_are_one_line_each_for_the_deployed_stacks_only(tmp_path: Any) -> None:
-    from neuron_constructs.local_endpoint.deploy import format_synth_warnings, synth_warnings
+    from neuron_constructs.local_endpoint.report import format_synth_warnings, synth_warnings
 
     text = "{0}: neuron-monitor runs privileged, by its tag. [NEURON116: no digest] Fix: pin it\nmore"
     for stack in ("A", "B", "C"):

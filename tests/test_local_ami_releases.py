@@ -13,8 +13,14 @@ import pytest
 
 from neuron_constructs import NeuronAmi
 from neuron_constructs.local_endpoint import moto_server
-from neuron_constructs.local_endpoint.ami_releases import PUBLISH_PATH, pinned_releases, refusal, stand_in_image_id
-from neuron_constructs.local_endpoint.deploy import LocalAwsEndpoint, LocalEndpointError, publish_pinned_releases
+from neuron_constructs.local_endpoint.ami_releases import (
+    PUBLISH_PATH,
+    pinned_releases,
+    publish_pinned_releases,
+    refusal,
+    stand_in_image_id,
+)
+from neuron_constructs.local_endpoint.endpoint import LocalAwsEndpoint, LocalEndpointError
 
 TODAY = datetime.date(2026, 12, 7)
 UNSHIPPED = "2023.0.20261120"

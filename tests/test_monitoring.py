@@ -873,3 +873,14 @@ def test_the_detector_runs_with_flags_and_a_kernel_monitor_v1_35_2_reads() -> No
         if "NEURON_HW_ERR" in f["Properties"]["FilterPattern"]
     ]
     assert '-"Finish parsing"' in kernel_filter and NPD_V1_35_2["start_up_log_line"].startswith("Finish parsing")
+
+
+def test_the_kernel_events_namespace_is_still_imported_from_the_monitoring_module_and_is_the_alarms_module_s() -> None:
+    # GIVEN the name neuron_constructs.monitoring.monitoring defined before it was split by concept
+    from neuron_constructs.monitoring import alarms, monitoring
+
+    # WHEN it is imported from the old module
+    # THEN it is the very object the alarms module defines, documented there only
+    assert monitoring.KERNEL_EVENTS_NAMESPACE is alarms.KERNEL_EVENTS_NAMESPACE
+    assert "KERNEL_EVENTS_NAMESPACE" not in monitoring.__all__
+    assert "KERNEL_EVENTS_NAMESPACE" in alarms.__all__

@@ -18,10 +18,21 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["PUBLISH_PATH", "pinned_releases", "refusal", "release_parameters", "stand_in_image_id"]
+from neuron_constructs.local_endpoint.endpoint import DIRECT, LocalAwsEndpoint, LocalEndpointError
+
+__all__ = [
+    "PUBLISH_PATH",
+    "pinned_releases",
+    "publish_pinned_releases",
+    "refusal",
+    "release_parameters",
+    "stand_in_image_id",
+]
 
 PUBLISH_PATH = "/moto-api/neuron-constructs/neuron-ami-releases"
 """The local endpoint's route that publishes releases: ``POST`` a JSON list of ``[release, kernel]`` pairs."""
@@ -94,3 +105,33 @@ def release_parameters(release: str, kernel: str) -> Mapping[str, str]:
         "schema_version": 1,
     }
     return {ami.details_parameter: json.dumps(details), ami.parameter_name: image_id}
+
+
+def publish_pinned_releases(endpoint: LocalAwsEndpoint, assembly: Path, today: datetime.date | None = None) -> None:
+    """Have the endpoint publish every ECS Neuron AMI release the templates of ``assembly`` pin, or refuse the deploy
+    with a sentence naming each release it does not publish (:mod:`neuron_constructs.local_endpoint.ami_releases`)."""
+    pinned = pinned_releases(assembly)
+    today = today or datetime.datetime.now(datetime.UTC).date()
+    refused = [
+        r for (release, kernel), stacks in sorted(pinned.items()) if (r := refusal(release, kernel, stacks, today))
+    ]
+    if refused:
+        raise LocalEndpointError(" ".join(refused))
+    if not pinned:
+        return
+    request = urllib.request.Request(
+        endpoint.url + PUBLISH_PATH,
+        data=json.dumps(sorted(pinned)).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with DIRECT.open(request, timeout=30) as response:
+            response.read(65536)
+    except urllib.error.HTTPError as error:
+        said = error.read(2000).decode(errors="replace")
+        raise LocalEndpointError(f"the endpoint did not publish the pinned ECS Neuron AMI releases: {said}") from None
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        raise LocalEndpointError(
+            f"the endpoint did not answer the request to publish the pinned ECS Neuron AMI releases: {error}"
+        ) from None

@@ -18,422 +18,49 @@ on the first one's platform), bootstrapping only what is not bootstrapped yet, a
 already. Only a URL on 127.0.0.1 (or ``localhost``) is accepted.
 
 Needs the ``local`` extra (``pip install 'neuron-constructs[local]'``) for ``moto[server]``.
+
+This module deploys the app (:func:`deploy_app`: synth, bootstrap, deploy) and is the command (``main``); the
+endpoint and its environment are :mod:`~neuron_constructs.local_endpoint.endpoint`, starting or attaching to it
+:mod:`~neuron_constructs.local_endpoint.start_or_attach`, the cdk CLI :mod:`~neuron_constructs.local_endpoint.cdk_cli`
+and :mod:`~neuron_constructs.local_endpoint.synth`, the pinned AMI releases
+:mod:`~neuron_constructs.local_endpoint.ami_releases`, and what the command prints
+:mod:`~neuron_constructs.local_endpoint.report`.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
-import dataclasses
-import datetime
-import functools
-import importlib.util
 import json
-import os
-import re
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import boto3
+from neuron_constructs.local_endpoint.ami_releases import publish_pinned_releases as publish_pinned_releases
+from neuron_constructs.local_endpoint.cdk_cli import run_cdk as run_cdk
+from neuron_constructs.local_endpoint.cdk_cli import run_cdk_summarised as run_cdk_summarised
+from neuron_constructs.local_endpoint.endpoint import DEFAULT_ACCOUNT as DEFAULT_ACCOUNT
+from neuron_constructs.local_endpoint.endpoint import DEFAULT_REGION as DEFAULT_REGION
+from neuron_constructs.local_endpoint.endpoint import FAKE_CREDENTIALS as FAKE_CREDENTIALS
+from neuron_constructs.local_endpoint.endpoint import LOOPBACK as LOOPBACK
+from neuron_constructs.local_endpoint.endpoint import LocalAwsEndpoint as LocalAwsEndpoint
+from neuron_constructs.local_endpoint.endpoint import LocalEndpointError as LocalEndpointError
+from neuron_constructs.local_endpoint.endpoint import sealed_environment as sealed_environment
+from neuron_constructs.local_endpoint.report import describe_deployed as describe_deployed
+from neuron_constructs.local_endpoint.report import format_synth_warnings as format_synth_warnings
+from neuron_constructs.local_endpoint.report import synth_warnings as synth_warnings
+from neuron_constructs.local_endpoint.start_or_attach import attached_endpoint as attached_endpoint
+from neuron_constructs.local_endpoint.start_or_attach import local_aws_endpoint as local_aws_endpoint
+from neuron_constructs.local_endpoint.start_or_attach import parse_local_url as parse_local_url
+from neuron_constructs.local_endpoint.synth import missing_lookups as missing_lookups
+from neuron_constructs.local_endpoint.synth import synth
 
-    from neuron_constructs.tools.deployment_report.model import StackReport
-
-LOOPBACK = "127.0.0.1"
-DEFAULT_REGION = "us-east-1"
-DEFAULT_ACCOUNT = "123456789012"
-"""The account moto answers for credentials it does not know."""
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-_STARTUP_TIMEOUT_S = 30.0
-_STOP_TIMEOUT_S = 10.0
-
-
-def sealed_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` without a single ``AWS_*`` variable: no profile, credentials, credential source, config or credentials
-    file, CA bundle, and no ``AWS_ENDPOINT_URL*`` or ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` that could send an SDK
-    call of the deployment, or of the moto server, to a real AWS endpoint. The caller adds what it means."""
-    return {k: v for k, v in base.items() if not k.upper().startswith("AWS_")}
-
-
-class LocalEndpointError(RuntimeError):
-    """The local endpoint could not start, or a ``cdk`` command against it failed."""
-
-
-@dataclass(frozen=True)
-class LocalAwsEndpoint:
-    """A running moto server on the loopback interface.
-
-    ``url`` uses 127.0.0.1; :meth:`environment` is what a process needs to talk to it. The fake
-    credentials act in :attr:`account`; :meth:`credentials` issues credentials for any other account
-    (an assumed role, which moto grants), so stacks with an explicit ``env`` deploy there.
-    """
-
-    port: int
-    region: str = DEFAULT_REGION
-    cdk_home: str = ""
-    """A fresh CDK CLI home for this endpoint (the CLI caches which account an access key belongs to)."""
-    _issued: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    @property
-    def account(self) -> str:
-        """The account the fake credentials act in (moto's default account)."""
-        return DEFAULT_ACCOUNT
-
-    def credentials(self, account: str | None = None) -> dict[str, str]:
-        """``AWS_*`` credential variables acting in ``account`` (default :attr:`account`) on this endpoint."""
-        if account in (None, self.account):
-            return dict(FAKE_CREDENTIALS)
-        if account not in self._issued:
-            sts = self.session().client("sts", endpoint_url=self.url, config=_no_proxy_config())
-            issued = sts.assume_role(
-                RoleArn=f"arn:aws:iam::{account}:role/neuron-constructs-local-endpoint", RoleSessionName="deploy-local"
-            )["Credentials"]
-            self._issued[account] = {
-                "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
-                "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
-                "AWS_SESSION_TOKEN": issued["SessionToken"],
-            }
-        return dict(self._issued[account])
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def label(self) -> str:
-        """How reports name this endpoint."""
-        return f"the local endpoint {self.url} (moto)"
-
-    def environment(self, base: Mapping[str, str] | None = None, *, account: str | None = None) -> dict[str, str]:
-        """``base`` (default: this process's environment) pointed at this endpoint only, acting in ``account``."""
-        env = sealed_environment(os.environ if base is None else base)
-        env.update(self.credentials(account))
-        if self.cdk_home:
-            env["CDK_HOME"] = self.cdk_home
-        env.update(
-            {
-                "AWS_REGION": self.region,
-                "AWS_DEFAULT_REGION": self.region,
-                "AWS_ENDPOINT_URL": self.url,
-                # A URL string the CLI puts into CreateChangeSet; moto resolves it in-process.
-                "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION": f"http://localhost:{self.port}",
-                # A user's ~/.aws files could name profiles, SSO or credential processes.
-                "AWS_CONFIG_FILE": os.devnull,
-                "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-                "AWS_EC2_METADATA_DISABLED": "true",
-                "NO_PROXY": f"{LOOPBACK},localhost",
-                "no_proxy": f"{LOOPBACK},localhost",
-                "CDK_DISABLE_CLI_TELEMETRY": "true",
-                "CDK_DISABLE_VERSION_CHECK": "true",
-            }
-        )
-        return env
-
-    def session(self, *, account: str | None = None, region: str | None = None) -> boto3.Session:
-        """A boto3 session acting in ``account`` (default :attr:`account`) and ``region`` (default ``region``)."""
-        import boto3
-        import botocore.session
-
-        credentials = self.credentials(account) if account not in (None, self.account) else FAKE_CREDENTIALS
-        # Read no environment variable for these (botocore session_vars: config name, variable, default, converter):
-        # no profile, config or credentials file, CA bundle or configured endpoint of the user's applies.
-        core = botocore.session.Session(
-            session_vars={
-                "profile": (None, None, None, None),
-                "config_file": (None, None, os.devnull, None),
-                "credentials_file": (None, None, os.devnull, None),
-                "ca_bundle": (None, None, None, None),
-                "ignore_configured_endpoint_urls": (None, None, True, None),
-            }
-        )
-        return boto3.Session(
-            botocore_session=core,
-            aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-            aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
-            region_name=region or self.region,
-        )
-
-    def client(self, service: str, *, account: str | None = None, region: str | None = None) -> Any:
-        """A boto3 client for ``service`` on this endpoint, acting in ``account`` and ``region``; it uses no proxy,
-        whatever ``HTTP_PROXY``/``HTTPS_PROXY`` say."""
-        return self.session(account=account, region=region).client(
-            service, endpoint_url=self.url, config=_no_proxy_config()
-        )
-
-
-def _no_proxy_config() -> Any:
-    """A botocore client configuration with no proxy: an empty ``proxies`` mapping is used as given, where none
-    (the default) reads ``HTTP(S)_PROXY`` from the environment."""
-    from botocore.config import Config
-
-    return Config(proxies={})
-
-
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-"""Opens URLs without any proxy, whatever ``HTTP(S)_PROXY`` say: the local endpoint is on this host."""
-
-
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGTERM if this process dies without cleaning up (e.g. SIGKILL)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def _wait_until_ready(server: subprocess.Popen[bytes], url: str) -> bool:
-    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            return False
-        try:
-            with _DIRECT.open(f"{url}/moto-api/", timeout=1) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    return False
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is None:
-        server.terminate()
-        try:
-            server.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-_MAX_URL_LENGTH = 100
-
-
-def parse_local_url(url: str) -> int:
-    """The port of ``url``, a local endpoint's ``http://127.0.0.1:PORT`` (or ``localhost``); anything else is refused
-    with :class:`LocalEndpointError`: a deployment goes to this host only, never to a real AWS endpoint."""
-    from urllib.parse import urlsplit
-
-    shown = url if len(url) <= _MAX_URL_LENGTH else f"{url[:_MAX_URL_LENGTH]}..."
-    refusal = (
-        f"--attach {shown!r} is not a local endpoint's URL: give the http://{LOOPBACK}:PORT that "
-        "`python -m neuron_constructs.local_endpoint --serve` printed."
-    )
-    if len(url) > _MAX_URL_LENGTH:
-        raise LocalEndpointError(refusal)
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError as error:
-        raise LocalEndpointError(refusal) from error
-    if (
-        parts.scheme != "http"
-        or parts.hostname not in (LOOPBACK, "localhost")
-        or port is None
-        or parts.username
-        or parts.password
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-    ):
-        raise LocalEndpointError(refusal)
-    return port
-
-
-@contextlib.contextmanager
-def attached_endpoint(url: str, *, region: str = DEFAULT_REGION) -> Iterator[LocalAwsEndpoint]:
-    """The local endpoint another process serves at ``url`` (:func:`parse_local_url`), once it answers; it keeps
-    running on exit. The CLI gets a CDK home of its own for this block."""
-    port = parse_local_url(url)
-    endpoint_url = f"http://{LOOPBACK}:{port}"
-    try:
-        with _DIRECT.open(f"{endpoint_url}/moto-api/", timeout=5) as response:
-            answered = response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
-        answered = False
-    if not answered:
-        raise LocalEndpointError(
-            f"no local endpoint answers at {endpoint_url}: start one with "
-            "`python -m neuron_constructs.local_endpoint --serve --app-dir <platform app>` and keep it running."
-        )
-    with tempfile.TemporaryDirectory(prefix="neuron-constructs-cdk-home-") as cdk_home:
-        yield LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
-
-
-@contextlib.contextmanager
-def local_aws_endpoint(*, region: str = DEFAULT_REGION, log: Path | None = None) -> Iterator[LocalAwsEndpoint]:
-    """Start a fresh moto server on a free 127.0.0.1 port; stop it on exit, whatever happened.
-
-    ``log`` receives the server's request log (default: discarded).
-    """
-    if importlib.util.find_spec("moto") is None:
-        raise LocalEndpointError(
-            "moto is not installed: install the local extra with pip install 'neuron-constructs[local]'."
-        )
-    with tempfile.TemporaryDirectory(prefix="neuron-constructs-cdk-home-") as cdk_home:
-        yield from _serve(region=region, log=log, cdk_home=cdk_home)
-
-
-def _serve(*, region: str, log: Path | None, cdk_home: str) -> Iterator[LocalAwsEndpoint]:
-    exited: int | None = None
-    for _attempt in range(3):  # another process may take the free port between probe and bind
-        port = _free_loopback_port()
-        endpoint = LocalAwsEndpoint(port=port, region=region, cdk_home=cdk_home)
-        with open(log or os.devnull, "ab") as log_file:
-            server = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "neuron_constructs.local_endpoint.moto_server",
-                    "--host",
-                    LOOPBACK,
-                    "--port",
-                    str(port),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                # The server is an AWS SDK process too: it sees only fake credentials and no other endpoint.
-                env=sealed_environment(os.environ)
-                | FAKE_CREDENTIALS
-                | {
-                    "AWS_DEFAULT_REGION": region,
-                    "AWS_CONFIG_FILE": os.devnull,
-                    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-                    "AWS_EC2_METADATA_DISABLED": "true",
-                    "NO_PROXY": f"{LOOPBACK},localhost",
-                    "no_proxy": f"{LOOPBACK},localhost",
-                },
-                start_new_session=True,  # Ctrl-C reaches us; we stop the server ourselves
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-            )
-        try:
-            if _wait_until_ready(server, endpoint.url):
-                yield endpoint
-                return
-            exited = server.poll()
-        finally:
-            _stop(server)
-    if exited is not None:  # three times: not a port another process took
-        raise LocalEndpointError(
-            f"the moto server exited with status {exited} before it answered on {LOOPBACK}"
-            + (f" (its output is in {log})" if log else "")
-            + "."
-        )
-    raise LocalEndpointError(f"the moto server did not start on {LOOPBACK} within {_STARTUP_TIMEOUT_S:.0f} s.")
-
-
-def run_cdk(
-    cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, capture: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """Run the ``cdk`` CLI; a non-zero exit becomes :class:`LocalEndpointError` (unless ``capture``)."""
-    command = [cdk, *args]
-    try:
-        result = subprocess.run(command, env=dict(env), cwd=cwd, check=False, text=True, capture_output=capture)
-    except FileNotFoundError as error:
-        raise LocalEndpointError(f"the cdk CLI was not found ({cdk}): run npm ci, or pass --cdk PATH.") from error
-    if result.returncode != 0 and not capture:
-        raise LocalEndpointError(f"{' '.join(command)} exited with status {result.returncode}.")
-    return result
-
-
-_KEPT_CDK_OUTPUT = 400
-"""Lines of the cdk CLI's output kept to show when a command fails without ``verbose``."""
-
-
-def _cdk_outcome(line: str) -> bool:
-    """Whether a line of the cdk CLI's output is an outcome (a stack or environment done, or failed)."""
-    return line.lstrip().startswith(("\u2705", "\u274c"))
-
-
-def run_cdk_summarised(cdk: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> None:
-    """Run the ``cdk`` CLI printing only its outcome lines (each stack deployed or failed); on a non-zero exit print
-    the end of its output (at most the last 400 lines) to stderr and raise :class:`LocalEndpointError`."""
-    command = [cdk, *args]
-    kept: collections.deque[str] = collections.deque(maxlen=_KEPT_CDK_OUTPUT)
-    try:
-        process = subprocess.Popen(
-            command,
-            env=dict(env),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        )
-    except FileNotFoundError as error:
-        raise LocalEndpointError(f"the cdk CLI was not found ({cdk}): run npm ci, or pass --cdk PATH.") from error
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            kept.append(line)
-            if _cdk_outcome(line):
-                print(line.rstrip(), flush=True)
-        status = process.wait()
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    if status != 0:
-        sys.stderr.write("".join(kept))
-        raise LocalEndpointError(f"{' '.join(command)} exited with status {status}.")
-
-
-def synth_warnings(assembly: Path, stacks: Sequence[str] | None = None) -> dict[str, list[str]]:
-    """The warnings a cloud assembly records (``aws:cdk:warning`` metadata, in the manifest or each stack's
-    ``additionalMetadataFile``) on ``stacks`` (default every stack): each warning's first line without the
-    construct path it starts with, by the construct paths it is on."""
-    manifest_path = assembly / "manifest.json"
-    if not manifest_path.exists():
-        return {}
-    manifest = json.loads(manifest_path.read_text())
-    found: dict[str, list[str]] = {}
-    for artifact_id, artifact in (manifest.get("artifacts") or {}).items():
-        name = (artifact.get("properties") or {}).get("stackName") or artifact_id
-        if stacks is not None and name not in stacks:
-            continue
-        metadata = dict(artifact.get("metadata") or {})
-        extra = artifact.get("additionalMetadataFile")
-        if isinstance(extra, str) and (assembly / extra).is_file():
-            metadata.update(json.loads((assembly / extra).read_text()))
-        for path, entries in metadata.items():
-            for entry in entries if isinstance(entries, list) else []:
-                if isinstance(entry, dict) and entry.get("type") == "aws:cdk:warning":
-                    lines = str(entry.get("data") or "").strip().splitlines()
-                    where = str(path).strip("/")
-                    text = lines[0].removeprefix(f"{where}: ") if lines else ""
-                    found.setdefault(text, []).append(where)
-    return found
-
-
-def format_synth_warnings(warnings: Mapping[str, Sequence[str]]) -> list[str]:
-    """One line per distinct warning: its rule id, its first sentence, and the constructs it is on."""
-    lines = []
-    for text, paths in warnings.items():
-        rule = re.search(r"\[(NEURON\d+)", text)
-        sentence = text.split(" [", 1)[0]
-        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
-        lines.append(f"  {rule.group(1) + ': ' if rule else ''}{sentence} ({where})")
-    return lines
+__all__ = ["DeployedStack", "deploy_app", "main", "stack_environments"]
 
 
 @dataclass(frozen=True)
@@ -460,115 +87,6 @@ def stack_environments(assembly: Path, endpoint: LocalAwsEndpoint) -> dict[str, 
             endpoint.region if region in ("", "unknown-region") else region,
         )
     return found
-
-
-_ANSWERED_LOOKUPS = ("availability-zones",)
-"""Context lookups the endpoint answers: the zone names of a region are the same in every account."""
-_LOOKUP_ROUNDS = 5
-
-
-def _missing(assembly: Path) -> list[dict[str, Any]]:
-    manifest_path = assembly / "manifest.json"
-    if not manifest_path.exists():
-        return []
-    missing = json.loads(manifest_path.read_text()).get("missing") or []
-    return [m for m in missing if isinstance(m, dict)]
-
-
-def missing_lookups(assembly: Path) -> list[str]:
-    """The context lookups (``from_lookup``) the app asked for and the assembly could not answer."""
-    return [f"{m.get('provider')} ({m.get('key')})" for m in _missing(assembly)]
-
-
-@contextlib.contextmanager
-def _context_file_with(app_dir: Path, values: Mapping[str, Any]) -> Iterator[None]:
-    """The app's ``cdk.context.json`` with ``values`` added while the block runs, then exactly as it was."""
-    path = app_dir / "cdk.context.json"
-    original = path.read_bytes() if path.exists() else None
-    if not values:
-        yield
-        return
-    try:
-        recorded = json.loads(original) if original else {}
-    except json.JSONDecodeError as error:
-        raise LocalEndpointError(f"{path} is not valid JSON: {error}") from error
-    path.write_text(json.dumps({**recorded, **values}, indent=2))
-    try:
-        yield
-    finally:
-        if original is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(original)
-
-
-def _availability_zones(endpoint: LocalAwsEndpoint, props: Mapping[str, Any]) -> list[str]:
-    """What the CLI's availability-zones provider records: the available zone names of that account and region."""
-    ec2 = endpoint.client("ec2", account=str(props.get("account")), region=str(props.get("region")))
-    zones = ec2.describe_availability_zones()["AvailabilityZones"]
-    return [str(z["ZoneName"]) for z in zones if z.get("State") == "available"]
-
-
-def _synth(endpoint: LocalAwsEndpoint, cdk: str, app_dir: Path, assembly: Path, context: Mapping[str, str]) -> None:
-    """``cdk synth`` without lookups, answering availability-zone lookups from the endpoint (the app's
-    ``cdk.context.json`` is left as it was); any other lookup is refused with what to do."""
-    synth = ["synth", "--quiet", "--no-notices", "--no-lookups", "--output", str(assembly)]
-    for key, value in context.items():
-        synth += ["--context", f"{key}={value}"]
-    answers: dict[str, Any] = {}
-    for _round in range(_LOOKUP_ROUNDS):
-        with _context_file_with(app_dir, answers):
-            result = run_cdk(cdk, synth, env=endpoint.environment(), cwd=app_dir, capture=True)
-        missing = _missing(assembly)
-        unanswerable = [m for m in missing if m.get("provider") not in _ANSWERED_LOOKUPS]
-        if unanswerable:
-            raise LocalEndpointError(
-                "the app needs context lookups a local endpoint cannot answer: "
-                + "; ".join(f"{m.get('provider')} ({m.get('key')})" for m in unanswerable)
-                + ". Run `cdk synth` once against your AWS account to record them in cdk.context.json (commit "
-                "it), or give the constructs their values instead of looking them up "
-                "(e.g. ec2.Vpc.from_vpc_attributes)."
-            )
-        fresh = [m for m in missing if m.get("key") not in answers]
-        if not fresh:
-            break
-        for lookup in fresh:
-            answers[str(lookup["key"])] = _availability_zones(endpoint, lookup.get("props") or {})
-    if result.returncode != 0:
-        sys.stderr.write(result.stdout + result.stderr)
-        raise LocalEndpointError(f"cdk synth exited with status {result.returncode}.")
-
-
-def publish_pinned_releases(endpoint: LocalAwsEndpoint, assembly: Path, today: datetime.date | None = None) -> None:
-    """Have the endpoint publish every ECS Neuron AMI release the templates of ``assembly`` pin, or refuse the deploy
-    with a sentence naming each release it does not publish (:mod:`neuron_constructs.local_endpoint.ami_releases`)."""
-    from neuron_constructs.local_endpoint.ami_releases import PUBLISH_PATH, pinned_releases, refusal
-
-    pinned = pinned_releases(assembly)
-    today = today or datetime.datetime.now(datetime.UTC).date()
-    refused = [
-        r for (release, kernel), stacks in sorted(pinned.items()) if (r := refusal(release, kernel, stacks, today))
-    ]
-    if refused:
-        raise LocalEndpointError(" ".join(refused))
-    if not pinned:
-        return
-    request = urllib.request.Request(
-        endpoint.url + PUBLISH_PATH,
-        data=json.dumps(sorted(pinned)).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with _DIRECT.open(request, timeout=30) as response:
-            response.read(65536)
-    except urllib.error.HTTPError as error:
-        said = error.read(2000).decode(errors="replace")
-        raise LocalEndpointError(f"the endpoint did not publish the pinned ECS Neuron AMI releases: {said}") from None
-    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-        raise LocalEndpointError(
-            f"the endpoint did not answer the request to publish the pinned ECS Neuron AMI releases: {error}"
-        ) from None
 
 
 def deploy_app(
@@ -605,7 +123,7 @@ def deploy_app(
     """
     env = endpoint.environment()
     assembly = (output or app_dir / "cdk.out").resolve()
-    _synth(endpoint, cdk, app_dir, assembly, context or {})
+    synth(endpoint, cdk, app_dir, assembly, context or {})
     publish_pinned_releases(endpoint, assembly)
     environments = stack_environments(assembly, endpoint)
     chosen = {name: where for name, where in environments.items() if not stacks or name in stacks}
@@ -642,23 +160,6 @@ def _stack_names(endpoint: LocalAwsEndpoint, account: str, region: str) -> set[s
     cloudformation = endpoint.client("cloudformation", account=account, region=region)
     pages = cloudformation.get_paginator("describe_stacks").paginate()
     return {s["StackName"] for page in pages for s in page["Stacks"] if s.get("StackStatus") != "DELETE_COMPLETE"}
-
-
-def describe_deployed(endpoint: LocalAwsEndpoint, deployed: Sequence[DeployedStack]) -> list[StackReport]:
-    """What each deployed stack created, read in its own account and region; others are named with theirs."""
-    from neuron_constructs.tools.deployment_report.stacks import describe_stack
-
-    reports = []
-    for stack in deployed:
-        report = describe_stack(
-            functools.partial(endpoint.client, account=stack.account, region=stack.region),
-            stack.name,
-            functions_run=False,
-        )
-        if (stack.account, stack.region) != (endpoint.account, endpoint.region):
-            report = dataclasses.replace(report, name=f"{stack.name} (aws://{stack.account}/{stack.region})")
-        reports.append(report)
-    return reports
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
