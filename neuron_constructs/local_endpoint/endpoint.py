@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ACCOUNT",
     "DEFAULT_REGION",
-    "DIRECT",
     "FAKE_CREDENTIALS",
     "LOOPBACK",
     "LocalAwsEndpoint",
