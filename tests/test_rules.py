@@ -1254,7 +1254,7 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.OPEN_TEST_RULE,
         _header_test_rule_on_an_internet_facing_listener,
         r"Test/Svc/TargetGroup: a smoke test through the header rule of Test/Lb/LoadBalancer/Listener, on an "
-        r"internet-facing load balancer.*Fix: give the load balancer a test listener",
+        r"internet-facing load balancer.*Fix: attach the smoke-tested service to an internal NeuronLoadBalancer",
     ),
     (
         r.BOUNDS_REVERSED,

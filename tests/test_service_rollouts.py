@@ -586,11 +586,25 @@ def test_the_header_test_rule_on_an_internet_facing_listener_is_refused() -> Non
         message
     )
     assert f"any client that sends {TEST_HEADER}: test would reach the green tasks" in message
-    assert f"[{r.OPEN_TEST_RULE.id}:" in message and "NeuronLoadBalancer(test_port=...)" in message
+    assert f"[{r.OPEN_TEST_RULE.id}:" in message and "internal NeuronLoadBalancer (internet_facing=False" in message
 
 
-def test_an_internet_facing_load_balancer_with_a_test_listener_keeps_the_test_rule_off_the_open_listener() -> None:
-    template = _header_smoke_test(internet_facing=True, test_port=8081).synth().get_stack_by_name("Header").template
+def test_a_smoke_test_through_the_test_listener_of_an_internet_facing_load_balancer_is_refused() -> None:
+    """GIVEN an internet-facing load balancer with a test listener, WHEN a smoke-tested rollout attaches, THEN it is
+    refused: the function, in private subnets, reaches the load balancer's public addresses through the NAT gateway,
+    and the test listener's rule admits the function's security group, which names only its private addresses (the
+    request would never arrive and every deployment would roll back)."""
+    with pytest.raises(NeuronConfigurationError) as raised:
+        _header_smoke_test(internet_facing=True, test_port=8081)
+    message = str(raised.value)
+    assert "a smoke test through its test listener of Header/Lb/LoadBalancer/Listener, on an internet-facing" in message
+    problem = message.split(f"[{r.OPEN_TEST_RULE.id}:")[0]
+    assert "through the NAT gateway, from an address no rule admits" in problem and "any client" not in problem
+    assert f"[{r.OPEN_TEST_RULE.id}:" in message
+
+
+def test_an_internal_load_balancer_with_a_test_listener_keeps_the_test_rule_off_the_production_listener() -> None:
+    template = _header_smoke_test(internet_facing=False, test_port=8081).synth().get_stack_by_name("Header").template
     rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()
     assert all("http-header" not in json.dumps(rule["Properties"]["Conditions"]) for rule in rules_)
 

@@ -95,6 +95,19 @@ def check_native_rollout(
             path,
             f"a smoke test through {construct_path(listener)}, an imported listener whose load balancer is unknown",
         )
+    if _internet_facing(listener):
+        through = "its test listener" if listener in _TEST_LISTENERS else "the header rule"
+        raise rules.OPEN_TEST_RULE.error(
+            path,
+            f"a smoke test through {through} of {construct_path(listener)}, on an internet-facing load balancer: the "
+            "function would reach it through the NAT gateway, from an address no rule admits"
+            + (
+                ""
+                if listener in _TEST_LISTENERS
+                else f", and any client that sends {TEST_HEADER}: test would reach "
+                "the green tasks while the rollout tests them"
+            ),
+        )
     if listener in _TEST_LISTENERS:
         if test_priority is not None and not 1 <= test_priority <= 50_000:
             raise rules.OUT_OF_RANGE.error(
@@ -107,13 +120,6 @@ def check_native_rollout(
             f"a smoke test through {construct_path(listener)}, an HTTPS listener with no test listener: the function "
             "would send plain HTTP to the load balancer's DNS name, which a certificate for your domain does not name "
             "(give the load balancer NeuronLoadBalancer(test_port=...))",
-        )
-    if _internet_facing(listener):
-        raise rules.OPEN_TEST_RULE.error(
-            path,
-            f"a smoke test through the header rule of {construct_path(listener)}, on an internet-facing load "
-            f"balancer: any client that sends {TEST_HEADER}: test would reach the green tasks while the rollout tests "
-            "them",
         )
     if test_priority is None:
         if priority is not None and priority <= 1:

@@ -118,14 +118,17 @@ DEPLOYMENT_ALARM_BEHAVIOR = Rule(
 )
 OPEN_TEST_RULE = Rule(
     "NEURON136",
-    "Rollout test traffic open to the internet",
-    "a listener rule forwards every request that matches its conditions, from any client that reaches its listener; "
-    "a header is no credential, so on an internet-facing load balancer anyone who sends the test header reaches the "
-    "green tasks while a rollout tests them, before they passed the smoke test",
-    "give the load balancer a test listener (NeuronLoadBalancer(test_port=...)), which admits only the smoke test's "
-    "own security group, or drop smoke_test=",
-    "Elastic Load Balancing guide: listener rules for your Application Load Balancer (rule conditions); ECS guide: "
-    "Application Load Balancer resources for blue/green, linear, and canary deployments (test listener rule)",
+    "Smoke test through an internet-facing load balancer",
+    "the smoke test's function runs in the VPC's private subnets and reaches an internet-facing load balancer only at "
+    "its public addresses, through the NAT gateway: a security group rule that names the function's group admits that "
+    "group's private addresses, not the NAT's public one, so the test request never arrives and every deployment "
+    "rolls back; and a header rule there would let any client that sends the test header reach the green tasks before "
+    "they passed the smoke test",
+    "attach the smoke-tested service to an internal NeuronLoadBalancer (internet_facing=False, the default), and put "
+    "the internet-facing entry point (a load balancer or CloudFront) in front of it; or drop smoke_test=",
+    "Amazon EC2 guide: security group rules (a referenced security group admits the private IP addresses of its "
+    "network interfaces, not public or Elastic IP addresses); Elastic Load Balancing guide: internet-facing load "
+    "balancers (public IP addresses), listener rules for your Application Load Balancer (rule conditions)",
 )
 
 # -------------------------------------------------------------- warnings ---
