@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from neuron_constructs.knowledge import rollouts, rules
 from neuron_constructs.knowledge.catalog import DeviceTopology, NeuronInstanceType
+from neuron_constructs.knowledge.container_images import IMAGES, NeuronImage
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE, parse_core_list
 from neuron_constructs.knowledge.numbers import parse_whole_number
 from neuron_constructs.knowledge.rules import (
@@ -666,3 +667,21 @@ def smoke_test_tls_warning(path: str, url: str, host: str | None) -> str | None:
         return None
     shown = "a host known only at deploy time (the load balancer's DNS name?)" if host is None else host
     return SMOKE_TEST_TLS_NAME.message(path, f"url= is HTTPS to {shown}")
+
+
+def check_root_image(
+    path: str, image: NeuronImage, *, shown: str, argument: str, how: str, library_images: Iterable[NeuronImage]
+) -> NeuronImage | None:
+    """NEURON068 for an image the library runs as root on the instance (privileged, or in the host network with the
+    instance role): refused without a digest, unless it is one of ``library_images``, the library's own, which no
+    source gives a digest for yet: that one is returned, for the NEURON116 warning. ``None`` for a pinned image.
+    ``shown`` names the argument in the problem (``monitor_image``), ``argument`` in the fix, ``how`` says how the
+    image runs."""
+    if image.digest is not None:
+        return None
+    if any(image == known for known in library_images):
+        return image
+    constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
+    raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
+        path, f"{shown} {image.uri} has no digest, and {how}", argument=argument, constant=constant, uri=image.uri
+    )

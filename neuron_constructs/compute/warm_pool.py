@@ -15,8 +15,9 @@ from aws_cdk import aws_autoscaling as autoscaling
 from constructs import Construct
 
 from neuron_constructs.base.tree import construct_path
+from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules
-from neuron_constructs.knowledge.container_images import AWS_CLI, IMAGES, NeuronImage
+from neuron_constructs.knowledge.container_images import AWS_CLI, NeuronImage
 from neuron_constructs.knowledge.warm_start import hibernation_problem
 
 __all__ = ["WARM_UP_TIMEOUT", "WarmPool", "check_warm_pool", "warn_about_unpinned_cli_image"]
@@ -87,14 +88,14 @@ def check_warm_pool(
         raise rules.WRONG_TYPE.error(
             path, f"WarmPool(cli_image={image!r})", expected="cli_image as a NeuronImage (AWS_CLI.pinned(...))"
         )
-    if warm_pool.prefetch and image.digest is None and image != AWS_CLI:
-        constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
-        raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
+    if warm_pool.prefetch:
+        inputs.check_root_image(
             path,
-            f"WarmPool(cli_image=) {image.uri} has no digest, and the warm-up runs it as root in the host network",
+            image,
+            shown="WarmPool(cli_image=)",
             argument="WarmPool(cli_image",
-            constant=constant,
-            uri=image.uri,
+            how="the warm-up runs it as root in the host network",
+            library_images=(AWS_CLI,),
         )
     minimum = warm_pool.min_size
     if isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum <= max_capacity:

@@ -70,13 +70,13 @@ from neuron_constructs.base.environments import (
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
 from neuron_constructs.base.tree import construct_path, remember_path
+from neuron_constructs.checks import inputs
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import (
     AWS_CLI,
-    IMAGES,
     NEURON_MONITOR,
     NODE_PROBLEM_DETECTOR,
     PRIVILEGED_IMAGES,
@@ -174,7 +174,14 @@ class NeuronMonitoring(Construct):
         log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
     ) -> None:
         path = f"{construct_path(scope)}/{id}"
-        unpinned_default = _check_pinned(path, monitor_image)
+        unpinned_default = inputs.check_root_image(
+            path,
+            monitor_image,
+            shown="monitor_image",
+            argument="monitor_image",
+            how="neuron-monitor runs privileged",
+            library_images=PRIVILEGED_IMAGES.values(),
+        )
         self.monitor_image, self.recovery_image = monitor_image.reference, recovery_image.reference
         self.problem_detector_image = problem_detector_image.reference
         check_same_environment(path, scope, cluster, what="the monitoring", other_name=construct_path(cluster))
@@ -273,20 +280,3 @@ class NeuronMonitoring(Construct):
         fill_dashboard(self)
         self._auto_scaling.acknowledge_recovery_groups()
         self._managed.after_association()
-
-
-def _check_pinned(path: str, image: NeuronImage) -> NeuronImage | None:
-    """Refuse a privileged daemon image without a digest (NEURON068); the library's own unpinned one, which no source
-    gives a digest for yet, is returned for the NEURON116 warning."""
-    if image.digest is not None:
-        return None
-    if any(image == known for known in PRIVILEGED_IMAGES.values()):
-        return image
-    constant = next((name for name, known in IMAGES.items() if known.uri == image.uri), "your_image")
-    raise rules.UNPINNED_PRIVILEGED_IMAGE.error(
-        path,
-        f"monitor_image {image.uri} has no digest, and neuron-monitor runs privileged",
-        argument="monitor_image",
-        constant=constant,
-        uri=image.uri,
-    )
