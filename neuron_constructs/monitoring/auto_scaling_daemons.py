@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_cdk import Aws, IStableListProducer, IStableStringProducer, Lazy
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from constructs import Construct
 from jsii import implements
 
 from neuron_constructs.base import compliance
@@ -129,13 +130,7 @@ class AutoScalingDaemons:
             "conditions": [{"type": "NeuronHealth", "reason": "NeuronHasNoError", "message": "Neuronhasnoerror"}],
             "rules": rules,
         }
-        # Not privileged: the kernel log as a read-only device and CAP_SYSLOG, which the kernel asks of a reader of
-        # /dev/kmsg when kernel.dmesg_restrict is 1 - what the Managed Instances health daemon reads it with too.
-        kernel_log = ecs.LinuxParameters(self._monitoring, "KernelLog")
-        kernel_log.add_devices(
-            ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
-        )
-        kernel_log.add_capabilities(ecs.Capability.SYSLOG)
+        kernel_log = _kernel_log_reader(self._monitoring, "KernelLog")
         detector.add_container(
             "npd",
             image=ecs.ContainerImage.from_registry(self._monitoring.problem_detector_image),
@@ -149,11 +144,7 @@ class AutoScalingDaemons:
             memory_reservation_mib=128,
             logging=ecs.LogDrivers.aws_logs(stream_prefix="npd", log_group=self._monitoring.log_group),
         )
-        recovery_log = ecs.LinuxParameters(self._monitoring, "RecoveryKernelLog")
-        recovery_log.add_devices(
-            ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
-        )
-        recovery_log.add_capabilities(ecs.Capability.SYSLOG)
+        recovery_log = _kernel_log_reader(self._monitoring, "RecoveryKernelLog")
         detector.add_container(
             "recovery",
             image=ecs.ContainerImage.from_registry(self._monitoring.recovery_image),
@@ -207,3 +198,14 @@ class _ProduceList:
 
     def produce(self) -> list[str]:
         return self._produce()
+
+
+def _kernel_log_reader(scope: Construct, id: str) -> ecs.LinuxParameters:
+    """Not privileged: the kernel log as a read-only device and CAP_SYSLOG, which the kernel asks of a reader of
+    /dev/kmsg when kernel.dmesg_restrict is 1 - what the Managed Instances health daemon reads it with too."""
+    reader = ecs.LinuxParameters(scope, id)
+    reader.add_devices(
+        ecs.Device(host_path="/dev/kmsg", container_path="/dev/kmsg", permissions=[ecs.DevicePermission.READ])
+    )
+    reader.add_capabilities(ecs.Capability.SYSLOG)
+    return reader
