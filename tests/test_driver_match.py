@@ -17,6 +17,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -523,7 +524,7 @@ def test_the_docs_table_of_images_and_drivers_is_the_tables() -> None:
         assert f"needs an AMI built before {before}" in text.split(f"| `{name}`", 1)[1].split("\n", 1)[0]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, loop=60))
 @given(st.dates(min_value=datetime.date(2024, 1, 1), max_value=datetime.date(2027, 12, 31)))
 def test_a_derived_driver_is_a_released_one_or_a_bound_and_refusals_follow_every_driver_it_allows(
     day: datetime.date,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -512,7 +513,7 @@ def test_a_multi_node_job_without_a_job_id_does_not_rendezvous() -> None:
         ).map(lambda v: json.dumps(v).encode()),
     )
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, loop=50))
 def test_any_line_is_a_verdict_of_this_job_or_refused_with_a_reason(line: bytes) -> None:
     try:
         node, problem, kind = parse_verdict(line, JOB, {1, 2})

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -333,7 +334,7 @@ def test_an_image_problem_without_a_job_id_is_still_not_retried(tmp_path: Path) 
         ).map(json.dumps),
     )
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, loop=60))
 def test_any_answer_gives_a_device_list_or_none_and_never_raises(text: str) -> None:
     """Whatever an image's neuron-ls prints, the preflight reads a list of entries that each carry an integer
     ``neuron_device`` (or a top-level empty list), or nothing, in one sentence's worth of time: never a traceback."""

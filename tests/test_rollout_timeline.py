@@ -6,6 +6,7 @@ import itertools
 import math
 
 import pytest
+from conftest import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -142,7 +143,7 @@ def plans(draw: st.DrawFn) -> RolloutPlan:
 durations = st.floats(0, 10_000, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, loop=50))
 @given(plans(), durations, st.none() | durations, durations, st.integers(0, 500))
 def test_phases_are_contiguous_and_traffic_only_grows_to_100_percent(
     plan: RolloutPlan, start: float, smoke: float | None, scale_in: float, desired: int
@@ -174,7 +175,7 @@ def test_phases_are_contiguous_and_traffic_only_grows_to_100_percent(
 INSTANCES = NeuronInstanceType.all()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, loop=50))
 @given(
     plans(),
     st.sampled_from(INSTANCES),
