@@ -151,6 +151,55 @@ def test_a_driver_that_does_not_answer_is_the_node_s_problem_and_no_fallback_is_
     assert marker.exists() and (tmp_path / "bin" / "neuron-ls.calls").read_text() == "--output-format json\n"
 
 
+def test_a_driver_failing_with_the_system_s_invalid_argument_is_the_node_s_problem(tmp_path: Path) -> None:
+    """GIVEN a neuron-ls that fails with EINVAL's text ("Invalid argument", what a driver that cannot open a device
+    prints) THEN it is no usage error: the node fails retryable and marks its host, and no older flag is tried."""
+    neuron_ls = (
+        'echo "$@" >> "$(dirname "$0")/neuron-ls.calls"\n'
+        "echo 'nrt_init: failed to open /dev/neuron0: Invalid argument' >&2; exit 1"
+    )
+    result, marker = _single(tmp_path, 2, **{"neuron-ls": neuron_ls})
+    assert result.returncode == PREFLIGHT_EXIT_CODE
+    assert marker.exists() and (tmp_path / "bin" / "neuron-ls.calls").read_text() == "--output-format json\n"
+
+
+def test_an_empty_device_list_in_the_2_34_layout_is_a_node_without_devices() -> None:
+    """GIVEN 2.34's object with its device list empty THEN the node lists no devices (the node's problem), not a
+    layout the preflight cannot read (the image's)."""
+    document = json.loads((DATA / "neuron-ls-2.34-output-format-json.json").read_text())
+    key = next(k for k, v in document.items() if isinstance(v, list) and v and "neuron_device" in v[0])
+    document[key] = []
+    assert preflight._neuron_devices(json.dumps(document)) == []
+    assert preflight._neuron_devices(json.dumps({"instance": {"type": "trn1.32xlarge"}})) is None
+
+
+def test_a_child_claiming_an_image_problem_the_main_node_does_not_share_stops_the_attempt_retried() -> None:
+    """GIVEN a healthy main node and a verdict that claims an image problem (any peer that knows the job id can send
+    one) THEN the attempt stops retryable (exit 75), not unretried: every node runs the job's image, and the main
+    node's own shows no problem."""
+    import socket
+    import threading
+
+    port = unused_port()
+    verdict = {"job": JOB, "node": 1, "problem": "the image's neuron-ls refused", "kind": "image"}
+
+    def child() -> None:
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+                    connection.sendall((json.dumps(verdict) + "\n").encode())
+                    connection.recv(4096)
+                    return
+            except OSError:
+                threading.Event().wait(0.05)
+
+    thread = threading.Thread(target=child)
+    thread.start()
+    found = preflight._main_node(2, 0, JOB, port, 10, None)
+    thread.join()
+    assert found is not None and found[0] == preflight.NODE and "node 1: the image's neuron-ls refused" in found[1]
+
+
 @pytest.mark.parametrize(
     ("tools", "message"),
     [

@@ -115,13 +115,14 @@ def _run(command: list[str], *, stdout_only: bool = False) -> tuple[int, str]:
 
 
 _USAGE_ERROR = re.compile(
-    r"flag provided but not defined|(?:unknown|unrecogni[sz]ed|unexpected|invalid|undefined)[ -]"
-    r"(?:shorthand )?(?:flag|option|argument)|no such (?:flag|option)|^usage:",
+    r"flag provided but not defined|(?:unknown|unrecogni[sz]ed|undefined)[ -](?:shorthand )?(?:flag|option|argument)"
+    r"|unexpected (?:flag|argument)|invalid (?:flag|option)\b|no such (?:flag|option)|^usage:",
     re.IGNORECASE | re.MULTILINE,
 )
 """What a command line parser prints when it refuses an argument: Go's ``flag`` ("flag provided but not defined"),
 cobra/pflag ("unknown flag", "unknown shorthand flag"), Python's argparse ("unrecognized arguments"), Rust's clap
-("unexpected argument"), getopt ("unrecognized option", "invalid option"), and a usage line."""
+("unexpected argument"), getopt ("unrecognized option", "invalid option"), and a usage line. Not the system's
+"Invalid argument" (``EINVAL``, ``strerror``), which a driver that fails prints: that is the node's problem."""
 
 
 def _refused(status: int, output: str) -> bool:
@@ -137,7 +138,8 @@ def _tail(output: str) -> str:
 def _device_entries(value: object, depth: int = 0, budget: list[int] | None = None) -> list[object] | None:
     """The device entries of a neuron-ls JSON answer: the longest list of objects that each carry an integer
     ``neuron_device`` index, wherever it is within :data:`_JSON_DEPTH` levels and :data:`_JSON_NODES` values; an
-    empty top-level list is a node without devices; ``None`` when there is no such list.
+    empty top-level list, or an empty list under a key naming devices, is a node without devices; ``None`` when there
+    is no such list.
 
     Neuron 2.33 and earlier (``--json-output``) print that list itself: one object per device with
     ``neuron_device``, ``bdf``, ``cpu_affinity``, ``numa_node``, ``connected_to``, ``nc_count``, ``memory_size``,
@@ -157,10 +159,12 @@ def _device_entries(value: object, depth: int = 0, budget: list[int] | None = No
             return value
         if not value and depth == 0:
             return value
-    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
     found: list[object] | None = None
-    for child in children:
-        if isinstance(child, (dict, list)):
+    named = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in named:
+        if child == [] and isinstance(key, str) and "device" in key.lower() and found is None:
+            found = []  # an object's empty list of devices ("neuron_devices": []): a node without devices
+        elif isinstance(child, (dict, list)):
             entries = _device_entries(child, depth + 1, budget)
             if entries is not None and (found is None or len(entries) > len(found)):
                 found = entries
@@ -353,7 +357,8 @@ def _main_node(
     nodes: int, main_index: int, job: str, port: int, timeout_s: float, own: tuple[str, str] | None
 ) -> tuple[str, str] | None:
     """Collect one verdict of this job per child node, from an address of its own, by one deadline; tell each child to
-    go (or stop); the first image problem found, else the first problem, or ``None``."""
+    go (or stop); the first image problem found, else the first problem, or ``None``. A child's image problem counts as
+    one only when this node's own check found an image problem too: otherwise it stops the attempt, retried."""
     deadline = time.monotonic() + timeout_s
     children = set(range(nodes)) - {main_index}
     reported: dict[int, tuple[str, socket.socket]] = {}
@@ -431,7 +436,10 @@ def _main_node(
                     earlier[1].close()  # the same child again: counted once, answered on its newest connection
                 reported[node] = (peer, connection)
                 if problem:
-                    problems.append((kind, f"node {node}: {problem}"))
+                    # A child's image problem ends the job unretried only when this node's own image shows it too
+                    # (every node runs the job's image): any peer that knows the job id can claim one.
+                    said = kind if kind == NODE or (own is not None and own[0] == IMAGE) else NODE
+                    problems.append((said, f"node {node}: {problem}"))
         missing = sorted(children - reported.keys())
         if missing and not problems:
             why = f"; {count[0]} connections refused ({'; '.join(refused)})" if refused else ""
