@@ -779,3 +779,33 @@ def test_moving_tag_reads_the_tag_after_the_last_slash(image: str, tag: str | No
     from neuron_constructs.knowledge.warm_start import moving_tag
 
     assert moving_tag(image) == tag
+
+
+def test_plan_prints_a_template_s_values_escaped_on_a_terminal_too(
+    built: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIVEN an image name that holds a newline (a forged line) and escape sequences (concealed text) WHEN ``plan
+    --fetches`` and ``plan --rollout`` print it on a terminal THEN the value is escaped: no forged line, and no
+    escape sequence but the command's own colours."""
+    import io
+    import re
+
+    from neuron_constructs.tools.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    hostile = "repo/img:1\n  image     evil:ok\x1b[8mHIDDEN\x1b[0m\x1b]0;owned\x07"
+    text = json.dumps(built["templates"]["Warm"]).replace(json.dumps(PRIVATE_IMAGE)[1:-1], json.dumps(hostile)[1:-1])
+    path = tmp_path / "Warm.template.json"
+    path.write_text(text)
+    shown = {}
+    for mode in ("--fetches", "--rollout"):
+        out = Terminal()
+        main(["plan", mode, str(path)], stdout=out, stderr=io.StringIO())
+        shown[mode] = out.getvalue()
+        assert "\n  image     evil:ok" not in shown[mode] and "\x1b[8m" not in shown[mode], mode
+        assert "\x1b" not in re.sub(r"\x1b\[(?:[0-9]{1,2};)*[0-9]{1,2}m", "", shown[mode]), mode
+    assert "repo/img:1\\n  image     evil:ok\\x1b[8mHIDDEN" in shown["--fetches"]

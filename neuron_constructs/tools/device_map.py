@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from neuron_constructs.checks.terminal import terminal_safe
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.devices import NEURON_DEVICE_PREFIX, device_index, format_index_runs
 from neuron_constructs.tools.inspection import ClusterInspection, container_cores, instance_lnc
@@ -298,15 +299,17 @@ def _conflict_lines(layout: InstanceLayout) -> Iterable[str]:
             what = f"{device} (core{plural} {format_index_runs(cores)})"
         else:
             what = f"core{plural} {format_index_runs(cores)} of {device}"
-        yield f"    {CONFLICT}  {what} held by {' and '.join(dict.fromkeys(held))}"
+        yield f"    {CONFLICT}  {what} held by {' and '.join(terminal_safe(h) for h in dict.fromkeys(held))}"
 
 
 def render_layouts(layouts: Iterable[InstanceLayout], *, styled: bool) -> list[str]:
     """The lines of the map: per instance a title and summary, then per row of chips their indices, their first
-    cores and the cells, the legend, any remarks, and the cores held twice."""
+    cores and the cells, the legend, any remarks, and the cores held twice. What the layouts say that came from a
+    template or from AWS (titles, names, remarks) is escaped (:func:`~neuron_constructs.checks.terminal.terminal_safe`):
+    only the map's own colours are escape sequences."""
     lines: list[str] = []
     for layout in layouts:
-        lines.append(f"{layout.title}: {summary(layout)}")
+        lines.append(f"{terminal_safe(layout.title)}: {summary(layout)}")
         colours = {h.label: _HOLDER_COLOURS[i % len(_HOLDER_COLOURS)] for i, h in enumerate(layout.holders)}
         width, per_chip, cells = _column_width(layout), layout.cores_per_chip, layout.cells
         for row in _rows(layout):
@@ -320,8 +323,8 @@ def render_layouts(layouts: Iterable[InstanceLayout], *, styled: bool) -> list[s
                 groups.append(_group(group, styled=styled, colours=colours) + pad)
             lines.append(_INDENT + " ".join(groups))
         for holder_label, name in layout.legend:
-            lines.append(f"    {holder_label}  {name}")
+            lines.append(f"    {holder_label}  {terminal_safe(name)}")
         for remark in layout.remarks:
-            lines.append(f"    {remark}")
+            lines.append(f"    {terminal_safe(remark)}")
         lines += _conflict_lines(layout)
     return lines

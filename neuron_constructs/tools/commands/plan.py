@@ -56,14 +56,14 @@ def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
             how = "no warm pool: a new instance pulls and copies all of it"
         else:
             how = f"warm pool of at least {fetch.warm_pool}: fetched at warm-up, before the instance is stopped"
-        out.line(f"{fetch.capacity} ({how})")
+        out.line(f"{terminal_safe(fetch.capacity)} ({how})")
         room = fetch.room
         sizes = {(f.kind, f.what): f for f in room.fetched} if room is not None else {}
         for kind, items in (("image", fetch.images), ("artifacts", fetch.artifacts)):
             for item in items:
                 known = sizes.get((kind, item))
                 size = f"  [{known.describe().removeprefix(item).strip(' ()')}]" if known is not None else ""
-                out.line(f"  {kind:<9} {item}{size}")
+                out.line(f"  {kind:<9} {terminal_safe(item)}{terminal_safe(size)}")
         if not fetch.images and not fetch.artifacts:
             out.line("  nothing: no service of these templates lands on it")
         if room is not None:
@@ -153,12 +153,12 @@ def _print_rollout(result: RolloutResult, out: _Output) -> None:
     for service in result.services:
         if service.fleet is not None and service.room is not None and not (service.problems or service.unknown):
             continue  # said with its fleet model
-        out.line(f"  {service.name} on {service.capacity} ({service.instance_type})")
+        out.line(f"  {terminal_safe(service.name)} on {terminal_safe(service.capacity)} ({service.instance_type})")
         if service.timeline:
-            out.line(f"    {service.timeline}")
+            out.line(f"    {terminal_safe(service.timeline)}")
         for sentence in (*service.unknown, *service.problems):
             colour = "31" if sentence in service.problems else "33"
-            out.line("    " + out.style(sentence, colour))
+            out.line("    " + out.style(terminal_safe(sentence), colour))
         if service.room is not None:
             from neuron_constructs.tools.rollout_result import Peak
 
@@ -166,13 +166,16 @@ def _print_rollout(result: RolloutResult, out: _Output) -> None:
             if service.green_instances:
                 out.line(f"    green on {_instances_text(service.green_instances)}")
             colour = _VERDICT_COLOURS[service.fits]
-            out.line("    " + out.style(service.verdict, colour))
+            out.line("    " + out.style(terminal_safe(service.verdict), colour))
     for fleet in result.fleets:
         copies = sum(len(stage) for stage in fleet.stages)
-        out.line(f"  fleet model {fleet.name} on {fleet.capacity} ({fleet.instance_type}): {copies} copies")
+        out.line(
+            f"  fleet model {terminal_safe(fleet.name)} on {terminal_safe(fleet.capacity)} ({fleet.instance_type}): "
+            f"{copies} copies"
+        )
         for number, stage in enumerate(fleet.stages, 1):
             copies_text = ", ".join(name.removeprefix(fleet.name + "/").removesuffix("/Service") for name in stage)
-            out.line(f"    stage {number}: {copies_text}")
+            out.line(f"    stage {number}: {terminal_safe(copies_text)}")
         if fleet.peak is None:
             out.line("    " + out.style("peak unknown: a copy cannot be sized, or the peak is too large to draw", "33"))
             continue
@@ -183,11 +186,11 @@ def _print_rollout(result: RolloutResult, out: _Output) -> None:
             for number, peak in enumerate(fleet.stage_peaks, 1):
                 out.line(f"    peak of stage {number}: {peak.text()}")
         colour = _VERDICT_COLOURS[fleet.fits]
-        out.line("    " + out.style(fleet.verdict, colour))
+        out.line("    " + out.style(terminal_safe(fleet.verdict), colour))
     for capacity in result.capacities:
         if capacity.rollouts > 1:
             colour = "32" if capacity.fits else "33"
-            out.line("  " + out.style(capacity.text, colour))
+            out.line("  " + out.style(terminal_safe(capacity.text), colour))
     if result.holds_a_core_twice:
         out.line(out.style("A NeuronCore is held twice (marked !)", "31") + ": see the drawing.")
 
