@@ -531,6 +531,41 @@ def test_the_service_s_own_deployment_alarms_are_watched_with_the_rollout_s(how:
     assert len(rollout_s) == 3
 
 
+def test_the_service_s_own_alarm_objects_are_named_by_reference_in_its_stack_and_by_import_from_another() -> None:
+    """GIVEN the user's own deployment alarms as CloudWatch alarms, one in the service's stack and one in a stack of
+    their own, WHEN it synthesizes, THEN ECS watches them by a reference to each (an import of the other stack's
+    export), never by the text of an unresolved reference, beside the rollout's."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    app = App(analytics_reporting=False)
+    stack, alarms_stack = Stack(app, "Own", env=ENV), Stack(app, "Alarms", env=ENV)
+
+    def alarm(scope: Stack, id: str) -> cloudwatch.Alarm:
+        metric = cloudwatch.Metric(namespace="Team", metric_name="Errors")
+        return cloudwatch.Alarm(scope, id, metric=metric, threshold=1, evaluation_periods=1)
+
+    here, there = alarm(stack, "Here"), alarm(alarms_stack, "There")
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(),
+        deployment_alarms=ecs.DeploymentAlarmConfig(alarm_names=[here.alarm_name, there.alarm_name]),
+    )
+    service.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+    template = app.synth().get_stack_by_name("Own").template
+    names = _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]
+    assert names[0] == {"Ref": stack.get_logical_id(here.node.default_child)}  # type: ignore[arg-type]
+    assert set(names[1]) == {"Fn::ImportValue"} and len(names) == 5
+    assert not any(isinstance(n, str) and "Ref" in n for n in names)
+
+
 def test_own_deployment_alarms_that_only_fail_a_deployment_are_refused_at_the_call() -> None:
     with pytest.raises(NeuronConfigurationError) as raised:
         _own_alarms("option", ecs.AlarmBehavior.FAIL_ON_ALARM)

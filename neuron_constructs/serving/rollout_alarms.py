@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import CfnResource, Duration, IResolvable, IStableAnyProducer, Lazy, Stack
+from aws_cdk import CfnResource, Duration, IAnyProducer, IResolvable, IResolveContext, Lazy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -151,16 +151,23 @@ def load_balancer_alarms(
     ]
 
 
-def _service_s_own(service: ecs.BaseService) -> dict[str, Any]:
+def _service_s_own(service: ecs.BaseService, context: IResolveContext | None = None) -> dict[str, Any]:
     """The deployment alarms aws-cdk-lib holds for ``service`` now (``alarmNames``, ``enable``, ``rollback``), as its
     ``AWS::ECS::Service`` would render them without the library's: the ``deployment_alarms`` prop or a call of
     ``enable_deployment_alarms``. Read from the resource's properties (``cfnProperties``); Python cannot read the
-    ``deploymentAlarms`` aws-cdk-lib keeps."""
+    ``deploymentAlarms`` aws-cdk-lib keeps. Resolved in ``context`` when given (the template's own resolution, so an
+    alarm of another stack becomes its import and the reference is recorded), else in the service's stack."""
     resource = service.node.default_child
     assert isinstance(resource, CfnResource)
     configuration = resource._cfn_properties.get("deploymentConfiguration") or {}
-    alarms = Stack.of(resource).resolve(configuration.get("alarms") if isinstance(configuration, dict) else None)
+    raw = configuration.get("alarms") if isinstance(configuration, dict) else None
+    alarms = context.resolve(raw) if context is not None else Stack.of(resource).resolve(raw)
     return alarms if isinstance(alarms, dict) and alarms.get("enable") else {}
+
+
+def _shown(name: object) -> str:
+    """An alarm name for a sentence: itself, or what a name worked out at deploy time is."""
+    return name if isinstance(name, str) else "an alarm named at deploy time"
 
 
 def fail_only_problem(service: ecs.BaseService, given_as: str) -> str | None:
@@ -169,7 +176,7 @@ def fail_only_problem(service: ecs.BaseService, given_as: str) -> str | None:
     own = _service_s_own(service)
     if not own or own.get("rollback", True):
         return None
-    names = ", ".join(str(n) for n in own.get("alarmNames", []))
+    names = ", ".join(_shown(n) for n in own.get("alarmNames", []))
     return (
         f"{given_as} ({names}) with AlarmBehavior.FAIL_ON_ALARM next to the rollout's alarms, which roll the "
         "deployment back"
@@ -184,18 +191,23 @@ def watch_with_the_service_s_own(
     deployment is refused at synth (NEURON135), naming ``path``."""
     resource = service.node.default_child
     assert isinstance(resource, CfnResource)
-    resource.add_property_override("DeploymentConfiguration.Alarms", Lazy.any(_BothLists(service, library_names)))
+    resource.add_property_override(
+        "DeploymentConfiguration.Alarms", Lazy.uncached_any(_BothLists(service, library_names))
+    )
     service.node.add_validation(_OneBehavior(service, path))
 
 
-@jsii.implements(IStableAnyProducer)
+@jsii.implements(IAnyProducer)
 class _BothLists:
+    """The service's own alarm names, as the template's resolution gives them (a name of another stack as its import,
+    never as text), then the library's."""
+
     def __init__(self, service: ecs.BaseService, library_names: Callable[[], list[str]]) -> None:
         self._service = service
         self._library_names = library_names
 
-    def produce(self) -> dict[str, Any] | IResolvable:
-        own = [str(name) for name in _service_s_own(self._service).get("alarmNames", [])]
+    def produce(self, context: IResolveContext) -> dict[str, Any] | IResolvable:
+        own = list(_service_s_own(self._service, context).get("alarmNames", []))
         return {"AlarmNames": [*own, *self._library_names()], "Enable": True, "Rollback": True}
 
 
