@@ -189,6 +189,20 @@ CALLS: list[tuple[str, str, Callable[[float], object]]] = [
     ("NeuronService.adopt_scalable_target", "max_count", lambda v: _service().adopt_scalable_target(1, v)),  # type: ignore[arg-type]
     ("NeuronService.lower_min_healthy_percent", "percent", lambda v: _service().lower_min_healthy_percent(v)),  # type: ignore[arg-type]
     (
+        "ManualNeuronTaskDefinition.add_neuron_container",
+        "port_mappings",
+        lambda v: ManualNeuronTaskDefinition(
+            _stack(), "T", instance_type="inf2.xlarge", memory_mib=8192
+        ).add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=v)]),  # type: ignore[arg-type]
+    ),
+    (
+        "ManualNeuronTaskDefinition.add_neuron_container",
+        "health_check",
+        lambda v: ManualNeuronTaskDefinition(
+            _stack(), "T", instance_type="inf2.xlarge", memory_mib=8192
+        ).add_neuron_container("model", image=IMAGE, health_check=ecs.HealthCheck(command=["true"], retries=v)),  # type: ignore[arg-type]
+    ),
+    (
         "NeuronFleet",
         "instances",
         lambda v: NeuronFleet(_stack(), "F", cluster=_cluster(), instance_type="inf2.xlarge", instances=v),

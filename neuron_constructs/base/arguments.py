@@ -335,7 +335,8 @@ def check_value(
 
 
 def _first_non_finite(name: str, value: object, depth: int = 0) -> tuple[str, float] | None:
-    """The first NaN or infinity in ``value`` (a number, or one in a list or dict, ``name[2]``), with where it is;
+    """The first NaN or infinity in ``value`` (a number, or one in a list, a dict or a jsii struct's fields,
+    ``name[2]``, ``name.retries``), with where it is;
     ``None`` when there is none. Python's ``float('nan')`` and ``float('inf')`` are floats like any other, but JSON
     has no spelling for them: one passed on to the CDK's JavaScript runtime breaks the process's connection to it, and
     every later construct of the process with it."""
@@ -343,10 +344,13 @@ def _first_non_finite(name: str, value: object, depth: int = 0) -> tuple[str, fl
         return None if math.isfinite(value) else (name, value)
     if depth > 4:
         return None
+    struct = getattr(value, "_values", None)  # a jsii struct (ecs.PortMapping, ecs.HealthCheck): its fields
     if isinstance(value, list | tuple):
         items: Iterable[tuple[str, object]] = ((f"{name}[{i}]", v) for i, v in enumerate(value))
     elif isinstance(value, Mapping):
         items = ((f"{name}[{k!r}]", v) for k, v in value.items())
+    elif isinstance(struct, dict) and not isinstance(value, type):
+        items = ((f"{name}.{k}", v) for k, v in struct.items())
     else:
         return None
     for where, item in items:
