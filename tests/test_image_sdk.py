@@ -135,3 +135,25 @@ def test_a_training_job_of_unknown_release_on_a_pinned_ami_warns_and_a_stated_on
     assert _warnings(stack, "NEURON147")
     with pytest.raises(NeuronConfigurationError, match=r"S/Queue/Stated: .*driver 2\.31.*NEURON088"):
         queue.add_job("Stated", nodes=1, image=image, command=["train"], neuron_sdk="2.30.0")
+
+
+def test_a_stated_release_is_checked_against_the_instance_family_like_a_tagged_one() -> None:
+    """GIVEN a team image stated as Neuron SDK 2.21.0 on inf1 (no release from 2.21.0 supports Inf1) THEN it is refused
+    like the same release named in the tag (NEURON131)."""
+    from neuron_constructs import ManualNeuronTaskDefinition
+
+    for image, stated in (("team/llm:v1", "2.21.0"), ("team/llm:x-sdk2.21.0-u", None)):
+        task = ManualNeuronTaskDefinition(Stack(App(), "S"), "T", instance_type="inf1.xlarge", memory_mib=4096)
+        with pytest.raises(NeuronConfigurationError, match=r"NEURON131"):
+            task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(image), neuron_sdk=stated)
+
+
+@pytest.mark.parametrize("release", ["2.33.1", "2.34.0"])
+def test_a_release_the_table_knows_without_its_runtime_version_can_be_stated(release: str) -> None:
+    """GIVEN a release the table dates but whose runtime version no source gives THEN stating it is taken (the driver
+    checks say what they cannot check), not refused as unknown."""
+    from neuron_constructs import ManagedNeuronTaskDefinition
+
+    task = ManagedNeuronTaskDefinition(Stack(App(), "S"), "T", cpu=4096, memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("team/llm:v42"), neuron_sdk=release)
+    assert task.stated_sdks["model"] == release

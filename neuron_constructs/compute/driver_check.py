@@ -115,13 +115,14 @@ def stated_sdk(path: str, image_name: str, neuron_sdk: str | None) -> str | None
     names none, ``team/llm-server:v42``), else the ``-sdkX.Y.Z-`` of its name (``image_name``, a token resolved);
     ``None`` when neither names one.
 
-    NEURON146 when the stated release is not a string, is not a release whose runtime the release table
-    (:data:`~neuron_constructs.knowledge.neuron_releases.NEURON_RELEASES`) knows, or disagrees with the release the
+    NEURON146 when the stated release is not a string, is not a release the release table
+    (:data:`~neuron_constructs.knowledge.neuron_releases.NEURON_RELEASES`) knows (one it knows without a runtime
+    version, 2.34.0, is taken: the driver checks then say what they cannot check), or disagrees with the release the
     tag names."""
     tagged = image_sdk(image_name)
     if neuron_sdk is None:
         return tagged
-    known = [r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime]
+    known = [r.sdk for r in neuron_releases.NEURON_RELEASES]
     fix = f"pass neuron_sdk= as the release the image is built with, one of {', '.join(known)}"
     if not isinstance(neuron_sdk, str):
         raise rules.IMAGE_SDK.error(path, f"neuron_sdk={neuron_sdk!r} is not a release string", fix=fix)

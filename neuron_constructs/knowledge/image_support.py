@@ -60,15 +60,16 @@ def table_image(image_name: str) -> tuple[str, NeuronImage] | None:
     return next(((constant, image) for constant, image in IMAGES.items() if image.uri == name), None)
 
 
-def family_refusal(image_name: str, family: str) -> FamilyRefusal | None:
+def family_refusal(image_name: str, family: str, *, stated_sdk: str | None = None) -> FamilyRefusal | None:
     """Why Neuron does not support the image ``image_name`` on instance ``family``, with the image to run instead;
-    ``None`` when it does, or when neither the table nor the image's tag tells its release."""
+    ``None`` when it does, or when neither the table, nor ``stated_sdk`` (the release stated where the image was
+    given), nor the image's tag tells its release."""
     found = table_image(image_name)
     if found is not None:
         sdk, components = found[1].neuron_sdk, found[1].components
     else:
         match = _SDK_IN_NAME.search(image_name[-300:])
-        sdk, components = (match.group(1) if match else None), ()
+        sdk, components = stated_sdk or (match.group(1) if match else None), ()
     if sdk is None:
         return None
     problem = unsupported(sdk, family, components)

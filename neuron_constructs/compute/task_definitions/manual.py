@@ -327,8 +327,8 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
                 },
             ),
         )
-        self.check_image_support(path, container, (self.instance_type.family,))
         self._state_sdk(path, container, neuron_sdk)
+        self.check_image_support(path, container, (self.instance_type.family,))
         self._driver_check_environment(path, driver_check, container)
         self._mapped.update({i: id for i in chosen})
         self._tag_neuron_container(container, stated)

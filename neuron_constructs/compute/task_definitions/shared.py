@@ -308,12 +308,14 @@ class NeuronTaskDefinition(Construct):
 
     def check_image_support(self, path: str, container: ecs.ContainerDefinition, families: Iterable[str]) -> None:
         """NEURON131: refuse ``container`` when Neuron does not support its image on one of ``families`` (NxD
-        Inference on Trn2, a release without Inf1 on Inf1: :mod:`neuron_constructs.knowledge.image_support`)."""
+        Inference on Trn2, a release without Inf1 on Inf1: :mod:`neuron_constructs.knowledge.image_support`), its
+        release read from the image table, the ``neuron_sdk=`` stated for it, or its tag."""
         name = container.image_name
         if is_token(name):
             name = json.dumps(Stack.of(self).resolve(name))
         for family in dict.fromkeys(families):
-            refusal = image_support.family_refusal(name, family)
+            stated = self.stated_sdks.get(container.container_name)
+            refusal = image_support.family_refusal(name, family, stated_sdk=stated)
             if refusal is not None:
                 raise rules.IMAGE_UNSUPPORTED_ON_FAMILY.error(
                     path,
