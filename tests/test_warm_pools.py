@@ -209,6 +209,42 @@ def test_no_value_in_the_warm_up_can_end_the_command_that_writes_it(tmp_path: Pa
     assert not (tmp_path / "owned").exists()
 
 
+def test_a_bucket_named_at_deploy_time_from_elsewhere_is_not_written_into_the_warm_up() -> None:
+    """GIVEN model artifacts in a bucket named by a template parameter (any text: a quote, ``..``) WHEN the capacity
+    prefetches THEN the warm-up neither copies it nor names it, the task keeps its own volume, and NEURON124 says so;
+    a bucket the app creates (a name S3 holds to its rules) is still prefetched."""
+    from aws_cdk import CfnParameter
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Annotations, Match
+
+    from neuron_constructs import ModelArtifacts
+
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Buckets")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", warm_pool=WarmPool())
+    given = s3.Bucket.from_bucket_name(stack, "Given", CfnParameter(stack, "BucketName").value_as_string)
+    own = s3.Bucket(stack, "Own", enforce_ssl=True)
+    for device, (name, bucket) in enumerate((("Given", given), ("Own", own))):
+        task = ManualNeuronTaskDefinition(
+            stack, f"{name}Task", instance_type="inf2.24xlarge", devices=[device], memory_mib=8192
+        )
+        task.add_neuron_container(
+            "model",
+            image=ecs.ContainerImage.from_registry("registry.example/model:1"),
+            model_artifacts=ModelArtifacts(bucket, "llama"),
+        )
+        NeuronService(stack, f"{name}Svc", cluster=cluster, task_definition=task, capacity=capacity)
+    template = app.synth().get_stack_by_name("Buckets").template
+    assert capacity.prefetch is not None
+    assert [source for _, source in capacity.prefetch.artifacts] == [f"{own.bucket_name}/llama"]
+    (launch_template,) = _of_type(template, "AWS::EC2::LaunchTemplate")
+    user_data = json.dumps(launch_template["Properties"]["LaunchTemplateData"]["UserData"])
+    assert '"Ref": "BucketName"' not in user_data and "Own" in user_data
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON124"))
+    assert any("a bucket named by a deploy-time value" in str(w.entry.data) for w in warnings)
+
+
 def test_the_task_s_model_volume_is_the_warm_up_s_copy_on_the_host(built: dict[str, Any]) -> None:
     """So the task's own sync finds the files the warm-up copied (same size and time) instead of copying them again."""
     (task,) = _of_type(built["templates"]["Warm"], "AWS::ECS::TaskDefinition")

@@ -15,6 +15,7 @@ import jsii
 from aws_cdk import Aws, Fn, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import IConstruct, IValidation
 
 from neuron_constructs.base import compliance
@@ -63,6 +64,9 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
             if name not in images:
                 images.append(name)
         for model in _model_artifacts(service):
+            if not _bucket_name_is_safe(model):
+                skipped.append(f"{model.url} (a bucket named by a deploy-time value)")
+                continue
             fetched.append(Fetched(model.url, "artifacts", model.size_gib))
             entry = (model.url, f"{model.bucket.bucket_name}/{model.prefix}")
             if entry not in artifacts:
@@ -169,6 +173,15 @@ def _containers(service: IConstruct) -> list[ecs.ContainerDefinition]:
     return [c for c in task.node.children if isinstance(c, ecs.ContainerDefinition)]
 
 
+def _bucket_name_is_safe(model: ModelArtifacts) -> bool:
+    """Whether the bucket name the warm-up writes into its root boot script and a task's host path is one S3 holds
+    to its naming rules: a literal (aws-cdk-lib checks it) or a bucket this app creates (S3 refuses any other name).
+    A name worked out at deploy time from elsewhere (a parameter, an import) could hold a quote or ``..``: such a model
+    is not prefetched (NEURON124), and its task copies it itself."""
+    name = model.bucket.bucket_name
+    return not is_token(name) or isinstance(model.bucket.node.default_child, s3.CfnBucket)
+
+
 def _share_model_volumes(service: IConstruct) -> None:
     """Make the model volumes of an EC2-only task of ``service`` host volumes at the warm-up's copy
     (``MODELS_DIRECTORY/<bucket>/<prefix>``): the task's sync then finds the files there and copies only what changed
@@ -188,7 +201,7 @@ def _share_model_volumes(service: IConstruct) -> None:
     rendered = Stack.of(definition).resolve(resource.volumes) or []
     names = [v.get("name", v.get("Name")) if isinstance(v, dict) else None for v in rendered]
     for volume, model in wrapper.model_volumes.items():
-        if volume in names:
+        if volume in names and _bucket_name_is_safe(model):
             resource.add_property_override(
                 f"Volumes.{names.index(volume)}.Host.SourcePath",
                 f"{MODELS_DIRECTORY}/{model.bucket.bucket_name}/{model.prefix}",
