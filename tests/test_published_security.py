@@ -145,10 +145,25 @@ def test_the_write_protection_denies_every_write_under_the_prefix_to_all_but_the
         assert not fnmatch.fnmatchcase(f"arn:aws:ssm:us-east-1:111122223333:parameter{other}", resource)
 
 
+def test_a_stack_without_an_environment_and_one_with_it_publishing_one_name_are_refused() -> None:
+    """GIVEN a stack with no env (it may deploy to any account and Region) and one in a fixed account and Region WHEN
+    both publish under one prefix THEN the second is refused (NEURON148): deployed to that account, the names meet."""
+    from aws_cdk import App, Environment, Stack
+
+    from neuron_constructs import NeuronCluster, NeuronConfigurationError
+
+    app = App(analytics_reporting=False)
+    NeuronCluster(Stack(app, "Anywhere"), "C").publish(PREFIX)
+    fixed = Stack(app, "Fixed", env=Environment(account="111122223333", region="us-east-1"))
+    with pytest.raises(NeuronConfigurationError, match=r"published by Anywhere already.*NEURON148"):
+        NeuronCluster(fixed, "C").publish(PREFIX)
+
+
 def test_the_write_protection_is_a_valid_identity_policy_statement() -> None:
     from aws_cdk import aws_iam as iam
 
-    statement = PublishedPlatform.write_protection(PREFIX, writers=[DEPLOYER], partition="aws-cn")
+    deployer = DEPLOYER.replace("arn:aws:", "arn:aws-cn:", 1)
+    statement = PublishedPlatform.write_protection(PREFIX, writers=[deployer], partition="aws-cn")
     assert iam.PolicyDocument(statements=[statement]).validate_for_identity_policy() == []
     assert statement.to_statement_json()["Resource"] == f"arn:aws-cn:ssm:*:*:parameter{PREFIX}/*"
 
@@ -159,6 +174,9 @@ def test_the_write_protection_is_a_valid_identity_policy_statement() -> None:
         ([], r"writers is empty.*NEURON149"),
         (["arn:aws:iam::111122223333:user/admin"], r"'arn:aws:iam::111122223333:user/admin'.* not an IAM role ARN"),
         (["*"], r"writers holds '\*', which is not an IAM role ARN"),
+        (["arn:aws:iam::*:role/*"], r"'arn:aws:iam::\*:role/\*', which is not an IAM role ARN.*without a wildcard"),
+        (["arn:aws:iam::111122223333:role/deploy-*"], r"role/deploy-\*', which is not an IAM role ARN"),
+        ([DEPLOYER.replace("arn:aws:", "arn:aws-cn:", 1)], r"not an IAM role ARN of partition 'aws'"),
     ],
 )
 def test_the_write_protection_without_a_role_to_exempt_is_refused(writers: list[str], text: str) -> None:

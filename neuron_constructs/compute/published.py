@@ -182,12 +182,24 @@ _PUBLISHED: weakref.WeakKeyDictionary[object, dict[tuple[str, str, str], str]] =
 def claim_names(scope: Construct, names: Sequence[str]) -> None:
     """NEURON148: no other stack of ``scope``'s app, in the same account and Region, declares any of ``names``
     (CloudFormation creates a parameter without overwrite: the second deploy fails with ParameterAlreadyExists).
-    Stacks whose account or Region is a deploy-time value are taken to share it."""
+    A stack whose account or Region is a deploy-time value (no ``env``) may deploy to any: it is taken to share them
+    with every other stack."""
     stack = Stack.of(scope)
     claimed = _PUBLISHED.setdefault(scope.node.root, {})
     here = construct_path(stack)
+
+    def same(one: str, other: str) -> bool:  # an environment fixed only at deploy time may be any
+        return one == other or Token.is_unresolved(one) or Token.is_unresolved(other)
+
     for name in names:
-        first = claimed.get((stack.account, stack.region, name))
+        first = next(
+            (
+                where
+                for (account, region, claimed_name), where in claimed.items()
+                if claimed_name == name and same(account, stack.account) and same(region, stack.region)
+            ),
+            None,
+        )
         if first is not None:
             where = "this stack" if first == here else first
             raise rules.PUBLISHED_TWICE.error(
@@ -294,16 +306,21 @@ def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "a
     A deny in an identity policy binds only the principal it is attached to: to keep every other principal of the
     account out, attach it where it applies to all of them, a service control policy (AWS Organizations; it does not
     apply to the management account) or the permissions boundary of every role. NEURON082 for a prefix that is not
-    one, NEURON149 without a writer or with one that is not an IAM role ARN (IAM User Guide, global condition context
-    keys: aws:PrincipalArn; policy evaluation logic: an explicit deny overrides any allow)."""
+    one, NEURON149 without a writer or with one that is not the ARN of one IAM role in ``partition`` (a wildcard would
+    exempt every role it matches, and a writer of another partition would leave the deny matching no parameter;
+    IAM User Guide, global condition context keys: aws:PrincipalArn; policy evaluation logic: an explicit deny
+    overrides any allow)."""
     inputs.check_parameter_prefix("write_protection", prefix, ["x"])
     listed = list(writers) if not isinstance(writers, str) else [writers]
-    role = re.compile(r"arn:aws(-[a-z]{1,10}){0,3}:iam::([0-9]{12}|\*):role/[\w+=,.@/*-]{1,512}")
+    role = re.compile(rf"arn:{re.escape(partition)}:iam::[0-9]{{12}}:role/[\w+=,.@/-]{{1,512}}")
     bad = next((w for w in listed if not isinstance(w, str) or not (Token.is_unresolved(w) or role.fullmatch(w))), None)
     if not listed or bad is not None:
         raise rules.PUBLISHED_WRITERS.error(
             f"write_protection({prefix!r})",
-            "writers is empty" if not listed else f"writers holds {str(bad)[:80]!r}, which is not an IAM role ARN",
+            "writers is empty"
+            if not listed
+            else f"writers holds {str(bad)[:80]!r}, which is not an IAM role ARN of partition {partition!r} without a "
+            "wildcard (ArnNotLike would exempt every role a wildcard matches from the deny)",
         )
     return iam.PolicyStatement(
         sid="DenyWritesToThePublishedPlatform",
