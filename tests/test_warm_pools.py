@@ -484,6 +484,35 @@ def test_a_privileged_container_in_any_launch_template_s_user_data_is_reported()
     assert "runs a container privileged as root at boot" in finding.message
 
 
+@pytest.mark.parametrize(
+    ("user_data", "reported"),
+    [
+        ({"Fn::Base64": {"Fn::Join": [" ", ["docker", "run", "--privileged", "img"]]}}, True),
+        ("#!/bin/sh\ndocker run \\\n  --privileged \\\n  img\n", True),
+        (base64.b64encode(b"#!/bin/sh\ndocker run --privileged img\n").decode(), True),
+        ('docker run "--privileged" img', True),
+        ("docker run --network=host img", True),
+        ("docker run --privileged=false img", False),
+        ("docker run --rm img --privileged-mode-of-the-app", False),
+    ],
+    ids=["join-delimiter", "continued-lines", "plain-base64", "quoted", "host-network", "false", "app-argument"],
+)
+def test_neuron115_reads_user_data_as_the_instance_runs_it(user_data: object, reported: bool) -> None:
+    """GIVEN user data whose docker run is split by an Fn::Join delimiter, continued over lines, base64 as
+    ``UserData`` takes it, or quoted THEN NEURON115 reports it; ``--privileged=false`` and an argument of the app are
+    no privileged container."""
+    from neuron_constructs.checks.template_checks import check_template
+    from neuron_constructs.knowledge import rules
+
+    template = {
+        "Resources": {
+            "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {"UserData": user_data}}}
+        }
+    }
+    found = [f for f in check_template(template) if f.rule is rules.PRIVILEGED_CONTAINER]
+    assert bool(found) is reported
+
+
 def _capacity_running(images: list[str], *, prefetch: bool = True) -> Stack:
     stack = Stack(App(analytics_reporting=False), "Tags")
     cluster = NeuronCluster(stack, "C")

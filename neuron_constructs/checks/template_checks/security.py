@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -145,28 +147,45 @@ def _check_privileged_jobs(t: EcsTemplate, out: TemplateReport) -> None:
 
 
 _DOCKER_RUN = re.compile(r"docker\s+(?:container\s+)?run\b[^\n]*")
-_HOST_NETWORK = re.compile(r"\s--(?:network|net)(?:=|\s+)[\"']?host\b")
-_PRIVILEGED = re.compile(r"\s--privileged\b")
-_MOST_USER_DATA_STRINGS = 2_000
+_HOST_NETWORK = re.compile(r"""\s["']?--(?:network|net)(?:=|\s+)["']?host\b""")
+_PRIVILEGED = re.compile(r"""\s["']?--privileged(?:=["']?true)?(?=["'\s]|$)""")
+_MOST_USER_DATA_PARTS = 2_000
 _MOST_USER_DATA_CHARACTERS = 1_000_000
 
 
-def _user_data_strings(value: Any) -> list[str]:
-    """The strings of a launch template's ``UserData`` (text, and the text in ``Fn::Join``/``Fn::Base64``/``Fn::Sub``
-    around deploy-time values), in order; bounded in count, depth and size."""
-    found: list[str] = []
-    size = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack and len(found) < _MOST_USER_DATA_STRINGS and size < _MOST_USER_DATA_CHARACTERS:
-        item, depth = stack.pop()
+def _user_data_text(value: Any) -> str:
+    """The text of a launch template's ``UserData`` as an instance would run it, with every deploy-time value a space:
+    ``Fn::Base64`` of it, the parts of an ``Fn::Join`` joined by its delimiter, an ``Fn::Sub``'s string, and a plain
+    string (``UserData`` takes base64) decoded when it is base64 of text; lines continued with ``\\`` joined. Bounded
+    in parts, depth and size."""
+    parts = [0]
+
+    def text(item: Any, depth: int) -> str:
+        parts[0] += 1
+        if parts[0] > _MOST_USER_DATA_PARTS or depth > 12:
+            return " "
         if isinstance(item, str):
-            found.append(item[: _MOST_USER_DATA_CHARACTERS - size])
-            size += len(found[-1])
-        elif depth < 12 and isinstance(item, list):
-            stack.extend((v, depth + 1) for v in reversed(item[:_MOST_USER_DATA_STRINGS]))
-        elif depth < 12 and isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in reversed(list(item.values())[:16]))
-    return found
+            return item[:_MOST_USER_DATA_CHARACTERS]
+        if isinstance(item, list):
+            return "".join(text(v, depth + 1) for v in item[:_MOST_USER_DATA_PARTS])
+        if isinstance(item, dict) and len(item) == 1:
+            ((key, inner),) = item.items()
+            if key == "Fn::Base64":
+                return text(inner, depth + 1)
+            if key == "Fn::Join" and isinstance(inner, list) and len(inner) == 2 and isinstance(inner[1], list):
+                delimiter = inner[0] if isinstance(inner[0], str) else ""
+                return delimiter.join(text(v, depth + 1) for v in inner[1][:_MOST_USER_DATA_PARTS])
+            if key == "Fn::Sub":
+                return text(inner[0] if isinstance(inner, list) and inner else inner, depth + 1)
+        return " "
+
+    found = text(value, 0)[:_MOST_USER_DATA_CHARACTERS]
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9+/=\s]{8,}", found):
+        with contextlib.suppress(ValueError):
+            decoded = base64.b64decode("".join(found.split()), validate=True).decode()
+            if decoded.isprintable() or all(c.isprintable() or c in "\n\t\r" for c in decoded):
+                found = decoded
+    return re.sub(r"\\\r?\n", " ", found)
 
 
 def _check_user_data_containers(t: EcsTemplate, out: TemplateReport) -> None:
@@ -180,7 +199,7 @@ def _check_user_data_containers(t: EcsTemplate, out: TemplateReport) -> None:
         user_data = data.get("UserData") if isinstance(data, dict) else None
         if user_data is None:
             continue
-        text = "".join(_user_data_strings(user_data))
+        text = _user_data_text(user_data)
         for run in _DOCKER_RUN.finditer(text):
             reasons = (["privileged"] if _PRIVILEGED.search(run.group()) else []) + (
                 ["in the host network"] if _HOST_NETWORK.search(run.group()) else []
