@@ -410,22 +410,28 @@ def test_a_token_realm_on_another_host_is_never_asked(registry: _Registry) -> No
         other.shutdown()
         other.server_close()
     assert (status, out) == (EXIT_AWS_ERROR, "")
-    assert "named a token realm on another host (http://127.0.0.2:" in err and "Traceback" not in err
+    assert "named a token realm on another host or port (http://127.0.0.2:" in err and "Traceback" not in err
     assert asked == []
 
 
-def test_a_realm_is_the_registry_s_own_host_or_one_it_documents() -> None:
-    from neuron_constructs.tools.digests import _check_realm_host
+def test_a_realm_is_the_registry_s_own_host_and_port_or_one_it_documents() -> None:
+    from neuron_constructs.tools.digests import _check_realm_host, _origin
 
-    _check_realm_host("public.ecr.aws", "public.ecr.aws", "https://public.ecr.aws/token/")
-    _check_realm_host("auth.docker.io", "registry-1.docker.io", "https://auth.docker.io/token")
-    for realm, registry_host in [
-        ("169.254.169.254", "public.ecr.aws"),
-        ("auth.docker.io", "public.ecr.aws"),
-        ("registry.k8s.io.example.com", "registry.k8s.io"),
+    def check(realm: str, registry: str) -> None:
+        _check_realm_host(_origin(realm), _origin(registry), realm)
+
+    check("https://public.ecr.aws/token/", "https://public.ecr.aws")
+    check("https://auth.docker.io/token", "https://registry-1.docker.io")
+    check("http://127.0.0.1:5000/token", "http://127.0.0.1:5000")
+    for realm, registry in [
+        ("https://169.254.169.254/latest", "https://public.ecr.aws"),
+        ("https://auth.docker.io/token", "https://public.ecr.aws"),
+        ("https://registry.k8s.io.example.com/token", "https://registry.k8s.io"),
+        ("http://127.0.0.1:2375/containers/json", "http://127.0.0.1:5000"),  # another service of the same host
+        ("https://auth.docker.io:8443/token", "https://registry-1.docker.io"),
     ]:
         with pytest.raises(DigestLookupError, match="named a token realm on another host"):
-            _check_realm_host(realm, registry_host, f"https://{realm}/token")
+            check(realm, registry)
 
 
 def test_a_digest_header_that_names_other_bytes_than_the_manifest_is_a_sentence_not_a_digest(

@@ -267,7 +267,7 @@ def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) 
     scheme = parts.scheme
     if scheme != "https" and not (scheme == "http" and registry_url.startswith("http://")):
         raise DigestLookupError(f"the registry's token realm {shown!r} is not an https URL")
-    _check_realm_host((parts.hostname or "").lower(), _origin(registry_url)[1], shown)
+    _check_realm_host(_origin(realm), _origin(registry_url), shown)
     query = urllib.parse.urlencode({k: v for k, v in challenge.items() if k in ("service", "scope")})
     url = f"{realm}{'&' if '?' in realm else '?'}{query}" if query else realm
     answer = _request("GET", url, {}, deadline, max_body=MAX_TOKEN_BYTES)
@@ -285,14 +285,18 @@ def _token(challenge: Mapping[str, str], registry_url: str, deadline: Deadline) 
     return token
 
 
-def _check_realm_host(realm_host: str, registry_host: str, shown: str) -> None:
-    """A token realm on the registry's own host, or on one :data:`AUTH_HOSTS` names for it; anything else is a
-    sentence, and nothing is sent there."""
-    if realm_host == registry_host or realm_host in AUTH_HOSTS.get(registry_host, ()):
+def _check_realm_host(realm: tuple[str, str, int], registry: tuple[str, str, int], shown: str) -> None:
+    """A token realm on the registry's own host and port, or on the default HTTPS port of a host :data:`AUTH_HOSTS`
+    names for it; anything else (another port of the registry's host too: another service) is a sentence, and
+    nothing is sent there."""
+    (_, realm_host, realm_port), (_, registry_host, registry_port) = realm, registry
+    if (realm_host, realm_port) == (registry_host, registry_port):
+        return
+    if realm_host in AUTH_HOSTS.get(registry_host, ()) and realm_port == 443:
         return
     raise DigestLookupError(
-        f"the registry {_printable(registry_host)} named a token realm on another host ({shown}): a token is asked "
-        "only of the registry's own host or an authentication host it documents"
+        f"the registry {_printable(registry_host)} named a token realm on another host or port ({shown}): a token is "
+        "asked only of the registry's own host and port or an authentication host it documents"
     )
 
 
