@@ -638,6 +638,37 @@ def test_a_smoke_test_through_the_test_listener_of_an_internet_facing_load_balan
     assert f"[{r.OPEN_TEST_RULE.id}:" in message
 
 
+def test_a_smoke_test_through_a_listener_of_an_imported_load_balancer_is_refused() -> None:
+    """GIVEN a listener made in the app on a load balancer it imports (its scheme unknown) WHEN a smoke-tested rollout
+    attaches THEN it is refused (NEURON136): the load balancer may be internet-facing."""
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Imported", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
+    balancer = elbv2.ApplicationLoadBalancer.from_application_load_balancer_attributes(
+        stack,
+        "Lb",
+        load_balancer_arn="arn:aws:elasticloadbalancing:us-east-1:111122223333:loadbalancer/app/lb/0123456789abcdef",
+        security_group_id=ec2.SecurityGroup(stack, "LbGroup", vpc=cluster.vpc).security_group_id,
+    )
+    listener = elbv2.ApplicationListener(
+        stack, "Listener", load_balancer=balancer, port=80, default_action=elbv2.ListenerAction.fixed_response(404)
+    )
+    service = NeuronService(
+        stack,
+        "Service",
+        cluster=cluster,
+        task_definition=_manual(stack, "Task", [0]),
+        rollout=Rollout.blue_green(alarms=False, smoke_test=SmokeTest("/health")),
+    )
+    with pytest.raises(NeuronConfigurationError, match=r"whose load balancer this app imports.*NEURON136"):
+        service.attach_to_listener(listener, conditions=_path("/x/*"), priority=5)
+
+
 def test_an_internal_load_balancer_with_a_test_listener_keeps_the_test_rule_off_the_production_listener() -> None:
     template = _header_smoke_test(internet_facing=False, test_port=8081).synth().get_stack_by_name("Header").template
     rules_ = resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule").values()

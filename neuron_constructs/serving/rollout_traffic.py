@@ -95,6 +95,12 @@ def check_native_rollout(
             path,
             f"a smoke test through {construct_path(listener)}, an imported listener whose load balancer is unknown",
         )
+    if not isinstance(listener.load_balancer.node.default_child, elbv2.CfnLoadBalancer):
+        raise rules.OPEN_TEST_RULE.error(
+            path,
+            f"a smoke test through {construct_path(listener)}, whose load balancer this app imports: whether it is "
+            "internet-facing, where a smoke test cannot run safely, is unknown",
+        )
     if _internet_facing(listener):
         through = "its test listener" if listener in _TEST_LISTENERS else "the header rule"
         raise rules.OPEN_TEST_RULE.error(
