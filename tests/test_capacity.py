@@ -232,6 +232,13 @@ def test_a_reservation_s_arn_where_its_id_is_expected_is_refused_naming_the_id(b
 def test_a_reservation_s_id_where_a_group_arn_is_expected_is_refused() -> None:
     with pytest.raises(NeuronConfigurationError, match=r"group_arn='cr-.*not a resource group's ARN.*NEURON140"):
         CapacityReservation.on_demand_group(BLOCK)
+    arn = f"arn:aws:ec2:us-east-1:111122223333:capacity-reservation/{BLOCK}"
+    refusal = rf"Capacity Reservation's ARN.*Fix: pass .*on_demand\('{BLOCK}'\)"
+    with pytest.raises(NeuronConfigurationError, match=refusal):
+        CapacityReservation.on_demand_group(arn)
+    not_a_group = r"group_arn='my-group' is not a resource group's ARN.*NEURON140"
+    with pytest.raises(NeuronConfigurationError, match=not_a_group):
+        CapacityReservation.on_demand_group("my-group")
     assert CapacityReservation.on_demand_group(GROUP).target == GROUP
 
 

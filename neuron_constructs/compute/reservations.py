@@ -48,14 +48,22 @@ class CapacityReservation:
         """The On-Demand Capacity Reservations of a Capacity Reservation resource group, by its ARN (a reservation's
         ``cr-`` id is refused, NEURON140)."""
         arn = _text("group_arn", group_arn)
-        if not is_token(arn) and _RESERVATION_ID.fullmatch(arn) and arn.startswith("cr-"):
-            raise rules.RESERVATION_REFERENCE.error(
-                "CapacityReservation.on_demand_group",
-                f"group_arn={arn!r} is a Capacity Reservation's id, not a resource group's ARN",
-                fix=f"pass CapacityReservation.on_demand({arn!r}) for that one reservation, or the ARN of a resource "
-                "group (arn:aws:resource-groups:<region>:<account>:group/<name>) that holds it",
-            )
-        return cls("on-demand-group", arn, bool(fallback_to_on_demand))
+        if is_token(arn) or _GROUP_ARN.fullmatch(arn):
+            return cls("on-demand-group", arn, bool(fallback_to_on_demand))
+        reservation = arn if arn.startswith("cr-") else (m["id"] if (m := _RESERVATION_ARN.fullmatch(arn)) else None)
+        what = "a Capacity Reservation's id" if arn.startswith("cr-") else "a Capacity Reservation's ARN"
+        group = "the ARN of a resource group (arn:aws:resource-groups:<region>:<account>:group/<name>)"
+        raise rules.RESERVATION_REFERENCE.error(
+            "CapacityReservation.on_demand_group",
+            f"group_arn={arn[:100]!r} is "
+            + (f"{what}, not a resource group's ARN" if reservation else "not a resource group's ARN"),
+            fix=(
+                f"pass CapacityReservation.on_demand({reservation!r}) for that one reservation, or {group} that "
+                "holds it"
+                if reservation
+                else f"pass {group}"
+            ),
+        )
 
     @classmethod
     def capacity_block(cls, reservation_id: str) -> CapacityReservation:
@@ -78,6 +86,8 @@ def _text(name: str, value: object) -> str:
 _RESERVATION_ID = re.compile(r"[A-Za-z0-9_/-]{1,255}")
 """What ``CapacityReservationIds`` takes (EC2 Auto Scaling API reference: CapacityReservationTarget, pattern and
 length); a Capacity Block's ``CapacityReservationId`` in a launch template is the same ``cr-`` id."""
+_GROUP_ARN = re.compile(r"arn:aws(-[a-z]{1,10}){0,3}:resource-groups:[a-z0-9-]{1,30}:\d{12}:group/[\w.-]{1,128}")
+"""A resource group's ARN (Resource Groups API reference: GroupArn, group names of letters, digits, ``_ . -``)."""
 _RESERVATION_ARN = re.compile(r"arn:[a-z-]+:ec2:[a-z0-9-]*:\d*:capacity-reservation/(?P<id>cr-[A-Za-z0-9]+)")
 
 
