@@ -116,3 +116,12 @@ def test_the_server_s_route_publishes_what_the_deploy_sends_and_refuses_with_the
     refused = client.post(PUBLISH_PATH, data=json.dumps([["2023.0.20991231", "6.1"]]))
     assert refused.status_code == 400 and "2023.0.20991231, dated after today" in refused.get_data(as_text=True)
     assert client.post(PUBLISH_PATH, data=b"<xml/>").status_code == 400
+
+
+def test_the_refusal_judges_a_release_by_the_day_it_is_given() -> None:
+    """A release dated before the day the deploy runs is published, whatever the machine's clock says."""
+    assert refusal("2023.0.20261210", "6.1", ["S"], datetime.date(2026, 12, 31)) is None
+    assert "dated after today (2026-12-01)" in (
+        refusal("2023.0.20261210", "6.1", ["S"], datetime.date(2026, 12, 1)) or ""
+    )
+    assert "which is not a release" in (refusal("2023.0.20261210", "six", ["S"], TODAY) or "")

@@ -38,6 +38,7 @@ __all__ = [
     "NeuronAmi",
     "NotSsmAnswerError",
     "PublishedNeuronAmi",
+    "kernel_line",
     "list_neuron_ami_releases",
     "release_date",
     "resolve_neuron_ami",
@@ -86,6 +87,11 @@ def release_date(version: object) -> datetime.date | None:
     return _date(match["date"]) if match is not None else None
 
 
+def kernel_line(kernel: object) -> bool:
+    """Whether ``kernel`` is a Linux kernel line as an AMI release's name carries it (``"6.1"``)."""
+    return isinstance(kernel, str) and _KERNEL.match(kernel) is not None
+
+
 def today() -> datetime.date:
     """Today's date in UTC, the calendar AMI release dates are written in (the clock :meth:`NeuronAmi.release` reads;
     tests replace it)."""
@@ -127,7 +133,7 @@ class NeuronAmi:
                 where,
                 f"{version!r} is dated {built.isoformat()}, after today ({now.isoformat()} UTC): no such release yet",
             )
-        if not isinstance(kernel, str) or not _KERNEL.match(kernel):
+        if not kernel_line(kernel):
             raise rules.AMI_RELEASE.error(where, f"kernel={kernel!r} is not a kernel line such as '6.1'")
         return cls(version=version, kernel=kernel)
 

@@ -70,23 +70,20 @@ def pinned_releases(assembly: Path) -> dict[tuple[str, str], list[str]]:
 def refusal(release: str, kernel: str, stacks: Iterable[str], today: datetime.date) -> str | None:
     """Why the endpoint does not publish ``release`` on ``kernel``, which ``stacks`` pin: a sentence naming it; ``None``
     when it publishes it."""
-    from neuron_constructs.knowledge.ami import NeuronAmi, release_date
-    from neuron_constructs.knowledge.errors import NeuronConfigurationError
+    from neuron_constructs.knowledge.ami import kernel_line, release_date
 
     where = ", ".join(stacks)
     fix = "pin a release AWS published (neuron-ecs ami --releases lists a Region's)"
     dated = release_date(release)
-    if dated is not None and dated > today:
-        return (
-            f"stack {where} pins ECS Neuron AMI release {release}, dated after today ({today.isoformat()}): AWS has "
-            f"not published it, and a deploy in AWS would fail to resolve its parameter; {fix}."
-        )
-    try:
-        NeuronAmi.release(release, kernel=kernel)
-    except NeuronConfigurationError:
+    if dated is None or not kernel_line(kernel):
         return (
             f"stack {where} pins ECS Neuron AMI {release!r} on kernel {kernel!r}, which is not a release "
             f"(2023.0.YYYYMMDD of a calendar date, on a kernel NeuronAmi.release accepts): {fix}."
+        )
+    if dated > today:
+        return (
+            f"stack {where} pins ECS Neuron AMI release {release}, dated after today ({today.isoformat()}): AWS has "
+            f"not published it, and a deploy in AWS would fail to resolve its parameter; {fix}."
         )
     return None
 
