@@ -724,3 +724,27 @@ def test_a_fleet_model_s_own_deployment_alarms_are_watched_with_its_stages_alarm
     for service in services:
         names = service["Properties"]["DeploymentConfiguration"]["Alarms"]["AlarmNames"]
         assert names[0] == "mine" and sorted(_ref(n) for n in names[1:]) == rollout_s
+
+
+def test_a_fleet_model_s_own_alarms_that_only_fail_a_deployment_are_refused_at_add_model() -> None:
+    """GIVEN a fleet model whose service_options give deployment alarms with FAIL_ON_ALARM and a canary rollout with
+    alarms THEN add_model refuses it once, naming service_options (NEURON135), not each copy at synth."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "FailFleet", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=capacity)
+    alarms = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=ecs.AlarmBehavior.FAIL_ON_ALARM)
+    with pytest.raises(NeuronConfigurationError) as raised:
+        fleet.add_model(
+            "Model",
+            cores_per_task=1,
+            copies=2,
+            image=IMAGE,
+            port_mappings=[ecs.PortMapping(container_port=PORT)],
+            rollout=Rollout.canary(percent=50),
+            service_options={"deployment_alarms": alarms},
+        )
+    message = str(raised.value)
+    assert message.startswith("FailFleet/Fleet/Model: service_options={'deployment_alarms': ...} with AlarmBehavior")
+    assert f"[{r.DEPLOYMENT_ALARM_BEHAVIOR.id}:" in message

@@ -231,6 +231,18 @@ class FleetModel(Construct, ListenerTarget):
         self._scaling_bounds: tuple[int, int] = (0, 0)
         self._scaling_methods: list[str] = []
         self._targets: list[ecs.ScalableTaskCount] = []
+        rollout = fleet_rollout(path, options.get("rollout"), self.copies)
+        own_alarms = (options.get("service_options") or {}).get("deployment_alarms")
+        if (
+            rollout.strategy != "rolling"
+            and rollout.alarms is not None
+            and getattr(own_alarms, "behavior", None) == ecs.AlarmBehavior.FAIL_ON_ALARM
+        ):
+            raise rules.DEPLOYMENT_ALARM_BEHAVIOR.error(
+                path,
+                "service_options={'deployment_alarms': ...} with AlarmBehavior.FAIL_ON_ALARM next to the rollout's "
+                "alarms, which roll every copy's deployment back",
+            )
         for index, task_definition in enumerate(self.task_definitions):
             service = NeuronService(
                 self,
@@ -250,7 +262,7 @@ class FleetModel(Construct, ListenerTarget):
             service.service.add_placement_strategies(ecs.PlacementStrategy.packed_by_memory())
             self.services.append(service.service)
             self.copy_services.append(service)
-        self.rollout: Rollout = fleet_rollout(path, options.get("rollout"), self.copies)
+        self.rollout: Rollout = rollout
         self.waves: list[list[int]] = rollout_stages(self.rollout, self.copies)
         for earlier, later in zip(self.waves, self.waves[1:], strict=False):
             for index in later:
