@@ -54,7 +54,8 @@ AWS_CLI_IMAGE = AWS_CLI.reference
 _KEY_PREFIX = re.compile(r"[A-Za-z0-9!_.'()/-]+")
 """What a prefix may hold: the characters the Amazon S3 user guide calls safe in an object key ("Naming Amazon S3
 objects": letters, digits, ``! - _ . * ' ( )``, and ``/`` to delimit), without ``*``, which an IAM resource ARN reads
-as a wildcard. Nothing a shell or a heredoc reads (no newline, no control character, no ``$``, quote or space)."""
+as a wildcard. No newline, control character, ``$``, double quote, backquote or space; the single quote, ``!`` and the
+parentheses S3 calls safe are taken, and every script the library writes quotes a prefix for the shell."""
 _KEY_BYTES = 1024
 """The longest object key S3 takes, in UTF-8 bytes ("Naming Amazon S3 objects")."""
 
