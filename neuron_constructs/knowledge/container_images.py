@@ -76,6 +76,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from neuron_constructs.knowledge import engines
+from neuron_constructs.knowledge.engines import Engine
 from neuron_constructs.knowledge.neuron_releases import NXDI, TORCH_XLA_INFERENCE
 
 __all__ = [
@@ -146,6 +148,9 @@ class NeuronImage:
     components: tuple[str, ...] = ()
     """The image's Neuron components whose support per family ``neuron_releases.SUPPORT_ENDS`` follows
     (``neuron_releases.NXDI``: NxD Inference)."""
+    engine: Engine | None = None
+    """What compiles and runs the model in the image, and so which compile cache it reads
+    (:mod:`~neuron_constructs.knowledge.engines`); ``None`` for an image that runs no model (the library's own)."""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not _DIGEST.fullmatch(self.digest):
@@ -181,6 +186,7 @@ class NeuronImage:
 
 
 PYTORCH_INFERENCE = NeuronImage(
+    engine=engines.TORCH_NEURONX,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-neuronx",
     tag="2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
@@ -203,6 +209,7 @@ Inference and runs PyTorch/XLA (torch-neuronx), neither of which Neuron supports
 and Trn1 only (the DLC README lists trn2 and trn3 too, as of its release)."""
 
 PYTORCH_TRAINING = NeuronImage(
+    engine=engines.TRAINING,
     registry="public.ecr.aws/neuron",
     repository="pytorch-training-neuronx",
     tag="2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
@@ -223,6 +230,7 @@ PYTORCH_TRAINING = NeuronImage(
 neuronx-distributed-training and the EFA libraries; the training examples run it."""
 
 VLLM = NeuronImage(
+    engine=engines.VLLM_NXDI,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-vllm-neuronx",
     tag="0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
@@ -247,6 +255,7 @@ LLMs run it with ``vllm serve``. Not for Trn2 or Trn3: Neuron no longer supports
 :data:`VLLM_TRN2` as the fix; the DLC README lists trn2 and trn3 as of its release."""
 
 VLLM_TRN2 = NeuronImage(
+    engine=engines.VLLM_NEURON_NATIVE,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-vllm-neuronx",
     tag="0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
@@ -268,6 +277,7 @@ VLLM_TRN2 = NeuronImage(
 only; Inf2 and Trn1 keep :data:`VLLM`."""
 
 EMBEDDING = NeuronImage(
+    engine=engines.OPTIMUM_NEURON,
     registry="763104351884.dkr.ecr.{region}.amazonaws.com",
     repository="huggingface-pytorch-inference-neuronx",
     tag="2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04",
@@ -287,6 +297,7 @@ compiles ``HF_MODEL_ID`` for ``HF_TASK`` at start and serves ``/invocations`` an
 examples' embedding model runs it. Kept at SDK 2.20.0, an older release (see the module's notes)."""
 
 INF1_INFERENCE = NeuronImage(
+    engine=engines.TORCH_NEURON,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-neuron",
     tag="1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04",
