@@ -197,3 +197,29 @@ def test_every_model_image_of_the_table_names_its_engine_and_the_library_images_
         else:
             assert image.engine in engines.ENGINES.values(), name
     assert VLLM_TRN2.engine is engines.VLLM_NEURON_NATIVE and VLLM.engine is engines.VLLM_NXDI
+
+
+def test_cdk_nag_aws_solutions_finds_nothing_open_on_the_file_system_cache(tmp_path: Any) -> None:
+    import json
+
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(
+        analytics_reporting=False, outdir=str(tmp_path), context={"@aws-cdk/core:failSynthOnValidationErrors": False}
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = Stack(app, "Nag")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0)
+    cache = CompileCache.in_new_file_system(stack, "Cache", vpc=vpc, clients=[ec2.SecurityGroup(stack, "T", vpc=vpc)])
+    _vllm_neuron(stack, "Llm", cache)
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_paths = [
+        (v["ruleName"], c["constructPath"])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if c["constructPath"].startswith(("Nag/Cache", "Nag/Llm"))
+    ]
+    assert open_paths == []
