@@ -223,3 +223,41 @@ def test_cdk_nag_aws_solutions_finds_nothing_open_on_the_file_system_cache(tmp_p
         if c["constructPath"].startswith(("Nag/Cache", "Nag/Llm"))
     ]
     assert open_paths == []
+
+
+def test_the_slices_of_one_vllm_neuron_service_share_one_access_point_reached_from_the_capacity() -> None:
+    from neuron_constructs import NeuronCluster, SlicedNeuronService
+
+    # GIVEN a sliced vLLM Neuron service on EC2 capacity, its cache admitting NFS from the capacity's instances
+    stack = Stack(App(analytics_reporting=False), "Sliced")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    cache = CompileCache.in_new_file_system(
+        stack, "Cache", vpc=cluster.cluster.vpc, clients=[capacity.auto_scaling_group]
+    )
+    SlicedNeuronService(
+        stack,
+        "Vllm",
+        cluster=cluster,
+        instance_type="trn2.48xlarge",
+        devices_per_task=8,
+        image=_image(VLLM_TRN2),
+        compile_cache=cache,
+    )
+    template = App.of(stack).synth().get_stack_by_name("Sliced").template  # type: ignore[union-attr]
+    # THEN every slice mounts the one access point of the service, and the mount targets admit the instances
+    (point_id,) = resources(template, "AWS::EFS::AccessPoint")
+    assert resources(template, "AWS::EFS::AccessPoint")[point_id]["Properties"]["RootDirectory"]["Path"] == (
+        "/neuron-compile-cache/Sliced/Vllm"
+    )
+    definitions = resources(template, "AWS::ECS::TaskDefinition").values()
+    remote = [
+        v["EFSVolumeConfiguration"]["AuthorizationConfig"]["AccessPointId"]
+        for d in definitions
+        for v in d["Properties"].get("Volumes", [])
+        if "EFSVolumeConfiguration" in v
+    ]
+    assert len(remote) == 2 and all(point_id in str(r) for r in remote)
+    ingress = [i["Properties"] for i in resources(template, "AWS::EC2::SecurityGroupIngress").values()]
+    (nfs,) = [i for i in ingress if i.get("FromPort") == 2049]
+    assert "Trn2" in nfs["SourceSecurityGroupId"]["Fn::GetAtt"][0]

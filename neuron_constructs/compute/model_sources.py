@@ -1,7 +1,10 @@
 """Warm starts: where compiled Neuron graphs and model files come from, so a new task does not redo the work.
 
-* :class:`CompileCache`: an S3 prefix that Neuron's persistent compile cache reads and writes.
-  ``NEURON_COMPILE_CACHE_URL`` names it: torch-neuronx (libneuronxla) "will use the AWS S3 URL as the
+* :class:`CompileCache`: a compile cache in the form the image's engine reads
+  (:mod:`neuron_constructs.knowledge.engines`, from the image table): an S3 prefix for the engines below, or, for vLLM
+  Neuron, which reads no S3 URL, an Amazon EFS access point and a directory on the instance
+  (:mod:`neuron_constructs.compute.compile_cache_tiers`); a cache the engine does not read is refused (NEURON150).
+  On S3, ``NEURON_COMPILE_CACHE_URL`` names it: torch-neuronx (libneuronxla) "will use the AWS S3 URL as the
   cache location" when it starts with ``s3://`` (aws-neuron-sdk, "Neuron Persistent Cache"); NxD
   Inference, which the Neuron vLLM 0.16 container serves with, has that cache "enabled by default"
   (aws-neuron-sdk, NxD Inference feature guide); optimum-neuron, which the Hugging Face Neuron containers serve

@@ -40,6 +40,14 @@ Why each is the release it is:
   daemon follows, at the tags the Neuron Helm chart runs them with (aws-neuron/neuron-helm-charts, chart README:
   1.9.0 and v1.35.2). Each constant says what its version changes in what the library reads from it.
 
+Engines (:mod:`neuron_constructs.knowledge.engines`). Each image that runs a model names what compiles and runs it
+(:attr:`NeuronImage.engine`), which decides the compile cache a container of it gets: :data:`PYTORCH_INFERENCE`
+torch-neuronx/NxD, :data:`PYTORCH_TRAINING` training, :data:`VLLM` vLLM on NxD Inference (its DLC's vLLM 0.16 serves
+through NxD Inference), :data:`VLLM_TRN2` vLLM Neuron on the native route (the default route of vLLM Neuron from
+Neuron 2.33.0: the v2.33.0 vLLM Neuron guide "Compilation route", "Keep the default native route, go back to the XLA
+route"), :data:`EMBEDDING` optimum-neuron (the SageMaker Hugging Face inference toolkit's ``HF_OPTIMUM_*``),
+:data:`INF1_INFERENCE` torch-neuron. The library's own images run no model and name none.
+
 Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
 Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
 :data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
