@@ -261,3 +261,39 @@ def test_the_slices_of_one_vllm_neuron_service_share_one_access_point_reached_fr
     ingress = [i["Properties"] for i in resources(template, "AWS::EC2::SecurityGroupIngress").values()]
     (nfs,) = [i for i in ingress if i.get("FromPort") == 2049]
     assert "Trn2" in nfs["SourceSecurityGroupId"]["Fn::GetAtt"][0]
+
+
+def test_a_file_system_the_instances_mount_gives_each_model_its_own_directory_as_the_remote_tier() -> None:
+    # GIVEN FSx for Lustre mounted by the instances at /fsx, and a vLLM Neuron model on EC2
+    stack = Stack(App(analytics_reporting=False), "Lustre")
+    _vllm_neuron(stack, "Llm", CompileCache.on_instance_mount("/fsx"))
+    template = App.of(stack).synth().get_stack_by_name("Lustre").template  # type: ignore[union-attr]
+    properties = _task(template, "Llm")["Properties"]
+    (container,) = (c for c in properties["ContainerDefinitions"] if c["Name"] == "vllm")
+    mounts = {m["ContainerPath"]: m["SourceVolume"] for m in container["MountPoints"]}
+    volumes = {v["Name"]: v for v in properties["Volumes"]}
+    # THEN the container sees its model's directory alone, as the remote tier, beside its local tier
+    assert volumes[mounts["/mnt/neuron-compile-cache"]]["Host"]["SourcePath"] == "/fsx/neuron-compile-cache/Lustre/Llm"
+    environment = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert environment["NEURON_LIBTORCH_REMOTE_CACHE"] == "/mnt/neuron-compile-cache"
+    assert environment["VLLM_NEURON_BACKEND"] == "neuron_native"
+    assert not resources(template, "AWS::EFS::FileSystem")
+
+
+def test_a_file_system_the_instances_mount_is_refused_for_managed_instances() -> None:
+    stack = Stack(App(analytics_reporting=False), "Lustre")
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=8192, memory_mib=65536)
+    with pytest.raises(NeuronConfigurationError, match=r"Lustre/Task/vllm: .*/fsx.*NEURON154"):
+        task.add_neuron_container("vllm", image=_image(VLLM_TRN2), compile_cache=CompileCache.on_instance_mount())
+
+
+@pytest.mark.parametrize("mount_path", ["fsx", "/fsx/", "/fsx/../etc", "/fsx $(id)", ""])
+def test_a_mount_path_that_is_not_an_absolute_normal_path_is_refused(mount_path: str) -> None:
+    with pytest.raises(NeuronConfigurationError, match=r"mount_path=.*NEURON047"):
+        CompileCache.on_instance_mount(mount_path)
+
+
+def test_a_cache_of_two_kinds_at_once_is_refused() -> None:
+    stack = Stack(App(analytics_reporting=False), "Both")
+    with pytest.raises(NeuronConfigurationError, match=r"give one of bucket.*NEURON026"):
+        CompileCache(s3.Bucket(stack, "Cache"), mount_path="/fsx")

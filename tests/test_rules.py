@@ -933,6 +933,15 @@ def _file_system_cache_without_clients(s: Stack) -> None:
     CompileCache.in_new_file_system(s, "Cache", vpc=ec2.Vpc(s, "Vpc", max_azs=2, nat_gateways=0), clients=[])
 
 
+def _instance_mount_cache_on_managed_instances(s: Stack) -> None:
+    from neuron_constructs import CompileCache, ManagedNeuronTaskDefinition
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    task = ManagedNeuronTaskDefinition(s, "Task", cpu=8192, memory_mib=65536)
+    image = ecs.ContainerImage.from_registry(VLLM_TRN2.reference)
+    task.add_neuron_container("vllm", image=image, compile_cache=CompileCache.on_instance_mount("/fsx"))
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1444,6 +1453,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.CACHE_WITHOUT_CLIENTS,
         _file_system_cache_without_clients,
         r"Test/Cache: clients=\[\] admits no task.*Fix: pass clients=\[\.\.\.\]",
+    ),
+    (
+        r.HOST_MOUNTED_REMOTE_TIER,
+        _instance_mount_cache_on_managed_instances,
+        r"Test/Task/vllm: a compile cache on the instances' /fsx is given to a task definition compatible with "
+        r"Managed Instances.*Fix: run the model on EC2 capacity",
     ),
 ]
 

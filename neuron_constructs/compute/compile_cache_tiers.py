@@ -119,32 +119,47 @@ def _access_point(file_system: efs.IFileSystem, directory: str, fallback: Constr
 def apply_file_tiers(
     container: ecs.ContainerDefinition,
     role: iam.IRole,
-    file_system: efs.IFileSystem,
+    remote_tier: efs.IFileSystem | str,
     directory: str,
     model_key: str,
     engine: Engine | None,
 ) -> None:
-    """Give ``container`` the remote tier (``directory`` on ``file_system`` through its own access point), the local
-    tier (``<LOCAL_CACHE_HOST_DIRECTORY>/<model_key>``) and, for an engine on the native route, the Precompile
-    Cache's backend; let ``role`` mount and write that access point only."""
+    """Give ``container`` the remote tier, the local tier (``<LOCAL_CACHE_HOST_DIRECTORY>/<model_key>``) and, for an
+    engine on the native route, the Precompile Cache's backend.
+
+    ``remote_tier``: an Amazon EFS file system (``directory`` on it through the model's own access point, which
+    ``role`` alone may mount and write), or the path where a file system the instances mount is (FSx for Lustre:
+    ``<path>/<directory>`` as a bind mount, which the container sees alone; EC2 tasks only, NEURON154)."""
     task_definition = container.task_definition
-    access_point = _access_point(file_system, directory, task_definition)
     remote = _volume_name(container, "compile-cache")
-    task_definition.add_volume(
-        name=remote,
-        efs_volume_configuration=ecs.EfsVolumeConfiguration(
-            file_system_id=file_system.file_system_id,
-            transit_encryption="ENABLED",
-            authorization_config=ecs.AuthorizationConfig(access_point_id=access_point.access_point_id, iam="ENABLED"),
-        ),
-    )
+    if isinstance(remote_tier, str):
+        if task_definition.compatibility != ecs.Compatibility.EC2:
+            owner = task_definition.node.scope or task_definition
+            raise rules.HOST_MOUNTED_REMOTE_TIER.error(
+                f"{construct_path(owner)}/{container.container_name}",
+                f"a compile cache on the instances' {remote_tier} is given to a task definition compatible with "
+                "Managed Instances",
+            )
+        task_definition.add_volume(name=remote, host=ecs.Host(source_path=f"{remote_tier}/{directory.strip('/')}"))
+    else:
+        access_point = _access_point(remote_tier, directory, task_definition)
+        task_definition.add_volume(
+            name=remote,
+            efs_volume_configuration=ecs.EfsVolumeConfiguration(
+                file_system_id=remote_tier.file_system_id,
+                transit_encryption="ENABLED",
+                authorization_config=ecs.AuthorizationConfig(
+                    access_point_id=access_point.access_point_id, iam="ENABLED"
+                ),
+            ),
+        )
+        iam.Grant.add_to_principal(
+            grantee=role,
+            actions=["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"],
+            resource_arns=[remote_tier.file_system_arn],
+            conditions={"StringEquals": {"elasticfilesystem:AccessPointArn": access_point.access_point_arn}},
+        )
     container.add_mount_points(ecs.MountPoint(container_path=REMOTE_CACHE_PATH, source_volume=remote, read_only=False))
-    iam.Grant.add_to_principal(
-        grantee=role,
-        actions=["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"],
-        resource_arns=[file_system.file_system_arn],
-        conditions={"StringEquals": {"elasticfilesystem:AccessPointArn": access_point.access_point_arn}},
-    )
 
     local = _volume_name(container, "vllm-cache")
     if task_definition.compatibility == ecs.Compatibility.EC2:

@@ -147,15 +147,18 @@ class CompileCache:
         *,
         shared: bool = False,
         file_system: efs.IFileSystem | None = None,
+        mount_path: str | None = None,
     ) -> None:
-        if (bucket is None) == (file_system is None):
+        if sum(given is not None for given in (bucket, file_system, mount_path)) != 1:
             raise rules.WRONG_TYPE.error(
                 "CompileCache",
-                "give either bucket (S3) or file_system (Amazon EFS)",
-                expected="bucket= or file_system=",
+                "give one of bucket (S3), file_system (Amazon EFS) and mount_path (a file system the instances mount)",
+                expected="one of bucket=, file_system= and mount_path=",
             )
         self.bucket = bucket
         self.file_system = file_system
+        self.mount_path = None if mount_path is None else _mount_path(mount_path)
+        """Where the instances mount the file system of the remote tier (FSx for Lustre), ``None`` for other kinds."""
         self.prefix = _prefix(bucket, prefix) if bucket is not None else _directory(file_system, prefix)
         self.shared = shared
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}/" if bucket is not None else None
@@ -216,6 +219,19 @@ class CompileCache:
         return cls(prefix=prefix, shared=shared, file_system=file_system)
 
     @classmethod
+    def on_instance_mount(
+        cls, mount_path: str = "/fsx", prefix: str = "neuron-compile-cache", *, shared: bool = False
+    ) -> CompileCache:
+        """vLLM Neuron's remote tier on a file system the instances mount at ``mount_path``: FSx for Lustre, when you
+        have one (vLLM Neuron's remote tier is "an NFS or FSx mount"; S3 "indirectly by mounting an FSx for Lustre
+        volume backed by S3"). ECS mounts no FSx for Lustre file system as a task volume, so your instances mount it
+        (their user data or AMI) and each model's container gets ``<mount_path>/<prefix>/<model>`` as a bind mount, a
+        directory it sees alone, as ``NEURON_LIBTORCH_REMOTE_CACHE``. EC2 tasks only: a task definition compatible with
+        Managed Instances takes no host ``sourcePath`` and is refused (NEURON154). ``mount_path``: absolute, letters,
+        digits, ``.``, ``_``, ``-`` and ``/`` (NEURON047)."""
+        return cls(prefix=prefix, shared=shared, mount_path=mount_path)
+
+    @classmethod
     def in_new_file_system(
         cls,
         scope: Construct,
@@ -271,7 +287,7 @@ class CompileCache:
         """Admit NFS (TCP 2049) to the file system's mount targets from ``clients``."""
         if self.file_system is None:
             raise rules.WRONG_TYPE.error(
-                "CompileCache", "a cache on S3 has no mount targets", expected="a cache on a file system"
+                "CompileCache", "only a cache on Amazon EFS has mount targets", expected="a cache on Amazon EFS"
             )
         for client in clients:
             self.file_system.connections.allow_default_port_from(client, "NFS from a task of the compile cache")
@@ -308,16 +324,17 @@ class CompileCache:
                 ),
             )
             return
-        if self.file_system is not None:
+        remote_tier = self.file_system if self.file_system is not None else self.mount_path
+        if remote_tier is not None:
             if engine is not None and engine.cache != engines.FILE_TIERS:
                 raise rules.CACHE_ENGINE_MISMATCH.error(
                     where,
-                    f"a compile cache on Amazon EFS is given to an image of {engine.name}, which reads "
+                    f"a compile cache on a file system is given to an image of {engine.name}, which reads "
                     f"{COMPILE_CACHE_VARIABLE} ({engine.source})",
                     fix="give it CompileCache.in_new_bucket(...) or CompileCache(bucket, prefix)",
                 )
             compile_cache_tiers.apply_file_tiers(
-                container, role, self.file_system, f"/{self.model_prefix(model)}", _model_key(model), engine
+                container, role, remote_tier, f"/{self.model_prefix(model)}", _model_key(model), engine
             )
             return
         if engine is not None and engine.cache == engines.FILE_TIERS:
@@ -347,6 +364,23 @@ def _directory(file_system: efs.IFileSystem | None, prefix: str) -> str:
     if any(segment in ("", ".", "..") for segment in stripped.split("/")):
         raise rules.S3_LOCATION.error(where, f"prefix={prefix[:200]!r} has an empty, '.' or '..' segment")
     return stripped
+
+
+_MOUNT_PATH = re.compile(r"/[A-Za-z0-9._-][A-Za-z0-9._/-]{0,254}")
+"""An absolute instance path that a task definition's ``sourcePath`` names literally."""
+
+
+def _mount_path(mount_path: str) -> str:
+    """NEURON047: ``mount_path`` absolute, in normal form (no ``.``, ``..`` or empty segment, no trailing ``/``), of
+    letters, digits, ``.``, ``_``, ``-`` and ``/``."""
+    segments = mount_path.split("/")[1:]
+    if not _MOUNT_PATH.fullmatch(mount_path) or any(segment in ("", ".", "..") for segment in segments):
+        raise rules.S3_LOCATION.error(
+            "CompileCache",
+            f"mount_path={mount_path[:200]!r} is not an absolute path in normal form of letters, digits, '.', '_', "
+            "'-' and '/'",
+        )
+    return mount_path
 
 
 def _engine(container: ecs.ContainerDefinition) -> Engine | None:

@@ -66,6 +66,7 @@ from neuron_constructs.knowledge.rules.amis_and_drivers import UNKNOWN_IMAGE_SDK
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_ENGINE_MISMATCH as CACHE_ENGINE_MISMATCH
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_WITHOUT_CLIENTS as CACHE_WITHOUT_CLIENTS
 from neuron_constructs.knowledge.rules.compile_caches import ENGINE_CACHE_UNNAMED as ENGINE_CACHE_UNNAMED
+from neuron_constructs.knowledge.rules.compile_caches import HOST_MOUNTED_REMOTE_TIER as HOST_MOUNTED_REMOTE_TIER
 from neuron_constructs.knowledge.rules.compile_caches import LOCAL_TIER_PER_TASK as LOCAL_TIER_PER_TASK
 from neuron_constructs.knowledge.rules.inputs import BOUNDS_REVERSED as BOUNDS_REVERSED
 from neuron_constructs.knowledge.rules.inputs import OUT_OF_RANGE as OUT_OF_RANGE
@@ -337,6 +338,7 @@ RULES: tuple[Rule, ...] = tuple(
             ENGINE_CACHE_UNNAMED,
             LOCAL_TIER_PER_TASK,
             CACHE_WITHOUT_CLIENTS,
+            HOST_MOUNTED_REMOTE_TIER,
             IMAGE_SDK,
             UNKNOWN_IMAGE_SDK,
             PUBLISHED_TWICE,

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from neuron_constructs.knowledge.rules.rule import Rule
 
-__all__ = ["CACHE_ENGINE_MISMATCH", "CACHE_WITHOUT_CLIENTS", "ENGINE_CACHE_UNNAMED", "LOCAL_TIER_PER_TASK"]
+__all__ = [
+    "CACHE_ENGINE_MISMATCH",
+    "CACHE_WITHOUT_CLIENTS",
+    "ENGINE_CACHE_UNNAMED",
+    "HOST_MOUNTED_REMOTE_TIER",
+    "LOCAL_TIER_PER_TASK",
+]
 
 _COMPILATION_CACHE = (
     'vLLM Neuron "Compilation Cache" (2026-06-22); aws-neuron-sdk "Neuron Persistent Cache" (NEURON_COMPILE_CACHE_URL)'
@@ -33,6 +39,16 @@ CACHE_WITHOUT_CLIENTS = Rule(
     "pass clients=[...]: the capacity's Auto Scaling group (bridge and host tasks) or the services' security "
     "groups (awsvpc tasks); more can be added with allow_from()",
     "ECS guide: use Amazon EFS volumes with Amazon ECS; Amazon EFS user guide: security groups for mount targets",
+)
+
+HOST_MOUNTED_REMOTE_TIER = Rule(
+    "NEURON154",
+    "Compile cache on an instance mount for a Managed Instances task",
+    "a file system the instances mount (FSx for Lustre, which ECS does not mount as a task volume) reaches a "
+    "container only as a host volume's sourcePath, which is supported only for tasks hosted on Amazon EC2 instances",
+    "run the model on EC2 capacity (ManualNeuronTaskDefinition) whose instances mount the file system, or give it "
+    "CompileCache.in_new_file_system(...) (Amazon EFS, a task volume on Managed Instances too)",
+    'ECS guide: specify a bind mount in an Amazon ECS task definition; vLLM Neuron "Compilation Cache" (2026-06-22)',
 )
 
 # -------------------------------------------------------------- warnings ---
