@@ -297,3 +297,17 @@ def test_a_cache_of_two_kinds_at_once_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Both")
     with pytest.raises(NeuronConfigurationError, match=r"give one of bucket.*NEURON026"):
         CompileCache(s3.Bucket(stack, "Cache"), mount_path="/fsx")
+
+
+def test_an_image_the_table_does_not_hold_takes_the_file_system_cache_without_choosing_a_route() -> None:
+    # GIVEN an image of the user's own (built from vLLM Neuron, say) with a cache on Amazon EFS
+    stack, cache, _ = _efs_stack()
+    task = ManualNeuronTaskDefinition(stack, "Own", instance_type="trn2.48xlarge", memory_mib=65536)
+    own = ecs.ContainerImage.from_registry("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/vllm-neuron:1")
+    task.add_neuron_container("vllm", image=own, compile_cache=cache)
+    template = App.of(stack).synth().get_stack_by_name("Vllm").template  # type: ignore[union-attr]
+    (container,) = (c for c in _task(template, "Own")["Properties"]["ContainerDefinitions"] if c["Name"] == "vllm")
+    names = {e["Name"] for e in container["Environment"]}
+    # THEN both tiers, and no backend: the route is the image's
+    assert {"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT"} <= names
+    assert "VLLM_NEURON_BACKEND" not in names
