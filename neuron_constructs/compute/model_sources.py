@@ -274,6 +274,11 @@ class CompileCache:
             encrypted=True,
             kms_key=encryption_key,
             file_system_policy=compile_cache_tiers.file_system_policy(),
+            # False would make aws-cdk-lib add a statement allowing ClientMount, ClientWrite and ClientRootAccess to
+            # any principal through a mount target. True adds nothing: the policy above, in effect, replaces the
+            # default one that grants anonymous clients full access, and allows nothing, so an anonymous client gets
+            # nothing and a task what its role allows ("an allow in either an IAM identity policy or a file system
+            # resource policy allows access": Amazon EFS user guide, "Using IAM to control access to file systems").
             allow_anonymous_access=True,
             throughput_mode=efs.ThroughputMode.ELASTIC,
             enable_automatic_backups=False,
