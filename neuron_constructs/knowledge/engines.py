@@ -20,7 +20,11 @@ Plain Python, no AWS CDK. Each engine of :data:`ENGINES` names its source:
   Precompile Cache is on "only when ``VLLM_NEURON_BACKEND`` is ``neuron_native`` or ``neuron``. When the variable
   is not set, the server uses the native route, but the cache is off", and it needs "a persistent
   ``VLLM_CACHE_ROOT``" ("How to use the Precompile Cache", vllm-neuron/docs/guides/how-to-precompile-cache.md,
-  date_updated 2026-10-13). The XLA route does not use it.
+  date_updated 2026-10-13). The XLA route does not use it. The same guide as published with Neuron 2.34.0
+  (date-modified 2026-10-01) calls the cache on by default on the native route (``VLLM_NEURON_BACKEND=neuron_native``
+  "which is the default"); the later text turns it on only with the variable set: setting it is right under both.
+  The native route is vLLM Neuron's default from Neuron 2.33.0 (v2.33.0 guide "Compilation route": "Keep the default
+  native route, go back to the XLA route").
 * torch-neuron (Inf1): ahead-of-time ``torch.neuron.trace``; no source found names a persistent compile cache it
   reads, so a cache given to it sets nothing and warns (NEURON151).
 """
