@@ -28,6 +28,7 @@ CACHE_ENGINE_MISMATCH = Rule(
     "optimum-neuron read NEURON_COMPILE_CACHE_URL, an s3:// URL",
     "{fix}",
     _COMPILATION_CACHE,
+    checked="both",
 )
 
 CACHE_WITHOUT_CLIENTS = Rule(
