@@ -112,7 +112,7 @@ def test_each_model_gets_its_own_access_point_and_its_role_may_mount_only_that_o
     template = vllm_neuron["template"]
     points = resources(template, "AWS::EFS::AccessPoint")
     roots = sorted(p["Properties"]["RootDirectory"]["Path"] for p in points.values())
-    assert roots == ["/neuron-compile-cache/Vllm/Coder", "/neuron-compile-cache/Vllm/Llm"]
+    assert roots == ["/neuron-compile-cache/Vllm-Coder", "/neuron-compile-cache/Vllm-Llm"]
     for point in points.values():
         assert point["Properties"]["PosixUser"] == {"Uid": "1000", "Gid": "1000"}
     conditions = []
@@ -248,7 +248,7 @@ def test_the_slices_of_one_vllm_neuron_service_share_one_access_point_reached_fr
     # THEN every slice mounts the one access point of the service, and the mount targets admit the instances
     (point_id,) = resources(template, "AWS::EFS::AccessPoint")
     assert resources(template, "AWS::EFS::AccessPoint")[point_id]["Properties"]["RootDirectory"]["Path"] == (
-        "/neuron-compile-cache/Sliced/Vllm"
+        "/neuron-compile-cache/Sliced-Vllm"
     )
     definitions = resources(template, "AWS::ECS::TaskDefinition").values()
     remote = [
@@ -311,3 +311,34 @@ def test_an_image_the_table_does_not_hold_takes_the_file_system_cache_without_ch
     # THEN both tiers, and no backend: the route is the image's
     assert {"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT"} <= names
     assert "VLLM_NEURON_BACKEND" not in names
+
+
+@pytest.mark.parametrize(
+    ("prefix", "model"),
+    [
+        ("neuron-compile-cache", "Stack/Team/Models/Llm/Task"),  # deeper than four subdirectories
+        ("a/b/c", "Stack/" + "VeryLongConstructName" * 8 + "/Task"),  # longer than 100 characters
+        ("x" * 50, "S/" + "y" * 120),
+    ],
+)
+def test_an_access_point_root_directory_fits_efs_and_names_each_model_apart(prefix: str, model: str) -> None:
+    from neuron_constructs.compute.compile_cache_tiers import access_point_directory
+
+    # GIVEN a model whose construct path is deep or long
+    path = access_point_directory(prefix, model)
+    other = access_point_directory(prefix, model + "2")
+    # THEN its root directory is one EFS takes (Amazon EFS API reference, RootDirectory) and no other model's
+    assert len(path) <= 100 and path.count("/") <= 4 and path.startswith(f"/{prefix}/")
+    assert not any(segment.startswith(".") for segment in path.split("/")[1:])
+    assert path != other
+
+
+def test_a_prefix_an_access_point_cannot_start_with_is_refused() -> None:
+    from aws_cdk import aws_efs as efs
+
+    stack = Stack(App(analytics_reporting=False), "Deep")
+    file_system = efs.FileSystem(stack, "Fs", vpc=ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0))
+    with pytest.raises(NeuronConfigurationError, match=r"prefix='a/b/c/d' has 4 segments.*NEURON155"):
+        CompileCache.on_file_system(file_system, "a/b/c/d")
+    with pytest.raises(NeuronConfigurationError, match=r"starting with '\.'.*NEURON155"):
+        CompileCache.on_file_system(file_system, "cache/.hidden")

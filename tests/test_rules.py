@@ -942,6 +942,16 @@ def _instance_mount_cache_on_managed_instances(s: Stack) -> None:
     task.add_neuron_container("vllm", image=image, compile_cache=CompileCache.on_instance_mount("/fsx"))
 
 
+def _access_point_prefix_too_deep(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_efs as efs
+
+    from neuron_constructs import CompileCache
+
+    file_system = efs.FileSystem(s, "Fs", vpc=ec2.Vpc(s, "Vpc", max_azs=1, nat_gateways=0))
+    CompileCache.on_file_system(file_system, "teams/ml/llm/cache")
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1459,6 +1469,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _instance_mount_cache_on_managed_instances,
         r"Test/Task/vllm: a compile cache on the instances' /fsx is given to a task definition compatible with "
         r"Managed Instances.*Fix: run the model on EC2 capacity",
+    ),
+    (
+        r.ACCESS_POINT_PREFIX,
+        _access_point_prefix_too_deep,
+        r"Test/Fs: prefix='teams/ml/llm/cache' has 4 segments and 18 characters.*Fix: pass a prefix of at most 50",
     ),
 ]
 

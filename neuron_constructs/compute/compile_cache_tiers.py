@@ -12,12 +12,14 @@ What :func:`apply_file_tiers` gives a container, per model (``model``: the const
 :class:`~neuron_constructs.compute.model_sources.CompileCache` keys a model by):
 
 * the remote tier: an ECS Amazon EFS volume through the model's own access point (its root directory
-  ``/<prefix>/<model>``, created owned by :data:`CACHE_UID`, every request made as that user), with transit
-  encryption and IAM authorization, mounted at :data:`REMOTE_CACHE_PATH`; ``NEURON_LIBTORCH_REMOTE_CACHE`` names it.
-  The task role may mount and write through that access point only (``elasticfilesystem:ClientMount`` and
-  ``ClientWrite`` on the file system, conditioned on ``elasticfilesystem:AccessPointArn``), never as root. Amazon EFS
-  volumes are supported on Amazon EC2 and on Amazon ECS Managed Instances ("Storage options for Amazon ECS tasks",
-  Amazon ECS developer guide: Amazon EFS, "Fargate, Amazon EC2, Amazon ECS Managed Instances");
+  ``/<prefix>/<model>``, :func:`access_point_directory`, created owned by :data:`CACHE_UID`, every request made as
+  that user), with transit encryption and IAM authorization, mounted at :data:`REMOTE_CACHE_PATH`;
+  ``NEURON_LIBTORCH_REMOTE_CACHE`` names it. The task role may mount and write through that access point only
+  (``elasticfilesystem:ClientMount`` and ``ClientWrite`` on the file system, conditioned on
+  ``elasticfilesystem:AccessPointArn``), never as root. Amazon EFS volumes are supported on Amazon EC2 and on Amazon
+  ECS Managed Instances ("Storage options for Amazon ECS tasks", Amazon ECS developer guide: Amazon EFS, "Fargate,
+  Amazon EC2, Amazon ECS Managed Instances"). Or a file system the instances mount (FSx for Lustre): the model's
+  directory under it as a bind mount, EC2 tasks only;
 * the local tier: ``VLLM_CACHE_ROOT=`` :data:`LOCAL_CACHE_PATH`, a bind mount of
   ``<LOCAL_CACHE_HOST_DIRECTORY>/<model>`` on the instance, which "persists at the specified location on the host
   container instance until you delete it manually" (ECS API reference, ``HostVolumeProperties.sourcePath``): a
@@ -43,6 +45,8 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.engines import Engine
 
 __all__ = [
+    "ACCESS_POINT_PATH_CHARACTERS",
+    "ACCESS_POINT_PREFIX_CHARACTERS",
     "CACHE_UID",
     "LOCAL_CACHE_HOST_DIRECTORY",
     "LOCAL_CACHE_PATH",
@@ -50,6 +54,7 @@ __all__ = [
     "PRECOMPILE_BACKEND_VARIABLE",
     "REMOTE_CACHE_PATH",
     "REMOTE_CACHE_VARIABLE",
+    "access_point_directory",
     "apply_file_tiers",
     "file_system_policy",
 ]
@@ -67,11 +72,33 @@ CACHE_UID = "1000"
 """The POSIX user and group every access point creates its root directory for and makes requests as."""
 
 
+ACCESS_POINT_PATH_CHARACTERS = 100
+"""The longest root directory an access point takes: "Length Constraints: Minimum length of 1. Maximum length of 100",
+and "A path can have up to four subdirectories" (Amazon EFS API reference, ``RootDirectory``)."""
+ACCESS_POINT_PREFIX_CHARACTERS = 50
+"""The longest cache prefix on Amazon EFS (at most three segments): the rest of the 100 is the model's name."""
+
+
+def access_point_directory(prefix: str, model_key: str) -> str:
+    """The root directory of ``model_key``'s access point: ``/<prefix>/<model>``, the model's construct path as one
+    segment (``/`` read as ``-``), since a root directory has at most four subdirectories; a name that would pass 100
+    characters keeps its last characters and ends with ``-`` and 8 hex digits of the SHA-256 of the whole name, so
+    two models never share one. ``/<prefix>`` alone for an empty ``model_key`` (a shared cache)."""
+    if not model_key:
+        return f"/{prefix}"
+    name = model_key.replace("/", "-")
+    room = ACCESS_POINT_PATH_CHARACTERS - len(prefix) - 2
+    if len(name) > room:
+        digest = hashlib.sha256(model_key.encode()).hexdigest()[:8]
+        name = f"{name[-(room - 9) :].lstrip('.-')}-{digest}"
+    return f"/{prefix}/{name}"
+
+
 def file_system_policy() -> iam.PolicyDocument:
     """The file system policy of a cache's new file system: deny every request not made over TLS
     (``aws:SecureTransport``) and every request not made through an access point (``elasticfilesystem:AccessPointArn``
     absent), so no client mounts the file system's root. It allows nothing: a task may mount only what its role's own
-    policy allows (Amazon EFS user guide, "Using IAM to control file system data access")."""
+    policy allows (Amazon EFS user guide, "Using IAM to control access to file systems")."""
     actions = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"]
     return iam.PolicyDocument(
         statements=[

@@ -160,6 +160,8 @@ class CompileCache:
         self.mount_path = None if mount_path is None else _mount_path(mount_path)
         """Where the instances mount the file system of the remote tier (FSx for Lustre), ``None`` for other kinds."""
         self.prefix = _prefix(bucket, prefix) if bucket is not None else _directory(file_system, prefix)
+        if file_system is not None:
+            _access_point_prefix(file_system, self.prefix)
         self.shared = shared
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}/" if bucket is not None else None
         """The whole cache on S3 (``None`` on a file system); a model's own is :meth:`url_for`."""
@@ -338,9 +340,12 @@ class CompileCache:
                     f"{COMPILE_CACHE_VARIABLE} ({engine.source})",
                     fix="give it CompileCache.in_new_bucket(...) or CompileCache(bucket, prefix)",
                 )
-            compile_cache_tiers.apply_file_tiers(
-                container, role, remote_tier, f"/{self.model_prefix(model)}", _model_key(model), engine
+            directory = (
+                f"/{self.model_prefix(model)}"
+                if isinstance(remote_tier, str)
+                else compile_cache_tiers.access_point_directory(self.prefix, "" if self.shared else _model_key(model))
             )
+            compile_cache_tiers.apply_file_tiers(container, role, remote_tier, directory, _model_key(model), engine)
             return
         if engine is not None and engine.cache == engines.FILE_TIERS:
             raise rules.CACHE_ENGINE_MISMATCH.error(
@@ -369,6 +374,18 @@ def _directory(file_system: efs.IFileSystem | None, prefix: str) -> str:
     if any(segment in ("", ".", "..") for segment in stripped.split("/")):
         raise rules.S3_LOCATION.error(where, f"prefix={prefix[:200]!r} has an empty, '.' or '..' segment")
     return stripped
+
+
+def _access_point_prefix(file_system: efs.IFileSystem, prefix: str) -> str:
+    """NEURON155: a prefix an access point's root directory can start with, leaving room for the model's name."""
+    if len(prefix) > compile_cache_tiers.ACCESS_POINT_PREFIX_CHARACTERS or prefix.count("/") > 2:
+        problem = f"prefix={prefix[:200]!r} has {prefix.count('/') + 1} segments and {len(prefix)} characters"
+        raise rules.ACCESS_POINT_PREFIX.error(construct_path(file_system), problem)
+    if any(segment.startswith(".") for segment in prefix.split("/")):
+        raise rules.ACCESS_POINT_PREFIX.error(
+            construct_path(file_system), f"prefix={prefix[:200]!r} has a segment starting with '.'"
+        )
+    return prefix
 
 
 _MOUNT_PATH = re.compile(r"/[A-Za-z0-9._-][A-Za-z0-9._/-]{0,254}")

@@ -63,6 +63,7 @@ from neuron_constructs.knowledge.rules.amis_and_drivers import (
     REFRESH_INTO_RESERVED_CAPACITY as REFRESH_INTO_RESERVED_CAPACITY,
 )
 from neuron_constructs.knowledge.rules.amis_and_drivers import UNKNOWN_IMAGE_SDK as UNKNOWN_IMAGE_SDK
+from neuron_constructs.knowledge.rules.compile_caches import ACCESS_POINT_PREFIX as ACCESS_POINT_PREFIX
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_ENGINE_MISMATCH as CACHE_ENGINE_MISMATCH
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_WITHOUT_CLIENTS as CACHE_WITHOUT_CLIENTS
 from neuron_constructs.knowledge.rules.compile_caches import ENGINE_CACHE_UNNAMED as ENGINE_CACHE_UNNAMED
@@ -339,6 +340,7 @@ RULES: tuple[Rule, ...] = tuple(
             LOCAL_TIER_PER_TASK,
             CACHE_WITHOUT_CLIENTS,
             HOST_MOUNTED_REMOTE_TIER,
+            ACCESS_POINT_PREFIX,
             IMAGE_SDK,
             UNKNOWN_IMAGE_SDK,
             PUBLISHED_TWICE,

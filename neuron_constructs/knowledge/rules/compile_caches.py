@@ -7,6 +7,7 @@ from __future__ import annotations
 from neuron_constructs.knowledge.rules.rule import Rule
 
 __all__ = [
+    "ACCESS_POINT_PREFIX",
     "CACHE_ENGINE_MISMATCH",
     "CACHE_WITHOUT_CLIENTS",
     "ENGINE_CACHE_UNNAMED",
@@ -50,6 +51,16 @@ HOST_MOUNTED_REMOTE_TIER = Rule(
     "run the model on EC2 capacity (ManualNeuronTaskDefinition) whose instances mount the file system, or give it "
     "CompileCache.in_new_file_system(...) (Amazon EFS, a task volume on Managed Instances too)",
     'ECS guide: specify a bind mount in an Amazon ECS task definition; vLLM Neuron "Compilation Cache" (2026-06-22)',
+)
+
+ACCESS_POINT_PREFIX = Rule(
+    "NEURON155",
+    "Compile cache prefix an EFS access point cannot start with",
+    "an access point's root directory is at most 100 characters and four subdirectories, none starting with '.'; "
+    "each model's is /<prefix>/<model>",
+    "pass a prefix of at most 50 characters and three segments, none starting with '.' (default "
+    "'neuron-compile-cache')",
+    "Amazon EFS API reference: RootDirectory",
 )
 
 # -------------------------------------------------------------- warnings ---
