@@ -133,8 +133,8 @@ class CompileCache:
     no source names (torch-neuron on Inf1) gets no variable and a warning (NEURON151).
 
     One cache may serve several models: each gets ``<prefix>/<model>`` (:meth:`model_prefix`) as its S3 prefix or its
-    directory (an access point's root directory takes the model as one segment), ``<model>`` the construct path of its task definition, or of its fleet model or
-    sliced service for their copies, which share it. A task that can write a prefix can also overwrite or delete every
+    directory (an access point's root directory takes the model as one segment), ``<model>`` the construct path of its
+    task definition, or of its fleet model or sliced service for their copies, which share it. A task that can write a prefix can also overwrite or delete every
     entry under it, and a model would load graphs another model's task put there: a model's task role may use its
     own prefix or access point and nothing else. ``shared=True`` opts into one prefix for every model, when the models
     trust each other's tasks.
@@ -168,8 +168,8 @@ class CompileCache:
 
     def model_prefix(self, model: str) -> str:
         """The prefix of ``model`` (a construct path or a name): ``<prefix>/<model>``, characters other than letters,
-        digits, ``.``, ``_``, ``-`` and ``/`` replaced by ``-``; the cache's prefix when ``shared``. On a file system the
-        instances mount, ``model``'s directory under it; an access point's root directory is
+        digits, ``.``, ``_``, ``-`` and ``/`` replaced by ``-``; the cache's prefix when ``shared``. On a file
+        system the instances mount, ``model``'s directory under it; an access point's root directory is
         :func:`~neuron_constructs.compute.compile_cache_tiers.access_point_directory`."""
         key = _model_key(model)
         if self.shared or not key:
