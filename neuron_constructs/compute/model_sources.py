@@ -136,8 +136,8 @@ class CompileCache:
     directory (an access point's root directory takes the model as one segment), ``<model>`` the construct path of its
     task definition, or of its fleet model or sliced service for their copies, which share it. A task that can write
     a prefix can also overwrite or delete every entry under it, and a model would load graphs another model's task put
-    there: a model's task role may use its own prefix or access point and nothing else. ``shared=True`` opts into one prefix for every model, when the models
-    trust each other's tasks.
+    there: a model's task role may use its own prefix or access point and nothing else. ``shared=True`` opts into one
+    prefix for every model, when the models trust each other's tasks.
     """
 
     def __init__(
