@@ -188,6 +188,7 @@ def test_ecs2_is_acknowledged_only_where_the_environment_is_the_library_s_alone(
 
 
 def test_the_library_environment_names_are_those_the_compute_package_writes() -> None:
+    from neuron_constructs.compute import compile_cache_tiers
     from neuron_constructs.compute.driver_check import driver_check_environment
     from neuron_constructs.compute.model_sources import COMPILE_CACHE_VARIABLE
     from neuron_constructs.knowledge import neuron_releases
@@ -195,6 +196,11 @@ def test_the_library_environment_names_are_those_the_compute_package_writes() ->
     sdk = next(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
     written = {COMPILE_CACHE_VARIABLE, "NEURON_PROCESS_TAG", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG"}
     written |= {"MODEL_DIR", *(driver_check_environment(sdk) or {})}
+    written |= {
+        compile_cache_tiers.REMOTE_CACHE_VARIABLE,
+        compile_cache_tiers.LOCAL_CACHE_VARIABLE,
+        compile_cache_tiers.PRECOMPILE_BACKEND_VARIABLE,
+    }
     assert all(
         name in compliance.LIBRARY_ENVIRONMENT or name.startswith(compliance.LIBRARY_ENVIRONMENT_PREFIX)
         for name in written

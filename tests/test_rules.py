@@ -916,6 +916,42 @@ def _driver_check_without_entry_point(s: Stack) -> None:
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry("x-sdk2.33.0-y"), driver_check=True)
 
 
+def _s3_cache_for_vllm_neuron(s: Stack) -> None:
+    from neuron_constructs import CompileCache
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    task = ManualNeuronTaskDefinition(s, "Task", instance_type="trn2.48xlarge", memory_mib=65536)
+    image = ecs.ContainerImage.from_registry(VLLM_TRN2.reference)
+    task.add_neuron_container("vllm", image=image, compile_cache=CompileCache.in_new_bucket(s, "Cache"))
+
+
+def _file_system_cache_without_clients(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    from neuron_constructs import CompileCache
+
+    CompileCache.in_new_file_system(s, "Cache", vpc=ec2.Vpc(s, "Vpc", max_azs=2, nat_gateways=0), clients=[])
+
+
+def _instance_mount_cache_on_managed_instances(s: Stack) -> None:
+    from neuron_constructs import CompileCache, ManagedNeuronTaskDefinition
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    task = ManagedNeuronTaskDefinition(s, "Task", cpu=8192, memory_mib=65536)
+    image = ecs.ContainerImage.from_registry(VLLM_TRN2.reference)
+    task.add_neuron_container("vllm", image=image, compile_cache=CompileCache.on_instance_mount("/fsx"))
+
+
+def _access_point_prefix_too_deep(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_efs as efs
+
+    from neuron_constructs import CompileCache
+
+    file_system = efs.FileSystem(s, "Fs", vpc=ec2.Vpc(s, "Vpc", max_azs=1, nat_gateways=0))
+    CompileCache.on_file_system(file_system, "teams/ml/llm/cache")
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1416,6 +1452,28 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.PUBLISHED_WRITERS,
         _write_protection_without_a_writer,
         r"write_protection\('/neuron/team'\): writers is empty.*writers=\[<the ARN of the role that deploys",
+    ),
+    (
+        r.CACHE_ENGINE_MISMATCH,
+        _s3_cache_for_vllm_neuron,
+        r"Test/Task/vllm: a compile cache on S3 is given to an image of vLLM Neuron \(native route\), which does not "
+        r"read NEURON_COMPILE_CACHE_URL.*Fix: give it CompileCache.in_new_file_system",
+    ),
+    (
+        r.CACHE_WITHOUT_CLIENTS,
+        _file_system_cache_without_clients,
+        r"Test/Cache: clients=\[\] admits no task.*Fix: pass clients=\[\.\.\.\]",
+    ),
+    (
+        r.HOST_MOUNTED_REMOTE_TIER,
+        _instance_mount_cache_on_managed_instances,
+        r"Test/Task/vllm: a compile cache on the instances' /fsx is given to a task definition compatible with "
+        r"Managed Instances.*Fix: run the model on EC2 capacity",
+    ),
+    (
+        r.ACCESS_POINT_PREFIX,
+        _access_point_prefix_too_deep,
+        r"Test/Fs: prefix='teams/ml/llm/cache' has 4 segments and 18 characters.*Fix: pass a prefix of at most 50",
     ),
 ]
 

@@ -183,7 +183,29 @@ def _plain_task(*containers: dict[str, Any], **properties: Any) -> dict[str, Any
     return {"Type": "AWS::ECS::TaskDefinition", "Properties": {**body, **properties}}
 
 
+_VLLM_NEURON = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04"
+_VLLM_NXDI = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+
+
+def _cache_variable(image: str, name: str, value: str, instance_type: str = "trn2.48xlarge") -> dict[str, Any]:
+    """A task whose one container runs ``image`` with the compile cache variable ``name`` set."""
+    model = container(devices=[0, 1], Image=image, Environment=[{"Name": name, "Value": value}])
+    return with_resources(BASE, Task=manual_task(instance_type, containers=[model]))
+
+
 CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
+    (
+        r.CACHE_ENGINE_MISMATCH,
+        _cache_variable(_VLLM_NEURON, "NEURON_COMPILE_CACHE_URL", "s3://cache/neuron-compile-cache/"),
+        r"Task/model: NEURON_COMPILE_CACHE_URL is set for an image of vLLM Neuron \(native route\), which does not "
+        r"read it.*Fix: set NEURON_LIBTORCH_REMOTE_CACHE",
+    ),
+    (
+        r.CACHE_ENGINE_MISMATCH,
+        _cache_variable(_VLLM_NXDI, "NEURON_LIBTORCH_REMOTE_CACHE", "/mnt/cache", "inf2.48xlarge"),
+        r"Task/model: NEURON_LIBTORCH_REMOTE_CACHE is set for an image of vLLM on NxD Inference, which reads "
+        r"NEURON_COMPILE_CACHE_URL.*Fix: set NEURON_COMPILE_CACHE_URL to an s3:// URL",
+    ),
     (
         r.UNKNOWN_INSTANCE_TYPE,
         with_resources(BASE, Task=manual_task("inf2.2xlarge")),
@@ -655,6 +677,13 @@ def test_every_template_rule_has_a_check_and_a_case() -> None:
     on_template = {rule.id for rule in r.RULES if rule.on_template}
     assert set(TEMPLATE_CHECKS) == on_template
     assert {rule.id for rule, _, _ in CASES} == on_template
+
+
+def test_each_engine_s_own_cache_variable_on_its_image_is_no_finding() -> None:
+    nxdi = _cache_variable(_VLLM_NXDI, "NEURON_COMPILE_CACHE_URL", "s3://cache/p/", "inf2.48xlarge")
+    neuron = _cache_variable(_VLLM_NEURON, "NEURON_LIBTORCH_REMOTE_CACHE", "/mnt/neuron-compile-cache")
+    for template in (nxdi, neuron):
+        assert not [f for f in check_template(template) if f.rule is r.CACHE_ENGINE_MISMATCH]
 
 
 def test_errors_come_before_warnings() -> None:

@@ -353,11 +353,17 @@ LIBRARY_ENVIRONMENT = frozenset(
         "NEURON_LOGICAL_NC_CONFIG",
         "NEURON_COMPILE_CACHE_URL",
         "MODEL_DIR",
+        "NEURON_LIBTORCH_REMOTE_CACHE",
+        "VLLM_CACHE_ROOT",
+        "VLLM_NEURON_BACKEND",
     }
 )
 """The environment variables the library sets on Neuron containers (names, core lists, an S3 location, a path);
 those of the driver check start with :data:`LIBRARY_ENVIRONMENT_PREFIX`. A test keeps these equal to the names the
 compute package writes."""
+_VLLM_NEURON_CACHE = frozenset({"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT", "VLLM_NEURON_BACKEND"})
+"""The variables of vLLM Neuron's compile cache (``compute.compile_cache_tiers``): their reason is given only where
+they are set, so the reason on every other task definition stays as it was."""
 LIBRARY_ENVIRONMENT_PREFIX = "NEURON_DRIVER_CHECK_"
 """The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates)."""
 
@@ -411,6 +417,12 @@ def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
                 "(a path) and the driver check's NEURON_DRIVER_CHECK_* (driver versions, dates, the container's "
                 "name), the variables the Neuron runtime, frameworks and model servers read; none is secret. A "
                 "variable of your own leaves this finding to you."
+                + (
+                    " NEURON_LIBTORCH_REMOTE_CACHE and VLLM_CACHE_ROOT (paths) and VLLM_NEURON_BACKEND (a backend "
+                    "name) are vLLM Neuron's compile cache."
+                    if _VLLM_NEURON_CACHE & set(names)
+                    else ""
+                )
             ),
         },
     )

@@ -84,6 +84,8 @@ class Container:
     memory_reservation: int | None
     managed_instances_rejected: tuple[str, ...]
     """Fields Managed Instances task definitions reject that this container sets."""
+    image: str | None = None
+    """The image the container names, when it is a literal (not a reference resolved at deploy time)."""
 
     @property
     def maps_neuron_devices(self) -> bool:
@@ -656,7 +658,9 @@ def _container(index: int, raw: Mapping[str, Any]) -> Container:
     if raw.get("DockerLabels"):
         rejected.append("dockerLabels")
     name = raw.get("Name")
+    image = raw.get("Image")
     return Container(
+        image=image[:1000] if isinstance(image, str) else None,
         name=name if isinstance(name, str) else f"container {index}",
         index=index,
         neuron_devices=tuple(indices),

@@ -40,6 +40,14 @@ Why each is the release it is:
   daemon follows, at the tags the Neuron Helm chart runs them with (aws-neuron/neuron-helm-charts, chart README:
   1.9.0 and v1.35.2). Each constant says what its version changes in what the library reads from it.
 
+Engines (:mod:`neuron_constructs.knowledge.engines`). Each image that runs a model names what compiles and runs it
+(:attr:`NeuronImage.engine`), which decides the compile cache a container of it gets: :data:`PYTORCH_INFERENCE`
+torch-neuronx/NxD, :data:`PYTORCH_TRAINING` training, :data:`VLLM` vLLM on NxD Inference (its DLC's vLLM 0.16 serves
+through NxD Inference), :data:`VLLM_TRN2` vLLM Neuron on the native route (the default route of vLLM Neuron from
+Neuron 2.33.0: the v2.33.0 vLLM Neuron guide "Compilation route", "Keep the default native route, go back to the XLA
+route"), :data:`EMBEDDING` optimum-neuron (the SageMaker Hugging Face inference toolkit's ``HF_OPTIMUM_*``),
+:data:`INF1_INFERENCE` torch-neuron. The library's own images run no model and name none.
+
 Driver and runtime (:mod:`neuron_constructs.knowledge.neuron_releases`). The runtime of an image runs on a range of
 Neuron drivers, and the ECS Neuron AMI carries the newest driver at its build. :data:`VLLM`,
 :data:`VLLM_TRN2` and :data:`PYTORCH_INFERENCE` run on the newest driver; :data:`PYTORCH_TRAINING` (SDK 2.30.0,
@@ -76,6 +84,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from neuron_constructs.knowledge import engines
+from neuron_constructs.knowledge.engines import Engine
 from neuron_constructs.knowledge.neuron_releases import NXDI, TORCH_XLA_INFERENCE
 
 __all__ = [
@@ -146,6 +156,9 @@ class NeuronImage:
     components: tuple[str, ...] = ()
     """The image's Neuron components whose support per family ``neuron_releases.SUPPORT_ENDS`` follows
     (``neuron_releases.NXDI``: NxD Inference)."""
+    engine: Engine | None = None
+    """What compiles and runs the model in the image, and so which compile cache it reads
+    (:mod:`~neuron_constructs.knowledge.engines`); ``None`` for an image that runs no model (the library's own)."""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not _DIGEST.fullmatch(self.digest):
@@ -181,6 +194,7 @@ class NeuronImage:
 
 
 PYTORCH_INFERENCE = NeuronImage(
+    engine=engines.TORCH_NEURONX,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-neuronx",
     tag="2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
@@ -203,6 +217,7 @@ Inference and runs PyTorch/XLA (torch-neuronx), neither of which Neuron supports
 and Trn1 only (the DLC README lists trn2 and trn3 too, as of its release)."""
 
 PYTORCH_TRAINING = NeuronImage(
+    engine=engines.TRAINING,
     registry="public.ecr.aws/neuron",
     repository="pytorch-training-neuronx",
     tag="2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
@@ -223,6 +238,7 @@ PYTORCH_TRAINING = NeuronImage(
 neuronx-distributed-training and the EFA libraries; the training examples run it."""
 
 VLLM = NeuronImage(
+    engine=engines.VLLM_NXDI,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-vllm-neuronx",
     tag="0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
@@ -247,6 +263,7 @@ LLMs run it with ``vllm serve``. Not for Trn2 or Trn3: Neuron no longer supports
 :data:`VLLM_TRN2` as the fix; the DLC README lists trn2 and trn3 as of its release."""
 
 VLLM_TRN2 = NeuronImage(
+    engine=engines.VLLM_NEURON_NATIVE,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-vllm-neuronx",
     tag="0.29.0.1.2.0-neuronx-py314-sdk2.33.0-ubuntu26.04",
@@ -268,6 +285,7 @@ VLLM_TRN2 = NeuronImage(
 only; Inf2 and Trn1 keep :data:`VLLM`."""
 
 EMBEDDING = NeuronImage(
+    engine=engines.OPTIMUM_NEURON,
     registry="763104351884.dkr.ecr.{region}.amazonaws.com",
     repository="huggingface-pytorch-inference-neuronx",
     tag="2.1.2-transformers4.43.2-neuronx-py310-sdk2.20.0-ubuntu20.04",
@@ -287,6 +305,7 @@ compiles ``HF_MODEL_ID`` for ``HF_TASK`` at start and serves ``/invocations`` an
 examples' embedding model runs it. Kept at SDK 2.20.0, an older release (see the module's notes)."""
 
 INF1_INFERENCE = NeuronImage(
+    engine=engines.TORCH_NEURON,
     registry="public.ecr.aws/neuron",
     repository="pytorch-inference-neuron",
     tag="1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04",

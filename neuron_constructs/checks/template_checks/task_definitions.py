@@ -19,6 +19,7 @@ from neuron_constructs.checks.template_checks.report import (
     in_container,
     in_properties,
 )
+from neuron_constructs.knowledge import engines, image_support
 from neuron_constructs.knowledge import rules as r
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import (
@@ -396,6 +397,36 @@ def _check_memory_near_total(t: EcsTemplate, out: TemplateReport) -> None:
             )
 
 
+def _check_cache_variables(t: EcsTemplate, out: TemplateReport) -> None:
+    """NEURON150 on the template: a compile cache variable set, by whatever made the template, for an image of the
+    table whose engine does not read it (:mod:`neuron_constructs.knowledge.engines`)."""
+    for task in t.task_definitions.values():
+        for container in task.containers:
+            found = image_support.table_image(container.image) if container.image else None
+            engine = found[1].engine if found else None
+            if engine is None:
+                continue
+            if engine.cache == engines.FILE_TIERS and COMPILE_CACHE_URL in container.environment:
+                problem = f"{COMPILE_CACHE_URL} is set for an image of {engine.name}, which does not read it"
+                fix = "set NEURON_LIBTORCH_REMOTE_CACHE to an NFS or FSx mount (CompileCache.in_new_file_system)"
+            elif engine.cache == engines.S3_URL and REMOTE_CACHE in container.environment:
+                problem = f"{REMOTE_CACHE} is set for an image of {engine.name}, which reads {COMPILE_CACHE_URL}"
+                fix = f"set {COMPILE_CACHE_URL} to an s3:// URL (CompileCache.in_new_bucket)"
+            else:
+                continue
+            out.add(
+                r.CACHE_ENGINE_MISMATCH,
+                task.logical_id,
+                in_container(container, "Environment"),
+                problem,
+                container=container,
+                fix=fix,
+            )
+
+
+COMPILE_CACHE_URL = "NEURON_COMPILE_CACHE_URL"
+REMOTE_CACHE = "NEURON_LIBTORCH_REMOTE_CACHE"
+
 CHECKS: dict[Rule, Check] = {
     r.UNKNOWN_INSTANCE_TYPE: _check_unknown_type,
     r.ONE_NEURON_CONTAINER: _check_one_neuron_container,
@@ -413,5 +444,6 @@ CHECKS: dict[Rule, Check] = {
     r.DEVICE_TOPOLOGY: _check_topology,
     r.MEMORY_NEAR_INSTANCE_TOTAL: _check_memory_near_total,
     r.NO_NEURON_CONTAINER: _check_declared_without_container,
+    r.CACHE_ENGINE_MISMATCH: _check_cache_variables,
 }
 """This area's check of each rule."""

@@ -24,6 +24,7 @@ name can be imported from here too):
 * :mod:`.training`: multi-node jobs, EFA, the training queue, parallel degrees, checkpoints, the job's image;
 * :mod:`.amis_and_drivers`: the ECS Neuron AMI, its releases and rollouts, the Neuron driver against an image's
   Neuron SDK release, the images Neuron supports per instance family;
+* :mod:`.compile_caches`: a compile cache against the engine of the image it is given to;
 * :mod:`.warm_pools`: warm pools and what their warm-up fetches;
 * :mod:`.platform`: parts across stacks, apps, accounts, Regions and VPCs, imported clusters, published platforms;
 * :mod:`.inputs`: the shape of a value: wrong type, out of range, a token where a literal is needed, bounds
@@ -62,6 +63,12 @@ from neuron_constructs.knowledge.rules.amis_and_drivers import (
     REFRESH_INTO_RESERVED_CAPACITY as REFRESH_INTO_RESERVED_CAPACITY,
 )
 from neuron_constructs.knowledge.rules.amis_and_drivers import UNKNOWN_IMAGE_SDK as UNKNOWN_IMAGE_SDK
+from neuron_constructs.knowledge.rules.compile_caches import ACCESS_POINT_PREFIX as ACCESS_POINT_PREFIX
+from neuron_constructs.knowledge.rules.compile_caches import CACHE_ENGINE_MISMATCH as CACHE_ENGINE_MISMATCH
+from neuron_constructs.knowledge.rules.compile_caches import CACHE_WITHOUT_CLIENTS as CACHE_WITHOUT_CLIENTS
+from neuron_constructs.knowledge.rules.compile_caches import ENGINE_CACHE_UNNAMED as ENGINE_CACHE_UNNAMED
+from neuron_constructs.knowledge.rules.compile_caches import HOST_MOUNTED_REMOTE_TIER as HOST_MOUNTED_REMOTE_TIER
+from neuron_constructs.knowledge.rules.compile_caches import LOCAL_TIER_PER_TASK as LOCAL_TIER_PER_TASK
 from neuron_constructs.knowledge.rules.inputs import BOUNDS_REVERSED as BOUNDS_REVERSED
 from neuron_constructs.knowledge.rules.inputs import OUT_OF_RANGE as OUT_OF_RANGE
 from neuron_constructs.knowledge.rules.inputs import S3_LOCATION as S3_LOCATION
@@ -328,6 +335,12 @@ RULES: tuple[Rule, ...] = tuple(
             RESERVATION_REFERENCE,
             WARM_POOL_HIBERNATION,
             MOVING_TAG_CACHED,
+            CACHE_ENGINE_MISMATCH,
+            ENGINE_CACHE_UNNAMED,
+            LOCAL_TIER_PER_TASK,
+            CACHE_WITHOUT_CLIENTS,
+            HOST_MOUNTED_REMOTE_TIER,
+            ACCESS_POINT_PREFIX,
             IMAGE_SDK,
             UNKNOWN_IMAGE_SDK,
             PUBLISHED_TWICE,
