@@ -44,7 +44,7 @@ _NO_INVENTORY = (
     # The standard library's, for the same reason.
     "collections|datetime|enum|inspect|pathlib|subprocess|types|typing",
     # aws-cdk-lib modules as the library imports them (``from aws_cdk import aws_ec2 as ec2``).
-    "acm|batch|cloudwatch|ec2|ecs|elbv2|fsx|iam|kms|logs|s3|secretsmanager|sns",
+    "acm|batch|cloudwatch|ec2|ecs|efs|elbv2|fsx|iam|kms|logs|s3|secretsmanager|sns",
 )
 nitpick_ignore = [
     ("py:class", "~P"),

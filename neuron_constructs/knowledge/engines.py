@@ -54,7 +54,7 @@ FILE_TIERS = "file-tiers"
 class Engine:
     """What compiles and serves (or trains) a model in an image, and the compile cache it reads.
 
-    ``cache``: :data:`S3_URL`, :data:`FILE_TIERS`, or ``None`` where no source names a cache the engine reads.
+    ``cache``: ``S3_URL``, ``FILE_TIERS``, or ``None`` where no source names a cache the engine reads.
     ``precompile_backend``: the ``VLLM_NEURON_BACKEND`` that switches the Precompile Cache on, ``None`` where the
     engine has none. ``source``: where what it reads is documented.
     """
