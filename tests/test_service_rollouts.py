@@ -488,19 +488,12 @@ def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_
     assert [alarms[n]["MetricName"] for n in names] == ["ExecutionErrors"]
 
 
-def _own_alarms(how: str, behavior: ecs.AlarmBehavior = ecs.AlarmBehavior.ROLLBACK_ON_ALARM) -> App:
-    """A monitored blue/green service behind a listener rule with an alarm of the user's, ``mine``: passed as
-    ``deployment_alarms`` (``option``), or given to ``service.enable_deployment_alarms`` before or after
-    ``attach_to_listener``."""
-    app = App(analytics_reporting=False)
-    stack = Stack(app, "Own", env=ENV)
+def _monitored_blue_green(stack: Stack, **options: Any) -> NeuronService:
+    """A monitored blue/green service on an inf2.48xlarge capacity of ``stack``, not yet attached to a listener."""
     cluster = NeuronCluster(stack, "Neuron")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     NeuronMonitoring(stack, "Monitoring", cluster=cluster)
-    options: dict[str, Any] = {}
-    if how == "option":
-        options["deployment_alarms"] = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=behavior)
-    service = NeuronService(
+    return NeuronService(
         stack,
         "Service",
         cluster=cluster,
@@ -508,11 +501,28 @@ def _own_alarms(how: str, behavior: ecs.AlarmBehavior = ecs.AlarmBehavior.ROLLBA
         rollout=Rollout.blue_green(),
         **options,
     )
+
+
+def _attach(service: NeuronService) -> None:
+    stack = Stack.of(service)
+    service.attach_to_listener(
+        NeuronLoadBalancer(stack, "Lb", cluster=service.cluster).listener, conditions=_path("/x/*"), priority=5
+    )
+
+
+def _own_alarms(how: str, behavior: ecs.AlarmBehavior = ecs.AlarmBehavior.ROLLBACK_ON_ALARM) -> App:
+    """A monitored blue/green service behind a listener rule with an alarm of the user's, ``mine``: passed as
+    ``deployment_alarms`` (``option``), or given to ``service.enable_deployment_alarms`` before or after
+    ``attach_to_listener``."""
+    app = App(analytics_reporting=False)
+    stack = Stack(app, "Own", env=ENV)
+    options: dict[str, Any] = {}
+    if how == "option":
+        options["deployment_alarms"] = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=behavior)
+    service = _monitored_blue_green(stack, **options)
     if how == "before":
         service.service.enable_deployment_alarms(["mine"], behavior=behavior)
-    service.attach_to_listener(
-        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
-    )
+    _attach(service)
     if how == "after":
         service.service.enable_deployment_alarms(["mine"], behavior=behavior)
     return app
@@ -545,20 +555,8 @@ def test_the_service_s_own_alarm_objects_are_named_by_reference_in_its_stack_and
         return cloudwatch.Alarm(scope, id, metric=metric, threshold=1, evaluation_periods=1)
 
     here, there = alarm(stack, "Here"), alarm(alarms_stack, "There")
-    cluster = NeuronCluster(stack, "Neuron")
-    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
-    NeuronMonitoring(stack, "Monitoring", cluster=cluster)
-    service = NeuronService(
-        stack,
-        "Service",
-        cluster=cluster,
-        task_definition=_manual(stack, "Task", [0]),
-        rollout=Rollout.blue_green(),
-        deployment_alarms=ecs.DeploymentAlarmConfig(alarm_names=[here.alarm_name, there.alarm_name]),
-    )
-    service.attach_to_listener(
-        NeuronLoadBalancer(stack, "Lb", cluster=cluster).listener, conditions=_path("/x/*"), priority=5
-    )
+    own = ecs.DeploymentAlarmConfig(alarm_names=[here.alarm_name, there.alarm_name])
+    _attach(_monitored_blue_green(stack, deployment_alarms=own))
     template = app.synth().get_stack_by_name("Own").template
     names = _service(template)["DeploymentConfiguration"]["Alarms"]["AlarmNames"]
     assert names[0] == {"Ref": stack.get_logical_id(here.node.default_child)}  # type: ignore[arg-type]
