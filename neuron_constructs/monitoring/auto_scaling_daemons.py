@@ -81,16 +81,7 @@ class AutoScalingDaemons:
             logging=ecs.LogDrivers.aws_logs(stream_prefix="neuron-monitor", log_group=self._monitoring.log_group),
         )
         compliance.acknowledge_monitoring_task(monitor)
-        self._monitoring.daemon_service = ecs.Ec2Service(
-            self._monitoring,
-            "MonitorService",
-            cluster=cluster,
-            task_definition=monitor,
-            daemon=True,
-            placement_constraints=[only_neuron],
-            enable_ecs_managed_tags=True,
-            **_DAEMON_DEPLOYMENT,
-        )
+        self._monitoring.daemon_service = self._daemon("MonitorService", cluster, monitor, only_neuron)
         if not self._monitoring.recovery_service:
             self._recovery_service(only_neuron)
 
@@ -157,11 +148,17 @@ class AutoScalingDaemons:
             logging=ecs.LogDrivers.aws_logs(stream_prefix="recovery", log_group=self._monitoring.log_group),
         )
         compliance.acknowledge_recovery_task(detector, role)
-        self._monitoring.recovery_service = ecs.Ec2Service(
+        self._monitoring.recovery_service = self._daemon("RecoveryService", cluster, detector, only_neuron)
+
+    def _daemon(
+        self, id: str, cluster: ecs.ICluster, task_definition: ecs.TaskDefinition, only_neuron: ecs.PlacementConstraint
+    ) -> ecs.Ec2Service:
+        """A DAEMON service of ``task_definition`` on the cluster's Neuron instances only."""
+        return ecs.Ec2Service(
             self._monitoring,
-            "RecoveryService",
+            id,
             cluster=cluster,
-            task_definition=detector,
+            task_definition=task_definition,
             daemon=True,
             placement_constraints=[only_neuron],
             enable_ecs_managed_tags=True,
