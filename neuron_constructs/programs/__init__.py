@@ -21,6 +21,13 @@ container or in Lambda, carried inside a template as text, and tested by running
      - the function's inline code (``Code.ZipFile``): CloudFormation takes up to 4 MB, the tests hold it to 8 KiB
      - its handler against a local HTTP server, and the carried source loaded as Lambda loads it
        (``tests/test_smoke_test.py``); the function in ``tests/test_rollout_resources.py``
+   * - :mod:`~neuron_constructs.programs.precompile_hook`
+     - Lambda, as a rollout's ``PRE_SCALE_UP`` lifecycle hook, a CloudFormation custom resource, and the target of
+       Batch's job state change events: submits a model's compile job to AWS Batch and answers when it ends
+     - the function's inline code (``Code.ZipFile``), like the smoke test; the tests hold it to 32 KiB
+     - its handler against a local stand-in for Batch and for CloudFormation's response bucket, its signature against
+       botocore's and a published vector, and the carried source loaded as Lambda loads it
+       (``tests/test_precompile_hook.py``)
    * - :mod:`~neuron_constructs.programs.metric_publisher`
      - the neuron-monitor container of the monitoring daemon and of each training node:
        ``neuron-monitor | python3 -u -c "$NEURON_MONITOR_EMF"``
