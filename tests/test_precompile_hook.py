@@ -396,6 +396,25 @@ def test_the_endpoint_follows_the_partition_of_the_region(region: str, endpoint:
     assert isinstance(config, precompile_hook.Configuration) and config.endpoint == endpoint
 
 
+def test_the_global_endpoint_variable_applies_when_batch_has_none_of_its_own() -> None:
+    environment = {k: v for k, v in _environment("").items() if "URL" not in k and "ORIGIN" not in k}
+    config = precompile_hook.read_configuration({**environment, "AWS_ENDPOINT_URL": "http://localhost:4566"})
+    assert isinstance(config, precompile_hook.Configuration) and config.endpoint == "http://localhost:4566"
+    both = {**environment, "AWS_ENDPOINT_URL": "http://localhost:4566", "AWS_ENDPOINT_URL_BATCH": "http://b:1"}
+    config = precompile_hook.read_configuration(both)
+    assert isinstance(config, precompile_hook.Configuration) and config.endpoint == "http://b:1"
+
+
+def test_hook_details_given_back_with_whole_numbers_as_floats_are_read(
+    batch: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch.script = [described("RUNNING")]
+    submitted = int(time.time()) - 60
+    answer, _ = invoke(hook_event(jobId=JOB, submittedAt=float(submitted)), capsys)
+    assert answer["hookDetails"] == {"jobId": JOB, "submittedAt": submitted}
+    assert json.loads(batch.batch_calls()[0].body) == {"jobs": [JOB]}
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -538,6 +557,8 @@ def test_a_long_reason_is_cut_to_the_response_limit(batch: StandIn, capsys: pyte
         "https://user@cloudformation-custom-resource-response-useast1.s3.amazonaws.com/r",
         "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com:8443/r",
         "https://amazonaws.com/r",
+        "https://abc123.execute-api.us-east-1.amazonaws.com/prod/r",
+        "https://169.254.169.254/latest/meta-data/",
         "file:///etc/passwd",
         "http://127.0.0.2:1/r",
     ],
@@ -561,6 +582,8 @@ def test_an_s3_response_url_of_the_partition_is_accepted() -> None:
     assert isinstance(config, precompile_hook.Configuration)
     url = "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/arn%3A/x?X-Amz-Signature=a"
     assert precompile_hook.response_url_problem(url, config) == ""
+    regional = "https://cloudformation-custom-resource-response-uswest2.s3-us-west-2.amazonaws.com/x?a=b"
+    assert precompile_hook.response_url_problem(regional, config) == ""
     china = config._replace(dns_suffix="amazonaws.com.cn")
     assert precompile_hook.response_url_problem(url.replace(".com/", ".com.cn/"), china) == ""
     assert "not an amazonaws.com.cn host" in precompile_hook.response_url_problem(url, china)

@@ -61,8 +61,10 @@ The contract, from the AWS documentation (read 2026-12-07):
   derived key); the tests compare :func:`sign` with botocore's ``SigV4Auth``.
 - Lambda developer guide, "Defined runtime environment variables": ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``,
   ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``. AWS SDKs and Tools reference guide, "Service-specific
-  endpoints": ``AWS_ENDPOINT_URL_BATCH`` overrides the endpoint, otherwise ``https://batch.<region>.<suffix>`` with
-  the partition's DNS suffix (:data:`PARTITIONS`, from botocore 1.44.8's ``endpoints.json``).
+  endpoints": ``AWS_ENDPOINT_URL_BATCH``, which overrides the global ``AWS_ENDPOINT_URL``, names the endpoint (the
+  function takes a scheme, host and port, without the path the guide allows); otherwise it is
+  ``https://batch.<region>.<suffix>`` with the partition's DNS suffix (:data:`PARTITIONS`, from botocore 1.44.8's
+  ``endpoints.json``).
 
 Its configuration is the environment (see :func:`read_configuration`). Every request has a timeout
 (:data:`REQUEST_TIMEOUT`), goes direct (never through a proxy named by ``HTTP(S)_PROXY``), follows no redirect and
@@ -175,8 +177,8 @@ def read_configuration(environ: Any) -> Configuration | str:
     ``PRECOMPILE_JOB_QUEUE`` (a job queue ARN) and ``PRECOMPILE_JOB_DEFINITION`` (a job definition ARN with its
     revision); ``PRECOMPILE_MODEL`` (the model's construct path) and ``PRECOMPILE_CACHE`` (the cache, in words),
     for the log; ``PRECOMPILE_CALLBACK_DELAY_SECONDS`` (60, 1 to 3600); ``PRECOMPILE_JOB_TIMEOUT_SECONDS`` (the
-    job's timeout, 60 to 1209600); Lambda's ``AWS_REGION`` and credentials; ``AWS_ENDPOINT_URL_BATCH`` (none:
-    Batch's regional endpoint); ``PRECOMPILE_RESPONSE_ORIGIN`` (none; tests only: one ``http(s)://host[:port]``
+    job's timeout, 60 to 1209600); Lambda's ``AWS_REGION`` and credentials; ``AWS_ENDPOINT_URL_BATCH``, else
+    ``AWS_ENDPOINT_URL`` (none: Batch's regional endpoint); ``PRECOMPILE_RESPONSE_ORIGIN`` (none; tests only: one ``http(s)://host[:port]``
     also trusted as a ``ResponseURL``)."""
     queue = environ.get("PRECOMPILE_JOB_QUEUE", "")
     if not (_printable(queue, 2048) and queue.startswith("arn:") and ":job-queue/" in queue):
@@ -210,11 +212,13 @@ def read_configuration(environ: Any) -> Configuration | str:
         return f"AWS_REGION must name a Region, not {str(region)[:40]!r}"
     suffix = next((s for prefix, s in PARTITIONS if region.startswith(prefix)), "amazonaws.com")
     endpoint = f"https://batch.{region}.{suffix}"
-    override = environ.get("AWS_ENDPOINT_URL_BATCH")
-    if override is not None:
-        endpoint = _origin(override) or ""
-        if not endpoint:
-            return f"AWS_ENDPOINT_URL_BATCH must be http(s)://host[:port] and nothing more, not {override[:200]!r}"
+    for name in ("AWS_ENDPOINT_URL_BATCH", "AWS_ENDPOINT_URL"):
+        override = environ.get(name)
+        if override is not None:
+            endpoint = _origin(override) or ""
+            if not endpoint:
+                return f"{name} must be http(s)://host[:port] and nothing more, not {override[:200]!r}"
+            break
     key_id, secret = environ.get("AWS_ACCESS_KEY_ID", ""), environ.get("AWS_SECRET_ACCESS_KEY", "")
     token = environ.get("AWS_SESSION_TOKEN") or None
     if not (_printable(key_id, 256) and _printable(secret, 256) and (token is None or _printable(token, 8192))):
@@ -438,6 +442,8 @@ def _details(event: dict[str, Any]) -> dict[str, Any]:
         kept["jobId"] = job
     for name in ("submittedAt", "transientFailures"):
         value = raw.get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 40:
             kept[name] = value
     return kept
@@ -519,9 +525,11 @@ def _reason(job: dict[str, Any]) -> str:
 
 
 def response_url_problem(url: object, config: Configuration) -> str:
-    """Why the function will not PUT to ``url`` ("" when it will): only https on an S3 host of the function's
-    partition (``*.amazonaws.com``, ``*.amazonaws.com.cn``, ...), or the origin ``PRECOMPILE_RESPONSE_ORIGIN``
-    names."""
+    """Why the function will not PUT to ``url`` ("" when it will): only https on the default port to an Amazon S3
+    host of the function's partition (a label ``s3`` or ``s3-<region>`` before ``amazonaws.com``,
+    ``amazonaws.com.cn``, ...: ``<bucket>.s3.amazonaws.com``, ``<bucket>.s3-us-west-2.amazonaws.com``, the forms
+    CloudFormation's presigned URLs take), or the origin ``PRECOMPILE_RESPONSE_ORIGIN`` names. Another
+    ``amazonaws.com`` host (an API Gateway stage, say) is refused."""
     if not (isinstance(url, str) and len(url) <= 8192 and all(0x20 < ord(c) < 0x7F for c in url)):
         return "the ResponseURL is not a URL of printable ASCII"
     try:
@@ -537,6 +545,9 @@ def response_url_problem(url: object, config: Configuration) -> str:
         return f"the ResponseURL must be https on the default port, not {origin[:100]}"
     if not host.endswith("." + config.dns_suffix):
         return f"the ResponseURL's host {host[:100]} is not an {config.dns_suffix} host"
+    labels = host[: -len(config.dns_suffix) - 1].split(".")
+    if not any(label == "s3" or label.startswith("s3-") for label in labels):
+        return f"the ResponseURL's host {host[:100]} is not an Amazon S3 host"
     return ""
 
 
