@@ -2,7 +2,7 @@
 
 The module is self-contained standard-library Python, shipped inline as a Lambda function's code (docstrings and
 comments dropped, as :func:`neuron_constructs.programs.carrying.program_source` drops them). It calls AWS Batch by its
-REST-JSON API, signed with Signature Version 4 by :mod:`hmac` and :mod:`hashlib`: no SDK is imported.
+REST-JSON API, signed with Signature Version 4 by the standard library's ``hmac`` and ``hashlib``: no SDK is imported.
 
 Three kinds of event reach :func:`handler`:
 
