@@ -101,9 +101,11 @@ MAX_CALLBACK_DELAY = 3600
 """The longest ``callBackDelay`` the function answers with."""
 JOB_TIMEOUT_RANGE = (60, 1_209_600)
 """``PRECOMPILE_JOB_TIMEOUT_SECONDS``: Batch's shortest attempt timeout (60 s) to the hook's longest (20160 min)."""
-TIMEOUT_MARGIN_SECONDS = 900
-"""How long past the job's own timeout the hook waits before it answers ``FAILED``: the time a job may wait in
-its queue for capacity (Batch's timeout counts from the attempt's start) and one callback."""
+TIMEOUT_MARGIN_SECONDS = 1500
+"""How long past the job's own timeout the hook waits before it answers ``FAILED``: the time a job may wait in its
+queue for capacity and pull its image (Batch's timeout counts from the attempt's start). The hook's own timeout
+(``timeoutInMinutes``) should exceed the job's timeout, this margin and one ``callBackDelay``, so that the hook's
+answer, which says why, comes before ECS's timeout, which does not."""
 MAX_TRANSIENT_FAILURES = 5
 """Callbacks in a row whose Batch call timed out, failed on Batch's side or got a malformed answer, before the hook
 answers ``FAILED``. Throttling does not count."""
