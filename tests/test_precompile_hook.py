@@ -134,7 +134,10 @@ def invoke(event: Any, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, An
     answer = precompile_hook.handler(event, None)
     out = capsys.readouterr().out
     assert out.count("\n") == 1, "one JSON line per invocation"
-    return answer, json.loads(out)
+    line = json.loads(out)
+    assert set(line) == {"model", "cache", "jobId", "event", "decision", "message"}
+    assert line["message"].endswith(".") and len(line["message"]) <= 1001
+    return answer, line
 
 
 def answer_json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Script:
@@ -607,6 +610,8 @@ def test_state_changes_with_nothing_to_answer_are_ignored(
 
 # Never a traceback
 
+_HERE = "response-url-of-the-stand-in"
+"""Replaced, in a drawn event, by a URL on the stand-in, so that answers to CloudFormation are sent too."""
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30))
 _KEYS = st.sampled_from(
     [
@@ -644,22 +649,73 @@ _VALUES = st.recursive(
         _SCALARS,
         st.sampled_from(["Create", "Update", "Delete", "aws.batch", "Batch Job State Change", JOB, QUEUE]),
         st.sampled_from(["SUCCEEDED", "FAILED", "RUNNING", "https://x.s3.amazonaws.com/r", "http://127.0.0.1:1/r"]),
+        st.just(_HERE),
     ),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(_KEYS, children, max_size=5),
     max_leaves=20,
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def _or_any(value: Any) -> st.SearchStrategy[Any]:
+    return st.one_of(st.just(value), _VALUES)
+
+
+_CUSTOM_RESOURCE = st.fixed_dictionaries(
+    {"RequestType": st.sampled_from(["Create", "Update", "Delete"]) | _VALUES, "ResponseURL": _or_any(_HERE)},
+    optional={name: _VALUES for name in ("StackId", "RequestId", "LogicalResourceId", "PhysicalResourceId")},
+)
+_PARAMETERS = st.fixed_dictionaries(
+    {"CfnResponseURL": _or_any(_HERE)}, optional={f"Cfn{name}": _VALUES for name in precompile_hook.CARRIED[1:]}
+)
+_JOB_EVENT = st.fixed_dictionaries(
+    {
+        "detail-type": st.just("Batch Job State Change"),
+        "source": st.just("aws.batch"),
+        "detail": st.fixed_dictionaries(
+            {"status": st.sampled_from(["SUCCEEDED", "FAILED"]) | _VALUES},
+            optional={
+                "jobId": _or_any(JOB),
+                "jobQueue": _or_any(QUEUE),
+                "parameters": _PARAMETERS | _VALUES,
+                "statusReason": _VALUES,
+                "attempts": _VALUES,
+            },
+        )
+        | _VALUES,
+    }
+)
+_HOOK_EVENT = st.fixed_dictionaries(
+    {"targetServiceRevisionArn": _or_any(REVISION)},
+    optional={
+        "hookDetails": st.fixed_dictionaries(
+            {}, optional={"jobId": _or_any(JOB), "submittedAt": _VALUES, "transientFailures": _VALUES}
+        )
+        | _VALUES
+    },
+)
+_BATCH_ANSWERS = st.one_of(
+    st.binary(max_size=64),
+    _VALUES.map(lambda v: json.dumps(v).encode()),
+    st.builds(
+        lambda status, extra: json.dumps({"jobId": JOB, "jobs": [{"jobId": JOB, "status": status, **extra}]}).encode(),
+        st.sampled_from([*precompile_hook.RUNNING, "SUCCEEDED", "FAILED"]) | _VALUES,
+        st.dictionaries(_KEYS, _VALUES, max_size=3),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    event=st.one_of(_VALUES, st.dictionaries(_KEYS, _VALUES, max_size=8)),
+    event=st.one_of(_VALUES, st.dictionaries(_KEYS, _VALUES, max_size=8), _CUSTOM_RESOURCE, _JOB_EVENT, _HOOK_EVENT),
     status=st.sampled_from([200, 400, 429, 500]),
-    body=st.one_of(st.binary(max_size=64), _VALUES.map(lambda v: json.dumps(v).encode())),
+    body=_BATCH_ANSWERS,
 )
 def test_no_event_and_no_answer_of_batch_makes_the_handler_raise(
     event: Any, status: int, body: bytes, batch: StandIn, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    batch.script = [(status, {}, body)] * 3
+    batch.script = [(status, {}, body)] * 4
+    here = f"{batch.url}/cloudformation-custom-resource-response"
+    event = json.loads(json.dumps(event).replace(json.dumps(_HERE), json.dumps(here)))
     answer = precompile_hook.handler(event, None)
     batch.script.clear()
     assert capsys.readouterr().out.count("\n") == 1

@@ -25,8 +25,12 @@ Three kinds of event reach :func:`handler`:
    with the job id as ``PhysicalResourceId``, or ``FAILED`` with a ``Reason`` sentence. A job that carries no
    ``ResponseURL`` (one the hook submitted) needs no answer.
 
-Every invocation prints one JSON line naming the model, the cache, the job id and the decision, with a sentence; the
-function never raises (an exception would be an answer ECS reads as ``FAILED`` without saying why).
+Every invocation prints one JSON line, ``{"model", "cache", "jobId", "event", "decision", "message"}`` (``event``:
+``lifecycle-hook``, ``custom-resource``, ``job-state-change`` or ``unknown``; ``message``: one sentence), and the
+function never raises (an exception would be an answer ECS reads as ``FAILED`` without saying why). It returns the
+hook's answer to a lifecycle hook or an event it does not know (``{"hookStatus": "FAILED"}``), and
+``{"decision": ..., "jobId": ...}`` otherwise (``SUBMITTED``, ``SUCCESS``, ``FAILED``, ``REFUSED`` or ``IGNORED``),
+which neither CloudFormation nor EventBridge reads.
 
 The contract, from the AWS documentation (read 2026-12-07):
 
