@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
+import botocore.session
+import botocore.validate
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -364,6 +366,24 @@ def test_requests_are_signed_as_botocore_signs_them(batch: StandIn, capsys: pyte
         botocore.auth.get_current_datetime = original
     # THEN the Authorization headers are the same
     assert sent["authorization"] == request.headers["Authorization"]
+
+
+def test_the_requests_are_those_batch_s_model_describes(batch: StandIn, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the three requests the function sends: SubmitJob for a hook and for a custom resource, and DescribeJobs
+    batch.script = [answer_json({"jobId": JOB, "jobName": "n"}), answer_json({"jobId": JOB, "jobName": "n"})]
+    invoke(hook_event(), capsys)
+    invoke(cfn_event(batch, "Update", PhysicalResourceId="old"), capsys)
+    invoke(hook_event(**running_details()), capsys)
+    # THEN each goes where botocore's model of Batch puts the operation, and its body is valid input for it
+    model = botocore.session.get_session().get_service_model("batch")
+    validator = botocore.validate.ParamValidator()
+    operations = ["SubmitJob", "SubmitJob", "DescribeJobs"]
+    for call, name in zip(batch.batch_calls(), operations, strict=True):
+        operation = model.operation_model(name)
+        assert (call.method, call.path) == (operation.http["method"], operation.http["requestUri"])
+        report = validator.validate(json.loads(call.body), operation.input_shape)
+        assert not report.has_errors(), report.generate_report()
+    assert model.signing_name == "batch" and model.protocol == "rest-json"
 
 
 def test_the_signature_matches_the_published_get_vanilla_vector() -> None:
