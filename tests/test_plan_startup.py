@@ -159,18 +159,17 @@ def test_plan_startup_lists_every_step_with_sizes_and_measure_it_where_nothing_i
     lines = out.splitlines()
     assert lines[0] == "What a new copy of each model does before it serves"
     assert lines[2] == "Models/Service on Models/Cluster/Inf2/Provider"
-    assert lines[3] == "  instance  cold start of a new instance (no warm pool): measure it"
-    assert lines[4] == "  image     public.ecr.aws/docker/library/busybox:1.37 [9.5 GiB]: measure it [2]"
-    assert lines[5].startswith("  weights   s3://<Models")  # the bucket's name: a reference
+    assert lines[3] == "  instance    cold start of a new instance (no warm pool): measure it"
+    assert lines[4] == "  image pull  public.ecr.aws/docker/library/busybox:1.37 [9.5 GiB]: measure it [2]"
+    assert lines[5].startswith("  weights     s3://<Models")  # the bucket's name: a reference
     assert lines[5].endswith("/llama (ModelArtifacts) [16 GiB]: measure it")
     assert lines[6] == (
-        "  compile   engine unknown (an image the image table does not hold): every copy compiles every graph (no "
+        "  compile     engine unknown (an image the image table does not hold): every copy compiles every graph (no "
         "compile cache, no precompile): measure it [3]"
     )
-    assert lines[7] == "  load      the model load until the server answers: measure it"
-    assert lines[8] == (
-        "  health    health check grace period 30 min against a start inside the task of nothing stated + weights, "
-        "compile, load (measure it) [1]"
+    assert lines[7] == "  load        the model load until the server answers: measure it"
+    assert (
+        lines[8] == "  health      health check grace period 30 min against weights + compile + load: measure them [1]"
     )
     assert '[3] vLLM Neuron documentation, "Compilation Cache" (date-modified 2026-06-22)' in out
     assert "sometimes exceeding several minutes for large graphs" in out
@@ -180,10 +179,10 @@ def test_plan_startup_shows_stated_durations_and_exits_3_when_the_grace_period_i
     stated = Startup(weights=Duration.minutes(3), compile=Duration.minutes(40), load=Duration.minutes(5))
     status, out = _plan(_app(tmp_path, startup=stated))
     assert status == EXIT_CONFLICT
-    assert "  compile   engine unknown" in out and ": 40 min, stated (Startup)\n" in out
+    assert "  compile     engine unknown" in out and ": 40 min, stated (Startup)\n" in out
     assert (
-        "  health    health check grace period 30 min is SHORTER than the start inside the task: 48 min stated" in out
-    )
+        "  health      health check grace period 30 min is SHORTER than the 48 min stated for weights + compile + load"
+    ) in out
 
 
 def test_plan_startup_shows_the_cache_fetch_of_a_precompiled_model(tmp_path: Path) -> None:
@@ -212,6 +211,7 @@ def test_plan_startup_json_shape(tmp_path: Path) -> None:
         "steps",
         "health_check_grace_period_seconds",
         "health_checked",
+        "in_task_steps",
         "in_task_seconds_stated",
         "in_task_unknown",
         "grace_period_short",
@@ -238,14 +238,17 @@ def test_plan_startup_json_shape(tmp_path: Path) -> None:
     }
     assert (compile_step["seconds"], compile_step["source"]) == (600.0, "stated (Startup)")
     assert model["steps"][3]["source"] == "measure it"  # the cache fetch: not stated
-    assert model["health_check_grace_period_seconds"] == 1800 and model["in_task_unknown"] == ["weights", "load"]
+    assert model["health_check_grace_period_seconds"] == 1800
+    assert model["in_task_steps"] == ["weights", "compile", "load"]  # the longest way: a miss compiles
+    assert (model["in_task_seconds_stated"], model["in_task_unknown"]) == (600.0, ["weights", "load"])
 
 
 def test_plan_startup_on_a_warm_pool_shows_what_the_warm_up_fetched_ahead(tmp_path: Path) -> None:
     _, out = _plan(_app(tmp_path, warm_pool=True))
-    assert "  instance  from the warm pool (at least 1): started, not booted and initialized: measure it [2]" in out
+    assert "  instance    from the warm pool (at least 1): started, not booted and initialized: measure it [2]" in out
     assert (
-        "  image     public.ecr.aws/docker/library/busybox:1.37: pulled at warm-up, on the instance [9.5 GiB]: " in out
+        "  image pull  public.ecr.aws/docker/library/busybox:1.37: pulled at warm-up, on the instance [9.5 GiB]: "
+        in out
     )
     assert "copied at warm-up; the task's sync copies only what changed [16 GiB]: measure it" in out
 
@@ -266,3 +269,60 @@ def _example_models(example_assembly_dir: Path) -> dict[str, dict[str, Any]]:
     status = main(["plan", str(example_assembly_dir / "examples"), "--startup", "--json"], stdout=out, stderr=err)
     assert (status, err.getvalue()) == (EXIT_OK, "")
     return {model["model"]: model for model in json.loads(out.getvalue())["models"]}
+
+
+def _steps(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {step["step"]: step for step in model["steps"]}
+
+
+def test_plan_startup_on_the_examples(example_assembly_dir: Path) -> None:
+    models = _example_models(example_assembly_dir)
+    # Every Neuron service of the example app, a fleet model or sliced service once; the training stack has none.
+    assert {name: model["copies"] for name, model in models.items()} == {
+        "NeuronInferenceEc2/Service": 1,
+        "NeuronInferenceManaged/Service": 1,
+        "NeuronInferenceTrn2/Service": 1,
+        "NeuronMixedCluster/Inf2Service/Service": 1,
+        "NeuronMixedCluster/Trn1Service/Service": 1,
+        "NeuronMixedCluster/Inf1Service/Service": 1,
+        "NeuronRagFleet/Fleet/Llm": 2,
+        "NeuronRagFleet/Fleet/Embedding": 8,
+        "NeuronSlicedInf2/Vllm": 6,
+        "NeuronSlicedTrn1/Vllm": 4,
+    }
+    # No example states a duration: every one the copy waits for is "measure it".
+    for model in models.values():
+        for step in model["steps"]:
+            assert step["seconds"] is None
+            assert step["source"] in ("measure it", "fetched ahead", "-")
+    # Inference on EC2: a cold instance, vLLM on NxD Inference compiling with no cache, no health check to race.
+    ec2 = models["NeuronInferenceEc2/Service"]
+    assert _steps(ec2)["instance"]["what"] == "cold start of a new instance (no warm pool)"
+    assert _steps(ec2)["compile"]["what"].startswith("vLLM on NxD Inference: every copy compiles every graph")
+    assert (ec2["health_checked"], ec2["grace_period_short"]) == (False, False)
+    # Managed Instances: ECS launches the instance; the load balancer's grace period against compile + load.
+    managed = models["NeuronInferenceManaged/Service"]
+    assert _steps(managed)["instance"]["what"].startswith("Managed Instances: ECS launches an instance")
+    assert (managed["health_check_grace_period_seconds"], managed["in_task_unknown"]) == (1800, ["compile", "load"])
+    # Trainium2: a warm pool whose warm-up pulled the vLLM Neuron image; the copy still compiles (no cache given).
+    trn2 = _steps(models["NeuronInferenceTrn2/Service"])
+    assert trn2["instance"]["what"].startswith("from the warm pool (at least 1)")
+    assert trn2["image"]["fetched_ahead"] and trn2["image"]["what"].endswith(": pulled at warm-up, on the instance")
+    assert trn2["compile"]["what"].startswith("vLLM Neuron (native route): every copy compiles every graph")
+    # The mixed cluster: Inf1's image is named at deploy time, so its engine is unknown.
+    inf1 = _steps(models["NeuronMixedCluster/Inf1Service/Service"])
+    assert inf1["image"]["what"] == "<computed at deploy time>"
+    assert inf1["compile"]["what"].startswith("engine unknown")
+    assert _steps(models["NeuronMixedCluster/Trn1Service/Service"])["instance"]["what"].startswith("cold start")
+    assert models["NeuronMixedCluster/Inf2Service/Service"]["capacity"].endswith("/ManagedInstances/Provider")
+    # The RAG fleet's LLM and the sliced services read their own prefix of an S3 compile cache: a miss compiles.
+    for name, prefix in (
+        ("NeuronRagFleet/Fleet/Llm", "NeuronRagFleet/Fleet/Llm"),
+        ("NeuronSlicedInf2/Vllm", "NeuronSlicedInf2/Vllm"),
+        ("NeuronSlicedTrn1/Vllm", "NeuronSlicedTrn1/Vllm"),
+    ):
+        steps = _steps(models[name])
+        assert steps["cacheFetch"]["what"].endswith(f"/neuron-compile-cache/{prefix}/"), name
+        assert "NEURON_COMPILE_CACHE_URL=s3://<CompileCache" in steps["cacheFetch"]["what"], name
+        assert steps["compile"]["what"].startswith("vLLM on NxD Inference: a miss (the first copy"), name
+    assert "cacheFetch" not in _steps(models["NeuronRagFleet/Fleet/Embedding"])

@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from neuron_constructs.checks.cfn_template import Capacity, EcsTemplate, Service
+from neuron_constructs.checks.cfn_template import ID_SEPARATOR, Capacity, EcsTemplate, Service
 from neuron_constructs.checks.startup_reading import CopyStart, copy_start
 from neuron_constructs.checks.warm_up import _artifact_url, _sizes, capacity_fetches
 from neuron_constructs.knowledge.startup import (
     COMPILE_SOURCE,
+    IN_TASK_STEPS,
     PULL_SOURCE,
     WARM_POOL_SOURCE,
     duration_text,
@@ -41,6 +42,38 @@ from neuron_constructs.tools.rollout_planning import _fleet_of
 __all__ = ["ModelStart", "StartupResult", "Step", "startup_paths", "startup_templates"]
 
 MEASURE_IT = "measure it"
+STEP_NAMES = {
+    "instance": "instance",
+    "image": "image pull",
+    "weights": "weights",
+    "compile": "compile",
+    "cacheFetch": "cache fetch",
+    "load": "load",
+}
+"""How the text names each step."""
+
+
+def _show(value: Any) -> str:
+    """A template value as :func:`~neuron_constructs.tools.planning.shown` writes it, a reference to a resource of a
+    combined template by its logical id in its own template."""
+    return shown(_local(value, 0))
+
+
+def _local(value: Any, depth: int) -> Any:
+    """``value`` with the logical ids its ``Ref`` and ``Fn::GetAtt`` name as in their own template (bounded as
+    :func:`~neuron_constructs.tools.planning.shown` reads it: 6 deep, 64 items a list)."""
+    if depth > 6:
+        return value
+    if isinstance(value, list):
+        return [_local(item, depth + 1) for item in value[:64]]
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    ((function, argument),) = value.items()
+    if function == "Ref" and isinstance(argument, str):
+        return {"Ref": argument.rsplit(ID_SEPARATOR, 1)[-1]}
+    if function == "Fn::GetAtt" and isinstance(argument, list) and argument and isinstance(argument[0], str):
+        return {"Fn::GetAtt": [argument[0].rsplit(ID_SEPARATOR, 1)[-1], *argument[1:2]]}
+    return {function: _local(argument, depth + 1)}
 
 
 @dataclass(frozen=True)
@@ -87,8 +120,10 @@ class ModelStart:
     steps: tuple[Step, ...]
     grace_seconds: int | None
     health_checked: bool
+    in_task: tuple[str, ...]
+    """The steps the started task runs (weights, compile or cache fetch, load), the longest way (a cache miss)."""
     in_task_seconds: float
-    """The stated seconds of the steps inside the started task (weights, compile or cache fetch, load)."""
+    """Their stated seconds."""
     unknown: tuple[str, ...]
     """Those of them with no stated duration."""
 
@@ -108,15 +143,18 @@ class ModelStart:
             return "no load balancer or container health check: the grace period does not apply"
         if self.grace_seconds is None:
             return "health check grace period worked out at deploy time"
-        grace = duration_text(self.grace_seconds) if self.grace_seconds else "0 s (unset)"
-        stated = duration_text(self.in_task_seconds) if self.in_task_seconds else "nothing"
-        unknown = f" + {', '.join(self.unknown)} (measure it)" if self.unknown else ""
-        start = f"{stated} stated{unknown}"
+        grace = f"health check grace period {duration_text(self.grace_seconds) if self.grace_seconds else '0 s'}"
+        stated = " + ".join(STEP_NAMES[step] for step in self.in_task if step not in self.unknown)
+        unknown = " + ".join(STEP_NAMES[step] for step in self.unknown)
         if self.grace_short:
-            return f"health check grace period {grace} is SHORTER than the start inside the task: {start}"
+            return f"{grace} is SHORTER than the {duration_text(self.in_task_seconds)} stated for {stated}"
+        if not self.in_task:
+            return f"{grace}; nothing inside the task to time"
+        if not stated:
+            return f"{grace} against {unknown}: measure them"
         if self.unknown:
-            return f"health check grace period {grace} against a start inside the task of {start}"
-        return f"health check grace period {grace} covers the start inside the task: {start}"
+            return f"{grace} against {duration_text(self.in_task_seconds)} stated for {stated}, + {unknown}: measure it"
+        return f"{grace} covers the {duration_text(self.in_task_seconds)} stated for {stated}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +164,7 @@ class ModelStart:
             "steps": [step.to_json() for step in self.steps],
             "health_check_grace_period_seconds": self.grace_seconds,
             "health_checked": self.health_checked,
+            "in_task_steps": list(self.in_task),
             "in_task_seconds_stated": self.in_task_seconds,
             "in_task_unknown": list(self.unknown),
             "grace_period_short": self.grace_short,
@@ -158,7 +197,7 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
     fetches = {fetch.capacity: fetch for fetch in fetch_lists(t)}
     models: dict[str, ModelStart] = {}
     for service in t.services.values():
-        start = copy_start(t, service, shown)
+        start = copy_start(t, service, _show)
         if start is None:
             continue
         name = _name(t, service.logical_id)
@@ -184,6 +223,7 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
             steps=steps,
             grace_seconds=start.grace_seconds,
             health_checked=start.health_checked,
+            in_task=tuple(step for step in taken if step in IN_TASK_STEPS),
             in_task_seconds=known,
             unknown=unknown,
         )
@@ -225,9 +265,9 @@ def _fetched(
     if capacity is not None and capacity.kind == "auto-scaling":
         fetch = fetches.get(_name(t, capacity.logical_id))
         if fetch is not None and fetch.warm_pool is not None and fetch.prefetched:
-            ahead = {(f.kind, f.what) for f in capacity_fetches(t, capacity, shown, warm_up=True)}
+            ahead = {(f.kind, f.what) for f in capacity_fetches(t, capacity, _show, warm_up=True)}
     steps: list[Step] = []
-    image = shown(start.image) if start.image is not None else "<computed at deploy time>"
+    image = _show(start.image) if start.image is not None else "<computed at deploy time>"
     size = _sizes(task.intent, "imageSizesGiB").get(start.container or "")
     if ("image", image) in ahead:
         what = f"{image}: pulled at warm-up, on the instance"
@@ -237,7 +277,7 @@ def _fetched(
     containers = t.properties(t.resources.get(task.logical_id, {})).get("ContainerDefinitions")
     artifact_sizes = _sizes(task.intent, "artifactSizesGiB")
     for container in containers[:64] if isinstance(containers, list) else []:
-        url = _artifact_url(container, shown) if isinstance(container, dict) else None
+        url = _artifact_url(container, _show) if isinstance(container, dict) else None
         if url is None:
             continue
         size = artifact_sizes.get(str(container.get("Name")))

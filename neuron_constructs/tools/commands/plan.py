@@ -220,18 +220,9 @@ def _plan_startup(args: argparse.Namespace, out: _Output) -> int:
     return EXIT_CONFLICT if result.grace_too_short else EXIT_OK
 
 
-_STEP_NAMES = {
-    "instance": "instance",
-    "image": "image",
-    "weights": "weights",
-    "compile": "compile",
-    "cacheFetch": "cache",
-    "load": "load",
-}
-
-
 def _print_startup(result: StartupResult, out: _Output) -> None:
     from neuron_constructs.knowledge.startup import GRACE_SOURCE, duration_text
+    from neuron_constructs.tools.startup_planning import STEP_NAMES
 
     if not result.models:
         out.line("No Neuron service in these templates, so no start to plan.")
@@ -259,9 +250,9 @@ def _print_startup(result: StartupResult, out: _Output) -> None:
                 duration = f"{duration_text(step.seconds)}, {step.source}"
             else:
                 duration = out.style(step.source, "33") + cite(step.reference)
-            out.line(f"  {_STEP_NAMES[step.step]:<9} {terminal_safe(step.what)}{size}: {duration}")
+            out.line(f"  {STEP_NAMES[step.step]:<11} {terminal_safe(step.what)}{size}: {duration}")
         colour = {True: "31", False: "32", None: "33"}[model.grace_short]
-        out.line("  " + out.style(f"health    {terminal_safe(model.verdict)}", colour) + " [1]")
+        out.line("  " + out.style(f"{'health':<11} {terminal_safe(model.verdict)}", colour) + " [1]")
     out.line()
     out.line(
         "The grace period counts from the task's first start: the weights copy, the compile and the load run in it."
