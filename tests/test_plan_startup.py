@@ -326,3 +326,66 @@ def test_plan_startup_on_the_examples(example_assembly_dir: Path) -> None:
         assert "NEURON_COMPILE_CACHE_URL=s3://<CompileCache" in steps["cacheFetch"]["what"], name
         assert steps["compile"]["what"].startswith("vLLM on NxD Inference: a miss (the first copy"), name
     assert "cacheFetch" not in _steps(models["NeuronRagFleet/Fleet/Embedding"])
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"startupSeconds": "40 min"},
+        {"startupSeconds": {"model": [2400]}},
+        {"startupSeconds": {"model": {"compile": True, "load": -5, "weights": float("inf"), "other": 3}}},
+        {"startupSeconds": {str(i): {"compile": 1} for i in range(10_000)}},
+        {"precompiled": "yes"},
+        {"precompiled": {"by": ["x"], "cacheHitOnly": "true"}},
+    ],
+)
+@pytest.mark.parametrize("grace", ["600", True, -1, {"Ref": "Grace"}, None])
+def test_hostile_metadata_and_grace_periods_are_read_as_not_stated(
+    tmp_path: Path, metadata: dict[str, Any], grace: Any
+) -> None:
+    from cfn import ecs_template, manual_task, service, with_resources
+
+    from neuron_constructs.checks.template_checks import check_template
+
+    options = {} if grace is None else {"HealthCheckGracePeriodSeconds": grace}
+    template = with_resources(
+        ecs_template(),
+        Task={**manual_task(), "Metadata": {"NeuronConstructs": metadata}},
+        Svc=service("Task", LoadBalancers=[{"ContainerName": "model", "ContainerPort": 80}], **options),
+    )
+    assert not [f for f in check_template(template) if f.rule is r.GRACE_SHORTER_THAN_COMPILE]
+    path = tmp_path / "app.template.json"
+    path.write_text(json.dumps(template))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["plan", str(path), "--startup", "--json"], stdout=out, stderr=err) in (EXIT_OK, EXIT_CONFLICT)
+    (model,) = json.loads(out.getvalue())["models"]
+    assert all(step["seconds"] is None for step in model["steps"]) and err.getvalue() == ""
+
+
+def test_the_cli_page_s_startup_sample_is_what_plan_startup_prints(tmp_path: Path) -> None:
+    """docs/cli.md's LLM, built from the page's own code and synthesized: plan --startup prints the page's sample."""
+    from neuron_constructs.knowledge.container_images import VLLM
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    section = page.split("## `neuron-ecs plan --startup`", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    sample = section.split("$ .venv/bin/neuron-ecs plan --startup cdk.out\n", 1)[1].split("```", 1)[0]
+    app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
+    stack = Stack(app, "Models")
+    namespace: dict[str, Any] = {
+        "stack": stack,
+        "image": ecs.ContainerImage.from_registry(VLLM.uri),
+        "port": PORT,
+        "bucket": s3.Bucket(stack, "Weights", enforce_ssl=True),
+        "Duration": Duration,
+        "CompileCache": CompileCache,
+        "ManualNeuronTaskDefinition": ManualNeuronTaskDefinition,
+        "ModelArtifacts": ModelArtifacts,
+        "NeuronCluster": NeuronCluster,
+        "NeuronLoadBalancer": NeuronLoadBalancer,
+        "NeuronService": NeuronService,
+        "Startup": Startup,
+    }
+    exec(code, namespace)
+    status, out = _plan(app)
+    assert (status, out) == (EXIT_CONFLICT, sample)

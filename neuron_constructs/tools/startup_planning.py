@@ -147,7 +147,8 @@ class ModelStart:
         stated = " + ".join(STEP_NAMES[step] for step in self.in_task if step not in self.unknown)
         unknown = " + ".join(STEP_NAMES[step] for step in self.unknown)
         if self.grace_short:
-            return f"{grace} is SHORTER than the {duration_text(self.in_task_seconds)} stated for {stated}"
+            more = f", and {unknown} to measure" if self.unknown else ""
+            return f"{grace} is SHORTER than the {duration_text(self.in_task_seconds)} stated for {stated}{more}"
         if not self.in_task:
             return f"{grace}; nothing inside the task to time"
         if not stated:
