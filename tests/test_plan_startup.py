@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from pathlib import Path
@@ -389,3 +390,40 @@ def test_the_cli_page_s_startup_sample_is_what_plan_startup_prints(tmp_path: Pat
     exec(code, namespace)
     status, out = _plan(app)
     assert (status, out) == (EXIT_CONFLICT, sample)
+
+
+def test_a_copy_that_runs_cache_hit_only_does_not_compile_even_without_a_recorded_precompile(tmp_path: Path) -> None:
+    """vLLM Neuron's two cache-hit-only variables ("CPU Compilation"): the copy never compiles, a miss fails it."""
+    from cfn import container, ecs_template, manual_task, service, with_resources
+
+    from neuron_constructs.checks.template_checks import check_template
+
+    environment = [
+        {"Name": "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND", "Value": "1"},
+        {"Name": "VLLM_NEURON_DISABLE_WARMUP_COMPILE", "Value": "1"},
+        {"Name": "NEURON_LIBTORCH_REMOTE_CACHE", "Value": "/mnt/neuron-compile-cache"},
+    ]
+    task = manual_task(containers=[container(devices=[0, 1], Environment=environment)])
+    stated = {"NeuronConstructs": {"startupSeconds": {"model": {"compile": 2400, "cacheFetch": 60}}}}
+    lb = [{"ContainerName": "model", "ContainerPort": 80}]
+    template = with_resources(
+        ecs_template(),
+        Task={**task, "Metadata": stated},
+        Svc=service("Task", LoadBalancers=lb, HealthCheckGracePeriodSeconds=600),
+    )
+    assert not [f for f in check_template(template) if f.rule is r.GRACE_SHORTER_THAN_COMPILE]
+    without = copy.deepcopy(template)
+    del without["Resources"]["Task"]["Properties"]["ContainerDefinitions"][0]["Environment"][1]
+    assert [f for f in check_template(without) if f.rule is r.GRACE_SHORTER_THAN_COMPILE]  # one variable is not enough
+    path = tmp_path / "app.template.json"
+    path.write_text(json.dumps(template))
+    out = io.StringIO()
+    assert main(["plan", str(path), "--startup", "--json"], stdout=out, stderr=io.StringIO()) == EXIT_OK
+    (model,) = json.loads(out.getvalue())["models"]
+    steps = _steps(model)
+    assert "compile" not in steps
+    assert steps["cacheFetch"]["what"] == (
+        "engine unknown (an image the image table does not hold): compiled graphs fetched from "
+        "NEURON_LIBTORCH_REMOTE_CACHE=/mnt/neuron-compile-cache (cache-hit-only: a miss fails the start)"
+    )
+    assert (steps["cacheFetch"]["seconds"], model["grace_period_short"]) == (60.0, None)  # the load: to measure

@@ -24,6 +24,9 @@ REMOTE_TIER_VARIABLE = "NEURON_LIBTORCH_REMOTE_CACHE"
 """vLLM Neuron's remote tier, a shared POSIX mount."""
 LOCAL_TIER_VARIABLE = "VLLM_CACHE_ROOT"
 """vLLM Neuron's local tier (``$VLLM_CACHE_ROOT/neuron/compile_cache``)."""
+CACHE_HIT_ONLY = {"NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND": "1", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"}
+"""vLLM Neuron's production setting after a CPU compile: no compile at start, a cache miss is a ``RuntimeError``
+(vLLM Neuron documentation, "CPU Compilation")."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class CopyStart:
     """The compile cache it reads: ``NEURON_COMPILE_CACHE_URL=...``, ``NEURON_LIBTORCH_REMOTE_CACHE=...`` (with the
     local tier), ``None`` for none."""
     precompiled: Precompiled | None
+    cache_hit_only: bool
+    """Its container sets both :data:`CACHE_HIT_ONLY` variables: it never compiles, a miss fails its start."""
     stated: Mapping[str, float]
     """The durations stated for its Neuron container, by step."""
     grace_seconds: int | None
@@ -49,8 +54,9 @@ class CopyStart:
 
     @property
     def compiles(self) -> bool:
-        """Whether a copy compiles its graphs at start (on a cache miss): every copy without a precompile."""
-        return self.precompiled is None
+        """Whether a copy compiles its graphs at start (on a cache miss): every copy without a precompile recorded
+        for its task definition or the cache-hit-only variables."""
+        return self.precompiled is None and not self.cache_hit_only
 
 
 def _environment_text(value: Any) -> str:
@@ -79,6 +85,7 @@ def copy_start(t: EcsTemplate, service: Service, show: Any = _environment_text) 
         engine=found[1].engine if found is not None else None,
         cache=_cache(task, container, show),
         precompiled=precompiled(task.intent),
+        cache_hit_only=_cache_hit_only(task, container),
         stated=stated.get(container or "", {}),
         grace_seconds=grace_seconds,
         health_checked=load_balanced or any(isinstance(c.get("HealthCheck"), dict) for c in _raw_containers(t, task)),
@@ -116,3 +123,10 @@ def _cache(task: TaskDefinition, name: str | None, show: Any) -> str | None:
         local_text = f", local tier {LOCAL_TIER_VARIABLE}={show(local)}" if local is not None else ""
         return f"{REMOTE_TIER_VARIABLE}={show(environment[REMOTE_TIER_VARIABLE])}{local_text}"
     return None
+
+
+def _cache_hit_only(task: TaskDefinition, name: str | None) -> bool:
+    container = next((c for c in task.containers if c.name == name), None)
+    return container is not None and all(
+        str(container.environment.get(variable)) == value for variable, value in CACHE_HIT_ONLY.items()
+    )

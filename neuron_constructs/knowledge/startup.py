@@ -18,6 +18,10 @@ and the template check of NEURON167):
   copy of it starts (``NeuronTaskDefinition.record_precompile``): ``{"by": <its construct path>, "cacheHitOnly":
   <bool>}``. A copy of such a task definition fetches its graphs from the compile cache and does not compile.
 
+A copy whose Neuron container sets vLLM Neuron's two cache-hit-only variables
+(``NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=1``, ``VLLM_NEURON_DISABLE_WARMUP_COMPILE=1``: a miss is a
+``RuntimeError`` at startup, vLLM Neuron documentation, "CPU Compilation") does not compile either, recorded or not.
+
 The ECS side: ``healthCheckGracePeriodSeconds`` is "the period of time ... that the Amazon ECS service scheduler
 ignores unhealthy Elastic Load Balancing, VPC Lattice, and container health checks after a task has first started";
 unset, it is 0 (:data:`GRACE_SOURCE`). The steps a started task runs - the weights copy (a container of the task), the

@@ -298,10 +298,12 @@ def _compile(start: CopyStart) -> list[Step]:
         start.engine.name if start.engine is not None else "engine unknown (an image the image table does not hold)"
     )
     cache = start.cache or "no compile cache"
-    if start.precompiled is not None:
-        by = f" by {start.precompiled.by}" if start.precompiled.by else ""
-        only = ", cache-hit-only: a miss fails the start" if start.precompiled.cache_hit_only else ""
-        what = f"{engine}: compiled graphs fetched from {cache} (precompiled{by}{only})"
+    if not start.compiles:
+        by = f" by {start.precompiled.by}" if start.precompiled is not None and start.precompiled.by else ""
+        hit_only = start.cache_hit_only or (start.precompiled is not None and start.precompiled.cache_hit_only)
+        only = ", cache-hit-only: a miss fails the start" if hit_only else ""
+        how = f"precompiled{by}{only}" if start.precompiled is not None else only.removeprefix(", ")
+        what = f"{engine}: compiled graphs fetched from {cache} ({how})"
         return [_step(start, "cacheFetch", what, None)]
     steps = []
     if start.cache is not None:
