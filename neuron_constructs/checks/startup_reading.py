@@ -16,7 +16,14 @@ from neuron_constructs.knowledge import image_support
 from neuron_constructs.knowledge.engines import Engine
 from neuron_constructs.knowledge.startup import Precompiled, precompiled, stated_startup
 
-__all__ = ["CopyStart", "copy_start"]
+__all__ = [
+    "CACHE_HIT_ONLY",
+    "LOCAL_TIER_VARIABLE",
+    "REMOTE_TIER_VARIABLE",
+    "S3_CACHE_VARIABLE",
+    "CopyStart",
+    "copy_start",
+]
 
 S3_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
 """torch-neuronx's, NxD Inference's and optimum-neuron's compile cache (:mod:`neuron_constructs.knowledge.engines`)."""

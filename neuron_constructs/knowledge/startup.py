@@ -68,15 +68,19 @@ COMPILE_SOURCE = (
     'vLLM Neuron documentation, "Compilation Cache" (date-modified 2026-06-22): a Neuron compile is "expensive - '
     'sometimes exceeding several minutes for large graphs", on every node that misses the cache'
 )
+"""Why a compile's duration is "measure it": the engine's documentation gives none for a given model."""
 PULL_SOURCE = (
     'ECS developer guide, "Container image pull behavior for the EC2 and external launch types" '
     "(ECS_IMAGE_PULL_BEHAVIOR): the agent pulls the image when it starts a task, unless a cached copy may be used"
 )
+"""What decides whether a copy pulls its image; no duration is documented."""
 WARM_POOL_SOURCE = (
     'EC2 Auto Scaling user guide, "Decrease latency for applications with long boot times using warm pools": '
     "pre-initialized instances, no stated time"
 )
+"""What a warm pool's instance saves; no duration is documented."""
 GRACE_SOURCE = "ECS API reference, CreateService healthCheckGracePeriodSeconds (default 0; at most 2,147,483,647 s)"
+"""What the health check grace period is, and its default."""
 
 _MOST_CONTAINERS = 64
 
