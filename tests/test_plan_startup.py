@@ -427,3 +427,27 @@ def test_a_copy_that_runs_cache_hit_only_does_not_compile_even_without_a_recorde
         "NEURON_LIBTORCH_REMOTE_CACHE=/mnt/neuron-compile-cache (cache-hit-only: a miss fails the start)"
     )
     assert (steps["cacheFetch"]["seconds"], model["grace_period_short"]) == (60.0, None)  # the load: to measure
+
+
+def test_a_sliced_service_s_startup_reaches_every_copy_and_plan_shows_the_model_once(tmp_path: Path) -> None:
+    from neuron_constructs import SlicedNeuronService
+
+    app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
+    stack = Stack(app, "Models")
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
+    sliced = SlicedNeuronService(
+        stack,
+        "Sliced",
+        cluster=cluster,
+        instance_type="inf2.24xlarge",
+        devices_per_task=2,
+        image=IMAGE,
+        instances=2,
+        startup=Startup(compile=Duration.minutes(20)),
+    )
+    assert [t.startup_seconds for t in sliced.task_definitions] == [{"model": {"compile": 1200.0}}] * 3
+    status, out = _plan(app, "--json")
+    (model,) = json.loads(out)["models"]
+    assert (status, model["model"], model["copies"]) == (EXIT_OK, "Models/Sliced", 3)  # a service per slice
+    assert _steps(model)["compile"]["seconds"] == 1200.0

@@ -116,6 +116,7 @@ class ModelStart:
 
     name: str
     copies: int
+    """Its services: 1, or one per copy of a fleet model or slice of a sliced service."""
     capacity: str | None
     steps: tuple[Step, ...]
     grace_seconds: int | None
