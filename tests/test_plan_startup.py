@@ -104,6 +104,13 @@ def test_startup_refuses_a_duration_that_is_not_one(given: dict[str, Any], refus
         Startup(**given)
 
 
+def test_add_neuron_container_refuses_a_startup_that_is_not_one() -> None:
+    stack = Stack(App(analytics_reporting=False), "Models")
+    task = ManualNeuronTaskDefinition(stack, "Llm", instance_type="inf2.xlarge", memory_mib=8192)
+    with pytest.raises(NeuronConfigurationError, match=r"startup.*\[NEURON026: "):
+        task.add_neuron_container("model", image=IMAGE, startup=Duration.minutes(40))  # type: ignore[arg-type]
+
+
 def test_a_negative_duration_is_refused_by_the_cdk_before_startup_sees_it() -> None:
     with pytest.raises(Exception, match="negative"):
         Startup(compile=Duration.minutes(-1))
@@ -246,7 +253,9 @@ def test_plan_startup_json_shape(tmp_path: Path) -> None:
 
 def test_plan_startup_on_a_warm_pool_shows_what_the_warm_up_fetched_ahead(tmp_path: Path) -> None:
     _, out = _plan(_app(tmp_path, warm_pool=True))
-    assert "  instance    from the warm pool (at least 1): started, not booted and initialized: measure it [2]" in out
+    assert (
+        "  instance    from the warm pool (at least 1): initialized ahead, started on scale-out: measure it [2]" in out
+    )
     assert (
         "  image pull  public.ecr.aws/docker/library/busybox:1.37: pulled at warm-up, on the instance [9.5 GiB]: "
         in out

@@ -197,6 +197,7 @@ def startup_paths(paths: Sequence[str]) -> StartupResult:
 def startup_templates(t: EcsTemplate) -> list[ModelStart]:
     """Per model of the app's ECS model, in template order: a fleet model or sliced service once, with its copies."""
     fetches = {fetch.capacity: fetch for fetch in fetch_lists(t)}
+    warm_ups: dict[str, set[tuple[str, str]]] = {}
     models: dict[str, ModelStart] = {}
     for service in t.services.values():
         start = copy_start(t, service, _show)
@@ -210,7 +211,7 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
         capacity = next((c for c in t.capacities.values() if t.lands_on(service, c)), None)
         steps = (
             _instance(t, capacity, fetches),
-            *_fetched(t, service, capacity, start, fetches),
+            *_fetched(t, service, capacity, start, fetches, warm_ups),
             *_compile(start),
             _step(start, "load", "the model load until the server answers", None),
         )
@@ -251,7 +252,7 @@ def _instance(t: EcsTemplate, capacity: Capacity | None, fetches: dict[str, Any]
     if capacity.kind == "managed-instances":
         what = "Managed Instances: ECS launches an instance for the task (an idle one it kept may take it)"
     elif fetch is not None and fetch.warm_pool is not None:
-        what = f"from the warm pool (at least {fetch.warm_pool}): started, not booted and initialized"
+        what = f"from the warm pool (at least {fetch.warm_pool}): initialized ahead, started on scale-out"
         return Step("instance", what, None, None, MEASURE_IT, WARM_POOL_SOURCE)
     else:
         what = "cold start of a new instance (no warm pool)"
@@ -259,7 +260,12 @@ def _instance(t: EcsTemplate, capacity: Capacity | None, fetches: dict[str, Any]
 
 
 def _fetched(
-    t: EcsTemplate, service: Service, capacity: Capacity | None, start: CopyStart, fetches: dict[str, Any]
+    t: EcsTemplate,
+    service: Service,
+    capacity: Capacity | None,
+    start: CopyStart,
+    fetches: dict[str, Any],
+    warm_ups: dict[str, set[tuple[str, str]]],
 ) -> list[Step]:
     """The image and the weights, each fetched ahead when the capacity's warm-up fetches it."""
     task = t.task_definitions[service.task_definition or ""]
@@ -267,7 +273,11 @@ def _fetched(
     if capacity is not None and capacity.kind == "auto-scaling":
         fetch = fetches.get(_name(t, capacity.logical_id))
         if fetch is not None and fetch.warm_pool is not None and fetch.prefetched:
-            ahead = {(f.kind, f.what) for f in capacity_fetches(t, capacity, _show, warm_up=True)}
+            ahead = warm_ups.get(capacity.logical_id) or set()
+            if capacity.logical_id not in warm_ups:  # once per capacity: it reads every service on it
+                ahead = warm_ups[capacity.logical_id] = {
+                    (f.kind, f.what) for f in capacity_fetches(t, capacity, _show, warm_up=True)
+                }
     steps: list[Step] = []
     image = _show(start.image) if start.image is not None else "<computed at deploy time>"
     size = _sizes(task.intent, "imageSizesGiB").get(start.container or "")
