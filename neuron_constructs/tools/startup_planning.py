@@ -140,6 +140,7 @@ class ModelStart:
 
     @property
     def verdict(self) -> str:
+        """The grace period against the steps inside the task, in a sentence."""
         if not self.health_checked:
             return "no load balancer or container health check: the grace period does not apply"
         if self.grace_seconds is None:
@@ -176,11 +177,14 @@ class ModelStart:
 
 @dataclass(frozen=True)
 class StartupResult:
+    """Every model's start, and the files that could not be read as templates (each with why)."""
+
     models: list[ModelStart]
     unreadable: list[str] = field(default_factory=list)
 
     @property
     def grace_too_short(self) -> bool:
+        """Whether a model's grace period is shorter than the start stated inside its task (exit status 3)."""
         return any(model.grace_short for model in self.models)
 
     def to_json(self) -> dict[str, Any]:
