@@ -129,6 +129,16 @@ def test_a_grace_period_shorter_than_the_stated_compile_and_load_warns_naming_bo
     assert "Fix: pass health_check_grace_period=Duration.minutes(45) or longer, precompile the model" in found
 
 
+def test_the_warning_is_acknowledged_by_its_id_on_the_service(tmp_path: Path) -> None:
+    from aws_cdk import Acknowledgment, Validations
+
+    app = _app(tmp_path, startup=Startup(compile=Duration.hours(1)), cache=True)
+    service = app.node.find_child("Models").node.find_child("Service")
+    reason = "the compile cache is filled before every rollout"
+    Validations.of(service).acknowledge(Acknowledgment(id=r.GRACE_SHORTER_THAN_COMPILE.warning_id, reason=reason))
+    assert _ours(app) == []
+
+
 def test_the_weights_copy_counts_inside_the_grace_period(tmp_path: Path) -> None:
     stated = Startup(weights=Duration.minutes(10), compile=Duration.minutes(25))
     (found,) = _ours(_app(tmp_path, startup=stated))
