@@ -470,3 +470,33 @@ def test_a_sliced_service_s_startup_reaches_every_copy_and_plan_shows_the_model_
     (model,) = json.loads(out)["models"]
     assert (status, model["model"], model["copies"]) == (EXIT_OK, "Models/Sliced", 3)  # a service per slice
     assert _steps(model)["compile"]["seconds"] == 1200.0
+
+
+def test_plan_startup_names_vllm_neuron_s_two_cache_tiers(tmp_path: Path) -> None:
+    """A vLLM Neuron image with an Amazon EFS cache: the engine from the image table, the remote tier (its access
+    point's mount) and the local tier on the instance."""
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
+    stack = Stack(app, "Models")
+    cluster = NeuronCluster(stack, "Cluster")
+    capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
+    task = ManualNeuronTaskDefinition(stack, "Llm", instance_type="trn2.48xlarge", memory_mib=65536)
+    task.add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        compile_cache=cache,
+        startup=Startup(cache_fetch=Duration.minutes(3), compile=Duration.minutes(50)),
+    )
+    NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+    status, out = _plan(app, "--json")
+    (model,) = json.loads(out)["models"]
+    steps = _steps(model)
+    assert status == EXIT_OK
+    assert steps["cacheFetch"]["what"].startswith(
+        "vLLM Neuron (native route): a hit fetches compiled graphs from NEURON_LIBTORCH_REMOTE_CACHE="
+    )
+    assert ", local tier VLLM_CACHE_ROOT=" in steps["cacheFetch"]["what"]
+    assert (steps["cacheFetch"]["seconds"], steps["compile"]["seconds"]) == (180.0, 3000.0)
+    assert model["in_task_steps"] == ["compile", "load"]  # a miss, the longest way; no weights the template shows
