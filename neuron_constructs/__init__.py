@@ -23,8 +23,9 @@ NeuronLoadBalancer
     platform in Parameter Store for other CDK apps.
 PublishedPlatform
     What another CDK app published, imported in one call: its cluster, VPC and load balancer listener.
-CompileCache, ModelArtifacts
-    Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts.
+CompileCache, ModelArtifacts, Startup
+    Warm starts: Neuron's compile cache on S3, a model copied from S3 before the server starts, and the durations of
+    a start you measured (``neuron-ecs plan --startup`` shows them).
 NeuronTrainingQueue, NeuronTrainingJob
     Distributed training on Trainium: an AWS Batch queue with EFA and multi-node parallel jobs.
 NeuronMonitoring
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
     from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
     from neuron_constructs.compute.reservations import CapacityReservation
+    from neuron_constructs.compute.startup import Startup
     from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
     from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
     from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
@@ -117,6 +119,7 @@ __all__ = [
     "ServiceOptions",
     "SlicedNeuronService",
     "SmokeTest",
+    "Startup",
     "WarmPool",
     "enable_template_checks",
 ]
@@ -150,6 +153,7 @@ _LAZY = {
     "ServiceOptions": "neuron_constructs.compute.options",
     "SlicedNeuronService": "neuron_constructs.serving.sliced_service",
     "SmokeTest": "neuron_constructs.serving.rollout",
+    "Startup": "neuron_constructs.compute.startup",
     "enable_template_checks": "neuron_constructs.base.synth_checks",
 }
 

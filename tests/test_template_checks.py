@@ -294,6 +294,24 @@ CASES: list[tuple[r.Rule, dict[str, Any], str]] = [
         ),
         r"Svc: with 1 task \(a count its auto scaling reaches\).*pass min_healthy_percent=0",
     ),
+    (
+        r.GRACE_SHORTER_THAN_COMPILE,
+        with_resources(
+            BASE,
+            Task={
+                **manual_task(),
+                "Metadata": {"NeuronConstructs": {"startupSeconds": {"model": {"compile": 2400, "load": 300}}}},
+            },
+            Svc=service(
+                "Task",
+                HealthCheckGracePeriodSeconds=600,
+                LoadBalancers=[{"ContainerName": "model", "ContainerPort": 8080, "TargetGroupArn": "arn"}],
+            ),
+        ),
+        r"Svc: a copy compiles at start \(with no compile cache, no precompile\) for compile 40 min \+ load 5 min = "
+        r"45 min stated, and the health check grace period is 10 min.*"
+        r"pass health_check_grace_period=Duration.minutes\(45\) or longer",
+    ),
     (r.SHARED_DEVICE, _sidecar_on_a_slice(), r"Slice1Service: it and Slice0Service both map /dev/neuron2"),
     (
         r.DUPLICATE_DEVICE,

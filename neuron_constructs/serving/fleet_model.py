@@ -201,6 +201,7 @@ class FleetModel(Construct, ListenerTarget):
                 hf_token=options.get("hf_token"),
                 image_size_gib=options.get("image_size_gib"),
                 neuron_sdk=options.get("neuron_sdk"),
+                startup=options.get("startup"),
                 **container,
             )
             compile_cache = options.get("compile_cache")

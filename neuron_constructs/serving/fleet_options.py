@@ -14,6 +14,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
+from neuron_constructs.compute.startup import Startup
 from neuron_constructs.serving.rollout import Rollout
 
 __all__ = ["ModelOptions"]
@@ -49,6 +50,9 @@ class ModelOptions(ContainerOptions, total=False):
         The image's Neuron SDK release (``"2.31.1"``), for an image whose tag does not name it (``-sdkX.Y.Z-``), as
         on ``add_neuron_container``: the driver checks read it (NEURON088, NEURON127, NEURON147); refused when the
         release table does not know it or the tag names another (NEURON146). Default: the tag's, else unknown.
+    startup
+        The start durations you measured (:class:`~neuron_constructs.compute.startup.Startup`), as on
+        ``add_neuron_container``: every copy gets them (``neuron-ecs plan --startup``, NEURON167).
     rollout
         How a new version reaches the copies (:class:`~neuron_constructs.serving.rollout.Rollout`); default
         ``Rollout.rolling()``: two waves, one half serving while the other is replaced. ECS shifts traffic per service,
@@ -86,5 +90,6 @@ class ModelOptions(ContainerOptions, total=False):
     hf_token: secretsmanager.ISecret | None
     image_size_gib: float | None
     neuron_sdk: str | None
+    startup: Startup | None
     model_name: str | None
     rollout: Rollout | None

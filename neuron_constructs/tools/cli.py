@@ -6,12 +6,13 @@ Commands::
     neuron-ecs ami [--releases [--limit N]] [--region R] [--deadline SECONDS] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
-    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches] [--json]
+    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
 ``lint`` finds an error, ``plan`` holds a NeuronCore twice (with ``--rollout``: or a rollout's peak does
-not fit its capacity, or ECS refuses its configuration) or ``digests`` finds a pinned tag that moved,
+not fit its capacity, or ECS refuses its configuration; with ``--startup``: a health check grace period is shorter
+than the start stated for its copies) or ``digests`` finds a pinned tag that moved,
 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
@@ -154,6 +155,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
         "before its tasks start, whether a warm pool fetched them ahead, the sizes stated and the root volume's room",
+    )
+    plan.add_argument(
+        "--startup",
+        action="store_true",
+        help="list, per model, the steps a new copy takes before it serves (instance, image, weights, compile or "
+        "compile-cache fetch, load, health check) with the sizes and durations stated, or 'measure it', and the "
+        "service's health check grace period against them",
     )
 
     digests = commands.add_parser(

@@ -21,7 +21,8 @@ folders:
 * :mod:`.slices`: capacity sliced between the copies of one service or fleet;
 * :mod:`.capacity`: Auto Scaling groups of a Neuron type (bounds, the ECS Neuron AMI, the root volume);
 * :mod:`.security`: the host network, public subnets, secrets in plain text, instance metadata;
-* :mod:`.load_balancing`: services a load balancer they are registered with can reach.
+* :mod:`.load_balancing`: services a load balancer they are registered with can reach;
+* :mod:`.startup`: a copy's stated start against its service's health check grace period.
 
 :data:`TEMPLATE_CHECKS` runs them in the order of the rule table.
 """
@@ -41,6 +42,7 @@ from neuron_constructs.checks.template_checks import (
     placement,
     security,
     slices,
+    startup,
     task_definitions,
 )
 from neuron_constructs.checks.template_checks.report import Check, Finding, TemplateReport
@@ -58,6 +60,7 @@ _AREAS = (
     capacity,
     security,
     load_balancing,
+    startup,
 )
 
 

@@ -24,6 +24,7 @@ from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
+from neuron_constructs.compute.startup import Startup
 from neuron_constructs.compute.task_definitions.shared import (
     CONTAINER_RANGES,
     MANAGED_INSTANCES_NETWORK_MODES,
@@ -155,6 +156,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         driver_check: bool | str = False,
         image_size_gib: float | None = None,
         neuron_sdk: str | None = None,
+        startup: Startup | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
@@ -168,7 +170,9 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         release): the container first checks the host's Neuron driver against its runtime's range and stops with
         one line outside it (:mod:`neuron_constructs.compute.driver_check`); needs ``entry_point`` (NEURON089).
         ``image_size_gib``: the image's size as its registry reports it (compressed), for the root volume check of a
-        warm pool that prefetches it (NEURON091); default unknown.
+        warm pool that prefetches it (NEURON091); default unknown. ``startup``: the start durations you measured
+        (:class:`~neuron_constructs.compute.startup.Startup`), for ``neuron-ecs plan --startup`` and the grace-period
+        check (NEURON167); default none stated.
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -186,6 +190,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._state_image_size(path, container, image_size_gib)
+        self._state_startup(container, startup)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container

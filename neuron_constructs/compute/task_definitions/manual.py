@@ -24,6 +24,7 @@ from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
+from neuron_constructs.compute.startup import Startup
 from neuron_constructs.compute.task_definitions.shared import (
     CONTAINER_RANGES,
     MANAGED_INSTANCES_NETWORK_MODES,
@@ -273,14 +274,15 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         driver_check: bool | str = False,
         image_size_gib: float | None = None,
         neuron_sdk: str | None = None,
+        startup: Startup | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
 
         ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
         secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check``: the
-        Neuron driver start check, ``neuron_sdk`` (the image's Neuron SDK release) and ``image_size_gib``, as on
-        :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
+        Neuron driver start check, ``neuron_sdk`` (the image's Neuron SDK release), ``image_size_gib`` and
+        ``startup``, as on :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -335,6 +337,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self.neuron_containers.append(container)
         self._neuron_container_names.append(id)
         self._state_image_size(path, container, image_size_gib)
+        self._state_startup(container, startup)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
         return container

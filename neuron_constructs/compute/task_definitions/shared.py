@@ -44,8 +44,10 @@ from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.model_sources import AWS_CLI_IMAGE, HF_TOKEN_VARIABLE, CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
+from neuron_constructs.compute.startup import Startup
 from neuron_constructs.knowledge import image_support, neuron_releases, rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.startup import PRECOMPILED_KEY, STARTUP_KEY
 from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 
 __all__ = [
@@ -143,6 +145,11 @@ class NeuronTaskDefinition(Construct):
         self.artifact_sizes_gib: dict[str, float] = {}
         """The size of the model artifacts each sync container copies (``ModelArtifacts(size_gib=)``), by the sync
         container's name."""
+        self.startup_seconds: dict[str, dict[str, float]] = {}
+        """The start durations stated for each Neuron container (``startup=``), by container name and step."""
+        self.precompiled: dict[str, object] | None = None
+        """What :meth:`record_precompile` recorded: the construct that builds this model's compiled graphs before any
+        copy starts; ``None`` when none does."""
         self.task_definition = ecs.TaskDefinition(
             self,
             "TaskDefinition",
@@ -201,7 +208,24 @@ class NeuronTaskDefinition(Construct):
             "neuronContainers": list(self._neuron_container_names),
             **({"imageSizesGiB": dict(self.image_sizes_gib)} if self.image_sizes_gib else {}),
             **({"artifactSizesGiB": dict(self.artifact_sizes_gib)} if self.artifact_sizes_gib else {}),
+            **({STARTUP_KEY: {k: dict(v) for k, v in self.startup_seconds.items()}} if self.startup_seconds else {}),
+            **({PRECOMPILED_KEY: dict(self.precompiled)} if self.precompiled is not None else {}),
         }
+
+    def _state_startup(self, container: ecs.ContainerDefinition, startup: Startup | None) -> None:
+        """Record the start durations stated for ``container`` (``Startup`` checked them when it was made)."""
+        if startup is None or not startup.seconds:
+            return
+        self.startup_seconds[container.container_name] = dict(startup.seconds)
+        self._record_intent()
+
+    def record_precompile(self, by: str, *, cache_hit_only: bool = False) -> None:
+        """Record that the construct at path ``by`` builds this model's compiled graphs into its compile cache before
+        any copy starts, so a copy fetches them instead of compiling (``cache_hit_only``: a miss fails the start).
+        ``neuron-ecs plan --startup`` then shows a cache fetch in place of the compile, and the grace-period check of
+        NEURON167 leaves the copy alone (:data:`~neuron_constructs.knowledge.startup.PRECOMPILED_KEY`)."""
+        self.precompiled = {"by": by, "cacheHitOnly": bool(cache_hit_only)}
+        self._record_intent()
 
     def _state_image_size(self, path: str, container: ecs.ContainerDefinition, size_gib: float | None) -> None:
         """Record ``image_size_gib`` for ``container`` (NEURON027 unless a positive number)."""

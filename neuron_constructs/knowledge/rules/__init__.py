@@ -147,6 +147,9 @@ from neuron_constructs.knowledge.rules.security import PUBLIC_SUBNETS as PUBLIC_
 from neuron_constructs.knowledge.rules.security import SECRET_IN_ENVIRONMENT as SECRET_IN_ENVIRONMENT
 from neuron_constructs.knowledge.rules.security import UNPINNED_LIBRARY_DAEMON as UNPINNED_LIBRARY_DAEMON
 from neuron_constructs.knowledge.rules.security import UNPINNED_PRIVILEGED_IMAGE as UNPINNED_PRIVILEGED_IMAGE
+from neuron_constructs.knowledge.rules.serving_and_load_balancing import (
+    GRACE_SHORTER_THAN_COMPILE as GRACE_SHORTER_THAN_COMPILE,
+)
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import HEALTH_CHECK_PATH as HEALTH_CHECK_PATH
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import LISTENER_RULE as LISTENER_RULE
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import (
@@ -316,6 +319,7 @@ RULES: tuple[Rule, ...] = tuple(
             SECRET_IN_ENVIRONMENT,
             METADATA_REACHABLE,
             SHORT_GRACE_PERIOD,
+            GRACE_SHORTER_THAN_COMPILE,
             EVERY_REPLICA_STOPS,
             INF1_OUT_OF_SUPPORT,
             UNMONITORED_SCALING,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from neuron_constructs.knowledge.rules.rule import Rule
 
 __all__ = [
+    "GRACE_SHORTER_THAN_COMPILE",
     "HEALTH_CHECK_PATH",
     "LISTENER_RULE",
     "NETWORK_LOAD_BALANCER_GROUP",
@@ -116,4 +117,19 @@ SHORT_GRACE_PERIOD = Rule(
     "of a first start; acknowledge this warning id if the image starts from compiled artifacts",
     "ECS API reference: healthCheckGracePeriodSeconds; aws-neuron-sdk: DLC quickstart, NxD Inference vLLM guide",
     severity="warning",
+)
+GRACE_SHORTER_THAN_COMPILE = Rule(
+    "NEURON167",
+    "Health check grace period shorter than the compile a copy runs at start",
+    "ECS ignores a new task's failing load balancer and container health checks only for the service's health check "
+    "grace period after the task first started (0 when unset), then stops it; a copy that compiles its graphs at "
+    "start - no precompile, and with a compile cache the first copy of each revision, as the cache is keyed by the "
+    "compiler's arguments and versions - answers only after its weights copy, the compile and the load, so with a "
+    "shorter grace period ECS stops every copy before it serves",
+    "pass health_check_grace_period={needed} or longer, precompile the model so copies fetch compiled graphs instead "
+    "of compiling, or acknowledge this warning id when its compile cache is filled before every rollout",
+    'ECS API reference: CreateService healthCheckGracePeriodSeconds; vLLM Neuron documentation, "Compilation '
+    'Cache" (2026-06-22)',
+    severity="warning",
+    checked="template",
 )

@@ -1,6 +1,7 @@
 """``neuron-ecs plan``: the NeuronCores of one planned instance of every Neuron capacity in templates, and which
 service's task holds each; with ``--rollout`` the peak of every service's next deployment, with ``--fetches`` what a
-new instance fetches before its tasks start."""
+new instance fetches before its tasks start, with ``--startup`` the steps a new copy of every model takes before it
+serves."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from neuron_constructs.tools.commands.output import EXIT_CONFLICT, EXIT_OK, EXIT
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.rollout_result import RolloutResult
+    from neuron_constructs.tools.startup_planning import StartupResult
 
 
 def _plan(args: argparse.Namespace, out: _Output) -> int:
     if args.rollout:
         return _plan_rollout(args, out)
+    if getattr(args, "startup", False):
+        return _plan_startup(args, out)
     from neuron_constructs.tools.planning import plan_paths
 
     result = plan_paths(args.templates)
@@ -199,3 +203,59 @@ def _instances_text(numbers: Sequence[int]) -> str:
     from neuron_constructs.knowledge.devices import format_index_runs
 
     return f"instance{'s' if len(numbers) > 1 else ''} {format_index_runs(numbers)}"
+
+
+def _plan_startup(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.startup_planning import startup_paths
+
+    result = startup_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if args.json:
+        _print_json(result.to_json(), out)
+    else:
+        _print_startup(result, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_CONFLICT if result.grace_too_short else EXIT_OK
+
+
+def _print_startup(result: StartupResult, out: _Output) -> None:
+    from neuron_constructs.knowledge.startup import GRACE_SOURCE, duration_text
+    from neuron_constructs.tools.startup_planning import STEP_NAMES
+
+    if not result.models:
+        out.line("No Neuron service in these templates, so no start to plan.")
+        return
+    out.line(out.style("What a new copy of each model does before it serves", "1"))
+    references: list[str] = [GRACE_SOURCE]
+
+    def cite(reference: str | None) -> str:
+        if reference is None:
+            return ""
+        if reference not in references:
+            references.append(reference)
+        return f" [{references.index(reference) + 1}]"
+
+    for model in result.models:
+        out.line()
+        copies = f", {model.copies} copies" if model.copies > 1 else ""
+        where = f" on {terminal_safe(model.capacity)}" if model.capacity else ""
+        out.line(f"{terminal_safe(model.name)}{where}{copies}")
+        for step in model.steps:
+            size = f" [{step.size_gib:g} GiB]" if step.size_gib is not None else ""
+            if step.absent or step.ahead:
+                duration = step.source
+            elif step.seconds is not None:
+                duration = f"{duration_text(step.seconds)}, {step.source}"
+            else:
+                duration = out.style(step.source, "33") + cite(step.reference)
+            out.line(f"  {STEP_NAMES[step.step]:<11} {terminal_safe(step.what)}{size}: {duration}")
+        colour = {True: "31", False: "32", None: "33"}[model.grace_short]
+        out.line("  " + out.style(f"{'health':<11} {terminal_safe(model.verdict)}", colour) + " [1]")
+    out.line()
+    out.line(
+        "The grace period counts from the task's first start: the weights copy, the compile and the load run in it."
+    )
+    for number, reference in enumerate(references, 1):
+        out.line(f"[{number}] {reference}")
