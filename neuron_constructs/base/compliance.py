@@ -35,6 +35,7 @@ __all__ = [
     "acknowledge_library_environment",
     "acknowledge_managed_instances_capacity",
     "acknowledge_monitoring_task",
+    "acknowledge_precompile_job",
     "acknowledge_prefix_grant",
     "acknowledge_recovery_groups",
     "acknowledge_recovery_task",
@@ -507,6 +508,20 @@ def acknowledge_smoke_test_function(
                 "ECS reads the hookStatus the smoke test returns, which only a synchronous invocation gives, and a "
                 "failed invocation rolls the deployment back; a dead-letter queue receives only the events of "
                 "asynchronous invocations, so it would never hold anything."
+            ),
+        },
+    )
+
+
+def acknowledge_precompile_job(job_role: IConstruct, function: IConstruct, function_role: IConstruct) -> None:
+    """A precompile job's function: ``batch:DescribeJobs`` on ``*`` in its role's own ``RunJob`` policy."""
+    _acknowledge(
+        function_role,
+        {
+            "IAM5[Resource::*]": (
+                "Precompile function: batch:DescribeJobs supports no resource-level permissions (Service Authorization "
+                "Reference, AWS Batch); batch:SubmitJob, the action that runs anything, is held to this model's job "
+                "queue and job definition revision in the same policy."
             ),
         },
     )

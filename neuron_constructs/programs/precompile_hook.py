@@ -1,0 +1,2 @@
+def handler(event: dict[str, object], context: object) -> dict[str, object]:
+    raise NotImplementedError
