@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk import App, Duration, Stack
+from aws_cdk import App, Duration, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
 from conftest import resources
@@ -455,3 +455,28 @@ def test_cache_hit_only_can_be_turned_off() -> None:
     _service(stack, cluster, task, rollout=Rollout.blue_green(), precompile=Precompile(cache_hit_only=False))
     rendered = stack.resolve(task.neuron_containers[0].render_container_definition().environment)
     assert not {e["name"] for e in rendered} & set(CACHE_HIT_ONLY)
+
+
+def test_the_precompile_resources_leave_no_open_aws_solutions_finding(tmp_path: Any) -> None:
+    """cdk-nag AwsSolutions on a rolling and a blue/green precompiled model: every finding on the job, its queue, its
+    function and their roles is fixed or acknowledged with its reason."""
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(
+        analytics_reporting=False, outdir=str(tmp_path), context={"@aws-cdk/core:failSynthOnValidationErrors": False}
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    for name, rollout in (("NagRolling", None), ("NagBlueGreen", Rollout.blue_green())):
+        stack = Stack(app, name, env=ENV)
+        cluster, cache = _platform(stack)
+        _service(stack, cluster, _task(stack, cache=cache), rollout=rollout, precompile=Precompile())
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_findings = {
+        v["ruleName"]: c["constructPath"]
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if "/Precompile/" in c["constructPath"]
+    }
+    assert open_findings == {}

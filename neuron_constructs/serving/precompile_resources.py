@@ -238,7 +238,7 @@ class PrecompileJob(Construct):
         self.job_definition_arn: str = self.job_definition.ref
         """The job definition's ARN with its revision (``Ref``)."""
         self.function = self._function(_described(cache, directory), log_retention, log_removal_policy)
-        compliance.acknowledge_precompile_job(self.job_role, self.function, self._function_role)
+        compliance.acknowledge_precompile_job(self.function, self._function_role)
 
     def _compute_environment(self, vpc: ec2.IVpc, subnets: ec2.SubnetSelection) -> batch.IComputeEnvironment:
         precompile = self.precompile
