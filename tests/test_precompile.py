@@ -70,8 +70,8 @@ def _service(stack: Stack, cluster: NeuronCluster, task: ManualNeuronTaskDefinit
 @pytest.fixture(scope="module")
 def synthesized() -> dict[str, Any]:
     """One app: a blue/green model (hook), a rolling model (custom resource), a fleet model, and a platform/model
-    split, synthesized once."""
-    app = App(analytics_reporting=False)
+    split, synthesized once, with the construct paths cdk synth writes (aws:cdk:path)."""
+    app = App(analytics_reporting=False, context={"aws:cdk:enable-path-metadata": True})
     blue_green = Stack(app, "BlueGreen", env=ENV)
     cluster, cache = _platform(blue_green)
     _service(
@@ -480,3 +480,192 @@ def test_the_precompile_resources_leave_no_open_aws_solutions_finding(tmp_path: 
         if "/Precompile/" in c["constructPath"]
     }
     assert open_findings == {}
+
+
+# ------------------------------------------------------------------------------------- neuron-ecs precompile ---
+
+_MOTO_BATCH = {
+    "Role": {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                ],
+            }
+        },
+    },
+    "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+    "Subnet": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.0.0/24"}},
+    "Group": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "job", "VpcId": {"Ref": "Vpc"}}},
+    "Environment": {
+        "Type": "AWS::Batch::ComputeEnvironment",
+        "Properties": {
+            "Type": "MANAGED",
+            "ServiceRole": {"Fn::GetAtt": ["Role", "Arn"]},
+            "ComputeResources": {
+                "Type": "FARGATE",
+                "MaxvCpus": 4,
+                "Subnets": [{"Ref": "Subnet"}],
+                "SecurityGroupIds": [{"Ref": "Group"}],
+            },
+        },
+    },
+}
+
+
+def _deployed(aws: Any, synthesized: dict[str, Any], tmp_path: Any) -> tuple[Any, str]:
+    """The Model stack's template written as cdk.out writes it, and a stack of that name in moto holding a job queue
+    and a job definition under the template's logical ids (moto creates Batch resources, not the whole stack)."""
+    from neuron_constructs.tools.commands.precompile import find_targets
+
+    template = synthesized["templates"]["Model"]
+    (target,) = find_targets(template)
+    resources_ = dict(_MOTO_BATCH)
+    resources_[target.job_queue] = {
+        "Type": "AWS::Batch::JobQueue",
+        "Properties": {
+            "Priority": 1,
+            "ComputeEnvironmentOrder": [{"ComputeEnvironment": {"Ref": "Environment"}, "Order": 1}],
+        },
+    }
+    resources_[target.job_definition] = {
+        "Type": "AWS::Batch::JobDefinition",
+        "Properties": {
+            "Type": "container",
+            "PlatformCapabilities": ["FARGATE"],
+            "RetryStrategy": {"Attempts": 1},
+            "Parameters": {},
+            "Timeout": {"AttemptDurationSeconds": 3000},
+            "ContainerProperties": {"Image": VLLM_TRN2.reference, "Command": COMMAND, "Vcpus": 8, "Memory": 32768},
+        },
+    }
+    aws.client("cloudformation").create_stack(StackName="Model", TemplateBody=json.dumps({"Resources": resources_}))
+    file = tmp_path / "Model.template.json"
+    file.write_text(json.dumps(template))
+    return target, str(file)
+
+
+class _StandIn:
+    """moto's Batch runs a job in Docker, which the tests do not have: DescribeJobs answers ``states`` in turn for the
+    job moto accepted, every other call goes to moto."""
+
+    def __init__(self, aws: Any, states: list[tuple[str, str | None]]) -> None:
+        self.aws, self.states, self.submitted = aws, list(states), []
+
+    def client(self, name: str, **options: Any) -> Any:
+        client = self.aws.client(name, **options)
+        if name == "batch":
+            submit = client.submit_job
+
+            def submit_job(**request: Any) -> Any:
+                answer = submit(**request)
+                self.submitted.append((request, answer["jobId"]))
+                return answer
+
+            def describe_jobs(jobs: list[str]) -> dict[str, Any]:
+                assert jobs == [self.submitted[-1][1]]
+                status, reason = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+                return {"jobs": [{"jobId": jobs[0], "status": status, **({"statusReason": reason} if reason else {})}]}
+
+            client.submit_job, client.describe_jobs = submit_job, describe_jobs
+        return client
+
+    @property
+    def region_name(self) -> str:
+        return str(self.aws.region_name)
+
+
+@pytest.mark.parametrize(
+    ("states", "status", "last_line"),
+    [
+        ([("RUNNABLE", None), ("RUNNING", None), ("SUCCEEDED", None)], 0, "SUCCEEDED"),
+        ([("RUNNING", None), ("FAILED", "Essential container in task exited")], 3, "FAILED: Essential container"),
+    ],
+    ids=["succeeded", "failed"],
+)
+def test_neuron_ecs_precompile_submits_the_model_s_job_and_waits(
+    aws: Any,
+    synthesized: dict[str, Any],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    states: list[tuple[str, str | None]],
+    status: int,
+    last_line: str,
+) -> None:
+    import io
+
+    from neuron_constructs.tools import cli
+    from neuron_constructs.tools.commands import precompile as command
+
+    # GIVEN the model stack deployed (its job queue and job definition in CloudFormation) and its template
+    target, template = _deployed(aws, synthesized, tmp_path)
+    stand_in = _StandIn(aws, states)
+    monkeypatch.setattr(command, "_session", lambda args: stand_in)
+    out, err = io.StringIO(), io.StringIO()
+    # WHEN neuron-ecs precompile runs on the template
+    code = cli.main(["precompile", template, "--poll", "0.001"], stdout=out, stderr=err)
+    # THEN it submitted the deployed job definition to the deployed queue, printed each state, and exits by the end
+    assert code == status, err.getvalue()
+    ((request, job_id),) = stand_in.submitted
+    physical = aws.client("cloudformation").describe_stack_resource
+    assert (
+        request["jobQueue"]
+        == physical(StackName="Model", LogicalResourceId=target.job_queue)["StackResourceDetail"]["PhysicalResourceId"]
+    )
+    assert request["jobDefinition"].endswith(":1")
+    assert request["jobName"] == "precompile-Model-Service"
+    lines = out.getvalue().splitlines()
+    assert [line.split()[-1] for line in lines[:2]] == ["SUBMITTED", states[0][0]]
+    assert all("Model/Service" in line and job_id in line for line in lines)
+    assert last_line in lines[-1]
+
+
+def test_neuron_ecs_precompile_refuses_a_template_without_a_precompile_job(tmp_path: Any) -> None:
+    import io
+
+    from neuron_constructs.tools import cli
+
+    file = tmp_path / "Other.template.json"
+    file.write_text(json.dumps({"Resources": {}}))
+    err = io.StringIO()
+    assert cli.main(["precompile", str(file)], stdout=io.StringIO(), stderr=err) == 2
+    assert "has no precompile job" in err.getvalue()
+
+
+def test_neuron_ecs_precompile_needs_model_when_a_template_precompiles_several() -> None:
+    from neuron_constructs.tools.commands.output import _UsageError
+    from neuron_constructs.tools.commands.precompile import PrecompileTarget, _choose
+
+    targets = [PrecompileTarget("App/Llm", "A", "B"), PrecompileTarget("App/Coder", "C", "D")]
+    with pytest.raises(_UsageError, match="precompiles App/Llm, App/Coder: pass --model"):
+        _choose(targets, None, "App.template.json")
+    assert _choose(targets, "Coder", "App.template.json").job_definition == "C"
+
+
+def test_waiting_stops_at_the_timeout_and_says_so() -> None:
+    from neuron_constructs.tools.commands.precompile import submit_and_wait
+
+    class Batch:
+        def submit_job(self, **request: Any) -> dict[str, Any]:
+            return {"jobId": "j-1"}
+
+        def describe_jobs(self, jobs: list[str]) -> dict[str, Any]:
+            return {"jobs": [{"jobId": "j-1", "status": "RUNNING"}]}
+
+    now = [0.0]
+    seen: list[str] = []
+    job = submit_and_wait(
+        Batch(),
+        job_queue="q",
+        job_definition="d",
+        model="App/Llm",
+        poll_s=10,
+        timeout_s=30,
+        report=lambda status, job: seen.append(status),
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+        clock=lambda: now[0],
+    )
+    assert job["status"] == "TIMED_OUT"
+    assert seen == ["SUBMITTED", "RUNNING"]
