@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, Duration, Stack, Validations
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk.assertions import Annotations, Match
 from conftest import resources
 
@@ -19,9 +20,11 @@ from neuron_constructs import (
     NeuronCluster,
     NeuronConfigurationError,
     NeuronFleet,
+    NeuronLoadBalancer,
     NeuronService,
     Precompile,
     Rollout,
+    SmokeTest,
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import VLLM, VLLM_TRN2
@@ -109,8 +112,15 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     platform = Stack(app, "Platform", env=ENV)
     cluster, cache = _platform(platform)
+    listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
     model = Stack(app, "Model", env=ENV)
-    _service(model, cluster, _task(model, cache=cache), rollout=Rollout.blue_green(), precompile=Precompile())
+    served = _task(model, cache=cache, port_mappings=[ecs.PortMapping(container_port=8000)])
+    smoke_tested = _service(
+        model, cluster, served, rollout=Rollout.blue_green(smoke_test=SmokeTest("/health")), precompile=Precompile()
+    )
+    smoke_tested.attach_to_listener(
+        listener, conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])], priority=10
+    )
     assembly = app.synth()
     report = json.loads((outdir / "validation-report.json").read_text())
     return {
@@ -351,6 +361,18 @@ def test_a_platform_model_split_depends_from_model_to_platform_only(synthesized:
         "Fn::ImportValue" in json.dumps(r["Properties"]["GroupId"])
         for r in resources(model, "AWS::EC2::SecurityGroupIngress").values()
     )
+
+
+def test_the_hook_s_timeout_lands_on_the_precompile_hook_next_to_a_smoke_test(synthesized: dict[str, Any]) -> None:
+    # GIVEN a blue/green model with precompile= and a smoke test, attached to a listener after it was made
+    template = synthesized["templates"]["Model"]
+    _, service = _one(template, "AWS::ECS::Service")
+    hooks = service["Properties"]["DeploymentConfiguration"]["LifecycleHooks"]
+    by_stage = {tuple(h["LifecycleStages"]): h for h in hooks}
+    # THEN the PRE_SCALE_UP hook has the precompile timeout, and the smoke test's hook keeps ECS's default
+    assert set(by_stage) == {("PRE_SCALE_UP",), ("POST_TEST_TRAFFIC_SHIFT",)}
+    assert by_stage[("PRE_SCALE_UP",)]["TimeoutConfiguration"] == {"TimeoutInMinutes": 80, "Action": "ROLLBACK"}
+    assert "TimeoutConfiguration" not in by_stage[("POST_TEST_TRAFFIC_SHIFT",)]
 
 
 # ------------------------------------------------------------------------------------------------ refusals ---

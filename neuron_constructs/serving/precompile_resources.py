@@ -43,6 +43,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    AspectPriority,
     CfnResource,
     CustomResource,
     Duration,
@@ -63,6 +64,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from neuron_constructs.base import compliance
+from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.compute import compile_cache_tiers
 from neuron_constructs.compute.model_sources import CompileCache
@@ -401,13 +403,24 @@ class _ListProducer:
         return self._value()
 
 
-def time_out_hook(service: ecs.BaseService, index: int, minutes: int) -> None:
-    """Give the service's lifecycle hook ``index`` (as ``add_lifecycle_hook`` added them) ``TimeoutConfiguration``:
-    ``timeoutInMinutes`` = ``minutes``, action ``ROLLBACK`` (ECS API reference,
-    ``DeploymentLifecycleHookTimeoutConfiguration``); aws-cdk-lib's ``DeploymentLifecycleLambdaTarget`` renders none."""
+def time_out_hook(service: ecs.BaseService, function: lambda_.IFunction, minutes: int) -> None:
+    """Give the service's lifecycle hook that invokes ``function`` ``TimeoutConfiguration``: ``timeoutInMinutes`` =
+    ``minutes``, action ``ROLLBACK`` (ECS API reference, ``DeploymentLifecycleHookTimeoutConfiguration``), which
+    aws-cdk-lib's ``DeploymentLifecycleLambdaTarget`` does not render. The hook is found by its target in the aspect
+    phase, once every hook (a smoke test's, added later by ``attach_to_listener``) is in place."""
     resource = service.node.default_child
     assert isinstance(resource, CfnResource)
-    resource.add_property_override(
-        f"DeploymentConfiguration.LifecycleHooks.{index}.TimeoutConfiguration",
-        {"TimeoutInMinutes": minutes, "Action": "ROLLBACK"},
-    )
+
+    def set_timeout() -> None:
+        stack = Stack.of(resource)
+        rendered = stack.resolve(resource._cfn_properties.get("deploymentConfiguration")) or {}  # type: ignore[attr-defined]
+        hooks = rendered.get("lifecycleHooks") or []
+        target = stack.resolve(function.function_arn)
+        for index, hook in enumerate(hooks):
+            if isinstance(hook, dict) and hook.get("hookTargetArn") == target:
+                resource.add_property_override(
+                    f"DeploymentConfiguration.LifecycleHooks.{index}.TimeoutConfiguration",
+                    {"TimeoutInMinutes": minutes, "Action": "ROLLBACK"},
+                )
+
+    once_before_synthesis(service, set_timeout, priority=AspectPriority.MUTATING)

@@ -175,8 +175,7 @@ def precompile_service(service: NeuronService, precompile: Precompile) -> Precom
     )
     if native:
         service.service.add_lifecycle_hook(job.hook())
-        # The service's first hook: a smoke test is added later, by attach_to_listener.
-        time_out_hook(service.service, 0, precompile.hook_timeout_minutes)
+        time_out_hook(service.service, job.function, precompile.hook_timeout_minutes)
     else:
         job.order_before(service.service)
     _serve_cache_hit_only(container, precompile)
