@@ -413,7 +413,7 @@ def time_out_hook(service: ecs.BaseService, function: lambda_.IFunction, minutes
 
     def set_timeout() -> None:
         stack = Stack.of(resource)
-        rendered = stack.resolve(resource._cfn_properties.get("deploymentConfiguration")) or {}  # type: ignore[attr-defined]
+        rendered = stack.resolve(resource._cfn_properties.get("deploymentConfiguration")) or {}
         hooks = rendered.get("lifecycleHooks") or []
         target = stack.resolve(function.function_arn)
         for index, hook in enumerate(hooks):
