@@ -110,6 +110,15 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         compile_cache=cache,
         precompile=Precompile(),
     )
+    ec2_stack = Stack(app, "Ec2", env=ENV)
+    cluster, cache = _platform(ec2_stack)
+    _service(
+        ec2_stack,
+        cluster,
+        _task(ec2_stack, cache=cache),
+        rollout=Rollout.blue_green(),
+        precompile=Precompile.on_ec2(instance_types=["c7i.16xlarge"], vcpus=64, memory_mib=120_000),
+    )
     platform = Stack(app, "Platform", env=ENV)
     cluster, cache = _platform(platform)
     listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
@@ -175,6 +184,24 @@ def test_the_job_runs_the_service_s_own_image_command_and_environment_with_the_c
     assert job["Properties"]["Timeout"] == {"AttemptDurationSeconds": 3000}
     assert job["Properties"]["RetryStrategy"] == {"Attempts": 1}
     assert properties["NetworkConfiguration"] == {"AssignPublicIp": "DISABLED"}
+
+
+def test_a_job_on_ec2_runs_on_a_cpu_compute_environment_that_scales_to_zero(synthesized: dict[str, Any]) -> None:
+    # GIVEN Precompile.on_ec2(instance_types=["c7i.16xlarge"], vcpus=64, memory_mib=120000)
+    template = synthesized["templates"]["Ec2"]
+    _, job = _one(template, "AWS::Batch::JobDefinition")
+    _, environment = _one(template, "AWS::Batch::ComputeEnvironment")
+    # THEN the job definition is an EC2 one of that size, without Fargate's settings
+    assert job["Properties"]["PlatformCapabilities"] == ["EC2"]
+    properties = job["Properties"]["ContainerProperties"]
+    assert {r["Type"]: r["Value"] for r in properties["ResourceRequirements"]} == {"VCPU": "64", "MEMORY": "120000"}
+    assert not {"FargatePlatformConfiguration", "NetworkConfiguration", "EphemeralStorage"} & set(properties)
+    # AND the compute environment launches those CPU instances only while a job waits
+    resources_ = environment["Properties"]["ComputeResources"]
+    assert (resources_["Type"], resources_["InstanceTypes"], resources_["MinvCpus"]) == ("EC2", ["c7i.16xlarge"], 0)
+    # AND its instances' role carries no AWS managed policy
+    _, role = _one(template, "AWS::IAM::Role", "ServicePrecompileInstanceRole")
+    assert "ManagedPolicyArns" not in role["Properties"]
 
 
 def test_production_copies_serve_cache_hit_only(synthesized: dict[str, Any]) -> None:

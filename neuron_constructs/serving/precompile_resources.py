@@ -8,7 +8,9 @@ model on CPU, the function that runs it for a deployment, and what orders it bef
   stack when the file system is in another (``connections.allow_to_default_port``);
 * ``ComputeEnvironment`` and ``Queue``: AWS Batch on Fargate (``FargateComputeEnvironment``) or a managed EC2 compute
   environment of CPU instance types with minimum 0 vCPUs (:meth:`Precompile.on_ec2
-  <neuron_constructs.serving.precompile.Precompile.on_ec2>`), in the capacity's subnets, and one job queue on it;
+  <neuron_constructs.serving.precompile.Precompile.on_ec2>`; its instances' role, ``InstanceRole``, holds the ECS
+  agent's calls to the cluster AWS Batch makes for it and the job's log writes, no AWS managed policy), in the
+  capacity's subnets, and one job queue on it;
 * ``JobDefinition``: a container job (``AWS::Batch::JobDefinition``, the L1, since aws-cdk-lib's L2 takes a container
   only as given at construction) whose image, command, environment and secrets are read from the service's Neuron
   container when the app is synthesized, so a change to the container is a new job definition revision; plus the CPU
@@ -43,6 +45,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    ArnFormat,
     AspectPriority,
     CfnResource,
     CustomResource,
@@ -67,6 +70,7 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.compute import compile_cache_tiers
+from neuron_constructs.compute.container_instances import grant_ecs_agent
 from neuron_constructs.compute.model_sources import CompileCache
 from neuron_constructs.compute.task_definitions.shared import task_role
 from neuron_constructs.knowledge import cpu_compile
@@ -255,9 +259,20 @@ class PrecompileJob(Construct):
                 security_groups=[self.security_group],
                 maxv_cpus=most,
             )
-        return batch.ManagedEc2EcsComputeEnvironment(
+        # The instances' own role: the ECS agent's calls held to the cluster AWS Batch makes for this environment (as
+        # a training queue's), and the job's logs (awslogs on EC2 sends with the instance's credentials); no AWS
+        # managed policy.
+        instance_role = iam.Role(
+            self,
+            "InstanceRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"AWS Batch container instances of the precompile of {self.model}"[:1000],
+        )
+        self.log_group.grant_write(instance_role)
+        environment = batch.ManagedEc2EcsComputeEnvironment(
             self,
             "ComputeEnvironment",
+            instance_role=instance_role,
             vpc=vpc,
             vpc_subnets=subnets,
             security_groups=[self.security_group],
@@ -266,6 +281,13 @@ class PrecompileJob(Construct):
             minv_cpus=0,
             maxv_cpus=most,
         )
+        stack = Stack.of(self)
+        name = stack.split_arn(environment.compute_environment_arn, ArnFormat.SLASH_RESOURCE_NAME).resource_name
+        batch_cluster = stack.format_arn(service="ecs", resource="cluster", resource_name=f"AWSBatch-{name}-*")
+        compliance.acknowledge_training_queue(
+            grant_ecs_agent(instance_role, batch_cluster, pattern=True), batch_cluster
+        )
+        return environment
 
     def _rendered(self, field: str) -> Any:
         """``field`` of the service's Neuron container as its task definition renders it now."""
