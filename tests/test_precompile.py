@@ -686,13 +686,29 @@ def test_neuron_ecs_precompile_refuses_a_template_without_a_precompile_job(tmp_p
 
 
 def test_neuron_ecs_precompile_needs_model_when_a_template_precompiles_several() -> None:
+    from pathlib import Path
+
     from neuron_constructs.tools.commands.output import _UsageError
     from neuron_constructs.tools.commands.precompile import PrecompileTarget, _choose
 
-    targets = [PrecompileTarget("App/Llm", "A", "B"), PrecompileTarget("App/Coder", "C", "D")]
+    file = Path("App.template.json")
+    targets = [(PrecompileTarget("App/Llm", "A", "B"), file), (PrecompileTarget("App/Coder", "C", "D"), file)]
     with pytest.raises(_UsageError, match="precompiles App/Llm, App/Coder: pass --model"):
         _choose(targets, None, "App.template.json")
-    assert _choose(targets, "Coder", "App.template.json").job_definition == "C"
+    assert _choose(targets, "Coder", "App.template.json")[0].job_definition == "C"
+
+
+def test_neuron_ecs_precompile_finds_the_model_s_stack_in_a_cloud_assembly(
+    synthesized: dict[str, Any], tmp_path: Any
+) -> None:
+    from neuron_constructs.tools.commands.precompile import _choose, _targets_of, _template_files
+
+    # GIVEN a cdk.out with the platform's template and the model's
+    for name in ("Platform", "Model"):
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(synthesized["templates"][name]))
+    # THEN the job is found in the model's template, which names the stack
+    target, file = _choose(_targets_of(_template_files(str(tmp_path))), None, str(tmp_path))
+    assert (target.model, file.name) == ("Model/Service", "Model.template.json")
 
 
 def test_waiting_stops_at_the_timeout_and_says_so() -> None:

@@ -2,11 +2,12 @@
 wait for it, printing each state it reaches.
 
 For a team's pipeline: fill a model's compile cache before a deployment, or again after a change that the
-deployment itself would not compile for. The command reads the synthesized template (a ``*.template.json`` of
-``cdk.out``, or the directory), finds the precompile job definitions and queues by their ``aws:cdk:path``
+deployment itself would not compile for. The command reads the synthesized templates (a ``*.template.json``, or
+every one of a ``cdk.out`` directory), finds the precompile job definitions and queues by their ``aws:cdk:path``
 (``<model>/Precompile/JobDefinition`` and ``<model>/Precompile/Queue``), picks the model's (``--model``, the construct
 path; needed when the template holds several), asks CloudFormation for their physical ids in the deployed stack
-(``DescribeStackResource``; the stack is ``--stack``, default the template's file name without ``.template.json``),
+(``DescribeStackResource``; the stack is ``--stack``, default the file name of the template that holds the job, without
+``.template.json``),
 submits the job (``batch:SubmitJob``) and reads its state (``batch:DescribeJobs``) every ``--poll`` seconds until it
 ends or ``--timeout`` passes.
 
@@ -73,31 +74,47 @@ def find_targets(template: dict[str, Any]) -> list[PrecompileTarget]:
     return sorted(targets, key=lambda t: t.model)
 
 
-def _template_file(given: str) -> Path:
+def _template_files(given: str) -> list[Path]:
+    """``given``, or the ``*.template.json`` of the cloud assembly directory ``given``."""
     path = Path(given)
     if path.is_dir():
         files = sorted(path.glob("*.template.json"))
-        if len(files) != 1:
-            raise _UsageError(f"{given} holds {len(files)} templates: name one (<cdk.out>/<Stack>.template.json)")
-        return files[0]
-    return path
+        if not files:
+            raise _UsageError(f"{given} holds no *.template.json (give a cdk.out or a template)")
+        return files
+    return [path]
 
 
-def _choose(targets: list[PrecompileTarget], model: str | None, source: str) -> PrecompileTarget:
+def _targets_of(files: list[Path]) -> list[tuple[PrecompileTarget, Path]]:
+    """Every precompile job of ``files``, with the template that holds it."""
+    from neuron_constructs.checks.template_loading import TemplateError, load_template
+
+    found: list[tuple[PrecompileTarget, Path]] = []
+    for file in files:
+        try:
+            template = load_template(file).template
+        except (TemplateError, OSError) as error:
+            raise _UsageError(f"{file}: {error}") from None
+        found.extend((target, file) for target in find_targets(template))
+    return found
+
+
+def _choose(
+    targets: list[tuple[PrecompileTarget, Path]], model: str | None, source: str
+) -> tuple[PrecompileTarget, Path]:
     if not targets:
         raise _UsageError(
             f"{source} has no precompile job (NeuronService(precompile=...) makes one; the command finds it by the "
             "aws:cdk:path metadata cdk synth writes)"
         )
+    models = ", ".join(t.model for t, _ in targets)
     if model is not None:
-        chosen = [t for t in targets if t.model == model or t.model.endswith(f"/{model}")]
+        chosen = [(t, f) for t, f in targets if t.model == model or t.model.endswith(f"/{model}")]
         if len(chosen) != 1:
-            raise _UsageError(
-                f"--model {model!r} names {len(chosen)} of the models {', '.join(t.model for t in targets)}"
-            )
+            raise _UsageError(f"--model {model!r} names {len(chosen)} of the models {models}")
         return chosen[0]
     if len(targets) > 1:
-        raise _UsageError(f"{source} precompiles {', '.join(t.model for t in targets)}: pass --model")
+        raise _UsageError(f"{source} precompiles {models}: pass --model")
     return targets[0]
 
 
@@ -143,14 +160,7 @@ def submit_and_wait(
 
 
 def _precompile(args: argparse.Namespace, out: _Output) -> int:
-    from neuron_constructs.checks.template_loading import TemplateError, load_template
-
-    file = _template_file(args.template)
-    try:
-        template = load_template(file).template
-    except (TemplateError, OSError) as error:
-        raise _UsageError(f"{file}: {error}") from None
-    target = _choose(find_targets(template), args.model, str(file))
+    target, file = _choose(_targets_of(_template_files(args.template)), args.model, args.template)
     stack = args.stack or file.name.removesuffix(".template.json")
     from neuron_constructs.tools.inspection import client_config
 
