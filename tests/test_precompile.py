@@ -736,3 +736,20 @@ def test_waiting_stops_at_the_timeout_and_says_so() -> None:
     )
     assert job["status"] == "TIMED_OUT"
     assert seen == ["SUBMITTED", "RUNNING"]
+
+
+def test_on_managed_instances_the_target_is_the_selected_family_s() -> None:
+    from neuron_constructs import ManagedNeuronTaskDefinition
+
+    # GIVEN a model on a Managed Instances capacity that admits trn2 types only
+    stack = Stack(App(analytics_reporting=False), "Managed", env=ENV)
+    cluster = NeuronCluster(stack, "Neuron")
+    capacity = cluster.add_managed_instances_capacity("Managed", instance_types=["trn2.48xlarge"])
+    cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.security_group])
+    task = ManagedNeuronTaskDefinition(stack, "Llm", cpu=8192, memory_mib=65536)
+    task.add_neuron_container(
+        "vllm", image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference), command=COMMAND, compile_cache=cache
+    )
+    service = _service(stack, cluster, task, rollout=Rollout.blue_green(), precompile=Precompile())
+    # THEN the job compiles for trn2
+    assert service.precompile_job is not None and service.precompile_job.target == "trn2"

@@ -179,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
         help="submit a synthesized model's precompile job (AWS Batch) in its deployed stack and wait for it, "
         "printing each state",
     )
-    precompile.add_argument("template", metavar="TEMPLATE", help="the model stack's template, or a cdk.out of one")
+    precompile.add_argument(
+        "template", metavar="TEMPLATE", help="a template, or a cdk.out directory (every template in it is read)"
+    )
     precompile.add_argument("--model", help="the model's construct path (needed when the template has several)")
     precompile.add_argument("--stack", help="the deployed stack's name (default: the template's file name)")
     precompile.add_argument(
