@@ -18,6 +18,9 @@ NeuronFleet, FleetModel
 Rollout, SmokeTest, RolloutAlarms
     How a new model version reaches production (``rollout=``): rolling, or ECS's blue/green, canary and linear
     deployments sized to the chips, a real request before production traffic, rollback on the chips' own signals.
+Precompile
+    A model's graphs compiled on CPU (an AWS Batch job running the service's own container) before a new revision's
+    Neuron tasks start (``precompile=``); the copies then serve cache-hit-only.
 NeuronLoadBalancer
     An internal, access-logged Application Load Balancer for a cluster's models; ``publish(prefix)`` names the
     platform in Parameter Store for other CDK apps.
@@ -78,6 +81,7 @@ if TYPE_CHECKING:
     from neuron_constructs.serving.fleet_model import FleetModel
     from neuron_constructs.serving.fleet_options import ModelOptions
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
+    from neuron_constructs.serving.precompile import Precompile
     from neuron_constructs.serving.published_platform import PublishedPlatform
     from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
     from neuron_constructs.serving.services import NeuronService
@@ -112,6 +116,7 @@ __all__ = [
     "NeuronTaskDefinition",
     "NeuronTrainingJob",
     "NeuronTrainingQueue",
+    "Precompile",
     "PublishedPlatform",
     "Rollout",
     "RolloutAlarms",
@@ -147,6 +152,7 @@ _LAZY = {
     "NeuronTaskDefinition": "neuron_constructs.compute.task_definitions.shared",
     "NeuronTrainingJob": "neuron_constructs.training.jobs",
     "NeuronTrainingQueue": "neuron_constructs.training.queue",
+    "Precompile": "neuron_constructs.serving.precompile",
     "PublishedPlatform": "neuron_constructs.serving.published_platform",
     "Rollout": "neuron_constructs.serving.rollout",
     "RolloutAlarms": "neuron_constructs.serving.rollout",

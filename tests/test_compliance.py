@@ -191,7 +191,7 @@ def test_the_library_environment_names_are_those_the_compute_package_writes() ->
     from neuron_constructs.compute import compile_cache_tiers
     from neuron_constructs.compute.driver_check import driver_check_environment
     from neuron_constructs.compute.model_sources import COMPILE_CACHE_VARIABLE
-    from neuron_constructs.knowledge import neuron_releases
+    from neuron_constructs.knowledge import cpu_compile, neuron_releases
 
     sdk = next(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
     written = {COMPILE_CACHE_VARIABLE, "NEURON_PROCESS_TAG", "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG"}
@@ -200,6 +200,7 @@ def test_the_library_environment_names_are_those_the_compute_package_writes() ->
         compile_cache_tiers.REMOTE_CACHE_VARIABLE,
         compile_cache_tiers.LOCAL_CACHE_VARIABLE,
         compile_cache_tiers.PRECOMPILE_BACKEND_VARIABLE,
+        *cpu_compile.CACHE_HIT_ONLY,
     }
     assert all(
         name in compliance.LIBRARY_ENVIRONMENT or name.startswith(compliance.LIBRARY_ENVIRONMENT_PREFIX)

@@ -952,6 +952,61 @@ def _access_point_prefix_too_deep(s: Stack) -> None:
     CompileCache.on_file_system(file_system, "teams/ml/llm/cache")
 
 
+def _precompiled_service(s: Stack, *, cache: bool = True, **precompile: Any) -> None:
+    from aws_cdk import Duration
+
+    from neuron_constructs import CompileCache, ManualNeuronTaskDefinition, NeuronService, Precompile
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    cluster = NeuronCluster(s, "C")
+    capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge")
+    compile_cache = (
+        CompileCache.in_new_file_system(s, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
+        if cache
+        else None
+    )
+    task = ManualNeuronTaskDefinition(s, "Task", instance_type="trn2.48xlarge", memory_mib=65536)
+    task.add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        command=precompile.pop("command", ["vllm", "serve", "m"]),
+        compile_cache=compile_cache,
+    )
+    if "timeout_hours" in precompile:
+        precompile["timeout"] = Duration.hours(precompile.pop("timeout_hours"))
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, precompile=Precompile(**precompile))
+
+
+def _precompile_other_family(s: Stack) -> None:
+    _precompiled_service(s, target="inf2")
+
+
+def _precompile_speculative(s: Stack) -> None:
+    _precompiled_service(s, command=["vllm", "serve", "m", "--speculative-config", "{}"])
+
+
+def _precompile_hook_shorter_than_job(s: Stack) -> None:
+    from aws_cdk import Duration
+
+    from neuron_constructs import Precompile
+
+    Precompile(timeout=Duration.minutes(30), hook_timeout=Duration.minutes(20))
+
+
+def _precompile_without_cache(s: Stack) -> None:
+    _precompiled_service(s, cache=False)
+
+
+def _precompile_beyond_custom_resource(s: Stack) -> None:
+    _precompiled_service(s, timeout_hours=2)
+
+
+def _precompile_size_fargate_does_not_run(s: Stack) -> None:
+    from neuron_constructs import Precompile
+
+    Precompile(vcpus=3)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1475,6 +1530,12 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         _access_point_prefix_too_deep,
         r"Test/Fs: prefix='teams/ml/llm/cache' has 4 segments and 18 characters.*Fix: pass a prefix of at most 50",
     ),
+    (r.PRECOMPILE_TARGET, _precompile_other_family, r"Test/Svc: target='inf2', but the model runs on trn2"),
+    (r.PRECOMPILE_MODE, _precompile_speculative, r"Test/Svc: container 'vllm' serves with speculative decoding"),
+    (r.PRECOMPILE_HOOK_TIMEOUT, _precompile_hook_shorter_than_job, r"hook_timeout=20 minutes is shorter than"),
+    (r.PRECOMPILE_WITHOUT_CACHE, _precompile_without_cache, r"Test/Svc: container 'vllm' has no compile cache"),
+    (r.PRECOMPILE_BEYOND_CUSTOM_RESOURCE, _precompile_beyond_custom_resource, r"timeout=2 hours on a deployment"),
+    (r.PRECOMPILE_INPUT, _precompile_size_fargate_does_not_run, r"vcpus=3 is not one of Fargate's"),
 ]
 
 

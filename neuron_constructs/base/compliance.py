@@ -35,6 +35,7 @@ __all__ = [
     "acknowledge_library_environment",
     "acknowledge_managed_instances_capacity",
     "acknowledge_monitoring_task",
+    "acknowledge_precompile_job",
     "acknowledge_prefix_grant",
     "acknowledge_recovery_groups",
     "acknowledge_recovery_task",
@@ -356,12 +357,16 @@ LIBRARY_ENVIRONMENT = frozenset(
         "NEURON_LIBTORCH_REMOTE_CACHE",
         "VLLM_CACHE_ROOT",
         "VLLM_NEURON_BACKEND",
+        "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND",
+        "VLLM_NEURON_DISABLE_WARMUP_COMPILE",
     }
 )
 """The environment variables the library sets on Neuron containers (names, core lists, an S3 location, a path);
 those of the driver check start with :data:`LIBRARY_ENVIRONMENT_PREFIX`. A test keeps these equal to the names the
 compute package writes."""
 _VLLM_NEURON_CACHE = frozenset({"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT", "VLLM_NEURON_BACKEND"})
+_CACHE_HIT_ONLY = frozenset({"NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND", "VLLM_NEURON_DISABLE_WARMUP_COMPILE"})
+"""The cache-hit-only switches of a precompiled model (``serving.service_precompile``), explained where they are set."""
 """The variables of vLLM Neuron's compile cache (``compute.compile_cache_tiers``): their reason is given only where
 they are set, so the reason on every other task definition stays as it was."""
 LIBRARY_ENVIRONMENT_PREFIX = "NEURON_DRIVER_CHECK_"
@@ -421,6 +426,12 @@ def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
                     " NEURON_LIBTORCH_REMOTE_CACHE and VLLM_CACHE_ROOT (paths) and VLLM_NEURON_BACKEND (a backend "
                     "name) are vLLM Neuron's compile cache."
                     if _VLLM_NEURON_CACHE & set(names)
+                    else ""
+                )
+                + (
+                    " NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND and VLLM_NEURON_DISABLE_WARMUP_COMPILE (1) make a "
+                    "precompiled model's start fail on a compile cache miss."
+                    if _CACHE_HIT_ONLY & set(names)
                     else ""
                 )
             ),
@@ -507,6 +518,45 @@ def acknowledge_smoke_test_function(
                 "ECS reads the hookStatus the smoke test returns, which only a synchronous invocation gives, and a "
                 "failed invocation rolls the deployment back; a dead-letter queue receives only the events of "
                 "asynchronous invocations, so it would never hold anything."
+            ),
+        },
+    )
+
+
+def acknowledge_precompile_job(function: IConstruct, function_role: IConstruct) -> None:
+    """A precompile job's function: ``batch:DescribeJobs`` on ``*`` in its role's own ``RunJob`` policy, the runtime
+    its program is written for, and the NIST 800-53 rev 5 findings that do not apply to a function ECS and
+    CloudFormation call once per deployment."""
+    node_of(_resource(function)).add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            f"{_PACK}-L1": (
+                "The precompile function runs the hook program (neuron_constructs.programs.precompile_hook), written "
+                "and tested for python3.12; a newer runtime is taken when the program is."
+            ),
+            f"{_NIST_PACK}-LambdaConcurrency": (
+                "ECS invokes the precompile function at PRE_SCALE_UP of a deployment and CloudFormation once per "
+                "stack update, EventBridge once per ended job of its own queue; reserved concurrency would set "
+                "account concurrency aside for an idle function."
+            ),
+            f"{_NIST_PACK}-LambdaDLQ": (
+                "ECS and CloudFormation read the answer of a synchronous invocation; EventBridge retries its "
+                "asynchronous ones twice, and a lost one leaves the custom resource to time out, which fails the "
+                "stack update: a dead-letter queue would add nothing to act on."
+            ),
+            f"{_NIST_PACK}-LambdaInsideVPC": (
+                "The precompile function calls only the AWS Batch API and CloudFormation's presigned S3 URL; it "
+                "reaches no resource inside the VPC."
+            ),
+        },
+    )
+    _acknowledge(
+        function_role,
+        {
+            "IAM5[Resource::*]": (
+                "Precompile function: batch:DescribeJobs supports no resource-level permissions (Service Authorization "
+                "Reference, AWS Batch); batch:SubmitJob, the action that runs anything, is held to this model's job "
+                "queue and job definition revision in the same policy."
             ),
         },
     )

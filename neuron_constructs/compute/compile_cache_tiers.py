@@ -57,6 +57,8 @@ __all__ = [
     "access_point_directory",
     "apply_file_tiers",
     "file_system_policy",
+    "model_access_point",
+    "mount_through_access_point",
 ]
 
 REMOTE_CACHE_VARIABLE = "NEURON_LIBTORCH_REMOTE_CACHE"
@@ -120,11 +122,24 @@ def file_system_policy() -> iam.PolicyDocument:
     )
 
 
+def mount_through_access_point(
+    role: iam.IGrantable, file_system: efs.IFileSystem, access_point: efs.IAccessPoint
+) -> None:
+    """Let ``role`` mount and write ``file_system`` through ``access_point`` only (``ClientMount`` and ``ClientWrite``
+    conditioned on ``elasticfilesystem:AccessPointArn``), never as root."""
+    iam.Grant.add_to_principal(
+        grantee=role,
+        actions=["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"],
+        resource_arns=[file_system.file_system_arn],
+        conditions={"StringEquals": {"elasticfilesystem:AccessPointArn": access_point.access_point_arn}},
+    )
+
+
 def _volume_name(container: ecs.ContainerDefinition, suffix: str) -> str:
     return f"{container.container_name}-{suffix}"[:255]
 
 
-def _access_point(file_system: efs.IFileSystem, directory: str, fallback: Construct) -> efs.AccessPoint:
+def model_access_point(file_system: efs.IFileSystem, directory: str, fallback: Construct) -> efs.AccessPoint:
     """The access point whose root directory is ``directory``: one per directory and file system, in the file
     system's scope (``fallback``'s stack for a file system that is not a construct)."""
     scope = file_system if isinstance(file_system, Construct) else Stack.of(fallback)
@@ -169,7 +184,7 @@ def apply_file_tiers(
             )
         task_definition.add_volume(name=remote, host=ecs.Host(source_path=f"{remote_tier}/{directory.strip('/')}"))
     else:
-        access_point = _access_point(remote_tier, directory, task_definition)
+        access_point = model_access_point(remote_tier, directory, task_definition)
         task_definition.add_volume(
             name=remote,
             efs_volume_configuration=ecs.EfsVolumeConfiguration(
@@ -180,12 +195,7 @@ def apply_file_tiers(
                 ),
             ),
         )
-        iam.Grant.add_to_principal(
-            grantee=role,
-            actions=["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite"],
-            resource_arns=[remote_tier.file_system_arn],
-            conditions={"StringEquals": {"elasticfilesystem:AccessPointArn": access_point.access_point_arn}},
-        )
+        mount_through_access_point(role, remote_tier, access_point)
     container.add_mount_points(ecs.MountPoint(container_path=REMOTE_CACHE_PATH, source_volume=remote, read_only=False))
 
     local = _volume_name(container, "vllm-cache")

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Validations
@@ -45,7 +46,14 @@ from neuron_constructs.knowledge import engines, image_support, rules
 from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.engines import Engine
 
-__all__ = ["AWS_CLI_IMAGE", "COMPILE_CACHE_VARIABLE", "HF_TOKEN_VARIABLE", "CompileCache", "ModelArtifacts"]
+__all__ = [
+    "AWS_CLI_IMAGE",
+    "COMPILE_CACHE_VARIABLE",
+    "HF_TOKEN_VARIABLE",
+    "CompileCache",
+    "ModelArtifacts",
+    "compile_cache_of",
+]
 
 COMPILE_CACHE_VARIABLE = "NEURON_COMPILE_CACHE_URL"
 HF_TOKEN_VARIABLE = "HF_TOKEN"
@@ -176,6 +184,14 @@ class CompileCache:
         if self.shared or not key:
             return self.prefix
         return f"{self.prefix}/{key}"
+
+    def model_directory(self, model: str) -> str:
+        """On a file system, ``model``'s directory: its access point's root directory on Amazon EFS
+        (:func:`~neuron_constructs.compute.compile_cache_tiers.access_point_directory`), ``/<model prefix>`` under the
+        mount of an instance mount."""
+        if self.file_system is not None:
+            return compile_cache_tiers.access_point_directory(self.prefix, "" if self.shared else _model_key(model))
+        return f"/{self.model_prefix(model)}"
 
     def url_for(self, model: str) -> str:
         """``NEURON_COMPILE_CACHE_URL`` for ``model``: ``s3://<bucket>/<model prefix>/``."""
@@ -323,6 +339,7 @@ class CompileCache:
         use that part: refused when the engine cannot read this kind (NEURON150), a warning and nothing set when no
         source names the engine's cache (NEURON151)."""
         engine = _engine(container)
+        _APPLIED[container] = (self, model)
         owner = container.task_definition.node.scope or container.task_definition  # the Neuron task definition
         where = f"{construct_path(owner)}/{container.container_name}"
         if engine is not None and engine.cache is None:
@@ -342,11 +359,7 @@ class CompileCache:
                     f"{COMPILE_CACHE_VARIABLE} ({engine.source})",
                     fix="give it CompileCache.in_new_bucket(...) or CompileCache(bucket, prefix)",
                 )
-            directory = (
-                f"/{self.model_prefix(model)}"
-                if isinstance(remote_tier, str)
-                else compile_cache_tiers.access_point_directory(self.prefix, "" if self.shared else _model_key(model))
-            )
+            directory = self.model_directory(model)
             compile_cache_tiers.apply_file_tiers(container, role, remote_tier, directory, _model_key(model), engine)
             return
         if engine is not None and engine.cache == engines.FILE_TIERS:
@@ -359,6 +372,16 @@ class CompileCache:
             )
         container.add_environment(COMPILE_CACHE_VARIABLE, self.url_for(model))
         self.grant(role, model)
+
+
+_APPLIED: weakref.WeakKeyDictionary[ecs.ContainerDefinition, tuple[CompileCache, str]] = weakref.WeakKeyDictionary()
+"""Container -> the cache :meth:`CompileCache.apply` gave it and the model it keys it by."""
+
+
+def compile_cache_of(container: ecs.ContainerDefinition) -> tuple[CompileCache, str] | None:
+    """The compile cache ``container`` was given (``add_neuron_container(compile_cache=)``, a fleet model's or a
+    sliced service's) and the model it is keyed by, or ``None``: what a precompile job of that model writes to."""
+    return _APPLIED.get(container)
 
 
 def _model_key(model: str) -> str:

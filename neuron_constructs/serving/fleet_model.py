@@ -43,8 +43,10 @@ from neuron_constructs.serving.listeners import (
     TargetGroup,
     request_target_group,
 )
+from neuron_constructs.serving.precompile_resources import PrecompileJob
 from neuron_constructs.serving.rollout import Rollout
 from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
+from neuron_constructs.serving.service_precompile import precompile_model
 from neuron_constructs.serving.services import NeuronService, capacity_for, warn_without_neuron_alarm
 
 __all__ = ["FleetModel"]
@@ -269,6 +271,19 @@ class FleetModel(Construct, ListenerTarget):
             for index in later:
                 for before in earlier:
                     node_of(self.services[index]).add_dependency(self.services[before])
+        self.precompile_job: PrecompileJob | None = None
+        precompile = options.get("precompile")
+        if precompile is not None:
+            self.precompile_job = precompile_model(
+                self,
+                self.task_definitions[0].neuron_containers[0],
+                precompile,
+                family=instance.family,
+                services=list(self.services),
+                vpc=cluster.vpc,
+                subnets=cluster.capacity_subnets,
+                every_container=[t.neuron_containers[0] for t in self.task_definitions],
+            )
         self.deployment_alarms: list[cloudwatch.Alarm] = []
         settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None
         if settings is not None:

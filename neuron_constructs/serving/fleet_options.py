@@ -15,6 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
 from neuron_constructs.compute.startup import Startup
+from neuron_constructs.serving.precompile import Precompile
 from neuron_constructs.serving.rollout import Rollout
 
 __all__ = ["ModelOptions"]
@@ -73,6 +74,12 @@ class ModelOptions(ContainerOptions, total=False):
         per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path made to fit
         the tag (:func:`~neuron_constructs.checks.inputs.derived_model_name`). A name or tag given is refused when
         neuron-monitor or CloudWatch cannot carry it (NEURON067); a derived one never is.
+    precompile
+        Compile the model's graphs on CPU before its copies update
+        (:class:`~neuron_constructs.serving.precompile.Precompile`): one AWS Batch job running the first copy's Neuron
+        container, ordered by a CloudFormation custom resource every copy's service depends on (a fleet deploys with
+        rolling deployments, which have no lifecycle hooks; the job's ``timeout`` is held to 55 minutes, NEURON165);
+        every copy then serves cache-hit-only. Needs ``compile_cache`` (NEURON164). Default none.
     """
 
     min_healthy_percent: int | None
@@ -93,3 +100,4 @@ class ModelOptions(ContainerOptions, total=False):
     startup: Startup | None
     model_name: str | None
     rollout: Rollout | None
+    precompile: Precompile | None

@@ -57,9 +57,12 @@ from neuron_constructs.serving.listeners import (
     request_target_group,
 )
 from neuron_constructs.serving.placement import check_placement
+from neuron_constructs.serving.precompile import Precompile
+from neuron_constructs.serving.precompile_resources import PrecompileJob
 from neuron_constructs.serving.rollout import Rollout
 from neuron_constructs.serving.rollout_alarms import load_balancer_alarms, watch_with_the_service_s_own
 from neuron_constructs.serving.rollout_checks import warn_without_neuron_alarm as warn_without_neuron_alarm
+from neuron_constructs.serving.service_precompile import precompile_service, warn_cache_hit_only
 from neuron_constructs.serving.service_rollout import check_rollout_room, set_up_rollout
 from neuron_constructs.serving.service_scaling import check_scaling_counts, track_neuron_utilization
 
@@ -123,6 +126,13 @@ class NeuronService(Construct, ListenerTarget):
         ``ExecutionErrors`` (when a NeuronMonitoring made before the service covers the capacity, warning NEURON122
         otherwise) and the target groups' 5xx count and p99 response time
         (:mod:`~neuron_constructs.serving.rollout_alarms`).
+    precompile
+        Compile the model's graphs on CPU before a new revision's tasks start
+        (:class:`~neuron_constructs.serving.precompile.Precompile`): an AWS Batch job running the Neuron container's
+        own image, command and environment with vLLM Neuron's CPU compile variables, writing to its compile cache; a
+        ``PRE_SCALE_UP`` lifecycle hook on a native rollout, a custom resource the service depends on on a rolling
+        one (:mod:`~neuron_constructs.serving.service_precompile`); the copies then serve cache-hit-only. Default
+        none. A Neuron container that runs cache-hit-only without it warns (NEURON162).
     **service_options
         Passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
@@ -143,6 +153,8 @@ class NeuronService(Construct, ListenerTarget):
         The model's ``NEURON_PROCESS_TAG``: the ``Model`` dimension of its metrics.
     target_groups
         The target groups :meth:`attach_to_listener` made, in order.
+    precompile_job
+        The :class:`~neuron_constructs.serving.precompile_resources.PrecompileJob` of ``precompile=``, or ``None``.
     """
 
     @checked(
@@ -170,6 +182,7 @@ class NeuronService(Construct, ListenerTarget):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         rollout: Rollout | None = None,
+        precompile: Precompile | None = None,
         **service_options: Unpack[ServiceOptions],
     ) -> None:
         if rollout is not None and not isinstance(rollout, Rollout):
@@ -222,6 +235,11 @@ class NeuronService(Construct, ListenerTarget):
         )
         self.deployment_alarms: list[cloudwatch.Alarm] = []
         set_up_rollout(self, service_options)
+        self.precompile_job: PrecompileJob | None = None
+        if precompile is not None:
+            self.precompile_job = precompile_service(self, precompile)
+        else:
+            warn_cache_hit_only(self)
 
     def add_rollout_alarms(self, *alarms: cloudwatch.Alarm | None) -> None:
         """Add ``alarms`` to the deployment alarms ECS rolls this service back on, next to the service's own (the

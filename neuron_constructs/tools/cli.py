@@ -52,6 +52,7 @@ from neuron_constructs.tools.commands.output import EXIT_OK as EXIT_OK
 from neuron_constructs.tools.commands.output import EXIT_USAGE as EXIT_USAGE
 from neuron_constructs.tools.commands.output import _Output, _UsageError
 from neuron_constructs.tools.commands.plan import _plan
+from neuron_constructs.tools.commands.precompile import _precompile
 
 __all__ = ["main"]
 
@@ -71,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         "and which task holds which Neuron device.",
         epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan), a rollout "
         "whose peak does not fit or that ECS refuses (plan --rollout), a lint error or a pinned image whose tag moved "
-        "(digests), 2 usage error, 1 AWS or registry error.",
+        "(digests), a precompile job that failed or did not end in time (precompile), 2 usage error, 1 AWS or registry "
+        "error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -179,7 +181,39 @@ def _parser() -> argparse.ArgumentParser:
         help="give up when the whole run has taken this long (default: 30)",
     )
     digests.add_argument("--json", action="store_true", help="print JSON")
+
+    precompile = commands.add_parser(
+        "precompile",
+        help="submit a synthesized model's precompile job (AWS Batch) in its deployed stack and wait for it, "
+        "printing each state",
+    )
+    precompile.add_argument(
+        "template", metavar="TEMPLATE", help="a template, or a cdk.out directory (every template in it is read)"
+    )
+    precompile.add_argument("--model", help="the model's construct path (needed when the template has several)")
+    precompile.add_argument("--stack", help="the deployed stack's name (default: the template's file name)")
+    precompile.add_argument(
+        "--poll", type=_seconds, default=15.0, metavar="SECONDS", help="read the job's state this often (default 15)"
+    )
+    precompile.add_argument(
+        "--timeout",
+        type=_wait,
+        default=3 * 3600.0,
+        metavar="SECONDS",
+        help="stop waiting after this long (default 10800; the job goes on)",
+    )
+    aws_options(precompile)
     return parser
+
+
+def _wait(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 86_400:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds from 0 to 86400")
+    return seconds
 
 
 def _release_limit(text: str) -> int:
@@ -229,6 +263,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "lint": _lint,
     "plan": _plan,
     "digests": _digests,
+    "precompile": _precompile,
 }
 
 

@@ -25,6 +25,7 @@ name can be imported from here too):
 * :mod:`.amis_and_drivers`: the ECS Neuron AMI, its releases and rollouts, the Neuron driver against an image's
   Neuron SDK release, the images Neuron supports per instance family;
 * :mod:`.compile_caches`: a compile cache against the engine of the image it is given to;
+* :mod:`.precompile`: compiling a model's graphs on CPU before its Neuron tasks start, and serving cache-hit-only;
 * :mod:`.warm_pools`: warm pools and what their warm-up fetches;
 * :mod:`.platform`: parts across stacks, apps, accounts, Regions and VPCs, imported clusters, published platforms;
 * :mod:`.inputs`: the shape of a value: wrong type, out of range, a token where a literal is needed, bounds
@@ -121,6 +122,19 @@ from neuron_constructs.knowledge.rules.platform import PUBLISHED_CLUSTER_CAPACIT
 from neuron_constructs.knowledge.rules.platform import PUBLISHED_NAME as PUBLISHED_NAME
 from neuron_constructs.knowledge.rules.platform import PUBLISHED_TWICE as PUBLISHED_TWICE
 from neuron_constructs.knowledge.rules.platform import PUBLISHED_WRITERS as PUBLISHED_WRITERS
+from neuron_constructs.knowledge.rules.precompile import (
+    CACHE_HIT_ONLY_WITHOUT_PRECOMPILE as CACHE_HIT_ONLY_WITHOUT_PRECOMPILE,
+)
+from neuron_constructs.knowledge.rules.precompile import (
+    PRECOMPILE_BEYOND_CUSTOM_RESOURCE as PRECOMPILE_BEYOND_CUSTOM_RESOURCE,
+)
+from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_HOOK_TIMEOUT as PRECOMPILE_HOOK_TIMEOUT
+from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_INPUT as PRECOMPILE_INPUT
+from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_MODE as PRECOMPILE_MODE
+from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_TARGET as PRECOMPILE_TARGET
+from neuron_constructs.knowledge.rules.precompile import (
+    PRECOMPILE_WITHOUT_CACHE as PRECOMPILE_WITHOUT_CACHE,
+)
 from neuron_constructs.knowledge.rules.rollouts import BLUE_GREEN_WITHOUT_TRAFFIC as BLUE_GREEN_WITHOUT_TRAFFIC
 from neuron_constructs.knowledge.rules.rollouts import DEPLOYMENT_ALARM_BEHAVIOR as DEPLOYMENT_ALARM_BEHAVIOR
 from neuron_constructs.knowledge.rules.rollouts import DEPLOYMENT_STALLS as DEPLOYMENT_STALLS
@@ -219,6 +233,13 @@ RULES: tuple[Rule, ...] = tuple(
     sorted(
         (
             UNKNOWN_INSTANCE_TYPE,
+            CACHE_HIT_ONLY_WITHOUT_PRECOMPILE,
+            PRECOMPILE_BEYOND_CUSTOM_RESOURCE,
+            PRECOMPILE_HOOK_TIMEOUT,
+            PRECOMPILE_INPUT,
+            PRECOMPILE_MODE,
+            PRECOMPILE_TARGET,
+            PRECOMPILE_WITHOUT_CACHE,
             INF1_ON_MANAGED_INSTANCES,
             NON_NEURON_MANAGED_INSTANCES,
             CAPACITY_SIZE,
