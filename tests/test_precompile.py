@@ -753,3 +753,19 @@ def test_on_managed_instances_the_target_is_the_selected_family_s() -> None:
     service = _service(stack, cluster, task, rollout=Rollout.blue_green(), precompile=Precompile())
     # THEN the job compiles for trn2
     assert service.precompile_job is not None and service.precompile_job.target == "trn2"
+
+
+@pytest.mark.parametrize("stack", ["BlueGreen", "Fleet"])
+def test_plan_startup_reads_the_precompile_as_a_cache_fetch_of_every_copy(
+    synthesized: dict[str, Any], stack: str, tmp_path: Any
+) -> None:
+    from neuron_constructs.tools.startup_planning import startup_paths
+
+    template = tmp_path / f"{stack}.template.json"
+    template.write_text(json.dumps(synthesized["templates"][stack]))
+    (model,) = startup_paths([str(template)]).models
+    steps = {step.step: step for step in model.steps}
+    assert "compile" not in steps
+    assert f"(precompiled by {stack}/" in steps["cacheFetch"].what
+    assert "cache-hit-only: a miss fails the start" in steps["cacheFetch"].what
+    assert model.copies == (2 if stack == "Fleet" else 1)

@@ -282,7 +282,7 @@ class FleetModel(Construct, ListenerTarget):
                 services=list(self.services),
                 vpc=cluster.vpc,
                 subnets=cluster.capacity_subnets,
-                every_container=[t.neuron_containers[0] for t in self.task_definitions],
+                copies=list(self.task_definitions),
             )
         self.deployment_alarms: list[cloudwatch.Alarm] = []
         settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None

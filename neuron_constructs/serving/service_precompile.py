@@ -43,6 +43,7 @@ from neuron_constructs.serving.precompile_resources import (
 )
 
 if TYPE_CHECKING:
+    from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
     from neuron_constructs.serving.services import NeuronService
 
 __all__ = ["check_precompile", "precompile_model", "precompile_service", "warn_cache_hit_only"]
@@ -179,6 +180,7 @@ def precompile_service(service: NeuronService, precompile: Precompile) -> Precom
     else:
         job.order_before(service.service)
     _serve_cache_hit_only(container, precompile)
+    task_definition.record_precompile(construct_path(job), cache_hit_only=precompile.cache_hit_only)
     return job
 
 
@@ -191,16 +193,19 @@ def precompile_model(
     services: list[Any],
     vpc: ec2.IVpc,
     subnets: ec2.SubnetSelection,
-    every_container: list[ecs.ContainerDefinition],
+    copies: list[NeuronTaskDefinition],
 ) -> PrecompileJob:
-    """``precompile`` for a fleet model whose copies run ``every_container`` (``container`` the first's): one job,
-    ordered by a custom resource before every copy's service, and the cache-hit-only variables on every copy."""
+    """``precompile`` for a fleet model whose copies run the task definitions ``copies`` (``container`` the first's
+    Neuron container): one job, ordered by a custom resource before every copy's service, the cache-hit-only
+    variables on every copy, and each copy's task definition recording the precompile for ``neuron-ecs plan
+    --startup``."""
     where = construct_path(owner)
     cache, model, target = check_precompile(where, container, precompile, {family}, custom_resource=True)
     job = _job(owner, container, cache, model, precompile, target, vpc, subnets)
     job.order_before(*services)
-    for each in every_container:
-        _serve_cache_hit_only(each, precompile)
+    for copy in copies:
+        _serve_cache_hit_only(copy.neuron_containers[0], precompile)
+        copy.record_precompile(construct_path(job), cache_hit_only=precompile.cache_hit_only)
     return job
 
 
