@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import App, Duration, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from aws_cdk.assertions import Annotations, Match
+from aws_cdk.assertions import Annotations, Match, Template
 from conftest import resources
 
 from neuron_constructs import (
@@ -769,3 +769,29 @@ def test_plan_startup_reads_the_precompile_as_a_cache_fetch_of_every_copy(
     assert f"(precompiled by {stack}/" in steps["cacheFetch"].what
     assert "cache-hit-only: a miss fails the start" in steps["cacheFetch"].what
     assert model.copies == (2 if stack == "Fleet" else 1)
+
+
+def _job_command(stack: Stack) -> list[str]:
+    template = Template.from_stack(stack).to_json()
+    (definition,) = resources(template, "AWS::Batch::JobDefinition").values()
+    return definition["Properties"]["ContainerProperties"]["Command"]
+
+
+def test_a_container_with_the_image_s_own_entry_point_and_the_driver_check_precompiles_without_the_check() -> None:
+    """The image table records the vLLM Neuron image's own ENTRYPOINT: a container that names it (as the driver
+    start check needs) runs in the job as the image runs it, without the check (a CPU host has no Neuron driver)."""
+    stack, cluster, cache = _stack()
+    own = list(VLLM_TRN2.entry_point or ())
+    assert own == ["python", "/usr/local/bin/vllm_entrypoint.py"]
+    task = _task(stack, cache=cache, entry_point=own, driver_check=True)
+    container = task.neuron_containers[0].render_container_definition()
+    assert container.entry_point[-1] == "neuron-driver-check"  # type: ignore[index]
+    _service(stack, cluster, task, precompile=Precompile())
+    assert _job_command(stack) == COMMAND
+
+
+def test_a_container_with_the_image_s_own_entry_point_precompiles_with_the_command() -> None:
+    stack, cluster, cache = _stack()
+    task = _task(stack, cache=cache, entry_point=list(VLLM_TRN2.entry_point or ()))
+    _service(stack, cluster, task, precompile=Precompile())
+    assert _job_command(stack) == COMMAND

@@ -181,6 +181,16 @@ def driver_check_environment(sdk: str, container_name: str = "") -> dict[str, st
     }
 
 
+WRAPPER_NAME = "neuron-driver-check"
+"""The script's ``$0`` in the entry point :func:`wrapped_start` gives a container."""
+
+
 def wrapped_start(entry_point: list[str], command: list[str] | None) -> tuple[list[str], list[str]]:
     """The entry point and command that run the start check, then ``entry_point`` + ``command``."""
-    return ["/bin/sh", "-c", DRIVER_CHECK_SCRIPT, "neuron-driver-check"], [*entry_point, *(command or [])]
+    return ["/bin/sh", "-c", DRIVER_CHECK_SCRIPT, WRAPPER_NAME], [*entry_point, *(command or [])]
+
+
+def is_wrapped_start(entry_point: list[str]) -> bool:
+    """Whether ``entry_point`` is the start check's (:func:`wrapped_start`), whose command begins with the entry point
+    it wraps."""
+    return entry_point == ["/bin/sh", "-c", DRIVER_CHECK_SCRIPT, WRAPPER_NAME]

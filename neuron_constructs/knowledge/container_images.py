@@ -159,6 +159,10 @@ class NeuronImage:
     engine: Engine | None = None
     """What compiles and runs the model in the image, and so which compile cache it reads
     (:mod:`~neuron_constructs.knowledge.engines`); ``None`` for an image that runs no model (the library's own)."""
+    entry_point: tuple[str, ...] | None = None
+    """The image's own ``ENTRYPOINT``, where a source gives it (``entry_point_source``); ``None`` where none does. A
+    job that cannot set an entry point (AWS Batch) runs a container given this entry point by its command alone."""
+    entry_point_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.digest is not None and not _DIGEST.fullmatch(self.digest):
@@ -273,6 +277,13 @@ VLLM_TRN2 = NeuronImage(
     python="3.14",
     os="Ubuntu 26.04",
     instance_families=("trn2", "trn3"),
+    entry_point=("python", "/usr/local/bin/vllm_entrypoint.py"),
+    entry_point_source=(
+        "aws-neuron/deep-learning-containers: vllm/inference/0.21.0.1.0.0/Dockerfile.neuronx (commit bd966547) and "
+        "vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx (commit 4536c92a, SDK 2.32.0) both end with ENTRYPOINT "
+        '["python", "/usr/local/bin/vllm_entrypoint.py"]; the 0.29 image\'s Dockerfile is in no source found, and '
+        "the line is taken as unchanged"
+    ),
     source=(
         "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/dlc.html (Install PyTorch via Deep "
         "Learning Container, Trn2 and Trn3: 'docker pull public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:"

@@ -121,7 +121,9 @@ def _described(cache: CompileCache, directory: str) -> str:
 
 class PrecompileJob(Construct):
     """The job that compiles ``container``'s model on CPU for ``target``, its queue and its function (module
-    docstring). Made by ``NeuronService(precompile=)`` and ``NeuronFleet.add_model(precompile=)``.
+    docstring). Made by ``NeuronService(precompile=)`` and ``NeuronFleet.add_model(precompile=)``. The job runs the
+    container's command, without its first ``command_skipped`` words (the image's own entry point, which the driver
+    start check's wrapper names there and the image runs by itself).
 
     Attributes: ``job_queue``, ``job_definition`` (the ``AWS::Batch::JobDefinition``), ``function``,
     ``security_group``, ``job_role``, ``log_group``, ``target``, ``precompile``, ``model`` (the construct path the
@@ -140,6 +142,7 @@ class PrecompileJob(Construct):
         vpc: ec2.IVpc,
         subnets: ec2.SubnetSelection,
         model: str,
+        command_skipped: int = 0,
         log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
         log_removal_policy: RemovalPolicy = OPERATIONAL_REMOVAL,
     ) -> None:
@@ -207,7 +210,7 @@ class PrecompileJob(Construct):
             timeout=batch.CfnJobDefinition.TimeoutProperty(attempt_duration_seconds=precompile.timeout_seconds),
             container_properties=batch.CfnJobDefinition.ContainerPropertiesProperty(
                 image=container.image_name,
-                command=Lazy.list(_ListProducer(lambda: self._rendered("command") or [])),
+                command=Lazy.list(_ListProducer(lambda: (self._rendered("command") or [])[command_skipped:])),
                 environment=Lazy.any(_Produce(self._environment)),
                 secrets=Lazy.any(_Produce(self._secrets), omit_empty_array=True),
                 resource_requirements=[

@@ -10,11 +10,12 @@ Refused at the call, naming the model and the fix:
 * speculative decoding in the container's command (``--speculative-config``, ``--speculative-model``,
   ``--num-speculative-tokens``), or ``VLLM_NEURON_CPU_COMPILE`` / ``VLLM_NEURON_CPU_MODE`` already set on it
   (NEURON161);
-* what a Batch job cannot run as the service does (NEURON166): a container with an ``entry_point`` (and so one with
-  the driver start check, which wraps it): a job definition takes no entry point, and the check would stop on a host
-  with no Neuron driver; an image whose engine documents no CPU compilation (NxD Inference, torch-neuronx,
-  optimum-neuron, torch-neuron: vLLM Neuron's is the one documented); a cache on an instance mount (FSx for Lustre),
-  which no Batch job mounts; a task definition with more than one Neuron container;
+* what a Batch job cannot run as the service does (NEURON166): a container with an ``entry_point`` other than the
+  image's own as the image table records it (``NeuronImage.entry_point``), alone or inside the driver start check: a
+  job definition takes no entry point. With the image's own, the job runs the command under it, without the driver
+  start check (a CPU host has no Neuron driver to check); an image whose engine documents no CPU compilation (NxD
+  Inference, torch-neuronx, optimum-neuron, torch-neuron: vLLM Neuron's is the one documented); a cache on an instance
+  mount (FSx for Lustre), which no Batch job mounts; a task definition with more than one Neuron container;
 * on a rolling deployment or a fleet, a job ``timeout`` beyond what the custom resource waits (NEURON165).
 
 Warned (NEURON162): a Neuron container that carries the cache-hit-only variables without ``precompile=``.
@@ -31,6 +32,7 @@ from constructs import Construct
 
 from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.tree import construct_path
+from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.model_sources import CompileCache, compile_cache_of
@@ -72,7 +74,7 @@ def check_precompile(
     families: set[str],
     *,
     custom_resource: bool,
-) -> tuple[CompileCache, str, str]:
+) -> tuple[CompileCache, str, str, int]:
     """The checks of the module docstring; the cache, the model it keys and the target."""
     if not isinstance(precompile, Precompile):
         raise rules.WRONG_TYPE.error(where, f"precompile={precompile!r}", expected="precompile=Precompile(...)")
@@ -99,11 +101,16 @@ def check_precompile(
             fix="drop precompile= for this model; its compile cache still keeps what its first start compiles",
         )
     rendered: Any = container.render_container_definition()
-    if rendered.entry_point:
+    skipped = _command_skipped(
+        list(rendered.entry_point or []),
+        list(rendered.command or []),
+        None if found is None else found[1].entry_point,
+    )
+    if skipped is None:
         raise rules.PRECOMPILE_INPUT.error(
             where,
-            f"container {container.container_name!r} sets an entry point (given, or the driver start check's), which "
-            "an AWS Batch job definition cannot",
+            f"container {container.container_name!r} sets an entry point (given, or the driver start check's) that "
+            "is not the image's own as the image table records it, and an AWS Batch job definition sets none",
             fix="drop entry_point= (and driver_check=) and put the server's arguments in command=, so the job runs "
             "the image's own entry point as the service does",
         )
@@ -146,7 +153,24 @@ def check_precompile(
                 f"queue",
                 limit=f"Duration.seconds({longest})",
             )
-    return cache, model, target
+    return cache, model, target, skipped
+
+
+def _command_skipped(entry_point: list[str], command: list[str], own: tuple[str, ...] | None) -> int | None:
+    """How many leading words of the container's command the job drops so that the image's own entry point runs
+    what the service runs: 0 for a container with no entry point, or with the image's own (``own``, from the image
+    table); ``len(own)`` for the driver start check's wrapper around the image's own entry point, whose check the job
+    leaves out (a CPU host has no Neuron driver to check); ``None`` for any other entry point, which a job
+    definition cannot set."""
+    if not entry_point:
+        return 0
+    if own is None:
+        return None
+    if entry_point == list(own):
+        return 0
+    if start_check.is_wrapped_start(entry_point) and command[: len(own)] == list(own):
+        return len(own)
+    return None
 
 
 def _serve_cache_hit_only(container: ecs.ContainerDefinition, precompile: Precompile) -> None:
@@ -170,9 +194,17 @@ def precompile_service(service: NeuronService, precompile: Precompile) -> Precom
     instance_type = getattr(task_definition, "instance_type", None)
     families = _families(service.capacity, getattr(instance_type, "family", None))
     native = service.rollout.native
-    cache, model, target = check_precompile(where, container, precompile, families, custom_resource=not native)
+    cache, model, target, skipped = check_precompile(where, container, precompile, families, custom_resource=not native)
     job = _job(
-        service, container, cache, model, precompile, target, service.cluster.vpc, service.cluster.capacity_subnets
+        service,
+        container,
+        cache,
+        model,
+        precompile,
+        target,
+        service.cluster.vpc,
+        service.cluster.capacity_subnets,
+        skipped,
     )
     if native:
         service.service.add_lifecycle_hook(job.hook())
@@ -200,8 +232,8 @@ def precompile_model(
     variables on every copy, and each copy's task definition recording the precompile for ``neuron-ecs plan
     --startup``."""
     where = construct_path(owner)
-    cache, model, target = check_precompile(where, container, precompile, {family}, custom_resource=True)
-    job = _job(owner, container, cache, model, precompile, target, vpc, subnets)
+    cache, model, target, skipped = check_precompile(where, container, precompile, {family}, custom_resource=True)
+    job = _job(owner, container, cache, model, precompile, target, vpc, subnets, skipped)
     job.order_before(*services)
     for copy in copies:
         _serve_cache_hit_only(copy.neuron_containers[0], precompile)
@@ -218,6 +250,7 @@ def _job(
     target: str,
     vpc: ec2.IVpc,
     subnets: ec2.SubnetSelection,
+    skipped: int,
 ) -> PrecompileJob:
     return PrecompileJob(
         owner,
@@ -230,6 +263,7 @@ def _job(
         vpc=vpc,
         subnets=subnets,
         model=construct_path(owner),
+        command_skipped=skipped,
     )
 
 
