@@ -39,6 +39,8 @@ from neuron_constructs import (
     NeuronMonitoring,
     NeuronService,
     NeuronTrainingQueue,
+    Precompile,
+    Rollout,
     SlicedNeuronService,
     WarmPool,
 )
@@ -353,6 +355,9 @@ class NeuronInferenceTrn2(Stack):
     pin changes (``AmiRollout``), a warm pool of one stopped instance that has already pulled the image
     (``WarmPool(prefetch=True)``), and the driver start check in the container. The model holds chip 0 (four logical
     NeuronCores, ``--tensor-parallel-size 4``), behind an internal load balancer (stack output ``LoadBalancerUrl``).
+    Each new revision is compiled on CPU first (``Precompile``: an AWS Batch job on Fargate at the rollout's
+    ``PRE_SCALE_UP``) into vLLM Neuron's compile cache on Amazon EFS, then rolled out blue/green; the copies serve
+    cache-hit-only, so a miss fails the green task and the rollout rolls back.
 
     Deploy it in a Region that offers trn2.48xlarge (:data:`TRN2_REGIONS`; ``aws ec2 describe-instance-type-offerings
     --filters Name=instance-type,Values=trn2.48xlarge`` tells for yours); the template names them for cfn-lint.
@@ -373,6 +378,15 @@ class NeuronInferenceTrn2(Stack):
             warm_pool=WarmPool(min_size=1, prefetch=True),
         )
         self.monitoring = NeuronMonitoring(self.neuron, "Monitoring", cluster=self.neuron)
+        # vLLM Neuron's cache on Amazon EFS: the remote tier every copy and the precompile job share (the model's own
+        # access point), a local tier on each instance that outlives its tasks.
+        self.compile_cache = CompileCache.in_new_file_system(
+            self,
+            "CompileCache",
+            vpc=self.neuron.vpc,
+            clients=[self.capacity.auto_scaling_group],
+            vpc_subnets=self.neuron.capacity_subnets,
+        )
         self.task_definition = ManualNeuronTaskDefinition(
             self, "Vllm", instance_type="trn2.48xlarge", devices=[0], lnc=2, cpu=12288, memory_mib=122880
         )
@@ -387,6 +401,7 @@ class NeuronInferenceTrn2(Stack):
             port_mappings=[ecs.PortMapping(container_port=VLLM_PORT, host_port=VLLM_PORT)],
             essential=True,
             driver_check=True,
+            compile_cache=self.compile_cache,
         )
         Validations.of(self.task_definition.task_definition.node.default_child).acknowledge(  # type: ignore[arg-type]
             Acknowledgment(
@@ -396,9 +411,20 @@ class NeuronInferenceTrn2(Stack):
                 "None is secret.",
             )
         )
-        self.service = NeuronService(self, "Service", cluster=self.neuron, task_definition=self.task_definition)
+        # Compiled on CPU (AWS Batch on Fargate) before a new revision's tasks start; the copies serve cache-hit-only.
+        self.service = NeuronService(
+            self,
+            "Service",
+            cluster=self.neuron,
+            task_definition=self.task_definition,
+            rollout=Rollout.blue_green(),
+            precompile=Precompile(vcpus=16, memory_mib=65536, parallel_workers=16),
+        )
         self.load_balancer = NeuronLoadBalancer(self, "LoadBalancer", cluster=self.neuron)
-        self.service.attach_to_listener(self.load_balancer.listener)
+        # A listener rule of its own: ECS moves a blue/green rollout's traffic by that rule's weights.
+        self.service.attach_to_listener(
+            self.load_balancer.listener, conditions=[elbv2.ListenerCondition.path_patterns(["/*"])], priority=10
+        )
         self.load_balancer.add_url_output()
 
 

@@ -795,3 +795,20 @@ def test_a_container_with_the_image_s_own_entry_point_precompiles_with_the_comma
     task = _task(stack, cache=cache, entry_point=list(VLLM_TRN2.entry_point or ()))
     _service(stack, cluster, task, precompile=Precompile())
     assert _job_command(stack) == COMMAND
+
+
+def test_the_job_s_security_group_sends_https_and_nfs_to_the_cache_only(synthesized: dict[str, Any]) -> None:
+    template = synthesized["templates"]["Rolling"]
+    job_group, group = next(
+        (k, v) for k, v in resources(template, "AWS::EC2::SecurityGroup").items() if k.startswith("ServicePrecompile")
+    )
+    egress = [
+        (r.get("CidrIp"), r["IpProtocol"], r.get("FromPort"), r.get("ToPort"))
+        for r in group["Properties"].get("SecurityGroupEgress", [])
+    ] + [
+        ("cache", r["Properties"]["IpProtocol"], r["Properties"]["FromPort"], r["Properties"]["ToPort"])
+        for r in resources(template, "AWS::EC2::SecurityGroupEgress").values()
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [job_group, "GroupId"]}
+    ]
+    assert sorted(egress, key=str) == sorted([("0.0.0.0/0", "tcp", 443, 443), ("cache", "tcp", 2049, 2049)], key=str)
+    assert "SecurityGroupIngress" not in group["Properties"]

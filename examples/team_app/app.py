@@ -5,7 +5,7 @@ embedding fleet, ECS Managed Instances for the LLM), an internal load balancer (
 Neuron monitoring, published in Parameter Store under ``/neuron/team`` for other CDK apps (``examples/consumer_app``).
 Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
 balancer on ``/v1/*``, scaling on requests and on its NeuronCore utilization, rolled out blue/green after a smoke
-test), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``, rolled out canary: two
+test, with its engine's compile cache on S3), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``, rolled out canary: two
 copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
 workload stack depends on the platform's, never the reverse: the platform deploys first, and a workload stack deletes
 alone.
@@ -28,6 +28,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from neuron_constructs import (
+    CompileCache,
     ManagedNeuronTaskDefinition,
     NeuronAmi,
     NeuronCluster,
@@ -136,6 +137,10 @@ class LlmService(Construct):
                 '{"override_neuron_config":{"enable_bucketing":false}}',
             ],
             port_mappings=[ecs.PortMapping(container_port=PORT)],
+            # The engine of the vLLM 0.16 image is vLLM on NxD Inference, whose persistent cache is torch-neuronx's on
+            # S3 (NEURON_COMPILE_CACHE_URL): a copy after the first loads the graphs the first compiled. No source
+            # documents a CPU compile mode for it, so it is not precompiled (NEURON166 would say so).
+            compile_cache=CompileCache.in_new_bucket(self, "CompileCache"),
         )
         self.service = NeuronService(
             self,

@@ -3,9 +3,9 @@ model on CPU, the function that runs it for a deployment, and what orders it bef
 
 :class:`PrecompileJob`, under the service (or fleet model) it compiles for, in that stack:
 
-* ``SecurityGroup``: the job's, all outbound (the image registry, the model hub, CloudWatch Logs), nothing inbound;
-  the compile cache's mount targets admit NFS from it, a rule made from the job's side so that it lands in the job's
-  stack when the file system is in another (``connections.allow_to_default_port``);
+* ``SecurityGroup``: the job's, outbound HTTPS (the image registry, the model hub, CloudWatch Logs) and NFS to the
+  compile cache, nothing inbound; the compile cache's mount targets admit NFS from it, a rule made from the job's side
+  so that it lands in the job's stack when the file system is in another (``connections.allow_to_default_port``);
 * ``ComputeEnvironment`` and ``Queue``: AWS Batch on Fargate (``FargateComputeEnvironment``) or a managed EC2 compute
   environment of CPU instance types with minimum 0 vCPUs (:meth:`Precompile.on_ec2
   <neuron_constructs.serving.precompile.Precompile.on_ec2>`; its instances' role, ``InstanceRole``, holds the ECS
@@ -155,8 +155,11 @@ class PrecompileJob(Construct):
             self,
             "SecurityGroup",
             vpc=vpc,
-            allow_all_outbound=True,
+            allow_all_outbound=False,
             description="Neuron precompile job: out to the registry, the model hub and the compile cache",
+        )
+        self.security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS: the image registry, the model hub, CloudWatch Logs"
         )
         directory = cache.model_directory(cache_model) if cache.bucket is None else cache.model_prefix(cache_model)
         self.log_group = log_group(self, "Logs", retention=log_retention, removal_policy=log_removal_policy)
