@@ -5,10 +5,10 @@ embedding fleet, ECS Managed Instances for the LLM), an internal load balancer (
 Neuron monitoring, published in Parameter Store under ``/neuron/team`` for other CDK apps (``examples/consumer_app``).
 Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
 balancer on ``/v1/*``, scaling on requests and on its NeuronCore utilization, rolled out blue/green after a smoke
-test, with its engine's compile cache on S3), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model on ``/embed/*``, rolled out canary: two
-copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue with EFA on the platform's VPC). Every
-workload stack depends on the platform's, never the reverse: the platform deploys first, and a workload stack deletes
-alone.
+test, with its engine's compile cache on S3), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model
+on ``/embed/*``, rolled out canary: two copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue
+with EFA on the platform's VPC). Every workload stack depends on the platform's, never the reverse: the platform
+deploys first, and a workload stack deletes alone.
 
 Context ``split`` (``-c split=...``) lays the same resources out other ways: ``a stack each`` (the default), ``platform
 and workloads`` (every workload in one stack) and ``one stack``; ``-c cdkNag=true`` runs cdk-nag's AwsSolutions pack.
