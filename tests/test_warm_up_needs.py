@@ -1,0 +1,215 @@
+"""What model stacks publish for a warm-pooled capacity of another stack (Parameter Store under the platform's prefix),
+the warm-up's reading of it at boot (run in dash and bash against fakes, with hostile values), the grants on both
+sides, NEURON124 and ``neuron-ecs plan --fetches``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_s3 as s3
+
+from neuron_constructs import ManualNeuronTaskDefinition, ModelArtifacts, NeuronCluster, NeuronService, WarmPool
+from neuron_constructs.knowledge.warm_start import MODELS_DIRECTORY, Prefetch, warm_up_script
+from neuron_constructs.knowledge.warm_up_needs import (
+    MOST_ENTRIES,
+    NEEDS_FORMAT,
+    Need,
+    artifact_needs,
+    image_needs,
+    needs_value,
+    parse_needs,
+)
+
+pytestmark = pytest.mark.xdist_group("warm_pools")
+
+PRIVATE_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/llama-server:1.4"
+PUBLIC_IMAGE = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+CLI = "public.ecr.aws/aws-cli/aws-cli:2.31.0"
+PATH = "/neuron/team/warm-up/Inf2"
+
+# ----------------------------------------------------------------- the format ---
+
+
+def test_a_value_round_trips_through_the_format_the_boot_script_reads() -> None:
+    needs = [Need("image", PRIVATE_IMAGE, 8), Need("artifacts", "team-models/llama/tp2", 20.5), Need("image", "a/b")]
+    value = needs_value(needs)
+    assert value.split()[0] == NEEDS_FORMAT
+    assert parse_needs(value) == (needs, 0)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "x; touch /tmp/owned",
+        "$(id)",
+        "`id`",
+        "-v/:/host",
+        "registry.example/model:1'",
+        "registry.example/model:1\nimage=evil",
+        "Registry.Example/model:1",
+        "a" * 600,
+    ],
+)
+def test_an_image_reference_outside_the_pattern_is_not_published(reference: str) -> None:
+    assert image_needs(reference) is None
+
+
+@pytest.mark.parametrize(
+    ("bucket", "prefix"),
+    [("team..models", "llama"), ("team-models", "../etc"), ("team-models", "a/./b"), ("team-models", "a b"),
+     ("team-models", "it's"), ("Team", "llama"), ("team-models", "$(id)")],
+)  # fmt: skip
+def test_a_bucket_or_prefix_outside_the_pattern_is_not_published(bucket: str, prefix: str) -> None:
+    assert artifact_needs(bucket, prefix) is None
+
+
+def test_parse_skips_words_outside_the_format_and_beyond_the_bound() -> None:
+    assert parse_needs("neuron-warm-up/2 image=a/b,-") == ([], 1)
+    assert parse_needs(f"{NEEDS_FORMAT} image=a/b;id,- s3=b/../x,- image=a/b,-") == ([Need("image", "a/b")], 2)
+    many = " ".join(f"image=r/m{i},-" for i in range(MOST_ENTRIES + 3))
+    needs, skipped = parse_needs(f"{NEEDS_FORMAT} {many}")
+    assert (len(needs), skipped) == (MOST_ENTRIES, 3)
+
+
+# ----------------------------------------------------------------- the script, against fakes ---
+
+FAKE = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$CALLS"
+case "$(basename "$0") $1" in
+  "docker info") exit 0 ;;
+  "docker pull") case "$*" in *broken*) exit 1 ;; esac ;;
+  "docker run")
+    case "$*" in
+      *get-login-password*) echo token ;;
+      *get-parameters-by-path*) [ -e "$STATE/no-ssm" ] && exit 254; cat "$STATE/needs" ;;
+    esac ;;
+esac
+case "$*" in
+  *api/token*) echo metadata-token ;;
+  *meta-data/instance-id*) echo i-0123456789abcdef0 ;;
+  *autoscaling:groupName*) echo Warm-Group-1 ;;
+esac
+exit 0
+"""
+
+
+def _run(shell: str, tmp_path: Path, listed: str, *, ssm_fails: bool = False) -> tuple[str, list[str]]:
+    bin_dir, state = tmp_path / "bin", tmp_path / "state"
+    bin_dir.mkdir()
+    state.mkdir()
+    for name in ("docker", "systemctl", "curl", "sleep", "mkdir"):
+        fake = bin_dir / name
+        fake.write_text(FAKE)
+        fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    (state / "needs").write_text(listed)
+    if ssm_fails:
+        (state / "no-ssm").touch()
+    script = tmp_path / "warm-up.sh"
+    script.write_text(warm_up_script(Prefetch(needs_path=PATH), region="us-east-1", cli_image=CLI))
+    calls = tmp_path / "calls"
+    calls.touch()
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls), "STATE": str(state), "HOME": str(tmp_path)}
+    done = subprocess.run([shell, str(script)], env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, calls.read_text().splitlines()
+
+
+SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_warm_up_reads_its_path_paginated_and_bounded_and_fetches_what_is_published(
+    shell: str, tmp_path: Path
+) -> None:
+    """GIVEN two model stacks' parameters under the capacity's path WHEN the warm-up runs THEN it reads the path one
+    level deep, at most 50 parameters 10 a call, logs in to the private registry, pulls both images, copies the
+    prefix, and completes the lifecycle action."""
+    model = needs_value([Need("image", PRIVATE_IMAGE, 8), Need("artifacts", "team-models/llama/tp2", 20)])
+    other = needs_value([Need("image", PUBLIC_IMAGE)])
+    out, calls = _run(shell, tmp_path, f"{PATH}/Model\t{model}\n{PATH}/Other\t{other}\n")
+    (read,) = [c for c in calls if "get-parameters-by-path" in c]
+    for part in (f"--path {PATH}", "--no-recursive", "--page-size 10", "--max-items 50", "--region us-east-1"):
+        assert part in read
+    login = next(c for c in calls if "get-login-password" in c)
+    assert "--region us-east-1" in login
+    assert "docker login --username AWS --password-stdin 111122223333.dkr.ecr.us-east-1.amazonaws.com" in calls
+    assert f"docker pull --quiet {PRIVATE_IMAGE}" in calls
+    assert f"docker pull --quiet {PUBLIC_IMAGE}" in calls
+    sync = next(c for c in calls if "s3 sync" in c)
+    assert f"s3://team-models/llama/tp2 {MODELS_DIRECTORY}/team-models/llama/tp2" in sync
+    assert f"neuron-warm-up: pulled {PRIVATE_IMAGE} (from Model)" in out
+    assert any("complete-lifecycle-action" in c for c in calls)
+    assert out.splitlines()[-1] == "neuron-warm-up: done (0 failed)"
+
+
+HOSTILE_WORDS = [
+    "image=x;touch${IFS}OWNED,-",
+    "image=$(touch${IFS}OWNED),-",
+    "image=`touch${IFS}OWNED`,-",
+    "image=-v/:/host,-",
+    "image=*,-",
+    "s3=team-models/../../../etc,-",
+    "s3=team..models/x,-",
+    "s3=team-models/a/./b,-",
+    "s3=team-models/x;touch${IFS}OWNED,-",
+    "image=registry.example/ok:1,9'",
+]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_hostile_values_are_skipped_with_a_log_line_and_never_run(shell: str, tmp_path: Path) -> None:
+    """GIVEN parameters whose words try command substitution, option injection, globbing and climbing out of the
+    models directory, a name outside the path, another format and an overlong value WHEN the warm-up reads them
+    THEN nothing of them runs or is fetched, each is skipped with a line that does not repeat it, and the good need
+    beside them is still fetched."""
+    (tmp_path / "work").mkdir()
+    hostile = " ".join([NEEDS_FORMAT, *HOSTILE_WORDS, "image=registry.example/good:1,-"])
+    listed = "\n".join(
+        [
+            f"{PATH}/Model\t{hostile}",
+            f"/elsewhere/Model\t{NEEDS_FORMAT} image=registry.example/elsewhere:1,-",
+            f"{PATH}/deeper/Model\t{NEEDS_FORMAT} image=registry.example/deeper:1,-",
+            f"{PATH}/Old\tneuron-warm-up/0 image=registry.example/old:1,-",
+            f"{PATH}/Long\t{NEEDS_FORMAT} " + "image=registry.example/long:1,- " * 300,
+        ]
+    )
+    out, calls = _run(shell, tmp_path, listed + "\n")
+    assert not list(tmp_path.rglob("OWNED"))
+    pulled = [c for c in calls if c.startswith("docker pull") and "aws-cli" not in c]
+    assert pulled == ["docker pull --quiet registry.example/good:1"]
+    assert not any("s3 sync" in c for c in calls)
+    # three of them match the words' pattern and are refused by the copy's own checks
+    assert out.count("skipped a need of Model that matches no pattern") == len(HOSTILE_WORDS) - 3
+    assert out.count("skipped a prefix of Model with a . or .. segment") == 2
+    assert out.count("skipped a bucket of Model with '..'") == 1
+    assert "skipped a parameter not named" in out
+    assert f"skipped Old: not {NEEDS_FORMAT}" in out and "skipped Long: longer than 4096 characters" in out
+    assert "OWNED" not in out and "/etc" not in out
+    assert out.splitlines()[-1] == "neuron-warm-up: done (0 failed)"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_warm_up_stops_at_the_bound_of_needs(shell: str, tmp_path: Path) -> None:
+    many = " ".join(f"image=registry.example/m{i}:1,-" for i in range(MOST_ENTRIES + 5))
+    out, calls = _run(shell, tmp_path, f"{PATH}/Model\t{NEEDS_FORMAT} {many}\n")
+    pulled = [c for c in calls if c.startswith("docker pull") and "aws-cli" not in c]
+    assert len(pulled) == MOST_ENTRIES
+    assert f"skipped the needs after the first {MOST_ENTRIES}" in out
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_path_the_warm_up_cannot_read_counts_as_a_failure_and_the_instance_goes_on(
+    shell: str, tmp_path: Path
+) -> None:
+    out, calls = _run(shell, tmp_path, "", ssm_fails=True)
+    assert f"neuron-warm-up: could not read {PATH}" in out
+    assert any("complete-lifecycle-action" in c for c in calls)
+    assert out.splitlines()[-1] == "neuron-warm-up: done (1 failed)"
