@@ -5,6 +5,7 @@ sides, NEURON124 and ``neuron-ecs plan --fetches``."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
 
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.xdist_group("warm_pools")
 PRIVATE_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/llama-server:1.4"
 PUBLIC_IMAGE = "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
 CLI = "public.ecr.aws/aws-cli/aws-cli:2.31.0"
+REPOSITORY = "team/llama-server"
 PATH = "/neuron/team/warm-up/Inf2"
 
 # ----------------------------------------------------------------- the format ---
@@ -213,3 +216,175 @@ def test_a_path_the_warm_up_cannot_read_counts_as_a_failure_and_the_instance_goe
     assert f"neuron-warm-up: could not read {PATH}" in out
     assert any("complete-lifecycle-action" in c for c in calls)
     assert out.splitlines()[-1] == "neuron-warm-up: done (1 failed)"
+
+
+# ----------------------------------------------------------------- two stacks at synth ---
+
+PREFIX = "/neuron/team"
+
+
+def _model_task(
+    stack: Stack, image: ecs.ContainerImage, bucket: s3.IBucket, **sizes: Any
+) -> ManualNeuronTaskDefinition:
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
+    models = ModelArtifacts(bucket, "llama/neuron-tp2", size_gib=sizes.get("model_gib"))
+    task.add_neuron_container("model", image=image, model_artifacts=models, image_size_gib=sizes.get("image_gib"))
+    return task
+
+
+def _two_stacks(
+    *, publish: bool = True, image: str = PRIVATE_IMAGE, bucket: str | None = "team-models"
+) -> dict[str, Any]:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform")
+    cluster = NeuronCluster(platform, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    if publish:
+        cluster.publish(PREFIX)
+    model = Stack(app, "Model")
+    models = (
+        s3.Bucket.from_bucket_name(model, "Models", bucket)
+        if bucket is not None
+        else s3.Bucket(model, "Models", enforce_ssl=True)
+    )
+    container_image = (
+        ecs.ContainerImage.from_registry(image)
+        if image
+        else ecs.ContainerImage.from_ecr_repository(ecr.Repository(model, "Repository"), "1")
+    )
+    task = _model_task(model, container_image, models, image_gib=8, model_gib=20)
+    NeuronService(model, "Llama", cluster=cluster, task_definition=task, capacity=capacity)
+    assembly = app.synth()
+    return {
+        "assembly": assembly,
+        "capacity": capacity,
+        "platform": assembly.get_stack_by_name("Platform"),
+        "model": assembly.get_stack_by_name("Model"),
+    }
+
+
+def _of_type(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def _statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        s["Sid"]: s
+        for p in _of_type(template, "AWS::IAM::Policy")
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "Sid" in s
+    }
+
+
+def _warnings(stack: Any, rule: str) -> list[str]:
+    return [str(m.entry.data) for m in stack.messages if rule in str(m.entry.data)]
+
+
+@pytest.fixture(scope="module")
+def split() -> dict[str, Any]:
+    return _two_stacks()
+
+
+def test_the_model_stack_publishes_what_its_service_needs_under_the_capacity_s_path(split: dict[str, Any]) -> None:
+    """GIVEN a platform stack whose cluster publishes under /neuron/team and a warm-pooled capacity, and a model stack
+    with a service on that capacity WHEN synthesized THEN the model stack writes one String parameter under
+    <prefix>/warm-up/<capacity>/<stack> holding its image and model prefix with their sizes, in the format the boot
+    script reads, and Parameter Store holds the value to that format."""
+    (parameter,) = _of_type(split["model"].template, "AWS::SSM::Parameter")
+    properties = parameter["Properties"]
+    assert properties["Name"] == f"{PREFIX}/warm-up/Neuron/Model"
+    assert properties["Type"] == "String" and properties["Tier"] == "Standard"
+    needs, skipped = parse_needs(properties["Value"])
+    assert skipped == 0
+    sync = next(n for n in needs if n.what.startswith("public.ecr.aws/aws-cli/"))  # the model sync container's
+    assert needs == [Need("image", PRIVATE_IMAGE, 8), sync, Need("artifacts", "team-models/llama/neuron-tp2", 20)]
+    assert re.fullmatch(properties["AllowedPattern"], properties["Value"])
+    assert split["capacity"].needs_path == f"{PREFIX}/warm-up/Neuron"
+
+
+def test_the_platform_reads_the_path_at_boot_without_depending_on_the_model_stack(split: dict[str, Any]) -> None:
+    """GIVEN the two stacks WHEN synthesized THEN the platform's user data reads the capacity's path (and names no
+    image of the model), its instance role may call GetParametersByPath on exactly that path, the platform has no
+    dependency on the model stack, and NEURON124 no longer names the model's service."""
+    platform = split["platform"]
+    assert "Model" not in [d.id for d in platform.dependencies]
+    assert "Platform" in [d.id for d in split["model"].dependencies]
+    assert split["capacity"].prefetch.needs_path == f"{PREFIX}/warm-up/Neuron"
+    script = warm_up_script(split["capacity"].prefetch, region="r", cli_image=CLI)
+    assert f"NEEDS='{PREFIX}/warm-up/Neuron'" in script and PRIVATE_IMAGE not in script
+    rendered = json.dumps(platform.template)
+    assert PRIVATE_IMAGE not in rendered and "team-models" not in rendered
+    read = _statements(platform.template)["ReadWarmUpNeeds"]
+    assert read["Action"] == "ssm:GetParametersByPath"
+    assert read["Resource"] == {
+        "Fn::Join": [
+            "",
+            ["arn:", {"Ref": "AWS::Partition"}, ":ssm:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"},
+             f":parameter{PREFIX}/warm-up/Neuron"],
+        ]
+    }  # fmt: skip
+    assert not _warnings(platform, "NEURON124")
+
+
+def test_the_model_stack_grants_the_instance_role_only_its_repository_and_prefix(split: dict[str, Any]) -> None:
+    """GIVEN the two stacks WHEN synthesized THEN the model stack's policy, attached to the platform's instance role
+    by name, pulls the model's repository only and reads its prefix only; the platform's own role policies name
+    neither."""
+    model = split["model"].template
+    statements = _statements(model)
+    assert statements["PullImages"]["Resource"] == {
+        "Fn::Join": [
+            "",
+            ["arn:", {"Ref": "AWS::Partition"}, ":ecr:us-east-1:111122223333:repository/team/llama-server"],
+        ]
+    }
+    policies = [
+        p for p in _of_type(model, "AWS::IAM::Policy") if "Fn::ImportValue" in json.dumps(p["Properties"]["Roles"])
+    ]
+    granted = json.dumps(policies)
+    assert "PullImages" in granted and "team-models/llama/neuron-tp2/*" in granted
+    assert '"s3:prefix": ["llama/neuron-tp2", "llama/neuron-tp2/*"]' in granted
+    assert "ecr:*" not in granted and '"s3:*"' not in granted
+    assert "PullImages" not in json.dumps(_of_type(split["platform"].template, "AWS::IAM::Policy"))
+
+
+def test_the_model_s_task_volume_is_the_warm_up_s_copy(split: dict[str, Any]) -> None:
+    (task,) = _of_type(split["model"].template, "AWS::ECS::TaskDefinition")
+    (volume,) = task["Properties"]["Volumes"]
+    assert volume["Host"] == {"SourcePath": f"{MODELS_DIRECTORY}/team-models/llama/neuron-tp2"}
+
+
+def test_the_model_s_sizes_count_against_the_platform_s_root_volume(split: dict[str, Any]) -> None:
+    room = split["capacity"].root_volume_room
+    assert {(f.what, f.size_gib) for f in room.fetched} >= {
+        (PRIVATE_IMAGE, 8),
+        ("s3://team-models/llama/neuron-tp2", 20),
+    }
+
+
+def test_an_image_named_by_a_token_in_the_model_stack_still_warns_and_is_not_published() -> None:
+    """GIVEN the model's image from a repository the model stack creates (a token) WHEN synthesized THEN the parameter
+    holds the model prefix only, and NEURON124 names the container (its image is pulled when the task is placed)."""
+    made = _two_stacks(image="")
+    (parameter,) = _of_type(made["model"].template, "AWS::SSM::Parameter")
+    needs, _ = parse_needs(parameter["Properties"]["Value"])
+    assert [n.kind for n in needs if not n.what.startswith("public.ecr.aws/aws-cli/")] == ["artifacts"]
+    (warning,) = _warnings(made["platform"], "NEURON124")
+    assert "Model/Task/TaskDefinition/model (image named by a token)" in warning
+
+
+def test_a_bucket_the_model_stack_creates_is_published_by_its_deploy_time_name() -> None:
+    made = _two_stacks(bucket=None)
+    (parameter,) = _of_type(made["model"].template, "AWS::SSM::Parameter")
+    value = json.dumps(parameter["Properties"]["Value"])
+    assert '"Ref": "Models' in value and "s3=" in value
+    assert not _warnings(made["platform"], "NEURON124")
+
+
+def test_without_a_published_prefix_the_other_stack_s_service_warns_with_the_fix() -> None:
+    made = _two_stacks(publish=False)
+    assert not _of_type(made["model"].template, "AWS::SSM::Parameter")
+    (warning,) = _warnings(made["platform"], "NEURON124")
+    assert "Model/Llama (in another stack, and the capacity's cluster publishes no prefix" in warning
+    assert "NeuronCluster.publish" in warning
+    assert "ReadWarmUpNeeds" not in _statements(made["platform"].template)

@@ -165,7 +165,8 @@ def parse_needs(value: str) -> tuple[list[Need], int]:
         kind, _, rest = word.partition("=")
         what, _, size = rest.rpartition(",")
         stated = None if size == "-" else float(size)
-        need = image_needs(what, stated) if kind == "image" else artifact_needs(*what.split("/", 1), stated)
+        bucket, _, prefix = what.partition("/")
+        need = image_needs(what, stated) if kind == "image" else artifact_needs(bucket, prefix, stated)
         if need is None:
             skipped += 1
         else:
