@@ -388,3 +388,63 @@ def test_without_a_published_prefix_the_other_stack_s_service_warns_with_the_fix
     assert "Model/Llama (in another stack, and the capacity's cluster publishes no prefix" in warning
     assert "NeuronCluster.publish" in warning
     assert "ReadWarmUpNeeds" not in _statements(made["platform"].template)
+
+
+# ----------------------------------------------------------------- plan --fetches and the template check ---
+
+
+def _written(made: dict[str, Any], tmp_path: Path) -> list[str]:
+    paths = []
+    for name in ("Platform", "Model"):
+        path = tmp_path / f"{name}.template.json"
+        path.write_text(json.dumps(made[name.lower()].template))
+        paths.append(str(path))
+    return paths
+
+
+def test_plan_marks_fetched_at_warm_up_exactly_what_the_user_data_and_the_parameters_fetch(
+    split: dict[str, Any], tmp_path: Path
+) -> None:
+    """GIVEN the two stacks' templates WHEN ``neuron-ecs plan --fetches`` reads them THEN the model's image and prefix,
+    published under the path the platform's user data reads, are fetched at warm-up; without a published prefix
+    the same service's are marked as fetched when its task is placed (NEURON124), as the warm-up does."""
+    import io
+
+    from neuron_constructs.tools.cli import EXIT_OK, main
+    from neuron_constructs.tools.planning import plan_paths
+
+    (shared,) = plan_paths(_written(split, tmp_path)).fetches
+    assert shared.prefetched and PRIVATE_IMAGE in shared.images
+    assert shared.not_prefetched == ()
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    (unpublished,) = plan_paths(_written(_two_stacks(publish=False), cold)).fetches
+    assert PRIVATE_IMAGE in unpublished.not_prefetched
+    assert "s3://team-models/llama/neuron-tp2" in unpublished.not_prefetched
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["plan", "--fetches", *_written(_two_stacks(publish=False), cold)], stdout=out, stderr=err) == EXIT_OK
+    assert f"  image     {PRIVATE_IMAGE}  [8 GiB, 24 GiB unpacked]  (not fetched at warm-up: when its task" in (
+        out.getvalue()
+    )
+
+
+def test_an_image_named_by_a_token_is_marked_not_fetched_at_warm_up(tmp_path: Path) -> None:
+    from neuron_constructs.tools.planning import plan_paths
+
+    (shared,) = plan_paths(_written(_two_stacks(image=""), tmp_path)).fetches
+    assert len(shared.not_prefetched) == 1 and ".dkr.ecr." in shared.not_prefetched[0]
+    assert "s3://team-models/llama/neuron-tp2" not in shared.not_prefetched
+
+
+def test_the_template_check_counts_what_another_stack_publishes_against_the_root_volume(
+    split: dict[str, Any],
+) -> None:
+    """GIVEN the platform's capacity and the model's published needs WHEN the template check reads both THEN the
+    warm-up's room counts the model's image (8 GiB, 24 unpacked) and prefix (20 GiB), as the synth-time check did."""
+    from neuron_constructs.checks.warm_up import capacity_fetches
+    from neuron_constructs.tools.planning import app_model
+
+    t = app_model({n: split[n.lower()].template for n in ("Platform", "Model")})
+    (capacity,) = [c for c in t.capacities.values() if c.kind == "auto-scaling"]
+    fetched = {(f.what, f.size_gib) for f in capacity_fetches(t, capacity, warm_up=True)}
+    assert {(PRIVATE_IMAGE, 8.0), ("s3://team-models/llama/neuron-tp2", 20.0)} <= fetched
