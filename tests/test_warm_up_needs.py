@@ -448,3 +448,38 @@ def test_the_template_check_counts_what_another_stack_publishes_against_the_root
     (capacity,) = [c for c in t.capacities.values() if c.kind == "auto-scaling"]
     fetched = {(f.what, f.size_gib) for f in capacity_fetches(t, capacity, warm_up=True)}
     assert {(PRIVATE_IMAGE, 8.0), ("s3://team-models/llama/neuron-tp2", 20.0)} <= fetched
+
+
+# ----------------------------------------------------------------- who may write under the path ---
+
+PLATFORM_ROLE = "arn:aws:iam::111122223333:role/platform-deploy"
+MODEL_ROLE = "arn:aws:iam::111122223333:role/model-deploy"
+
+
+def test_model_deploying_roles_may_write_the_warm_up_path_and_never_the_platform_s_values() -> None:
+    """GIVEN a platform deployed by one role and model stacks by another WHEN the write protection is made THEN every
+    other principal is denied every write under the prefix, and the model role is denied the levels consumers read
+    (cluster, vpc, load-balancer) but not the warm-up path."""
+    from neuron_constructs.compute.published import WRITE_ACTIONS, warm_up_write_protection
+
+    everyone, platform_values = (
+        s.to_statement_json()
+        for s in warm_up_write_protection(PREFIX, writers=[PLATFORM_ROLE], model_writers=[MODEL_ROLE])
+    )
+    assert everyone["Effect"] == "Deny" and everyone["Resource"] == f"arn:aws:ssm:*:*:parameter{PREFIX}/*"
+    assert everyone["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [PLATFORM_ROLE, MODEL_ROLE]}}
+    assert platform_values["Effect"] == "Deny" and sorted(platform_values["Action"]) == sorted(WRITE_ACTIONS)
+    assert platform_values["Condition"] == {"ArnLike": {"aws:PrincipalArn": [MODEL_ROLE]}}
+    assert sorted(platform_values["Resource"]) == [
+        f"arn:aws:ssm:*:*:parameter{PREFIX}/{level}/*" for level in ("cluster", "load-balancer", "vpc")
+    ]
+    assert not any("warm-up" in r for r in platform_values["Resource"])
+
+
+@pytest.mark.parametrize("model_writers", [[], ["arn:aws:iam::111122223333:role/*"], ["model-deploy"]])
+def test_model_writers_that_are_not_role_arns_are_refused(model_writers: list[str]) -> None:
+    from neuron_constructs import NeuronConfigurationError
+    from neuron_constructs.compute.published import warm_up_write_protection
+
+    with pytest.raises(NeuronConfigurationError, match=r"warm_up_write_protection.*model_writers.*NEURON149"):
+        warm_up_write_protection(PREFIX, writers=[PLATFORM_ROLE], model_writers=model_writers)
