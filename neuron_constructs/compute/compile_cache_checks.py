@@ -35,11 +35,11 @@ from neuron_constructs.knowledge import rules
 if TYPE_CHECKING:
     from neuron_constructs.compute.model_sources import CompileCache
 
-__all__ = ["CacheUse", "check_file_system_vpc", "file_system_vpc", "record_use", "vpc_identity"]
+__all__ = ["check_file_system_vpc", "file_system_vpc", "record_use", "vpc_identity"]
 
 
 @dataclass(frozen=True)
-class CacheUse:
+class _CacheUse:
     """One container given a cache: where (its construct path), its stack, its task role, and the cache."""
 
     where: str
@@ -48,9 +48,9 @@ class CacheUse:
     cache: CompileCache
 
 
-_USES: weakref.WeakKeyDictionary[ecs.TaskDefinition, list[CacheUse]] = weakref.WeakKeyDictionary()
+_USES: weakref.WeakKeyDictionary[ecs.TaskDefinition, list[_CacheUse]] = weakref.WeakKeyDictionary()
 """Per task definition, the caches its containers were given (for the VPC check when a service places it)."""
-_BY_CACHE: weakref.WeakKeyDictionary[CompileCache, list[CacheUse]] = weakref.WeakKeyDictionary()
+_BY_CACHE: weakref.WeakKeyDictionary[CompileCache, list[_CacheUse]] = weakref.WeakKeyDictionary()
 """Per cache, every container given it, in order."""
 
 
@@ -80,7 +80,7 @@ def file_system_vpc(file_system: efs.IFileSystem) -> str | None:
 def record_use(cache: CompileCache, container: ecs.ContainerDefinition, role: iam.IRole, where: str) -> None:
     """Remember that ``container`` (at ``where``, its task running as ``role``) was given ``cache``; NEURON157 on
     its task definition when the cache is shared with a model of another stack whose task runs as another role."""
-    use = CacheUse(where, Stack.of(container), role, cache)
+    use = _CacheUse(where, Stack.of(container), role, cache)
     _USES.setdefault(container.task_definition, []).append(use)
     earlier = _BY_CACHE.setdefault(cache, [])
     if cache.shared:

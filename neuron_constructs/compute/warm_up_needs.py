@@ -62,7 +62,7 @@ from neuron_constructs.knowledge.warm_up_needs import (
 if TYPE_CHECKING:
     from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 
-__all__ = ["ALLOWED_VALUE", "StackNeeds", "capacity_needs_path", "publish_needs", "repository_arn"]
+__all__ = ["ALLOWED_VALUE", "StackNeeds", "capacity_needs_path", "publish_needs", "repository_arn", "services_by_stack"]
 
 ALLOWED_VALUE = f"^{re.escape(NEEDS_FORMAT)}( {NEEDS_PATTERN}){{0,{MOST_ENTRIES}}}$"
 """The ``AllowedPattern`` of every needs parameter: Parameter Store refuses another value on ``PutParameter``."""
@@ -151,17 +151,17 @@ class StackNeeds:
         return True
 
 
-def publish_needs(capacity: AutoScalingCapacity, path: str, needs: StackNeeds) -> ssm.StringParameter | None:
+def publish_needs(capacity: AutoScalingCapacity, path: str, needs: StackNeeds) -> None:
     """In ``needs.stack``: the parameter ``<path>/<stack name>`` holding the needs, and the policy on the capacity's
-    instance role (imported by name) that pulls their repositories and reads their prefixes; ``None`` when there is
+    instance role (imported by name) that pulls their repositories and reads their prefixes; nothing when there is
     nothing to publish."""
     if not needs.needs:
-        return None
+        return
     stack = needs.stack
     key = stack.stack_name if not is_token(stack.stack_name) else stack.artifact_id
     key = key if re.fullmatch(NAME_PATTERN, key) else re.sub(r"[^A-Za-z0-9_.-]", "-", stack.artifact_id)[:128]
     scope = Construct(stack, f"WarmUpNeeds-{re.sub(r'[^A-Za-z0-9]', '', construct_path(capacity))[:200]}")
-    parameter = ssm.StringParameter(
+    ssm.StringParameter(
         scope,
         "Needs",
         parameter_name=f"{path}/{key}",
@@ -188,7 +188,6 @@ def publish_needs(capacity: AutoScalingCapacity, path: str, needs: StackNeeds) -
         compliance.acknowledge_warm_up(pulls)
     for model in needs.artifacts:
         model.grant(role)
-    return parameter
 
 
 def services_by_stack(services: Sequence[IConstruct], home: Stack) -> dict[Stack, list[IConstruct]]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 __all__ = [
     "IMAGE_PATTERN",
     "MOST_ENTRIES",
+    "MOST_IMAGE_CHARACTERS",
     "MOST_PARAMETERS",
     "MOST_VALUE_CHARACTERS",
     "NAME_PATTERN",
