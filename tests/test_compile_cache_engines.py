@@ -428,3 +428,16 @@ def test_a_shared_cache_used_by_a_model_of_another_stack_with_another_role_warns
 def test_a_cache_per_model_or_shared_within_one_stack_does_not_warn(shared: bool, second_stack: bool) -> None:
     other = _shared_across_stacks(shared, second_stack=second_stack)
     assert not Annotations.from_stack(other).find_warning("*", Match.string_like_regexp("NEURON157"))
+
+
+def test_vpcs_are_compared_by_literal_id_or_by_the_vpc_the_app_creates_and_never_by_a_deploy_time_value() -> None:
+    from aws_cdk import CfnParameter
+
+    from neuron_constructs.compute.compile_cache_checks import vpc_identity
+
+    stack = Stack(App(analytics_reporting=False), "Ids")
+    made, other = ec2.Vpc(stack, "Vpc", max_azs=1), ec2.Vpc(stack, "Other", max_azs=1)
+    assert vpc_identity("vpc-0123456789abcdef0") == "vpc-0123456789abcdef0"
+    assert vpc_identity(made.vpc_id) == vpc_identity(made.vpc_id) != vpc_identity(other.vpc_id)
+    assert vpc_identity(CfnParameter(stack, "VpcId").value_as_string) is None  # known only at deploy time
+    assert vpc_identity(None) is None

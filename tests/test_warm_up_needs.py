@@ -426,6 +426,9 @@ def test_plan_marks_fetched_at_warm_up_exactly_what_the_user_data_and_the_parame
     assert f"  image     {PRIVATE_IMAGE}  [8 GiB, 24 GiB unpacked]  (not fetched at warm-up: when its task" in (
         out.getvalue()
     )
+    out = io.StringIO()
+    main(["plan", "--fetches", "--json", *_written(_two_stacks(publish=False), cold)], stdout=out, stderr=err)
+    assert PRIVATE_IMAGE in json.loads(out.getvalue())["fetches"][0]["not_prefetched"]
 
 
 def test_an_image_named_by_a_token_is_marked_not_fetched_at_warm_up(tmp_path: Path) -> None:
