@@ -486,3 +486,22 @@ def test_model_writers_that_are_not_role_arns_are_refused(model_writers: list[st
 
     with pytest.raises(NeuronConfigurationError, match=r"warm_up_write_protection.*model_writers.*NEURON149"):
         warm_up_write_protection(PREFIX, writers=[PLATFORM_ROLE], model_writers=model_writers)
+
+
+def test_a_stack_publishes_each_need_once_and_what_one_parameter_cannot_hold_warns() -> None:
+    """GIVEN a model stack whose containers name one image twice (two sizes) and more images than one value holds
+    WHEN its needs are gathered THEN the image is published once, at most 64 needs are, and each one left out is
+    named for NEURON124 with the bound."""
+    from neuron_constructs.compute.warm_up_needs import StackNeeds
+
+    needs = StackNeeds(Stack(App(analytics_reporting=False), "Model"))
+    needs.add_image("Model/A/model", PRIVATE_IMAGE, 8)
+    needs.add_image("Model/B/model", PRIVATE_IMAGE, 9)
+    assert needs.needs == [Need("image", PRIVATE_IMAGE, 8)]
+    assert len(needs.repositories) == 1
+    for index in range(MOST_ENTRIES + 2):
+        needs.add_image(f"Model/T{index}/model", f"registry.example/m{index}:1", None)
+    assert len(needs.needs) == MOST_ENTRIES
+    assert len(needs.skipped) == 3
+    assert needs.skipped[0].endswith("(beyond what one parameter holds: 64 needs, 4 KB)")
+    assert len(needs_value(needs.needs)) <= 4096

@@ -98,7 +98,6 @@ class StackNeeds:
 
     stack: Stack
     needs: list[Need] = field(default_factory=list)
-    words: list[str] = field(default_factory=list)
     repositories: list[str] = field(default_factory=list)
     artifacts: list[ModelArtifacts] = field(default_factory=list)
     fetched: list[Fetched] = field(default_factory=list)
@@ -106,14 +105,14 @@ class StackNeeds:
     length: int = len(NEEDS_FORMAT)
 
     def add(self, need: Need, measured: str, what: str) -> bool:
-        """Add ``need`` (its word measured as ``measured``) when the value still holds it; else record it skipped."""
-        if need.word in self.words:
+        """Add ``need`` (its word measured as ``measured``) when the value still holds it; else record it skipped.
+        Each image or prefix once (the first size stated for it)."""
+        if any(n.kind == need.kind and n.what == need.what for n in self.needs):
             return True
         if len(self.needs) >= MOST_ENTRIES or self.length + 1 + len(measured) > MOST_VALUE_CHARACTERS:
             self.skipped.append(f"{what} (beyond what one parameter holds: {MOST_ENTRIES} needs, 4 KB)")
             return False
         self.needs.append(need)
-        self.words.append(need.word)
         self.length += 1 + len(measured)
         self.fetched.append(Fetched(need.url, need.kind, need.size_gib))
         return True
