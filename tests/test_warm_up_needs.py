@@ -313,6 +313,7 @@ def test_the_platform_reads_the_path_at_boot_without_depending_on_the_model_stac
     script = warm_up_script(split["capacity"].prefetch, region="r", cli_image=CLI)
     assert f"NEEDS='{PREFIX}/warm-up/Neuron'" in script and PRIVATE_IMAGE not in script
     rendered = json.dumps(platform.template)
+    assert f"NEEDS='{PREFIX}/warm-up/Neuron'" in rendered  # in the launch template's user data, as the script runs
     assert PRIVATE_IMAGE not in rendered and "team-models" not in rendered
     read = _statements(platform.template)["ReadWarmUpNeeds"]
     assert read["Action"] == "ssm:GetParametersByPath"
