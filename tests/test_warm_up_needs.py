@@ -506,3 +506,33 @@ def test_a_stack_publishes_each_need_once_and_what_one_parameter_cannot_hold_war
     assert len(needs.skipped) == 3
     assert needs.skipped[0].endswith("(beyond what one parameter holds: 64 needs, 4 KB)")
     assert len(needs_value(needs.needs)) <= 4096
+
+
+def test_the_model_stack_s_grants_leave_no_open_aws_solutions_finding(tmp_path: Path) -> None:
+    """The model stack's registry token ``*`` is acknowledged with its reason; its pulls and prefix are scoped."""
+    from aws_cdk import Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    app = App(
+        analytics_reporting=False, outdir=str(tmp_path), context={"@aws-cdk/core:failSynthOnValidationErrors": False}
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    platform = Stack(app, "Platform")
+    cluster = NeuronCluster(platform, "C")
+    capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    cluster.publish(PREFIX)
+    model = Stack(app, "Model")
+    task = _model_task(
+        model, ecs.ContainerImage.from_registry(PRIVATE_IMAGE), s3.Bucket.from_bucket_name(model, "M", "team-models")
+    )
+    NeuronService(model, "Llama", cluster=cluster, task_definition=task, capacity=capacity)
+    assert any("WarmUpNeeds" in k for k in app.synth().get_stack_by_name("Model").template["Resources"])
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    plugin = next(p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions")
+    open_paths = [
+        (v["ruleName"], c["constructPath"])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+        if "WarmUpNeeds" in c["constructPath"] or "Platform/C/Neuron" in c["constructPath"]
+    ]
+    assert open_paths == []
