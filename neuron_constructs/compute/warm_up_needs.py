@@ -26,6 +26,11 @@ policy is a resource of the model stack, deleted with it. The model stack's depl
 role has it). A principal that can write under the warm-up path can make the instances pull what the role may pull
 and any public image, never run it: the warm-up runs nothing it pulls, and the task definitions name what runs.
 Who may write there: :func:`~neuron_constructs.compute.published.warm_up_write_protection`.
+
+The stacks that publish are those of the capacity's own CDK app: a service is placed on an Auto Scaling capacity by
+the capacity object, and another app, which reads the platform through Parameter Store only
+(:class:`~neuron_constructs.serving.published_platform.PublishedPlatform`), runs on capacity it adds itself. The
+format (:mod:`neuron_constructs.knowledge.warm_up_needs`) is all such an app would need to write to the path.
 """
 
 from __future__ import annotations
