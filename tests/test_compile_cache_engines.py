@@ -342,3 +342,102 @@ def test_a_prefix_an_access_point_cannot_start_with_is_refused() -> None:
         CompileCache.on_file_system(file_system, "a/b/c/d")
     with pytest.raises(NeuronConfigurationError, match=r"starting with '\.'.*NEURON155"):
         CompileCache.on_file_system(file_system, "cache/.hidden")
+
+
+# ------------------------------------------------- a file system in another VPC; a cache shared across owners ---
+
+
+def _cluster_and_trn2_task(stack: Stack, cache: CompileCache) -> tuple[Any, ManualNeuronTaskDefinition]:
+    from neuron_constructs import NeuronCluster
+
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    return cluster, _vllm_neuron(stack, "Llm", cache)
+
+
+def test_an_efs_cache_in_another_vpc_than_the_service_s_cluster_is_refused_with_the_vpc_and_the_fix() -> None:
+    from neuron_constructs import NeuronService
+
+    # GIVEN a compile cache on a new file system in a VPC of its own, and a cluster in the VPC it makes
+    stack, cache, _ = _efs_stack()
+    cluster, task = _cluster_and_trn2_task(stack, cache)
+    # WHEN a service places the model on the cluster THEN it is refused: its tasks would find no mount target
+    with pytest.raises(
+        NeuronConfigurationError,
+        match=r"Vllm/Service: Vllm/Llm/vllm mounts the compile cache's file system Vllm/Cache, whose mount targets "
+        r"are in the VPC Vllm/Vpc, and this service's cluster is in the VPC Vllm/C/Vpc.*NEURON156.*vpc=cluster.vpc",
+    ):
+        NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+
+
+def test_an_efs_cache_in_the_cluster_s_vpc_is_placed() -> None:
+    from neuron_constructs import NeuronCluster, NeuronService
+
+    stack = Stack(App(analytics_reporting=False), "SameVpc")
+    cluster = NeuronCluster(stack, "C")
+    capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
+    assert cache.vpc_id == cluster.vpc.vpc_id
+    NeuronService(stack, "Service", cluster=cluster, task_definition=_vllm_neuron(stack, "Llm", cache))
+
+
+def test_an_imported_file_system_whose_vpc_is_unknown_at_synth_is_not_checked() -> None:
+    from aws_cdk import aws_efs as efs
+
+    from neuron_constructs import NeuronService
+
+    # GIVEN a file system imported by id: its VPC is known only to EFS, at deploy time
+    stack = Stack(App(analytics_reporting=False), "Imported")
+    imported = efs.FileSystem.from_file_system_attributes(
+        stack,
+        "Fs",
+        file_system_id="fs-12345678",
+        security_group=ec2.SecurityGroup.from_security_group_id(stack, "FsGroup", "sg-12345678"),
+    )
+    cache = CompileCache.on_file_system(imported)
+    assert cache.vpc_id is None
+    cluster, task = _cluster_and_trn2_task(stack, cache)
+    # THEN the service is placed (the check says in its docstring that it cannot compare them)
+    NeuronService(stack, "Service", cluster=cluster, task_definition=task)
+
+
+def _shared_across_stacks(shared: bool, *, second_stack: bool = True) -> Any:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform")
+    cache = CompileCache(s3.Bucket(platform, "Cache", enforce_ssl=True), shared=shared)
+    first = ManualNeuronTaskDefinition(platform, "Embedder", instance_type="inf2.xlarge", memory_mib=8192)
+    first.add_neuron_container("vllm", image=_image(VLLM), compile_cache=cache)
+    other = Stack(app, "Team") if second_stack else platform
+    second = ManualNeuronTaskDefinition(other, "Llm", instance_type="inf2.xlarge", memory_mib=8192)
+    second.add_neuron_container("vllm", image=_image(VLLM), compile_cache=cache)
+    return other
+
+
+def test_a_shared_cache_used_by_a_model_of_another_stack_with_another_role_warns_with_what_it_could_do() -> None:
+    # GIVEN one shared=True cache used by models of two stacks, each task with its own role
+    other = _shared_across_stacks(True)
+    # THEN the later use warns: either task can replace the graphs the other loads; the fix is a prefix per model
+    (warning,) = Annotations.from_stack(other).find_warning("*", Match.string_like_regexp("NEURON157"))
+    text = str(warning.entry.data)
+    assert "Team/Llm/vllm: the compile cache is shared=True with Platform/Embedder/vllm of another stack" in text
+    assert "overwrite or delete the graphs the other loads" in text and "runs on its Neuron devices" in text
+    assert "drop shared=True" in text
+
+
+@pytest.mark.parametrize(("shared", "second_stack"), [(False, True), (True, False)])
+def test_a_cache_per_model_or_shared_within_one_stack_does_not_warn(shared: bool, second_stack: bool) -> None:
+    other = _shared_across_stacks(shared, second_stack=second_stack)
+    assert not Annotations.from_stack(other).find_warning("*", Match.string_like_regexp("NEURON157"))
+
+
+def test_vpcs_are_compared_by_literal_id_or_by_the_vpc_the_app_creates_and_never_by_a_deploy_time_value() -> None:
+    from aws_cdk import CfnParameter
+
+    from neuron_constructs.compute.compile_cache_checks import vpc_identity
+
+    stack = Stack(App(analytics_reporting=False), "Ids")
+    made, other = ec2.Vpc(stack, "Vpc", max_azs=1), ec2.Vpc(stack, "Other", max_azs=1)
+    assert vpc_identity("vpc-0123456789abcdef0") == "vpc-0123456789abcdef0"
+    assert vpc_identity(made.vpc_id) == vpc_identity(made.vpc_id) != vpc_identity(other.vpc_id)
+    assert vpc_identity(CfnParameter(stack, "VpcId").value_as_string) is None  # known only at deploy time
+    assert vpc_identity(None) is None

@@ -1007,6 +1007,21 @@ def _precompile_size_fargate_does_not_run(s: Stack) -> None:
     Precompile(vcpus=3)
 
 
+def _file_system_cache_in_another_vpc(s: Stack) -> None:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_efs as efs
+
+    from neuron_constructs import CompileCache, ManualNeuronTaskDefinition, NeuronCluster, NeuronService
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    cache = CompileCache.on_file_system(efs.FileSystem(s, "Fs", vpc=ec2.Vpc(s, "Vpc", max_azs=1, nat_gateways=0)))
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    task = ManualNeuronTaskDefinition(s, "Task", instance_type="trn2.48xlarge", memory_mib=65536)
+    task.add_neuron_container("vllm", image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference), compile_cache=cache)
+    NeuronService(s, "Service", cluster=cluster, task_definition=task)
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1536,6 +1551,13 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.PRECOMPILE_WITHOUT_CACHE, _precompile_without_cache, r"Test/Svc: container 'vllm' has no compile cache"),
     (r.PRECOMPILE_BEYOND_CUSTOM_RESOURCE, _precompile_beyond_custom_resource, r"timeout=2 hours on a deployment"),
     (r.PRECOMPILE_INPUT, _precompile_size_fargate_does_not_run, r"vcpus=3 is not one of Fargate's"),
+    (
+        r.CACHE_FILE_SYSTEM_VPC,
+        _file_system_cache_in_another_vpc,
+        r"Test/Service: Test/Task/vllm mounts the compile cache's file system Test/Fs, whose mount targets are in the "
+        r"VPC Test/Vpc, and this service's cluster is in the VPC Test/C/Vpc.*Fix: give the service a cache on a file "
+        r"system of its cluster's VPC",
+    ),
 ]
 
 

@@ -269,6 +269,10 @@ class AutoScalingCapacity(Construct):
         compliance.acknowledge_auto_scaling_capacity(self.auto_scaling_group, agent_policy)
         self.prefetch: Prefetch | None = None
         """What the warm-up fetches, known once the app is synthesized (``None`` before, and without prefetch)."""
+        self.needs_path: str | None = None
+        """The Parameter Store path under which other stacks tell the warm-up what their services need,
+        ``<prefix>/warm-up/<id>`` under the prefix the cluster publishes under; known once the app is synthesized
+        (``None`` before, without prefetch, and when the cluster publishes nothing)."""
         self.root_volume_gib = root_volume_gib
         self.root_volume_room: RootVolumeRoom | None = None
         """Whether the root volume holds what the warm-up fetches, where the sizes are stated (NEURON091); known once

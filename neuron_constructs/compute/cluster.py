@@ -269,6 +269,12 @@ class NeuronCluster(Construct):
         return parameters
 
     @property
+    def published_prefixes(self) -> list[str]:
+        """The prefixes :meth:`publish` published under, in order (the first is where other stacks tell a warm-pooled
+        capacity's warm-up what their services need: ``<prefix>/warm-up/<capacity id>``)."""
+        return list(self._published)
+
+    @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:
         """The resources that associate Auto Scaling capacity providers with the cluster, for what must wait for
         them (aws-cdk-lib makes a made cluster's at synthesis)."""
@@ -467,8 +473,10 @@ class NeuronCluster(Construct):
         warm_pool
             A :class:`WarmPool`: instances launched ahead and kept stopped until a scale-out, the agent with
             ``ECS_WARM_POOLS_CHECK=true``; with ``prefetch`` (its default) a warm-up pulls the images and copies the
-            model artifacts of the services on the capacity before the pool stops the instance (a service in another
-            stack, or an image named by a token, warns: NEURON124). Not with ``spot`` (NEURON085); ``reuse_on_scale_in``
+            model artifacts of the services on the capacity before the pool stops the instance. A service in another
+            stack publishes what it needs under ``<prefix>/warm-up/<id>`` in Parameter Store (``prefix``: the first
+            this cluster :meth:`publish` es under), which the warm-up reads at boot; without a published prefix, and
+            for an image named by a token, it warns (NEURON124). Not with ``spot`` (NEURON085); ``reuse_on_scale_in``
             is refused (NEURON084). The root volume must hold the AMI (30 GiB) and what the warm-up fetches, as far
             as sizes are stated (``image_size_gib=``, ``ModelArtifacts(size_gib=)``): refused at synth otherwise
             (NEURON091). ``min_size`` at most ``max_capacity`` (NEURON027); no ``HIBERNATED`` pool, which EC2 cannot
@@ -586,6 +594,12 @@ class _ImportedNeuronCluster(NeuronCluster):
         imported_cluster.check_default_strategy(
             construct_path(self), cluster_name, self.existing_capacity_providers, strategy
         )
+
+    @property
+    def published_prefixes(self) -> list[str]:
+        """The prefixes :meth:`publish` published under, in order (the first is where other stacks tell a warm-pooled
+        capacity's warm-up what their services need: ``<prefix>/warm-up/<capacity id>``)."""
+        return list(self._published)
 
     @property
     def capacity_associations(self) -> list[ecs.CfnClusterCapacityProviderAssociations]:

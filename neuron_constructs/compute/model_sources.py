@@ -41,7 +41,7 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
-from neuron_constructs.compute import compile_cache_tiers
+from neuron_constructs.compute import compile_cache_checks, compile_cache_tiers
 from neuron_constructs.knowledge import engines, image_support, rules
 from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.engines import Engine
@@ -146,7 +146,11 @@ class CompileCache:
     task definition, or of its fleet model or sliced service for their copies, which share it. A task that can write
     a prefix can also overwrite or delete every entry under it, and a model would load graphs another model's task put
     there: a model's task role may use its own prefix or access point and nothing else. ``shared=True`` opts into one
-    prefix for every model, when the models trust each other's tasks.
+    prefix for every model, when the models trust each other's tasks; used by models of different stacks whose tasks
+    run as different roles, it warns (NEURON157, :mod:`~neuron_constructs.compute.compile_cache_checks`).
+
+    An Amazon EFS cache serves tasks of its own VPC only (mount targets are in one VPC at a time): a service placed on
+    a cluster of another VPC is refused where both VPCs are known at synth (NEURON156).
     """
 
     def __init__(
@@ -174,6 +178,9 @@ class CompileCache:
         self.shared = shared
         self.url = f"s3://{bucket.bucket_name}/{self.prefix}/" if bucket is not None else None
         """The whole cache on S3 (``None`` on a file system); a model's own is :meth:`url_for`."""
+        self.vpc_id: str | None = None if file_system is None else compile_cache_checks.file_system_vpc(file_system)
+        """The VPC of the Amazon EFS file system's mount targets, where known at synth (a file system this app
+        creates); a service on a cluster of another VPC is refused (NEURON156)."""
 
     def model_prefix(self, model: str) -> str:
         """The prefix of ``model`` (a construct path or a name): ``<prefix>/<model>``, characters other than letters,
@@ -350,6 +357,7 @@ class CompileCache:
                 ),
             )
             return
+        compile_cache_checks.record_use(self, container, role, where)
         remote_tier = self.file_system if self.file_system is not None else self.mount_path
         if remote_tier is not None:
             if engine is not None and engine.cache != engines.FILE_TIERS:

@@ -35,7 +35,9 @@ consumer's resources use, so a principal who can write it could point a consumer
   looked up in the caller's own account and Region by the APIs that take them. A value naming another account's or
   Region's resource then names one that does not exist, and the consumer's deployment fails.
 * Who may write under the prefix: :func:`write_protection`, a deny statement for every principal but the platform's
-  deploying role, which the platform team attaches as a service control policy or permissions boundary.
+  deploying role, which the platform team attaches as a service control policy or permissions boundary;
+  :func:`warm_up_write_protection` when model stacks deployed by other roles publish what a warm pool prefetches
+  under ``<prefix>/warm-up/`` (:mod:`neuron_constructs.compute.warm_up_needs`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ __all__ = [
     "CLUSTER_PARAMETERS",
     "LOAD_BALANCER_PARAMETERS",
     "NONE",
+    "PLATFORM_SUBTREES",
     "VALUE_PATTERNS",
     "WRITE_ACTIONS",
     "check_prefix",
@@ -72,6 +75,7 @@ __all__ = [
     "read",
     "read_list",
     "read_own_arn",
+    "warm_up_write_protection",
     "write_protection",
 ]
 
@@ -311,17 +315,7 @@ def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "a
     IAM User Guide, global condition context keys: aws:PrincipalArn; policy evaluation logic: an explicit deny
     overrides any allow)."""
     inputs.check_parameter_prefix("write_protection", prefix, ["x"])
-    listed = list(writers) if not isinstance(writers, str) else [writers]
-    role = re.compile(rf"arn:{re.escape(partition)}:iam::[0-9]{{12}}:role/[\w+=,.@/-]{{1,512}}")
-    bad = next((w for w in listed if not isinstance(w, str) or not (Token.is_unresolved(w) or role.fullmatch(w))), None)
-    if not listed or bad is not None:
-        raise rules.PUBLISHED_WRITERS.error(
-            f"write_protection({prefix!r})",
-            "writers is empty"
-            if not listed
-            else f"writers holds {str(bad)[:80]!r}, which is not an IAM role ARN of partition {partition!r} without a "
-            "wildcard (ArnNotLike would exempt every role a wildcard matches from the deny)",
-        )
+    listed = _roles(f"write_protection({prefix!r})", "writers", writers, partition)
     return iam.PolicyStatement(
         sid="DenyWritesToThePublishedPlatform",
         effect=iam.Effect.DENY,
@@ -329,6 +323,59 @@ def write_protection(prefix: str, *, writers: Sequence[str], partition: str = "a
         resources=[f"arn:{partition}:ssm:*:*:parameter{prefix}/*"],
         conditions={"ArnNotLike": {"aws:PrincipalArn": listed}},
     )
+
+
+def _roles(where: str, argument: str, roles: Sequence[str], partition: str) -> list[str]:
+    """NEURON149: ``roles`` as a list of IAM role ARNs of ``partition`` (or tokens of them), at least one."""
+    listed = list(roles) if not isinstance(roles, str) else [roles]
+    role = re.compile(rf"arn:{re.escape(partition)}:iam::[0-9]{{12}}:role/[\w+=,.@/-]{{1,512}}")
+    bad = next((w for w in listed if not isinstance(w, str) or not (Token.is_unresolved(w) or role.fullmatch(w))), None)
+    if not listed or bad is not None:
+        raise rules.PUBLISHED_WRITERS.error(
+            where,
+            f"{argument} is empty"
+            if not listed
+            else f"{argument} holds {str(bad)[:80]!r}, which is not an IAM role ARN of partition {partition!r} "
+            "without a wildcard (ArnNotLike would exempt every role a wildcard matches from the deny)",
+        )
+    return listed
+
+
+PLATFORM_SUBTREES = tuple(
+    dict.fromkeys(name.split("/", 1)[0] for name in (*CLUSTER_PARAMETERS.values(), *LOAD_BALANCER_PARAMETERS.values()))
+)
+"""The levels under a prefix that hold what the platform publishes for its consumers (``cluster``, ``vpc``,
+``load-balancer``)."""
+
+
+def warm_up_write_protection(
+    prefix: str, *, writers: Sequence[str], model_writers: Sequence[str], partition: str = "aws"
+) -> list[iam.PolicyStatement]:
+    """:func:`write_protection` for a platform whose warm-pooled capacity other stacks publish their needs to
+    (``<prefix>/warm-up/<capacity>/<stack>``): two deny statements, attached where :func:`write_protection` says.
+
+    The first denies :data:`WRITE_ACTIONS` under ``prefix`` to every principal but ``writers`` (the platform's
+    deploying role) and ``model_writers`` (the roles that deploy the model stacks, when they are not the platform's:
+    with the CDK's default bootstrap every stack of an account and Region deploys with the same CloudFormation
+    execution role, which ``writers`` already names); the second denies ``model_writers`` those actions on the levels
+    that hold the platform's own values (:data:`PLATFORM_SUBTREES`), so a model's deploying role may write the warm-up
+    path, where the warm-up checks every value, and never a value a consumer reads. A model writer may write another
+    model's entry under the path: the warm-up then pulls what the instance role may pull, and runs nothing it pulls.
+    NEURON082 for a prefix that is not one, NEURON149 for ``writers`` or ``model_writers`` that are not IAM role
+    ARNs."""
+    inputs.check_parameter_prefix("warm_up_write_protection", prefix, ["x"])
+    where = f"warm_up_write_protection({prefix!r})"
+    platform = _roles(where, "writers", writers, partition)
+    models = _roles(where, "model_writers", model_writers, partition)
+    everyone = write_protection(prefix, writers=[*platform, *models], partition=partition)
+    platform_values = iam.PolicyStatement(
+        sid="DenyModelWritesToThePlatformsValues",
+        effect=iam.Effect.DENY,
+        actions=list(WRITE_ACTIONS),
+        resources=[f"arn:{partition}:ssm:*:*:parameter{prefix}/{level}/*" for level in PLATFORM_SUBTREES],
+        conditions={"ArnLike": {"aws:PrincipalArn": models}},
+    )
+    return [everyone, platform_values]
 
 
 def read_list(scope: Construct, prefix: str, name: str, length: int | None = None) -> list[str]:

@@ -22,6 +22,13 @@ from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.compute.model_sources import ModelArtifacts
+from neuron_constructs.compute.warm_up_needs import (
+    StackNeeds,
+    capacity_needs_path,
+    publish_needs,
+    repository_arn,
+    services_by_stack,
+)
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.container_images import AWS_CLI
 from neuron_constructs.knowledge.warm_start import (
@@ -29,7 +36,6 @@ from neuron_constructs.knowledge.warm_start import (
     WARM_UP_FILE,
     Fetched,
     Prefetch,
-    ecr_registry,
     moving_tag,
     root_volume_room,
     warm_up_script,
@@ -50,9 +56,15 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
     skipped: list[str] = []
     grant_artifacts: list[ModelArtifacts] = []
     fetched: list[Fetched] = []
+    path = capacity_needs_path(capacity)
+    capacity.needs_path = path
     for service in capacity.services:
         if Stack.of(service) is not stack:
-            skipped.append(f"{construct_path(service)} (in another stack)")
+            if path is None:
+                skipped.append(
+                    f"{construct_path(service)} (in another stack, and the capacity's cluster publishes no prefix "
+                    "under which that stack could tell the warm-up what it needs)"
+                )
             continue
         sizes = _image_sizes(service)
         for container in _containers(service):
@@ -73,6 +85,12 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
                 artifacts.append(entry)
                 grant_artifacts.append(model)
         _share_model_volumes(service)
+    if path is not None:
+        for other, services in services_by_stack(capacity.services, stack).items():
+            needs = _stack_needs(other, services)
+            publish_needs(capacity, path, needs)
+            fetched += needs.fetched
+            skipped += needs.skipped
     _warn_about_moving_tags(capacity)
     capacity.root_volume_room = root_volume_room(capacity.root_volume_gib, fetched)
     if skipped:
@@ -80,15 +98,8 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
             rules.NOT_PREFETCHED.warning_id,
             rules.NOT_PREFETCHED.message(construct_path(capacity), f"the warm-up does not fetch {', '.join(skipped)}"),
         )
-    capacity.prefetch = Prefetch(tuple(images), tuple(artifacts))
-    repositories = sorted(
-        {
-            f"arn:{Aws.PARTITION}:ecr:{registry[1]}:{image.split('.', 1)[0]}:repository/"
-            + image.split("/", 1)[1].split("@", 1)[0].rsplit(":", 1)[0]
-            for image in images
-            if (registry := ecr_registry(image)) is not None
-        }
-    )
+    capacity.prefetch = Prefetch(tuple(images), tuple(artifacts), path)
+    repositories = sorted({arn for image in images if (arn := repository_arn(image)) is not None})
     group_arn = (
         f"arn:{Aws.PARTITION}:autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:autoScalingGroup:*:autoScalingGroupName/"
         f"{capacity.auto_scaling_group.auto_scaling_group_name}"
@@ -103,7 +114,21 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
         statements=[
             iam.PolicyStatement(
                 sid="CompleteWarmUp", actions=["autoscaling:CompleteLifecycleAction"], resources=[group_arn]
-            )
+            ),
+            # What other stacks publish for the warm-up: GetParametersByPath is authorized against the path in the
+            # request (Systems Manager user guide, "How Parameter Store authorizes parameter retrieval"), so this
+            # names the path itself, and no parameter below it can be read one by one.
+            *(
+                [
+                    iam.PolicyStatement(
+                        sid="ReadWarmUpNeeds",
+                        actions=["ssm:GetParametersByPath"],
+                        resources=[f"arn:{Aws.PARTITION}:ssm:{Aws.REGION}:{Aws.ACCOUNT_ID}:parameter{path}"],
+                    )
+                ]
+                if path is not None
+                else []
+            ),
         ],
     )
     compliance.acknowledge_warm_up_hook(
@@ -140,6 +165,19 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
         f"chmod 700 {WARM_UP_FILE}",
         f"{WARM_UP_FILE}",
     )
+
+
+def _stack_needs(stack: Stack, services: list[IConstruct]) -> StackNeeds:
+    """What the ``services`` of another ``stack`` need on the capacity; their model volumes become the warm-up's copies
+    where it copies them."""
+    needs = StackNeeds(stack)
+    for service in services:
+        sizes = _image_sizes(service)
+        for container in _containers(service):
+            needs.add_image(construct_path(container), container.image_name, sizes.get(container.container_name))
+        copied = [model for model in _model_artifacts(service) if needs.add_artifacts(model)]
+        _share_model_volumes(service, copied)
+    return needs
 
 
 def _warn_about_moving_tags(capacity: AutoScalingCapacity) -> None:
@@ -182,11 +220,12 @@ def _bucket_name_is_safe(model: ModelArtifacts) -> bool:
     return not is_token(name) or isinstance(model.bucket.node.default_child, s3.CfnBucket)
 
 
-def _share_model_volumes(service: IConstruct) -> None:
+def _share_model_volumes(service: IConstruct, only: list[ModelArtifacts] | None = None) -> None:
     """Make the model volumes of an EC2-only task of ``service`` host volumes at the warm-up's copy
     (``MODELS_DIRECTORY/<bucket>/<prefix>``): the task's sync then finds the files there and copies only what changed
     since the warm-up (from S3 to a directory, ``aws s3 sync`` leaves a file of the same size alone unless the object
-    is newer, and sets a downloaded file's time to the object's: aws-cli, ``s3 sync --exact-timestamps`` help)."""
+    is newer, and sets a downloaded file's time to the object's: aws-cli, ``s3 sync --exact-timestamps`` help).
+    ``only``: of these artifacts alone (the ones another stack published for the warm-up)."""
     task = getattr(service, "task_definition", None)
     wrapper = next(
         (c for c in (task, getattr(getattr(task, "node", None), "scope", None)) if hasattr(c, "model_volumes")), None
@@ -201,7 +240,7 @@ def _share_model_volumes(service: IConstruct) -> None:
     rendered = Stack.of(definition).resolve(resource.volumes) or []
     names = [v.get("name", v.get("Name")) if isinstance(v, dict) else None for v in rendered]
     for volume, model in wrapper.model_volumes.items():
-        if volume in names and _bucket_name_is_safe(model):
+        if volume in names and _bucket_name_is_safe(model) and (only is None or model in only):
             resource.add_property_override(
                 f"Volumes.{names.index(volume)}.Host.SourcePath",
                 f"{MODELS_DIRECTORY}/{model.bucket.bucket_name}/{model.prefix}",

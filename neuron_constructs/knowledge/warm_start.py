@@ -31,6 +31,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from neuron_constructs.knowledge.warm_up_needs import needs_script
+
 __all__ = [
     "AMI_ROOT_VOLUME_GIB",
     "HIBERNATION_FAMILIES",
@@ -136,6 +138,9 @@ class Prefetch:
 
     images: tuple[str, ...] = ()
     artifacts: tuple[tuple[str, str], ...] = ()
+    needs_path: str | None = None
+    """The Parameter Store path under which other stacks publish what their services on the capacity need
+    (:mod:`neuron_constructs.knowledge.warm_up_needs`), read at boot; ``None``: nothing is read."""
 
 
 AMI_ROOT_VOLUME_GIB = 30
@@ -245,7 +250,8 @@ def _q(text: str) -> str:
 
 def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str = LIFECYCLE_HOOK_NAME) -> str:
     """The POSIX ``sh`` warm-up: wait for Docker (bounded), log in to each private ECR registry the images name,
-    pull every image, copy every model artifact prefix, then complete the lifecycle action ``hook`` (``CONTINUE``
+    pull every image, copy every model artifact prefix, fetch what other stacks published under
+    ``prefetch.needs_path`` (when set), then complete the lifecycle action ``hook`` (``CONTINUE``
     whatever failed: the ECS agent pulls what is missing when a task is placed). Prints one line per step and ends
     with ``neuron-warm-up: done (<n> failed)``."""
     lines = [
@@ -293,6 +299,8 @@ def warm_up_script(prefetch: Prefetch, *, region: str, cli_image: str, hook: str
             f"  mkdir -p {_q(target)} && if aws_sync {_q(url)} {_q(target)}; "
             f"then log {_q('copied ' + url)}; else log {_q('could not copy ' + url)}; failed=$((failed + 1)); fi"
         )
+    if prefetch.needs_path is not None:
+        lines += needs_script(prefetch.needs_path)
     lines += [
         "fi",
         'token=$(curl -sf -X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300" '

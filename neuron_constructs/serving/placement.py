@@ -17,6 +17,7 @@ from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
+from neuron_constructs.compute.compile_cache_checks import check_file_system_vpc
 from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.task_definitions.managed import ManagedNeuronTaskDefinition
 from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
@@ -33,10 +34,12 @@ __all__ = ["check_driver", "check_one_per_instance", "check_placement"]
 
 
 def check_placement(service: NeuronService) -> None:
-    """NEURON131/020/017/023/012/088/127: Neuron supports this service's images on its capacity's types, it fits
-    its capacity beside the services already there, and its images' Neuron runtime runs on the driver of the
-    capacity's pinned AMI release (or, on capacity that follows the recommended AMI, on the newest driver)."""
+    """NEURON156/131/020/017/023/012/088/127: its compile caches' file systems are in its cluster's VPC, Neuron
+    supports this service's images on its capacity's types, it fits its capacity beside the services already there,
+    and its images' Neuron runtime runs on the driver of the capacity's pinned AMI release (or, on capacity that
+    follows the recommended AMI, on the newest driver)."""
     capacity, task, path = service.capacity, service.task_definition, construct_path(service)
+    check_file_system_vpc(path, task.task_definition, service.cluster.vpc)
     if isinstance(capacity, AutoScalingCapacity):
         families = [capacity.neuron_instance_type.family] if capacity.neuron_instance_type else []
     else:

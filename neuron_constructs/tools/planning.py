@@ -463,6 +463,9 @@ class Fetch:
     (``None`` when the template does not show the root volume)."""
     prefetched: bool = False
     """Whether the group's warm-up fetches it before a warm instance stops (its volume must hold it: NEURON091)."""
+    not_prefetched: tuple[str, ...] = ()
+    """With ``prefetched``: what the warm-up does not fetch (an image named by a token, a service of another template
+    that publishes nothing under the path the warm-up reads; NEURON124), pulled or copied when its task is placed."""
 
     def to_json(self) -> dict[str, Any]:
         room = self.room
@@ -474,6 +477,7 @@ class Fetch:
             "artifacts": list(self.artifacts),
             "warm_pool_min_size": self.warm_pool,
             "prefetched": self.prefetched,
+            "not_prefetched": list(self.not_prefetched),
             "root_volume": None
             if room is None
             else {
@@ -552,6 +556,8 @@ def fetch_lists(t: EcsTemplate) -> list[Fetch]:
         launch_template = capacity_launch_template(t, capacity) if capacity.kind == "auto-scaling" else None
         root = launch_template.root_volume_gib if launch_template is not None else None
         room = root_volume_room(root, fetched) if root is not None else None
+        prefetched = capacity.group in warm_ups
+        at_warm_up = {f.what for f in capacity_fetches(t, capacity, shown, warm_up=True)} if prefetched else set()
         fetches.append(
             Fetch(
                 _name(t, capacity.logical_id),
@@ -561,7 +567,8 @@ def fetch_lists(t: EcsTemplate) -> list[Fetch]:
                 capacity.kind,
                 _scale_in_after(t.resources.get(capacity.logical_id, {})),
                 room,
-                capacity.group in warm_ups,
+                prefetched,
+                tuple(i for i in (*images, *artifacts) if prefetched and i not in at_warm_up),
             )
         )
     return fetches

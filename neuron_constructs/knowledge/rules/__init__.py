@@ -66,10 +66,12 @@ from neuron_constructs.knowledge.rules.amis_and_drivers import (
 from neuron_constructs.knowledge.rules.amis_and_drivers import UNKNOWN_IMAGE_SDK as UNKNOWN_IMAGE_SDK
 from neuron_constructs.knowledge.rules.compile_caches import ACCESS_POINT_PREFIX as ACCESS_POINT_PREFIX
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_ENGINE_MISMATCH as CACHE_ENGINE_MISMATCH
+from neuron_constructs.knowledge.rules.compile_caches import CACHE_FILE_SYSTEM_VPC as CACHE_FILE_SYSTEM_VPC
 from neuron_constructs.knowledge.rules.compile_caches import CACHE_WITHOUT_CLIENTS as CACHE_WITHOUT_CLIENTS
 from neuron_constructs.knowledge.rules.compile_caches import ENGINE_CACHE_UNNAMED as ENGINE_CACHE_UNNAMED
 from neuron_constructs.knowledge.rules.compile_caches import HOST_MOUNTED_REMOTE_TIER as HOST_MOUNTED_REMOTE_TIER
 from neuron_constructs.knowledge.rules.compile_caches import LOCAL_TIER_PER_TASK as LOCAL_TIER_PER_TASK
+from neuron_constructs.knowledge.rules.compile_caches import SHARED_CACHE_UNTRUSTED as SHARED_CACHE_UNTRUSTED
 from neuron_constructs.knowledge.rules.inputs import BOUNDS_REVERSED as BOUNDS_REVERSED
 from neuron_constructs.knowledge.rules.inputs import OUT_OF_RANGE as OUT_OF_RANGE
 from neuron_constructs.knowledge.rules.inputs import S3_LOCATION as S3_LOCATION
@@ -366,6 +368,8 @@ RULES: tuple[Rule, ...] = tuple(
             CACHE_WITHOUT_CLIENTS,
             HOST_MOUNTED_REMOTE_TIER,
             ACCESS_POINT_PREFIX,
+            CACHE_FILE_SYSTEM_VPC,
+            SHARED_CACHE_UNTRUSTED,
             IMAGE_SDK,
             UNKNOWN_IMAGE_SDK,
             PUBLISHED_TWICE,

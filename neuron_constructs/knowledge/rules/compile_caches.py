@@ -9,10 +9,12 @@ from neuron_constructs.knowledge.rules.rule import Rule
 __all__ = [
     "ACCESS_POINT_PREFIX",
     "CACHE_ENGINE_MISMATCH",
+    "CACHE_FILE_SYSTEM_VPC",
     "CACHE_WITHOUT_CLIENTS",
     "ENGINE_CACHE_UNNAMED",
     "HOST_MOUNTED_REMOTE_TIER",
     "LOCAL_TIER_PER_TASK",
+    "SHARED_CACHE_UNTRUSTED",
 ]
 
 _COMPILATION_CACHE = (
@@ -63,6 +65,18 @@ ACCESS_POINT_PREFIX = Rule(
     "Amazon EFS API reference: RootDirectory",
 )
 
+CACHE_FILE_SYSTEM_VPC = Rule(
+    "NEURON156",
+    "Compile cache file system in another VPC than the service",
+    "an Amazon EFS file system has mount targets in one VPC at a time, and a task mounts it through a mount target "
+    "of its own VPC (its Availability Zone's); a task of a cluster in another VPC finds none and fails to start "
+    "(checked where both VPCs are known at synth: literal ids, or VPCs this app creates)",
+    "give the service a cache on a file system of its cluster's VPC: CompileCache.in_new_file_system(scope, id, "
+    "vpc=cluster.vpc, clients=[...]), or place the service on a cluster in {vpc}",
+    'Amazon EFS user guide: creating mount targets ("mount targets for the file system in one VPC at a time"); ECS '
+    "guide: use Amazon EFS volumes with Amazon ECS",
+)
+
 # -------------------------------------------------------------- warnings ---
 
 ENGINE_CACHE_UNNAMED = Rule(
@@ -84,5 +98,19 @@ LOCAL_TIER_PER_TASK = Rule(
     "run the model on EC2 capacity (ManualNeuronTaskDefinition) to keep the local tier on the instance, or "
     "acknowledge this warning id: the remote tier still serves every restart",
     "ECS guide: specify a bind mount in an Amazon ECS task definition; ECS API reference: HostVolumeProperties",
+    severity="warning",
+)
+SHARED_CACHE_UNTRUSTED = Rule(
+    "NEURON157",
+    "Shared compile cache across models that do not trust each other",
+    "with shared=True every model's task reads and writes one prefix (or directory): a task of one model can "
+    "overwrite or delete the compiled graphs (NEFFs) another loads, and put graphs there that the other's Neuron "
+    "runtime loads and runs on its devices; tasks trust each other here when one stack defines them both (one owner "
+    "deploys them) or they run with the same task role",
+    "drop shared=True: each model gets its own prefix or access point, <prefix>/<model>, which only its own task role "
+    "may use (the default); or define the models in one stack; acknowledge this warning id when the other stack's "
+    "owner is trusted with this model's graphs",
+    'aws-neuron-sdk "Neuron Persistent Cache" (a cache entry is the compiled NEFF the runtime loads); IAM policies '
+    "on S3 prefixes and Amazon EFS access points",
     severity="warning",
 )

@@ -50,14 +50,18 @@ WARM_UP_ROOM = Rule(
 NOT_PREFETCHED = Rule(
     "NEURON124",
     "Warm pool that cannot prefetch a service's image or model",
-    "the warm-up of a warm-pooled instance fetches what it can name when the capacity's stack is synthesized: images "
-    "named by a literal reference and the model artifacts of services in the capacity's own stack; a service in "
-    "another stack (the capacity's template would then depend on the service's) or an image named by a token is "
-    "fetched when its task is placed, as on a cold instance",
-    "name the image by its reference (ContainerImage.from_registry), or put the service in the capacity's stack; "
-    "acknowledge this warning id when a cold pull of it is acceptable",
+    "the warm-up of a warm-pooled instance fetches what it can name: images named by a literal reference and model "
+    "artifacts in a bucket of a checked name, of the services in the capacity's own stack (written into its user "
+    "data) and of services in other stacks, which publish them under <prefix>/warm-up/<capacity> in Parameter Store "
+    "for the warm-up to read at boot (the capacity's template cannot name them: it would depend on the model stack); "
+    "an image named by a token, a reference or prefix outside the warm-up's patterns, or another stack's service on "
+    "a cluster that publishes no prefix is fetched when its task is placed, as on a cold instance",
+    "name the image by its reference (ContainerImage.from_registry); for a service in another stack, publish the "
+    "capacity's cluster (NeuronCluster.publish(prefix)); acknowledge this warning id when a cold pull of it is "
+    "acceptable",
     "ECS guide: configuring pre-initialized instances for your Amazon ECS Auto Scaling group (warm pools); "
-    "ECS agent configuration: ECS_IMAGE_PULL_BEHAVIOR",
+    "ECS agent configuration: ECS_IMAGE_PULL_BEHAVIOR; Systems Manager user guide: how Parameter Store authorizes "
+    "parameter retrieval (GetParametersByPath)",
     severity="warning",
 )
 WARM_POOL_HIBERNATION = Rule(

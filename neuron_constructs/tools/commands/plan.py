@@ -67,7 +67,12 @@ def _print_fetches(fetches: Sequence[Any], out: _Output) -> None:
             for item in items:
                 known = sizes.get((kind, item))
                 size = f"  [{known.describe().removeprefix(item).strip(' ()')}]" if known is not None else ""
-                out.line(f"  {kind:<9} {terminal_safe(item)}{terminal_safe(size)}")
+                later = (
+                    "  (not fetched at warm-up: when its task is placed, NEURON124)"
+                    if item in fetch.not_prefetched
+                    else ""
+                )
+                out.line(f"  {kind:<9} {terminal_safe(item)}{terminal_safe(size)}{later}")
         if not fetch.images and not fetch.artifacts:
             out.line("  nothing: no service of these templates lands on it")
         if room is not None:
