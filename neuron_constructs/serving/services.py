@@ -40,6 +40,7 @@ from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
 from neuron_constructs.knowledge import rules
+from neuron_constructs.monitoring.engine_metrics import EngineMetrics, measure_start
 from neuron_constructs.serving.capacity_choice import Capacity as Capacity
 from neuron_constructs.serving.capacity_choice import CapacityChoice as CapacityChoice
 from neuron_constructs.serving.capacity_choice import capacity_for as capacity_for
@@ -123,6 +124,16 @@ class NeuronService(Construct, ListenerTarget):
         ``ExecutionErrors`` (when a NeuronMonitoring made before the service covers the capacity, warning NEURON122
         otherwise) and the target groups' 5xx count and p99 response time
         (:mod:`~neuron_constructs.serving.rollout_alarms`).
+    engine_metrics
+        Measure each copy's start where it happens (:mod:`~neuron_constructs.monitoring.engine_metrics`): a sidecar
+        in the model's task definition reads the engine's own Prometheus ``/metrics`` (start, per-bucket compile and
+        load times) and the time from the task's start to its first healthy answer into CloudWatch under the model's
+        name, and, when the model should start warm (it has a compile cache), the alarm ``compile_alarm`` fires when
+        a copy compiled. Default on where the image's engine publishes those metrics (vLLM Neuron,
+        :mod:`~neuron_constructs.knowledge.engine_metrics`); ``True`` or an
+        :class:`~neuron_constructs.monitoring.engine_metrics.EngineMetrics` (port, period, threshold) asks for it
+        (refused for an engine that publishes none, NEURON170, or a port the model does not map, NEURON171);
+        ``False`` turns it off.
     **service_options
         Passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
@@ -143,6 +154,8 @@ class NeuronService(Construct, ListenerTarget):
         The model's ``NEURON_PROCESS_TAG``: the ``Model`` dimension of its metrics.
     target_groups
         The target groups :meth:`attach_to_listener` made, in order.
+    engine_metrics_container, compile_alarm
+        The engine-metrics sidecar and the compile-at-start alarm (``None`` where there is none).
     """
 
     @checked(
@@ -170,6 +183,7 @@ class NeuronService(Construct, ListenerTarget):
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         rollout: Rollout | None = None,
+        engine_metrics: bool | EngineMetrics | None = None,
         **service_options: Unpack[ServiceOptions],
     ) -> None:
         if rollout is not None and not isinstance(rollout, Rollout):
@@ -193,6 +207,9 @@ class NeuronService(Construct, ListenerTarget):
             if model_name is not None
             else task_definition.model_name or inputs.derived_model_name(construct_path(self)),
             given=model_name is not None,
+        )
+        self.engine_metrics_container, self.compile_alarm = measure_start(
+            self, engine_metrics, task_definition=task_definition, model_name=self.model_name, cluster=cluster
         )
         self.desired_count = desired_count
         self.rollout: Rollout = rollout or Rollout.rolling()
