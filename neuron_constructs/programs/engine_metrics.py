@@ -234,7 +234,7 @@ def read_answer(url: str, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_ANS
         while True:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the answer took longer than {timeout:g} s")
-            chunk = answer.read(65536)
+            chunk = answer.read1(65536)  # what has arrived: a server that dribbles bytes meets the deadline
             if not chunk:
                 break
             chunks.append(chunk)
@@ -255,7 +255,10 @@ def _timestamp(text: object) -> float | None:
     value = text.strip().replace("Z", "+00:00")
     if "." in value:
         head, _, tail = value.partition(".")
-        digits = "".join(c for c in tail if c.isdigit())
+        count = 0
+        while count < len(tail) and tail[count].isdigit():
+            count += 1
+        digits = tail[:count]
         zone = tail[len(digits) :]
         value = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
     try:
@@ -428,13 +431,13 @@ def _say(stdout: TextIO, text: str) -> None:
     stdout.flush()
 
 
-def collect_once(collector: Collector, base: str, stdout: TextIO, now: float) -> None:
+def collect_once(collector: Collector, base: str, stdout: TextIO, now: float, timeout: float = TIMEOUT_SECONDS) -> None:
     """One round: the health check until the first healthy answer, then the scrape; each line written, each problem
     one sentence."""
     timestamp_ms = int(now * 1000)
     if collector.healthy_at is None:
         try:
-            status, _, _ = read_answer(base + HEALTH_PATH, limit=4096)
+            status, _, _ = read_answer(base + HEALTH_PATH, timeout, limit=4096)
         except (OSError, ValueError) as error:
             status = 0
             reason = str(error) or type(error).__name__
@@ -446,7 +449,7 @@ def collect_once(collector: Collector, base: str, stdout: TextIO, now: float) ->
     else:
         collector.scrapes_since_healthy += 1
     try:
-        status, text, cut = read_answer(base + METRICS_PATH)
+        status, text, cut = read_answer(base + METRICS_PATH, timeout)
     except (OSError, ValueError) as error:
         reason = str(error) or type(error).__name__
         _say(stdout, f"{base}{METRICS_PATH} could not be read ({reason[:200]})")
