@@ -446,6 +446,8 @@ def collect_once(collector: Collector, base: str, stdout: TextIO, now: float, ti
             line = collector.healthy(time.time(), timestamp_ms)
             if line:
                 stdout.write(line + "\n")
+        elif status:
+            _say(stdout, f"{base}{HEALTH_PATH} answered {status}: not healthy yet")
     else:
         collector.scrapes_since_healthy += 1
     try:
