@@ -466,12 +466,18 @@ def test_the_vllm_nxd_inference_image_is_refused_naming_the_engine() -> None:
         NeuronService(platform, "Llm", cluster=cluster, task_definition=task, engine_metrics=True)
 
 
-def test_a_port_the_model_does_not_map_is_refused() -> None:
+def test_a_model_without_a_port_is_not_measured_by_default_and_a_port_it_does_not_map_is_refused() -> None:
     app = App(analytics_reporting=False)
     _, cluster, _ = _platform(app)
     model = Stack(app, "Model", env=ENV)
+    # GIVEN a vLLM Neuron model that maps no port: by default it is not measured, and asking for it is refused
+    quiet = NeuronService(model, "Quiet", cluster=cluster, task_definition=_task(model, ports=(), device=2))
+    assert quiet.engine_metrics_container is None
+    asked = Stack(app, "Asked", env=ENV)
     with pytest.raises(NeuronConfigurationError, match=r"maps no port.*NEURON171"):
-        NeuronService(model, "Llm", cluster=cluster, task_definition=_task(model, ports=()))
+        NeuronService(
+            asked, "Llm", cluster=cluster, task_definition=_task(asked, ports=(), device=3), engine_metrics=True
+        )
     other = Stack(app, "Other", env=ENV)
     with pytest.raises(NeuronConfigurationError, match=r"port=9000.*NEURON171.*\(8000\)"):
         NeuronService(

@@ -363,7 +363,7 @@ def _engine_metrics_for_busybox(s: Stack) -> None:
 def _engine_metrics_without_a_port(s: Stack) -> None:
     from neuron_constructs.knowledge.container_images import VLLM_TRN2
 
-    _engine_metrics_service(s, VLLM_TRN2.reference, ())
+    _engine_metrics_service(s, VLLM_TRN2.reference, (), engine_metrics=True)
 
 
 def _scaled_service(s: Stack, **service: Any) -> NeuronService:

@@ -149,12 +149,14 @@ def _seconds(path: str, given: Duration | None, default: float, name: str, low: 
 
 def wanted(engine_metrics: bool | EngineMetrics | None, container: ecs.ContainerDefinition) -> EngineMetrics | None:
     """The options to measure with, ``None`` when the model is not measured: ``None`` (the default) measures a model
-    whose image's engine publishes metrics the table reads, ``True`` or an :class:`EngineMetrics` always (refused
-    where there is none to read, NEURON170), ``False`` never."""
+    whose image's engine publishes metrics the table reads and whose container maps a port (where the engine serves
+    them), ``True`` or an :class:`EngineMetrics` always (refused where there is none to read, NEURON170, or no port
+    to read them on, NEURON171), ``False`` never."""
     if engine_metrics is False:
         return None
     if engine_metrics is None:
-        return EngineMetrics() if table.publishes_metrics(engine_of(container)) else None
+        measured = table.publishes_metrics(engine_of(container)) and bool(_ports(container))
+        return EngineMetrics() if measured else None
     return EngineMetrics() if engine_metrics is True else engine_metrics
 
 

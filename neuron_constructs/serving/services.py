@@ -130,7 +130,8 @@ class NeuronService(Construct, ListenerTarget):
         load times) and the time from the task's start to its first healthy answer into CloudWatch under the model's
         name, and, when the model should start warm (it has a compile cache), the alarm ``compile_alarm`` fires when
         a copy compiled. Default on where the image's engine publishes those metrics (vLLM Neuron,
-        :mod:`~neuron_constructs.knowledge.engine_metrics`); ``True`` or an
+        :mod:`~neuron_constructs.knowledge.engine_metrics`) and the model's container maps the port it serves them
+        on; ``True`` or an
         :class:`~neuron_constructs.monitoring.engine_metrics.EngineMetrics` (port, period, threshold) asks for it
         (refused for an engine that publishes none, NEURON170, or a port the model does not map, NEURON171);
         ``False`` turns it off.
