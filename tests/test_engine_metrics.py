@@ -374,6 +374,9 @@ def test_a_vllm_neuron_service_gets_the_pinned_unprivileged_sidecar_by_default(s
     assert environment[collector.MODEL_VARIABLE] == service.model_name
     assert environment[collector.EXPECT_WARM_VARIABLE] == "1"
     assert json.loads(environment[collector.TABLE_VARIABLE]) == json.loads(TABLE)
+    # AND it needs no permission: the model stack grants nothing to put metrics or read the cluster
+    template = json.dumps(split["model"].template)
+    assert "cloudwatch:PutMetricData" not in template and "ecs:DescribeTasks" not in template
 
 
 def test_in_the_bridge_network_the_sidecar_reads_the_engine_through_a_link_and_in_awsvpc_on_localhost() -> None:

@@ -45,23 +45,31 @@ from datetime import datetime
 from typing import Any, TextIO
 
 __all__ = [
+    "CLUSTER_VARIABLE",
     "COMPILED_ABOVE_VARIABLE",
+    "DEFAULT_COMPILED_ABOVE",
+    "DEFAULT_PERIOD",
     "EXPECT_WARM_VARIABLE",
     "HEALTH_PATH",
     "MAX_ANSWER_BYTES",
     "MAX_LINES",
     "MAX_LINE_CHARS",
     "MAX_SERIES",
+    "METADATA_VARIABLE",
     "METRICS_PATH",
+    "MODEL_VARIABLE",
     "PERIOD_VARIABLE",
+    "STARTS_WITHOUT_METRICS",
     "TABLE_VARIABLE",
     "TIMEOUT_SECONDS",
     "URL_VARIABLE",
     "Collector",
     "Scrape",
+    "collect_once",
     "main",
     "parse",
     "read_answer",
+    "task_started",
 ]
 
 URL_VARIABLE = "ENGINE_METRICS_URL"
@@ -99,7 +107,9 @@ MAX_SERIES = 64
 MAX_LABEL_CHARS = 255
 """A dimension value (a bucket's name) is cut to this length."""
 DEFAULT_PERIOD = 15.0
+"""Seconds between two scrapes when :data:`PERIOD_VARIABLE` is not set."""
 DEFAULT_COMPILED_ABOVE = 60.0
+"""The compile time from which a bucket counts as compiled when :data:`COMPILED_ABOVE_VARIABLE` is not set."""
 STARTS_WITHOUT_METRICS = 8
 """Scrapes after the first healthy answer to wait for the start rows before writing what is there."""
 
