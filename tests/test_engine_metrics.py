@@ -62,6 +62,16 @@ class Engine(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if self.path == "/many/metrics":
+            line = b"vllm_neuron:startup_time_seconds 1\n"
+            self.send_response(200)
+            self.end_headers()
+            try:
+                for _ in range(96):  # 3 MiB of short samples, beyond the byte bound
+                    self.wfile.write(line * (32768 // len(line)))
+            except OSError:
+                pass
+            return
         if self.path == "/endless/metrics":
             self.send_response(200)
             self.end_headers()
@@ -248,6 +258,35 @@ def test_an_endless_answer_is_cut_at_the_byte_bound(engine: Any) -> None:
     state.healthy_at = time.time()
     collector.collect_once(state, engine.url + "/endless", out, time.time())
     assert "skipped in" in out.getvalue() and "Traceback" not in out.getvalue()
+
+
+@pytest.mark.parametrize("answer", ["endless", "many"])
+def test_the_carried_collector_reads_an_endless_answer_within_the_sidecar_s_memory(engine: Any, answer: str) -> None:
+    # GIVEN the collector as carried, in an interpreter of its own
+    driver = (
+        "import sys, time, tracemalloc\n"
+        "namespace = {'__name__': 'carried'}\n"
+        "exec(compile(sys.stdin.read(), '<carried>', 'exec'), namespace)\n"
+        "state = namespace['Collector'](table={'metrics': []}, model='m', cluster='c', started=time.time())\n"
+        "state.healthy_at = time.time()\n"
+        "tracemalloc.start()\n"
+        f"namespace['collect_once'](state, '{engine.url}/{answer}', sys.stderr, time.time())\n"
+        "print(tracemalloc.get_traced_memory()[1])\n"
+    )
+    # WHEN it reads an answer of one endless line, or of more short lines than it reads
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", driver],
+        input=sidecar.collector_source(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    # THEN it says what it skipped, and what it allocated at its peak (a few times the 2 MiB it reads) leaves room
+    # within the sidecar's 64 MiB limit for the interpreter (about 20 MiB)
+    assert result.returncode == 0, result.stderr
+    assert "skipped in" in result.stderr
+    assert int(result.stdout) < 16 * 1024 * 1024
 
 
 def test_a_slow_answer_stops_at_the_timeout_with_a_sentence(engine: Any) -> None:

@@ -96,8 +96,9 @@ HEALTH_PATH = "/health"
 """vLLM's health route (``GET /health``: 200 once the engine serves)."""
 TIMEOUT_SECONDS = 5.0
 """The longest a scrape, a health check or the metadata read takes, connection and answer together."""
-MAX_ANSWER_BYTES = 4 * 1024 * 1024
-"""The most of an answer read: vLLM's ``/metrics`` is some hundreds of kilobytes with every histogram."""
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
+"""The most of an answer read: vLLM's ``/metrics`` is some hundreds of kilobytes with every histogram, and the
+sidecar's memory is held to 64 MiB."""
 MAX_LINE_CHARS = 16 * 1024
 """A longer line is skipped."""
 MAX_LINES = 100_000
@@ -198,14 +199,19 @@ def parse(text: str, wanted: Iterable[str]) -> Scrape:
     counted."""
     names = set(wanted)
     scrape = Scrape()
-    for number, line in enumerate(text.split("\n")):
+    position, number = 0, 0
+    while position < len(text):
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end
+        start, position = position, end + 1
         if number >= MAX_LINES:
             scrape.skip(f"lines after the first {MAX_LINES}")
             break
-        if len(line) > MAX_LINE_CHARS:
+        number += 1
+        if end - start > MAX_LINE_CHARS:
             scrape.skip(f"lines longer than {MAX_LINE_CHARS} characters")
             continue
-        line = line.strip()
+        line = text[start:end].strip()
         if not line or line.startswith("#"):
             continue
         found = _sample(line)
