@@ -560,3 +560,17 @@ def test_expecting_warm_starts_without_a_compile_cache_warns() -> None:
     Annotations.from_stack(model).has_warning(
         "/Model/Llm", Match.string_like_regexp(rules.COMPILE_ALARM_WITHOUT_CACHE.id)
     )
+
+
+def test_the_sidecar_runs_the_digest_the_model_is_pinned_to_and_engine_metrics_false_turns_it_off() -> None:
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    model = Stack(app, "Model", env=ENV)
+    pinned = VLLM_TRN2.pinned("sha256:" + "a" * 64).reference
+    service = NeuronService(model, "Llm", cluster=cluster, task_definition=_task(model, image=pinned))
+    container = _definition(service.engine_metrics_container)
+    assert container["image"] == pinned and container["image"].endswith("@sha256:" + "a" * 64)
+    off = Stack(app, "Off", env=ENV)
+    quiet = NeuronService(off, "Llm", cluster=cluster, task_definition=_task(off, device=1), engine_metrics=False)
+    assert (quiet.engine_metrics_container, quiet.compile_alarm) == (None, None)
+    assert quiet.task_definition.task_definition.find_container(sidecar.CONTAINER_NAME) is None
