@@ -110,7 +110,9 @@ def engine() -> Iterator[Any]:
     httpd.server_close()
 
 
-def _run(url: str, *, rounds: int = 1, **settings: str) -> tuple[list[dict[str, Any]], list[str]]:
+def _run(
+    url: str, *, rounds: int = 1, settings: dict[str, str] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The collector's EMF documents and its sentences for ``rounds`` rounds against ``url``."""
     environment = {
         collector.URL_VARIABLE: url,
@@ -118,7 +120,7 @@ def _run(url: str, *, rounds: int = 1, **settings: str) -> tuple[list[dict[str, 
         collector.CLUSTER_VARIABLE: "neuron",
         collector.TABLE_VARIABLE: TABLE,
         collector.PERIOD_VARIABLE: "0.01",
-        **settings,
+        **(settings or {}),
     }
     out = io.StringIO()
     assert collector.main(environment, out, rounds=rounds) == 0
@@ -134,7 +136,7 @@ def _value(documents: list[dict[str, Any]], name: str, **dimensions: str) -> flo
 def test_a_cold_start_that_should_be_warm_writes_its_start_each_bucket_and_compiled_at_start(engine: Any) -> None:
     # GIVEN an engine that answers healthy and the recorded metrics of a start that compiled every bucket
     # WHEN the collector of a copy that should start warm reads it once
-    documents, _ = _run(engine.url, **{collector.EXPECT_WARM_VARIABLE: "1"})
+    documents, _ = _run(engine.url, settings={collector.EXPECT_WARM_VARIABLE: "1"})
     # THEN the start, the load, the compile (the buckets' sum) and each bucket are written, and the copy compiled
     assert _value(documents, "StartupTime") == 688.4
     assert _value(documents, "ModelLoadTime") == 41.2
@@ -157,19 +159,19 @@ def test_a_cold_start_that_should_be_warm_writes_its_start_each_bucket_and_compi
 
 def test_a_warm_start_compiled_nothing(engine: Any) -> None:
     engine.metrics = WARM
-    documents, _ = _run(engine.url, **{collector.EXPECT_WARM_VARIABLE: "1"})
+    documents, _ = _run(engine.url, settings={collector.EXPECT_WARM_VARIABLE: "1"})
     assert _value(documents, "BucketsCompiled") == 0 and _value(documents, "CompiledAtStart") == 0
     assert _value(documents, "StartupTime") == 71.9
 
 
 def test_a_copy_not_expected_warm_counts_its_compiled_buckets_without_compiled_at_start(engine: Any) -> None:
-    documents, _ = _run(engine.url, **{collector.EXPECT_WARM_VARIABLE: "0"})
+    documents, _ = _run(engine.url, settings={collector.EXPECT_WARM_VARIABLE: "0"})
     assert _value(documents, "BucketsCompiled") == 3 and _value(documents, "CompiledAtStart") == 0
 
 
 def test_the_threshold_tells_a_compile_from_a_cache_hit(engine: Any) -> None:
     # GIVEN a threshold above the shortest cold bucket (96.75 s) and below the others
-    documents, _ = _run(engine.url, **{collector.COMPILED_ABOVE_VARIABLE: "100"})
+    documents, _ = _run(engine.url, settings={collector.COMPILED_ABOVE_VARIABLE: "100"})
     assert _value(documents, "BucketsCompiled") == 2
 
 
@@ -179,12 +181,12 @@ def test_the_start_is_written_once_and_time_to_healthy_once(engine: Any) -> None
     assert sum("TimeToHealthy" in d for d in documents) == 1
 
 
-def test_time_to_healthy_counts_from_the_task_s_image_pull(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_time_to_healthy_counts_from_the_task_s_image_pull(engine: Any) -> None:
     # GIVEN task metadata whose PullStartedAt is 90 s before now
     started = time.time() - 90
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)) + f".{int(started % 1 * 1e9):09d}Z"
     engine.task = json.dumps({"PullStartedAt": stamp})
-    documents, _ = _run(engine.url, **{collector.METADATA_VARIABLE: engine.url})
+    documents, _ = _run(engine.url, settings={collector.METADATA_VARIABLE: engine.url})
     assert 89 <= _value(documents, "TimeToHealthy") <= 100
 
 
@@ -366,12 +368,13 @@ def _task(
         "model",
         image=ecs.ContainerImage.from_registry(image),
         port_mappings=[ecs.PortMapping(container_port=p) for p in ports],
-        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"} if cache else None,
+        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"} if cache else {},
     )
     return task
 
 
-def _definition(container: ecs.ContainerDefinition) -> dict[str, Any]:
+def _definition(container: ecs.ContainerDefinition | None) -> dict[str, Any]:
+    assert container is not None
     return Stack.of(container).resolve(container.render_container_definition())  # type: ignore[no-any-return]
 
 
@@ -574,3 +577,21 @@ def test_the_sidecar_runs_the_digest_the_model_is_pinned_to_and_engine_metrics_f
     quiet = NeuronService(off, "Llm", cluster=cluster, task_definition=_task(off, device=1), engine_metrics=False)
     assert (quiet.engine_metrics_container, quiet.compile_alarm) == (None, None)
     assert quiet.task_definition.task_definition.find_container(sidecar.CONTAINER_NAME) is None
+
+
+def test_the_lines_after_the_bound_are_skipped_once_counted() -> None:
+    text = "# comment\n" * collector.MAX_LINES + "vllm_neuron:startup_time_seconds 1\n"
+    scrape = collector.parse(text, ["vllm_neuron:startup_time_seconds"])
+    assert scrape.series == {}
+    assert scrape.skipped == {f"lines after the first {collector.MAX_LINES}": 1}
+
+
+@given(st.one_of(st.text(max_size=80), st.integers(), st.none(), st.floats()))
+def test_no_task_metadata_time_makes_the_collector_raise(value: object) -> None:
+    found = collector._timestamp(value)
+    assert found is None or isinstance(found, float)
+
+
+def test_the_docs_cost_counts_every_metric_a_model_adds() -> None:
+    # docs/monitoring.md: "7 custom metrics per model"
+    assert len(table.ENGINE_METRICS) + len(table.DERIVED_METRICS) == 7
