@@ -561,7 +561,7 @@ def test_expecting_warm_starts_without_a_compile_cache_warns() -> None:
     )
     assert service.compile_alarm is not None
     Annotations.from_stack(model).has_warning(
-        "/Model/Llm", Match.string_like_regexp(rules.COMPILE_ALARM_WITHOUT_CACHE.id)
+        "/Model/Llm", Match.string_like_regexp(r"container 'model' has no compile cache.*NEURON172")
     )
 
 

@@ -229,7 +229,9 @@ def add_engine_metrics(
     if options.expect_warm and not has_cache:
         Validations.of(owner).add_warning(
             rules.COMPILE_ALARM_WITHOUT_CACHE.warning_id,
-            rules.COMPILE_ALARM_WITHOUT_CACHE.message(path, f"expect_warm=True, and {model.container_name!r} has none"),
+            rules.COMPILE_ALARM_WITHOUT_CACHE.message(
+                path, f"expect_warm=True, and container {model.container_name!r} has no compile cache"
+            ),
         )
     existing = task_definition.task_definition.find_container(CONTAINER_NAME)
     sidecar = existing or _sidecar(
