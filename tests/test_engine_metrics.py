@@ -595,3 +595,42 @@ def test_no_task_metadata_time_makes_the_collector_raise(value: object) -> None:
 def test_the_docs_cost_counts_every_metric_a_model_adds() -> None:
     # docs/monitoring.md: "7 custom metrics per model"
     assert len(table.ENGINE_METRICS) + len(table.DERIVED_METRICS) == 7
+
+
+def test_every_slice_of_a_vllm_neuron_model_is_measured_unless_turned_off() -> None:
+    from neuron_constructs import SlicedNeuronService
+
+    app = App(analytics_reporting=False)
+    _, cluster, _ = _platform(app)
+    model = Stack(app, "Model", env=ENV)
+    image = ecs.ContainerImage.from_registry(VLLM_TRN2.reference)
+    ports = [ecs.PortMapping(container_port=8000)]
+    sliced = SlicedNeuronService(
+        model,
+        "Llm",
+        cluster=cluster,
+        instance_type="trn2.48xlarge",
+        devices_per_task=8,
+        image=image,
+        instances=1,
+        port_mappings=ports,
+        memory_reservation_mib=4096,
+    )
+    assert [s.engine_metrics_container is not None for s in sliced.copy_services] == [True, True]
+    off = Stack(app, "Off", env=ENV)
+    other = Stack(app, "OtherCluster", env=ENV)
+    second = NeuronCluster(other, "Cluster")
+    second.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    quiet = SlicedNeuronService(
+        off,
+        "Llm",
+        cluster=second,
+        instance_type="trn2.48xlarge",
+        devices_per_task=8,
+        image=image,
+        instances=1,
+        port_mappings=ports,
+        memory_reservation_mib=4096,
+        engine_metrics=False,
+    )
+    assert [s.engine_metrics_container for s in quiet.copy_services] == [None, None]

@@ -14,6 +14,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
+from neuron_constructs.monitoring.engine_metrics import EngineMetrics
 from neuron_constructs.serving.rollout import Rollout
 
 __all__ = ["ModelOptions"]
@@ -69,6 +70,11 @@ class ModelOptions(ContainerOptions, total=False):
         per-model metrics; default the container's ``NEURON_PROCESS_TAG``, else the model's construct path made to fit
         the tag (:func:`~neuron_constructs.checks.inputs.derived_model_name`). A name or tag given is refused when
         neuron-monitor or CloudWatch cannot carry it (NEURON067); a derived one never is.
+    engine_metrics
+        Measure every copy's start in its task, as ``NeuronService(engine_metrics=)`` does
+        (:mod:`~neuron_constructs.monitoring.engine_metrics`): each copy's task definition gets the sidecar and each
+        copy's service its compile-at-start alarm (all on the model's metric). Default on where the image's engine
+        publishes the metrics and the container maps a port; ``False`` turns it off.
     """
 
     min_healthy_percent: int | None
@@ -88,3 +94,4 @@ class ModelOptions(ContainerOptions, total=False):
     neuron_sdk: str | None
     model_name: str | None
     rollout: Rollout | None
+    engine_metrics: bool | EngineMetrics | None
