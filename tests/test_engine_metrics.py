@@ -634,3 +634,19 @@ def test_every_slice_of_a_vllm_neuron_model_is_measured_unless_turned_off() -> N
         engine_metrics=False,
     )
     assert [s.engine_metrics_container for s in quiet.copy_services] == [None, None]
+
+
+def test_the_ranks_of_a_bucket_count_once_as_the_slowest_and_the_buckets_add_up() -> None:
+    # GIVEN two ranks that compiled the same two buckets side by side (rank_id, a label of every vLLM Neuron metric)
+    name = "vllm_neuron:compilation_time_seconds"
+    text = "".join(
+        f'{name}{{bucket_name="{bucket}",model_name="m",rank_id="{rank}"}} {seconds}\n'
+        for bucket, rank, seconds in [("prefill_s128", 0, 100), ("prefill_s128", 1, 120), ("decode_b8", 0, 70)]
+    )
+    state = collector.Collector(table=json.loads(TABLE), model="m", cluster="c", started=0.0)
+    state.healthy_at, state.scrapes_since_healthy = 1.0, collector.STARTS_WITHOUT_METRICS
+    documents = [json.loads(line) for line in state.records(collector.parse(text, [name]), 0)]
+    # THEN each bucket took as long as its slowest rank, and the model's compile is the buckets' sum
+    assert _value(documents, "CompilationTime", Bucket="prefill_s128") == 120
+    assert [d["CompilationTime"] for d in documents if "CompilationTime" in d and "Bucket" not in d] == [190]
+    assert _value(documents, "BucketsCompiled") == 2

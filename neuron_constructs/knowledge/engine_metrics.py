@@ -56,10 +56,12 @@ class EngineMetric:
 
     ``prometheus``: its name at ``/metrics``; ``prometheus_type``: gauge, counter or histogram; ``name`` and ``unit``:
     its CloudWatch name and unit; ``per``: the label it is also written per (``bucket_name``: the ``Bucket``
-    dimension), ``None`` for none; ``aggregate``: how its label sets (ranks, buckets) make one value, ``max`` or
-    ``sum``; ``when``: ``start`` (a value set once per start, written once) or ``every`` (written at every scrape);
-    ``compile``: a per-bucket compile time, which the derived ``BucketsCompiled`` and ``CompiledAtStart`` count;
-    ``engines``: the engines that publish it; ``release``: the engine release it belongs to; ``source``; ``what``.
+    dimension; each value the largest over the label's other labels, such as the ranks that compile a bucket side by
+    side), ``None`` for none; ``aggregate``: how those values (or, without ``per``, its label sets: ranks) make the
+    one value under ``ClusterName, Model``, ``max`` or ``sum``; ``when``: ``start`` (a value set once per start,
+    written once) or ``every`` (written at every scrape); ``compile``: a per-bucket compile time, which the derived
+    ``BucketsCompiled`` and ``CompiledAtStart`` count; ``engines``: the engines that publish it; ``release``: the
+    engine release it belongs to; ``source``; ``what``.
     """
 
     prometheus: str

@@ -384,12 +384,11 @@ class Collector:
             if not series:
                 continue
             name, unit, how = str(row["name"]), str(row["unit"]), str(row.get("aggregate") or "max")
-            per = row.get("per")
-            values[name] = _aggregate(series.values(), how)
+            per = _per(series, str(row["per"])) if row.get("per") else {}
+            values[name] = _aggregate((per or series).values(), how)
             units[name] = unit
-            if per:
-                for bucket, value in sorted(_per(series, str(per), how).items()):
-                    lines.append(self._record({name: value}, {name: unit}, timestamp_ms, Bucket=bucket))
+            for bucket, value in sorted(per.items()):
+                lines.append(self._record({name: value}, {name: unit}, timestamp_ms, Bucket=bucket))
         if values:
             lines.insert(0, self._record(values, units, timestamp_ms))
         return lines
@@ -398,8 +397,7 @@ class Collector:
         compiled = 0
         for row in rows:
             if row.get("compile") and row.get("per"):
-                series = scrape.series.get(str(row["prometheus"])) or {}
-                per = _per(series, str(row["per"]), str(row.get("aggregate") or "max"))
+                per = _per(scrape.series.get(str(row["prometheus"])) or {}, str(row["per"]))
                 compiled += sum(1 for value in per.values() if value >= self.compiled_above)
         values = {"BucketsCompiled": float(compiled), "CompiledAtStart": 1.0 if compiled and self.expect_warm else 0.0}
         return self._record(values, {"BucketsCompiled": "Count", "CompiledAtStart": "Count"}, timestamp_ms)
@@ -420,14 +418,16 @@ class Collector:
         return self.healthy_at is not None and (self.start_written or not start) and not every
 
 
-def _per(series: Mapping[tuple[tuple[str, str], ...], float], label: str, how: str) -> dict[str, float]:
-    """``series`` by the value of ``label`` (other labels, such as ``rank_id``, aggregated ``how``)."""
-    grouped: dict[str, list[float]] = {}
+def _per(series: Mapping[tuple[tuple[str, str], ...], float], label: str) -> dict[str, float]:
+    """``series`` by the value of ``label``, the largest over its other labels: the ranks (``rank_id``) of one
+    bucket compile it side by side, so the bucket took as long as its slowest rank."""
+    grouped: dict[str, float] = {}
     for labels, value in series.items():
         found = dict(labels).get(label)
         if found is not None:
-            grouped.setdefault(_dimension(found), []).append(value)
-    return {bucket: _aggregate(values, how) for bucket, values in grouped.items()}
+            bucket = _dimension(found)
+            grouped[bucket] = max(grouped.get(bucket, value), value)
+    return grouped
 
 
 def _row(row: object) -> bool:
