@@ -3,9 +3,12 @@ compile-at-start alarm (``NeuronService(..., engine_metrics=...)``).
 
 Why a sidecar that writes embedded metric format (EMF), not the CloudWatch agent's Prometheus support. The agent
 scrapes Prometheus targets it is told of in a Prometheus scrape configuration and an EMF processor configuration
-(the agent's ``prometheus`` section and its ECS service discovery, which calls ``ecs:ListTasks``,
-``ecs:DescribeTasks``, ``ec2:DescribeInstances`` and more), and ships them with ``logs:PutLogEvents`` under its own
-role: one more image, one more configuration surface in two languages, and a role that reads the cluster. The
+(the agent's ``prometheus`` section and its ECS service discovery, which periodically calls
+``ec2:DescribeInstances``, ``ecs:ListTasks``, ``ecs:ListServices``, ``ecs:DescribeContainerInstances``,
+``ecs:DescribeServices``, ``ecs:DescribeTasks`` and ``ecs:DescribeTaskDefinition``, with ``CloudWatchAgentServerPolicy``
+on its task role: CloudWatch user guide, "Install the CloudWatch agent with Prometheus metrics collection on Amazon
+ECS clusters" and "Detailed guide for autodiscovery on Amazon ECS clusters"): one more image, one more configuration
+surface in two languages, and a role that reads the cluster. The
 collector instead is :mod:`neuron_constructs.programs.engine_metrics`, a standard-library program of a few hundred
 lines that the library tests like its other programs, the same pattern as the neuron-monitor publisher
 (:mod:`neuron_constructs.programs.metric_publisher`): it prints EMF lines, the task's ``awslogs`` driver sends them,
