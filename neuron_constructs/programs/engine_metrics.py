@@ -18,9 +18,11 @@ What it writes, each metric under ``ClusterName, Model`` (a bucket's under ``Clu
   the threshold tells a compile from a hit), and ``CompiledAtStart``: 1 when a copy that should be warm
   (:data:`EXPECT_WARM_VARIABLE` is ``1``) compiled at least one bucket, else 0;
 * ``TimeToHealthy``: the seconds from the task's start to the engine's first ``200`` on :data:`HEALTH_PATH`. The
-  task's start is its ``PullStartedAt`` in the ECS task metadata endpoint version 4
-  (``$ECS_CONTAINER_METADATA_URI_V4/task``, which the ECS agent gives every container without a permission: ECS
-  guide, "Amazon ECS task metadata endpoint version 4"), else the collector's own start (it starts with the task).
+  task's start is its ``PullStartedAt``, "the timestamp for when the first container image pull began", in the ECS
+  task metadata endpoint version 4 (``$ECS_CONTAINER_METADATA_URI_V4/task``, which the ECS agent gives every
+  container without a permission; RFC 3339 with nanoseconds, ``2020-10-02T00:15:07.620912337Z``: ECS guide, "Amazon
+  ECS task metadata V4 JSON response" and its examples, on EC2 and on Managed Instances), else the collector's own
+  start (it starts with the task).
 
 The engine is read at :data:`URL_VARIABLE`: ``http://127.0.0.1:<port>`` where the containers of a task share a
 network namespace (awsvpc and host), ``http://<link alias>:<port>`` in the bridge network.
