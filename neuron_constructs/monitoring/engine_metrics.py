@@ -25,8 +25,9 @@ retention). It stops once the start is written.
 
 Where it reads the engine: ``http://127.0.0.1:<port>`` in the awsvpc and host networks (the containers of a task
 share the network namespace: ECS guide, "Amazon ECS task networking options"), ``http://engine:<port>`` in the bridge
-network, through a link to the model's container (bridge containers do not share ``localhost``; "links" let one
-reach another by name, in the bridge network only). ``port``: the model container's container port (NEURON171).
+network, through a link to the model's container (bridge containers do not share ``localhost``; ``links`` let one
+reach another by name, "only supported if the network mode of a task definition is bridge": ECS guide, "Amazon ECS
+task definition parameters"). ``port``: the model container's container port (NEURON171).
 
 The compile-at-start alarm (``compile_alarm``). A plain alarm, not one of the rollout's deployment alarms: a start
 that compiles is slow, not broken, and the copies it slows are the ones a deployment waits for, so rolling back on
