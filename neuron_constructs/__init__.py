@@ -34,6 +34,9 @@ NeuronTrainingQueue, NeuronTrainingJob
 NeuronMonitoring
     Neuron metrics in CloudWatch, a dashboard, alarms and hardware-problem recovery on every Neuron
     instance of a cluster.
+EngineMetrics
+    How a model's start is measured in its task (``NeuronService(engine_metrics=)``): the engine's own start,
+    compile and load metrics and the time to healthy in CloudWatch, and an alarm when a warm start compiled.
 
 Knowledge (no AWS CDK needed)
 -----------------------------
@@ -76,6 +79,7 @@ if TYPE_CHECKING:
     from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
     from neuron_constructs.compute.warm_pool import WarmPool
     from neuron_constructs.knowledge.ami import NeuronAmi
+    from neuron_constructs.monitoring.engine_metrics import EngineMetrics
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
     from neuron_constructs.serving.fleet import NeuronFleet
     from neuron_constructs.serving.fleet_model import FleetModel
@@ -97,6 +101,7 @@ __all__ = [
     "CapacityReservation",
     "CompileCache",
     "ContainerOptions",
+    "EngineMetrics",
     "FleetModel",
     "LustreStorage",
     "ManagedInstancesCapacity",
@@ -136,6 +141,7 @@ _LAZY = {
     "WarmPool": "neuron_constructs.compute.warm_pool",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
+    "EngineMetrics": "neuron_constructs.monitoring.engine_metrics",
     "FleetModel": "neuron_constructs.serving.fleet_model",
     "LustreStorage": "neuron_constructs.training.storage",
     "ManagedInstancesCapacity": "neuron_constructs.compute.managed_instances",

@@ -26,6 +26,7 @@ from neuron_constructs.knowledge.container_images import (
     PRIVILEGED_IMAGES,
     NeuronImage,
 )
+from neuron_constructs.knowledge.engine_metrics import DERIVED_METRICS, ENGINE_METRICS
 from neuron_constructs.monitoring.daemons import (
     MONITOR_IMAGE,
     NEURON_HARDWARE_ERRORS,
@@ -42,6 +43,9 @@ from neuron_constructs.programs.metric_publisher import (
     NAMESPACE,
 )
 from neuron_constructs.tools.inspection import ContainerInstance, NeuronDevices, Task, TaskContainer, find_problems
+
+ENGINE_METRIC_NAMES = (*(m.name for m in ENGINE_METRICS), *DERIVED_METRICS)
+"""What the engine-metrics collector publishes per model (the dashboard's start and compile rows)."""
 
 
 def _neuron_types(template: dict[str, Any]) -> set[str]:
@@ -306,7 +310,7 @@ def test_the_dashboard_shows_only_metrics_the_daemon_publishes(
     assert ours, "the dashboard shows Neuron metrics"
     assert "AWS/ECS" in searched  # every service of the cluster, whichever stack made it
     for name, dimensions in ours:
-        published = MODEL_METRICS if dimensions == MODEL_DIMENSION_SETS[0] else METRICS
+        published = (*MODEL_METRICS, *ENGINE_METRIC_NAMES) if dimensions == MODEL_DIMENSION_SETS[0] else METRICS
         assert name in published and dimensions in (*DIMENSION_SETS, *MODEL_DIMENSION_SETS), (name, dimensions)
     assert ("NeuronCoreUtilization", ("ClusterName", "Model")) in ours  # each model's utilization
     titles = [w["properties"].get("title") for w in body["widgets"]]

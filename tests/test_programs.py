@@ -42,8 +42,14 @@ def _load_alone(source: str, tmp_path: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def test_the_folder_holds_the_four_programs() -> None:
-    assert PROGRAMS == ["metric_publisher.py", "precompile_hook.py", "preflight.py", "smoke_test.py"]
+def test_the_folder_holds_the_five_programs() -> None:
+    assert PROGRAMS == [
+        "engine_metrics.py",
+        "metric_publisher.py",
+        "precompile_hook.py",
+        "preflight.py",
+        "smoke_test.py",
+    ]
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

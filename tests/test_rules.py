@@ -343,6 +343,29 @@ def _model_name_with_a_space(s: Stack) -> None:
     _scaled_service(s, model_name="my model")
 
 
+def _engine_metrics_service(s: Stack, image: str, ports: tuple[int, ...], **service: Any) -> None:
+    """A trn2 service of ``image`` mapping ``ports``, with ``service`` options."""
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container(
+        "m",
+        image=ecs.ContainerImage.from_registry(image),
+        port_mappings=[ecs.PortMapping(container_port=p) for p in ports],
+    )
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, **service)
+
+
+def _engine_metrics_for_busybox(s: Stack) -> None:
+    _engine_metrics_service(s, "public.ecr.aws/docker/library/busybox:1.37", (8000,), engine_metrics=True)
+
+
+def _engine_metrics_without_a_port(s: Stack) -> None:
+    from neuron_constructs.knowledge.container_images import VLLM_TRN2
+
+    _engine_metrics_service(s, VLLM_TRN2.reference, (), engine_metrics=True)
+
+
 def _scaled_service(s: Stack, **service: Any) -> NeuronService:
     """One inf2.48xlarge task of a manual task definition, on a capacity of two instances, behind a load balancer."""
     from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -1170,6 +1193,8 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     ),
     (r.SECOND_SCALING_TARGET, _auto_scale_twice, r"Test/Sliced: auto_scale: auto_scale already made the scalable"),
     (r.MODEL_NAME, _model_name_with_a_space, r"Test/Svc: model_name='my model' is not 1 to 255 such characters"),
+    (r.ENGINE_WITHOUT_METRICS, _engine_metrics_for_busybox, r"Test/Svc: engine_metrics asked for .*busybox:1.37, an "),
+    (r.ENGINE_METRICS_PORT, _engine_metrics_without_a_port, r"Test/Svc: container 'm' maps no port"),
     (
         r.UNDECLARED_DEVICE,
         _device_outside_the_task,

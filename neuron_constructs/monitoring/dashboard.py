@@ -1,8 +1,9 @@
 """The monitoring's dashboard, filled once the tree is complete: NeuronCore utilization and accelerator memory per
-instance, utilization and executions per model, errors and latency, the CPU and memory of the cluster's services, the
-response time and 5xx count of its load balancers' target groups, and the alarms. Services and target groups are found
-by metric search on the cluster's and the load balancers' names, so that model stacks never have the monitoring's
-stack depend on them."""
+instance, utilization and executions per model, each model's start (time to healthy, the engine's start, load and
+compile, as the engine-metrics collector measures them), errors and latency, the CPU and memory of the cluster's
+services, the response time and 5xx count of its load balancers' target groups, and the alarms. Services and target
+groups are found by metric search on the cluster's and the load balancers' names, so that model stacks never have the
+monitoring's stack depend on them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ from neuron_constructs.programs.metric_publisher import NAMESPACE
 if TYPE_CHECKING:
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
 
-__all__ = ["fill_dashboard"]
+__all__ = ["COMPILE_METRICS", "COMPILE_TITLE", "START_METRICS", "START_TITLE", "fill_dashboard"]
+
+START_TITLE = "Start per model (s): time to healthy, engine start, weight load"
+START_METRICS = ("TimeToHealthy", "StartupTime", "ModelLoadTime")
+"""Each model's start as the engine-metrics collector measures it
+(:mod:`~neuron_constructs.monitoring.engine_metrics`), a line per model and metric."""
+COMPILE_TITLE = "Compilation at start per model: seconds, buckets compiled, compiled when warm"
+COMPILE_METRICS = ("CompilationTime", "BucketsCompiled", "CompiledAtStart")
+"""Each model's compile at start: the seconds over its buckets, the buckets that compiled rather than hit the cache,
+and 1 when a copy that should start warm compiled."""
 
 
 def _per_instance(monitoring: NeuronMonitoring, metric: str, statistic: str, label: str) -> cloudwatch.MathExpression:
@@ -68,6 +78,18 @@ def fill_dashboard(monitoring: NeuronMonitoring) -> None:
             ],
             width=width,
         ),
+    )
+    start = [
+        _search(monitoring, NAMESPACE, "ClusterName,Model", name, "Maximum", monitoring.cluster_name)
+        for name in START_METRICS
+    ]
+    compile_ = [
+        _search(monitoring, NAMESPACE, "ClusterName,Model", name, "Maximum", monitoring.cluster_name)
+        for name in COMPILE_METRICS
+    ]
+    monitoring.dashboard.add_widgets(
+        cloudwatch.GraphWidget(title=START_TITLE, left=start, width=width),
+        cloudwatch.GraphWidget(title=COMPILE_TITLE, left=compile_, width=width),
     )
     monitoring.dashboard.add_widgets(
         cloudwatch.GraphWidget(

@@ -35,6 +35,14 @@ container or in Lambda, carried inside a template as text, and tested by running
        definition, as text (in the job definition, within the 24 KiB it shares with the preflight)
      - its functions and ``python3 -c`` of the carried source, fed recorded neuron-monitor reports
        (``tests/test_neuron_monitor_emf.py``)
+   * - :mod:`~neuron_constructs.programs.engine_metrics`
+     - the ``engine-metrics`` sidecar of a model's task definition, in the model's own image:
+       ``python3 -u -c "$ENGINE_METRICS_PROGRAM"``
+     - ``ENGINE_METRICS_PROGRAM`` in the sidecar's environment, as text (about 15 KB; an ECS task definition takes
+       up to 64 KiB), with its metric table as JSON in ``ENGINE_METRICS_TABLE``
+       (:mod:`neuron_constructs.monitoring.engine_metrics`)
+     - its functions and ``python3 -c`` of the carried source against a local HTTP server answering recorded
+       ``/metrics`` outputs (``tests/test_engine_metrics.py``)
 
 Each is carried as :func:`~neuron_constructs.programs.carrying.program_source` gives it: without docstrings and
 comments, so that editing them changes no template. None imports the library, the AWS CDK or another program

@@ -259,6 +259,7 @@ class FleetModel(Construct, ListenerTarget):
                 vpc_subnets=options.get("vpc_subnets"),
                 security_groups=options.get("security_groups"),
                 model_name=self.model_name,
+                engine_metrics=options.get("engine_metrics"),
                 **(options.get("service_options") or {}),
             )
             assert isinstance(service.service, ecs.Ec2Service)

@@ -15,6 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
 from neuron_constructs.compute.startup import Startup
+from neuron_constructs.monitoring.engine_metrics import EngineMetrics
 from neuron_constructs.serving.precompile import Precompile
 from neuron_constructs.serving.rollout import Rollout
 
@@ -80,6 +81,11 @@ class ModelOptions(ContainerOptions, total=False):
         container, ordered by a CloudFormation custom resource every copy's service depends on (a fleet deploys with
         rolling deployments, which have no lifecycle hooks; the job's ``timeout`` is held to 55 minutes, NEURON165);
         every copy then serves cache-hit-only. Needs ``compile_cache`` (NEURON164). Default none.
+    engine_metrics
+        Measure every copy's start in its task, as ``NeuronService(engine_metrics=)`` does
+        (:mod:`~neuron_constructs.monitoring.engine_metrics`): each copy's task definition gets the sidecar and each
+        copy's service its compile-at-start alarm (all on the model's metric). Default on where the image's engine
+        publishes the metrics and the container maps a port; ``False`` turns it off.
     """
 
     min_healthy_percent: int | None
@@ -101,3 +107,4 @@ class ModelOptions(ContainerOptions, total=False):
     model_name: str | None
     rollout: Rollout | None
     precompile: Precompile | None
+    engine_metrics: bool | EngineMetrics | None

@@ -40,6 +40,7 @@ from neuron_constructs.compute.cluster import NeuronCluster
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
 from neuron_constructs.knowledge import rules
+from neuron_constructs.monitoring.engine_metrics import EngineMetrics, measure_start
 from neuron_constructs.serving.capacity_choice import Capacity as Capacity
 from neuron_constructs.serving.capacity_choice import CapacityChoice as CapacityChoice
 from neuron_constructs.serving.capacity_choice import capacity_for as capacity_for
@@ -133,6 +134,17 @@ class NeuronService(Construct, ListenerTarget):
         ``PRE_SCALE_UP`` lifecycle hook on a native rollout, a custom resource the service depends on on a rolling
         one (:mod:`~neuron_constructs.serving.service_precompile`); the copies then serve cache-hit-only. Default
         none. A Neuron container that runs cache-hit-only without it warns (NEURON162).
+    engine_metrics
+        Measure each copy's start where it happens (:mod:`~neuron_constructs.monitoring.engine_metrics`): a sidecar
+        in the model's task definition reads the engine's own Prometheus ``/metrics`` (start, per-bucket compile and
+        load times) and the time from the task's start to its first healthy answer into CloudWatch under the model's
+        name, and, when the model should start warm (it has a compile cache), the alarm ``compile_alarm`` fires when
+        a copy compiled. Default on where the image's engine publishes those metrics (vLLM Neuron,
+        :mod:`~neuron_constructs.knowledge.engine_metrics`) and the model's container maps the port it serves them
+        on; ``True`` or an
+        :class:`~neuron_constructs.monitoring.engine_metrics.EngineMetrics` (port, period, threshold) asks for it
+        (refused for an engine that publishes none, NEURON170, or a port the model does not map, NEURON171);
+        ``False`` turns it off.
     **service_options
         Passed to the ECS service as given (:class:`~neuron_constructs.compute.options.ServiceOptions`:
         execute command, tags, Service Connect, Cloud Map, deployment alarms, circuit breaker - default on,
@@ -155,6 +167,8 @@ class NeuronService(Construct, ListenerTarget):
         The target groups :meth:`attach_to_listener` made, in order.
     precompile_job
         The :class:`~neuron_constructs.serving.precompile_resources.PrecompileJob` of ``precompile=``, or ``None``.
+    engine_metrics_container, compile_alarm
+        The engine-metrics sidecar and the compile-at-start alarm (``None`` where there is none).
     """
 
     @checked(
@@ -183,6 +197,7 @@ class NeuronService(Construct, ListenerTarget):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         rollout: Rollout | None = None,
         precompile: Precompile | None = None,
+        engine_metrics: bool | EngineMetrics | None = None,
         **service_options: Unpack[ServiceOptions],
     ) -> None:
         if rollout is not None and not isinstance(rollout, Rollout):
@@ -206,6 +221,9 @@ class NeuronService(Construct, ListenerTarget):
             if model_name is not None
             else task_definition.model_name or inputs.derived_model_name(construct_path(self)),
             given=model_name is not None,
+        )
+        self.engine_metrics_container, self.compile_alarm = measure_start(
+            self, engine_metrics, task_definition=task_definition, model_name=self.model_name, cluster=cluster
         )
         self.desired_count = desired_count
         self.rollout: Rollout = rollout or Rollout.rolling()

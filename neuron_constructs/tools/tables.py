@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.engine_metrics import DERIVED_METRICS, ENGINE_METRICS
 from neuron_constructs.knowledge.rollouts import (
     RolloutPlan,
     RolloutRoom,
@@ -31,6 +32,7 @@ __all__ = [
     "catalog_rows",
     "catalog_table",
     "density_table",
+    "engine_metrics_table",
     "fleet_table",
     "limit_table",
     "mixed_fleet",
@@ -195,6 +197,25 @@ def rules_table() -> str:
     return "\n".join(rows)
 
 
+def engine_metrics_table() -> str:
+    """Markdown table of the engine metrics the collector reads (one row each) and the ones it derives."""
+    rows = [
+        "| CloudWatch metric | unit | dimensions | from | engine and release | what |",
+        "|---|---|---|---|---|---|",
+    ]
+    for metric in ENGINE_METRICS:
+        dimensions = "`ClusterName, Model`" + (", and `ClusterName, Model, Bucket`" if metric.per else "")
+        engines = ", ".join(e.name for e in metric.engines)
+        rows.append(
+            f"| `{metric.name}` | {metric.unit} | {dimensions} | `{metric.prometheus}` ({metric.prometheus_type}) "
+            f"| {engines}: {metric.release} | {_cell(metric.what)} |"
+        )
+    for name, (unit, what) in DERIVED_METRICS.items():
+        source = "the collector | every engine of the table"
+        rows.append(f"| `{name}` | {unit} | `ClusterName, Model` | {source} | {what} |")
+    return "\n".join(rows)
+
+
 @dataclass(frozen=True)
 class RolloutExample:
     """A model to roll out: ``copies`` copies of ``chips`` chips on ``instance_type``, whose copies start (instances
@@ -315,6 +336,7 @@ TABLES = {
     "catalog": catalog_table,
     "rules": rules_table,
     "density": density_table,
+    "engine-metrics": engine_metrics_table,
     "fleet": fleet_table,
     "limit": limit_table,
     "rollout-timeline": rollout_timeline_table,

@@ -96,6 +96,9 @@ from neuron_constructs.knowledge.rules.instances_and_capacity import SMALL_ROOT_
 from neuron_constructs.knowledge.rules.instances_and_capacity import SPOT_WITH_RESERVATION as SPOT_WITH_RESERVATION
 from neuron_constructs.knowledge.rules.instances_and_capacity import UNKNOWN_EC2_TYPE as UNKNOWN_EC2_TYPE
 from neuron_constructs.knowledge.rules.instances_and_capacity import UNKNOWN_INSTANCE_TYPE as UNKNOWN_INSTANCE_TYPE
+from neuron_constructs.knowledge.rules.monitoring import COMPILE_ALARM_WITHOUT_CACHE as COMPILE_ALARM_WITHOUT_CACHE
+from neuron_constructs.knowledge.rules.monitoring import ENGINE_METRICS_PORT as ENGINE_METRICS_PORT
+from neuron_constructs.knowledge.rules.monitoring import ENGINE_WITHOUT_METRICS as ENGINE_WITHOUT_METRICS
 from neuron_constructs.knowledge.rules.monitoring import MODEL_NAME as MODEL_NAME
 from neuron_constructs.knowledge.rules.monitoring import MONITORING_TWICE as MONITORING_TWICE
 from neuron_constructs.knowledge.rules.monitoring import UNMONITORED_SCALING as UNMONITORED_SCALING
@@ -295,6 +298,9 @@ RULES: tuple[Rule, ...] = tuple(
             RESERVATION_FALLBACK,
             PARALLEL_DEGREES,
             MONITORING_TWICE,
+            ENGINE_WITHOUT_METRICS,
+            ENGINE_METRICS_PORT,
+            COMPILE_ALARM_WITHOUT_CACHE,
             DEFAULT_ACTION_ACROSS_STACKS,
             IMPORTED_CLUSTER_PROVIDERS,
             CLUSTER_NAME,

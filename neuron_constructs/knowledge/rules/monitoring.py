@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from neuron_constructs.knowledge.rules.rule import Rule
 
-__all__ = ["MODEL_NAME", "MONITORING_TWICE", "UNMONITORED_SCALING"]
+__all__ = [
+    "COMPILE_ALARM_WITHOUT_CACHE",
+    "ENGINE_METRICS_PORT",
+    "ENGINE_WITHOUT_METRICS",
+    "MODEL_NAME",
+    "MONITORING_TWICE",
+    "UNMONITORED_SCALING",
+]
 
 # ---------------------------------------------------------------- errors ---
 
@@ -29,7 +36,42 @@ MODEL_NAME = Rule(
     "Neuron user guide: neuron-monitor, Neuron applications tagging; CloudWatch API reference: Dimension",
 )
 
+ENGINE_WITHOUT_METRICS = Rule(
+    "NEURON170",
+    "Engine metrics for an image whose engine publishes none the library reads",
+    "the engine-metrics collector reads the model engine's own Prometheus /metrics endpoint; only the engines of the "
+    "engine metric table publish metrics it reads (vLLM Neuron: vllm_neuron:startup_time_seconds, "
+    "compilation_time_seconds, model_load_time_seconds), and an image the image table does not hold has no known "
+    "engine",
+    "pass engine_metrics=False, or run an image of the table whose engine publishes them ({engines}), or state the "
+    "engine of your own image built on one: engine_metrics=EngineMetrics(engine=VLLM_NEURON_NATIVE)",
+    'vLLM Neuron, "vLLM Metrics Integration" (2026-06-23); neuron_constructs.knowledge.engine_metrics',
+)
+ENGINE_METRICS_PORT = Rule(
+    "NEURON171",
+    "Engine metrics port the model does not serve on",
+    "vLLM serves /metrics and /health on its API port, the container port the model's container maps; the collector "
+    "reads them there (127.0.0.1 in awsvpc and host networks, the model container's link in the bridge network), so "
+    "the port must be one of the model container's port mappings",
+    "give the model's container its port mapping (port_mappings=[ecs.PortMapping(container_port=8000)]), or pass "
+    "EngineMetrics(port=) one of its container ports ({ports})",
+    'vLLM, "Production Metrics" (the /metrics endpoint of the OpenAI-compatible server); ECS guide: task definition '
+    "network modes (awsvpc containers share localhost; bridge containers reach each other through links)",
+)
+
 # -------------------------------------------------------------- warnings ---
+
+COMPILE_ALARM_WITHOUT_CACHE = Rule(
+    "NEURON172",
+    "Compile-at-start alarm on a model without a compile cache",
+    "the compile-at-start alarm fires when a copy that should start warm compiled; a model whose Neuron container has "
+    "no compile cache (no NEURON_LIBTORCH_REMOTE_CACHE, VLLM_CACHE_ROOT or NEURON_COMPILE_CACHE_URL) compiles at every "
+    "start, so the alarm would fire at every start",
+    "give the model a CompileCache (add_neuron_container(compile_cache=...)), or pass "
+    "EngineMetrics(expect_warm=False) to publish the start metrics without the alarm",
+    'vLLM Neuron, "Compilation Cache" (2026-06-22): without a cache every node recompiles from scratch on cold start',
+    severity="warning",
+)
 
 UNMONITORED_SCALING = Rule(
     "NEURON114",
