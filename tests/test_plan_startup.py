@@ -324,11 +324,14 @@ def test_plan_startup_on_the_examples(example_assembly_dir: Path) -> None:
     managed = models["NeuronInferenceManaged/Service"]
     assert _steps(managed)["instance"]["what"].startswith("Managed Instances: ECS launches an instance")
     assert (managed["health_check_grace_period_seconds"], managed["in_task_unknown"]) == (1800, ["compile", "load"])
-    # Trainium2: a warm pool whose warm-up pulled the vLLM Neuron image; the copy still compiles (no cache given).
+    # Trainium2: a warm pool whose warm-up pulled the vLLM Neuron image; the model is precompiled on CPU into its
+    # EFS cache, so a copy fetches its graphs and serves cache-hit-only instead of compiling.
     trn2 = _steps(models["NeuronInferenceTrn2/Service"])
     assert trn2["instance"]["what"].startswith("from the warm pool (at least 1)")
     assert trn2["image"]["fetched_ahead"] and trn2["image"]["what"].endswith(": pulled at warm-up, on the instance")
-    assert trn2["compile"]["what"].startswith("vLLM Neuron (native route): every copy compiles every graph")
+    assert "compile" not in trn2
+    assert trn2["cacheFetch"]["what"].startswith("vLLM Neuron (native route): ")
+    assert "(precompiled by NeuronInferenceTrn2/Service/Precompile, cache-hit-only" in trn2["cacheFetch"]["what"]
     # The mixed cluster: Inf1's image is named at deploy time, so its engine is unknown.
     inf1 = _steps(models["NeuronMixedCluster/Inf1Service/Service"])
     assert inf1["image"]["what"] == "<computed at deploy time>"
