@@ -524,16 +524,11 @@ def acknowledge_smoke_test_function(
 
 
 def acknowledge_precompile_job(function: IConstruct, function_role: IConstruct) -> None:
-    """A precompile job's function: ``batch:DescribeJobs`` on ``*`` in its role's own ``RunJob`` policy, the runtime
-    its program is written for, and the NIST 800-53 rev 5 findings that do not apply to a function ECS and
-    CloudFormation call once per deployment."""
+    """A precompile job's function: ``batch:DescribeJobs`` on ``*`` in its role's own ``RunJob`` policy, and the NIST
+    800-53 rev 5 findings that do not apply to a function ECS and CloudFormation call once per deployment."""
     node_of(_resource(function)).add_metadata(
         _ACKNOWLEDGED_RULES,
         {
-            f"{_PACK}-L1": (
-                "The precompile function runs the hook program (neuron_constructs.programs.precompile_hook), written "
-                "and tested for python3.12; a newer runtime is taken when the program is."
-            ),
             f"{_NIST_PACK}-LambdaConcurrency": (
                 "ECS invokes the precompile function at PRE_SCALE_UP of a deployment and CloudFormation once per "
                 "stack update, EventBridge once per ended job of its own queue; reserved concurrency would set "
@@ -557,6 +552,33 @@ def acknowledge_precompile_job(function: IConstruct, function_role: IConstruct) 
                 "Precompile function: batch:DescribeJobs supports no resource-level permissions (Service Authorization "
                 "Reference, AWS Batch); batch:SubmitJob, the action that runs anything, is held to this model's job "
                 "queue and job definition revision in the same policy."
+            ),
+        },
+    )
+
+
+def acknowledge_rollout_alarm(alarm: IConstruct) -> None:
+    """A deployment alarm of a native rollout: its action is ECS's rollback, not a notification."""
+    node_of(_resource(alarm)).add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            f"{_NIST_PACK}-CloudWatchAlarmAction": (
+                "A rollout alarm: ECS reads its state while a deployment runs and rolls the deployment back when it "
+                "is in ALARM (the service's deploymentConfiguration.alarms); that rollback is its action. The "
+                "model's Neuron errors notify through NeuronMonitoring's own alarms."
+            ),
+        },
+    )
+
+
+def acknowledge_compile_cache_file_system(file_system: IConstruct) -> None:
+    """An Amazon EFS file system of compiled Neuron graphs."""
+    node_of(_resource(file_system)).add_metadata(
+        _ACKNOWLEDGED_RULES,
+        {
+            f"{_NIST_PACK}-EFSInBackupPlan": (
+                "The file system holds compiled Neuron graphs that the compiler re-creates (a precompile job or a "
+                "copy's first start); a backup would keep what costs a compile to make again."
             ),
         },
     )

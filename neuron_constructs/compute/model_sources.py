@@ -311,6 +311,7 @@ class CompileCache:
             enable_automatic_backups=False,
             removal_policy=removal_policy,
         )
+        compliance.acknowledge_compile_cache_file_system(file_system)
         cache = cls.on_file_system(file_system, prefix)
         cache.allow_from(*clients)
         return cache

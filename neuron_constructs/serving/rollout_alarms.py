@@ -35,6 +35,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct, IValidation
 
+from neuron_constructs.base import compliance
 from neuron_constructs.knowledge import rules
 from neuron_constructs.programs.metric_publisher import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.rollout import RolloutAlarms
@@ -52,7 +53,7 @@ PERIOD = Duration.minutes(1)
 def _alarm(
     owner: Construct, id: str, metric: cloudwatch.IMetric, threshold: float, settings: RolloutAlarms, what: str
 ) -> cloudwatch.Alarm:
-    return cloudwatch.Alarm(
+    alarm = cloudwatch.Alarm(
         owner,
         id,
         metric=metric,
@@ -63,6 +64,8 @@ def _alarm(
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         alarm_description=f"Rolls a deployment back: {what}",
     )
+    compliance.acknowledge_rollout_alarm(alarm)
+    return alarm
 
 
 def execution_errors_alarm(
