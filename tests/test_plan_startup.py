@@ -234,6 +234,8 @@ def test_plan_startup_json_shape(tmp_path: Path) -> None:
         "in_task_unknown",
         "grace_period_short",
         "verdict",
+        "to_serve_seconds_stated",
+        "to_serve_unknown",
     }
     assert [step["step"] for step in model["steps"]] == [
         "instance",
@@ -503,3 +505,19 @@ def test_plan_startup_names_vllm_neuron_s_two_cache_tiers(tmp_path: Path) -> Non
     assert ", local tier VLLM_CACHE_ROOT=" in steps["cacheFetch"]["what"]
     assert (steps["cacheFetch"]["seconds"], steps["compile"]["seconds"]) == (180.0, 3000.0)
     assert model["in_task_steps"] == ["compile", "load"]  # a miss, the longest way; no weights the template shows
+
+
+def test_the_stated_instance_start_and_the_time_to_serve_are_shown(tmp_path: Path) -> None:
+    """The instance duration stated for the model's capacity is its step's, and "to serve" sums every step taken."""
+    stated = Startup(
+        instance=Duration.minutes(6),
+        image_pull=Duration.minutes(5),
+        compile=Duration.minutes(40),
+        load=Duration.minutes(4),
+    )
+    _, out = _plan(_app(tmp_path, startup=stated), "--json")
+    (model,) = json.loads(out)["models"]
+    steps = {step["step"]: step for step in model["steps"]}
+    assert (steps["instance"]["seconds"], steps["instance"]["source"]) == (360.0, "stated (Startup)")
+    assert model["to_serve_seconds_stated"] == 55 * 60.0
+    assert "instance" not in model["to_serve_unknown"] and "compile" not in model["to_serve_unknown"]

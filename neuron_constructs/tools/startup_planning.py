@@ -127,6 +127,20 @@ class ModelStart:
     """Their stated seconds."""
     unknown: tuple[str, ...]
     """Those of them with no stated duration."""
+    to_serve_seconds: float = 0.0
+    """The stated seconds of every step the copy takes, from the scale-out to its first answer, the longest way (a
+    cache miss compiles); what a warm-up fetched ahead takes none."""
+    to_serve_unknown: tuple[str, ...] = ()
+    """The steps taken with no stated duration."""
+
+    @property
+    def to_serve(self) -> str:
+        """The time from the scale-out to the first answer, in a sentence."""
+        known = duration_text(self.to_serve_seconds) if self.to_serve_seconds else "nothing"
+        if not self.to_serve_unknown:
+            return f"{known} stated from the scale-out to the first answer"
+        unknown = " + ".join(STEP_NAMES[step] for step in self.to_serve_unknown)
+        return f"{known} stated from the scale-out to the first answer, + {unknown}: measure it"
 
     @property
     def grace_short(self) -> bool | None:
@@ -172,6 +186,8 @@ class ModelStart:
             "in_task_unknown": list(self.unknown),
             "grace_period_short": self.grace_short,
             "verdict": self.verdict,
+            "to_serve_seconds_stated": self.to_serve_seconds,
+            "to_serve_unknown": list(self.to_serve_unknown),
         }
 
 
@@ -214,7 +230,7 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
             continue
         capacity = next((c for c in t.capacities.values() if t.lands_on(service, c)), None)
         steps = (
-            _instance(t, capacity, fetches),
+            _instance(t, capacity, fetches, start),
             *_fetched(t, service, capacity, start, fetches, warm_ups),
             *_compile(start),
             _step(start, "load", "the model load until the server answers", None),
@@ -223,6 +239,7 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
         if "compile" in taken:  # the longest start: a miss compiles instead of fetching
             taken = tuple(step for step in taken if step != "cacheFetch")
         known, unknown = in_task(start.stated, taken)
+        durations = {step.step: step.seconds for step in steps if step.step in taken}
         models[model] = ModelStart(
             name=model,
             copies=1,
@@ -233,6 +250,8 @@ def startup_templates(t: EcsTemplate) -> list[ModelStart]:
             in_task=tuple(step for step in taken if step in IN_TASK_STEPS),
             in_task_seconds=known,
             unknown=unknown,
+            to_serve_seconds=sum(seconds for seconds in durations.values() if seconds is not None),
+            to_serve_unknown=tuple(step for step, seconds in durations.items() if seconds is None),
         )
     return list(models.values())
 
@@ -249,18 +268,21 @@ def _step(start: CopyStart, step: str, what: str, size: float | None, reference:
     return Step(step, what, size, None, MEASURE_IT, reference)
 
 
-def _instance(t: EcsTemplate, capacity: Capacity | None, fetches: dict[str, Any]) -> Step:
+def _instance(t: EcsTemplate, capacity: Capacity | None, fetches: dict[str, Any], start: CopyStart) -> Step:
+    """The instance the copy lands on, with the ``instance`` duration stated for the model's capacity (its kind's:
+    a cold start, a warm pool's, a Managed Instances launch), else "measure it"."""
     if capacity is None:
         return Step("instance", "no Neuron capacity of these templates runs it", None, None, MEASURE_IT)
     fetch = fetches.get(_name(t, capacity.logical_id))
+    reference = None
     if capacity.kind == "managed-instances":
         what = "Managed Instances: ECS launches an instance for the task (an idle one it kept may take it)"
     elif fetch is not None and fetch.warm_pool is not None:
         what = f"from the warm pool (at least {fetch.warm_pool}): initialized ahead, started on scale-out"
-        return Step("instance", what, None, None, MEASURE_IT, WARM_POOL_SOURCE)
+        reference = WARM_POOL_SOURCE
     else:
         what = "cold start of a new instance (no warm pool)"
-    return Step("instance", what, None, None, MEASURE_IT)
+    return _step(start, "instance", what, None, reference)
 
 
 def _fetched(

@@ -258,6 +258,7 @@ def _print_startup(result: StartupResult, out: _Output) -> None:
             out.line(f"  {STEP_NAMES[step.step]:<11} {terminal_safe(step.what)}{size}: {duration}")
         colour = {True: "31", False: "32", None: "33"}[model.grace_short]
         out.line("  " + out.style(f"{'health':<11} {terminal_safe(model.verdict)}", colour) + " [1]")
+        out.line(f"  {'to serve':<11} {model.to_serve}")
     out.line()
     out.line(
         "The grace period counts from the task's first start: the weights copy, the compile and the load run in it."
