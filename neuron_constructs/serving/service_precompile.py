@@ -36,6 +36,7 @@ from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.model_sources import CompileCache, compile_cache_of
+from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
 from neuron_constructs.knowledge import cpu_compile, engines, image_support, rules
 from neuron_constructs.serving.precompile import Precompile
 from neuron_constructs.serving.precompile_resources import (
@@ -45,7 +46,6 @@ from neuron_constructs.serving.precompile_resources import (
 )
 
 if TYPE_CHECKING:
-    from neuron_constructs.compute.task_definitions.shared import NeuronTaskDefinition
     from neuron_constructs.serving.services import NeuronService
 
 __all__ = ["check_precompile", "precompile_model", "precompile_service", "warn_cache_hit_only"]
