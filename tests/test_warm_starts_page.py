@@ -12,7 +12,6 @@ import pytest
 
 from neuron_constructs.knowledge.compile_cost import compile_cost
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "warm-starts.md"
 RATES = {"instance_hourly": 40.0, "vcpu_hourly": 0.04048, "gib_hourly": 0.004445}
 """The page's example rates: a trn2.48xlarge-hour, and AWS Fargate's vCPU-hour and GB-hour."""
 
@@ -35,7 +34,7 @@ def test_the_page_s_timeline_is_what_plan_startup_prints(tmp_path: Path) -> None
     from neuron_constructs.knowledge.container_images import VLLM_TRN2
     from neuron_constructs.tools.cli import main
 
-    page = PAGE.read_text()
+    page = (Path(__file__).resolve().parent.parent / "docs" / "warm-starts.md").read_text()
     code = page.split("```python\n", 1)[1].split("```", 1)[0]
     sample = page.split("$ .venv/bin/neuron-ecs plan --startup cdk.out\n", 1)[1].split("```", 1)[0]
     app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
@@ -75,7 +74,7 @@ def test_the_page_s_timeline_is_what_plan_startup_prints(tmp_path: Path) -> None
 
 
 def test_the_page_s_costs_are_what_compile_cost_gives() -> None:
-    page = PAGE.read_text()
+    page = (Path(__file__).resolve().parent.parent / "docs" / "warm-starts.md").read_text()
     for copies in (1, 4):
         cost = compile_cost(
             compile_minutes=40,
