@@ -106,21 +106,27 @@ OPEN_CHECKOV_FINDINGS = {
         "listener only if it redirects to HTTPS, which needs the certificate as for CKV_AWS_2"
     ),
     "CKV_AWS_115": (
-        "the one Lambda function of each stack is aws-cdk-lib's handler for `restrict_default_security_group`, "
-        "which removes the rules of the VPC's default security group when CloudFormation creates, updates or "
-        "deletes the VPC; it runs a few times per deployment, so reserved concurrency would set account concurrency "
-        "aside for an idle function and cap nothing; aws-cdk-lib exposes no setting for it"
+        "two kinds of Lambda function: aws-cdk-lib's handler for `restrict_default_security_group` in each stack, "
+        "which removes the rules of the VPC's default security group when CloudFormation creates, updates or deletes "
+        "the VPC, and the Trainium2 stack's precompile function, which ECS calls at a rollout's PRE_SCALE_UP (and "
+        "CloudFormation and EventBridge once per compile job); each runs a few times per deployment, so reserved "
+        "concurrency would set account concurrency aside for an idle function and cap nothing"
     ),
     "CKV_AWS_116": (
-        "the same handler: CloudFormation waits for its answer, and the handler answers itself, FAILED with the "
-        "error when it fails, so a failure is a failed deployment with its reason; a dead-letter queue would keep "
-        "events nothing replays"
+        "the same functions: CloudFormation or ECS waits for the answer, and each function answers itself (FAILED "
+        "with the reason when it fails, which fails the deployment or rolls it back), so a dead-letter queue would "
+        "keep events nothing replays"
     ),
     "CKV_AWS_117": (
-        "the same handler calls the EC2 API and answers CloudFormation through a pre-signed S3 URL: outside the VPC "
-        "it needs neither the NAT gateway nor VPC endpoints, and nothing in the VPC calls it; every VPC the library "
-        "makes has it, as it keeps the default security group empty, and a VPC you pass with `vpc=` has whatever "
-        "you built"
+        "the same functions call AWS APIs (EC2; AWS Batch) and answer CloudFormation through a pre-signed S3 URL: "
+        "outside the VPC they need neither the NAT gateway nor VPC endpoints, and nothing in the VPC calls them; "
+        "every VPC the library makes has the handler, as it keeps the default security group empty, and a VPC you "
+        "pass with `vpc=` has whatever you built"
+    ),
+    "CKV_AWS_173": (
+        "the precompile function's environment holds its job queue's and job definition's ARNs, the model's "
+        "construct path and two numbers, no secret; Lambda encrypts environment variables at rest with an AWS "
+        "managed key"
     ),
     "CKV_AWS_136": (
         "the mixed stack's `Inf1ServingImages` repository (made by `examples/app.py`, not the library), where users "
