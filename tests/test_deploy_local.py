@@ -23,6 +23,7 @@ from conftest import ECS_STACKS, EXAMPLE_STACKS, ROOT, resources
 
 from neuron_constructs import NeuronAmi
 from neuron_constructs.compute.container_instances import NEURON_AMI_PARAMETER
+from neuron_constructs.knowledge.container_images import VLLM_TRN2
 from neuron_constructs.local_endpoint import LocalAwsEndpoint, deploy_app, describe_deployed, local_aws_endpoint
 from neuron_constructs.tools.deployment_report import Gap, StackReport, format_reports
 
@@ -789,3 +790,35 @@ def test_a_training_stack_with_kept_storage_deletes_and_keeps_what_it_says(
         endpoint.client("s3").head_bucket(Bucket=bucket)
         groups = endpoint.client("logs").describe_log_groups(logGroupNamePrefix=log_group)["logGroups"]
         assert [g["logGroupName"] for g in groups] == [log_group]
+
+
+def test_the_trainium2_precompile_job_its_efs_cache_and_hook_deploy(deployment: Deployment) -> None:
+    """The Trainium2 example's precompile: its Batch queue and job definition (the service's image on Fargate with
+    the CPU compile variables and the model's EFS access point), the EFS cache and the function exist on the endpoint;
+    the report says that the endpoint keeps no lifecycle hook (it runs no deployment)."""
+    stack = "NeuronInferenceTrn2"
+    batch = deployment.endpoint.client("batch")
+    (definition_arn,) = deployment.physical_ids(stack, "AWS::Batch::JobDefinition").values()
+    (definition,) = batch.describe_job_definitions(jobDefinitions=[definition_arn])["jobDefinitions"]
+    container = definition["containerProperties"]
+    environment = {pair["name"]: pair["value"] for pair in container["environment"]}
+    assert definition["platformCapabilities"] == ["FARGATE"]
+    assert container["image"] == VLLM_TRN2.uri
+    assert (environment["VLLM_NEURON_CPU_COMPILE"], environment["NEURON_PLATFORM_TARGET_OVERRIDE"]) == ("1", "trn2")
+    (volume,) = container["volumes"]
+    (access_point_id,) = deployment.physical_ids(stack, "AWS::EFS::AccessPoint").values()
+    assert volume["efsVolumeConfiguration"]["authorizationConfig"] == {
+        "accessPointId": access_point_id,
+        "iam": "ENABLED",
+    }
+    (queue,) = deployment.physical_ids(stack, "AWS::Batch::JobQueue").values()
+    assert batch.describe_job_queues(jobQueues=[queue])["jobQueues"][0]["state"] == "ENABLED"
+    (file_system_id,) = deployment.physical_ids(stack, "AWS::EFS::FileSystem").values()
+    (file_system,) = deployment.endpoint.client("efs").describe_file_systems(FileSystemId=file_system_id)["FileSystems"]
+    assert file_system["Encrypted"] is True
+    functions = deployment.physical_ids(stack, "AWS::Lambda::Function")
+    (precompile_function,) = [name for logical, name in functions.items() if logical.startswith("ServicePrecompile")]
+    configuration = deployment.endpoint.client("lambda").get_function_configuration(FunctionName=precompile_function)
+    assert configuration["Environment"]["Variables"]["PRECOMPILE_JOB_DEFINITION"] == definition_arn
+    report = format_reports([deployment.reports[stack]], endpoint=deployment.endpoint.label, verbose=True)
+    assert "deploymentConfiguration.lifecycleHooks not kept" in report

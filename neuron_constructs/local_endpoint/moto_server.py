@@ -35,6 +35,7 @@ from neuron_constructs.local_endpoint.ami_releases import stand_in_image_id
 __all__ = [
     "PINNED_NEURON_AMIS",
     "accept_batch_compute_environments",
+    "answer_efs_attributes",
     "answer_custom_resources",
     "answer_target_group_attributes",
     "export_what_change_sets_create",
@@ -374,6 +375,37 @@ def answer_target_group_attributes() -> None:
     model.get_cfn_attribute = attribute
 
 
+def answer_efs_attributes() -> None:
+    """``Fn::GetAtt`` of Amazon EFS file systems and access points (moto models both but answers no attribute): the
+    ``Arn`` and id a compile cache's IAM statements and task volumes name; and ``Ref`` of an access point, its id (moto
+    would put the access point object itself where a job definition's volume names it)."""
+    from moto.efs.models import AccessPoint, FileSystem
+
+    def file_system(self: Any, name: str) -> Any:
+        if name == "Arn":
+            return self.file_system_arn
+        if name == "FileSystemId":
+            return self.file_system_id
+        raise NotImplementedError(f"Fn::GetAtt {name} of an Amazon EFS file system")
+
+    def access_point(self: Any, name: str) -> Any:
+        if name == "Arn":
+            return self.access_point_arn
+        if name == "AccessPointId":
+            return self.access_point_id
+        raise NotImplementedError(f"Fn::GetAtt {name} of an Amazon EFS access point")
+
+    for model, attribute, names in (
+        (FileSystem, file_system, ("Arn", "FileSystemId")),
+        (AccessPoint, access_point, ("Arn", "AccessPointId")),
+    ):
+        patched: Any = model
+        patched.has_cfn_attr = classmethod(lambda cls, attr, names=names: attr in names)
+        patched.get_cfn_attribute = attribute
+    access_points: Any = AccessPoint
+    access_points.physical_resource_id = property(lambda self: self.access_point_id)
+
+
 def export_what_change_sets_create() -> None:
     """Exports across stacks deployed through change sets, as the cdk CLI deploys: moto resolves
     ``Fn::ImportValue`` and registers a stack's exports for ``CreateStack`` only, so a model stack importing the
@@ -521,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     accept_batch_compute_environments()
     register_multi_node_job_definitions()
     answer_target_group_attributes()
+    answer_efs_attributes()
     publish_pinned_neuron_amis()
     server.main(list(argv) if argv is not None else sys.argv[1:])
 
