@@ -35,8 +35,8 @@ from neuron_constructs.local_endpoint.ami_releases import stand_in_image_id
 __all__ = [
     "PINNED_NEURON_AMIS",
     "accept_batch_compute_environments",
-    "answer_efs_attributes",
     "answer_custom_resources",
+    "answer_efs_attributes",
     "answer_target_group_attributes",
     "export_what_change_sets_create",
     "main",
