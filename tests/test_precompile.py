@@ -814,3 +814,27 @@ def test_the_job_s_security_group_sends_https_and_nfs_to_the_cache_only(synthesi
     ]
     assert sorted(egress, key=str) == sorted([("0.0.0.0/0", "tcp", 443, 443), ("cache", "tcp", 2049, 2049)], key=str)
     assert "SecurityGroupIngress" not in group["Properties"]
+
+
+def test_a_sliced_service_compiles_once_before_every_slice() -> None:
+    from neuron_constructs import SlicedNeuronService
+
+    stack, cluster, cache = _stack()
+    sliced = SlicedNeuronService(
+        stack,
+        "Llm",
+        cluster=cluster,
+        instance_type="trn2.48xlarge",
+        devices_per_task=8,
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        command=COMMAND,
+        memory_reservation_mib=8192,
+        compile_cache=cache,
+        precompile=Precompile(),
+    )
+    template = Template.from_stack(stack).to_json()
+    run_id, _ = _one(template, "Custom::NeuronPrecompile")
+    services = resources(template, "AWS::ECS::Service")
+    assert len(services) == sliced.slices == 2
+    assert all(run_id in s["DependsOn"] for s in services.values())
+    assert len(resources(template, "AWS::Batch::JobDefinition")) == 1
