@@ -24,7 +24,8 @@ if _PINNED_NODE.exists():
     # The pinned Node.js 22 runs jsii: no end-of-life banner, same runtime as the cdk CLI.
     os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
 # aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~2 s to load in each process) runs on
-# the example stacks only, registered explicitly there, rather than in each of the suite's many small synths.
+# the example stacks only, registered explicitly there in make test-e2e, rather than in each of the suite's many
+# small synths (tests/example_assembly.py).
 os.environ.setdefault("CDK_VALIDATION", "false")
 # Property tests judge what a function returns, not how fast a shared 2-core machine runs it: no per-example deadline
 # (hypothesis's default of 200 ms fails an example that a busy machine delays, and says nothing of the code).
@@ -126,7 +127,7 @@ _SHARED_ASSEMBLY = "NEURON_CONSTRUCTS_TEST_EXAMPLES"
 """Where the session's one synthesis of the examples goes (set by the first process, inherited by workers)."""
 _SYNTHESIZING_WORKER = "gw0"
 """The worker that synthesizes the examples as its first test starts (``example_assembly.provide``)."""
-_EXAMPLE_FIXTURES = frozenset({"templates", "validation_report", "example_assembly_dir", "broken_validation_report"})
+_EXAMPLE_FIXTURES = {"templates", "validation_report", "example_assembly_dir"} | example_assembly.VALIDATION_FIXTURES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,6 +179,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _uses_examples(item: pytest.Item) -> bool:
     """Whether ``item`` reads the examples' synthesis."""
     return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def _validates(items: list[pytest.Item]) -> bool:
+    """Whether the session's examples are synthesized under aws-cdk-lib's CloudFormation validation: only when one
+    of ``items`` reads that validation's reports (``make test-e2e``; not the everyday loop, see
+    ``tests/example_assembly.py``). Every process of a session collects the same items, so each answers alike."""
+    return any(example_assembly.VALIDATION_FIXTURES & set(getattr(item, "fixturenames", ())) for item in items)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -273,34 +281,52 @@ def _examples_from_the_first_worker(request: pytest.FixtureRequest) -> None:
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is None or os.environ.get("PYTEST_XDIST_WORKER") != _SYNTHESIZING_WORKER:
         return
-    if any(_uses_examples(item) for item in request.session.items):
-        example_assembly.provide(Path(shared))
+    items = request.session.items
+    if any(_uses_examples(item) for item in items):
+        example_assembly.provide(Path(shared), cloudformation_validation=_validates(items))
 
 
 @pytest.fixture(scope="session")
-def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe
-    (``broken/``): the first worker's (this process makes it if no process claimed it yet), or one made here when
-    the session has no workers."""
+def example_assembly_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's one synthesis of the examples (``examples/``) and, in a session with tests of
+    aws-cdk-lib's CloudFormation validation, the broken probe (``broken/``): the first worker's (this process makes
+    it if no process claimed it yet), or one made here when the session has no workers."""
+    validation = _validates(request.session.items)
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is not None:
-        return example_assembly.provide(Path(shared))
+        return example_assembly.provide(Path(shared), cloudformation_validation=validation)
     directory = tmp_path_factory.mktemp("example-assembly")
-    example_assembly.synthesize(directory)
+    example_assembly.synthesize(directory, cloudformation_validation=validation)
     return directory
 
 
 @pytest.fixture(scope="session")
 def validation_report(example_assembly_dir: Path) -> dict[str, Any]:
-    """``validation-report.json`` of that synthesis: cdk-nag's packs, aws-cdk-lib's CloudFormation validation and the
-    Neuron template checks."""
+    """``validation-report.json`` of that synthesis: cdk-nag's packs and the Neuron template checks (and aws-cdk-lib's
+    CloudFormation validation in a session with its tests)."""
     return json.loads((example_assembly_dir / "examples" / "validation-report.json").read_text())  # type: ignore[no-any-return]
+
+
+def _validated(example_assembly_dir: Path) -> Path:
+    """``example_assembly_dir``, after checking that its synthesis ran aws-cdk-lib's CloudFormation validation."""
+    if not (example_assembly_dir / example_assembly.BROKEN).is_dir():
+        raise RuntimeError(f"the examples in {example_assembly_dir} were synthesized without CloudFormation validation")
+    return example_assembly_dir
+
+
+@pytest.fixture(scope="session")
+def cloudformation_validation_report(example_assembly_dir: Path) -> dict[str, Any]:
+    """``validation-report.json`` of the examples synthesized under aws-cdk-lib's CloudFormation validation (with
+    cdk-nag's packs and the Neuron template checks): only in a session with tests of that validation."""
+    report = _validated(example_assembly_dir) / "examples" / "validation-report.json"
+    return json.loads(report.read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
 def broken_validation_report(example_assembly_dir: Path) -> dict[str, Any]:
     """The validation report of one stack with an unknown property, under the same CloudFormation validation."""
-    return json.loads((example_assembly_dir / "broken" / "validation-report.json").read_text())  # type: ignore[no-any-return]
+    report = _validated(example_assembly_dir) / example_assembly.BROKEN / "validation-report.json"
+    return json.loads(report.read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
