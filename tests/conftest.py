@@ -90,13 +90,24 @@ def _kernel_environment(directory: Path) -> dict[str, str]:
     return {"JSII_RUNTIME": str(directory / "jsii_kernel.js"), "NODE_OPTIONS": options}
 
 
+_NO_STACK_TRACES = {"aws:cdk:disable-creation-stack-traces": True, "aws:cdk:disable-stack-trace": True}
+"""The context every app of a test process gets (``CDK_CONTEXT_JSON``, which aws-cdk-lib's ``App`` reads): no
+JavaScript stack trace captured for each CloudFormation element and stack made (``aws:cdk:creationStack``) and each
+annotation. They are debugging metadata of the cloud assembly, which no test and nothing in the library reads (the
+templates are the same); capturing and rendering them took about a tenth of the runtime's CPU time in the construct
+tests."""
+
+
 def _start_the_jsii_kernel(directory: Path) -> None:
     """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
     Node.js process instead of jsii's relay in front of a second one, about a tenth less CPU for the construct tests
     (``benchmarks/harness_benchmark.py``). The setting is the kernel's alone: the apps tests run through the cdk
     CLI use jsii's own entry point. The kernel's temporary directory is ``directory/tmp``; jsii unpacks its own
-    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up)."""
-    settings = dict(_kernel_environment(directory), TMPDIR=str(directory / "tmp"))
+    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up). The
+    kernel's apps get :data:`_NO_STACK_TRACES` in their context, beside any ``CDK_CONTEXT_JSON`` of the
+    environment; the apps the tests run in processes of their own (the cdk CLI's) do not."""
+    context = {**_NO_STACK_TRACES, **json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}")}
+    settings = dict(_kernel_environment(directory), TMPDIR=str(directory / "tmp"), CDK_CONTEXT_JSON=json.dumps(context))
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     tempfile.tempdir = str(directory)
