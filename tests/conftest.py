@@ -98,19 +98,23 @@ templates are the same); capturing and rendering them took about a tenth of the 
 tests."""
 
 
-def _start_the_jsii_kernel(directory: Path) -> None:
+def _start_the_jsii_kernel(directory: Path | None) -> None:
     """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
     Node.js process instead of jsii's relay in front of a second one, about a tenth less CPU for the construct tests
     (``benchmarks/harness_benchmark.py``). The setting is the kernel's alone: the apps tests run through the cdk
     CLI use jsii's own entry point. The kernel's temporary directory is ``directory/tmp``; jsii unpacks its own
-    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up). The
-    kernel's apps get :data:`_NO_STACK_TRACES` in their context, beside any ``CDK_CONTEXT_JSON`` of the
-    environment; the apps the tests run in processes of their own (the cdk CLI's) do not."""
+    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up). Without a
+    ``directory`` (``JSII_RUNTIME`` names the kernel), the kernel ``JSII_RUNTIME`` names. Either way the kernel's apps
+    get :data:`_NO_STACK_TRACES` in their context, beside any ``CDK_CONTEXT_JSON`` of the environment; the apps the
+    tests run in processes of their own (the cdk CLI's) do not."""
     context = {**_NO_STACK_TRACES, **json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}")}
-    settings = dict(_kernel_environment(directory), TMPDIR=str(directory / "tmp"), CDK_CONTEXT_JSON=json.dumps(context))
+    settings = {"CDK_CONTEXT_JSON": json.dumps(context)}
+    if directory is not None:
+        settings.update(_kernel_environment(directory), TMPDIR=str(directory / "tmp"))
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
-    tempfile.tempdir = str(directory)
+    if directory is not None:
+        tempfile.tempdir = str(directory)
     try:
         import aws_cdk  # noqa: F401
     finally:
@@ -151,8 +155,8 @@ def pytest_configure(config: pytest.Config) -> None:
         kernel = str(_jsii_kernel_directory())
         os.environ[_JSII_KERNEL] = kernel
         config.stash[_KERNEL_MADE_HERE] = Path(kernel)
-    if kernel is not None and not workers:
-        _start_the_jsii_kernel(Path(kernel))
+    if not workers:
+        _start_the_jsii_kernel(Path(kernel) if kernel is not None else None)
     if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))
