@@ -80,7 +80,7 @@ deploy: install
 destroy: install
 	cdk destroy $(STACKS) $(CDK_ARGS)
 
-## The everyday test loop (pytest -n 2 -m "not e2e") five times in a row: each run, the machine's pace, the median.
+## The everyday test loop (pytest -n 2 -m "not e2e") five times in a row: each run, its CPU time, the machine's pace, the medians.
 bench-loop: install
 	$(BIN)/python benchmarks/test_loop_benchmark.py
 

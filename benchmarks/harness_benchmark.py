@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         examples = base | _kernel_environment(kernel) | {"TMPDIR": str(kernel / "tmp"), "CDK_VALIDATION": "false"}
         with tempfile.TemporaryDirectory(dir=_in_memory()) as scratch:
-            synthesis = [sys.executable, str(ROOT / "tests" / "example_assembly.py"), scratch]
+            script = str(ROOT / "tests" / "example_assembly.py")
+            synthesis = [sys.executable, script, scratch, "--cloudformation-validation"]
             compare(
                 {
                     "examples, default wasm tiers": (synthesis, examples | {WASM_TIERS: "default"}),

@@ -24,7 +24,8 @@ if _PINNED_NODE.exists():
     # The pinned Node.js 22 runs jsii: no end-of-life banner, same runtime as the cdk CLI.
     os.environ.setdefault("JSII_NODE", str(_PINNED_NODE))
 # aws-cdk-lib's built-in CloudFormation validation (a WebAssembly engine, ~2 s to load in each process) runs on
-# the example stacks only, registered explicitly there, rather than in each of the suite's many small synths.
+# the example stacks only, registered explicitly there in make test-e2e, rather than in each of the suite's many
+# small synths (tests/example_assembly.py).
 os.environ.setdefault("CDK_VALIDATION", "false")
 # Property tests judge what a function returns, not how fast a shared 2-core machine runs it: no per-example deadline
 # (hypothesis's default of 200 ms fails an example that a busy machine delays, and says nothing of the code).
@@ -89,16 +90,31 @@ def _kernel_environment(directory: Path) -> dict[str, str]:
     return {"JSII_RUNTIME": str(directory / "jsii_kernel.js"), "NODE_OPTIONS": options}
 
 
-def _start_the_jsii_kernel(directory: Path) -> None:
+_NO_STACK_TRACES = {"aws:cdk:disable-creation-stack-traces": True, "aws:cdk:disable-stack-trace": True}
+"""The context every app of a test process gets (``CDK_CONTEXT_JSON``, which aws-cdk-lib's ``App`` reads): no
+JavaScript stack trace captured for each CloudFormation element and stack made (``aws:cdk:creationStack``) and each
+annotation. They are debugging metadata of the cloud assembly, which no test and nothing in the library reads (the
+templates are the same); capturing and rendering them took about a tenth of the runtime's CPU time in the construct
+tests."""
+
+
+def _start_the_jsii_kernel(directory: Path | None) -> None:
     """Start this process's jsii kernel (importing aws-cdk-lib does) from ``directory``'s ``jsii_kernel.js``: one
     Node.js process instead of jsii's relay in front of a second one, about a tenth less CPU for the construct tests
     (``benchmarks/harness_benchmark.py``). The setting is the kernel's alone: the apps tests run through the cdk
     CLI use jsii's own entry point. The kernel's temporary directory is ``directory/tmp``; jsii unpacks its own
-    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up)."""
-    settings = dict(_kernel_environment(directory), TMPDIR=str(directory / "tmp"))
+    entry point anyway, into ``directory``: the session removes both (a worker ends without cleaning up). Without a
+    ``directory`` (``JSII_RUNTIME`` names the kernel), the kernel ``JSII_RUNTIME`` names. Either way the kernel's apps
+    get :data:`_NO_STACK_TRACES` in their context, beside any ``CDK_CONTEXT_JSON`` of the environment; the apps the
+    tests run in processes of their own (the cdk CLI's) do not."""
+    context = {**_NO_STACK_TRACES, **json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}")}
+    settings = {"CDK_CONTEXT_JSON": json.dumps(context)}
+    if directory is not None:
+        settings.update(_kernel_environment(directory), TMPDIR=str(directory / "tmp"))
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
-    tempfile.tempdir = str(directory)
+    if directory is not None:
+        tempfile.tempdir = str(directory)
     try:
         import aws_cdk  # noqa: F401
     finally:
@@ -126,7 +142,7 @@ _SHARED_ASSEMBLY = "NEURON_CONSTRUCTS_TEST_EXAMPLES"
 """Where the session's one synthesis of the examples goes (set by the first process, inherited by workers)."""
 _SYNTHESIZING_WORKER = "gw0"
 """The worker that synthesizes the examples as its first test starts (``example_assembly.provide``)."""
-_EXAMPLE_FIXTURES = frozenset({"templates", "validation_report", "example_assembly_dir", "broken_validation_report"})
+_EXAMPLE_FIXTURES = {"templates", "validation_report", "example_assembly_dir"} | example_assembly.VALIDATION_FIXTURES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,8 +155,8 @@ def pytest_configure(config: pytest.Config) -> None:
         kernel = str(_jsii_kernel_directory())
         os.environ[_JSII_KERNEL] = kernel
         config.stash[_KERNEL_MADE_HERE] = Path(kernel)
-    if kernel is not None and not workers:
-        _start_the_jsii_kernel(Path(kernel))
+    if not workers:
+        _start_the_jsii_kernel(Path(kernel) if kernel is not None else None)
     if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))
@@ -178,6 +194,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _uses_examples(item: pytest.Item) -> bool:
     """Whether ``item`` reads the examples' synthesis."""
     return bool(_EXAMPLE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def _validates(items: list[pytest.Item]) -> bool:
+    """Whether the session's examples are synthesized under aws-cdk-lib's CloudFormation validation: only when one
+    of ``items`` reads that validation's reports (``make test-e2e``; not the everyday loop, see
+    ``tests/example_assembly.py``). Every process of a session collects the same items, so each answers alike."""
+    return any(example_assembly.VALIDATION_FIXTURES & set(getattr(item, "fixturenames", ())) for item in items)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -273,34 +296,52 @@ def _examples_from_the_first_worker(request: pytest.FixtureRequest) -> None:
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is None or os.environ.get("PYTEST_XDIST_WORKER") != _SYNTHESIZING_WORKER:
         return
-    if any(_uses_examples(item) for item in request.session.items):
-        example_assembly.provide(Path(shared))
+    items = request.session.items
+    if any(_uses_examples(item) for item in items):
+        example_assembly.provide(Path(shared), cloudformation_validation=_validates(items))
 
 
 @pytest.fixture(scope="session")
-def example_assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The directory of the session's one synthesis of the examples (``examples/``) and the broken probe
-    (``broken/``): the first worker's (this process makes it if no process claimed it yet), or one made here when
-    the session has no workers."""
+def example_assembly_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's one synthesis of the examples (``examples/``) and, in a session with tests of
+    aws-cdk-lib's CloudFormation validation, the broken probe (``broken/``): the first worker's (this process makes
+    it if no process claimed it yet), or one made here when the session has no workers."""
+    validation = _validates(request.session.items)
     shared = os.environ.get(_SHARED_ASSEMBLY)
     if shared is not None:
-        return example_assembly.provide(Path(shared))
+        return example_assembly.provide(Path(shared), cloudformation_validation=validation)
     directory = tmp_path_factory.mktemp("example-assembly")
-    example_assembly.synthesize(directory)
+    example_assembly.synthesize(directory, cloudformation_validation=validation)
     return directory
 
 
 @pytest.fixture(scope="session")
 def validation_report(example_assembly_dir: Path) -> dict[str, Any]:
-    """``validation-report.json`` of that synthesis: cdk-nag's packs, aws-cdk-lib's CloudFormation validation and the
-    Neuron template checks."""
+    """``validation-report.json`` of that synthesis: cdk-nag's packs and the Neuron template checks (and aws-cdk-lib's
+    CloudFormation validation in a session with its tests)."""
     return json.loads((example_assembly_dir / "examples" / "validation-report.json").read_text())  # type: ignore[no-any-return]
+
+
+def _validated(example_assembly_dir: Path) -> Path:
+    """``example_assembly_dir``, after checking that its synthesis ran aws-cdk-lib's CloudFormation validation."""
+    if not (example_assembly_dir / example_assembly.BROKEN).is_dir():
+        raise RuntimeError(f"the examples in {example_assembly_dir} were synthesized without CloudFormation validation")
+    return example_assembly_dir
+
+
+@pytest.fixture(scope="session")
+def cloudformation_validation_report(example_assembly_dir: Path) -> dict[str, Any]:
+    """``validation-report.json`` of the examples synthesized under aws-cdk-lib's CloudFormation validation (with
+    cdk-nag's packs and the Neuron template checks): only in a session with tests of that validation."""
+    report = _validated(example_assembly_dir) / "examples" / "validation-report.json"
+    return json.loads(report.read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")
 def broken_validation_report(example_assembly_dir: Path) -> dict[str, Any]:
     """The validation report of one stack with an unknown property, under the same CloudFormation validation."""
-    return json.loads((example_assembly_dir / "broken" / "validation-report.json").read_text())  # type: ignore[no-any-return]
+    report = _validated(example_assembly_dir) / example_assembly.BROKEN / "validation-report.json"
+    return json.loads(report.read_text())  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -320,17 +320,23 @@ def test_every_nist_finding_left_open_has_a_reason(validation_report: dict[str, 
     assert set(open_findings) == set(OPEN_NIST_FINDINGS)
 
 
-def test_aws_cdk_lib_builtin_cloudformation_validation_finds_nothing(validation_report: dict[str, Any]) -> None:
+@pytest.mark.e2e  # the validation engine takes ~7 s of CPU time: it runs with the deploys (make test-e2e, CI)
+def test_aws_cdk_lib_builtin_cloudformation_validation_finds_nothing(
+    cloudformation_validation_report: dict[str, Any],
+) -> None:
     """What ``cdk synth`` validates by default; a clean run writes no report of its own (next test: it would)."""
     from aws_cdk import CloudFormationValidatePlugin
 
     reports = [
-        p for p in validation_report["pluginReports"] if p["pluginName"] == CloudFormationValidatePlugin.PLUGIN_NAME
+        p
+        for p in cloudformation_validation_report["pluginReports"]
+        if p["pluginName"] == CloudFormationValidatePlugin.PLUGIN_NAME
     ]
     # Acknowledged findings leave an empty report: the Managed Daemons' Critical, which the bundled schema predates.
     assert all(not p["violations"] for p in reports)
 
 
+@pytest.mark.e2e  # with the test above
 def test_aws_cdk_lib_builtin_cloudformation_validation_would_report_a_broken_template(
     broken_validation_report: dict[str, Any],
 ) -> None:

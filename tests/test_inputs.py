@@ -592,6 +592,7 @@ def refusing_kinds() -> dict[str, Any]:
     return _scaling_kinds(World())
 
 
+@pytest.mark.xdist_group("refusing_kinds")  # one worker builds the module's services once
 @pytest.mark.parametrize(
     ("kind", "method", "wrong", "right"),
     [

@@ -59,6 +59,9 @@ def serve(
     return NeuronService(stack, id, cluster=cluster, task_definition=task)
 
 
+WARNINGS = pytest.mark.xdist_group("newest_driver")  # one worker builds the module's stack once
+
+
 @pytest.fixture(scope="module")
 def warnings() -> dict[str, list[str]]:
     """GIVEN one stack: old images on capacity that follows the recommended AMI (one with the start check), the same
@@ -114,27 +117,32 @@ def test_the_newest_driver_runs_the_current_images_and_not_the_sdk_2_20_and_2_30
     assert newest_driver_conflict("9.9.9") is None  # a release the table does not know is not judged
 
 
+@WARNINGS
 def test_an_old_image_on_capacity_that_follows_the_recommended_ami_warns_once(warnings: dict[str, list[str]]) -> None:
     assert ids(warnings, "Training") == [WARNING]
     (text,) = warnings["Drivers/Training"]
     assert "Drivers/C/Trn1" in text and "Neuron SDK 2.30.0's runtime" in text and "NeuronAmi.release" in text
 
 
+@WARNINGS
 def test_the_warning_can_be_acknowledged_on_the_service(warnings: dict[str, list[str]]) -> None:
     assert ids(warnings, "Kept") == []
 
 
+@WARNINGS
 def test_with_the_start_check_only_neuron126_warns(warnings: dict[str, list[str]]) -> None:
     assert WARNING not in ids(warnings, "Checked")
     assert ids(warnings, "CheckedTask") == [rules.DRIVER_CHECK_REFUSES_CURRENT.id]
 
 
+@WARNINGS
 def test_pinned_capacity_whose_driver_the_image_runs_on_and_a_current_image_warn_of_nothing(
     warnings: dict[str, list[str]],
 ) -> None:
     assert ids(warnings, "Pinned") == [] and ids(warnings, "Current") == []
 
 
+@WARNINGS
 def test_a_training_queue_on_the_recommended_ami_warns_and_a_pinned_one_does_not(
     warnings: dict[str, list[str]],
 ) -> None:

@@ -358,6 +358,9 @@ def _synthesize_rollouts(outdir: Path) -> None:
     app.synth()
 
 
+ROLLOUT_APP = pytest.mark.xdist_group("plan_rollouts")  # one worker synthesizes the module's rollouts once
+
+
 @pytest.fixture(scope="module")
 def rollout_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The synthesized cloud assembly, once for the module."""
@@ -377,6 +380,7 @@ def _section(text: str, heading: str) -> list[str]:
     return text.split(heading, 1)[1].split("\n\n", 1)[0].splitlines()
 
 
+@ROLLOUT_APP
 def test_six_two_chip_slices_blue_green_in_two_stages_peak_at_18_chips_on_2_instances(rollout_app: Path) -> None:
     from neuron_constructs.tools.rollout_planning import rollout_paths
     from neuron_constructs.tools.rollout_result import Peak
@@ -417,6 +421,7 @@ def test_six_two_chip_slices_blue_green_in_two_stages_peak_at_18_chips_on_2_inst
     assert "    peak of stage 2: 9 tasks, 18 chips, 36 NeuronCores, 2 instances, 294912 CPU units" in out
 
 
+@ROLLOUT_APP
 def test_six_two_chip_replicas_blue_green_at_once_need_2_instances_and_24_chips(rollout_app: Path) -> None:
     """The same slices without the stages (no DependsOn between them): all six green copies at once."""
     from neuron_constructs.tools.rollout_planning import rollout_templates
@@ -432,6 +437,7 @@ def test_six_two_chip_replicas_blue_green_at_once_need_2_instances_and_24_chips(
     assert fleet.fits is True
 
 
+@ROLLOUT_APP
 def test_a_canary_llm_on_a_capacity_of_one_gets_the_shortfall_sentence_and_green_on_instance_2(
     rollout_app: Path,
 ) -> None:
@@ -453,6 +459,7 @@ def test_a_canary_llm_on_a_capacity_of_one_gets_the_shortfall_sentence_and_green
     assert llm[3].endswith("but Models/Small/Inf2/Provider launches at most 1; raise its max_capacity to 2 or more")
 
 
+@ROLLOUT_APP
 def test_a_fleet_rolled_out_copy_by_copy_peaks_at_its_steady_state(rollout_app: Path) -> None:
     status, out, err = _rollout(rollout_app / "Fleets.template.json")
     assert (status, err) == (EXIT_OK, "")
@@ -467,6 +474,7 @@ def test_a_fleet_rolled_out_copy_by_copy_peaks_at_its_steady_state(rollout_app: 
     assert "    fits (max 2)\n" in out
 
 
+@ROLLOUT_APP
 def test_rollout_json_holds_the_same_numbers(rollout_app: Path) -> None:
     status, out, _ = _rollout(rollout_app / "Models.template.json", rollout_app / "Fleets.template.json", json_out=True)
     assert status == EXIT_CONFLICT
@@ -484,6 +492,7 @@ def test_rollout_json_holds_the_same_numbers(rollout_app: Path) -> None:
     assert "Models/Small/Inf2/Provider (inf2.48xlarge) instance 2 of 2" in titles
 
 
+@ROLLOUT_APP
 def test_the_cli_page_s_rollout_sample_is_what_plan_rollout_draws(rollout_app: Path) -> None:
     page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
     sample = page.split("$ .venv/bin/neuron-ecs plan --rollout cdk.out/Models.template.json\n", 1)[1].split("```", 1)[0]

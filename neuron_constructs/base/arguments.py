@@ -65,6 +65,7 @@ __all__ = [
     "is_token",
     "list_at_synth",
     "seconds_of",
+    "to_seconds",
 ]
 
 P = ParamSpec("P")
@@ -114,6 +115,13 @@ def seconds_of(duration: Duration) -> float | None:
     """``duration`` in seconds; ``None`` for a duration known only at deploy time (a token). Asked of the CDK's
     runtime once per duration (a ``Duration`` never changes; the library's defaults are shared ones)."""
     return kept(duration, "_neuron_constructs_seconds", lambda: _read_seconds(duration))
+
+
+def to_seconds(duration: Duration) -> float:
+    """``duration.to_seconds()`` (a token's own number for a duration known only at deploy time, as the CDK gives it),
+    asked of the CDK's runtime once per duration: the library compares its defaults and a monitoring's period again
+    and again."""
+    return kept(duration, "_neuron_constructs_to_seconds", duration.to_seconds)
 
 
 def _read_seconds(duration: Duration) -> float | None:

@@ -18,9 +18,10 @@ from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 from neuron_constructs.base.arguments import is_token
+from neuron_constructs.base.tree import kept
 from neuron_constructs.knowledge import rules
 
-__all__ = ["ECR_PULL_WARNING", "grant_ecr_pull", "refuse_ungranted_ecr_image"]
+__all__ = ["ECR_PULL_WARNING", "container_name_of", "grant_ecr_pull", "image_name_of", "refuse_ungranted_ecr_image"]
 
 ECR_PULL_WARNING = "@aws-cdk/aws-ecs:ecrImageRequiresPolicy"
 """The warning aws-cdk-lib gives an ECR image named by URI."""
@@ -30,10 +31,22 @@ _ECR_IMAGE = re.compile(
 )
 
 
+def image_name_of(container: ecs.ContainerDefinition) -> str:
+    """``container.image_name``, asked of the CDK's runtime once: a container's image is given when it is made and
+    never changes (the library reads it for each check of the image, the ECR pull, the warm-up and the driver)."""
+    return kept(container, "_neuron_constructs_image_name", lambda: container.image_name)
+
+
+def container_name_of(container: ecs.ContainerDefinition) -> str:
+    """``container.container_name``, asked of the CDK's runtime once: it is given when the container is made and
+    never changes."""
+    return kept(container, "_neuron_constructs_container_name", lambda: container.container_name)
+
+
 def grant_ecr_pull(container: ecs.ContainerDefinition, role: iam.IRole) -> None:
     """Let ``role`` pull ``container``'s image when it is an ECR image named by URI (what ``from_ecr_repository``
     grants: the repository's layers and images, and the registry token); nothing for any other image."""
-    name = container.image_name
+    name = image_name_of(container)
     match = None if is_token(name) else _ECR_IMAGE.fullmatch(name)
     if match is None:
         return

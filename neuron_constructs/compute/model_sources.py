@@ -39,6 +39,7 @@ from constructs import Construct
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import is_token
+from neuron_constructs.base.images import container_name_of, image_name_of
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import compile_cache_checks, compile_cache_tiers
@@ -349,7 +350,7 @@ class CompileCache:
         engine = _engine(container)
         _APPLIED[container] = (self, model)
         owner = container.task_definition.node.scope or container.task_definition  # the Neuron task definition
-        where = f"{construct_path(owner)}/{container.container_name}"
+        where = f"{construct_path(owner)}/{container_name_of(container)}"
         if engine is not None and engine.cache is None:
             Validations.of(container.task_definition).add_warning(
                 rules.ENGINE_CACHE_UNNAMED.warning_id,
@@ -441,7 +442,7 @@ def _mount_path(mount_path: str) -> str:
 
 def _engine(container: ecs.ContainerDefinition) -> Engine | None:
     """The engine of ``container``'s image from the image table; ``None`` for an image it does not hold."""
-    name = container.image_name
+    name = image_name_of(container)
     if is_token(name):
         return None
     found = image_support.table_image(name)

@@ -20,6 +20,7 @@ from constructs import IConstruct, IValidation
 
 from neuron_constructs.base import compliance
 from neuron_constructs.base.arguments import is_token
+from neuron_constructs.base.images import container_name_of, image_name_of
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.compute.model_sources import ModelArtifacts
 from neuron_constructs.compute.warm_up_needs import (
@@ -68,11 +69,11 @@ def prepare_warm_up(capacity: AutoScalingCapacity) -> None:
             continue
         sizes = _image_sizes(service)
         for container in _containers(service):
-            name = container.image_name
+            name = image_name_of(container)
             if is_token(name):
                 skipped.append(f"{construct_path(container)} (image named by a token)")
                 continue
-            fetched.append(Fetched(name, "image", sizes.get(container.container_name)))
+            fetched.append(Fetched(name, "image", sizes.get(container_name_of(container))))
             if name not in images:
                 images.append(name)
         for model in _model_artifacts(service):
@@ -186,7 +187,7 @@ def _warn_about_moving_tags(capacity: AutoScalingCapacity) -> None:
     moving: list[str] = []
     for service in capacity.services:
         for container in _containers(service):
-            name = container.image_name
+            name = image_name_of(container)
             tag = None if is_token(name) else moving_tag(name)
             if tag is not None and name not in moving:
                 moving.append(name)

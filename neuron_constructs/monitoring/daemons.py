@@ -12,6 +12,7 @@ from typing import Any
 
 from aws_cdk import Duration
 
+from neuron_constructs.base.arguments import to_seconds
 from neuron_constructs.knowledge.container_images import AWS_CLI, NEURON_MONITOR, NODE_PROBLEM_DETECTOR
 from neuron_constructs.programs.carrying import program_source as program_source
 
@@ -69,7 +70,7 @@ def publisher_source() -> str:
 def neuron_monitor_config(period: Duration) -> dict[str, Any]:
     """neuron-monitor's configuration: every runtime group of every Neuron application, and the ECC counters, each
     ``period`` (Neuron user guide: neuron-monitor, "Configuration file example")."""
-    every = f"{int(period.to_seconds())}s"
+    every = f"{int(to_seconds(period))}s"
     return {
         "period": every,
         "neuron_runtimes": [{"tag_filter": ".*", "metrics": [{"type": g} for g in _RUNTIME_GROUPS]}],

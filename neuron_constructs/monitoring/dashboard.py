@@ -13,6 +13,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 
+from neuron_constructs.base.arguments import to_seconds
 from neuron_constructs.programs.metric_publisher import NAMESPACE
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ and 1 when a copy that should start warm compiled."""
 def _per_instance(monitoring: NeuronMonitoring, metric: str, statistic: str, label: str) -> cloudwatch.MathExpression:
     search = (
         f'SEARCH(\'{{{NAMESPACE},ClusterName,InstanceId}} MetricName="{metric}" '
-        f"ClusterName=\"{monitoring.cluster_name}\"', '{statistic}', {int(monitoring.period.to_seconds())})"
+        f"ClusterName=\"{monitoring.cluster_name}\"', '{statistic}', {int(to_seconds(monitoring.period))})"
     )
     return cloudwatch.MathExpression(expression=search, label=label, period=monitoring.period)
 
@@ -178,7 +179,7 @@ def _search(
     first = dimensions.split(",", 1)[0]
     search = (
         f'SEARCH(\'{{{namespace},{dimensions}}} MetricName="{metric}" {first}="{cluster}"\', '
-        f"'{statistic}', {int(monitoring.period.to_seconds())})"
+        f"'{statistic}', {int(to_seconds(monitoring.period))})"
     )
     return cloudwatch.MathExpression(expression=search, label="", period=monitoring.period)
 

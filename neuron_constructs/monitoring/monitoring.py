@@ -69,7 +69,7 @@ from neuron_constructs.base.environments import (
 )
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
-from neuron_constructs.base.tree import construct_path, remember_path
+from neuron_constructs.base.tree import construct_path, kept, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.cluster import NeuronCluster
@@ -250,7 +250,9 @@ class NeuronMonitoring(Construct):
 
     @property
     def cluster_name(self) -> str:
-        return str(self.neuron_cluster.cluster.cluster_name)
+        """The cluster's name (a token for a cluster the stack makes), asked of the CDK's runtime once: every metric,
+        alarm and widget of the monitoring names it."""
+        return kept(self, "_neuron_constructs_cluster_name", lambda: str(self.neuron_cluster.cluster.cluster_name))
 
     def metric(self, name: str, statistic: str, period: Duration | None = None) -> cloudwatch.Metric:
         """One of :data:`~neuron_constructs.programs.metric_publisher.METRICS` for the whole cluster."""

@@ -21,7 +21,7 @@ from neuron_constructs.base.l1_overrides import (
     distinct_instances_on_managed_instances,
     host_network_on_managed_instances,
 )
-from neuron_constructs.base.tree import construct_path
+from neuron_constructs.base.tree import construct_path, kept
 from neuron_constructs.compute.managed_instances import ManagedInstancesCapacity
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
@@ -31,7 +31,13 @@ from neuron_constructs.serving.rollout_checks import service_strategy
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
 
-__all__ = ["check_network_options", "make_ecs_service"]
+__all__ = ["check_network_options", "make_ecs_service", "network_mode_of"]
+
+
+def network_mode_of(task_definition: ecs.TaskDefinition) -> ecs.NetworkMode:
+    """``task_definition.network_mode``, asked of the CDK's runtime once: it is given when the task definition is
+    made (the service's checks, its creation and each attachment to a listener read it)."""
+    return kept(task_definition, "_neuron_constructs_network_mode", lambda: task_definition.network_mode)
 
 
 def check_network_options(
@@ -41,7 +47,7 @@ def check_network_options(
 ) -> bool:
     """NEURON034: ``vpc_subnets`` and ``security_groups`` only with the awsvpc network mode; whether it is awsvpc."""
     task_definition = service.task_definition
-    awsvpc = task_definition.task_definition.network_mode == ecs.NetworkMode.AWS_VPC
+    awsvpc = network_mode_of(task_definition.task_definition) == ecs.NetworkMode.AWS_VPC
     for option, value in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)):
         if value is not None and not awsvpc:
             raise rules.NETWORK_OPTION_IGNORED.error(
@@ -87,7 +93,7 @@ def make_ecs_service(
         dict(vpc_subnets=vpc_subnets or cluster.capacity_subnets, security_groups=security_groups) if awsvpc else {}
     )
     ecs_service: ecs.BaseService
-    host = task_definition.task_definition.network_mode == ecs.NetworkMode.HOST
+    host = network_mode_of(task_definition.task_definition) == ecs.NetworkMode.HOST
     if isinstance(capacity, ManagedInstancesCapacity):
         if host:  # the tasks use the instances' network and security groups
             networking = {"security_groups": capacity.security_groups}

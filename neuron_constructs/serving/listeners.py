@@ -40,10 +40,11 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
-from neuron_constructs.base.arguments import is_token, seconds_of
+from neuron_constructs.base.arguments import is_token, seconds_of, to_seconds
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.knowledge import rules
+from neuron_constructs.serving.ecs_service import network_mode_of
 from neuron_constructs.serving.listener_rules import check_default_action_stack, claim_rule
 from neuron_constructs.serving.rollout_resources import load_balancer_role
 from neuron_constructs.serving.rollout_traffic import TEST_HEADER as TEST_HEADER
@@ -244,7 +245,7 @@ def attach(
     if native:
         check_native_rollout(path, first, listener, conditions, priority, test_priority)
     container, port, host_port = _target_port(path, first, container_name, container_port)
-    network_mode = first.task_definition.task_definition.network_mode
+    network_mode = network_mode_of(first.task_definition.task_definition)
     awsvpc = network_mode == ecs.NetworkMode.AWS_VPC
     target_type = elbv2.TargetType.IP if awsvpc else elbv2.TargetType.INSTANCE
     vpc = first.cluster.vpc
@@ -472,7 +473,7 @@ def _host(host_port: float | None) -> int | None:
 def _warn_about_grace_period(service: NeuronService) -> None:
     """NEURON111: a load-balanced Neuron service that gives a new task less than 10 minutes."""
     grace = service.health_check_grace_period
-    if grace.to_seconds() < SHORTEST_GRACE_PERIOD.to_seconds():
+    if to_seconds(grace) < to_seconds(SHORTEST_GRACE_PERIOD):
         Validations.of(service).add_warning(
             rules.SHORT_GRACE_PERIOD.warning_id,
             rules.SHORT_GRACE_PERIOD.message(

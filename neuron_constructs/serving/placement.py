@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Validations
 
+from neuron_constructs.base.images import container_name_of, image_name_of
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.compute import driver_check as start_check
@@ -104,20 +105,21 @@ def check_driver(service: NeuronService, capacity: AutoScalingCapacity) -> None:
             continue
         if sdk is None:
             if capacity.ami.version is not None:
-                start_check.warn_unknown_sdk(service, f"container {container.container_name!r}", capacity.ami.version)
+                named = f"container {container_name_of(container)!r}"
+                start_check.warn_unknown_sdk(service, named, capacity.ami.version)
             continue
         if capacity.ami.version is not None:
             problem = ami_driver_conflict(capacity.ami.version, sdk, family)
             if problem is not None:
-                raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{container.image_name}: {problem}")
+                raise rules.DRIVER_OUTSIDE_RUNTIME.error(path, f"{image_name_of(container)}: {problem}")
             continue
         # Inf1 instances run driver 2.21 whatever the AMI's build (neuron_releases.INF1_AMI_DRIVER).
         problem = None if family == "inf1" else newest_driver_conflict(sdk)
-        if problem is not None and container.container_name not in task.driver_checked:
+        if problem is not None and container_name_of(container) not in task.driver_checked:
             Validations.of(service).add_warning(
                 rules.IMAGE_BEHIND_NEWEST_DRIVER.warning_id,
                 rules.IMAGE_BEHIND_NEWEST_DRIVER.message(
-                    path, f"container {container.container_name!r} on {construct_path(capacity)}: {problem}"
+                    path, f"container {container_name_of(container)!r} on {construct_path(capacity)}: {problem}"
                 ),
             )
 

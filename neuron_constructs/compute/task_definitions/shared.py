@@ -32,7 +32,7 @@ from neuron_constructs.base.arguments import (
     checked,
     is_token,
 )
-from neuron_constructs.base.images import grant_ecr_pull
+from neuron_constructs.base.images import container_name_of, grant_ecr_pull, image_name_of
 from neuron_constructs.base.l1_overrides import record_intent
 from neuron_constructs.base.log_groups import OPERATIONAL_REMOVAL
 from neuron_constructs.base.log_groups import log_group as new_log_group
@@ -232,7 +232,7 @@ class NeuronTaskDefinition(Construct):
         if size_gib is None:
             return
         inputs.check_size_gib(path, "image_size_gib", size_gib)
-        self.image_sizes_gib[container.container_name] = float(size_gib)
+        self.image_sizes_gib[container_name_of(container)] = float(size_gib)
         self._record_intent()
 
     def _record_intent(self) -> None:
@@ -282,7 +282,7 @@ class NeuronTaskDefinition(Construct):
         if compile_cache is not None:
             compile_cache.apply(container, self.task_role, self.model_key)
         if model_artifacts is not None:
-            name = container.container_name
+            name = container_name_of(container)
             volume = f"{name}-model"
             self.task_definition.add_volume(name=volume)
             sync = self._add(
@@ -301,7 +301,7 @@ class NeuronTaskDefinition(Construct):
             )
             container.add_environment("MODEL_DIR", model_artifacts.path)
             if model_artifacts.size_gib is not None:
-                self.artifact_sizes_gib[sync.container_name] = model_artifacts.size_gib
+                self.artifact_sizes_gib[container_name_of(sync)] = model_artifacts.size_gib
                 self._record_intent()
             model_artifacts.grant(self.task_role)
             self.model_artifacts.append(model_artifacts)
@@ -311,7 +311,7 @@ class NeuronTaskDefinition(Construct):
         """The Neuron SDK release of ``container``'s image: the one its driver check was given, else the one stated
         with ``neuron_sdk=``, else the ``-sdkX.Y.Z-`` of its image name, read from what the name resolves to when it
         is built at deploy time (the URI of an ECR repository in the stack's Region); ``None`` when none names one."""
-        name = container.container_name
+        name = container_name_of(container)
         if name in self.driver_checked:
             return self.driver_checked[name]
         if name in self.stated_sdks:
@@ -320,7 +320,7 @@ class NeuronTaskDefinition(Construct):
 
     def _image_name(self, container: ecs.ContainerDefinition) -> str:
         """``container``'s image name, a token resolved to what it names (an ECR repository's URI, as JSON)."""
-        name = container.image_name
+        name = image_name_of(container)
         return json.dumps(Stack.of(self).resolve(name)) if is_token(name) else name
 
     def _state_sdk(self, path: str, container: ecs.ContainerDefinition, neuron_sdk: str | None) -> None:
@@ -328,22 +328,22 @@ class NeuronTaskDefinition(Construct):
         or the tag contradicts)."""
         sdk = start_check.stated_sdk(path, self._image_name(container), neuron_sdk)
         if sdk is not None:
-            self.stated_sdks[container.container_name] = sdk
+            self.stated_sdks[container_name_of(container)] = sdk
 
     def check_image_support(self, path: str, container: ecs.ContainerDefinition, families: Iterable[str]) -> None:
         """NEURON131: refuse ``container`` when Neuron does not support its image on one of ``families`` (NxD
         Inference on Trn2, a release without Inf1 on Inf1: :mod:`neuron_constructs.knowledge.image_support`), its
         release read from the image table, the ``neuron_sdk=`` stated for it, or its tag."""
-        name = container.image_name
+        name = image_name_of(container)
         if is_token(name):
             name = json.dumps(Stack.of(self).resolve(name))
         for family in dict.fromkeys(families):
-            stated = self.stated_sdks.get(container.container_name)
+            stated = self.stated_sdks.get(container_name_of(container))
             refusal = image_support.family_refusal(name, family, stated_sdk=stated)
             if refusal is not None:
                 raise rules.IMAGE_UNSUPPORTED_ON_FAMILY.error(
                     path,
-                    f"container {container.container_name!r} runs {name.split('@', 1)[0]} on {family}: "
+                    f"container {container_name_of(container)!r} runs {name.split('@', 1)[0]} on {family}: "
                     + refusal.problem,
                     fix_constant=refusal.fix_constant,
                     fix_uri=refusal.fix_image.uri,
@@ -372,7 +372,7 @@ class NeuronTaskDefinition(Construct):
         (NEURON126) when that range excludes the newest Neuron driver."""
         if not driver_check:
             return
-        known_sdk = self.stated_sdks.get(container.container_name)
+        known_sdk = self.stated_sdks.get(container_name_of(container))
         if isinstance(driver_check, str) and known_sdk is not None and driver_check != known_sdk:
             raise rules.IMAGE_SDK.error(
                 path,
@@ -380,7 +380,7 @@ class NeuronTaskDefinition(Construct):
                 fix=f"pass driver_check=True (the check then uses {known_sdk})",
             )
         sdk = driver_check if isinstance(driver_check, str) else known_sdk
-        environment = start_check.driver_check_environment(sdk, container.container_name) if sdk else None
+        environment = start_check.driver_check_environment(sdk, container_name_of(container)) if sdk else None
         if sdk is None or environment is None:
             known = ", ".join(r.sdk for r in neuron_releases.NEURON_RELEASES if r.runtime)
             raise rules.DRIVER_CHECK_INPUT.error(
@@ -396,7 +396,7 @@ class NeuronTaskDefinition(Construct):
             )
         for name, value in environment.items():
             container.add_environment(name, value)
-        self.driver_checked[container.container_name] = sdk
+        self.driver_checked[container_name_of(container)] = sdk
         allowed = neuron_releases.driver_range(sdk)
         newest = neuron_releases.newest_driver()
         if allowed is not None and newest.driver_version is not None and not allowed.admits(newest.driver_version):
@@ -466,7 +466,7 @@ class NeuronTaskDefinition(Construct):
             raise rules.MODEL_NAME.error(
                 path,
                 f"{PROCESS_TAG_VARIABLE}={stated!r} here, but Neuron container "
-                f"{self._untagged[0].container_name!r} has none",
+                f"{container_name_of(self._untagged[0])!r} has none",
             )
         return str(stated)
 
