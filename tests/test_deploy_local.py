@@ -472,7 +472,30 @@ def _check_update_policy(template: dict[str, Any], properties: dict[str, Any]) -
     assert 0 <= preferences["MinHealthyPercentage"] <= 100 <= preferences["MaxHealthyPercentage"] <= 200
 
 
+def _check_native_rollout(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto's ECS keeps no native deployment strategy: the Trainium2 model's blue/green rollout with its bake time, the
+    # alternate target group and listener rule ECS shifts, and the precompile's PRE_SCALE_UP hook, which names the
+    # precompile function through a role ECS assumes.
+    configuration = properties["DeploymentConfiguration"]
+    assert configuration["Strategy"] == "BLUE_GREEN" and configuration["BakeTimeInMinutes"] >= 0
+    (hook,) = [h for h in configuration["LifecycleHooks"] if h["LifecycleStages"] == ["PRE_SCALE_UP"]]
+    functions = resources(template, "AWS::Lambda::Function")
+    assert hook["HookTargetArn"]["Fn::GetAtt"][0] in functions and hook["HookTargetArn"]["Fn::GetAtt"][0].startswith(
+        "ServicePrecompile"
+    )
+    assert hook["RoleArn"]["Fn::GetAtt"][0] in resources(template, "AWS::IAM::Role")
+    (balancer,) = properties["LoadBalancers"]
+    advanced = balancer["AdvancedConfiguration"]
+    groups = resources(template, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    assert advanced["AlternateTargetGroupArn"]["Ref"] in groups
+    assert advanced["ProductionListenerRule"]["Ref"] in resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule")
+
+
 TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
+    ("AWS::ECS::Service", "strategy"): _check_native_rollout,
+    ("AWS::ECS::Service", "bakeTimeInMinutes"): _check_native_rollout,
+    ("AWS::ECS::Service", "lifecycleHooks"): _check_native_rollout,
+    ("AWS::ECS::Service", "advancedConfiguration"): _check_native_rollout,
     ("AWS::ECS::Service", "deploymentConfiguration"): _check_deployment_configuration,
     ("AWS::AutoScaling::AutoScalingGroup", "UpdatePolicy"): _check_update_policy,
     ("AWS::ECS::CapacityProvider", "resource"): _check_capacity_provider,

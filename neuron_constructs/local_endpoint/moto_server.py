@@ -278,10 +278,11 @@ def accept_batch_compute_environments() -> None:
         properties["Type"] = str(properties["Type"]).upper()
         if not properties.get("ServiceRole"):
             iam = iam_backends[account_id]["global"]
-            name = "AWSServiceRoleForBatch"
-            role = next((r for r in iam.roles.values() if r.name == name), None) or iam.create_service_linked_role(
-                "batch.amazonaws.com", "AWS Batch", ""
-            )
+            # moto names the role it creates AWSServiceRoleForbatch; a second compute environment takes that one.
+            name = "awsserviceroleforbatch"
+            role = next(
+                (r for r in iam.roles.values() if r.name.lower() == name), None
+            ) or iam.create_service_linked_role("batch.amazonaws.com", "AWS Batch", "")
             properties["ServiceRole"] = role.arn
         resources = dict(properties["ComputeResources"])
         template_id = (resources.get("LaunchTemplate") or {}).get("LaunchTemplateId")
