@@ -87,13 +87,14 @@ def _policy_of(role: IConstruct) -> CfnResource | None:
     return None
 
 
-def _acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
+def _acknowledge(scope: IConstruct, findings: dict[str, str], pack: str = _PACK) -> None:
     """What ``Validations.of(resource).acknowledge(...)`` records on ``scope``'s CloudFormation resource, as one
-    metadata entry: the CDK collects every ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack
-    trace per rule (as ``acknowledge`` does) is most of a small stack's synth time."""
+    metadata entry (the findings of cdk-nag's ``pack``, AwsSolutions by default): the CDK collects every
+    ``aws:cdk:acknowledged-rules`` entry of the tree, and capturing a stack trace per rule (as ``acknowledge`` does) is
+    most of a small stack's synth time."""
     node_of(_resource(scope)).add_metadata(
         _ACKNOWLEDGED_RULES,
-        {f"{_PACK}-{finding}": reason for finding, reason in findings.items()},
+        {f"{pack}-{finding}": reason for finding, reason in findings.items()},
     )
 
 
@@ -505,45 +506,47 @@ def acknowledge_smoke_test_function(
             },
         },
     )
-    node_of(_resource(function)).add_metadata(
-        _ACKNOWLEDGED_RULES,
+    _acknowledge(
+        function,
         {
-            f"{_NIST_PACK}-LambdaConcurrency": (
+            "LambdaConcurrency": (
                 "ECS invokes the smoke test once per deployment at POST_TEST_TRAFFIC_SHIFT, through a role only ECS "
                 "of this account assumes, and nothing else may invoke it; reserved concurrency would set account "
                 "concurrency aside for an idle function, and Lambda reserves only what an account has above 100 "
                 "unreserved, so in an account still at a new account's limit the function could not be deployed."
             ),
-            f"{_NIST_PACK}-LambdaDLQ": (
+            "LambdaDLQ": (
                 "ECS reads the hookStatus the smoke test returns, which only a synchronous invocation gives, and a "
                 "failed invocation rolls the deployment back; a dead-letter queue receives only the events of "
                 "asynchronous invocations, so it would never hold anything."
             ),
         },
+        _NIST_PACK,
     )
 
 
 def acknowledge_precompile_job(function: IConstruct, function_role: IConstruct) -> None:
     """A precompile job's function: ``batch:DescribeJobs`` on ``*`` in its role's own ``RunJob`` policy, and the NIST
     800-53 rev 5 findings that do not apply to a function ECS and CloudFormation call once per deployment."""
-    node_of(_resource(function)).add_metadata(
-        _ACKNOWLEDGED_RULES,
+    _acknowledge(
+        function,
         {
-            f"{_NIST_PACK}-LambdaConcurrency": (
+            "LambdaConcurrency": (
                 "ECS invokes the precompile function at PRE_SCALE_UP of a deployment and CloudFormation once per "
                 "stack update, EventBridge once per ended job of its own queue; reserved concurrency would set "
                 "account concurrency aside for an idle function."
             ),
-            f"{_NIST_PACK}-LambdaDLQ": (
+            "LambdaDLQ": (
                 "ECS and CloudFormation read the answer of a synchronous invocation; EventBridge retries its "
                 "asynchronous ones twice, and a lost one leaves the custom resource to time out, which fails the "
                 "stack update: a dead-letter queue would add nothing to act on."
             ),
-            f"{_NIST_PACK}-LambdaInsideVPC": (
+            "LambdaInsideVPC": (
                 "The precompile function calls only the AWS Batch API and CloudFormation's presigned S3 URL; it "
                 "reaches no resource inside the VPC."
             ),
         },
+        _NIST_PACK,
     )
     _acknowledge(
         function_role,
@@ -559,26 +562,28 @@ def acknowledge_precompile_job(function: IConstruct, function_role: IConstruct) 
 
 def acknowledge_rollout_alarm(alarm: IConstruct) -> None:
     """A deployment alarm of a native rollout: its action is ECS's rollback, not a notification."""
-    node_of(_resource(alarm)).add_metadata(
-        _ACKNOWLEDGED_RULES,
+    _acknowledge(
+        alarm,
         {
-            f"{_NIST_PACK}-CloudWatchAlarmAction": (
+            "CloudWatchAlarmAction": (
                 "A rollout alarm: ECS reads its state while a deployment runs and rolls the deployment back when it "
                 "is in ALARM (the service's deploymentConfiguration.alarms); that rollback is its action. The "
                 "model's Neuron errors notify through NeuronMonitoring's own alarms."
             ),
         },
+        _NIST_PACK,
     )
 
 
 def acknowledge_compile_cache_file_system(file_system: IConstruct) -> None:
     """An Amazon EFS file system of compiled Neuron graphs."""
-    node_of(_resource(file_system)).add_metadata(
-        _ACKNOWLEDGED_RULES,
+    _acknowledge(
+        file_system,
         {
-            f"{_NIST_PACK}-EFSInBackupPlan": (
+            "EFSInBackupPlan": (
                 "The file system holds compiled Neuron graphs that the compiler re-creates (a precompile job or a "
                 "copy's first start); a backup would keep what costs a compile to make again."
             ),
         },
+        _NIST_PACK,
     )
