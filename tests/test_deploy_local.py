@@ -324,7 +324,13 @@ def _check_load_balancer_rule(template: dict[str, Any], properties: dict[str, An
 
     peer = properties.get("SourceSecurityGroupId") or properties["DestinationSecurityGroupId"]
     pair = {properties["GroupId"]["Fn::GetAtt"][0], peer["Fn::GetAtt"][0]}
-    if resources(template, "AWS::Batch::ComputeEnvironment"):
+    if any(group.startswith("CompileCacheSecurityGroup") for group in pair):
+        # The compile cache's mount targets admit NFS from the capacity's instances and the precompile job only.
+        assert (properties["IpProtocol"], properties["FromPort"], properties["ToPort"]) == ("tcp", 2049, 2049)
+        (other,) = [group for group in pair if not group.startswith("CompileCacheSecurityGroup")]
+        assert other.startswith(("NeuronTrn2SecurityGroup", "ServicePrecompileSecurityGroup")), other
+        return
+    if resources(template, "AWS::FSx::FileSystem"):
         _check_training_rule(pair, properties)
         return
     ports = (properties["FromPort"], properties["ToPort"])
@@ -411,10 +417,17 @@ def _check_metric_filter(template: dict[str, Any], properties: dict[str, Any]) -
 
 def _check_alarm_math(template: dict[str, Any], properties: dict[str, Any]) -> None:
     # moto's alarms keep no metric math: the hardware alarm is the larger of uncorrected ECC events and hardware
-    # execution errors.
+    # execution errors; a rollout's alarms add the 5xx answers, or take the larger p99, of blue's and green's target
+    # groups.
     (expression,) = [m["Expression"] for m in properties["Metrics"] if "Expression" in m]
-    assert expression == "MAX([ecc, execution])"
     names = {m["MetricStat"]["Metric"]["MetricName"] for m in properties["Metrics"] if "MetricStat" in m}
+    if str(properties.get("AlarmDescription", "")).startswith("Rolls a deployment back"):
+        assert (expression, names) in (
+            ("FILL(e0, 0) + FILL(e1, 0)", {"HTTPCode_Target_5XX_Count"}),
+            ("MAX([p0, p1])", {"TargetResponseTime"}),
+        )
+        return
+    assert expression == "MAX([ecc, execution])"
     assert names == {"HardwareEccUncorrected", "ExecutionHardwareErrors"}
 
 
