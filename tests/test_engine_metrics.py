@@ -650,3 +650,22 @@ def test_the_ranks_of_a_bucket_count_once_as_the_slowest_and_the_buckets_add_up(
     assert _value(documents, "CompilationTime", Bucket="prefill_s128") == 120
     assert [d["CompilationTime"] for d in documents if "CompilationTime" in d and "Bucket" not in d] == [190]
     assert _value(documents, "BucketsCompiled") == 2
+
+
+def test_the_engine_is_read_directly_whatever_proxy_the_task_names(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task's HTTP_PROXY (for the model hub) never carries the collector's requests to its own engine: with a proxy
+    that answers nothing, and urllib's process-wide opener built while it was set, the start is still read."""
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{dead}")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(urllib.request, "_opener", urllib.request.build_opener())
+    documents, sentences = _run(engine.url)
+    assert _value(documents, "StartupTime") == 688.4, sentences

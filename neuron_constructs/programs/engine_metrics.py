@@ -40,7 +40,6 @@ import math
 import os
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -234,17 +233,27 @@ def parse(text: str, wanted: Iterable[str]) -> Scrape:
     return scrape
 
 
+def _direct() -> urllib.request.OpenerDirector:
+    """HTTP straight to the engine: no proxy (a task's ``HTTP_PROXY`` is for the model hub, never for its own engine
+    on ``127.0.0.1``), no redirect, an error status returned as a status."""
+    opener = urllib.request.OpenerDirector()
+    for handler in (urllib.request.ProxyHandler({}), urllib.request.HTTPHandler()):
+        opener.add_handler(handler)
+    return opener
+
+
 def read_answer(url: str, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_ANSWER_BYTES) -> tuple[int, str, bool]:
     """``(status, text, cut)``: the answer to ``GET url``, read for at most ``timeout`` seconds in all and ``limit``
-    bytes (``cut``: there was more). Raises ``OSError`` (and ``ValueError`` for a URL it cannot use), which the caller
-    turns into a sentence."""
+    bytes (``cut``: there was more), sent directly (:func:`_direct`). Raises ``OSError`` (and ``ValueError`` for a URL
+    it cannot use), which the caller turns into a sentence; a status other than 200 is returned unread."""
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers={"Accept": "text/plain"})
-    try:
-        answer = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as error:
-        error.close()
-        return error.code, "", False
+    answer = _direct().open(request, timeout=timeout)
+    if answer is None:  # no handler for the URL's scheme
+        raise ValueError(f"{url} is not an http:// URL")
+    if answer.status != 200:
+        answer.close()
+        return answer.status, "", False
     with answer:
         chunks: list[bytes] = []
         size = 0
