@@ -244,7 +244,7 @@ def _direct() -> urllib.request.OpenerDirector:
 
 def read_answer(url: str, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_ANSWER_BYTES) -> tuple[int, str, bool]:
     """``(status, text, cut)``: the answer to ``GET url``, read for at most ``timeout`` seconds in all and ``limit``
-    bytes (``cut``: there was more), sent directly (:func:`_direct`). Raises ``OSError`` (and ``ValueError`` for a URL
+    bytes (``cut``: there was more), sent directly (``_direct``). Raises ``OSError`` (and ``ValueError`` for a URL
     it cannot use), which the caller turns into a sentence; a status other than 200 is returned unread."""
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers={"Accept": "text/plain"})
