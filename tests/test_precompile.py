@@ -26,7 +26,7 @@ from neuron_constructs import (
     Rollout,
     SmokeTest,
 )
-from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge import cpu_compile, rules
 from neuron_constructs.knowledge.container_images import VLLM, VLLM_TRN2
 from neuron_constructs.serving.precompile_resources import hook_source
 
@@ -166,9 +166,11 @@ def test_the_job_runs_the_service_s_own_image_command_and_environment_with_the_c
     served = _service_container(template)
     _, job = _one(template, "AWS::Batch::JobDefinition")
     properties = job["Properties"]["ContainerProperties"]
-    # THEN the job runs the same image and command, on Fargate
+    # THEN the job runs the same image and command, on Fargate, the command under the script that stops the server
+    # once it answers /health on the port the command names (the server does not exit after a CPU compile)
     assert properties["Image"] == served["Image"] == VLLM_TRN2.reference
-    assert properties["Command"] == served["Command"] == COMMAND
+    assert served["Command"] == COMMAND
+    assert properties["Command"] == cpu_compile.job_command(COMMAND, 8000)
     assert job["Properties"]["PlatformCapabilities"] == ["FARGATE"]
     assert {r["Type"]: r["Value"] for r in properties["ResourceRequirements"]} == {"VCPU": "16", "MEMORY": "65536"}
     # AND the service's environment, less the production-only cache-hit-only variables, plus the CPU compile ones
@@ -789,14 +791,14 @@ def test_a_container_with_the_image_s_own_entry_point_and_the_driver_check_preco
     container = task.neuron_containers[0].render_container_definition()
     assert container.entry_point[-1] == "neuron-driver-check"  # type: ignore[index]
     _service(stack, cluster, task, precompile=Precompile())
-    assert _job_command(stack) == COMMAND
+    assert _job_command(stack) == cpu_compile.job_command(COMMAND, 8000)
 
 
 def test_a_container_with_the_image_s_own_entry_point_precompiles_with_the_command() -> None:
     stack, cluster, cache = _stack()
     task = _task(stack, cache=cache, entry_point=list(VLLM_TRN2.entry_point or ()))
     _service(stack, cluster, task, precompile=Precompile())
-    assert _job_command(stack) == COMMAND
+    assert _job_command(stack) == cpu_compile.job_command(COMMAND, 8000)
 
 
 def test_the_job_s_security_group_sends_https_and_nfs_to_the_cache_only(synthesized: dict[str, Any]) -> None:

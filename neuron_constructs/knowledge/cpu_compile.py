@@ -24,8 +24,15 @@ From vLLM Neuron's "CPU Compilation" (vllm-neuron ``docs/design/compilation/cpu_
 The command that compiles is the serving command itself: the page's example runs ``python3 -m
 vllm.entrypoints.openai.api_server --model ... --tensor-parallel-size 32`` with the variables above; the worker skips
 the prefill, decode and vision warm-ups under ``VLLM_NEURON_CPU_COMPILE`` after the graphs are compiled
-(``vllm_neuron/vllm/worker/neuron_worker.py``, ``compile_or_warm_up_model``). No source found says whether the
-server then exits or goes on listening.
+(``vllm_neuron/vllm/worker/neuron_worker.py``, ``compile_or_warm_up_model``), logs "Model warmup completed" and
+returns, and the server goes on to listen as it would on a Neuron device: nothing in that path exits. So the job runs
+the serving command under :data:`COMPILE_THEN_STOP` (:func:`job_command`): the server in the background, its
+``/health`` asked every :data:`HEALTH_POLL_SECONDS` seconds; the first ``200`` means the engine is up, every graph
+compiled and written, and the script stops the server and exits 0. A server that exits before it answers ends the job
+with the server's status (a failed compile fails the job). vLLM's server answers ``GET /health`` with 200 once its
+engine runs (vLLM's OpenAI-compatible server, ``/health``). The job's image runs the command through its own entry
+point, which the Neuron vLLM images' runs as a command (``ENTRYPOINT ["python", "/usr/local/bin/vllm_entrypoint.py"]``,
+the image table's ``NeuronImage.entry_point``).
 
 Time limits: an ECS lifecycle hook's ``timeoutInMinutes`` is 1 to 20,160, default 1,440, with ``ROLLBACK`` the
 default action (ECS API reference, ``DeploymentLifecycleHookTimeoutConfiguration``); a CloudFormation custom resource's
@@ -41,16 +48,20 @@ from collections.abc import Mapping, Sequence
 
 __all__ = [
     "CACHE_HIT_ONLY",
+    "COMPILE_THEN_STOP",
     "CPU_COMPILE_VARIABLE",
     "CPU_MODE_VARIABLE",
     "CUSTOM_RESOURCE_LIMIT_SECONDS",
     "DEFAULT_PARALLEL_WORKERS",
     "FARGATE_MEMORY_MIB",
+    "HEALTH_POLL_SECONDS",
     "HOOK_TIMEOUT_MINUTES",
     "PARALLEL_WORKERS_VARIABLE",
     "TARGETS",
     "TARGET_VARIABLE",
     "fargate_memory_problem",
+    "job_command",
+    "server_port",
     "speculative_decoding",
     "target_of_family",
 ]
@@ -120,3 +131,50 @@ def speculative_decoding(command: Sequence[str], environment: Mapping[str, str])
         if name.startswith("VLLM_") and "SPECULATIVE" in name.upper():
             return name
     return None
+
+
+HEALTH_POLL_SECONDS = 15
+"""How often the compile job asks the server's ``/health`` (seconds)."""
+DEFAULT_SERVER_PORT = 8000
+"""vLLM's port when neither ``--port`` nor a port mapping names one."""
+COMPILE_THEN_STOP = """\
+port=$1; every=$2; shift 2
+"$@" &
+server=$!
+trap 'kill "$server" 2>/dev/null' TERM INT
+while kill -0 "$server" 2>/dev/null; do
+  if python3 -c 'import sys, urllib.request as u
+u.build_opener(u.ProxyHandler({})).open("http://127.0.0.1:%s/health" % sys.argv[1], timeout=5)' "$port" 2>/dev/null
+  then
+    echo "neuron-precompile: the server answers /health on port $port: every graph is compiled; stopping it"
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+    exit 0
+  fi
+  sleep "$every"
+done
+wait "$server"
+status=$?
+echo "neuron-precompile: the server exited with status $status before it answered /health"
+exit "$status"
+"""
+"""The compile job's command (POSIX ``sh -c``, ``$0`` ``neuron-precompile``): ``port every server-command...``; runs
+the server, stops it once ``/health`` answers 200 on ``127.0.0.1:port`` (asked directly, never through a proxy), and
+exits 0; exits with the server's status if it ends first."""
+
+
+def server_port(command: Sequence[str], mapped: Sequence[int] = ()) -> int:
+    """The port the serving command listens on: its ``--port N`` (or ``--port=N``), else the first of the container's
+    ``mapped`` ports, else vLLM's default, :data:`DEFAULT_SERVER_PORT`."""
+    for index, word in enumerate(command):
+        value = word.split("=", 1)[1] if word.startswith("--port=") else None
+        if word == "--port" and index + 1 < len(command):
+            value = command[index + 1]
+        if value is not None and value.isdigit() and 0 < int(value) < 65536:
+            return int(value)
+    return next(iter(mapped), DEFAULT_SERVER_PORT)
+
+
+def job_command(command: Sequence[str], port: int, every: float = HEALTH_POLL_SECONDS) -> list[str]:
+    """The compile job's command: ``command`` (the serving command) under :data:`COMPILE_THEN_STOP`."""
+    return ["/bin/sh", "-c", COMPILE_THEN_STOP, "neuron-precompile", str(port), f"{every:g}", *command]

@@ -125,7 +125,9 @@ class PrecompileJob(Construct):
     """The job that compiles ``container``'s model on CPU for ``target``, its queue and its function (module
     docstring). Made by ``NeuronService(precompile=)`` and ``NeuronFleet.add_model(precompile=)``. The job runs the
     container's command, without its first ``command_skipped`` words (the image's own entry point, which the driver
-    start check's wrapper names there and the image runs by itself).
+    start check's wrapper names there and the image runs by itself), under the script that stops the server once it
+    answers ``/health`` (:func:`~neuron_constructs.knowledge.cpu_compile.job_command`): the server does not exit by
+    itself after a CPU compile.
 
     Attributes: ``job_queue``, ``job_definition`` (the ``AWS::Batch::JobDefinition``), ``function``,
     ``security_group``, ``job_role``, ``log_group``, ``target``, ``precompile``, ``model`` (the construct path the
@@ -215,7 +217,7 @@ class PrecompileJob(Construct):
             timeout=batch.CfnJobDefinition.TimeoutProperty(attempt_duration_seconds=precompile.timeout_seconds),
             container_properties=batch.CfnJobDefinition.ContainerPropertiesProperty(
                 image=container.image_name,
-                command=Lazy.list(_ListProducer(lambda: (self._rendered("command") or [])[command_skipped:])),
+                command=Lazy.list(_ListProducer(lambda: self._job_command(command_skipped))),
                 environment=Lazy.any(_Produce(self._environment)),
                 secrets=Lazy.any(_Produce(self._secrets), omit_empty_array=True),
                 resource_requirements=[
@@ -301,6 +303,13 @@ class PrecompileJob(Construct):
         """``field`` of the service's Neuron container as its task definition renders it now."""
         rendered = self.container.render_container_definition()
         return getattr(rendered, field, None)
+
+    def _job_command(self, skipped: int) -> list[str]:
+        """The serving command (without its first ``skipped`` words) under the compile-then-stop script
+        (:data:`~neuron_constructs.knowledge.cpu_compile.COMPILE_THEN_STOP`), on the port the server listens on."""
+        command = [str(word) for word in (self._rendered("command") or [])[skipped:]]
+        mapped = [m.container_port for m in self.container.port_mappings if isinstance(m.container_port, int)]
+        return cpu_compile.job_command(command, cpu_compile.server_port(command, mapped))
 
     def _environment(self) -> list[dict[str, Any]]:
         """The container's environment without the cache-hit-only variables (a production copy's), with the CPU
