@@ -292,14 +292,14 @@ def test_an_answer_that_is_not_json_is_in_progress_then_failed_after_the_limit(
 def test_a_batch_that_never_answers_is_retried_at_the_next_callback_within_the_timeout(
     batch: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(precompile_hook, "REQUEST_TIMEOUT", 1)
+    monkeypatch.setattr(precompile_hook, "REQUEST_TIMEOUT", 0.3)
     batch.script = [(0, {}, b"")]
     started = time.monotonic()
     answer, log = invoke(hook_event(**running_details()), capsys)
     took = time.monotonic() - started
     assert answer["hookStatus"] == "IN_PROGRESS" and answer["hookDetails"]["transientFailures"] == 1
-    assert "did not answer within 1 s" in log["message"]
-    assert 0.9 < took < 1.8
+    assert "did not answer within 0.3 s" in log["message"]
+    assert 0.25 < took < 1.2
 
 
 def test_an_answer_beyond_the_read_limit_is_not_read(
