@@ -16,8 +16,9 @@ untrusted input to a root script (anyone allowed to write under the prefix write
 * reads at most :data:`MOST_PARAMETERS` parameters (``--page-size 10``, the most ``GetParametersByPath`` returns per
   call, and ``--max-items``; the AWS CLI paginates) of at most :data:`MOST_VALUE_CHARACTERS` characters each (a
   standard parameter's limit), at most :data:`MOST_ENTRIES` needs in all, one level below the path (not recursive);
-* matches each parameter's name and each word whole against the patterns below (``grep -Ex``, globbing off), and
-  skips what does not match with a log line that never repeats the value;
+* matches each parameter's name and each word whole against the patterns below (``grep -Ex`` in the C locale,
+  globbing off; one ``grep`` takes all the words of a parameter, a word a line, and only the lines it prints are
+  used), and skips what does not match with a log line that never repeats the value;
 * uses what matched only as double-quoted shell words (never ``eval``, never unquoted): the AWS CLI and Docker get
   them as single arguments that cannot start with ``-``.
 
@@ -179,21 +180,37 @@ def _q(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+_ECR_REGISTRY = r"[0-9]{12}\.dkr\.ecr(-fips)?\.[a-z0-9-]+\.amazonaws\.com(\.cn)?"
+"""A private ECR registry's host, the one kind of registry the warm-up logs in to (with the instance role's token)."""
+
+
 def needs_script(path: str) -> list[str]:
     """The lines of the warm-up that read ``path`` and fetch what the parameters under it name (inside the script's
     ``if docker started`` block; uses its ``aws_cli``, ``aws_sync``, ``log``, ``REGION``, ``MODELS`` and ``failed``).
-    Every value is checked as the module says before it is used, and used only in double quotes."""
+    Every value is checked as the module says before it is used, and used only in double quotes.
+
+    The checks fork a fixed number of processes per parameter, none per word: the words of a parameter (up to the
+    bound of needs) go to one ``grep -Ex`` as a list of one word a line, and only the lines it prints are used, so a
+    word is used exactly when it matches whole; one ``sed`` over those lines names the private ECR registry of each
+    image (a line per word, empty when none), and the warm-up logs in to each registry until a login succeeds, then
+    no more. Both run in the C locale, so a bracket expression means the ASCII characters it lists, as in Python.
+    Each parameter's name is one ``grep -Eqx``."""
     return [
         "  set -f",  # no pathname expansion of anything read from Parameter Store
         f"  NEEDS={_q(path)}",
-        "  pull_need() {",
-        "    login=$(printf '%s\\n' \"$1\" | sed -nE "
-        + _q(r"s#^([0-9]{12}\.dkr\.ecr(-fips)?\.[a-z0-9-]+\.amazonaws\.com(\.cn)?)/.*#\1#p")
-        + ")",
-        '    if [ -n "$login" ]; then',
-        "      region=$(printf '%s\\n' \"$login\" | cut -d. -f4)",
-        '      aws_cli ecr get-login-password --region "$region" | docker login --username AWS --password-stdin '
-        '"$login" >/dev/null || { log "could not log in to $login"; failed=$((failed + 1)); }',
+        "  nl='",  # a newline: separates the words given to grep and the registries sed names
+        "'",
+        '  logged_in=""',
+        "  pull_need() {",  # $1 the image, $2 the parameter, $3 its private ECR registry or empty
+        '    if [ -n "$3" ]; then',
+        '      case " $logged_in " in',
+        '        *" $3 "*) ;;',
+        "        *)",
+        "          region=${3#*.*.*.}; region=${region%%.*}",  # <account>.dkr.ecr[-fips].<region>.amazonaws.com
+        '          if aws_cli ecr get-login-password --region "$region" | docker login --username AWS '
+        '--password-stdin "$3" >/dev/null; then logged_in="$logged_in $3"; '
+        'else log "could not log in to $3"; failed=$((failed + 1)); fi ;;',
+        "      esac",
         "    fi",
         '    if docker pull --quiet "$1" >/dev/null; then log "pulled $1 (from $2)"; '
         'else log "could not pull $1 (from $2)"; failed=$((failed + 1)); fi',
@@ -215,16 +232,29 @@ def needs_script(path: str) -> list[str]:
         "    set -- $2",
         f'    if [ "${{1:-}}" != {_q(NEEDS_FORMAT)} ]; then log "skipped $name: not {NEEDS_FORMAT}"; return; fi',
         "    shift",
+        '    words=""; taken=0',
         '    for word in "$@"; do',
-        "      entries=$((entries + 1))",
-        f'      if [ "$entries" -gt {MOST_ENTRIES} ]; then log "skipped the needs after the first {MOST_ENTRIES}"; '
-        "return; fi",
-        f"      if ! printf '%s\\n' \"$word\" | grep -Eqx {_q(NEEDS_PATTERN)}; then "
-        'log "skipped a need of $name that matches no pattern"; continue; fi',
+        f'      if [ "$entries" -ge {MOST_ENTRIES} ]; then log "skipped the needs after the first {MOST_ENTRIES}"; '
+        "break; fi",
+        '      entries=$((entries + 1)); taken=$((taken + 1)); words="$words$word$nl"',
+        "    done",
+        '    [ "$taken" -gt 0 ] || return 0',
+        # Only what grep prints is used: each line one word that matched whole.
+        f"    matched=$(printf '%s' \"$words\" | LC_ALL=C grep -Ex {_q(NEEDS_PATTERN)})",
+        "    IFS=$nl; set -- $matched; unset IFS",
+        "    skipped=$((taken - $#))",
+        '    while [ "$skipped" -gt 0 ]; do log "skipped a need of $name that matches no pattern"; '
+        "skipped=$((skipped - 1)); done",
+        '    [ "$#" -gt 0 ] || return 0',
+        "    registries=$(printf '%s\\n' \"$@\" | LC_ALL=C sed -E -e "
+        + _q(f"s#^image=({_ECR_REGISTRY})/.*#\\1#")
+        + " -e t -e 's#.*##')$nl",
+        '    for word in "$@"; do',
+        '      registry=${registries%%"$nl"*}; registries=${registries#*"$nl"}',
         "      rest=${word#*=}; what=${rest%,*}",
         '      case "$word" in',
-        f'        image=*) if [ "${{#what}}" -le {MOST_IMAGE_CHARACTERS} ]; then pull_need "$what" "$name"; '
-        'else log "skipped an image of $name: too long"; fi ;;',
+        f'        image=*) if [ "${{#what}}" -le {MOST_IMAGE_CHARACTERS} ]; then pull_need "$what" "$name" '
+        '"$registry"; else log "skipped an image of $name: too long"; fi ;;',
         '        s3=*) copy_need "$what" "$name" ;;',
         "      esac",
         "    done",
@@ -239,7 +269,7 @@ def needs_script(path: str) -> list[str]:
         '    while IFS="$tab" read -r name value; do',
         '      case "$name" in ""|None) continue ;; esac',
         '      key=${name#"$NEEDS"/}',
-        '      if [ "$key" = "$name" ] || ! printf \'%s\\n\' "$key" | grep -Eqx '
+        '      if [ "$key" = "$name" ] || ! printf \'%s\\n\' "$key" | LC_ALL=C grep -Eqx '
         + _q(NAME_PATTERN)
         + '; then log "skipped a parameter not named $NEEDS/<stack>"; continue; fi',
         '      read_needs "$key" "$value"',
