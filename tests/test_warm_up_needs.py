@@ -221,12 +221,7 @@ def test_the_warm_up_logs_in_to_each_private_registry_once_and_to_no_other_host(
     assert out.splitlines()[-1] == "neuron-warm-up: done (0 failed)"
 
 
-@pytest.mark.parametrize(
-    "shell",
-    # The loop takes bash (Amazon Linux 2023's /bin/sh), make test-e2e both. Seventy needs ran seven seconds of
-    # processes a shell while the script forked for every word; with one grep a parameter, about a fifth of a second.
-    [pytest.param(s, marks=[pytest.mark.e2e] if s != "bash" else []) for s in SHELLS],
-)
+@pytest.mark.parametrize("shell", SHELLS)
 def test_the_warm_up_stops_at_the_bound_of_needs(shell: str, tmp_path: Path) -> None:
     many = " ".join(f"image=registry.example/m{i}:1,-" for i in range(MOST_ENTRIES + 5))
     out, calls = _run(shell, tmp_path, f"{PATH}/Model\t{NEEDS_FORMAT} {many}\n")
