@@ -504,7 +504,30 @@ def _check_native_rollout(template: dict[str, Any], properties: dict[str, Any]) 
     assert advanced["ProductionListenerRule"]["Ref"] in resources(template, "AWS::ElasticLoadBalancingV2::ListenerRule")
 
 
+def _check_precompile_run(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto runs no Lambda function: the endpoint marks the precompile's custom resource created without running it.
+    # It runs the job once before the service is created (no job definition revision among its properties), through
+    # the precompile function, within CloudFormation's hour.
+    handler = properties["ServiceToken"]["Fn::GetAtt"][0]
+    assert template["Resources"][handler]["Type"] == "AWS::Lambda::Function" and handler.startswith("ServicePrecompile")
+    assert set(properties) == {"ServiceToken", "ServiceTimeout", "JobQueue", "Model"}
+    assert int(properties["ServiceTimeout"]) == 3600
+
+
+def _check_job_ended_permission(template: dict[str, Any], properties: dict[str, Any]) -> None:
+    # moto 5.2's CloudFormation handler creates no AWS::Lambda::Permission: EventBridge may invoke the precompile
+    # function, from the rule on its job queue's ended jobs only.
+    assert properties["Action"] == "lambda:InvokeFunction" and properties["Principal"] == "events.amazonaws.com"
+    assert properties["FunctionName"]["Fn::GetAtt"][0].startswith("ServicePrecompileFunction")
+    rule = template["Resources"][properties["SourceArn"]["Fn::GetAtt"][0]]
+    assert rule["Type"] == "AWS::Events::Rule" and rule["Properties"]["EventPattern"]["detail-type"] == [
+        "Batch Job State Change"
+    ]
+
+
 TEMPLATE_CHECKS: dict[tuple[str, str], Check] = {
+    ("Custom::NeuronPrecompile", "resource"): _check_precompile_run,
+    ("AWS::Lambda::Permission", "resource"): _check_job_ended_permission,
     ("AWS::ECS::Service", "strategy"): _check_native_rollout,
     ("AWS::ECS::Service", "bakeTimeInMinutes"): _check_native_rollout,
     ("AWS::ECS::Service", "lifecycleHooks"): _check_native_rollout,

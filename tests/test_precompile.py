@@ -269,8 +269,11 @@ def test_a_native_rollout_runs_the_job_in_a_pre_scale_up_hook_with_its_timeout(s
     assert hook["LifecycleStages"] == ["PRE_SCALE_UP"]
     assert hook["HookTargetArn"] == {"Fn::GetAtt": [function_id, "Arn"]}
     assert hook["TimeoutConfiguration"] == {"TimeoutInMinutes": 80, "Action": "ROLLBACK"}
-    # AND no custom resource orders it (the hook does)
-    assert not resources(template, "Custom::NeuronPrecompile")
+    # AND a custom resource compiles the first revision before CloudFormation creates the service, and only then:
+    # its properties leave the job definition's revision out, so a new revision is the hook's alone
+    run_id, run = _one(template, "Custom::NeuronPrecompile")
+    assert set(run["Properties"]) == {"ServiceToken", "ServiceTimeout", "JobQueue", "Model"}
+    assert run_id in service["DependsOn"]
     # AND the function is the hook program, inline, with the interface's environment
     properties = function["Properties"]
     assert (properties["Runtime"], properties["Handler"]) == ("python3.14", "index.handler")
@@ -469,6 +472,11 @@ def test_a_long_job_is_taken_on_a_native_rollout() -> None:
     )
     assert service.precompile_job is not None
     assert service.precompile_job.precompile.hook_timeout_minutes == 150
+    # AND the first deployment is the hook's alone: no custom resource can wait two hours, which the warning says
+    template = Template.from_stack(stack)
+    assert not resources(template.to_json(), "Custom::NeuronPrecompile")
+    (warning,) = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON158"))
+    assert "does not run before the service is created" in warning.entry.data
 
 
 @pytest.mark.parametrize(

@@ -406,20 +406,21 @@ class PrecompileJob(Construct):
             role=invoke_role,
         )
 
-    def order_before(self, *services: ecs.BaseService) -> CustomResource:
+    def order_before(self, *services: ecs.BaseService, every_revision: bool = True) -> CustomResource:
         """Run the job as CloudFormation creates or updates this stack, before ``services`` update (module
-        docstring); the custom resource."""
+        docstring); the custom resource. ``every_revision=False``: only as CloudFormation creates it (its properties
+        then leave the job definition's revision out, so a new revision does not run it again): before a native
+        rollout's service is created, whose later revisions the ``PRE_SCALE_UP`` hook compiles."""
+        properties = {"JobQueue": self.job_queue.job_queue_arn, "Model": self.model}
+        if every_revision:
+            properties["JobDefinition"] = self.job_definition_arn
         run = CustomResource(
             self,
             "Run",
             service_token=self.function.function_arn,
             resource_type="Custom::NeuronPrecompile",
             service_timeout=Duration.seconds(cpu_compile.CUSTOM_RESOURCE_LIMIT_SECONDS),
-            properties={
-                "JobQueue": self.job_queue.job_queue_arn,
-                "JobDefinition": self.job_definition_arn,
-                "Model": self.model,
-            },
+            properties=properties,
         )
         events.Rule(
             self,

@@ -209,6 +209,20 @@ def precompile_service(service: NeuronService, precompile: Precompile) -> Precom
     if native:
         service.service.add_lifecycle_hook(job.hook())
         time_out_hook(service.service, job.function, precompile.hook_timeout_minutes)
+        # The first revision too, before CloudFormation creates the service: a copy that starts cache-hit-only
+        # before its graphs are cached fails, whether or not ECS runs the hook at the service's first deployment.
+        longest = cpu_compile.CUSTOM_RESOURCE_LIMIT_SECONDS - CUSTOM_RESOURCE_QUEUE_ALLOWANCE_SECONDS
+        if precompile.timeout_seconds <= longest:
+            job.order_before(service.service, every_revision=False)
+        else:
+            Validations.of(service).add_warning(
+                rules.PRECOMPILE_FIRST_DEPLOYMENT.warning_id,
+                rules.PRECOMPILE_FIRST_DEPLOYMENT.message(
+                    where,
+                    f"timeout={precompile.timeout.to_human_string()} is beyond the {longest} s a custom resource "
+                    "waits, so the job does not run before the service is created",
+                ),
+            )
     else:
         job.order_before(service.service)
     _serve_cache_hit_only(container, precompile)

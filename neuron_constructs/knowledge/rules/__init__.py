@@ -133,6 +133,7 @@ from neuron_constructs.knowledge.rules.precompile import (
 from neuron_constructs.knowledge.rules.precompile import (
     PRECOMPILE_BEYOND_CUSTOM_RESOURCE as PRECOMPILE_BEYOND_CUSTOM_RESOURCE,
 )
+from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_FIRST_DEPLOYMENT as PRECOMPILE_FIRST_DEPLOYMENT
 from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_HOOK_TIMEOUT as PRECOMPILE_HOOK_TIMEOUT
 from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_INPUT as PRECOMPILE_INPUT
 from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_MODE as PRECOMPILE_MODE
@@ -239,6 +240,7 @@ RULES: tuple[Rule, ...] = tuple(
         (
             UNKNOWN_INSTANCE_TYPE,
             CACHE_HIT_ONLY_WITHOUT_PRECOMPILE,
+            PRECOMPILE_FIRST_DEPLOYMENT,
             PRECOMPILE_BEYOND_CUSTOM_RESOURCE,
             PRECOMPILE_HOOK_TIMEOUT,
             PRECOMPILE_INPUT,

@@ -10,6 +10,7 @@ from neuron_constructs.knowledge.rules.rule import Rule
 __all__ = [
     "CACHE_HIT_ONLY_WITHOUT_PRECOMPILE",
     "PRECOMPILE_BEYOND_CUSTOM_RESOURCE",
+    "PRECOMPILE_FIRST_DEPLOYMENT",
     "PRECOMPILE_HOOK_TIMEOUT",
     "PRECOMPILE_INPUT",
     "PRECOMPILE_MODE",
@@ -91,6 +92,20 @@ CACHE_HIT_ONLY_WITHOUT_PRECOMPILE = Rule(
     "RuntimeError at startup: the first start fails unless the cache already holds every graph",
     "give the service precompile=Precompile(...), or acknowledge this warning id when the cache is filled another "
     "way (neuron-ecs precompile in your pipeline)",
+    _CPU_COMPILATION,
+    severity="warning",
+)
+
+
+PRECOMPILE_FIRST_DEPLOYMENT = Rule(
+    "NEURON158",
+    "Precompile job too long to run before the service is created",
+    "on a native rollout the job runs at each deployment's PRE_SCALE_UP, and once before CloudFormation creates the "
+    "service (a custom resource the service depends on, which waits at most an hour); a job timeout beyond that "
+    "leaves the first deployment to the hook alone, and a first copy that starts cache-hit-only before its graphs "
+    "are in the cache fails",
+    "hold timeout= to 55 minutes, or fill the cache before the first deployment (neuron-ecs precompile), or "
+    "acknowledge this warning id when the cache is filled",
     _CPU_COMPILATION,
     severity="warning",
 )
