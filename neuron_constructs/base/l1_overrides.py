@@ -11,7 +11,8 @@
   (cfn-lint W3005); the redundant ``DependsOn`` is removed here. Likewise an ECS service rolled out blue/green,
   canary or linear depends on the listener rules it attaches through (aws-cdk-lib adds the dependency for every
   load balancer target) while its ``AdvancedConfiguration`` already refers to them: those entries are dropped from its
-  ``DependsOn``, the others kept.
+  ``DependsOn``, the others kept. A Lambda function of the library keeps its ``DependsOn`` on its role (the policies
+  must exist before Lambda creates a function in a VPC), marked for cfn-lint instead.
 * aws-cdk-lib's ``LaunchTemplate``, ``AutoScalingGroup`` and ``ManagedInstancesCapacityProvider``
   have no property for reserved capacity: an On-Demand Capacity Reservation is set on the Auto
   Scaling group (``CapacityReservationSpecification``), a Capacity Block on the launch template
@@ -130,6 +131,16 @@ def drop_redundant_handler_dependency(provider: IConstruct) -> None:
     handler = node_of(provider).try_find_child("Handler")
     if isinstance(handler, CfnResource):
         handler.add_deletion_override("DependsOn")
+
+
+def keep_role_dependency_of_function(function: IConstruct) -> None:
+    """Keep the ``DependsOn`` of a Lambda function on its role (aws-cdk-lib's ``Function`` adds it, with the role's
+    policies, which Lambda checks when it creates a function in a VPC) and mark it for cfn-lint, which reports it as
+    redundant next to the ``Role`` property (W3005): ignored on this resource only, cfn-lint's ``Metadata``
+    convention."""
+    resource = node_of(function).default_child
+    assert isinstance(resource, CfnResource)
+    resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
 
 
 def reserve_auto_scaling_capacity(

@@ -66,7 +66,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from neuron_constructs.base import compliance
+from neuron_constructs.base import compliance, l1_overrides
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.compute import compile_cache_tiers
@@ -370,11 +370,7 @@ class PrecompileJob(Construct):
                 "PRECOMPILE_JOB_TIMEOUT_SECONDS": str(precompile.timeout_seconds),
             },
         )
-        # aws-cdk-lib's Function depends on its role construct, so DependsOn names the role its Role property already
-        # references: cfn-lint's W3005, a redundant dependency, ignored on this resource only (as on the smoke test's).
-        cfn_function = function.node.default_child
-        assert isinstance(cfn_function, CfnResource)
-        cfn_function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+        l1_overrides.keep_role_dependency_of_function(function)
         return function
 
     def hook(self) -> ecs.DeploymentLifecycleLambdaTarget:

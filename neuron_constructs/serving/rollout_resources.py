@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnResource, RemovalPolicy, Stack, Validations
+from aws_cdk import RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from neuron_constructs.base import compliance
+from neuron_constructs.base import compliance, l1_overrides
 from neuron_constructs.base.arguments import is_token
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
 from neuron_constructs.base.tree import construct_path
@@ -364,12 +364,7 @@ def smoke_test_hook(
         log_group=logs_group,
     )
     function.connections.allow_to(load_balancer, ec2.Port.tcp(port), "The smoke test to the test listener")
-    # aws-cdk-lib's Function depends on its role construct, the policies with it (which Lambda checks when it
-    # creates a function in a VPC), so DependsOn names the role its Role property already references: cfn-lint's
-    # W3005, a redundant dependency, ignored on this resource only (cfn-lint's Metadata convention).
-    cfn_function = function.node.default_child
-    assert isinstance(cfn_function, CfnResource)
-    cfn_function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+    l1_overrides.keep_role_dependency_of_function(function)
     compliance.acknowledge_smoke_test_function(function, interfaces, _interface_arns(owner))
     invoke_role = iam.Role(
         scope,

@@ -123,19 +123,25 @@ def _print_plan(layouts: Sequence[Any], out: _Output) -> None:
         out.line("No NeuronCore is held twice.")
 
 
-def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
-    from neuron_constructs.tools.rollout_planning import rollout_paths
-
-    result = rollout_paths(args.templates)
+def _report(args: argparse.Namespace, out: _Output, result: Any, print_text: Any, conflict: bool) -> int:
+    """One plan mode's answer: its unreadable files on stderr, ``result`` as JSON or by ``print_text``; exit status 2
+    when a file was unreadable, 3 on ``conflict``."""
     for problem in result.unreadable:
         args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
     if args.json:
         _print_json(result.to_json(), out)
     else:
-        _print_rollout(result, out)
+        print_text(result, out)
     if result.unreadable:
         return EXIT_USAGE
-    return EXIT_CONFLICT if result.holds_a_core_twice or result.does_not_fit else EXIT_OK
+    return EXIT_CONFLICT if conflict else EXIT_OK
+
+
+def _plan_rollout(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.rollout_planning import rollout_paths
+
+    result = rollout_paths(args.templates)
+    return _report(args, out, result, _print_rollout, result.holds_a_core_twice or result.does_not_fit)
 
 
 _VERDICT_COLOURS: dict[bool | None, str] = {True: "32", False: "31", None: "33"}
@@ -214,15 +220,7 @@ def _plan_startup(args: argparse.Namespace, out: _Output) -> int:
     from neuron_constructs.tools.startup_planning import startup_paths
 
     result = startup_paths(args.templates)
-    for problem in result.unreadable:
-        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
-    if args.json:
-        _print_json(result.to_json(), out)
-    else:
-        _print_startup(result, out)
-    if result.unreadable:
-        return EXIT_USAGE
-    return EXIT_CONFLICT if result.grace_too_short else EXIT_OK
+    return _report(args, out, result, _print_startup, result.grace_too_short)
 
 
 def _print_startup(result: StartupResult, out: _Output) -> None:
