@@ -518,6 +518,21 @@ def test_cache_hit_only_without_a_precompile_warns() -> None:
     assert rules.CACHE_HIT_ONLY_WITHOUT_PRECOMPILE.warning_id in json.dumps(warnings[0].entry.data)
 
 
+def test_cache_hit_only_set_after_the_service_is_made_warns_too_and_a_container_without_it_does_not() -> None:
+    """NEURON162 is judged on the complete app: variables added to the container after the service still count."""
+    stack, cluster, cache = _stack()
+    task = _task(stack, cache=cache)
+    _service(stack, cluster, task)
+    before = Annotations.from_stack(stack).find_warning("/Refused/Service", Match.string_like_regexp("NEURON162"))
+    stack, cluster, cache = _stack()
+    task = _task(stack, cache=cache)
+    _service(stack, cluster, task)
+    for name, value in CACHE_HIT_ONLY.items():
+        task.neuron_containers[0].add_environment(name, value)
+    after = Annotations.from_stack(stack).find_warning("/Refused/Service", Match.string_like_regexp("NEURON162"))
+    assert (len(before), len(after)) == (0, 1)
+
+
 def test_cache_hit_only_can_be_turned_off() -> None:
     stack, cluster, cache = _stack()
     task = _task(stack, cache=cache)

@@ -21,6 +21,7 @@ from aws_cdk import AspectPriority, CfnResource
 from constructs import IConstruct
 
 from neuron_constructs.base.aspects import once_before_synthesis
+from neuron_constructs.base.l1_overrides import containers_as_synthesized
 from neuron_constructs.base.tree import construct_path, kept, node_of, stack_of
 from neuron_constructs.knowledge import rules
 
@@ -398,15 +399,16 @@ def acknowledge_library_environment(task_definition: IConstruct) -> None:
 def environment_names(task_definition: CfnResource) -> list[str]:
     """The names of every container's environment variables in ``task_definition`` (an ``AWS::ECS::TaskDefinition``),
     as it will synthesize."""
-    declared = task_definition._cfn_properties.get("containerDefinitions")
-    containers = stack_of(task_definition).resolve(declared) or []
     return [
         str(variable.get("name"))
-        for container in (containers if isinstance(containers, list) else [])
-        if isinstance(container, dict)
-        for variable in container.get("environment") or []
+        for container in containers_as_synthesized(task_definition)
+        for variable in _list(container.get("environment"))
         if isinstance(variable, dict)
     ]
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:

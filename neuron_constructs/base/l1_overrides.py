@@ -38,7 +38,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
 from neuron_constructs.base.arguments import list_at_synth
-from neuron_constructs.base.tree import construct_path, kept, node_of
+from neuron_constructs.base.tree import construct_path, kept, node_of, stack_of
 from neuron_constructs.checks.cfn_template import INTENT_METADATA_KEY
 
 __all__ = [
@@ -67,6 +67,19 @@ def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
     resource = kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
     assert isinstance(resource, CfnResource)
     return resource
+
+
+def containers_as_synthesized(task_definition: IConstruct) -> list[dict[str, object]]:
+    """The container definitions of ``task_definition`` (an ``ecs.TaskDefinition`` or its ``AWS::ECS::TaskDefinition``)
+    as they will synthesize: plain values, deploy-time values as their intrinsic functions. aws-cdk-lib renders them
+    once, at the first resolution, and keeps that rendering, so this is read in the aspect phase only, when every
+    container and variable is in place: one resolution for every container, where asking each container to render
+    itself is a round trip to the CDK's runtime per property (about sixty)."""
+    resource = task_definition if isinstance(task_definition, CfnResource) else node_of(task_definition).default_child
+    if not isinstance(resource, CfnResource):
+        return []
+    rendered = stack_of(resource).resolve(resource._cfn_properties.get("containerDefinitions")) or []
+    return [c for c in rendered if isinstance(c, dict)] if isinstance(rendered, list) else []
 
 
 def container_index(task_definition: ecs.TaskDefinition, container: ecs.ContainerDefinition) -> int:

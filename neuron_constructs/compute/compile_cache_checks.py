@@ -109,14 +109,15 @@ class _MadeVpc:
 def check_file_system_vpc(path: str, task_definition: ecs.TaskDefinition, vpc: ec2.IVpc) -> None:
     """NEURON156: every file-system cache the containers of ``task_definition`` were given is in ``vpc`` (the VPC of
     the cluster a service at ``path`` places it on), where both are known at synth."""
-    here = vpc_identity(vpc.vpc_id)
+    mounted = [
+        (use, use.cache.file_system, use.cache.vpc_id)
+        for use in _USES.get(task_definition, [])
+        if use.cache.file_system is not None and use.cache.vpc_id is not None
+    ]
+    here = vpc_identity(vpc.vpc_id) if mounted else None  # asked of the CDK only where a cache is mounted
     if here is None:
         return
-    for use in _USES.get(task_definition, []):
-        file_system = use.cache.file_system
-        vpc_id = use.cache.vpc_id
-        if file_system is None or vpc_id is None:
-            continue
+    for use, file_system, vpc_id in mounted:
         there = vpc_identity(vpc_id)
         if there is None or type(there) is not type(here) or there == here:
             continue

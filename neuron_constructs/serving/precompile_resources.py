@@ -69,6 +69,7 @@ from constructs import Construct
 from neuron_constructs.base import compliance, l1_overrides
 from neuron_constructs.base.aspects import once_before_synthesis
 from neuron_constructs.base.log_groups import DEFAULT_LOG_RETENTION, OPERATIONAL_REMOVAL, log_group
+from neuron_constructs.base.tree import kept
 from neuron_constructs.compute import compile_cache_tiers
 from neuron_constructs.compute.container_instances import grant_ecs_agent
 from neuron_constructs.compute.model_sources import CompileCache
@@ -300,8 +301,9 @@ class PrecompileJob(Construct):
         return environment
 
     def _rendered(self, field: str) -> Any:
-        """``field`` of the service's Neuron container as its task definition renders it now."""
-        rendered = self.container.render_container_definition()
+        """``field`` of the service's Neuron container as its task definition renders it as the job is made (rendered
+        once for every field: each rendering is a round trip to the CDK's runtime per property)."""
+        rendered = kept(self, "_neuron_constructs_container", self.container.render_container_definition)
         return getattr(rendered, field, None)
 
     def _job_command(self, skipped: int) -> list[str]:

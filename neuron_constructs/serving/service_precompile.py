@@ -25,12 +25,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Validations
+from aws_cdk import AspectPriority, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from neuron_constructs.base.arguments import is_token
+from neuron_constructs.base.aspects import once_before_synthesis
+from neuron_constructs.base.l1_overrides import containers_as_synthesized
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.compute import driver_check as start_check
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
@@ -51,8 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["check_precompile", "precompile_model", "precompile_service", "warn_cache_hit_only"]
 
 
-def _environment(container: ecs.ContainerDefinition) -> dict[str, str]:
-    rendered: Any = container.render_container_definition()
+def _environment(rendered: Any) -> dict[str, str]:
+    """The literal variables of a container's rendering (``render_container_definition()``)."""
     return {pair.name: pair.value for pair in rendered.environment or [] if not is_token(pair.value)}
 
 
@@ -114,7 +116,7 @@ def check_precompile(
             fix="drop entry_point= (and driver_check=) and put the server's arguments in command=, so the job runs "
             "the image's own entry point as the service does",
         )
-    environment = _environment(container)
+    environment = _environment(rendered)
     for variable in (cpu_compile.CPU_COMPILE_VARIABLE, cpu_compile.CPU_MODE_VARIABLE):
         if environment.get(variable) not in (None, "", "0"):
             raise rules.PRECOMPILE_MODE.error(
@@ -282,16 +284,26 @@ def _job(
 
 
 def warn_cache_hit_only(service: NeuronService) -> None:
-    """NEURON162: a Neuron container of ``service`` carries both cache-hit-only variables, and nothing precompiles."""
-    for container in service.task_definition.neuron_containers:
-        environment = _environment(container)
-        if all(environment.get(name) == value for name, value in cpu_compile.CACHE_HIT_ONLY.items()):
-            Validations.of(service).add_warning(
-                rules.CACHE_HIT_ONLY_WITHOUT_PRECOMPILE.warning_id,
-                rules.CACHE_HIT_ONLY_WITHOUT_PRECOMPILE.message(
-                    construct_path(service),
-                    f"container {container.container_name!r} runs cache-hit-only "
-                    f"({', '.join(cpu_compile.CACHE_HIT_ONLY)}) and no precompile= fills its cache",
-                ),
+    """NEURON162: a Neuron container of ``service`` carries both cache-hit-only variables, and nothing precompiles.
+    Judged on the containers as they will synthesize, once the app is complete: variables added to a container after
+    the service was made count too."""
+
+    def warn() -> None:
+        rendered = {c.get("name"): c for c in containers_as_synthesized(service.task_definition.task_definition)}
+        for container in service.task_definition.neuron_containers:
+            pairs = rendered.get(container.container_name, {}).get("environment")
+            environment = (
+                {p.get("name"): p.get("value") for p in pairs if isinstance(p, dict)} if isinstance(pairs, list) else {}
             )
-            return
+            if all(environment.get(name) == value for name, value in cpu_compile.CACHE_HIT_ONLY.items()):
+                Validations.of(service).add_warning(
+                    rules.CACHE_HIT_ONLY_WITHOUT_PRECOMPILE.warning_id,
+                    rules.CACHE_HIT_ONLY_WITHOUT_PRECOMPILE.message(
+                        construct_path(service),
+                        f"container {container.container_name!r} runs cache-hit-only "
+                        f"({', '.join(cpu_compile.CACHE_HIT_ONLY)}) and no precompile= fills its cache",
+                    ),
+                )
+                return
+
+    once_before_synthesis(service.service, warn, priority=AspectPriority.READONLY)
