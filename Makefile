@@ -54,6 +54,7 @@ synth: install
 ## Everything CI runs: lint, the test suite, the documentation site, and the end-to-end deploys; the slowest
 ## property tests draw their full number of examples here (the everyday loop draws fewer: tests/conftest.py examples).
 test-all: export NEURON_HYPOTHESIS_BUDGET = full
+test-all: export NEURON_JSII_TYPE_CHECKS = on
 test-all: test docs test-e2e
 
 ## Lint, type-check and run the test suite on two workers, without the end-to-end deploys: the loop for every push.

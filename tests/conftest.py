@@ -126,6 +126,24 @@ def _start_the_jsii_kernel(directory: Path | None) -> None:
                 os.environ[name] = value
 
 
+JSII_TYPE_CHECKS = "NEURON_JSII_TYPE_CHECKS"
+"""Set to ``on`` (``make test-all``, which CI runs) to keep the jsii bindings' own runtime type checks in the test
+processes; the everyday loop leaves them out (:func:`_leave_type_checks_to_ci`)."""
+
+
+def _leave_type_checks_to_ci() -> None:
+    """Leave out, in this test process, the runtime check (typeguard) that aws-cdk-lib's Python bindings make of every
+    argument and struct field before each call reaches the CDK's JavaScript runtime, unless ``NEURON_JSII_TYPE_CHECKS``
+    is ``on``. It judges the types of the library's own calls into aws-cdk-lib, which ``mypy --strict`` checks before
+    the loop runs and the jsii kernel checks again as it receives each call; no test reads it, and it took about a
+    sixth of the CPU time of the tests that build stacks. CI runs every test with it (``make test-all``)."""
+    if os.environ.get(JSII_TYPE_CHECKS) == "on":
+        return
+    import jsii._type_checking
+
+    jsii._type_checking._resolved_check = lambda **_: None  # type: ignore[attr-defined]
+
+
 EXAMPLE_STACKS = (
     "NeuronInferenceManaged",
     "NeuronInferenceEc2",
@@ -157,6 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_KERNEL_MADE_HERE] = Path(kernel)
     if not workers:
         _start_the_jsii_kernel(Path(kernel) if kernel is not None else None)
+        _leave_type_checks_to_ci()
     if worker or _SHARED_ASSEMBLY in os.environ or not workers:
         return
     directory = Path(tempfile.mkdtemp(prefix="neuron-examples-", dir=_in_memory()))

@@ -9,12 +9,13 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import jsii
 import jsii._runtime
 import pytest
-from conftest import _JSII_KERNEL, ROOT, _kernel_environment
+from conftest import _JSII_KERNEL, JSII_TYPE_CHECKS, ROOT, _kernel_environment
 from jsii._kernel.providers.process import stderr_sink
 
 ENTRY_POINT = ROOT / "tests" / "jsii_kernel.js"
@@ -108,3 +109,25 @@ def test_jsii_s_kernel_greets_and_exits_when_its_input_closes(entry_point_with: 
     result = _run(entry_point_with, b"")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"hello": f"@jsii/runtime@{jsii.__jsii_runtime_version__}"}
+
+
+def _duration_of_a_string() -> object:
+    from aws_cdk import Duration
+
+    return Duration.seconds("ten")  # type: ignore[arg-type]
+
+
+def _queue_with_a_number_for_a_duration() -> object:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_sqs as sqs
+
+    return sqs.Queue(Stack(App(), "S"), "Q", visibility_timeout=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("call", [_duration_of_a_string, _queue_with_a_number_for_a_duration])
+def test_a_wrong_type_is_refused_with_the_bindings_type_checks_or_without_them(call: Callable[[], object]) -> None:
+    """The loop leaves the bindings' typeguard checks to CI (``NEURON_JSII_TYPE_CHECKS=on``): without them the jsii
+    kernel still refuses a value of the wrong type as it receives the call, so no wrong call passes unseen."""
+    checked = os.environ.get(JSII_TYPE_CHECKS) == "on"
+    with pytest.raises(TypeError if checked else RuntimeError, match="type of argument" if checked else "deserialize"):
+        call()
