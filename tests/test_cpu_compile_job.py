@@ -65,7 +65,7 @@ def _alive(pid: int) -> bool:
 
 def test_the_job_stops_the_server_once_it_answers_health_and_succeeds(tmp_path: Path) -> None:
     started = time.monotonic()
-    result, pid = _job(tmp_path, ready_after=1.0)
+    result, pid = _job(tmp_path, ready_after=0.5)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "the server answers /health on port" in result.stdout and "stopping it" in result.stdout
     assert time.monotonic() - started < 20
