@@ -17,6 +17,7 @@ import botocore.credentials
 import botocore.session
 import botocore.validate
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -724,7 +725,9 @@ _BATCH_ANSWERS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150, loop=50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     event=st.one_of(_VALUES, st.dictionaries(_KEYS, _VALUES, max_size=8), _CUSTOM_RESOURCE, _JOB_EVENT, _HOOK_EVENT),
     status=st.sampled_from([200, 400, 429, 500]),
