@@ -34,6 +34,9 @@ NeuronTrainingQueue, NeuronTrainingJob
 NeuronMonitoring
     Neuron metrics in CloudWatch, a dashboard, alarms and hardware-problem recovery on every Neuron
     instance of a cluster.
+VllmServer, VllmLora
+    vLLM's OpenAI server as typed options (``add_neuron_container(server=...)``): the library writes its command, port
+    and health check, with the tensor-parallel degree checked against the NeuronCores the container holds.
 EngineMetrics
     How a model's start is measured in its task (``NeuronService(engine_metrics=)``): the engine's own start,
     compile and load metrics and the time to healthy in CloudWatch, and an alarm when a warm start compiled.
@@ -63,6 +66,7 @@ from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.container_images import NeuronImage
 from neuron_constructs.knowledge.errors import NeuronConfigurationError
 from neuron_constructs.knowledge.rules import RULES, Rule
+from neuron_constructs.knowledge.vllm_server import VllmLora, VllmServer
 
 if TYPE_CHECKING:
     from neuron_constructs.base.synth_checks import enable_template_checks
@@ -130,6 +134,8 @@ __all__ = [
     "SlicedNeuronService",
     "SmokeTest",
     "Startup",
+    "VllmLora",
+    "VllmServer",
     "WarmPool",
     "enable_template_checks",
 ]

@@ -32,10 +32,13 @@ from neuron_constructs import (
     Rollout,
     SlicedNeuronService,
     SmokeTest,
+    VllmLora,
+    VllmServer,
     WarmPool,
 )
 from neuron_constructs.checks import inputs
 from neuron_constructs.knowledge import rules as r
+from neuron_constructs.knowledge.container_images import PYTORCH_INFERENCE, VLLM, VLLM_TRN2
 
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
 
@@ -1045,6 +1048,39 @@ def _file_system_cache_in_another_vpc(s: Stack) -> None:
     NeuronService(s, "Service", cluster=cluster, task_definition=task)
 
 
+def _vllm_task(s: Stack) -> ManualNeuronTaskDefinition:
+    return ManualNeuronTaskDefinition(s, "Task", instance_type="inf2.48xlarge", devices=[0], memory_mib=16384)
+
+
+def _server_beside_a_command(s: Stack) -> None:
+    _vllm_task(s).add_neuron_container(
+        "vllm", image=ecs.ContainerImage.from_registry(VLLM.reference), server=VllmServer(model="m/x"), command=["x"]
+    )
+
+
+def _server_degree_above_the_cores(s: Stack) -> None:
+    _vllm_task(s).add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM.reference),
+        server=VllmServer(model="m/x", tensor_parallel_size=4),
+    )
+
+
+def _lora_before_vllm_neuron_2_34(s: Stack) -> None:
+    task = ManualNeuronTaskDefinition(s, "Task", instance_type="trn2.48xlarge", devices=[0], memory_mib=16384)
+    task.add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        server=VllmServer(model="m/x", lora=VllmLora(adapters={"a": "/models/a"})),
+    )
+
+
+def _server_for_a_pytorch_image(s: Stack) -> None:
+    _vllm_task(s).add_neuron_container(
+        "vllm", image=ecs.ContainerImage.from_registry(PYTORCH_INFERENCE.reference), server=VllmServer(model="m/x")
+    )
+
+
 CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.UNKNOWN_INSTANCE_TYPE, _unknown_type, r"Test/Task: 'inf2.2xlarge' is not a Neuron instance type.*closest: inf2"),
     (r.INF1_ON_MANAGED_INSTANCES, _inf1_by_pattern, r"Test/C/MI: instance type 'inf1.\*' selects Inf1"),
@@ -1583,6 +1619,14 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"VPC Test/Vpc, and this service's cluster is in the VPC Test/C/Vpc.*Fix: give the service a cache on a file "
         r"system of its cluster's VPC",
     ),
+    (r.VLLM_SERVER_INPUT, _server_beside_a_command, r"Test/Task/vllm: command= is given beside server="),
+    (
+        r.TENSOR_PARALLEL_CORES,
+        _server_degree_above_the_cores,
+        r"Test/Task/vllm: tensor_parallel_size=4 is more than the 2 NeuronCores the container holds",
+    ),
+    (r.VLLM_LORA, _lora_before_vllm_neuron_2_34, r"Test/Task/vllm: the image's vLLM Neuron is Neuron 2.33.0's"),
+    (r.VLLM_SERVER_ENGINE, _server_for_a_pytorch_image, r"Test/Task/vllm: the image's engine is torch-neuronx/NxD"),
 ]
 
 

@@ -330,6 +330,11 @@ def check_slice_environment(path: str, environment: Mapping[str, str], cores_per
         )
 
 
+def valid_model_name(name: str) -> bool:
+    """Whether neuron-monitor and CloudWatch take ``name`` as a model name (:func:`check_model_name`)."""
+    return bool(_MODEL_NAME.fullmatch(name))
+
+
 def check_model_name(path: str, name: str, *, given_as: str = "model_name") -> str:
     """NEURON067: a name neuron-monitor takes as ``NEURON_PROCESS_TAG`` (up to 255 characters) and CloudWatch as a
     dimension value: 1 to 255 letters, digits and ``. _ - / : @ + =``, starting with a letter or digit."""

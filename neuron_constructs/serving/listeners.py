@@ -43,7 +43,10 @@ from constructs import Construct
 from neuron_constructs.base.arguments import is_token, seconds_of, to_seconds
 from neuron_constructs.base.environments import IMPORT_LISTENER, check_same_app, check_same_vpc
 from neuron_constructs.base.tree import construct_path
+from neuron_constructs.compute.health_checks import CONTAINER_START_PERIOD as CONTAINER_START_PERIOD
+from neuron_constructs.compute.health_checks import model_server_health_check as model_server_health_check
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.vllm_server import HEALTH_PATH
 from neuron_constructs.serving.ecs_service import network_mode_of
 from neuron_constructs.serving.listener_rules import check_default_action_stack, claim_rule
 from neuron_constructs.serving.rollout_resources import load_balancer_role
@@ -76,7 +79,7 @@ MAXIMUM_GRACE_PERIOD_S = 2_147_483_647
 """ECS: healthCheckGracePeriodSeconds is at most 2,147,483,647."""
 SHORTEST_GRACE_PERIOD = Duration.minutes(10)
 """Below this a warning (NEURON111): AWS's vLLM container alone takes 5-10 minutes to start."""
-HEALTH_CHECK_PATH = "/health"
+HEALTH_CHECK_PATH = HEALTH_PATH
 """What the target groups check: vLLM's health endpoint."""
 DEREGISTRATION_DELAY = Duration.minutes(5)
 """How long a task being replaced keeps the requests it has (the Elastic Load Balancing default)."""
@@ -85,8 +88,6 @@ IDLE_TIMEOUT = Duration.minutes(5)
 SCALE_OUT_COOLDOWN = Duration.minutes(1)
 SCALE_IN_COOLDOWN = Duration.minutes(30)
 """Request scaling: out after a minute, in only after the start-up allowance (a new task takes minutes to serve)."""
-CONTAINER_START_PERIOD = Duration.seconds(300)
-"""The longest ``startPeriod`` ECS accepts for a container health check (0-300 s)."""
 
 Listener = elbv2.IApplicationListener | elbv2.NetworkListener
 """What :meth:`~.ListenerTarget.attach_to_listener` takes: an Application Load Balancer listener (made here or
@@ -192,21 +193,6 @@ def target_group_health_check(
         healthy_threshold_count=2,
         unhealthy_threshold_count=3,
         healthy_http_codes="200",
-    )
-
-
-def model_server_health_check(*, port: int, path: str = HEALTH_CHECK_PATH) -> ecs.HealthCheck:
-    """A container health check for a model server on ``port``: ``GET http://localhost:<port><path>`` with
-    Python's standard library (every Neuron serving image has Python; not every one has curl), every 30 s,
-    10 s to answer, 3 retries, and a start period of 300 s, the most ECS accepts: the service's health check
-    grace period (:data:`MODEL_START_GRACE_PERIOD`) covers the rest of a Neuron start."""
-    probe = f"import urllib.request; urllib.request.urlopen('http://localhost:{port}{path}', timeout=8)"
-    return ecs.HealthCheck(
-        command=["CMD", "python3", "-c", probe],
-        interval=Duration.seconds(30),
-        timeout=Duration.seconds(10),
-        retries=3,
-        start_period=CONTAINER_START_PERIOD,
     )
 
 

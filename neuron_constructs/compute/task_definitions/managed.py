@@ -7,6 +7,7 @@ Neuron task per instance.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ecs as ecs
@@ -33,6 +34,7 @@ from neuron_constructs.compute.task_definitions.shared import (
 )
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
+from neuron_constructs.knowledge.vllm_server import VllmServer
 
 __all__ = ["ManagedNeuronTaskDefinition"]
 
@@ -157,6 +159,7 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         image_size_gib: float | None = None,
         neuron_sdk: str | None = None,
         startup: Startup | None = None,
+        server: VllmServer | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add the task's one Neuron container: ``NeuronDevice = ALL``.
@@ -172,7 +175,12 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         ``image_size_gib``: the image's size as its registry reports it (compressed), for the root volume check of a
         warm pool that prefetches it (NEURON091); default unknown. ``startup``: the start durations you measured
         (:class:`~neuron_constructs.compute.startup.Startup`), for ``neuron-ecs plan --startup`` and the grace-period
-        check (NEURON167); default none stated.
+        check (NEURON167); default none stated. ``server``: a vLLM server
+        (:class:`~neuron_constructs.knowledge.vllm_server.VllmServer`) whose command, port mapping and container health
+        check the library writes (``command=`` is refused beside it, NEURON173), checked against the image's engine
+        (NEURON176, NEURON177); it serves under the task's model name (default: ``served_model_name``, else the model
+        id). The container gets every NeuronCore of the instance it lands on, known only there: the server needs
+        ``tensor_parallel_size`` (NEURON174).
         Refused: a second Neuron container (NEURON005), ``gpu_count`` or
         inference accelerators (NEURON013), ``docker_labels`` (NEURON007).
         """
@@ -182,7 +190,9 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
                 path, f"{self.neuron_containers[0].container_name!r} already has NeuronDevice"
             )
         stated = self._stated_tag(path, options.get("environment"))
-        container = self._add(id, image, self._driver_check_options(path, driver_check, dict(options)))
+        given: dict[str, Any] = dict(options)
+        plan = self._serve(path, server, given, cores=None)
+        container = self._add(id, image, self._driver_check_options(path, driver_check, given))
         self._state_sdk(path, container, neuron_sdk)
         self._driver_check_environment(path, driver_check, container)
         require_all_neuron_devices(self.task_definition, container)
@@ -193,4 +203,5 @@ class ManagedNeuronTaskDefinition(NeuronTaskDefinition):
         self._state_startup(container, startup)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
+        self._served(path, container, server, plan)
         return container

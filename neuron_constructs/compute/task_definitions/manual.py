@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from aws_cdk import RemovalPolicy, Size, Stack, Validations
 from aws_cdk import aws_ecs as ecs
@@ -43,6 +44,7 @@ from neuron_constructs.knowledge.cores import (
     task_cores,
 )
 from neuron_constructs.knowledge.devices import format_device_paths
+from neuron_constructs.knowledge.vllm_server import VllmServer
 
 __all__ = ["ManualNeuronTaskDefinition"]
 
@@ -275,6 +277,7 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         image_size_gib: float | None = None,
         neuron_sdk: str | None = None,
         startup: Startup | None = None,
+        server: VllmServer | None = None,
         **options: Unpack[ContainerOptions],
     ) -> ecs.ContainerDefinition:
         """Add a container that maps Neuron devices and holds ``IPC_LOCK``.
@@ -282,7 +285,9 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         ``compile_cache`` / ``model_artifacts`` / ``hf_token`` (a Secrets Manager secret, injected as the ECS
         secret ``HF_TOKEN``): warm starts (:mod:`neuron_constructs.compute.model_sources`). ``driver_check``: the
         Neuron driver start check, ``neuron_sdk`` (the image's Neuron SDK release), ``image_size_gib`` and
-        ``startup``, as on :meth:`ManagedNeuronTaskDefinition.add_neuron_container`.
+        ``startup`` and ``server``, as on :meth:`ManagedNeuronTaskDefinition.add_neuron_container`; a server's
+        tensor-parallel degree defaults to the NeuronCores the container holds (its devices' cores the task holds,
+        logical at ``lnc``) and is refused above them (NEURON174) or warned below them (NEURON175).
 
         Each device is mapped with the same host and container path, read and
         write. ``devices`` (default: every device of the task) must be a subset
@@ -316,19 +321,14 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         )
         linux_parameters.add_capabilities(ecs.Capability.IPC_LOCK)
         environment = self._runtime_environment(path, chosen, options.get("environment"))
-        container = self._add(
-            id,
-            image,
-            self._driver_check_options(
-                path,
-                driver_check,
-                {
-                    **options,
-                    "linux_parameters": linux_parameters,
-                    **({"environment": environment} if environment else {}),
-                },
-            ),
-        )
+        given: dict[str, Any] = {
+            **options,
+            "linux_parameters": linux_parameters,
+            **({"environment": environment} if environment else {}),
+        }
+        held = set(self.cores) & cores_of_devices(chosen, self.instance_type.cores_per_chip(self.lnc))
+        plan = self._serve(path, server, given, cores=len(held))
+        container = self._add(id, image, self._driver_check_options(path, driver_check, given))
         self._state_sdk(path, container, neuron_sdk)
         self.check_image_support(path, container, (self.instance_type.family,))
         self._driver_check_environment(path, driver_check, container)
@@ -340,7 +340,11 @@ class ManualNeuronTaskDefinition(NeuronTaskDefinition):
         self._state_startup(container, startup)
         self._record_intent()
         self._warm_start(container, compile_cache, model_artifacts, hf_token)
+        self._served(path, container, server, plan)
         return container
+
+    def _server_family(self) -> str | None:
+        return self.instance_type.family
 
     def _runtime_environment(
         self, path: str, devices: Sequence[int], environment: Mapping[str, str] | None

@@ -42,12 +42,14 @@ from neuron_constructs.base.tree import construct_path, remember_path
 from neuron_constructs.checks import inputs
 from neuron_constructs.checks.inputs import secret_like
 from neuron_constructs.compute import driver_check as start_check
+from neuron_constructs.compute.health_checks import model_server_health_check
 from neuron_constructs.compute.model_sources import AWS_CLI_IMAGE, HF_TOKEN_VARIABLE, CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import CONTAINER_WHOLE_NUMBERS, ContainerOptions
 from neuron_constructs.compute.startup import Startup
 from neuron_constructs.knowledge import image_support, neuron_releases, rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.startup import PRECOMPILED_KEY, STARTUP_KEY
+from neuron_constructs.knowledge.vllm_server import ServerPlan, VllmServer, check_server_engine, plan_server
 from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 
 __all__ = [
@@ -170,6 +172,8 @@ class NeuronTaskDefinition(Construct):
         self.driver_checked: dict[str, str] = {}
         """The Neuron SDK release of each container, by name, that runs the driver start check."""
         self.stated_sdks: dict[str, str] = {}
+        self.servers: dict[str, ServerPlan] = {}
+        """The model server of each Neuron container given ``server=``, by container name."""
         """The Neuron SDK release of each Neuron container, by name, whose image's release is known: stated with
         ``neuron_sdk=`` or named by its tag (``-sdkX.Y.Z-``)."""
         self._neuron_container_names: list[str] = []
@@ -470,6 +474,65 @@ class NeuronTaskDefinition(Construct):
             )
         return str(stated)
 
+    def _serve(
+        self, path: str, server: VllmServer | None, options: dict[str, Any], *, cores: int | None
+    ) -> ServerPlan | None:
+        """Write ``server``'s command, port mapping and container health check into ``options`` (NEURON173, NEURON174
+        at the call); ``None`` without a server."""
+        if server is None:
+            return None
+        if not isinstance(server, VllmServer):
+            raise rules.WRONG_TYPE.error(path, f"server={server!r}", expected="server=VllmServer(model=...)")
+        if options.get("command") is not None:
+            raise rules.VLLM_SERVER_INPUT.error(
+                path, "command= is given beside server=", fix="drop command=: the server writes the command"
+            )
+        stated = (options.get("environment") or {}).get(PROCESS_TAG_VARIABLE)
+        default = server.model if inputs.valid_model_name(server.model) else inputs.derived_model_name(server.model)
+        served = server.served_model_name or self.model_name or stated or default
+        plan = plan_server(server, where=path, cores=cores, served_model_name=served)
+        mappings = options.get("port_mappings")
+        if mappings is None:
+            options["port_mappings"] = [ecs.PortMapping(container_port=plan.port)]
+        elif not any(_container_port(m) == plan.port for m in mappings):
+            raise rules.VLLM_SERVER_INPUT.error(
+                path,
+                f"port_mappings map no container port {plan.port}, the port the server listens on",
+                fix=f"map container port {plan.port}, or leave port_mappings out: the server maps its port",
+            )
+        options.setdefault("health_check", model_server_health_check(port=plan.port))
+        options["command"] = list(plan.command)
+        return plan
+
+    def _served(
+        self, path: str, container: ecs.ContainerDefinition, server: VllmServer | None, plan: ServerPlan | None
+    ) -> None:
+        """After a served container is made: its image's engine against the server (NEURON176, NEURON177), the
+        model named as the server serves it, and NEURON175 for the NeuronCores it leaves idle."""
+        if server is None or plan is None:
+            return
+        name = image_name_of(container)
+        found = None if is_token(name) else image_support.table_image(name)
+        engine = None if found is None else found[1].engine
+        sdk = self.stated_sdks.get(container_name_of(container)) or (None if found is None else found[1].neuron_sdk)
+        family = self._server_family()
+        check_server_engine(server, where=path, engine=engine, sdk=sdk, family=family, degree=plan.tensor_parallel_size)
+        self.name_model(path, plan.served_model_name, given=server.served_model_name is not None)
+        self.servers[container_name_of(container)] = plan
+        if plan.idle_cores:
+            Validations.of(self).add_warning(
+                rules.TENSOR_PARALLEL_IDLE_CORES.warning_id,
+                rules.TENSOR_PARALLEL_IDLE_CORES.message(
+                    path,
+                    f"tensor_parallel_size={plan.tensor_parallel_size} runs on {plan.tensor_parallel_size} of the "
+                    f"{plan.tensor_parallel_size + plan.idle_cores} NeuronCores the container holds",
+                ),
+            )
+
+    def _server_family(self) -> str | None:
+        """The instance family a served container's degree is checked on; ``None`` where the task does not say."""
+        return None
+
     def _tag_neuron_container(self, container: ecs.ContainerDefinition, stated: str | None) -> None:
         """Give a new Neuron container the model's tag, or take the model's name from the one it brought."""
         if stated is not None:
@@ -536,3 +599,8 @@ class NeuronTaskDefinition(Construct):
 
 def _new_task_role(owner: Construct) -> iam.Role:
     return task_role(owner, "TaskRole")
+
+
+def _container_port(mapping: object) -> object:
+    """The container port of a port mapping given as ``ecs.PortMapping`` or as a dict."""
+    return mapping.get("container_port") if isinstance(mapping, dict) else getattr(mapping, "container_port", None)

@@ -25,6 +25,8 @@ name can be imported from here too):
 * :mod:`.amis_and_drivers`: the ECS Neuron AMI, its releases and rollouts, the Neuron driver against an image's
   Neuron SDK release, the images Neuron supports per instance family;
 * :mod:`.compile_caches`: a compile cache against the engine of the image it is given to;
+* :mod:`.model_servers`: the model server a container runs (``VllmServer``): its options, its tensor-parallel degree
+  against the NeuronCores held, what the engine release serves;
 * :mod:`.precompile`: compiling a model's graphs on CPU before its Neuron tasks start, and serving cache-hit-only;
 * :mod:`.warm_pools`: warm pools and what their warm-up fetches;
 * :mod:`.platform`: parts across stacks, apps, accounts, Regions and VPCs, imported clusters, published platforms;
@@ -96,6 +98,11 @@ from neuron_constructs.knowledge.rules.instances_and_capacity import SMALL_ROOT_
 from neuron_constructs.knowledge.rules.instances_and_capacity import SPOT_WITH_RESERVATION as SPOT_WITH_RESERVATION
 from neuron_constructs.knowledge.rules.instances_and_capacity import UNKNOWN_EC2_TYPE as UNKNOWN_EC2_TYPE
 from neuron_constructs.knowledge.rules.instances_and_capacity import UNKNOWN_INSTANCE_TYPE as UNKNOWN_INSTANCE_TYPE
+from neuron_constructs.knowledge.rules.model_servers import TENSOR_PARALLEL_CORES as TENSOR_PARALLEL_CORES
+from neuron_constructs.knowledge.rules.model_servers import TENSOR_PARALLEL_IDLE_CORES as TENSOR_PARALLEL_IDLE_CORES
+from neuron_constructs.knowledge.rules.model_servers import VLLM_LORA as VLLM_LORA
+from neuron_constructs.knowledge.rules.model_servers import VLLM_SERVER_ENGINE as VLLM_SERVER_ENGINE
+from neuron_constructs.knowledge.rules.model_servers import VLLM_SERVER_INPUT as VLLM_SERVER_INPUT
 from neuron_constructs.knowledge.rules.monitoring import COMPILE_ALARM_WITHOUT_CACHE as COMPILE_ALARM_WITHOUT_CACHE
 from neuron_constructs.knowledge.rules.monitoring import ENGINE_METRICS_PORT as ENGINE_METRICS_PORT
 from neuron_constructs.knowledge.rules.monitoring import ENGINE_WITHOUT_METRICS as ENGINE_WITHOUT_METRICS
@@ -239,6 +246,11 @@ RULES: tuple[Rule, ...] = tuple(
     sorted(
         (
             UNKNOWN_INSTANCE_TYPE,
+            TENSOR_PARALLEL_CORES,
+            TENSOR_PARALLEL_IDLE_CORES,
+            VLLM_LORA,
+            VLLM_SERVER_ENGINE,
+            VLLM_SERVER_INPUT,
             CACHE_HIT_ONLY_WITHOUT_PRECOMPILE,
             PRECOMPILE_FIRST_DEPLOYMENT,
             PRECOMPILE_BEYOND_CUSTOM_RESOURCE,
