@@ -372,6 +372,11 @@ def templates(example_assembly_dir: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+MEASURED_IN_CI = pytest.mark.e2e
+"""A test that waits out a real deadline, or measures the time and memory of a worst input in a process of its own:
+``make test-e2e`` runs it (in ``make test-all``, which CI runs); the everyday loop leaves the waiting and the
+measuring out."""
+
 HYPOTHESIS_BUDGET = "NEURON_HYPOTHESIS_BUDGET"
 """Set to ``full`` (``make test-all``, which CI runs) for the full number of examples of the slowest property tests;
 the everyday loop runs fewer of them."""

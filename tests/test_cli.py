@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from conftest import MEASURED_IN_CI
 from moto_fleet import TaskSpec, build_fleet
 from ports import unused_port
 
@@ -433,6 +434,7 @@ def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_crede
     )
 
 
+@MEASURED_IN_CI
 def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
     fake_credentials: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -661,6 +663,7 @@ def _dripping_ssm(connection: Any) -> None:
         time.sleep(0.05)
 
 
+@MEASURED_IN_CI
 def test_ami_against_a_dripping_endpoint_ends_at_its_deadline_with_a_sentence(fake_credentials: None) -> None:
     """GIVEN an endpoint that sends a byte every 50 ms and never finishes WHEN ami runs with a deadline of 0.5 s
     THEN it exits 1 within about that time with one sentence naming the endpoint and the deadline."""

@@ -7,6 +7,8 @@ import io
 import re
 import time
 
+from conftest import MEASURED_IN_CI
+
 from neuron_constructs.tools.commands.inspect import _print_inspection
 from neuron_constructs.tools.commands.output import _Output
 from neuron_constructs.tools.device_map import CONFLICT, IDLE, MAX_WIDTH, inspection_layouts, render_device_map
@@ -124,6 +126,7 @@ def test_inspect_prints_the_map_after_the_tables() -> None:
     assert "i-a (inf2.xlarge): 1 chip, 2 cores, 1 chip idle, 2 cores idle" in text and not ANSI.search(text)
 
 
+@MEASURED_IN_CI
 def test_the_map_of_1000_instances_and_5000_tasks_is_drawn_within_the_inspect_budget() -> None:
     instances = [_instance(f"{n:04x}", "inf2.48xlarge", range(12)) for n in range(1000)]
     tasks = [_manual(f"t{n}", f"{n % 1000:04x}", [2 * (n // 1000), 2 * (n // 1000) + 1]) for n in range(5000)]

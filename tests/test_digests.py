@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import MEASURED_IN_CI
 
 from neuron_constructs.knowledge.container_images import LIBRARY_IMAGES, NODE_PROBLEM_DETECTOR
 from neuron_constructs.tools.cli import EXIT_AWS_ERROR, EXIT_CONFLICT, EXIT_OK, main
@@ -291,6 +292,7 @@ def test_a_server_that_does_not_answer_http_is_exit_1_with_a_sentence(
     assert time.monotonic() - started < 5
 
 
+@MEASURED_IN_CI
 def test_a_dripping_server_is_given_up_on_at_the_deadline_of_the_whole_run() -> None:
     """One byte every 50 ms passes any per-read timeout; the run still ends when its deadline passes."""
     with _raw_server(_drip) as url:

@@ -20,6 +20,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
+from conftest import MEASURED_IN_CI
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -262,6 +263,7 @@ def test_an_endless_answer_is_cut_at_the_byte_bound(engine: Any) -> None:
     assert "skipped in" in out.getvalue() and "Traceback" not in out.getvalue()
 
 
+@MEASURED_IN_CI
 @pytest.mark.parametrize("answer", ["endless", "many"])
 def test_the_carried_collector_reads_an_endless_answer_within_the_sidecar_s_memory(engine: Any, answer: str) -> None:
     # GIVEN the collector as carried, in an interpreter of its own
@@ -291,6 +293,7 @@ def test_the_carried_collector_reads_an_endless_answer_within_the_sidecar_s_memo
     assert int(result.stdout) < 16 * 1024 * 1024
 
 
+@MEASURED_IN_CI
 def test_a_slow_answer_stops_at_the_timeout_with_a_sentence(engine: Any) -> None:
     started = time.monotonic()
     with pytest.raises(TimeoutError):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from cfn import container, ecs_template, manual_task, service, with_resources
-from conftest import ROOT, workloads
+from conftest import MEASURED_IN_CI, ROOT, workloads
 
 from neuron_constructs.knowledge.rules import BY_ID
 from neuron_constructs.tools.cli import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, main
@@ -443,6 +443,7 @@ def _check_hostile(name: str, command: str, status: int, err: str, path: Path) -
         assert err == ""
 
 
+@MEASURED_IN_CI
 @pytest.mark.parametrize("name", _MEASURED)
 def test_the_worst_files_are_checked_within_2_s_and_256_mb(name: str, tmp_path: Path) -> None:
     """``lint`` and ``plan`` of each in a process of its own, its address space limited to 256 MB; CPU time measured

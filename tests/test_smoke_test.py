@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from conftest import MEASURED_IN_CI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -120,6 +121,7 @@ def test_a_redirect_is_the_status_it_got_not_followed(
     assert status == "SUCCEEDED"
 
 
+@MEASURED_IN_CI
 def test_a_server_that_never_answers_fails_as_a_timeout_within_the_timeout(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
