@@ -230,3 +230,46 @@ def test_every_command_writes_documented_options_only_and_never_more_cores_than_
     assert options <= DOCUMENTED_OPTIONS, options - DOCUMENTED_OPTIONS
     assert plan.tensor_parallel_size + plan.idle_cores == cores and plan.idle_cores >= 0
     assert re.fullmatch(r"\d+", _option(list(plan.command), "--tensor-parallel-size"))
+
+
+def test_every_copy_of_a_fleet_model_serves_on_the_cores_one_copy_holds_under_the_model_s_name() -> None:
+    from neuron_constructs import NeuronCluster, NeuronFleet
+
+    stack = _stack()
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
+    fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=2)
+    model = fleet.add_model(
+        "Chat",
+        devices_per_task=2,
+        copies=2,
+        image=ecs.ContainerImage.from_registry(VLLM.reference),
+        server=VllmServer(model=MODEL),
+    )
+    commands = [_rendered(stack, t.neuron_containers[0])["command"] for t in model.task_definitions]
+    assert len(commands) == 2
+    assert {_option(c, "--tensor-parallel-size") for c in commands} == {"4"}
+    assert {_option(c, "--served-model-name") for c in commands} == {MODEL} == {model.model_name}
+
+
+def test_each_slice_serves_on_its_cores_and_a_model_name_given_is_the_served_name() -> None:
+    from neuron_constructs import NeuronCluster, SlicedNeuronService
+
+    stack = _stack()
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    sliced = SlicedNeuronService(
+        stack,
+        "Chat",
+        cluster=cluster,
+        instance_type="trn2.48xlarge",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        devices_per_task=4,
+        model_name="chat",
+        server=VllmServer(model=MODEL),
+    )
+    commands = [_rendered(stack, t.neuron_containers[0])["command"] for t in sliced.task_definitions]
+    assert len(commands) == 4  # 16 chips, four a slice: 16 logical NeuronCores at LNC 2 each
+    assert {(_option(c, "--tensor-parallel-size"), _option(c, "--served-model-name")) for c in commands} == {
+        ("16", "chat")
+    }

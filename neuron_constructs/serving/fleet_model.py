@@ -3,6 +3,7 @@ its own devices) deployed in stages and scaled together as one logical service."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 from neuron_constructs.knowledge.cores import LOGICAL_CORE_VARIABLE
 from neuron_constructs.knowledge.packing import Placement
+from neuron_constructs.knowledge.vllm_server import VllmServer
 from neuron_constructs.programs.metric_publisher import PROCESS_TAG_VARIABLE
 from neuron_constructs.serving.fleet_capacity import claim
 from neuron_constructs.serving.fleet_options import ModelOptions
@@ -137,12 +139,18 @@ class FleetModel(Construct, ListenerTarget):
             raise rules.MODEL_NAME.error(
                 path, f"model_name={named!r}, but the container's {PROCESS_TAG_VARIABLE} is {tagged!r}"
             )
+        server = options.get("server")
         if named is not None:
             self.model_name: str = inputs.check_model_name(path, named)
         elif tagged is not None:
             self.model_name = inputs.check_model_name(path, tagged, given_as=PROCESS_TAG_VARIABLE)
+        elif isinstance(server, VllmServer):
+            served = server.served_model_name or server.model
+            self.model_name = served if inputs.valid_model_name(served) else inputs.derived_model_name(path)
         else:
             self.model_name = inputs.derived_model_name(path)
+        if isinstance(server, VllmServer) and server.served_model_name is None:
+            server = dataclasses.replace(server, served_model_name=self.model_name)  # every copy serves the model's
         stated = environment.get(LOGICAL_CORE_VARIABLE)
         if stated is not None and stated != str(lnc):
             raise rules.LOGICAL_CORES.error(
@@ -204,6 +212,7 @@ class FleetModel(Construct, ListenerTarget):
                 image_size_gib=options.get("image_size_gib"),
                 neuron_sdk=options.get("neuron_sdk"),
                 startup=options.get("startup"),
+                server=server,
                 **container,
             )
             compile_cache = options.get("compile_cache")

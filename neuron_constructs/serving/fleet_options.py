@@ -15,6 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from neuron_constructs.compute.model_sources import CompileCache, ModelArtifacts
 from neuron_constructs.compute.options import ContainerOptions, ServiceOptions
 from neuron_constructs.compute.startup import Startup
+from neuron_constructs.knowledge.vllm_server import VllmServer
 from neuron_constructs.monitoring.engine_metrics import EngineMetrics
 from neuron_constructs.serving.precompile import Precompile
 from neuron_constructs.serving.rollout import Rollout
@@ -55,6 +56,10 @@ class ModelOptions(ContainerOptions, total=False):
     startup
         The start durations you measured (:class:`~neuron_constructs.compute.startup.Startup`), as on
         ``add_neuron_container``: every copy gets them (``neuron-ecs plan --startup``, NEURON167).
+    server
+        A vLLM server every copy runs (:class:`~neuron_constructs.knowledge.vllm_server.VllmServer`), as on
+        ``add_neuron_container``: its tensor-parallel degree defaults to the NeuronCores one copy holds, and the
+        served name is the model's name; ``command=`` is refused beside it (NEURON173).
     rollout
         How a new version reaches the copies (:class:`~neuron_constructs.serving.rollout.Rollout`); default
         ``Rollout.rolling()``: two waves, one half serving while the other is replaced. ECS shifts traffic per service,
@@ -104,6 +109,7 @@ class ModelOptions(ContainerOptions, total=False):
     image_size_gib: float | None
     neuron_sdk: str | None
     startup: Startup | None
+    server: VllmServer | None
     model_name: str | None
     rollout: Rollout | None
     precompile: Precompile | None
