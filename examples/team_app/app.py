@@ -39,6 +39,7 @@ from neuron_constructs import (
     NeuronTrainingQueue,
     Rollout,
     SmokeTest,
+    VllmServer,
 )
 from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM, NeuronImage
 
@@ -105,9 +106,10 @@ class Platform(Construct):
 
 
 class LlmService(Construct):
-    """vLLM on Managed Instances behind the platform's load balancer on ``/v1/*``, scaling on requests and on its
-    NeuronCore utilization; a new version rolls out blue/green once it lists its model through the test listener, and
-    rolls back on the model's Neuron execution errors, 5xx answers or p99 response time."""
+    """vLLM (``VllmServer``, served as ``tinyllama``) on Managed Instances behind the platform's load balancer on
+    ``/v1/*``, scaling on requests and on its NeuronCore utilization; a new version rolls out blue/green once it lists
+    its model through the test listener, and rolls back on the model's Neuron execution errors, 5xx answers or p99
+    response time."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -115,28 +117,25 @@ class LlmService(Construct):
         task.add_neuron_container(
             "vllm",
             image=ecs.ContainerImage.from_registry(VLLM.uri),
-            # The Neuron DLC quickstart's start of the vLLM 0.16 image: the entrypoint runs the command.
-            command=[
-                "vllm",
-                "serve",
-                "--model",
-                "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-                "--port",
-                str(PORT),
-                "--tensor-parallel-size",
-                "2",
-                "--max-num-seqs",
-                "4",
-                "--max-model-len",
-                "128",
-                "--block-size",
-                "32",
-                "--num-gpu-blocks-override",
-                "16",
-                "--additional-config",
-                '{"override_neuron_config":{"enable_bucketing":false}}',
-            ],
-            port_mappings=[ecs.PortMapping(container_port=PORT)],
+            # The Neuron DLC quickstart's start of the vLLM 0.16 image (its entrypoint runs the command), written by
+            # VllmServer with its port mapping and health check; the KV cache the model is compiled for is
+            # ceil(max_model_len / block_size) * max_num_seqs blocks (NxD Inference's vLLM guide), bucketing off.
+            server=VllmServer(
+                model="TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+                tensor_parallel_size=2,
+                max_model_len=128,
+                max_num_seqs=4,
+                served_model_name="tinyllama",
+                port=PORT,
+                extra_args=[
+                    "--block-size",
+                    "32",
+                    "--num-gpu-blocks-override",
+                    "16",
+                    "--additional-config",
+                    '{"override_neuron_config":{"enable_bucketing":false}}',
+                ],
+            ),
             # The engine of the vLLM 0.16 image is vLLM on NxD Inference, whose persistent cache is torch-neuronx's on
             # S3 (NEURON_COMPILE_CACHE_URL): a copy after the first loads the graphs the first compiled. No source
             # documents a CPU compile mode for it, so it is not precompiled (NEURON166 would say so).
