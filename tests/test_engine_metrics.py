@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -44,6 +45,11 @@ DATA = Path(__file__).parent / "data"
 COLD = (DATA / "vllm-neuron-2.34-metrics-cold.txt").read_text()
 WARM = (DATA / "vllm-neuron-2.34-metrics-warm.txt").read_text()
 TABLE = table.table_json(engines.VLLM_NEURON_NATIVE, NAMESPACE)
+START_TABLE = json.dumps(
+    {**json.loads(TABLE), "metrics": [m for m in json.loads(TABLE)["metrics"] if m["when"] == "start"]}
+)
+"""The start rows alone: a collector with them stops once the start is written."""
+SERVING = [(DATA / f"vllm-0.29-serving-metrics-{n}.txt").read_text() for n in (1, 2)]
 ENV = {"account": "123456789012", "region": "us-east-1"}
 
 
@@ -205,7 +211,7 @@ def test_the_carried_collector_runs_alone_and_stops_once_the_start_is_written(en
     environment = {
         collector.URL_VARIABLE: engine.url,
         collector.MODEL_VARIABLE: "Model/Llm",
-        collector.TABLE_VARIABLE: TABLE,
+        collector.TABLE_VARIABLE: START_TABLE,
         collector.PERIOD_VARIABLE: "0.05",
     }
     result = subprocess.run(
@@ -340,8 +346,12 @@ def test_no_line_of_prometheus_punctuation_makes_the_parser_or_the_collector_rai
 
 def test_the_table_names_the_release_and_source_of_each_metric_and_only_vllm_neuron_publishes() -> None:
     for metric in table.ENGINE_METRICS:
-        assert metric.prometheus.startswith("vllm_neuron:") and "2.34.0" in metric.release
-        assert "vLLM Metrics Integration" in metric.source
+        if metric.prometheus.startswith("vllm_neuron:"):
+            assert "2.34.0" in metric.release and "vLLM Metrics Integration" in metric.source
+            assert metric.when == "start"
+        else:
+            assert metric.prometheus.startswith("vllm:") and "vLLM 0.11" in metric.release
+            assert "loggers.py" in metric.source and metric.when == "every"
     assert [e.name for e in engines.ENGINES.values() if table.publishes_metrics(e)] == ["vLLM Neuron (native route)"]
 
 
@@ -453,13 +463,21 @@ def test_the_compile_alarm_is_named_and_notifies_the_monitoring_topic(split: dic
     assert split["service"].deployment_alarms == []
 
 
-def test_the_platform_dashboard_shows_start_and_compile_per_model(split: dict[str, Any]) -> None:
+def test_the_platform_dashboard_shows_start_compile_queue_and_latency_per_model(split: dict[str, Any]) -> None:
     resources = split["platform"].template["Resources"].values()
     (board,) = [r for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"]
     body = json.dumps(board["Properties"]["DashboardBody"])
-    assert dashboard.START_TITLE in body and dashboard.COMPILE_TITLE in body
-    for name in (*dashboard.START_METRICS, *dashboard.COMPILE_METRICS):
+    titles = (dashboard.START_TITLE, dashboard.COMPILE_TITLE, dashboard.QUEUE_TITLE, dashboard.LATENCY_TITLE)
+    assert all(title in body for title in titles)
+    metrics = (
+        *dashboard.START_METRICS,
+        *dashboard.COMPILE_METRICS,
+        *dashboard.QUEUE_METRICS,
+        *dashboard.LATENCY_METRICS,
+    )
+    for name in metrics:
         assert f'MetricName=\\\\\\"{name}\\\\\\" ClusterName' in body, name
+    assert set(metrics) <= {m.name for m in table.ENGINE_METRICS} | set(table.DERIVED_METRICS)
 
 
 def test_the_model_stack_depends_on_the_platform_and_never_the_reverse(split: dict[str, Any]) -> None:
@@ -596,8 +614,8 @@ def test_no_task_metadata_time_makes_the_collector_raise(value: object) -> None:
 
 
 def test_the_docs_cost_counts_every_metric_a_model_adds() -> None:
-    # docs/monitoring.md: "7 custom metrics per model"
-    assert len(table.ENGINE_METRICS) + len(table.DERIVED_METRICS) == 7
+    # docs/monitoring.md: "14 custom metrics per model"
+    assert len(table.ENGINE_METRICS) + len(table.DERIVED_METRICS) == 14
 
 
 def test_every_slice_of_a_vllm_neuron_model_is_measured_unless_turned_off() -> None:
@@ -672,3 +690,57 @@ def test_the_engine_is_read_directly_whatever_proxy_the_task_names(
     monkeypatch.setattr(urllib.request, "_opener", urllib.request.build_opener())
     documents, sentences = _run(engine.url)
     assert _value(documents, "StartupTime") == 688.4, sentences
+
+
+# --- the serving metrics, at every scrape -------------------------------------------------------------------------
+
+
+def _serving_collector() -> collector.Collector:
+    return collector.Collector(table=json.loads(TABLE), model="m", cluster="c", started=0.0)
+
+
+def _written(lines: list[str]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for line in lines:
+        document = json.loads(line)
+        if "Bucket" not in document:
+            values.update({m["Name"]: document[m["Name"]] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]})
+    return values
+
+
+def test_the_serving_gauges_are_written_at_each_scrape_and_the_rates_and_means_from_the_second() -> None:
+    """GIVEN two recorded scrapes 15 s apart WHEN the collector reads them THEN the waiting and running requests and the
+    KV cache (in percent) are written at both; the means of time to first token, between tokens and of a request's
+    latency, and the tokens per second, are what happened between the two."""
+    state = _serving_collector()
+    first = _written(state.records(collector.parse(SERVING[0], state.wanted), 1_000_000))
+    assert first == {"WaitingRequests": 3.0, "RunningRequests": 8.0, "KvCacheUsage": 42.0}
+    second = _written(state.records(collector.parse(SERVING[1], state.wanted), 1_015_000))
+    assert second["WaitingRequests"] == 5.0 and second["KvCacheUsage"] == pytest.approx(57.0)
+    assert second["TimeToFirstToken"] == pytest.approx(3.5 / 10)
+    assert second["InterTokenLatency"] == pytest.approx(12.0 / 600)
+    assert second["RequestLatency"] == pytest.approx(54.0 / 9)
+    assert second["GeneratedTokens"] == pytest.approx(1500 / 15)
+    assert not state.done  # the sidecar keeps reading while there are rows for every scrape
+
+
+def test_a_counter_that_went_down_or_a_histogram_without_observations_writes_no_rate_or_mean() -> None:
+    state = _serving_collector()
+    state.records(collector.parse(SERVING[1], state.wanted), 1_000_000)
+    restarted = _written(state.records(collector.parse(SERVING[0], state.wanted), 1_015_000))  # the engine restarted
+    assert {"TimeToFirstToken", "GeneratedTokens", "RequestLatency"}.isdisjoint(restarted)
+    quiet = _written(state.records(collector.parse(SERVING[0], state.wanted), 1_030_000))  # nothing since
+    assert quiet["GeneratedTokens"] == 0.0 and "TimeToFirstToken" not in quiet
+
+
+@given(st.lists(st.tuples(st.floats(-1e12, 1e12), st.floats(-1e12, 1e12)), min_size=1, max_size=6))
+def test_no_sequence_of_counter_values_makes_a_rate_or_mean_negative_or_not_finite(values: list[Any]) -> None:
+    state = _serving_collector()
+    for index, (total, count) in enumerate(values):
+        text = (
+            f"vllm:generation_tokens_total {total}\n"
+            f"vllm:time_to_first_token_seconds_sum {total}\nvllm:time_to_first_token_seconds_count {count}\n"
+        )
+        written = _written(state.records(collector.parse(text, state.wanted), 1_000_000 + 15_000 * index))
+        for name in ("GeneratedTokens", "TimeToFirstToken"):
+            assert name not in written or (math.isfinite(written[name]) and written[name] >= 0)

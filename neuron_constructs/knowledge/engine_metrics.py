@@ -38,6 +38,7 @@ __all__ = [
     "DERIVED_METRICS",
     "ENGINE_METRICS",
     "VLLM_NEURON_METRICS_SOURCE",
+    "VLLM_SERVING_METRICS_SOURCE",
     "EngineMetric",
     "metrics_of",
     "publishes_metrics",
@@ -76,10 +77,53 @@ class EngineMetric:
     aggregate: Literal["max", "sum"] = "max"
     when: Literal["start", "every"] = "start"
     compile: bool = False
+    scale: float = 1.0
+
+    @property
+    def kind(self) -> Literal["value", "rate", "mean"]:
+        """How the collector writes it: a gauge's value, a counter's increase per second, a histogram's mean
+        observation since the scrape before."""
+        kinds: dict[str, Literal["value", "rate", "mean"]] = {"gauge": "value", "counter": "rate", "histogram": "mean"}
+        return kinds[self.prometheus_type]
 
 
 _VLLM_NEURON = (engines.VLLM_NEURON_NATIVE,)
 _VLLM_NEURON_RELEASE = "vLLM Neuron plugin, Neuron 2.34.0 documentation"
+
+VLLM_SERVING_METRICS_SOURCE = (
+    'vLLM, "Metrics" design (docs/design/metrics.md) and vllm/v1/metrics/loggers.py: vllm:kv_cache_usage_perc '
+    "replaces vllm:gpu_cache_usage_perc from 0.9.2, vllm:inter_token_latency_seconds replaces "
+    "vllm:time_per_output_token_seconds from 0.11; vLLM Neuron publishes vLLM's own metrics beside its vllm_neuron: "
+    'ones ("vLLM Metrics Integration", 2026-06-23)'
+)
+_VLLM_SERVING_RELEASE = "vLLM 0.11 and later (vLLM Neuron 2.31.0 and later: vLLM 0.21 to 0.29)"
+
+
+def _serving(
+    prometheus: str,
+    prometheus_type: Literal["gauge", "counter", "histogram"],
+    name: str,
+    unit: str,
+    what: str,
+    *,
+    aggregate: Literal["max", "sum"] = "max",
+    scale: float = 1.0,
+) -> EngineMetric:
+    """A serving metric of vLLM's own that vLLM Neuron publishes, written at every scrape."""
+    return EngineMetric(
+        prometheus,
+        prometheus_type,
+        name,
+        unit,
+        what,
+        _VLLM_NEURON,
+        _VLLM_SERVING_RELEASE,
+        VLLM_SERVING_METRICS_SOURCE,
+        aggregate=aggregate,
+        when="every",
+        scale=scale,
+    )
+
 
 ENGINE_METRICS: tuple[EngineMetric, ...] = (
     EngineMetric(
@@ -127,6 +171,58 @@ ENGINE_METRICS: tuple[EngineMetric, ...] = (
         VLLM_NEURON_METRICS_SOURCE,
         aggregate="sum",
     ),
+    _serving(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "WaitingRequests",
+        "Count",
+        "requests waiting for a slot in the running batch",
+        aggregate="sum",
+    ),
+    _serving(
+        "vllm:num_requests_running",
+        "gauge",
+        "RunningRequests",
+        "Count",
+        "requests in the running batch",
+        aggregate="sum",
+    ),
+    _serving(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KvCacheUsage",
+        "Percent",
+        "the KV cache in use (vLLM's fraction, times 100)",
+        scale=100.0,
+    ),
+    _serving(
+        "vllm:time_to_first_token_seconds",
+        "histogram",
+        "TimeToFirstToken",
+        "Seconds",
+        "the mean time to the first token of the requests since the scrape before",
+    ),
+    _serving(
+        "vllm:inter_token_latency_seconds",
+        "histogram",
+        "InterTokenLatency",
+        "Seconds",
+        "the mean time between two tokens of an answer since the scrape before",
+    ),
+    _serving(
+        "vllm:e2e_request_latency_seconds",
+        "histogram",
+        "RequestLatency",
+        "Seconds",
+        "the mean time from a request's arrival to its last token since the scrape before",
+    ),
+    _serving(
+        "vllm:generation_tokens_total",
+        "counter",
+        "GeneratedTokens",
+        "Count/Second",
+        "tokens generated per second since the scrape before",
+    ),
 )
 """Every engine metric the collector reads, one row each."""
 
@@ -159,6 +255,8 @@ def table_json(engine: Engine | None, namespace: str) -> str:
             "aggregate": m.aggregate,
             "when": m.when,
             "compile": m.compile,
+            "kind": m.kind,
+            "scale": m.scale,
         }
         for m in metrics_of(engine)
     ]

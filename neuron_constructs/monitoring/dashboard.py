@@ -19,7 +19,17 @@ from neuron_constructs.programs.metric_publisher import NAMESPACE
 if TYPE_CHECKING:
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
 
-__all__ = ["COMPILE_METRICS", "COMPILE_TITLE", "START_METRICS", "START_TITLE", "fill_dashboard"]
+__all__ = [
+    "COMPILE_METRICS",
+    "COMPILE_TITLE",
+    "LATENCY_METRICS",
+    "LATENCY_TITLE",
+    "QUEUE_METRICS",
+    "QUEUE_TITLE",
+    "START_METRICS",
+    "START_TITLE",
+    "fill_dashboard",
+]
 
 START_TITLE = "Start per model (s): time to healthy, engine start, weight load"
 START_METRICS = ("TimeToHealthy", "StartupTime", "ModelLoadTime")
@@ -29,6 +39,12 @@ COMPILE_TITLE = "Compilation at start per model: seconds, buckets compiled, comp
 COMPILE_METRICS = ("CompilationTime", "BucketsCompiled", "CompiledAtStart")
 """Each model's compile at start: the seconds over its buckets, the buckets that compiled rather than hit the cache,
 and 1 when a copy that should start warm compiled."""
+QUEUE_TITLE = "Requests per copy of each model: waiting, running; KV cache used (%)"
+QUEUE_METRICS = ("WaitingRequests", "RunningRequests", "KvCacheUsage")
+"""What a model's users wait on, per copy (each copy writes under the model's name: ``Average`` is per copy)."""
+LATENCY_TITLE = "What each model's users feel (s): time to first token, between tokens, whole request"
+LATENCY_METRICS = ("TimeToFirstToken", "InterTokenLatency", "RequestLatency")
+"""The means between two scrapes of the engine, over the copies."""
 
 
 def _per_instance(monitoring: NeuronMonitoring, metric: str, statistic: str, label: str) -> cloudwatch.MathExpression:
@@ -91,6 +107,17 @@ def fill_dashboard(monitoring: NeuronMonitoring) -> None:
     monitoring.dashboard.add_widgets(
         cloudwatch.GraphWidget(title=START_TITLE, left=start, width=width),
         cloudwatch.GraphWidget(title=COMPILE_TITLE, left=compile_, width=width),
+    )
+    queue, latency = (
+        [
+            _search(monitoring, NAMESPACE, "ClusterName,Model", name, "Average", monitoring.cluster_name)
+            for name in names
+        ]
+        for names in (QUEUE_METRICS, LATENCY_METRICS)
+    )
+    monitoring.dashboard.add_widgets(
+        cloudwatch.GraphWidget(title=QUEUE_TITLE, left=queue, width=width),
+        cloudwatch.GraphWidget(title=LATENCY_TITLE, left=latency, width=width),
     )
     monitoring.dashboard.add_widgets(
         cloudwatch.GraphWidget(

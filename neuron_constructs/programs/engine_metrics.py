@@ -84,7 +84,11 @@ PERIOD_VARIABLE = "ENGINE_METRICS_PERIOD"
 TABLE_VARIABLE = "ENGINE_METRICS_TABLE"
 """The metric table, JSON: ``{"namespace": ..., "metrics": [row, ...]}``; each row ``{"prometheus": name, "name":
 CloudWatch name, "unit": CloudWatch unit, "per": label or null, "aggregate": "max" | "sum", "when": "start" |
-"every"}``."""
+"every", "kind": "value" | "rate" | "mean", "scale": number}``. An ``every`` row of kind ``rate`` (a counter) is written
+as its increase per second since the scrape before, summed over its label sets; of kind ``mean`` (a histogram), as the
+increase of its ``_sum`` over the increase of its ``_count`` (the mean of the observations since the scrape before),
+nothing when nothing was observed; a counter that went down (the engine restarted) is written from the next scrape.
+``scale`` multiplies the value (default 1)."""
 COMPILED_ABOVE_VARIABLE = "ENGINE_METRICS_COMPILED_ABOVE"
 """Seconds of compile time from which a bucket counts as compiled rather than read from the cache (default 60)."""
 EXPECT_WARM_VARIABLE = "ENGINE_METRICS_EXPECT_WARM"
@@ -314,6 +318,13 @@ def _aggregate(values: Iterable[float], how: str) -> float:
     return sum(found) if how == "sum" else max(found)
 
 
+def _scale(value: object) -> float:
+    """A row's ``scale``: a finite number other than a boolean, else 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 1.0
+    return float(value)
+
+
 def _dimension(value: str) -> str:
     shown = "".join(c if 32 < ord(c) < 127 else "_" for c in value)[:MAX_LABEL_CHARS]
     return shown or "unnamed"
@@ -340,10 +351,38 @@ class Collector:
         self.healthy_at: float | None = None
         self.start_written = False
         self.scrapes_since_healthy = 0
+        self.before: dict[str, tuple[int, float, float]] = {}
+        """Per ``rate`` or ``mean`` row, the scrape before: its time (ms), total and count."""
 
     @property
     def wanted(self) -> list[str]:
-        return [str(r["prometheus"]) for r in self.rows]
+        names: list[str] = []
+        for row in self.rows:
+            name = str(row["prometheus"])
+            names += [f"{name}_sum", f"{name}_count"] if row.get("kind") == "mean" else [name]
+        return names
+
+    def _change(self, row: Mapping[str, Any], scrape: Scrape, timestamp_ms: int) -> float | None:
+        """A ``rate`` row's increase per second, a ``mean`` row's mean observation, since the scrape before; ``None``
+        at the first scrape, when nothing was observed, or when the counter went down."""
+        name = str(row["prometheus"])
+        if row.get("kind") == "mean":
+            sums, counts = scrape.series.get(f"{name}_sum"), scrape.series.get(f"{name}_count")
+            if not sums or not counts:
+                return None
+            total, count = sum(sums.values()), sum(counts.values())
+        else:
+            series = scrape.series.get(name)
+            if not series:
+                return None
+            total, count = sum(series.values()), 0.0
+        before = self.before.get(name)
+        self.before[name] = (timestamp_ms, total, count)
+        if before is None or timestamp_ms <= before[0] or total < before[1] or count < before[2]:
+            return None
+        if row.get("kind") == "mean":
+            return (total - before[1]) / (count - before[2]) if count > before[2] else None
+        return (total - before[1]) * 1000.0 / (timestamp_ms - before[0])
 
     def _record(self, values: Mapping[str, float], units: Mapping[str, str], timestamp_ms: int, **more: str) -> str:
         dimensions = ["ClusterName", "Model", *more]
@@ -391,12 +430,18 @@ class Collector:
         values: dict[str, float] = {}
         units: dict[str, str] = {}
         for row in rows:
+            name, unit, how = str(row["name"]), str(row["unit"]), str(row.get("aggregate") or "max")
+            scale = _scale(row.get("scale"))
+            if row.get("kind") in ("rate", "mean"):
+                change = self._change(row, scrape, timestamp_ms)
+                if change is not None:
+                    values[name], units[name] = change * scale, unit
+                continue
             series = scrape.series.get(str(row["prometheus"]))
             if not series:
                 continue
-            name, unit, how = str(row["name"]), str(row["unit"]), str(row.get("aggregate") or "max")
             per = _per(series, str(row["per"])) if row.get("per") else {}
-            values[name] = _aggregate((per or series).values(), how)
+            values[name] = _aggregate((per or series).values(), how) * scale
             units[name] = unit
             for bucket, value in sorted(per.items()):
                 lines.append(self._record({name: value}, {name: unit}, timestamp_ms, Bucket=bucket))
