@@ -1075,6 +1075,10 @@ def _lora_before_vllm_neuron_2_34(s: Stack) -> None:
     )
 
 
+def _waiting_requests_without_the_sidecar(s: Stack) -> None:
+    _service(s).scale_on_waiting_requests(per_copy=4, max_count=2)
+
+
 def _server_for_a_pytorch_image(s: Stack) -> None:
     _vllm_task(s).add_neuron_container(
         "vllm", image=ecs.ContainerImage.from_registry(PYTORCH_INFERENCE.reference), server=VllmServer(model="m/x")
@@ -1627,6 +1631,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     ),
     (r.VLLM_LORA, _lora_before_vllm_neuron_2_34, r"Test/Task/vllm: the image's vLLM Neuron is Neuron 2.33.0's"),
     (r.VLLM_SERVER_ENGINE, _server_for_a_pytorch_image, r"Test/Task/vllm: the image's engine is torch-neuronx/NxD"),
+    (
+        r.SCALING_WITHOUT_ENGINE_METRIC,
+        _waiting_requests_without_the_sidecar,
+        r"Test/Svc: the model has no engine-metrics sidecar, so no copy writes WaitingRequests",
+    ),
 ]
 
 

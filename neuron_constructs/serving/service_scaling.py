@@ -86,6 +86,41 @@ def track_neuron_utilization(
     )
 
 
+def track_waiting_requests(
+    service: NeuronService,
+    scaling: ecs.ScalableTaskCount,
+    per_copy: int,
+    scale_out_cooldown: Duration,
+    scale_in_cooldown: Duration,
+) -> None:
+    """Add the target-tracking policy on ``service``'s model's requests waiting per copy to ``scaling`` (NEURON178
+    at the call when no engine-metrics sidecar of the model writes them)."""
+    if service.engine_metrics_container is None:
+        raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
+            construct_path(service), "the model has no engine-metrics sidecar, so no copy writes WaitingRequests"
+        )
+    scaling.scale_to_track_custom_metric(
+        "WaitingRequests",
+        metric=waiting_requests_metric(service.cluster.cluster.cluster_name, service.model_name),
+        target_value=per_copy,
+        scale_out_cooldown=scale_out_cooldown,
+        scale_in_cooldown=scale_in_cooldown,
+    )
+
+
+def waiting_requests_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
+    """A model's requests waiting per copy: the 1-minute average of the ``ClusterName, Model`` series every copy's
+    engine-metrics sidecar writes (:mod:`neuron_constructs.programs.engine_metrics`), so an average over the copies."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name="WaitingRequests",
+        dimensions_map={CLUSTER_DIMENSION: cluster_name, MODEL_DIMENSION: model_name},
+        statistic="Average",
+        period=Duration.minutes(1),
+        unit=cloudwatch.Unit.COUNT,
+    )
+
+
 def model_utilization_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
     """A model's NeuronCore utilization: the 1-minute average of the ``ClusterName, Model`` series the monitoring
     publishes (:mod:`neuron_constructs.programs.metric_publisher`)."""

@@ -15,6 +15,7 @@ The constructor reads as its steps, each concern in a module of its own:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from aws_cdk import Duration, Validations
@@ -31,6 +32,7 @@ from neuron_constructs.base.arguments import (
     MINIMUM_HEALTHY_PERCENT,
     Range,
     checked,
+    to_seconds,
 )
 from neuron_constructs.base.environments import check_same_environment
 from neuron_constructs.base.synth_checks import enable_template_checks
@@ -65,7 +67,11 @@ from neuron_constructs.serving.rollout_alarms import load_balancer_alarms, watch
 from neuron_constructs.serving.rollout_checks import warn_without_neuron_alarm as warn_without_neuron_alarm
 from neuron_constructs.serving.service_precompile import precompile_service, warn_cache_hit_only
 from neuron_constructs.serving.service_rollout import check_rollout_room, set_up_rollout
-from neuron_constructs.serving.service_scaling import check_scaling_counts, track_neuron_utilization
+from neuron_constructs.serving.service_scaling import (
+    check_scaling_counts,
+    track_neuron_utilization,
+    track_waiting_requests,
+)
 
 __all__ = ["NeuronService", "warn_without_neuron_alarm"]
 
@@ -351,6 +357,40 @@ class NeuronService(Construct, ListenerTarget):
         scaling = self._scalable_target("scale_on_neuron_utilization", min_count, max_count)
         self.track_neuron_utilization(scaling, target_percent, scale_out_cooldown, scale_in_cooldown)
         return scaling
+
+    @checked(ranges={"per_copy": Range(1, 10_000), "min_count": COUNT, "max_count": Range(1)})
+    def scale_on_waiting_requests(
+        self,
+        *,
+        per_copy: int,
+        max_count: int,
+        min_count: int | None = None,
+        scale_out_cooldown: Duration | None = None,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> ecs.ScalableTaskCount:
+        """Track ``per_copy`` requests waiting for a slot per copy of this model (vLLM's ``vllm:num_requests_waiting``
+        as the model's engine-metrics sidecar writes it, ``WaitingRequests``), between ``min_count`` (default the
+        desired count) and ``max_count`` tasks: what an LLM's users wait on, where requests per target say little
+        of requests that take seconds to minutes each.
+
+        ``scale_out_cooldown``: default the model's stated time to serve (``Startup`` on its Neuron container: every
+        step a new copy takes, the cache fetch in place of the compile when the model is precompiled), at least a
+        minute: a copy added is not serving before then, and the queue it is meant to drain is still there, so a
+        shorter cooldown adds copies for the same queue. ``scale_in_cooldown``: default 30 minutes, as for requests.
+        Refused without the sidecar (NEURON178); the bounds and deployment-room rules are those of
+        :meth:`scale_on_requests`, with which it shares the scalable target. Returns the scalable target."""
+        scaling = self._scalable_target("scale_on_waiting_requests", min_count, max_count)
+        out = scale_out_cooldown if scale_out_cooldown is not None else self._time_to_serve_cooldown()
+        track_waiting_requests(self, scaling, per_copy, out, scale_in_cooldown)
+        return scaling
+
+    def _time_to_serve_cooldown(self) -> Duration:
+        """The model's stated time to serve, at least :data:`SCALE_OUT_COOLDOWN`."""
+        task = self.task_definition
+        skipped = "compile" if task.precompiled else "cacheFetch"
+        stated = [sum(s for step, s in steps.items() if step != skipped) for steps in task.startup_seconds.values()]
+        seconds = max([to_seconds(SCALE_OUT_COOLDOWN), *stated])
+        return Duration.seconds(math.ceil(seconds))
 
     @checked(ranges={"target_percent": Range(1, 100)})
     def track_neuron_utilization(

@@ -108,6 +108,7 @@ from neuron_constructs.knowledge.rules.monitoring import ENGINE_METRICS_PORT as 
 from neuron_constructs.knowledge.rules.monitoring import ENGINE_WITHOUT_METRICS as ENGINE_WITHOUT_METRICS
 from neuron_constructs.knowledge.rules.monitoring import MODEL_NAME as MODEL_NAME
 from neuron_constructs.knowledge.rules.monitoring import MONITORING_TWICE as MONITORING_TWICE
+from neuron_constructs.knowledge.rules.monitoring import SCALING_WITHOUT_ENGINE_METRIC as SCALING_WITHOUT_ENGINE_METRIC
 from neuron_constructs.knowledge.rules.monitoring import UNMONITORED_SCALING as UNMONITORED_SCALING
 from neuron_constructs.knowledge.rules.placement_and_slices import AMBIGUOUS_CAPACITY as AMBIGUOUS_CAPACITY
 from neuron_constructs.knowledge.rules.placement_and_slices import AWSVPC_WITHOUT_TRUNKING as AWSVPC_WITHOUT_TRUNKING
@@ -246,6 +247,7 @@ RULES: tuple[Rule, ...] = tuple(
     sorted(
         (
             UNKNOWN_INSTANCE_TYPE,
+            SCALING_WITHOUT_ENGINE_METRIC,
             TENSOR_PARALLEL_CORES,
             TENSOR_PARALLEL_IDLE_CORES,
             VLLM_LORA,

@@ -12,6 +12,7 @@ __all__ = [
     "ENGINE_WITHOUT_METRICS",
     "MODEL_NAME",
     "MONITORING_TWICE",
+    "SCALING_WITHOUT_ENGINE_METRIC",
     "UNMONITORED_SCALING",
 ]
 
@@ -46,6 +47,17 @@ ENGINE_WITHOUT_METRICS = Rule(
     "pass engine_metrics=False, or run an image of the table whose engine publishes them ({engines}), or state the "
     "engine of your own image built on one: engine_metrics=EngineMetrics(engine=VLLM_NEURON_NATIVE)",
     'vLLM Neuron, "vLLM Metrics Integration" (2026-06-23); neuron_constructs.knowledge.engine_metrics',
+)
+SCALING_WITHOUT_ENGINE_METRIC = Rule(
+    "NEURON178",
+    "Scaling on an engine metric no collector of the model writes",
+    "target tracking on WaitingRequests follows the metric the model's engine-metrics sidecar writes from vLLM's "
+    "vllm:num_requests_waiting under the model's name; a model without the sidecar (engine_metrics=False, or an "
+    "engine that publishes no such metric) writes none, and a policy on a metric with no data never scales",
+    "give the model the sidecar (engine_metrics=True, or EngineMetrics(engine=VLLM_NEURON_NATIVE) for your own image "
+    "built on vLLM Neuron), or scale on requests or NeuronCore utilization instead",
+    'vLLM, vllm/v1/metrics/loggers.py (vllm:num_requests_waiting); Application Auto Scaling user guide, "Target '
+    'tracking scaling policies" (customized metric)',
 )
 ENGINE_METRICS_PORT = Rule(
     "NEURON171",

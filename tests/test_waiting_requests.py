@@ -1,0 +1,90 @@
+"""Scaling a language model on what its users wait for: ``scale_on_waiting_requests`` tracks the requests waiting per
+copy that each copy's engine-metrics sidecar writes, with the scale-out cooldown sized to the model's stated time to
+serve; the platform and the model in stacks of their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ecs as ecs
+from aws_cdk.assertions import Template
+
+from neuron_constructs import (
+    ManualNeuronTaskDefinition,
+    NeuronCluster,
+    NeuronConfigurationError,
+    NeuronService,
+    Startup,
+    VllmServer,
+)
+from neuron_constructs.knowledge.container_images import VLLM_TRN2
+from neuron_constructs.programs.metric_publisher import NAMESPACE
+
+ENV = {"account": "111111111111", "region": "us-east-2"}
+
+
+def _model(*, startup: Startup | None = None, engine_metrics: bool = True) -> tuple[Stack, Stack, NeuronService]:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=4)
+    model = Stack(app, "Model", env=ENV)
+    task = ManualNeuronTaskDefinition(model, "Task", instance_type="trn2.48xlarge", devices=[0], memory_mib=65536)
+    task.add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        server=VllmServer(model="meta-llama/Llama-3.1-8B-Instruct", served_model_name="chat"),
+        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
+        startup=startup,
+    )
+    service = NeuronService(model, "Llm", cluster=cluster, task_definition=task, engine_metrics=engine_metrics)
+    return platform, model, service
+
+
+def _policy(model: Stack) -> dict[str, Any]:
+    (policy,) = Template.from_stack(model).find_resources("AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    return policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]  # type: ignore[no-any-return]
+
+
+def test_the_model_scales_on_the_requests_waiting_per_copy_its_copies_write() -> None:
+    """GIVEN a vLLM Neuron model with its engine-metrics sidecar WHEN it scales on waiting requests THEN target
+    tracking follows WaitingRequests of the model (an average over its copies, so per copy) in the library's
+    namespace, and the model's stack alone holds the policy."""
+    platform, model, service = _model()
+    target = service.scale_on_waiting_requests(per_copy=4, max_count=3)
+    configuration = _policy(model)
+    metric = configuration["CustomizedMetricSpecification"]
+    assert (metric["MetricName"], metric["Namespace"], metric["Statistic"]) == ("WaitingRequests", NAMESPACE, "Average")
+    dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+    assert dimensions["Model"] == "chat" == service.model_name and "ClusterName" in dimensions
+    assert configuration["TargetValue"] == 4
+    assert (configuration["ScaleOutCooldown"], configuration["ScaleInCooldown"]) == (60, 1800)
+    assert target is service.scalable_target
+    assert Template.from_stack(platform).find_resources("AWS::ApplicationAutoScaling::ScalingPolicy") == {}
+
+
+def test_the_scale_out_cooldown_is_the_model_s_stated_time_to_serve() -> None:
+    """A copy added serves only after its instance, image, compile and load: before then the queue it is meant to
+    drain is still there, and a shorter cooldown would add copies for the same queue."""
+    startup = Startup(
+        image_pull=Duration.minutes(2),
+        compile=Duration.minutes(9),
+        cache_fetch=Duration.minutes(1),
+        load=Duration.minutes(1),
+    )
+    _, model, service = _model(startup=startup)
+    service.scale_on_waiting_requests(per_copy=2, max_count=3)
+    assert _policy(model)["ScaleOutCooldown"] == (2 + 9 + 1) * 60  # a cache miss: the compile, not the fetch
+    _, model, service = _model(startup=startup)
+    service.scale_on_waiting_requests(per_copy=2, max_count=3, scale_out_cooldown=Duration.minutes(3))
+    assert _policy(model)["ScaleOutCooldown"] == 180
+
+
+def test_a_model_without_the_sidecar_cannot_scale_on_what_it_never_writes() -> None:
+    _, _, service = _model(engine_metrics=False)
+    with pytest.raises(
+        NeuronConfigurationError, match=r"Model/Llm: the model has no engine-metrics sidecar.*NEURON178"
+    ):
+        service.scale_on_waiting_requests(per_copy=4, max_count=3)
