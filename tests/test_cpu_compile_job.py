@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import MEASURED_IN_CI
 
 from neuron_constructs.knowledge.cpu_compile import job_command, server_port
 
@@ -63,6 +64,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@MEASURED_IN_CI
 def test_the_job_stops_the_server_once_it_answers_health_and_succeeds(tmp_path: Path) -> None:
     started = time.monotonic()
     result, pid = _job(tmp_path, ready_after=0.5)
@@ -72,6 +74,7 @@ def test_the_job_stops_the_server_once_it_answers_health_and_succeeds(tmp_path: 
     assert not _alive(pid)
 
 
+@MEASURED_IN_CI
 def test_a_server_that_ends_before_it_answers_ends_the_job_with_its_status(tmp_path: Path) -> None:
     result, _ = _job(tmp_path, ready_after=0.3, exit_status="3")
     assert result.returncode == 3

@@ -17,7 +17,7 @@ import botocore.credentials
 import botocore.session
 import botocore.validate
 import pytest
-from conftest import examples
+from conftest import MEASURED_IN_CI, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -290,6 +290,7 @@ def test_an_answer_that_is_not_json_is_in_progress_then_failed_after_the_limit(
     assert answers == ["IN_PROGRESS"] * precompile_hook.MAX_TRANSIENT_FAILURES + ["FAILED"]
 
 
+@MEASURED_IN_CI
 def test_a_batch_that_never_answers_is_retried_at_the_next_callback_within_the_timeout(
     batch: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import examples
+from conftest import MEASURED_IN_CI, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ports import unused_port
@@ -182,6 +182,7 @@ def test_a_bad_child_node_fails_the_main_node_too_so_batch_retries_the_job(tmp_p
     )
 
 
+@MEASURED_IN_CI
 def test_a_child_that_never_reports_fails_the_main_node_at_the_timeout(tmp_path: Path) -> None:
     port = str(unused_port())
     result = _preflight(
@@ -358,6 +359,7 @@ DEADLINES = pytest.mark.xdist_group("preflight-deadlines")
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_two_port_probes_are_not_two_children_and_the_main_node_never_says_go(deadline_runs: dict[str, Any]) -> None:
     """GIVEN a three-node job WHEN two peers connect, one sends an empty line, one nothing THEN neither counts: the main
     node exits 75 at its deadline naming the missing child, and nobody is told to go."""
@@ -370,6 +372,7 @@ def test_two_port_probes_are_not_two_children_and_the_main_node_never_says_go(de
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_sentence(
     deadline_runs: dict[str, Any],
 ) -> None:
@@ -385,6 +388,7 @@ def test_a_non_object_verdict_is_refused_and_fails_the_attempt_retryable_in_one_
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_every_line_that_is_not_this_job_s_verdict_is_refused_with_its_reason_and_never_counts(
     deadline_runs: dict[str, Any],
 ) -> None:
@@ -399,6 +403,7 @@ def test_every_line_that_is_not_this_job_s_verdict_is_refused_with_its_reason_an
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_one_client_reporting_node_1_twice_is_counted_once(deadline_runs: dict[str, Any]) -> None:
     """GIVEN a three-node job WHEN one address reports node 1 on two connections THEN node 1 counts once (answered on
     its newest connection), node 2 is still missing, and no connection is told to go."""
@@ -409,6 +414,7 @@ def test_one_client_reporting_node_1_twice_is_counted_once(deadline_runs: dict[s
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_one_address_cannot_speak_for_two_nodes(deadline_runs: dict[str, Any]) -> None:
     status, stderr, answers = deadline_runs["one-address"]
     assert "go" not in answers
@@ -417,6 +423,7 @@ def test_one_address_cannot_speak_for_two_nodes(deadline_runs: dict[str, Any]) -
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_two_addresses_reporting_one_node_stop_the_job(deadline_runs: dict[str, Any]) -> None:
     """Someone other than the child speaks for it: the main node cannot tell which is the child, so nobody goes."""
     status, stderr, answers = deadline_runs["two-addresses"]
@@ -426,6 +433,7 @@ def test_two_addresses_reporting_one_node_stop_the_job(deadline_runs: dict[str, 
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_a_peer_dripping_bytes_cannot_hold_the_main_node_past_its_deadline(deadline_runs: dict[str, Any]) -> None:
     """GIVEN a 1.2 s deadline WHEN two peers send a verdict one byte every 50 ms (6 s each) THEN the main node exits 75
     at its deadline, not when they finish: a byte received extends nothing."""
@@ -480,6 +488,7 @@ def test_real_children_go_while_hostile_peers_probe_drip_and_lie() -> None:
 
 
 @DEADLINES
+@MEASURED_IN_CI
 def test_a_child_with_another_job_s_id_is_refused_and_both_nodes_stop(deadline_runs: dict[str, Any]) -> None:
     (main, main_err), (child, child_err) = deadline_runs["wrong-job"]
     assert (main, child) == (PREFLIGHT_EXIT_CODE, PREFLIGHT_EXIT_CODE)
