@@ -29,7 +29,13 @@ if _PINNED_NODE.exists():
 os.environ.setdefault("CDK_VALIDATION", "false")
 # Property tests judge what a function returns, not how fast a shared 2-core machine runs it: no per-example deadline
 # (hypothesis's default of 200 ms fails an example that a busy machine delays, and says nothing of the code).
-settings.register_profile("neuron_constructs", deadline=None)
+# The everyday loop draws half of hypothesis's default 100 examples where a test names no count of its own; make
+# test-all (NEURON_HYPOTHESIS_BUDGET=full, which CI runs) draws the 100. Each loop run draws new examples.
+settings.register_profile(
+    "neuron_constructs",
+    deadline=None,
+    max_examples=100 if os.environ.get("NEURON_HYPOTHESIS_BUDGET") == "full" else 50,
+)
 settings.load_profile("neuron_constructs")
 sys.path.insert(0, str(ROOT / "examples"))
 # Bytecode is cached (``__pycache__``, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: otherwise every
