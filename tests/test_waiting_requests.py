@@ -16,6 +16,8 @@ from neuron_constructs import (
     NeuronCluster,
     NeuronConfigurationError,
     NeuronService,
+    Rollout,
+    RolloutAlarms,
     Startup,
     VllmServer,
 )
@@ -88,3 +90,47 @@ def test_a_model_without_the_sidecar_cannot_scale_on_what_it_never_writes() -> N
         NeuronConfigurationError, match=r"Model/Llm: the model has no engine-metrics sidecar.*NEURON178"
     ):
         service.scale_on_waiting_requests(per_copy=4, max_count=3)
+
+
+def _blue_green(alarms: RolloutAlarms, *, engine_metrics: bool = True) -> tuple[Stack, NeuronService]:
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=4)
+    model = Stack(app, "Model", env=ENV)
+    task = ManualNeuronTaskDefinition(model, "Task", instance_type="trn2.48xlarge", devices=[0], memory_mib=65536)
+    task.add_neuron_container(
+        "vllm",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        server=VllmServer(model="meta-llama/Llama-3.1-8B-Instruct", served_model_name="chat"),
+        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
+    )
+    rollout = Rollout.blue_green(alarms=alarms)
+    service = NeuronService(
+        model, "Llm", cluster=cluster, task_definition=task, rollout=rollout, engine_metrics=engine_metrics
+    )
+    return model, service
+
+
+def test_a_rollout_rolls_back_when_the_worst_copy_s_time_to_first_token_or_between_tokens_reaches_its_limit() -> None:
+    """Blue and green write under one model name: the alarms take the worst copy's mean (Maximum), which a healthy
+    blue cannot average away, and the service's deployment watches them."""
+    alarms = RolloutAlarms(time_to_first_token=Duration.seconds(2), inter_token_latency=Duration.millis(150))
+    model, service = _blue_green(alarms)
+    found = Template.from_stack(model).find_resources("AWS::CloudWatch::Alarm")
+    names = {"TimeToFirstToken", "InterTokenLatency"}
+    properties = [r["Properties"] for r in found.values()]
+    latency = {p["MetricName"]: p for p in properties if p.get("MetricName") in names}
+    assert set(latency) == {"TimeToFirstToken", "InterTokenLatency"}
+    assert latency["TimeToFirstToken"]["Threshold"] == 2 and latency["InterTokenLatency"]["Threshold"] == 0.15
+    assert {p["Statistic"] for p in latency.values()} == {"Maximum"}
+    assert {p["ComparisonOperator"] for p in latency.values()} == {"GreaterThanOrEqualToThreshold"}
+    watched = {a.node.id for a in service.deployment_alarms}
+    assert {"RolloutTimeToFirstToken", "RolloutInterTokenLatency"} <= watched
+
+
+def test_latency_limits_need_the_sidecar_and_a_literal_duration_within_an_hour() -> None:
+    with pytest.raises(NeuronConfigurationError, match=r"RolloutAlarms\(time_to_first_token=...\).*NEURON178"):
+        _blue_green(RolloutAlarms(time_to_first_token=Duration.seconds(2)), engine_metrics=False)
+    with pytest.raises(NeuronConfigurationError, match=r"inter_token_latency=2 hours"):
+        RolloutAlarms(inter_token_latency=Duration.hours(2))

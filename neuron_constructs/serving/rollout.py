@@ -46,6 +46,16 @@ INTERVAL = Duration.minutes(DEFAULT_INTERVAL_MINUTES)
 """The wait between traffic shifts of a canary or linear rollout, by default: 5 minutes."""
 
 
+def latency_seconds(value: Duration) -> float | None:
+    """A latency limit in seconds, fractions of a second included (``Duration.millis(150)`` is 0.15); ``None`` for one
+    known only at deploy time."""
+    try:
+        milliseconds = float(value.to_milliseconds())
+    except RuntimeError:
+        return None
+    return None if is_token(milliseconds) else milliseconds / 1000
+
+
 def _check_duration(where: str, name: str, value: object, unit: str) -> None:
     """NEURON026 for a ``name`` that is not a ``Duration``: a bare number has no unit, and the library corrects
     nothing silently, so ``bake_time=15`` is refused with the ``Duration`` that says what was meant
@@ -159,6 +169,10 @@ class RolloutAlarms:
     * ``p99_response_time`` (default 60 s): the 99th percentile of ``TargetResponseTime`` (time to the first byte of
       the answer) of either target group at or above this; a model that answers without streaming takes the whole
       generation, so set it to what a long answer of yours takes.
+    * ``time_to_first_token``, ``inter_token_latency`` (default none): what an LLM's users feel, from the model's
+      engine-metrics sidecar (vLLM's ``vllm:time_to_first_token_seconds`` and ``vllm:inter_token_latency_seconds``,
+      the mean of each copy between two scrapes): in alarm when the worst copy's reaches this. Refused on a model
+      without the sidecar (NEURON178).
     """
 
     execution_errors: int = 1
@@ -166,6 +180,8 @@ class RolloutAlarms:
     p99_response_time: Duration = field(default_factory=lambda: Duration.seconds(60))
     periods: int = 3
     datapoints: int = 2
+    time_to_first_token: Duration | None = None
+    inter_token_latency: Duration | None = None
 
     def __post_init__(self) -> None:
         where = "RolloutAlarms"
@@ -187,6 +203,20 @@ class RolloutAlarms:
                 minimum=1,
                 maximum=f"periods ({self.periods})",
             )
+        for name in ("time_to_first_token", "inter_token_latency"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            _check_duration(where, name, value, "seconds")
+            seconds_given = latency_seconds(value)
+            if seconds_given is None:
+                raise rules.TOKEN_NOT_LITERAL.error(
+                    where, f"{name} is a CDK token, read only at deploy time", name=name
+                )
+            if not 0 < seconds_given <= 3600:
+                raise rules.OUT_OF_RANGE.error(
+                    where, f"{name}={value.to_human_string()}", name=name, minimum="above 0 s", maximum="an hour"
+                )
         _check_duration(where, "p99_response_time", self.p99_response_time, "seconds")
         seconds = seconds_of(self.p99_response_time)
         if seconds is None:

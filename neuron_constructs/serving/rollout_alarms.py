@@ -38,9 +38,11 @@ from constructs import Construct, IValidation
 from neuron_constructs.base import compliance
 from neuron_constructs.knowledge import rules
 from neuron_constructs.programs.metric_publisher import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
-from neuron_constructs.serving.rollout import RolloutAlarms
+from neuron_constructs.serving.rollout import RolloutAlarms, latency_seconds
 
 __all__ = [
+    "ENGINE_LATENCIES",
+    "engine_latency_alarms",
     "execution_errors_alarm",
     "fail_only_problem",
     "load_balancer_alarms",
@@ -87,6 +89,34 @@ def execution_errors_alarm(
         settings,
         f"{settings.execution_errors} or more Neuron execution errors of the model a minute",
     )
+
+
+ENGINE_LATENCIES = {"time_to_first_token": "TimeToFirstToken", "inter_token_latency": "InterTokenLatency"}
+"""The ``RolloutAlarms`` fields on the engine's own latencies, by the metric the engine-metrics sidecar writes."""
+
+
+def engine_latency_alarms(
+    owner: Construct, id: str, *, cluster_name: str, model_name: str, settings: RolloutAlarms
+) -> list[cloudwatch.Alarm]:
+    """An alarm per latency ``settings`` states (:data:`ENGINE_LATENCIES`): the worst copy's mean (``Maximum`` of the
+    copies' means a minute) at or above it; blue and green write under one model name, and a healthy blue would
+    hide a slow green in an average."""
+    alarms = []
+    for field_name, metric_name in ENGINE_LATENCIES.items():
+        limit = getattr(settings, field_name)
+        if limit is None:
+            continue
+        seconds = latency_seconds(limit) or 0.0  # RolloutAlarms refused a limit known only at deploy time
+        metric = cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={CLUSTER_DIMENSION: cluster_name, MODEL_DIMENSION: model_name},
+            statistic="Maximum",
+            period=PERIOD,
+        )
+        what = f"the model's {metric_name} (a copy's mean) at or above {seconds:g} s"
+        alarms.append(_alarm(owner, f"{id}{metric_name}", metric, seconds, settings, what))
+    return alarms
 
 
 def _target_metric(

@@ -19,7 +19,13 @@ from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.rollouts import peak_room
-from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, fail_only_problem
+from neuron_constructs.serving.rollout import RolloutAlarms
+from neuron_constructs.serving.rollout_alarms import (
+    ENGINE_LATENCIES,
+    engine_latency_alarms,
+    execution_errors_alarm,
+    fail_only_problem,
+)
 from neuron_constructs.serving.rollout_checks import RolloutTrafficPath, RolloutWarnings
 
 if TYPE_CHECKING:
@@ -47,6 +53,8 @@ def set_up_rollout(service: NeuronService, service_options: ServiceOptions) -> N
                 settings=service.rollout.alarms,
             )
             service.add_rollout_alarms(neuron_alarm)
+        if service.rollout.alarms is not None:
+            _add_engine_latency_alarms(service, service.rollout.alarms)
         Aspects.of(service.service.node.find_child("Service")).add(
             RolloutWarnings(
                 service,
@@ -55,6 +63,28 @@ def set_up_rollout(service: NeuronService, service_options: ServiceOptions) -> N
             ),
             priority=AspectPriority.READONLY,
         )
+
+
+def _add_engine_latency_alarms(service: NeuronService, settings: RolloutAlarms) -> None:
+    """The alarms on what the model's users feel that ``settings`` states (NEURON178 without the sidecar)."""
+    stated = [name for name in ENGINE_LATENCIES if getattr(settings, name) is not None]
+    if not stated:
+        return
+    if service.engine_metrics_container is None:
+        raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
+            construct_path(service),
+            f"RolloutAlarms({stated[0]}=...) watches a metric only the model's engine-metrics sidecar writes, and the "
+            "model has none",
+        )
+    service.add_rollout_alarms(
+        *engine_latency_alarms(
+            service,
+            "Rollout",
+            cluster_name=service.cluster.cluster.cluster_name,
+            model_name=service.model_name,
+            settings=settings,
+        )
+    )
 
 
 def check_rollout_room(service: NeuronService, name: str, tasks: int) -> None:

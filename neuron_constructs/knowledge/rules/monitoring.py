@@ -50,12 +50,13 @@ ENGINE_WITHOUT_METRICS = Rule(
 )
 SCALING_WITHOUT_ENGINE_METRIC = Rule(
     "NEURON178",
-    "Scaling on an engine metric no collector of the model writes",
-    "target tracking on WaitingRequests follows the metric the model's engine-metrics sidecar writes from vLLM's "
-    "vllm:num_requests_waiting under the model's name; a model without the sidecar (engine_metrics=False, or an "
-    "engine that publishes no such metric) writes none, and a policy on a metric with no data never scales",
+    "Scaling or rolling back on an engine metric no collector of the model writes",
+    "WaitingRequests, TimeToFirstToken and InterTokenLatency are what the model's engine-metrics sidecar writes from "
+    "vLLM's own metrics under the model's name; a model without the sidecar (engine_metrics=False, or an engine that "
+    "publishes no such metric) writes none, and a policy or alarm on a metric with no data never acts",
     "give the model the sidecar (engine_metrics=True, or EngineMetrics(engine=VLLM_NEURON_NATIVE) for your own image "
-    "built on vLLM Neuron), or scale on requests or NeuronCore utilization instead",
+    "built on vLLM Neuron), or scale on requests or NeuronCore utilization and roll back on 5xx answers and response "
+    "time instead",
     'vLLM, vllm/v1/metrics/loggers.py (vllm:num_requests_waiting); Application Auto Scaling user guide, "Target '
     'tracking scaling policies" (customized metric)',
 )
