@@ -134,3 +134,33 @@ def test_latency_limits_need_the_sidecar_and_a_literal_duration_within_an_hour()
         _blue_green(RolloutAlarms(time_to_first_token=Duration.seconds(2)), engine_metrics=False)
     with pytest.raises(NeuronConfigurationError, match=r"inter_token_latency=2 hours"):
         RolloutAlarms(inter_token_latency=Duration.hours(2))
+
+
+def test_every_slice_tracks_the_model_s_waiting_requests_per_copy_from_the_model_s_stack() -> None:
+    from neuron_constructs import SlicedNeuronService
+
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=2)
+    model = Stack(app, "Model", env=ENV)
+    sliced = SlicedNeuronService(
+        model,
+        "Chat",
+        cluster=cluster,
+        instance_type="trn2.48xlarge",
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        devices_per_task=8,
+        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
+        server=VllmServer(model="meta-llama/Llama-3.1-8B-Instruct"),
+        model_name="chat",
+    )
+    targets = sliced.scale_on_waiting_requests(per_copy=3, max_count=2)
+    policies = Template.from_stack(model).find_resources("AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    configurations = [p["Properties"]["TargetTrackingScalingPolicyConfiguration"] for p in policies]
+    assert len(targets) == len(configurations) == 2  # one per slice, both on the model's metric
+    for configuration in configurations:
+        metric = configuration["CustomizedMetricSpecification"]
+        assert metric["MetricName"] == "WaitingRequests" and configuration["TargetValue"] == 3
+        assert {d["Name"]: d["Value"] for d in metric["Dimensions"]}["Model"] == "chat"
+    assert [d.id for d in platform.dependencies] == []

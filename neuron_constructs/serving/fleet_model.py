@@ -398,6 +398,39 @@ class FleetModel(Construct, ListenerTarget):
             copy.track_neuron_utilization(target, target_percent, scale_out_cooldown, scale_in_cooldown)
         return targets
 
+    @checked(ranges={"per_copy": Range(1, 10_000), "min_count": COUNT, "max_count": COUNT})
+    def scale_on_waiting_requests(
+        self,
+        *,
+        per_copy: int,
+        max_count: int,
+        min_count: int | None = None,
+        scale_out_cooldown: Duration | None = None,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Scale the copies together on the requests waiting per copy of the model, tracking ``per_copy``.
+
+        Every copy tracks the model's ``WaitingRequests`` (the average over every copy's engine-metrics sidecar: per
+        copy; see :meth:`NeuronService.scale_on_waiting_requests`, whose cooldown defaults and refusal, NEURON178,
+        hold here), between ``min_count`` (default the model's ``instances``) and ``max_count`` tasks each, sharing
+        the scalable targets of the other scaling methods (same counts; each called at most once, NEURON035).
+        Returns the scalable targets, in copy order.
+        """
+        minimum = self.instances if min_count is None else min_count
+        if min_count is None:
+            inputs.check_bounds(
+                construct_path(self),
+                ("min_count", minimum),
+                ("max_count", max_count),
+                lower_default="the model's instances, as min_count was not given",
+            )
+        for copy in self.copy_services:
+            copy.check_waiting_requests_written()
+        targets = self._scalable_targets("scale_on_waiting_requests", minimum, max_count)
+        for copy, target in zip(self.copy_services, targets, strict=True):
+            copy.track_waiting_requests(target, per_copy, scale_out_cooldown, scale_in_cooldown)
+        return targets
+
     def _scalable_targets(self, method: str, min_count: int, max_count: int) -> list[ecs.ScalableTaskCount]:
         """Every copy's scalable target: made by the first scaling method, shared by the other when it asks for the
         same counts (NEURON035)."""

@@ -93,12 +93,7 @@ def track_waiting_requests(
     scale_out_cooldown: Duration,
     scale_in_cooldown: Duration,
 ) -> None:
-    """Add the target-tracking policy on ``service``'s model's requests waiting per copy to ``scaling`` (NEURON178
-    at the call when no engine-metrics sidecar of the model writes them)."""
-    if service.engine_metrics_container is None:
-        raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
-            construct_path(service), "the model has no engine-metrics sidecar, so no copy writes WaitingRequests"
-        )
+    """Add the target-tracking policy on ``service``'s model's requests waiting per copy to ``scaling``."""
     scaling.scale_to_track_custom_metric(
         "WaitingRequests",
         metric=waiting_requests_metric(service.cluster.cluster.cluster_name, service.model_name),

@@ -379,10 +379,29 @@ class NeuronService(Construct, ListenerTarget):
         shorter cooldown adds copies for the same queue. ``scale_in_cooldown``: default 30 minutes, as for requests.
         Refused without the sidecar (NEURON178); the bounds and deployment-room rules are those of
         :meth:`scale_on_requests`, with which it shares the scalable target. Returns the scalable target."""
+        self.check_waiting_requests_written()
         scaling = self._scalable_target("scale_on_waiting_requests", min_count, max_count)
+        self.track_waiting_requests(scaling, per_copy, scale_out_cooldown, scale_in_cooldown)
+        return scaling
+
+    def check_waiting_requests_written(self) -> None:
+        """NEURON178: refused when no engine-metrics sidecar of this model writes ``WaitingRequests``."""
+        if self.engine_metrics_container is None:
+            raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
+                construct_path(self), "the model has no engine-metrics sidecar, so no copy writes WaitingRequests"
+            )
+
+    def track_waiting_requests(
+        self,
+        scaling: ecs.ScalableTaskCount,
+        per_copy: int,
+        scale_out_cooldown: Duration | None,
+        scale_in_cooldown: Duration,
+    ) -> None:
+        """Add the target-tracking policy on the model's requests waiting per copy to ``scaling``, the scale-out
+        cooldown by default the model's stated time to serve."""
         out = scale_out_cooldown if scale_out_cooldown is not None else self._time_to_serve_cooldown()
         track_waiting_requests(self, scaling, per_copy, out, scale_in_cooldown)
-        return scaling
 
     def _time_to_serve_cooldown(self) -> Duration:
         """The model's stated time to serve, at least :data:`SCALE_OUT_COOLDOWN`."""
