@@ -27,7 +27,9 @@ from neuron_constructs.programs.metric_publisher import NAMESPACE
 ENV = {"account": "111111111111", "region": "us-east-2"}
 
 
-def _model(*, startup: Startup | None = None, engine_metrics: bool = True) -> tuple[Stack, Stack, NeuronService]:
+def _model(
+    *, startup: Startup | None = None, engine_metrics: bool = True, rollout: Rollout | None = None
+) -> tuple[Stack, Stack, NeuronService]:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
     cluster = NeuronCluster(platform, "Cluster")
@@ -41,7 +43,9 @@ def _model(*, startup: Startup | None = None, engine_metrics: bool = True) -> tu
         environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
         startup=startup,
     )
-    service = NeuronService(model, "Llm", cluster=cluster, task_definition=task, engine_metrics=engine_metrics)
+    service = NeuronService(
+        model, "Llm", cluster=cluster, task_definition=task, engine_metrics=engine_metrics, rollout=rollout
+    )
     return platform, model, service
 
 
@@ -93,22 +97,7 @@ def test_a_model_without_the_sidecar_cannot_scale_on_what_it_never_writes() -> N
 
 
 def _blue_green(alarms: RolloutAlarms, *, engine_metrics: bool = True) -> tuple[Stack, NeuronService]:
-    app = App(analytics_reporting=False)
-    platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
-    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=4)
-    model = Stack(app, "Model", env=ENV)
-    task = ManualNeuronTaskDefinition(model, "Task", instance_type="trn2.48xlarge", devices=[0], memory_mib=65536)
-    task.add_neuron_container(
-        "vllm",
-        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
-        server=VllmServer(model="meta-llama/Llama-3.1-8B-Instruct", served_model_name="chat"),
-        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
-    )
-    rollout = Rollout.blue_green(alarms=alarms)
-    service = NeuronService(
-        model, "Llm", cluster=cluster, task_definition=task, rollout=rollout, engine_metrics=engine_metrics
-    )
+    _, model, service = _model(engine_metrics=engine_metrics, rollout=Rollout.blue_green(alarms=alarms))
     return model, service
 
 

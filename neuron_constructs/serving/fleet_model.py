@@ -385,14 +385,7 @@ class FleetModel(Construct, ListenerTarget):
         cooldowns and bounds of :meth:`scale_on_requests`, whose scalable targets it shares (same counts; each called
         at most once, NEURON035). Returns the scalable targets, in copy order.
         """
-        minimum = self.instances if min_count is None else min_count
-        if min_count is None:
-            inputs.check_bounds(
-                construct_path(self),
-                ("min_count", minimum),
-                ("max_count", max_count),
-                lower_default="the model's instances, as min_count was not given",
-            )
+        minimum = self._minimum(min_count, max_count)
         targets = self._scalable_targets("scale_on_neuron_utilization", minimum, max_count)
         for copy, target in zip(self.copy_services, targets, strict=True):
             copy.track_neuron_utilization(target, target_percent, scale_out_cooldown, scale_in_cooldown)
@@ -416,20 +409,25 @@ class FleetModel(Construct, ListenerTarget):
         the scalable targets of the other scaling methods (same counts; each called at most once, NEURON035).
         Returns the scalable targets, in copy order.
         """
-        minimum = self.instances if min_count is None else min_count
-        if min_count is None:
-            inputs.check_bounds(
-                construct_path(self),
-                ("min_count", minimum),
-                ("max_count", max_count),
-                lower_default="the model's instances, as min_count was not given",
-            )
+        minimum = self._minimum(min_count, max_count)
         for copy in self.copy_services:
             copy.check_waiting_requests_written()
         targets = self._scalable_targets("scale_on_waiting_requests", minimum, max_count)
         for copy, target in zip(self.copy_services, targets, strict=True):
             copy.track_waiting_requests(target, per_copy, scale_out_cooldown, scale_in_cooldown)
         return targets
+
+    def _minimum(self, min_count: int | None, max_count: int) -> int:
+        """``min_count``, default the model's ``instances`` (NEURON075 when that is above ``max_count``)."""
+        if min_count is not None:
+            return min_count
+        inputs.check_bounds(
+            construct_path(self),
+            ("min_count", self.instances),
+            ("max_count", max_count),
+            lower_default="the model's instances, as min_count was not given",
+        )
+        return self.instances
 
     def _scalable_targets(self, method: str, min_count: int, max_count: int) -> list[ecs.ScalableTaskCount]:
         """Every copy's scalable target: made by the first scaling method, shared by the other when it asks for the

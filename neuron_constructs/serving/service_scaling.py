@@ -106,26 +106,24 @@ def track_waiting_requests(
 def waiting_requests_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
     """A model's requests waiting per copy: the 1-minute average of the ``ClusterName, Model`` series every copy's
     engine-metrics sidecar writes (:mod:`neuron_constructs.programs.engine_metrics`), so an average over the copies."""
-    return cloudwatch.Metric(
-        namespace=NAMESPACE,
-        metric_name="WaitingRequests",
-        dimensions_map={CLUSTER_DIMENSION: cluster_name, MODEL_DIMENSION: model_name},
-        statistic="Average",
-        period=Duration.minutes(1),
-        unit=cloudwatch.Unit.COUNT,
-    )
+    return _model_average(cluster_name, model_name, "WaitingRequests", cloudwatch.Unit.COUNT)
 
 
 def model_utilization_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
     """A model's NeuronCore utilization: the 1-minute average of the ``ClusterName, Model`` series the monitoring
     publishes (:mod:`neuron_constructs.programs.metric_publisher`)."""
+    return _model_average(cluster_name, model_name, "NeuronCoreUtilization", cloudwatch.Unit.PERCENT)
+
+
+def _model_average(cluster_name: str, model_name: str, metric_name: str, unit: cloudwatch.Unit) -> cloudwatch.Metric:
+    """The 1-minute average of a model's ``ClusterName, Model`` series ``metric_name`` in the library's namespace."""
     return cloudwatch.Metric(
         namespace=NAMESPACE,
-        metric_name="NeuronCoreUtilization",
+        metric_name=metric_name,
         dimensions_map={CLUSTER_DIMENSION: cluster_name, MODEL_DIMENSION: model_name},
         statistic="Average",
         period=Duration.minutes(1),
-        unit=cloudwatch.Unit.PERCENT,
+        unit=unit,
     )
 
 
