@@ -153,3 +153,19 @@ def test_every_slice_tracks_the_model_s_waiting_requests_per_copy_from_the_model
         assert metric["MetricName"] == "WaitingRequests" and configuration["TargetValue"] == 3
         assert {d["Name"]: d["Value"] for d in metric["Dimensions"]}["Model"] == "chat"
     assert [d.id for d in platform.dependencies] == []
+
+
+def test_the_model_scales_on_its_mean_time_to_first_token_in_fractions_of_a_second() -> None:
+    _, model, service = _model()
+    service.scale_on_time_to_first_token(target=Duration.millis(800), max_count=3)
+    configuration = _policy(model)
+    metric = configuration["CustomizedMetricSpecification"]
+    assert (metric["MetricName"], metric["Statistic"], configuration["TargetValue"]) == (
+        "TimeToFirstToken",
+        "Average",
+        0.8,
+    )
+    with pytest.raises(NeuronConfigurationError, match=r"target=2 hours.*NEURON027"):
+        _model()[2].scale_on_time_to_first_token(target=Duration.hours(2), max_count=3)
+    with pytest.raises(NeuronConfigurationError, match=r"no copy writes TimeToFirstToken.*NEURON178"):
+        _model(engine_metrics=False)[2].scale_on_time_to_first_token(target=Duration.seconds(1), max_count=3)

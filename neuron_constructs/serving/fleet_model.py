@@ -49,6 +49,7 @@ from neuron_constructs.serving.precompile_resources import PrecompileJob
 from neuron_constructs.serving.rollout import Rollout
 from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
 from neuron_constructs.serving.service_precompile import precompile_model
+from neuron_constructs.serving.service_scaling import TIME_TO_FIRST_TOKEN, WAITING_REQUESTS, time_to_first_token_target
 from neuron_constructs.serving.services import NeuronService, capacity_for, warn_without_neuron_alarm
 
 __all__ = ["FleetModel"]
@@ -411,10 +412,31 @@ class FleetModel(Construct, ListenerTarget):
         """
         minimum = self._minimum(min_count, max_count)
         for copy in self.copy_services:
-            copy.check_waiting_requests_written()
+            copy.check_engine_metric_written(WAITING_REQUESTS)
         targets = self._scalable_targets("scale_on_waiting_requests", minimum, max_count)
         for copy, target in zip(self.copy_services, targets, strict=True):
-            copy.track_waiting_requests(target, per_copy, scale_out_cooldown, scale_in_cooldown)
+            copy.track_engine_metric(target, WAITING_REQUESTS, per_copy, scale_out_cooldown, scale_in_cooldown)
+        return targets
+
+    @checked(ranges={"min_count": COUNT, "max_count": COUNT})
+    def scale_on_time_to_first_token(
+        self,
+        *,
+        target: Duration,
+        max_count: int,
+        min_count: int | None = None,
+        scale_out_cooldown: Duration | None = None,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Scale the copies together on the model's mean time to the first token, tracking ``target``; as
+        :meth:`scale_on_waiting_requests` (see :meth:`NeuronService.scale_on_time_to_first_token`)."""
+        seconds = time_to_first_token_target(construct_path(self), target)
+        minimum = self._minimum(min_count, max_count)
+        for copy in self.copy_services:
+            copy.check_engine_metric_written(TIME_TO_FIRST_TOKEN)
+        targets = self._scalable_targets("scale_on_time_to_first_token", minimum, max_count)
+        for copy, scaling in zip(self.copy_services, targets, strict=True):
+            copy.track_engine_metric(scaling, TIME_TO_FIRST_TOKEN, seconds, scale_out_cooldown, scale_in_cooldown)
         return targets
 
     def _minimum(self, min_count: int | None, max_count: int) -> int:

@@ -24,6 +24,7 @@ from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDe
 from neuron_constructs.knowledge import rules
 from neuron_constructs.programs.metric_publisher import CLUSTER_DIMENSION, MODEL_DIMENSION, NAMESPACE
 from neuron_constructs.serving.placement import check_one_per_instance
+from neuron_constructs.serving.rollout import latency_seconds
 from neuron_constructs.serving.service_rollout import check_rollout_room
 
 if TYPE_CHECKING:
@@ -86,27 +87,45 @@ def track_neuron_utilization(
     )
 
 
-def track_waiting_requests(
+WAITING_REQUESTS = "WaitingRequests"
+"""Requests waiting for a slot per copy (vLLM's ``vllm:num_requests_waiting``)."""
+TIME_TO_FIRST_TOKEN = "TimeToFirstToken"
+"""A copy's mean time to the first token between two scrapes (vLLM's ``vllm:time_to_first_token_seconds``)."""
+_UNITS = {WAITING_REQUESTS: cloudwatch.Unit.COUNT, TIME_TO_FIRST_TOKEN: cloudwatch.Unit.SECONDS}
+
+
+def track_engine_metric(
     service: NeuronService,
     scaling: ecs.ScalableTaskCount,
-    per_copy: int,
+    metric: str,
+    target: float,
     scale_out_cooldown: Duration,
     scale_in_cooldown: Duration,
 ) -> None:
-    """Add the target-tracking policy on ``service``'s model's requests waiting per copy to ``scaling``."""
+    """Add the target-tracking policy on ``service``'s model's engine ``metric`` (:data:`WAITING_REQUESTS`,
+    :data:`TIME_TO_FIRST_TOKEN`) to ``scaling``: the 1-minute average of the series every copy's engine-metrics sidecar
+    writes under the model's name (:mod:`neuron_constructs.programs.engine_metrics`), so an average over the copies."""
     scaling.scale_to_track_custom_metric(
-        "WaitingRequests",
-        metric=waiting_requests_metric(service.cluster.cluster.cluster_name, service.model_name),
-        target_value=per_copy,
+        metric,
+        metric=_model_average(service.cluster.cluster.cluster_name, service.model_name, metric, _UNITS[metric]),
+        target_value=target,
         scale_out_cooldown=scale_out_cooldown,
         scale_in_cooldown=scale_in_cooldown,
     )
 
 
-def waiting_requests_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:
-    """A model's requests waiting per copy: the 1-minute average of the ``ClusterName, Model`` series every copy's
-    engine-metrics sidecar writes (:mod:`neuron_constructs.programs.engine_metrics`), so an average over the copies."""
-    return _model_average(cluster_name, model_name, "WaitingRequests", cloudwatch.Unit.COUNT)
+def time_to_first_token_target(path: str, target: object) -> float:
+    """``target`` of ``scale_on_time_to_first_token`` in seconds: a literal ``Duration`` above 0 s, at most an hour."""
+    if not isinstance(target, Duration):
+        raise rules.WRONG_TYPE.error(path, f"target={target!r}", expected="target=Duration.millis(...) or seconds")
+    seconds = latency_seconds(target)
+    if seconds is None:
+        raise rules.TOKEN_NOT_LITERAL.error(path, "target is a CDK token, read only at deploy time", name="target")
+    if not 0 < seconds <= 3600:
+        raise rules.OUT_OF_RANGE.error(
+            path, f"target={target.to_human_string()}", name="target", minimum="above 0 s", maximum="an hour"
+        )
+    return seconds
 
 
 def model_utilization_metric(cluster_name: str, model_name: str) -> cloudwatch.Metric:

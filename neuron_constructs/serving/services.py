@@ -68,9 +68,12 @@ from neuron_constructs.serving.rollout_checks import warn_without_neuron_alarm a
 from neuron_constructs.serving.service_precompile import precompile_service, warn_cache_hit_only
 from neuron_constructs.serving.service_rollout import check_rollout_room, set_up_rollout
 from neuron_constructs.serving.service_scaling import (
+    TIME_TO_FIRST_TOKEN,
+    WAITING_REQUESTS,
     check_scaling_counts,
+    time_to_first_token_target,
+    track_engine_metric,
     track_neuron_utilization,
-    track_waiting_requests,
 )
 
 __all__ = ["NeuronService", "warn_without_neuron_alarm"]
@@ -379,29 +382,50 @@ class NeuronService(Construct, ListenerTarget):
         shorter cooldown adds copies for the same queue. ``scale_in_cooldown``: default 30 minutes, as for requests.
         Refused without the sidecar (NEURON178); the bounds and deployment-room rules are those of
         :meth:`scale_on_requests`, with which it shares the scalable target. Returns the scalable target."""
-        self.check_waiting_requests_written()
+        self.check_engine_metric_written(WAITING_REQUESTS)
         scaling = self._scalable_target("scale_on_waiting_requests", min_count, max_count)
-        self.track_waiting_requests(scaling, per_copy, scale_out_cooldown, scale_in_cooldown)
+        self.track_engine_metric(scaling, WAITING_REQUESTS, per_copy, scale_out_cooldown, scale_in_cooldown)
         return scaling
 
-    def check_waiting_requests_written(self) -> None:
-        """NEURON178: refused when no engine-metrics sidecar of this model writes ``WaitingRequests``."""
+    @checked(ranges={"min_count": COUNT, "max_count": Range(1)})
+    def scale_on_time_to_first_token(
+        self,
+        *,
+        target: Duration,
+        max_count: int,
+        min_count: int | None = None,
+        scale_out_cooldown: Duration | None = None,
+        scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
+    ) -> ecs.ScalableTaskCount:
+        """Track ``target`` mean time to the first token of this model (vLLM's ``vllm:time_to_first_token_seconds``,
+        each copy's mean between two scrapes as its engine-metrics sidecar writes it, ``TimeToFirstToken``; a
+        fraction of a second taken, up to an hour), between ``min_count`` and ``max_count`` tasks, with the cooldowns,
+        refusal (NEURON178) and shared scalable target of :meth:`scale_on_waiting_requests`. Returns the target."""
+        seconds = time_to_first_token_target(construct_path(self), target)
+        self.check_engine_metric_written(TIME_TO_FIRST_TOKEN)
+        scaling = self._scalable_target("scale_on_time_to_first_token", min_count, max_count)
+        self.track_engine_metric(scaling, TIME_TO_FIRST_TOKEN, seconds, scale_out_cooldown, scale_in_cooldown)
+        return scaling
+
+    def check_engine_metric_written(self, metric: str) -> None:
+        """NEURON178: refused when no engine-metrics sidecar of this model writes ``metric``."""
         if self.engine_metrics_container is None:
             raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
-                construct_path(self), "the model has no engine-metrics sidecar, so no copy writes WaitingRequests"
+                construct_path(self), f"the model has no engine-metrics sidecar, so no copy writes {metric}"
             )
 
-    def track_waiting_requests(
+    def track_engine_metric(
         self,
         scaling: ecs.ScalableTaskCount,
-        per_copy: int,
+        metric: str,
+        target: float,
         scale_out_cooldown: Duration | None,
         scale_in_cooldown: Duration,
     ) -> None:
-        """Add the target-tracking policy on the model's requests waiting per copy to ``scaling``, the scale-out
-        cooldown by default the model's stated time to serve."""
+        """Add the target-tracking policy on the model's engine ``metric`` (an average over its copies) to
+        ``scaling``, the scale-out cooldown by default the model's stated time to serve."""
         out = scale_out_cooldown if scale_out_cooldown is not None else self._time_to_serve_cooldown()
-        track_waiting_requests(self, scaling, per_copy, out, scale_in_cooldown)
+        track_engine_metric(self, scaling, metric, target, out, scale_in_cooldown)
 
     def _time_to_serve_cooldown(self) -> Duration:
         """The model's stated time to serve, at least :data:`SCALE_OUT_COOLDOWN`."""
