@@ -152,6 +152,7 @@ def test_lora_is_written_for_vllm_on_nxd_inference_and_refused_before_vllm_neuro
         (lambda: VllmLora(adapters={"a": "relative/path"}), r"not an absolute path"),
         (lambda: VllmLora(adapters={"a b": "/x"}), r"adapter name 'a b'"),
         (lambda: VllmLora(adapters={"a": "/x"}, max_lora_rank=12), r"max_lora_rank=12 is not one vLLM takes"),
+        (lambda: VllmLora(adapters={"a": "/x"}, max_lora_rank=16.0), r"max_lora_rank=16.0 is not one vLLM takes"),
         (lambda: VllmLora(adapters={"a": "/x", "b": "/y"}, max_loras=1), r"max_loras=1 slots for 2 adapters"),
         (lambda: VllmServer(model=" x"), r"model=' x' is not a model id"),
         (lambda: VllmServer(model=MODEL, tensor_parallel_size=0), r"tensor_parallel_size=0 is not a whole number"),
@@ -273,3 +274,24 @@ def test_each_slice_serves_on_its_cores_and_a_model_name_given_is_the_served_nam
     assert {(_option(c, "--tensor-parallel-size"), _option(c, "--served-model-name")) for c in commands} == {
         ("16", "chat")
     }
+
+
+def test_a_port_mapping_given_as_the_cdk_s_dict_maps_the_server_s_port() -> None:
+    stack = _stack()
+    container = _serve(_manual(stack), VllmServer(model=MODEL), port_mappings=[{"containerPort": 8000}])
+    assert [m["containerPort"] for m in _rendered(stack, container)["portMappings"]] == [8000]
+
+
+def test_the_engine_metrics_sidecar_reads_the_port_the_server_listens_on() -> None:
+    from neuron_constructs import NeuronCluster, NeuronService
+
+    stack = _stack()
+    cluster = NeuronCluster(stack, "C")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
+    task = _manual(stack, instance_type="trn2.48xlarge", devices=[0])
+    ports = [ecs.PortMapping(container_port=9000), ecs.PortMapping(container_port=8000)]
+    _serve(task, VllmServer(model=MODEL), VLLM_TRN2, port_mappings=ports, environment={"VLLM_CACHE_ROOT": "/v"})
+    service = NeuronService(stack, "Llm", cluster=cluster, task_definition=task)
+    assert service.engine_metrics_container is not None
+    environment = {e["name"]: e["value"] for e in _rendered(stack, service.engine_metrics_container)["environment"]}
+    assert str(environment["ENGINE_METRICS_URL"]).endswith(":8000")

@@ -169,3 +169,39 @@ def test_the_model_scales_on_its_mean_time_to_first_token_in_fractions_of_a_seco
         _model()[2].scale_on_time_to_first_token(target=Duration.hours(2), max_count=3)
     with pytest.raises(NeuronConfigurationError, match=r"no copy writes TimeToFirstToken.*NEURON178"):
         _model(engine_metrics=False)[2].scale_on_time_to_first_token(target=Duration.seconds(1), max_count=3)
+
+
+def _fleet_with(alarms: RolloutAlarms, *, engine_metrics: bool) -> Stack:
+    from neuron_constructs import NeuronFleet
+
+    app = App(analytics_reporting=False)
+    platform = Stack(app, "Platform", env=ENV)
+    cluster = NeuronCluster(platform, "Cluster")
+    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=2)
+    model = Stack(app, "Model", env=ENV)
+    fleet = NeuronFleet(model, "Fleet", cluster=cluster, instance_type="trn2.48xlarge", instances=2)
+    fleet.add_model(
+        "Chat",
+        devices_per_task=8,
+        copies=2,
+        image=ecs.ContainerImage.from_registry(VLLM_TRN2.reference),
+        environment={"VLLM_CACHE_ROOT": "/var/cache/vllm"},
+        server=VllmServer(model="meta-llama/Llama-3.1-8B-Instruct"),
+        model_name="chat",
+        rollout=Rollout.canary(percent=50, alarms=alarms),
+        engine_metrics=engine_metrics,
+    )
+    return model
+
+
+def test_every_copy_of_a_fleet_model_rolls_back_on_the_model_s_time_to_first_token() -> None:
+    model = _fleet_with(RolloutAlarms(time_to_first_token=Duration.seconds(2)), engine_metrics=True)
+    alarms = Template.from_stack(model).find_resources("AWS::CloudWatch::Alarm").values()
+    assert [
+        a["Properties"]["Threshold"] for a in alarms if a["Properties"].get("MetricName") == "TimeToFirstToken"
+    ] == [2]
+    services = Template.from_stack(model).find_resources("AWS::ECS::Service").values()
+    watched = [s["Properties"]["DeploymentConfiguration"]["Alarms"]["AlarmNames"] for s in services]
+    assert len(watched) == 2 and all(len(names) >= 1 for names in watched)
+    with pytest.raises(NeuronConfigurationError, match=r"the model's copies have none.*NEURON178"):
+        _fleet_with(RolloutAlarms(time_to_first_token=Duration.seconds(2)), engine_metrics=False)

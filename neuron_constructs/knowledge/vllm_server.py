@@ -133,7 +133,8 @@ class VllmLora:
                     f"adapter {name!r} is at {path!r}, not an absolute path in the container without spaces or '='",
                     fix="give the adapter's directory in the container (for example under MODEL_DIR)",
                 )
-        if self.max_lora_rank not in LORA_RANKS or isinstance(self.max_lora_rank, bool):
+        rank = self.max_lora_rank
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank not in LORA_RANKS:
             raise rules.VLLM_LORA.error(
                 where,
                 f"max_lora_rank={self.max_lora_rank!r} is not one vLLM takes",

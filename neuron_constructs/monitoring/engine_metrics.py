@@ -215,7 +215,9 @@ def add_engine_metrics(
             path, f"engine_metrics asked for {model.image_name}, {shown}, which publishes none", engines=_engines()
         )
     ports = _ports(model)
-    port = options.port if options.port is not None else (ports[0] if ports else None)
+    served = task_definition.servers.get(model.container_name)
+    default = served.port if served is not None else (ports[0] if ports else None)
+    port = options.port if options.port is not None else default
     if port is None or port not in ports:
         raise rules.ENGINE_METRICS_PORT.error(
             path,

@@ -352,7 +352,7 @@ class Collector:
         self.start_written = False
         self.scrapes_since_healthy = 0
         self.before: dict[str, tuple[int, float, float]] = {}
-        """Per ``rate`` or ``mean`` row, the scrape before: its time (ms), total and count."""
+        """Per ``rate`` or ``mean`` row (by its CloudWatch name), the scrape before: its time (ms), total and count."""
 
     @property
     def wanted(self) -> list[str]:
@@ -376,8 +376,9 @@ class Collector:
             if not series:
                 return None
             total, count = sum(series.values()), 0.0
-        before = self.before.get(name)
-        self.before[name] = (timestamp_ms, total, count)
+        key = str(row["name"])
+        before = self.before.get(key)
+        self.before[key] = (timestamp_ms, total, count)
         if before is None or timestamp_ms <= before[0] or total < before[1] or count < before[2]:
             return None
         if row.get("kind") == "mean":
@@ -444,7 +445,7 @@ class Collector:
             values[name] = _aggregate((per or series).values(), how) * scale
             units[name] = unit
             for bucket, value in sorted(per.items()):
-                lines.append(self._record({name: value}, {name: unit}, timestamp_ms, Bucket=bucket))
+                lines.append(self._record({name: value * scale}, {name: unit}, timestamp_ms, Bucket=bucket))
         if values:
             lines.insert(0, self._record(values, units, timestamp_ms))
         return lines

@@ -46,8 +46,13 @@ from neuron_constructs.serving.listeners import (
     request_target_group,
 )
 from neuron_constructs.serving.precompile_resources import PrecompileJob
-from neuron_constructs.serving.rollout import Rollout
-from neuron_constructs.serving.rollout_alarms import execution_errors_alarm, load_balancer_alarms
+from neuron_constructs.serving.rollout import Rollout, RolloutAlarms
+from neuron_constructs.serving.rollout_alarms import (
+    ENGINE_LATENCIES,
+    engine_latency_alarms,
+    execution_errors_alarm,
+    load_balancer_alarms,
+)
 from neuron_constructs.serving.service_precompile import precompile_model
 from neuron_constructs.serving.service_scaling import TIME_TO_FIRST_TOKEN, WAITING_REQUESTS, time_to_first_token_target
 from neuron_constructs.serving.services import NeuronService, capacity_for, warn_without_neuron_alarm
@@ -310,6 +315,25 @@ class FleetModel(Construct, ListenerTarget):
                 )
             else:
                 warn_without_neuron_alarm(self, chosen)
+            self._add_engine_latency_alarms(settings, cluster.cluster.cluster_name)
+
+    def _add_engine_latency_alarms(self, settings: RolloutAlarms, cluster_name: str) -> None:
+        """The alarms on what the model's users feel that ``settings`` states, on every copy (NEURON178 when a copy
+        has no engine-metrics sidecar)."""
+        stated = [name for name in ENGINE_LATENCIES if getattr(settings, name) is not None]
+        if not stated:
+            return
+        if any(copy.engine_metrics_container is None for copy in self.copy_services):
+            raise rules.SCALING_WITHOUT_ENGINE_METRIC.error(
+                construct_path(self),
+                f"RolloutAlarms({stated[0]}=...) watches a metric only the model's engine-metrics sidecar writes, and "
+                "the model's copies have none",
+            )
+        self._add_alarms(
+            *engine_latency_alarms(
+                self, "Rollout", cluster_name=cluster_name, model_name=self.model_name, settings=settings
+            )
+        )
 
     def _add_alarms(self, *alarms: cloudwatch.Alarm) -> None:
         """Give every copy's deployment ``alarms`` to roll back on."""

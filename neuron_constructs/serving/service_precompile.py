@@ -289,6 +289,8 @@ def warn_cache_hit_only(service: NeuronService) -> None:
     the service was made count too."""
 
     def warn() -> None:
+        if service.task_definition.precompiled is not None:  # a fleet precompiles its copies after making them
+            return
         rendered = {c.get("name"): c for c in containers_as_synthesized(service.task_definition.task_definition)}
         for container in service.task_definition.neuron_containers:
             pairs = rendered.get(container.container_name, {}).get("environment")

@@ -602,5 +602,8 @@ def _new_task_role(owner: Construct) -> iam.Role:
 
 
 def _container_port(mapping: object) -> object:
-    """The container port of a port mapping given as ``ecs.PortMapping`` or as a dict."""
-    return mapping.get("container_port") if isinstance(mapping, dict) else getattr(mapping, "container_port", None)
+    """The container port of a port mapping given as ``ecs.PortMapping`` or as a dict (``containerPort``, as the CDK
+    takes it)."""
+    if isinstance(mapping, dict):
+        return mapping.get("containerPort", mapping.get("container_port"))
+    return getattr(mapping, "container_port", None)
