@@ -434,13 +434,10 @@ class FleetModel(Construct, ListenerTarget):
         the scalable targets of the other scaling methods (same counts; each called at most once, NEURON035).
         Returns the scalable targets, in copy order.
         """
-        minimum = self._minimum(min_count, max_count)
-        for copy in self.copy_services:
-            copy.check_engine_metric_written(WAITING_REQUESTS)
-        targets = self._scalable_targets("scale_on_waiting_requests", minimum, max_count)
-        for copy, target in zip(self.copy_services, targets, strict=True):
-            copy.track_engine_metric(target, WAITING_REQUESTS, per_copy, scale_out_cooldown, scale_in_cooldown)
-        return targets
+        return self._scale_on_engine_metric(
+            "scale_on_waiting_requests", WAITING_REQUESTS, per_copy, min_count, max_count, scale_out_cooldown,
+            scale_in_cooldown,
+        )  # fmt: skip
 
     @checked(ranges={"min_count": COUNT, "max_count": COUNT})
     def scale_on_time_to_first_token(
@@ -455,12 +452,28 @@ class FleetModel(Construct, ListenerTarget):
         """Scale the copies together on the model's mean time to the first token, tracking ``target``; as
         :meth:`scale_on_waiting_requests` (see :meth:`NeuronService.scale_on_time_to_first_token`)."""
         seconds = time_to_first_token_target(construct_path(self), target)
+        return self._scale_on_engine_metric(
+            "scale_on_time_to_first_token", TIME_TO_FIRST_TOKEN, seconds, min_count, max_count, scale_out_cooldown,
+            scale_in_cooldown,
+        )  # fmt: skip
+
+    def _scale_on_engine_metric(
+        self,
+        method: str,
+        metric: str,
+        target: float,
+        min_count: int | None,
+        max_count: int,
+        scale_out_cooldown: Duration | None,
+        scale_in_cooldown: Duration,
+    ) -> list[ecs.ScalableTaskCount]:
+        """Every copy's scalable target tracking the model's engine ``metric`` at ``target`` (NEURON178 first)."""
         minimum = self._minimum(min_count, max_count)
         for copy in self.copy_services:
-            copy.check_engine_metric_written(TIME_TO_FIRST_TOKEN)
-        targets = self._scalable_targets("scale_on_time_to_first_token", minimum, max_count)
+            copy.check_engine_metric_written(metric)
+        targets = self._scalable_targets(method, minimum, max_count)
         for copy, scaling in zip(self.copy_services, targets, strict=True):
-            copy.track_engine_metric(scaling, TIME_TO_FIRST_TOKEN, seconds, scale_out_cooldown, scale_in_cooldown)
+            copy.track_engine_metric(scaling, metric, target, scale_out_cooldown, scale_in_cooldown)
         return targets
 
     def _minimum(self, min_count: int | None, max_count: int) -> int:

@@ -382,10 +382,10 @@ class NeuronService(Construct, ListenerTarget):
         shorter cooldown adds copies for the same queue. ``scale_in_cooldown``: default 30 minutes, as for requests.
         Refused without the sidecar (NEURON178); the bounds and deployment-room rules are those of
         :meth:`scale_on_requests`, with which it shares the scalable target. Returns the scalable target."""
-        self.check_engine_metric_written(WAITING_REQUESTS)
-        scaling = self._scalable_target("scale_on_waiting_requests", min_count, max_count)
-        self.track_engine_metric(scaling, WAITING_REQUESTS, per_copy, scale_out_cooldown, scale_in_cooldown)
-        return scaling
+        return self._scale_on_engine_metric(
+            "scale_on_waiting_requests", WAITING_REQUESTS, per_copy, min_count, max_count, scale_out_cooldown,
+            scale_in_cooldown,
+        )  # fmt: skip
 
     @checked(ranges={"min_count": COUNT, "max_count": Range(1)})
     def scale_on_time_to_first_token(
@@ -402,9 +402,25 @@ class NeuronService(Construct, ListenerTarget):
         fraction of a second taken, up to an hour), between ``min_count`` and ``max_count`` tasks, with the cooldowns,
         refusal (NEURON178) and shared scalable target of :meth:`scale_on_waiting_requests`. Returns the target."""
         seconds = time_to_first_token_target(construct_path(self), target)
-        self.check_engine_metric_written(TIME_TO_FIRST_TOKEN)
-        scaling = self._scalable_target("scale_on_time_to_first_token", min_count, max_count)
-        self.track_engine_metric(scaling, TIME_TO_FIRST_TOKEN, seconds, scale_out_cooldown, scale_in_cooldown)
+        return self._scale_on_engine_metric(
+            "scale_on_time_to_first_token", TIME_TO_FIRST_TOKEN, seconds, min_count, max_count, scale_out_cooldown,
+            scale_in_cooldown,
+        )  # fmt: skip
+
+    def _scale_on_engine_metric(
+        self,
+        method: str,
+        metric: str,
+        target: float,
+        min_count: int | None,
+        max_count: int,
+        scale_out_cooldown: Duration | None,
+        scale_in_cooldown: Duration,
+    ) -> ecs.ScalableTaskCount:
+        """The service's scalable target tracking the model's engine ``metric`` at ``target`` (NEURON178 first)."""
+        self.check_engine_metric_written(metric)
+        scaling = self._scalable_target(method, min_count, max_count)
+        self.track_engine_metric(scaling, metric, target, scale_out_cooldown, scale_in_cooldown)
         return scaling
 
     def check_engine_metric_written(self, metric: str) -> None:
