@@ -364,7 +364,8 @@ class Collector:
 
     def _change(self, row: Mapping[str, Any], scrape: Scrape, timestamp_ms: int) -> float | None:
         """A ``rate`` row's increase per second, a ``mean`` row's mean observation, since the scrape before; ``None``
-        at the first scrape, when nothing was observed, or when the counter went down."""
+        at the first scrape, when nothing was observed, when the counter went down, or when the quotient is not a
+        finite number (a garbled answer)."""
         name = str(row["prometheus"])
         if row.get("kind") == "mean":
             sums, counts = scrape.series.get(f"{name}_sum"), scrape.series.get(f"{name}_count")
@@ -382,8 +383,10 @@ class Collector:
         if before is None or timestamp_ms <= before[0] or total < before[1] or count < before[2]:
             return None
         if row.get("kind") == "mean":
-            return (total - before[1]) / (count - before[2]) if count > before[2] else None
-        return (total - before[1]) * 1000.0 / (timestamp_ms - before[0])
+            change = (total - before[1]) / (count - before[2]) if count > before[2] else None
+        else:
+            change = (total - before[1]) * 1000.0 / (timestamp_ms - before[0])
+        return change if change is not None and math.isfinite(change) else None
 
     def _record(self, values: Mapping[str, float], units: Mapping[str, str], timestamp_ms: int, **more: str) -> str:
         dimensions = ["ClusterName", "Model", *more]
