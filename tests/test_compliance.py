@@ -202,7 +202,9 @@ def test_the_library_environment_names_are_those_the_compute_package_writes() ->
         compile_cache_tiers.PRECOMPILE_BACKEND_VARIABLE,
         *cpu_compile.CACHE_HIT_ONLY,
     }
-    assert all(
-        name in compliance.LIBRARY_ENVIRONMENT or name.startswith(compliance.LIBRARY_ENVIRONMENT_PREFIX)
-        for name in written
-    )
+    from neuron_constructs.monitoring import engine_metrics as sidecar
+    from neuron_constructs.programs import engine_metrics as collector
+
+    written |= {sidecar.PROGRAM_VARIABLE, *(v for k, v in vars(collector).items() if k.endswith("_VARIABLE"))}
+    written -= {collector.METADATA_VARIABLE}  # ECS sets it, not the library
+    assert all(compliance.library_s_own(name) for name in written)

@@ -344,7 +344,7 @@ def test_no_line_of_prometheus_punctuation_makes_the_parser_or_the_collector_rai
         assert line.startswith("{") or line.startswith("engine-metrics:")
 
 
-def test_the_table_names_the_release_and_source_of_each_metric_and_only_vllm_neuron_publishes() -> None:
+def test_the_table_names_the_release_and_source_of_each_metric_and_which_engines_publish_it() -> None:
     for metric in table.ENGINE_METRICS:
         if metric.prometheus.startswith("vllm_neuron:"):
             assert "2.34.0" in metric.release and "vLLM Metrics Integration" in metric.source
@@ -352,7 +352,11 @@ def test_the_table_names_the_release_and_source_of_each_metric_and_only_vllm_neu
         else:
             assert metric.prometheus.startswith("vllm:") and "vLLM 0.11" in metric.release
             assert "loggers.py" in metric.source and metric.when == "every"
-    assert [e.name for e in engines.ENGINES.values() if table.publishes_metrics(e)] == ["vLLM Neuron (native route)"]
+    publishing = [e for e in engines.ENGINES.values() if table.publishes_metrics(e)]
+    assert publishing == [engines.VLLM_NXDI, engines.VLLM_NEURON_NATIVE]
+    # vLLM on NxD Inference serves vLLM's own metrics only: none of the start metrics, no compile time per bucket
+    assert {m.prometheus.split(":")[0] for m in table.metrics_of(engines.VLLM_NXDI)} == {"vllm"}
+    assert [e for e in publishing if table.reports_compiles(e)] == [engines.VLLM_NEURON_NATIVE]
 
 
 # --- the sidecar, the alarm and the dashboard ---------------------------------------------------------------------
@@ -517,7 +521,7 @@ def test_an_image_whose_engine_publishes_nothing_is_not_measured_by_default_and_
     assert service.engine_metrics_container is not None
 
 
-def test_the_vllm_nxd_inference_image_is_refused_naming_the_engine() -> None:
+def test_a_vllm_on_nxd_inference_service_gets_the_serving_metrics_and_no_compile_alarm_even_with_a_cache() -> None:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
     cluster = NeuronCluster(platform, "Cluster")
@@ -527,9 +531,15 @@ def test_the_vllm_nxd_inference_image_is_refused_naming_the_engine() -> None:
         "model",
         image=ecs.ContainerImage.from_registry(VLLM.reference),
         port_mappings=[ecs.PortMapping(container_port=8080)],
+        environment={"NEURON_COMPILE_CACHE_URL": "s3://bucket/cache"},
     )
-    with pytest.raises(NeuronConfigurationError, match=r"vLLM on NxD Inference.*NEURON170"):
-        NeuronService(platform, "Llm", cluster=cluster, task_definition=task, engine_metrics=True)
+    service = NeuronService(platform, "Llm", cluster=cluster, task_definition=task)
+    environment = {e["name"]: e["value"] for e in _definition(service.engine_metrics_container)["environment"]}
+    rows = json.loads(environment[collector.TABLE_VARIABLE])["metrics"]
+    assert [r["name"] for r in rows] == [m.name for m in table.metrics_of(engines.VLLM_NXDI)]
+    assert "WaitingRequests" in {r["name"] for r in rows} and not any(r["when"] == "start" for r in rows)
+    # THEN the copy is not expected warm: this engine reports no compile time, so no alarm could count a compile
+    assert environment[collector.EXPECT_WARM_VARIABLE] == "0" and service.compile_alarm is None
 
 
 def test_a_model_without_a_port_is_not_measured_by_default_and_a_port_it_does_not_map_is_refused() -> None:

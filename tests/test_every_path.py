@@ -80,7 +80,7 @@ def break_managed(app: App) -> Stack:
     )
     # escape hatch: the sidecar asks for NeuronDevice too
     _l1(stack.task_definition.task_definition).add_property_override(
-        "ContainerDefinitions.1.ResourceRequirements", [{"Type": "NeuronDevice", "Value": "ALL"}]
+        "ContainerDefinitions.2.ResourceRequirements", [{"Type": "NeuronDevice", "Value": "ALL"}]
     )
     return stack
 

@@ -90,7 +90,8 @@ def test_managed_stack_gives_the_vllm_container_every_neuron_device(templates: d
     props = task["Properties"]
     assert props["RequiresCompatibilities"] == ["MANAGED_INSTANCES"]
     assert props["NetworkMode"] == "awsvpc"
-    (container,) = props["ContainerDefinitions"]
+    container, sidecar = props["ContainerDefinitions"]
+    assert sidecar["Name"] == "engine-metrics" and "ResourceRequirements" not in sidecar
     assert container["ResourceRequirements"] == NEURON_DEVICE_ALL
     assert "LinuxParameters" not in container
     assert container["PortMappings"][0]["ContainerPort"] == 8080
@@ -176,7 +177,8 @@ def test_ec2_task_maps_neuron0_pinned_to_its_instance_type(templates: dict[str, 
     assert props["PlacementConstraints"] == [
         {"Type": "memberOf", "Expression": "attribute:ecs.instance-type == inf2.xlarge"}
     ]
-    (container,) = props["ContainerDefinitions"]
+    container, sidecar = props["ContainerDefinitions"]
+    assert sidecar["Name"] == "engine-metrics" and "Devices" not in sidecar["LinuxParameters"]
     assert container["LinuxParameters"]["Devices"] == [
         {"HostPath": "/dev/neuron0", "ContainerPath": "/dev/neuron0", "Permissions": ["read", "write"]}
     ]
@@ -575,7 +577,7 @@ def test_every_manual_service_keeps_its_copies_on_distinct_instances(
         if service["Properties"].get("SchedulingStrategy") == "DAEMON":
             continue  # one task per instance by definition (the monitoring daemons)
         task = tasks[service["Properties"]["TaskDefinition"]["Ref"]]
-        manual = any("LinuxParameters" in c for c in task["Properties"]["ContainerDefinitions"])
+        manual = any("Devices" in c.get("LinuxParameters", {}) for c in task["Properties"]["ContainerDefinitions"])
         constraints = service["Properties"].get("PlacementConstraints", [])
         assert ({"Type": "distinctInstance"} in constraints) is manual
 

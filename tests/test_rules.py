@@ -369,6 +369,21 @@ def _engine_metrics_without_a_port(s: Stack) -> None:
     _engine_metrics_service(s, VLLM_TRN2.reference, (), engine_metrics=True)
 
 
+def _compile_alarm_on_vllm_on_nxd_inference(s: Stack) -> None:
+    from neuron_constructs import EngineMetrics
+    from neuron_constructs.knowledge.container_images import VLLM
+
+    cluster = NeuronCluster(s, "C")
+    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container(
+        "m",
+        image=ecs.ContainerImage.from_registry(VLLM.reference),
+        port_mappings=[ecs.PortMapping(container_port=8000)],
+    )
+    NeuronService(s, "Svc", cluster=cluster, task_definition=task, engine_metrics=EngineMetrics(expect_warm=True))
+
+
 def _scaled_service(s: Stack, **service: Any) -> NeuronService:
     """One inf2.48xlarge task of a manual task definition, on a capacity of two instances, behind a load balancer."""
     from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -1235,6 +1250,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     (r.MODEL_NAME, _model_name_with_a_space, r"Test/Svc: model_name='my model' is not 1 to 255 such characters"),
     (r.ENGINE_WITHOUT_METRICS, _engine_metrics_for_busybox, r"Test/Svc: engine_metrics asked for .*busybox:1.37, an "),
     (r.ENGINE_METRICS_PORT, _engine_metrics_without_a_port, r"Test/Svc: container 'm' maps no port"),
+    (
+        r.COMPILE_ALARM_WITHOUT_COMPILE_METRIC,
+        _compile_alarm_on_vllm_on_nxd_inference,
+        r"Test/Svc: EngineMetrics\(expect_warm=True\) for engine vLLM on NxD Inference",
+    ),
     (
         r.UNDECLARED_DEVICE,
         _device_outside_the_task,

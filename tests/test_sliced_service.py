@@ -273,7 +273,8 @@ def test_example_slices(
     slices = _slices(templates[stack])
     assert len(slices) == instance.chips // devices_per_task
     for index, (service, task) in enumerate(slices):
-        (container,) = task["ContainerDefinitions"]
+        container, sidecar = task["ContainerDefinitions"]  # the model and its engine-metrics sidecar
+        assert sidecar["Name"] == "engine-metrics" and "Devices" not in sidecar["LinuxParameters"]
         expected = [f"/dev/neuron{d}" for d in range(index * devices_per_task, (index + 1) * devices_per_task)]
         assert [d["HostPath"] for d in container["LinuxParameters"]["Devices"]] == expected
         assert [d["ContainerPath"] for d in container["LinuxParameters"]["Devices"]] == expected

@@ -364,19 +364,23 @@ LIBRARY_ENVIRONMENT = frozenset(
     }
 )
 """The environment variables the library sets on Neuron containers (names, core lists, an S3 location, a path);
-those of the driver check start with :data:`LIBRARY_ENVIRONMENT_PREFIX`. A test keeps these equal to the names the
+those of the driver check and of the engine-metrics collector start with one of
+:data:`LIBRARY_ENVIRONMENT_PREFIXES`. A test keeps these equal to the names the
 compute package writes."""
 _VLLM_NEURON_CACHE = frozenset({"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT", "VLLM_NEURON_BACKEND"})
 _CACHE_HIT_ONLY = frozenset({"NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND", "VLLM_NEURON_DISABLE_WARMUP_COMPILE"})
 """The cache-hit-only switches of a precompiled model (``serving.service_precompile``), explained where they are set."""
 """The variables of vLLM Neuron's compile cache (``compute.compile_cache_tiers``): their reason is given only where
 they are set, so the reason on every other task definition stays as it was."""
-LIBRARY_ENVIRONMENT_PREFIX = "NEURON_DRIVER_CHECK_"
-"""The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates)."""
+LIBRARY_ENVIRONMENT_PREFIXES = ("NEURON_DRIVER_CHECK_", "ENGINE_METRICS_")
+"""The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates) and the
+engine-metrics collector's (its code, the engine's URL, the model's and cluster's names, its metric table, a period
+and a threshold)."""
 
 
-def _library_s_alone(name: str) -> bool:
-    return name in LIBRARY_ENVIRONMENT or name.startswith(LIBRARY_ENVIRONMENT_PREFIX)
+def library_s_own(name: str) -> bool:
+    """Whether the environment variable ``name`` is one the library sets."""
+    return name in LIBRARY_ENVIRONMENT or name.startswith(LIBRARY_ENVIRONMENT_PREFIXES)
 
 
 def acknowledge_library_environment(task_definition: IConstruct) -> None:
@@ -413,7 +417,7 @@ def _list(value: object) -> list[object]:
 
 def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
     names = environment_names(resource)
-    if not names or not all(_library_s_alone(name) for name in names):
+    if not names or not all(library_s_own(name) for name in names):
         return
     _acknowledge(
         resource,
@@ -425,6 +429,12 @@ def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
                 "(a path) and the driver check's NEURON_DRIVER_CHECK_* (driver versions, dates, the container's "
                 "name), the variables the Neuron runtime, frameworks and model servers read; none is secret. A "
                 "variable of your own leaves this finding to you."
+                + (
+                    " ENGINE_METRICS_* are the engine-metrics sidecar's: its code, the engine's local URL, the "
+                    "model's and cluster's names, its metric table, a period and a threshold."
+                    if any(name.startswith("ENGINE_METRICS_") for name in names)
+                    else ""
+                )
                 + (
                     " NEURON_LIBTORCH_REMOTE_CACHE and VLLM_CACHE_ROOT (paths) and VLLM_NEURON_BACKEND (a backend "
                     "name) are vLLM Neuron's compile cache."

@@ -18,9 +18,13 @@ and may carry ``rank_id``. The library's :data:`~neuron_constructs.knowledge.con
 Neuron 2.33.0's plugin (0.29.0.1.2.0): no source says whether that release publishes them already. A metric the answer
 does not hold is not written, and the collector says so in one line.
 
-Engines without a row (vLLM on NxD Inference, torch-neuronx, optimum-neuron, torch-neuron) have no engine metric the
-library reads: asking for them is refused (NEURON170). vLLM on NxD Inference serves vLLM's own ``vllm:`` metrics at
-``/metrics`` but none of these start metrics.
+vLLM's own serving metrics (waiting and running requests, KV-cache usage, time to the first token and between tokens,
+request latency, generated tokens) come from vLLM's OpenAI-compatible server, whatever platform plugin runs the model:
+vLLM Neuron and vLLM on NxD Inference (the :data:`~neuron_constructs.knowledge.container_images.VLLM` image's vLLM
+0.16) both publish them; vLLM on NxD Inference publishes none of the ``vllm_neuron:`` start metrics.
+
+Engines without a row (torch-neuronx, optimum-neuron, torch-neuron) have no engine metric the library reads: asking
+for them is refused (NEURON170).
 
 Plain Python, no AWS CDK.
 """
@@ -42,6 +46,7 @@ __all__ = [
     "EngineMetric",
     "metrics_of",
     "publishes_metrics",
+    "reports_compiles",
     "table_json",
 ]
 
@@ -88,6 +93,9 @@ class EngineMetric:
 
 
 _VLLM_NEURON = (engines.VLLM_NEURON_NATIVE,)
+_VLLM_SERVING = (engines.VLLM_NEURON_NATIVE, engines.VLLM_NXDI)
+"""The engines that serve vLLM's own metrics: vLLM's OpenAI-compatible server writes them (vllm/v1/metrics/loggers.py,
+``PrometheusStatLogger``) whatever platform plugin runs the model."""
 _VLLM_NEURON_RELEASE = "vLLM Neuron plugin, Neuron 2.34.0 documentation"
 
 VLLM_SERVING_METRICS_SOURCE = (
@@ -109,14 +117,14 @@ def _serving(
     aggregate: Literal["max", "sum"] = "max",
     scale: float = 1.0,
 ) -> EngineMetric:
-    """A serving metric of vLLM's own that vLLM Neuron publishes, written at every scrape."""
+    """A serving metric of vLLM's own, which vLLM Neuron and vLLM on NxD Inference publish, written at every scrape."""
     return EngineMetric(
         prometheus,
         prometheus_type,
         name,
         unit,
         what,
-        _VLLM_NEURON,
+        _VLLM_SERVING,
         _VLLM_SERVING_RELEASE,
         VLLM_SERVING_METRICS_SOURCE,
         aggregate=aggregate,
@@ -242,6 +250,11 @@ def metrics_of(engine: Engine | None) -> tuple[EngineMetric, ...]:
 def publishes_metrics(engine: Engine | None) -> bool:
     """Whether the collector reads anything from ``engine``."""
     return bool(metrics_of(engine))
+
+
+def reports_compiles(engine: Engine | None) -> bool:
+    """Whether ``engine`` reports its compile time per bucket, which ``CompiledAtStart`` is counted from."""
+    return any(m.compile for m in metrics_of(engine))
 
 
 def table_json(engine: Engine | None, namespace: str) -> str:

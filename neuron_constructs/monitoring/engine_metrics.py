@@ -98,8 +98,10 @@ class EngineMetrics:
     from the cache (vLLM Neuron's compile time "Includes compile cache hits"); default 60 s, assumed: no source gives
     a cache hit's duration, so measure it (the per-bucket ``CompilationTime`` of a warm start) and set it above.
     ``expect_warm``: the copies should start warm, so ``CompiledAtStart`` is 1 when one compiles and the alarm
-    exists; default whether the model's Neuron container has a compile cache. ``engine``: the engine of an image the
-    image table does not hold (your image built on vLLM Neuron's); default the table's.
+    exists; default whether the model's Neuron container has a compile cache and its engine reports compiles per
+    bucket (vLLM Neuron; vLLM on NxD Inference reports none, so nothing would count them; NEURON179 for
+    ``expect_warm=True`` there). ``engine``: the engine of an image the image table does not hold (your image built
+    on vLLM Neuron's); default the table's.
     """
 
     port: int | None = None
@@ -231,7 +233,11 @@ def add_engine_metrics(
         path, options.compiled_above, collector.DEFAULT_COMPILED_ABOVE, "compiled_above", 1, 86_400
     )
     has_cache = any(_environment(model).get(v) for v in CACHE_VARIABLES)
-    expect_warm = has_cache if options.expect_warm is None else options.expect_warm
+    expect_warm = has_cache and table.reports_compiles(engine) if options.expect_warm is None else options.expect_warm
+    if options.expect_warm and not table.reports_compiles(engine):
+        raise rules.COMPILE_ALARM_WITHOUT_COMPILE_METRIC.error(
+            path, f"EngineMetrics(expect_warm=True) for engine {engine.name if engine else 'unknown'}"
+        )
     if options.expect_warm and not has_cache:
         Validations.of(owner).add_warning(
             rules.COMPILE_ALARM_WITHOUT_CACHE.warning_id,

@@ -104,6 +104,9 @@ from neuron_constructs.knowledge.rules.model_servers import VLLM_LORA as VLLM_LO
 from neuron_constructs.knowledge.rules.model_servers import VLLM_SERVER_ENGINE as VLLM_SERVER_ENGINE
 from neuron_constructs.knowledge.rules.model_servers import VLLM_SERVER_INPUT as VLLM_SERVER_INPUT
 from neuron_constructs.knowledge.rules.monitoring import COMPILE_ALARM_WITHOUT_CACHE as COMPILE_ALARM_WITHOUT_CACHE
+from neuron_constructs.knowledge.rules.monitoring import (
+    COMPILE_ALARM_WITHOUT_COMPILE_METRIC as COMPILE_ALARM_WITHOUT_COMPILE_METRIC,
+)
 from neuron_constructs.knowledge.rules.monitoring import ENGINE_METRICS_PORT as ENGINE_METRICS_PORT
 from neuron_constructs.knowledge.rules.monitoring import ENGINE_WITHOUT_METRICS as ENGINE_WITHOUT_METRICS
 from neuron_constructs.knowledge.rules.monitoring import MODEL_NAME as MODEL_NAME
@@ -317,6 +320,7 @@ RULES: tuple[Rule, ...] = tuple(
             ENGINE_WITHOUT_METRICS,
             ENGINE_METRICS_PORT,
             COMPILE_ALARM_WITHOUT_CACHE,
+            COMPILE_ALARM_WITHOUT_COMPILE_METRIC,
             DEFAULT_ACTION_ACROSS_STACKS,
             IMPORTED_CLUSTER_PROVIDERS,
             CLUSTER_NAME,

@@ -8,6 +8,7 @@ from neuron_constructs.knowledge.rules.rule import Rule
 
 __all__ = [
     "COMPILE_ALARM_WITHOUT_CACHE",
+    "COMPILE_ALARM_WITHOUT_COMPILE_METRIC",
     "ENGINE_METRICS_PORT",
     "ENGINE_WITHOUT_METRICS",
     "MODEL_NAME",
@@ -42,10 +43,20 @@ ENGINE_WITHOUT_METRICS = Rule(
     "Engine metrics for an image whose engine publishes none the library reads",
     "the engine-metrics collector reads the model engine's own Prometheus /metrics endpoint; only the engines of the "
     "engine metric table publish metrics it reads (vLLM Neuron: vllm_neuron:startup_time_seconds, "
-    "compilation_time_seconds, model_load_time_seconds), and an image the image table does not hold has no known "
-    "engine",
+    "compilation_time_seconds, model_load_time_seconds and vLLM's serving metrics; vLLM on NxD Inference: vLLM's "
+    "serving metrics), and an image the image table does not hold has no known engine",
     "pass engine_metrics=False, or run an image of the table whose engine publishes them ({engines}), or state the "
     "engine of your own image built on one: engine_metrics=EngineMetrics(engine=VLLM_NEURON_NATIVE)",
+    'vLLM Neuron, "vLLM Metrics Integration" (2026-06-23); neuron_constructs.knowledge.engine_metrics',
+)
+COMPILE_ALARM_WITHOUT_COMPILE_METRIC = Rule(
+    "NEURON179",
+    "Compile-at-start alarm on an engine that reports no compile time",
+    "the compile-at-start alarm counts the buckets whose compile time per bucket "
+    "(vllm_neuron:compilation_time_seconds) reached compiled_above; an engine that does not report it (vLLM on NxD "
+    "Inference) would leave the alarm at 0 through every compile",
+    "drop expect_warm=True (the sidecar still writes the serving metrics and TimeToHealthy), or serve on an engine "
+    "that reports its compile time per bucket (vLLM Neuron)",
     'vLLM Neuron, "vLLM Metrics Integration" (2026-06-23); neuron_constructs.knowledge.engine_metrics',
 )
 SCALING_WITHOUT_ENGINE_METRIC = Rule(
