@@ -15,9 +15,10 @@ NeuronService, SlicedNeuronService
 NeuronFleet, FleetModel
     Several models on one fleet of a Neuron type, each copy on its own contiguous devices
     (``SlicedNeuronService`` is the one-model case).
-Rollout, SmokeTest, RolloutAlarms
+Rollout, SmokeTest, RolloutAlarms, Approval
     How a new model version reaches production (``rollout=``): rolling, or ECS's blue/green, canary and linear
-    deployments sized to the chips, a real request before production traffic, rollback on the chips' own signals.
+    deployments sized to the chips, a real request before production traffic, rollback on the chips' own signals,
+    a pause for a person's go-ahead.
 Precompile
     A model's graphs compiled on CPU (an AWS Batch job running the service's own container) before a new revision's
     Neuron tasks start (``precompile=``); the copies then serve cache-hit-only.
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
     from neuron_constructs.serving.load_balancer import NeuronLoadBalancer
     from neuron_constructs.serving.precompile import Precompile
     from neuron_constructs.serving.published_platform import PublishedPlatform
-    from neuron_constructs.serving.rollout import Rollout, RolloutAlarms, SmokeTest
+    from neuron_constructs.serving.rollout import Approval, Rollout, RolloutAlarms, SmokeTest
     from neuron_constructs.serving.services import NeuronService
     from neuron_constructs.serving.sliced_service import SlicedNeuronService
     from neuron_constructs.training.jobs import NeuronTrainingJob
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RULES",
     "AmiRollout",
+    "Approval",
     "AutoScalingCapacity",
     "CapacityReservation",
     "CompileCache",
@@ -171,6 +173,7 @@ _LAZY = {
     "ServiceOptions": "neuron_constructs.compute.options",
     "SlicedNeuronService": "neuron_constructs.serving.sliced_service",
     "SmokeTest": "neuron_constructs.serving.rollout",
+    "Approval": "neuron_constructs.serving.rollout",
     "Startup": "neuron_constructs.compute.startup",
     "enable_template_checks": "neuron_constructs.base.synth_checks",
 }

@@ -880,6 +880,12 @@ def _smoke_test_path_without_slash(s: Stack) -> None:
     SmokeTest("health")
 
 
+def _approval_during_the_production_shift(s: Stack) -> None:
+    from neuron_constructs import Approval
+
+    Approval("PRODUCTION_TRAFFIC_SHIFT")
+
+
 def _smoke_test_hook(s: Stack, body: str | None, header: tuple[str, str] | None) -> None:
     from aws_cdk import aws_ec2 as ec2
 
@@ -1435,6 +1441,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r"Test/Sliced: a blue/green rollout of a fleet model.*Fix: roll the model out Rollout.canary\(\)",
     ),
     (r.SMOKE_TEST, _smoke_test_path_without_slash, r"SmokeTest: path='health' does not start with /"),
+    (
+        r.APPROVAL,
+        _approval_during_the_production_shift,
+        r"Approval: stage='PRODUCTION_TRAFFIC_SHIFT': ECS runs only Lambda hooks.*PRE_PRODUCTION_TRAFFIC_SHIFT instead",
+    ),
     (
         r.DEPLOYMENT_ALARM_BEHAVIOR,
         _fail_only_alarms_next_to_a_rollout,

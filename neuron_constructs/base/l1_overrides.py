@@ -23,6 +23,9 @@
   groups are removed, as Batch refuses them next to launch template interfaces; and a multi-node job
   definition's node range is left open (``0:``), which ``aws batch submit-job --node-overrides numNodes=N``
   requires and ``MultiNodeJobDefinition`` never writes.
+* aws-cdk-lib's ``DeploymentLifecycleHookTargetConfig`` needs a target ARN and renders no ``TargetType`` or
+  ``TimeoutConfiguration``, so a rollout's approval, ECS's pause hook (``TargetType: PAUSE``), is appended to the
+  service's ``DeploymentConfiguration.LifecycleHooks`` after the Lambda hooks the L2 renders.
 * What a Neuron task definition declares (managed or manual allocation, its Neuron containers,
   the instance type and devices of a manual one) is recorded in the resource's ``Metadata``
   under :data:`~neuron_constructs.checks.cfn_template.INTENT_METADATA_KEY`, so the template checks
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import AspectPriority, CfnResource, Stack
 from aws_cdk import aws_ecs as ecs
 from constructs import IConstruct
 
@@ -51,6 +54,7 @@ __all__ = [
     "efa_network_interfaces",
     "open_node_range",
     "optimize_managed_instances",
+    "pause_deployment",
     "record_intent",
     "require_all_neuron_devices",
     "reserve_auto_scaling_capacity",
@@ -270,3 +274,28 @@ def optimize_managed_instances(provider: IConstruct, *, scale_in_after: int | No
             "ManagedInstancesProvider.AutoRepairConfiguration",
             {"ActionsStatus": "ENABLED" if auto_repair else "DISABLED"},
         )
+
+
+def pause_deployment(service: ecs.BaseService, *, stage: str, timeout_minutes: int, on_timeout: str) -> None:
+    """Append ECS's pause hook at ``stage`` (waiting ``timeout_minutes``, then ``on_timeout``) to ``service``'s
+    lifecycle hooks, in the aspect phase: after every Lambda hook the L2 renders, counted then."""
+    from neuron_constructs.base.aspects import once_before_synthesis
+
+    resource = node_of(service).default_child
+    assert isinstance(resource, CfnResource)
+    hook = {
+        "TargetType": "PAUSE",
+        "LifecycleStages": [stage],
+        "TimeoutConfiguration": {"TimeoutInMinutes": timeout_minutes, "Action": on_timeout},
+    }
+
+    def append() -> None:
+        rendered = stack_of(resource).resolve(resource._cfn_properties.get("deploymentConfiguration")) or {}
+        hooks = rendered.get("lifecycleHooks") if isinstance(rendered, dict) else None
+        count = len(hooks) if isinstance(hooks, list) else 0
+        if count:
+            resource.add_property_override(f"DeploymentConfiguration.LifecycleHooks.{count}", hook)
+        else:
+            resource.add_property_override("DeploymentConfiguration.LifecycleHooks", [hook])
+
+    once_before_synthesis(service, append, priority=AspectPriority.MUTATING)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from neuron_constructs.knowledge.approvals import ApprovalPlan
 from neuron_constructs.knowledge.catalog import NeuronInstanceType
 
 __all__ = [
@@ -103,6 +104,8 @@ class RolloutPlan:
     """``stepPercent``: the share of production traffic each step shifts (linear)."""
     interval_minutes: float | None = None
     """``canaryBakeTimeInMinutes`` (canary) or ``stepBakeTimeInMinutes`` (linear): the wait between shifts."""
+    approval: ApprovalPlan | None = None
+    """A pause hook: the deployment waits at its stage for a person (native strategies)."""
 
     @classmethod
     def rolling(cls) -> RolloutPlan:
@@ -524,6 +527,8 @@ def rollout_timeline(
     * ``BAKE_TIME``: green takes 100 %, blue stays for the bake time.
     * ``CLEAN_UP`` for ``scale_in_minutes``: ECS stops blue; its instances run empty until the capacity removes
       them (:data:`SCALE_IN_MINUTES`).
+    * With the plan's ``approval``, a wait at its stage for its whole timeout (the longest it can take: nobody
+      answered), before every production shift at ``PRE_PRODUCTION_TRAFFIC_SHIFT``.
 
     Raises ``ValueError`` for a rolling plan (it replaces tasks in place, with no second revision held) or a
     negative count or duration.
@@ -538,10 +543,26 @@ def rollout_timeline(
     bake = _minutes(plan.bake_time_minutes, "the bake time")
     phases: list[RolloutPhase] = []
 
+    approval = plan.approval
+
     def add(stage: str, what: str, minutes: float, blue: int, percent: float) -> None:
         begin = phases[-1].end_minutes if phases else 0.0
         phases.append(RolloutPhase(stage, what, begin, begin + minutes, blue, desired, percent))
 
+    def wait_at(stage: str, blue: int, percent: float) -> None:
+        if approval is not None and approval.stage == stage:
+            action = "rolls back" if approval.on_timeout == "ROLLBACK" else "goes on"
+            add(
+                f"{stage} (approval)",
+                f"the deployment waits for neuron-ecs rollout approve (or rollback); unanswered, it {action} after "
+                f"{approval.timeout_minutes:g} min",
+                _minutes(approval.timeout_minutes, "the approval's timeout"),
+                blue,
+                percent,
+            )
+
+    wait_at("RECONCILE_SERVICE", desired, 0.0)
+    wait_at("PRE_SCALE_UP", desired, 0.0)
     add(
         "SCALE_UP",
         "instances launch for green; every green copy downloads, compiles or loads its model onto the chips until "
@@ -550,6 +571,7 @@ def rollout_timeline(
         desired,
         0.0,
     )
+    wait_at("POST_SCALE_UP", desired, 0.0)
     if smoke_test_minutes is not None:
         add(
             "TEST_TRAFFIC_SHIFT, POST_TEST_TRAFFIC_SHIFT",
@@ -559,7 +581,10 @@ def rollout_timeline(
             desired,
             0.0,
         )
+    wait_at("POST_TEST_TRAFFIC_SHIFT", desired, 0.0)
+    before = 0.0
     for percent in _percent_steps(plan):
+        wait_at("PRE_PRODUCTION_TRAFFIC_SHIFT", desired, before)
         add(
             "PRODUCTION_TRAFFIC_SHIFT",
             f"green takes {percent:g} % of production traffic for the interval; the deployment alarms watch it",
@@ -567,6 +592,9 @@ def rollout_timeline(
             desired,
             percent,
         )
+        before = percent
+    wait_at("PRE_PRODUCTION_TRAFFIC_SHIFT", desired, before)
+    wait_at("POST_PRODUCTION_TRAFFIC_SHIFT", desired, 100.0)
     add(
         "BAKE_TIME",
         "green takes all production traffic; blue stays at the full count for an immediate rollback",

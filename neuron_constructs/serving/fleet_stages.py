@@ -43,6 +43,12 @@ def fleet_rollout(path: str, rollout: Rollout | None, copies: int) -> Rollout:
         raise rules.ROLLOUT_ON_FLEET.error(
             path, "a blue/green rollout of a fleet model, whose copies no one listener rule can switch at once", fix=fix
         )
+    if rollout.approval is not None:
+        raise rules.ROLLOUT_ON_FLEET.error(
+            path,
+            "an approval on a fleet model, whose copies deploy as services of their own: each would pause apart",
+            fix="drop approval=, or serve the model as a NeuronService rolled out with it",
+        )
     if rollout.smoke_test is not None:
         raise rules.ROLLOUT_ON_FLEET.error(
             path,

@@ -11,6 +11,9 @@
 * ``SmokeTest``: one real request to the green tasks before production traffic (a lifecycle hook at
   ``POST_TEST_TRAFFIC_SHIFT``; :mod:`neuron_constructs.programs.smoke_test`).
 * ``RolloutAlarms``: the deployment alarms ECS rolls back on, with their thresholds.
+* ``Approval``: a person's go-ahead, ECS's pause hook at one lifecycle stage (default after the test traffic, before
+  production traffic): ``neuron-ecs rollout approve`` continues the deployment, ``neuron-ecs rollout rollback`` rolls it
+  back, and unanswered it rolls back after ``timeout`` (:mod:`neuron_constructs.knowledge.approvals`).
 
 Values ECS or CloudFormation refuse are refused here, at the call (NEURON072;
 :func:`neuron_constructs.knowledge.rollouts.rollout_problems`).
@@ -25,6 +28,7 @@ from aws_cdk import Duration
 
 from neuron_constructs.base.arguments import is_token, seconds_of
 from neuron_constructs.knowledge import rules
+from neuron_constructs.knowledge.approvals import DEFAULT_TIMEOUT_MINUTES, ApprovalPlan, approval_problems
 from neuron_constructs.knowledge.rollouts import (
     DEFAULT_BAKE_MINUTES,
     DEFAULT_CANARY_PERCENT,
@@ -36,7 +40,7 @@ from neuron_constructs.knowledge.rollouts import (
 )
 from neuron_constructs.programs.smoke_test import MAX_TIMEOUT, METHODS
 
-__all__ = ["Rollout", "RolloutAlarms", "SmokeTest"]
+__all__ = ["Approval", "Rollout", "RolloutAlarms", "SmokeTest"]
 
 SMOKE_TEST_MARGIN_S = 30
 """How much longer than the request's timeout the smoke test's function may run (start, DNS, the log line)."""
@@ -156,6 +160,48 @@ class SmokeTest:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """A person's go-ahead: ECS pauses the deployment at ``stage`` until ``neuron-ecs rollout approve`` (ECS's
+    ``ContinueServiceDeployment`` CONTINUE) or ``neuron-ecs rollout rollback`` (ROLLBACK), and after ``timeout`` does
+    ``on_timeout``.
+
+    ``stage``: default ``POST_TEST_TRAFFIC_SHIFT``: green runs at the full count and answers the test listener (after
+    the smoke test, when there is one), and no production traffic has reached it; ``PRE_PRODUCTION_TRAFFIC_SHIFT``
+    pauses before every production shift of a canary or linear rollout; ``POST_SCALE_UP``, ``PRE_SCALE_UP``,
+    ``RECONCILE_SERVICE`` and ``POST_PRODUCTION_TRAFFIC_SHIFT`` are ECS's other stages a pause takes. ``timeout``:
+    default 24 hours (ECS's), 1 minute to 14 days in whole minutes; blue and green both run while it waits, and
+    ``neuron-ecs plan --rollout`` counts the wait. ``on_timeout``: ``"ROLLBACK"`` (default, ECS's) or ``"CONTINUE"``
+    (warning NEURON181: a deployment nobody approved reaches production). Refused at the call (NEURON180): a stage
+    ECS pauses at none of, ``TEST_TRAFFIC_SHIFT`` and ``PRODUCTION_TRAFFIC_SHIFT`` (Lambda hooks only), a timeout
+    outside its range or a token; a bare number for ``timeout`` (NEURON026).
+    """
+
+    stage: str = "POST_TEST_TRAFFIC_SHIFT"
+    _: KW_ONLY
+    timeout: Duration = field(default_factory=lambda: Duration.minutes(DEFAULT_TIMEOUT_MINUTES))
+    on_timeout: str = "ROLLBACK"
+
+    def __post_init__(self) -> None:
+        where = "Approval"
+        if not isinstance(self.stage, str) or is_token(self.stage):
+            raise rules.APPROVAL.error(where, f"stage={self.stage!r} is not one of ECS's lifecycle stages by name")
+        if not isinstance(self.on_timeout, str):
+            raise rules.APPROVAL.error(where, f"on_timeout={self.on_timeout!r} is neither ROLLBACK nor CONTINUE")
+        minutes = _minutes(where, "timeout", self.timeout)
+        problems = approval_problems(self.plan_of(minutes))
+        if problems:
+            raise rules.APPROVAL.error(where, "; ".join(problems))
+
+    def plan_of(self, minutes: float) -> ApprovalPlan:
+        return ApprovalPlan(self.stage, minutes, self.on_timeout)
+
+    @property
+    def plan(self) -> ApprovalPlan:
+        """The pause as plain values (:class:`~neuron_constructs.knowledge.approvals.ApprovalPlan`)."""
+        return self.plan_of(self.timeout.to_minutes())
+
+
+@dataclass(frozen=True)
 class RolloutAlarms:
     """The deployment alarms ECS rolls a deployment back on, each over one-minute periods, in alarm when
     ``datapoints`` of the last ``periods`` minutes breach (default 2 of 3), missing data not breaching.
@@ -247,11 +293,14 @@ class Rollout:
         The request green must answer before production traffic, or ``None``.
     alarms
         The deployment alarms' thresholds, or ``None`` for no alarms (``alarms=False``).
+    approval
+        The pause for a person's go-ahead, or ``None`` (also in ``plan.approval``).
     """
 
     plan: RolloutPlan
     smoke_test: SmokeTest | None = None
     alarms: RolloutAlarms | None = None
+    approval: Approval | None = None
 
     @classmethod
     def rolling(cls) -> Rollout:
@@ -265,6 +314,7 @@ class Rollout:
         bake_time: Duration = BAKE_TIME,
         smoke_test: SmokeTest | None = None,
         alarms: bool | RolloutAlarms = True,
+        approval: Approval | None = None,
     ) -> Rollout:
         """All production traffic to green at once, once green runs at the full count (and passed ``smoke_test``);
         blue stays ``bake_time`` (default 10 minutes, 0 to 1,440) for an immediate rollback.
@@ -274,7 +324,7 @@ class Rollout:
         minutes."""
         where = "Rollout.blue_green"
         plan = RolloutPlan.blue_green(bake_time_minutes=_minutes(where, "bake_time", bake_time))
-        return cls._checked(where, plan, smoke_test, alarms)
+        return cls._checked(where, plan, smoke_test, alarms, approval)
 
     @classmethod
     def canary(
@@ -285,6 +335,7 @@ class Rollout:
         bake_time: Duration = BAKE_TIME,
         smoke_test: SmokeTest | None = None,
         alarms: bool | RolloutAlarms = True,
+        approval: Approval | None = None,
     ) -> Rollout:
         """``percent`` (default 10, 0.1 to 100 in steps of 0.1; one computed in floating point, such as ``0.1 + 0.2``,
         counts as the multiple of 0.1 it is within float noise, and ECS gets that multiple) of production traffic to
@@ -297,7 +348,7 @@ class Rollout:
             interval_minutes=_minutes(where, "interval", interval),
             bake_time_minutes=_minutes(where, "bake_time", bake_time),
         )
-        return cls._checked(where, plan, smoke_test, alarms)
+        return cls._checked(where, plan, smoke_test, alarms, approval)
 
     @classmethod
     def linear(
@@ -308,6 +359,7 @@ class Rollout:
         bake_time: Duration = BAKE_TIME,
         smoke_test: SmokeTest | None = None,
         alarms: bool | RolloutAlarms = True,
+        approval: Approval | None = None,
     ) -> Rollout:
         """``step_percent`` (default 25, 3 to 100 in steps of 0.1) more of production traffic to green every
         ``interval`` (default 5 minutes); blue stays ``bake_time`` (default 10 minutes) after the last step. Needs a
@@ -318,11 +370,16 @@ class Rollout:
             interval_minutes=_minutes(where, "interval", interval),
             bake_time_minutes=_minutes(where, "bake_time", bake_time),
         )
-        return cls._checked(where, plan, smoke_test, alarms)
+        return cls._checked(where, plan, smoke_test, alarms, approval)
 
     @classmethod
     def _checked(
-        cls, where: str, plan: RolloutPlan, smoke_test: SmokeTest | None, alarms: bool | RolloutAlarms
+        cls,
+        where: str,
+        plan: RolloutPlan,
+        smoke_test: SmokeTest | None,
+        alarms: bool | RolloutAlarms,
+        approval: Approval | None = None,
     ) -> Rollout:
         # The load balancer is not known yet: only the values are checked here, the traffic path at synth.
         problems = rollout_problems(plan, has_load_balancer=True, has_service_connect=True)
@@ -354,7 +411,11 @@ class Rollout:
             raise rules.WRONG_TYPE.error(
                 where, f"alarms={alarms!r}", expected="alarms=True, False or RolloutAlarms(...)"
             )
-        return cls(plan, smoke_test, chosen)
+        if approval is not None and not isinstance(approval, Approval):
+            raise rules.WRONG_TYPE.error(where, f"approval={approval!r}", expected="approval=Approval(...) or None")
+        if approval is not None:
+            plan = replace(plan, approval=approval.plan)
+        return cls(plan, smoke_test, chosen, approval)
 
     @property
     def native(self) -> bool:
@@ -375,4 +436,5 @@ class Rollout:
             shift = f" {plan.canary_percent:g} % for {plan.interval_minutes:g} min,"
         elif plan.strategy == "linear":
             shift = f" {plan.linear_step_percent:g} % every {plan.interval_minutes:g} min,"
-        return f"{plan.strategy.replace('_', '/')}{shift} bake {plan.bake_time_minutes:g} min"
+        waits = f"; {plan.approval}" if plan.approval is not None else ""
+        return f"{plan.strategy.replace('_', '/')}{shift} bake {plan.bake_time_minutes:g} min{waits}"

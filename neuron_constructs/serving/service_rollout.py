@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import AspectPriority, Aspects
+from aws_cdk import AspectPriority, Aspects, Validations
 
+from neuron_constructs.base.l1_overrides import pause_deployment
 from neuron_constructs.base.tree import construct_path
 from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
 from neuron_constructs.compute.options import ServiceOptions
 from neuron_constructs.compute.task_definitions.manual import ManualNeuronTaskDefinition
 from neuron_constructs.knowledge import rules
 from neuron_constructs.knowledge.rollouts import peak_room
-from neuron_constructs.serving.rollout import RolloutAlarms
+from neuron_constructs.serving.rollout import Approval, RolloutAlarms
 from neuron_constructs.serving.rollout_alarms import (
     ENGINE_LATENCIES,
     engine_latency_alarms,
@@ -55,6 +56,8 @@ def set_up_rollout(service: NeuronService, service_options: ServiceOptions) -> N
             service.add_rollout_alarms(neuron_alarm)
         if service.rollout.alarms is not None:
             _add_engine_latency_alarms(service, service.rollout.alarms)
+        if service.rollout.approval is not None:
+            _pause_for_approval(service, service.rollout.approval)
         Aspects.of(service.service.node.find_child("Service")).add(
             RolloutWarnings(
                 service,
@@ -62,6 +65,22 @@ def set_up_rollout(service: NeuronService, service_options: ServiceOptions) -> N
                 without_neuron_alarm=service.rollout.alarms is not None and neuron_alarm is None,
             ),
             priority=AspectPriority.READONLY,
+        )
+
+
+def _pause_for_approval(service: NeuronService, approval: Approval) -> None:
+    """ECS's pause hook on the service's deployments (:class:`~neuron_constructs.serving.rollout.Approval`); NEURON181
+    when it goes on unanswered."""
+    plan = approval.plan
+    pause_deployment(
+        service.service, stage=plan.stage, timeout_minutes=int(plan.timeout_minutes), on_timeout=plan.on_timeout
+    )
+    if plan.on_timeout == "CONTINUE":
+        Validations.of(service).add_warning(
+            rules.APPROVAL_CONTINUES.warning_id,
+            rules.APPROVAL_CONTINUES.message(
+                construct_path(service), f"Approval(on_timeout='CONTINUE') after {plan.timeout_minutes:g} minutes"
+            ),
         )
 
 

@@ -8,12 +8,14 @@ Commands::
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
+    neuron-ecs precompile TEMPLATE [--model PATH] [--stack NAME] [--region R] [--endpoint-url URL] [--json]
+    neuron-ecs rollout status|approve|rollback SERVICE_OR_STACK [--cluster C] [--region R] [--endpoint-url URL] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
 ``lint`` finds an error, ``plan`` holds a NeuronCore twice (with ``--rollout``: or a rollout's peak does
 not fit its capacity, or ECS refuses its configuration; with ``--startup``: a health check grace period is shorter
-than the start stated for its copies) or ``digests`` finds a pinned tag that moved,
-2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
+than the start stated for its copies), ``digests`` finds a pinned tag that moved or ``rollout approve|rollback`` finds
+nothing to answer, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
 long ``inspect`` prints progress on stderr; ``ami --releases`` reads at most 40 pages within 60 s and says when
@@ -53,6 +55,8 @@ from neuron_constructs.tools.commands.output import EXIT_USAGE as EXIT_USAGE
 from neuron_constructs.tools.commands.output import _Output, _UsageError
 from neuron_constructs.tools.commands.plan import _plan
 from neuron_constructs.tools.commands.precompile import _precompile
+from neuron_constructs.tools.commands.rollout import _rollout
+from neuron_constructs.tools.commands.rollout import add_parser as add_rollout_parser
 
 __all__ = ["main"]
 
@@ -72,8 +76,8 @@ def _parser() -> argparse.ArgumentParser:
         "and which task holds which Neuron device.",
         epilog="Exit status: 0 clean, 3 a NeuronCore held by two tasks on one instance (inspect, plan), a rollout "
         "whose peak does not fit or that ECS refuses (plan --rollout), a lint error or a pinned image whose tag moved "
-        "(digests), a precompile job that failed or did not end in time (precompile), 2 usage error, 1 AWS or registry "
-        "error.",
+        "(digests), a precompile job that failed or did not end in time (precompile), nothing to approve or roll back "
+        "(rollout), 2 usage error, 1 AWS or registry error.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -203,6 +207,7 @@ def _parser() -> argparse.ArgumentParser:
         help="stop waiting after this long (default 10800; the job goes on)",
     )
     aws_options(precompile)
+    add_rollout_parser(commands, aws_options)
     return parser
 
 
@@ -264,6 +269,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "plan": _plan,
     "digests": _digests,
     "precompile": _precompile,
+    "rollout": _rollout,
 }
 
 

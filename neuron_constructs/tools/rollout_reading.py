@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from neuron_constructs.knowledge.approvals import DEFAULT_TIMEOUT_MINUTES, ApprovalPlan, approval_problems
 from neuron_constructs.knowledge.rollouts import (
     RolloutPlan,
     Strategy,
@@ -153,14 +154,18 @@ def read_rollout(properties: Mapping[str, Any]) -> ReadRollout:
         linear = reading.section(config, "LinearConfiguration", "LinearConfiguration")
         percent = reading.number(linear, "StepPercent", "StepPercent")
         interval = reading.number(linear, "StepBakeTimeInMinutes", "StepBakeTimeInMinutes")
+    approval = _approval(config, reading)
     plan = RolloutPlan(
         strategy,
         bake_time_minutes=bake,
         canary_percent=percent if strategy == "canary" else None,
         linear_step_percent=percent if strategy == "linear" else None,
         interval_minutes=interval,
+        approval=approval,
     )
     problems = list(reading.problems)
+    if approval is not None:
+        problems += approval_problems(approval)
     if not reading.problems:
         problems += rollout_problems(
             plan, has_load_balancer=_has_load_balancer(properties), has_service_connect=_has_service_connect(properties)
@@ -168,6 +173,26 @@ def read_rollout(properties: Mapping[str, Any]) -> ReadRollout:
     if strategy == "blue_green" and "BakeTimeInMinutes" not in config:
         problems.append("it has no BakeTimeInMinutes, which ECS requires with the BLUE_GREEN strategy")
     return ReadRollout(plan, tuple(problems), tuple(reading.unknown))
+
+
+def _approval(config: Mapping[str, Any], reading: _Reading) -> ApprovalPlan | None:
+    """The first pause hook (``TargetType: PAUSE``) of ``LifecycleHooks``, with ECS's defaults for what it leaves
+    out (a 1,440-minute wait, then ``ROLLBACK``)."""
+    hooks = config.get("LifecycleHooks")
+    for hook in hooks if isinstance(hooks, list) else []:
+        if not isinstance(hook, dict) or hook.get("TargetType") != "PAUSE":
+            continue
+        stages = hook.get("LifecycleStages")
+        stage = stages[0] if isinstance(stages, list) and stages and isinstance(stages[0], str) else "?"
+        timeout = reading.section(hook, "TimeoutConfiguration", "pause hook's TimeoutConfiguration")
+        minutes = reading.number(timeout, "TimeoutInMinutes", "pause hook's TimeoutInMinutes")
+        action = timeout.get("Action", "ROLLBACK")
+        return ApprovalPlan(
+            stage,
+            DEFAULT_TIMEOUT_MINUTES if minutes is None else minutes,
+            action if isinstance(action, str) else "?",
+        )
+    return None
 
 
 def _has_load_balancer(properties: Mapping[str, Any]) -> bool:
@@ -188,11 +213,11 @@ def timeline(plan: RolloutPlan, *, minimum_healthy_percent: int = 100, maximum_p
     """The rollout in words and numbers: ``canary: 10 % of the traffic to green for 5 min, then the rest; blue kept
     10 min after; 15 min in all``."""
     bake = f"blue kept {_minutes(plan.bake_time_minutes)} after"
-    total = _total(plan)
+    total = _total(plan) + (f"; {plan.approval}" if plan.approval is not None else "")
     if plan.strategy == "rolling":
         return f"rolling: at least {minimum_healthy_percent} % healthy, at most {maximum_percent} % running"
     if plan.strategy == "blue_green":
-        return f"blue/green: all traffic to green at once; {bake}"
+        return f"blue/green: all traffic to green at once; {bake}{total}"
     if plan.strategy == "canary":
         share = "ECS's canary share" if plan.canary_percent is None else f"{plan.canary_percent:g} %"
         wait = _minutes(plan.interval_minutes)

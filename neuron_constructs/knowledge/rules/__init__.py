@@ -152,6 +152,8 @@ from neuron_constructs.knowledge.rules.precompile import PRECOMPILE_TARGET as PR
 from neuron_constructs.knowledge.rules.precompile import (
     PRECOMPILE_WITHOUT_CACHE as PRECOMPILE_WITHOUT_CACHE,
 )
+from neuron_constructs.knowledge.rules.rollouts import APPROVAL as APPROVAL
+from neuron_constructs.knowledge.rules.rollouts import APPROVAL_CONTINUES as APPROVAL_CONTINUES
 from neuron_constructs.knowledge.rules.rollouts import BLUE_GREEN_WITHOUT_TRAFFIC as BLUE_GREEN_WITHOUT_TRAFFIC
 from neuron_constructs.knowledge.rules.rollouts import DEPLOYMENT_ALARM_BEHAVIOR as DEPLOYMENT_ALARM_BEHAVIOR
 from neuron_constructs.knowledge.rules.rollouts import DEPLOYMENT_STALLS as DEPLOYMENT_STALLS
@@ -343,6 +345,7 @@ RULES: tuple[Rule, ...] = tuple(
             ROLLOUT_ROOM,
             ROLLOUT_ON_FLEET,
             SMOKE_TEST,
+            APPROVAL,
             SMOKE_TEST_ENVIRONMENT,
             DEPLOYMENT_ALARM_BEHAVIOR,
             OPEN_TEST_RULE,
@@ -377,6 +380,7 @@ RULES: tuple[Rule, ...] = tuple(
             OPEN_PLAIN_HTTP,
             KEPT_FILE_SYSTEM_IN_OWN_VPC,
             BLUE_GREEN_WITHOUT_TRAFFIC,
+            APPROVAL_CONTINUES,
             ROLLOUT_WITHOUT_NEURON_ALARM,
             SMOKE_TEST_TLS_NAME,
             DRIVER_CHECK_REFUSES_CURRENT,

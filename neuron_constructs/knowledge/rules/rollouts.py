@@ -7,6 +7,8 @@ from __future__ import annotations
 from neuron_constructs.knowledge.rules.rule import Rule
 
 __all__ = [
+    "APPROVAL",
+    "APPROVAL_CONTINUES",
     "BLUE_GREEN_WITHOUT_TRAFFIC",
     "DEPLOYMENT_ALARM_BEHAVIOR",
     "DEPLOYMENT_STALLS",
@@ -90,6 +92,16 @@ ROLLOUT_ON_FLEET = Rule(
     "ECS guide: Application Load Balancer resources for blue/green, linear, and canary deployments; ECS API "
     "reference: DeploymentAlarms (rolling update)",
 )
+APPROVAL = Rule(
+    "NEURON180",
+    "Approval ECS cannot pause for",
+    "an approval is ECS's pause hook (targetType PAUSE): it stops a native deployment at one lifecycle stage, "
+    "never at TEST_TRAFFIC_SHIFT or PRODUCTION_TRAFFIC_SHIFT, and waits 1 to 20160 whole minutes before it rolls "
+    "back or continues",
+    "pass Approval(stage=, timeout=Duration.hours(...), on_timeout='ROLLBACK' or 'CONTINUE') within those limits",
+    "ECS API reference: DeploymentLifecycleHook (targetType, lifecycleStages), "
+    "DeploymentLifecycleHookTimeoutConfiguration, ContinueServiceDeployment",
+)
 SMOKE_TEST = Rule(
     "NEURON079",
     "Smoke test ECS or Lambda cannot run",
@@ -141,6 +153,14 @@ EVERY_REPLICA_STOPS = Rule(
     "give the capacity room for one more instance (max_capacity above the tasks it runs), or run two or more "
     "tasks, or slices, which deploy in two waves; acknowledge this warning id if a pause is acceptable",
     "ECS API reference: DeploymentConfiguration (minimumHealthyPercent)",
+    severity="warning",
+)
+APPROVAL_CONTINUES = Rule(
+    "NEURON181",
+    "Approval that goes on unanswered",
+    "Approval(on_timeout='CONTINUE') lets a deployment nobody approved reach production once the timeout passes",
+    "pass on_timeout='ROLLBACK' (ECS's default), or acknowledge this warning id where going on unanswered is meant",
+    "ECS API reference: DeploymentLifecycleHookTimeoutConfiguration (action)",
     severity="warning",
 )
 BLUE_GREEN_WITHOUT_TRAFFIC = Rule(

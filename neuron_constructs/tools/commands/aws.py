@@ -11,6 +11,8 @@ _REQUIRED_PERMISSIONS = {
     "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
     "and ecs:DescribeTaskDefinition",
     "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
+    "rollout": "cloudformation:ListStackResources on the stack, ecs:ListServiceDeployments and "
+    "ecs:DescribeServiceDeployments, and to answer ecs:ContinueServiceDeployment or ecs:StopServiceDeployment",
     "precompile": "cloudformation:DescribeStackResource on the model's stack, batch:SubmitJob on its precompile job "
     "queue and job definition, and batch:DescribeJobs",
 }
