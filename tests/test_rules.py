@@ -400,6 +400,12 @@ def _scaled_service(s: Stack, **service: Any) -> NeuronService:
     return model
 
 
+def _scale_to_zero_without_a_zero_minimum(s: Stack) -> None:
+    service = _scaled_service(s)
+    service.scale_on_requests(requests_per_target=60, min_count=1, max_count=2)
+    service.scale_to_zero()
+
+
 def test_scaling_onto_every_instance_lowers_the_minimum_the_library_chose() -> None:
     """The library gave one task 100 %; scaling to both instances of the capacity needs room to stop one."""
     s = new_stack()
@@ -1439,6 +1445,11 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
         r.ROLLOUT_ON_FLEET,
         _blue_green_fleet_model,
         r"Test/Sliced: a blue/green rollout of a fleet model.*Fix: roll the model out Rollout.canary\(\)",
+    ),
+    (
+        r.SCALE_TO_ZERO,
+        _scale_to_zero_without_a_zero_minimum,
+        r"Test/Svc: scale_to_zero on a service whose scalable target cannot reach zero copies.*min_count=0",
     ),
     (r.SMOKE_TEST, _smoke_test_path_without_slash, r"SmokeTest: path='health' does not start with /"),
     (

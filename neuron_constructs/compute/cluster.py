@@ -121,6 +121,7 @@ class NeuronCluster(Construct):
         log_removal_policy: RemovalPolicy = RECORD_REMOVAL,
     ) -> None:
         super().__init__(scope, id)
+        self.container_insights = container_insights
         self._flow_logs: tuple[logs.RetentionDays, RemovalPolicy] = (log_retention, log_removal_policy)
         self._begin(scope, id, vpc=vpc, capacity_subnets=capacity_subnets, log_encryption_key=log_encryption_key)
         self._made = ecs.Cluster(

@@ -41,10 +41,12 @@ from neuron_constructs.serving.fleet_stages import fleet_rollout, rollout_stages
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
+    Listener,
     ListenerTarget,
     TargetGroup,
     request_target_group,
 )
+from neuron_constructs.serving.listeners import load_balancer_full_name as full_name_of
 from neuron_constructs.serving.precompile_resources import PrecompileJob
 from neuron_constructs.serving.rollout import Rollout, RolloutAlarms
 from neuron_constructs.serving.rollout_alarms import (
@@ -341,9 +343,10 @@ class FleetModel(Construct, ListenerTarget):
         for copy in self.copy_services:
             copy.add_rollout_alarms(*alarms)
 
-    def _attached(self, target_group: TargetGroup, load_balancer_full_name: str | None) -> None:
+    def _attached(self, target_group: TargetGroup, listener: Listener) -> None:
         """After :meth:`attach_to_listener`: the target group's alarms on every copy, for a staged rollout."""
         settings = self.rollout.alarms if self.rollout.strategy != "rolling" else None
+        load_balancer_full_name = full_name_of(listener)
         if settings is None or load_balancer_full_name is None:
             return
         index = len(self.target_groups)

@@ -170,12 +170,11 @@ class ListenerTarget:
         for service in services:
             if service.target_groups is not self.target_groups:  # each copy of a fleet model lists it too
                 service.target_groups.append(target_group)
-        self._attached(target_group, load_balancer_full_name(listener))
+        self._attached(target_group, listener)
         return target_group
 
-    def _attached(self, target_group: TargetGroup, load_balancer_full_name: str | None) -> None:
-        """After :meth:`attach_to_listener` made ``target_group`` behind the load balancer ``load_balancer_full_name``
-        (``None``: not known here); nothing by default."""
+    def _attached(self, target_group: TargetGroup, listener: Listener) -> None:
+        """After :meth:`attach_to_listener` made ``target_group`` on ``listener``; nothing by default."""
 
 
 def target_group_health_check(

@@ -84,6 +84,7 @@ def track_neuron_utilization(
         target_value=target_percent,
         scale_out_cooldown=scale_out_cooldown,
         scale_in_cooldown=scale_in_cooldown,
+        disable_scale_in=service.scales_out_only or None,
     )
 
 
@@ -111,6 +112,7 @@ def track_engine_metric(
         target_value=target,
         scale_out_cooldown=scale_out_cooldown,
         scale_in_cooldown=scale_in_cooldown,
+        disable_scale_in=service.scales_out_only or None,
     )
 
 

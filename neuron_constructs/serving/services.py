@@ -55,6 +55,7 @@ from neuron_constructs.serving.ecs_service import check_network_options, make_ec
 from neuron_constructs.serving.listeners import (
     SCALE_IN_COOLDOWN,
     SCALE_OUT_COOLDOWN,
+    Listener,
     ListenerTarget,
     TargetGroup,
     request_target_group,
@@ -65,8 +66,10 @@ from neuron_constructs.serving.precompile_resources import PrecompileJob
 from neuron_constructs.serving.rollout import Rollout
 from neuron_constructs.serving.rollout_alarms import load_balancer_alarms, watch_with_the_service_s_own
 from neuron_constructs.serving.rollout_checks import warn_without_neuron_alarm as warn_without_neuron_alarm
+from neuron_constructs.serving.scale_to_zero import IDLE, ScaleToZero
 from neuron_constructs.serving.service_precompile import precompile_service, warn_cache_hit_only
 from neuron_constructs.serving.service_rollout import check_rollout_room, set_up_rollout
+from neuron_constructs.serving.service_scale_to_zero import ZeroNeedsAWake, add_scale_to_zero
 from neuron_constructs.serving.service_scaling import (
     TIME_TO_FIRST_TOKEN,
     WAITING_REQUESTS,
@@ -249,6 +252,10 @@ class NeuronService(Construct, ListenerTarget):
         self._scaling: ecs.ScalableTaskCount | None = None
         self._scaling_bounds: tuple[int, int] | None = None
         self._scaling_methods: list[str] = []
+        self.listeners: list[Listener] = []
+        """The listeners :meth:`attach_to_listener` attached the service to, in order."""
+        self.scaled_to_zero: ScaleToZero | None = None
+        """The idle and wake alarms :meth:`scale_to_zero` made, once it was called."""
         self._warn_if_every_replica_stops()
         awsvpc = check_network_options(self, vpc_subnets, security_groups)
         self.capacity.services.append(self)
@@ -279,6 +286,34 @@ class NeuronService(Construct, ListenerTarget):
                 self.service, lambda: [a.alarm_name for a in self.deployment_alarms], path=construct_path(self)
             )
         self.deployment_alarms.extend(given)
+
+    def _attached(self, target_group: TargetGroup, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    @property
+    def scales_out_only(self) -> bool:
+        """The service's scalable target may reach zero copies (``min_count=0``): its target-tracking policies then
+        scale out only, and :meth:`scale_to_zero`'s idle rule alone scales it in (a model's waiting requests are 0
+        whenever its batch has room, and target tracking would take a busy copy away on them)."""
+        return self._scaling_bounds is not None and self._scaling_bounds[0] == 0
+
+    def scale_to_zero(
+        self, *, idle: Duration = IDLE, wake_on_request: bool = True, on_production_listener: bool = False
+    ) -> ScaleToZero:
+        """Scale the model in to zero copies after ``idle`` (default 30 minutes, 1 to 1,440 whole minutes) in which it
+        ran and its target groups counted no request, and back to one copy on the first request that finds none
+        (``wake_on_request``, default true; ``False`` warns, NEURON183): :mod:`~neuron_constructs.serving.scale_to_zero`
+        says how, with its sources. That request, and every one until a copy is healthy, gets the load balancer's
+        503: the alarm's minute, an instance, the copy's start.
+
+        Call it after a scaling method made the service's scalable target with ``min_count=0`` (with which its
+        target-tracking policies scale out only) and after :meth:`attach_to_listener`. Refused at the call
+        (NEURON182): no such target; no Application Load Balancer target group; a rollout with a smoke test (the test
+        needs a running copy); a load balancer this app did not make (its 503s are not known here); a cluster without
+        Container Insights; a production listener - an internet-facing load balancer's, or one on HTTPS - unless
+        ``on_production_listener=True`` says its users may wait. A scalable target with ``min_count=0`` and no call
+        is refused at synth: nothing would wake the model. Returns the alarms and policies it made."""
+        return add_scale_to_zero(self, idle, wake_on_request, on_production_listener)
 
     def rollout_attached(self, target_groups: Sequence[TargetGroup], load_balancer_full_name: str | None) -> None:
         """After :meth:`attach_to_listener` made the rollout's target groups behind the load balancer
@@ -332,6 +367,7 @@ class NeuronService(Construct, ListenerTarget):
             target_group=target_group,
             scale_out_cooldown=scale_out_cooldown,
             scale_in_cooldown=scale_in_cooldown,
+            disable_scale_in=self.scales_out_only or None,
         )
         return scaling
 
@@ -507,6 +543,8 @@ class NeuronService(Construct, ListenerTarget):
             return self._scaling
         check_scaling_counts(self, minimum, max_count, minimum_passed=self._min_healthy_percent_passed)
         self._scaling = self.service.auto_scale_task_count(min_capacity=minimum, max_capacity=max_count)
+        if minimum == 0:
+            self.node.add_validation(ZeroNeedsAWake(self, method))
         self._scaling_bounds = (minimum, max_count)
         self._scaling_methods = [method]
         return self._scaling

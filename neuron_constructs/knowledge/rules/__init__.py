@@ -195,10 +195,14 @@ from neuron_constructs.knowledge.rules.serving_and_load_balancing import NO_TARG
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import (
     REQUEST_SCALING_TARGET as REQUEST_SCALING_TARGET,
 )
+from neuron_constructs.knowledge.rules.serving_and_load_balancing import SCALE_TO_ZERO as SCALE_TO_ZERO
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import SECOND_SCALING_TARGET as SECOND_SCALING_TARGET
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import SHORT_GRACE_PERIOD as SHORT_GRACE_PERIOD
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import UNKNOWN_VPC_RANGE as UNKNOWN_VPC_RANGE
 from neuron_constructs.knowledge.rules.serving_and_load_balancing import UNREACHABLE_TARGETS as UNREACHABLE_TARGETS
+from neuron_constructs.knowledge.rules.serving_and_load_balancing import (
+    WAKE_BY_HAND as WAKE_BY_HAND,
+)
 from neuron_constructs.knowledge.rules.task_definitions_and_devices import (
     CONTAINERS_EXCEED_TASK as CONTAINERS_EXCEED_TASK,
 )
@@ -309,6 +313,7 @@ RULES: tuple[Rule, ...] = tuple(
             LISTENER_RULE,
             NETWORK_LOAD_BALANCER_GROUP,
             REQUEST_SCALING_TARGET,
+            SCALE_TO_ZERO,
             UNKNOWN_VPC_RANGE,
             FLEET_FULL,
             S3_LOCATION,
@@ -381,6 +386,7 @@ RULES: tuple[Rule, ...] = tuple(
             KEPT_FILE_SYSTEM_IN_OWN_VPC,
             BLUE_GREEN_WITHOUT_TRAFFIC,
             APPROVAL_CONTINUES,
+            WAKE_BY_HAND,
             ROLLOUT_WITHOUT_NEURON_ALARM,
             SMOKE_TEST_TLS_NAME,
             DRIVER_CHECK_REFUSES_CURRENT,

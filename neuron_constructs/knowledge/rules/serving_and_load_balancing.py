@@ -14,13 +14,29 @@ __all__ = [
     "NETWORK_OPTION_IGNORED",
     "NO_TARGET_PORT",
     "REQUEST_SCALING_TARGET",
+    "SCALE_TO_ZERO",
     "SECOND_SCALING_TARGET",
     "SHORT_GRACE_PERIOD",
     "UNKNOWN_VPC_RANGE",
     "UNREACHABLE_TARGETS",
+    "WAKE_BY_HAND",
 ]
 
 # ---------------------------------------------------------------- errors ---
+
+SCALE_TO_ZERO = Rule(
+    "NEURON182",
+    "Scale to zero no request can wake, or that a running copy needs",
+    "a service at zero tasks registers no target: the load balancer answers 503 and its target group's "
+    "RequestCount is not reported, so target tracking cannot scale it out from zero; the library wakes it on the "
+    "load balancer's HTTPCode_ELB_503_Count while it runs no task (Container Insights' RunningTaskCount) and scales "
+    "it in after its target groups counted no request for the idle time, which needs its Application Load Balancer "
+    "target groups, the load balancer's metrics, Container Insights, and no rollout that needs a running copy; users "
+    "of a production listener would get the 503",
+    "{fix}",
+    "ALB guide: CloudWatch metrics (RequestCount, HTTPCode_ELB_503_Count), troubleshooting (HTTP 503); Application "
+    "Auto Scaling guide: target tracking (scale in to 0), step scaling (ExactCapacity)",
+)
 
 NETWORK_OPTION_IGNORED = Rule(
     "NEURON034",
@@ -132,4 +148,13 @@ GRACE_SHORTER_THAN_COMPILE = Rule(
     'Cache" (2026-06-22)',
     severity="warning",
     checked="template",
+)
+WAKE_BY_HAND = Rule(
+    "NEURON183",
+    "Scale to zero without a wake",
+    "scale_to_zero(wake_on_request=False) scales the model in to zero copies when idle and nothing scales it out "
+    "again: requests get the load balancer's 503 until someone raises its desired count",
+    "pass wake_on_request=True, or acknowledge this warning id where the model is woken by hand or by a pipeline",
+    "ALB guide: troubleshooting (HTTP 503: no registered targets)",
+    severity="warning",
 )
