@@ -207,6 +207,25 @@ def test_on_managed_instances_the_degree_is_stated_since_the_cores_are_known_onl
     assert _option(command, "--tensor-parallel-size") == "2"
 
 
+def test_on_managed_instances_a_degree_above_the_cores_of_a_type_the_capacity_may_pick_is_refused() -> None:
+    from neuron_constructs import NeuronCluster, NeuronService
+
+    stack = _stack()
+    cluster = NeuronCluster(stack, "Cluster")
+    cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
+    task = ManagedNeuronTaskDefinition(stack, "Task", cpu=8192, memory_mib=16384)
+    _serve(task, VllmServer(model=MODEL, tensor_parallel_size=8))
+    # inf2.xlarge (4 vCPUs) cannot hold the task; inf2.8xlarge (32 vCPUs, 2 NeuronCores) can, and ECS may pick it
+    with pytest.raises(NeuronConfigurationError, match=r"NEURON174") as raised:
+        NeuronService(stack, "Llm", cluster=cluster, task_definition=task)
+    assert "Serve/Cluster/Managed may place the task on inf2.8xlarge (2): fewer NeuronCores than that" in str(
+        raised.value
+    )
+    roomy = ManagedNeuronTaskDefinition(stack, "Roomy", cpu=98304, memory_mib=200000)
+    _serve(roomy, VllmServer(model=MODEL, tensor_parallel_size=8))
+    NeuronService(stack, "Big", cluster=cluster, task_definition=roomy)  # only inf2.24xlarge (12) and .48xlarge (24)
+
+
 @given(
     cores=st.integers(1, 128),
     degree=st.none() | st.integers(1, 128),

@@ -31,7 +31,7 @@ from neuron_constructs.knowledge.neuron_releases import ami_driver_conflict, new
 if TYPE_CHECKING:
     from neuron_constructs.serving.services import NeuronService
 
-__all__ = ["check_driver", "check_one_per_instance", "check_placement"]
+__all__ = ["check_driver", "check_one_per_instance", "check_placement", "check_server_degree_on_managed_instances"]
 
 
 def check_placement(service: NeuronService) -> None:
@@ -61,6 +61,7 @@ def check_placement(service: NeuronService) -> None:
     if isinstance(task, ManagedNeuronTaskDefinition) and isinstance(capacity, ManagedInstancesCapacity):
         largest = max(capacity.instance_types, key=lambda t: (t.cpu_units, t.memory_mib))
         inputs.check_task_size(path, largest, task.cpu, task.memory_mib)
+        check_server_degree_on_managed_instances(service, task, capacity)
     for other in capacity.services:
         other_task = getattr(other, "task_definition", None)  # every service on a capacity is a NeuronService
         assert isinstance(other_task, NeuronTaskDefinition)
@@ -71,6 +72,26 @@ def check_placement(service: NeuronService) -> None:
                 f"{construct_path(other)} on {construct_path(capacity)} also holds {overlap}",
                 first=construct_path(other),
                 other=path,
+            )
+
+
+def check_server_degree_on_managed_instances(
+    service: NeuronService, task: ManagedNeuronTaskDefinition, capacity: ManagedInstancesCapacity
+) -> None:
+    """NEURON174: a model server's tensor-parallel degree against every instance type the capacity may place the task
+    on (those whose vCPUs and memory hold the task's): with ``NeuronDevice = ALL`` the container holds every
+    NeuronCore of whichever type ECS picks, so a type with fewer cores than the degree fails the copy at start."""
+    for container, plan in task.servers.items():
+        fitting = [t for t in capacity.instance_types if t.cpu_units >= task.cpu and t.memory_mib >= task.memory_mib]
+        small = [t for t in fitting if t.cores() < plan.tensor_parallel_size]
+        if small:
+            shown = ", ".join(f"{t.name} ({t.cores()})" for t in small)
+            raise rules.TENSOR_PARALLEL_CORES.error(
+                construct_path(service),
+                f"container {container!r} runs tensor_parallel_size={plan.tensor_parallel_size}, and "
+                f"{construct_path(capacity)} may place the task on {shown}: fewer NeuronCores than that",
+                fix="narrow the capacity's instance_types to types with as many NeuronCores, raise the task's cpu or "
+                "memory_mib past those types, or lower tensor_parallel_size",
             )
 
 
