@@ -27,7 +27,7 @@ from neuron_constructs.local_endpoint import LocalAwsEndpoint
 pytestmark = pytest.mark.e2e
 
 ENDPOINT = ("-m", "neuron_constructs.local_endpoint")
-TEAM_STACKS = ("Platform", "LlmService", "EmbeddingFleet", "Training")
+TEAM_STACKS = ("Platform", "LlmService", "DevModel", "EmbeddingFleet", "Training")
 """The whole team app: the platform the consumer stands on, and workloads holding listener priorities of their own."""
 _SERVING = re.compile(r"The endpoint stays up at (http://127\.0\.0\.1:\d+) until Ctrl-C")
 

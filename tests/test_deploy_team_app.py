@@ -26,7 +26,7 @@ pytestmark = pytest.mark.e2e
 TEAM_APP = ROOT / "examples" / "team_app"
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
 COMMAND = ("-m", "neuron_constructs.local_endpoint", "--app-dir", "examples/team_app", "--context", "cdkNag=true")
-STACKS = ("Platform", "LlmService", "EmbeddingFleet", "Training")
+STACKS = ("Platform", "LlmService", "DevModel", "EmbeddingFleet", "Training")
 
 
 def _environment() -> dict[str, str]:
@@ -108,6 +108,22 @@ def test_each_workload_adds_its_own_rule_to_the_platform_s_listener(deployed: tu
     assert "listener rule    priority 20: path-pattern /embed/*; forward to EmbeddingFleet-" in embedding
     assert embedding.count("\n  service   ") == 8  # eight one-core copies
     assert "listener rule" not in sections["Platform"]
+
+
+def test_the_report_names_the_approval_and_the_scale_to_zero_the_endpoint_does_not_run(
+    deployed: tuple[str, Path],
+) -> None:
+    """The LLM's approval (a pause hook) and the dev model's idle and wake policies deploy; moto keeps neither the
+    service's lifecycle hooks nor the alarms' metric math nor the scaling policies, and the report says so."""
+    sections = _sections(deployed[0])
+    assert "deploymentConfiguration.lifecycleHooks not kept" in sections["LlmService"]
+    dev = sections["DevModel"]
+    assert "listener rule    priority 40: path-pattern /dev/v1/*; forward to DevModel-" in dev
+    assert "alarm            DevModel-DevModelServiceIdleAlarm" in dev and "DevModelServiceWakeAlarm" in dev
+    for gap in ("IdleAlarm", "WakeAlarm"):
+        assert re.search(rf"AWS::CloudWatch::Alarm DevModelService{gap}\w+: Metrics: the metric math is not kept", dev)
+    for policy in ("ScaleToZero", "Wake"):
+        assert re.search(rf"AWS::ApplicationAutoScaling::ScalingPolicy DevModelService{policy}\w+: not created", dev)
 
 
 def test_the_deployed_templates_pass_cfn_lint_with_the_neuron_rules(deployed: tuple[str, Path]) -> None:

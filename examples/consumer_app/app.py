@@ -3,7 +3,7 @@
 The platform app (``examples/team_app``) publishes its cluster, VPC and load balancer listener in Parameter Store under
 ``/neuron/team`` (``NeuronLoadBalancer.publish``). This app imports them in one call (``PublishedPlatform``), adds a
 Managed Instances capacity of its own to the platform's cluster, and serves a chat model on it behind the platform's
-load balancer on ``/chat/*`` with a listener rule of its own (priority 30: the team app holds 10 and 20). Its stack
+load balancer on ``/chat/*`` with a listener rule of its own (priority 30: the team app holds 10, 20 and 40). Its stack
 names the parameters, never the platform's stacks: deploy the platform first, then ``cdk deploy Chat`` here, from
 another repository if you like; either app deploys and deletes without the other's stacks changing.
 """

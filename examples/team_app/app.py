@@ -4,8 +4,10 @@
 embedding fleet, ECS Managed Instances for the LLM), an internal load balancer (with a test listener for rollouts) and
 Neuron monitoring, published in Parameter Store under ``/neuron/team`` for other CDK apps (``examples/consumer_app``).
 Then each workload, on its own, in any order: ``LlmService`` (vLLM behind the platform's load
-balancer on ``/v1/*``, scaling on requests and on its NeuronCore utilization, rolled out blue/green after a smoke
-test, with its engine's compile cache on S3), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model
+balancer on ``/v1/*``, scaling on the requests waiting for a slot and on its NeuronCore utilization, rolled out
+blue/green after a smoke test and a person's approval, with its engine's compile cache on S3), ``DevModel`` (the
+same engine on ``/dev/v1/*`` for the team's experiments, scaled to zero copies after half an hour without a request
+and woken by the next), ``EmbeddingFleet`` (eight one-NeuronCore copies of an embedding model
 on ``/embed/*``, rolled out canary: two copies first) and ``Training`` (a two-node trn1.32xlarge AWS Batch queue
 with EFA on the platform's VPC). Every workload stack depends on the platform's, never the reverse: the platform
 deploys first, and a workload stack deletes alone.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, App, Aws, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import Acknowledgment, App, Aws, DefaultStackSynthesizer, Duration, Stack, Validations
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
@@ -28,6 +30,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from neuron_constructs import (
+    Approval,
     CompileCache,
     ManagedNeuronTaskDefinition,
     NeuronAmi,
@@ -44,6 +47,8 @@ from neuron_constructs import (
 from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM, NeuronImage
 
 SPLITS = ("a stack each", "platform and workloads", "one stack")
+WORKLOADS = ("LlmService", "DevModel", "EmbeddingFleet", "Training")
+"""The workloads, each in a stack of its own by default."""
 """The ways the app lays its resources out in stacks (context ``split``)."""
 PORT = 8080
 TEST_PORT = 8443
@@ -98,6 +103,8 @@ class Platform(Construct):
         certificate = (
             acm.Certificate.from_certificate_arn(self, "Certificate", certificate_arn) if certificate_arn else None
         )
+        self.https = certificate is not None
+        """Whether the load balancer listens on HTTPS, for the names the team's clients use."""
         self.load_balancer = NeuronLoadBalancer(
             self, "LoadBalancer", cluster=self.cluster, certificate=certificate, test_port=TEST_PORT
         )
@@ -105,11 +112,34 @@ class Platform(Construct):
         self.load_balancer.publish(PUBLISHED_AS)
 
 
+def tinyllama(served_model_name: str) -> VllmServer:
+    """The Neuron DLC quickstart's start of the vLLM 0.16 image (its entrypoint runs the command), written by
+    VllmServer with its port mapping and health check; the KV cache the model is compiled for is
+    ceil(max_model_len / block_size) * max_num_seqs blocks (NxD Inference's vLLM guide), bucketing off."""
+    return VllmServer(
+        model="TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        tensor_parallel_size=2,
+        max_model_len=128,
+        max_num_seqs=4,
+        served_model_name=served_model_name,
+        port=PORT,
+        extra_args=[
+            "--block-size",
+            "32",
+            "--num-gpu-blocks-override",
+            "16",
+            "--additional-config",
+            '{"override_neuron_config":{"enable_bucketing":false}}',
+        ],
+    )
+
+
 class LlmService(Construct):
     """vLLM (``VllmServer``, served as ``tinyllama``) on Managed Instances behind the platform's load balancer on
-    ``/v1/*``, scaling on requests and on its NeuronCore utilization; a new version rolls out blue/green once it lists
-    its model through the test listener, and rolls back on the model's Neuron execution errors, 5xx answers or p99
-    response time."""
+    ``/v1/*``, scaling on the requests waiting for a slot (two per copy) and on its NeuronCore utilization; a new
+    version rolls out blue/green once it lists its model through the test listener and a person approved it
+    (``neuron-ecs rollout approve LlmService``; unanswered within 8 hours it rolls back), and rolls back on the model's
+    Neuron execution errors, 5xx answers or p99 response time."""
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
         super().__init__(scope, id)
@@ -117,25 +147,7 @@ class LlmService(Construct):
         task.add_neuron_container(
             "vllm",
             image=ecs.ContainerImage.from_registry(VLLM.uri),
-            # The Neuron DLC quickstart's start of the vLLM 0.16 image (its entrypoint runs the command), written by
-            # VllmServer with its port mapping and health check; the KV cache the model is compiled for is
-            # ceil(max_model_len / block_size) * max_num_seqs blocks (NxD Inference's vLLM guide), bucketing off.
-            server=VllmServer(
-                model="TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-                tensor_parallel_size=2,
-                max_model_len=128,
-                max_num_seqs=4,
-                served_model_name="tinyllama",
-                port=PORT,
-                extra_args=[
-                    "--block-size",
-                    "32",
-                    "--num-gpu-blocks-override",
-                    "16",
-                    "--additional-config",
-                    '{"override_neuron_config":{"enable_bucketing":false}}',
-                ],
-            ),
+            server=tinyllama("tinyllama"),
             # The engine of the vLLM 0.16 image is vLLM on NxD Inference, whose persistent cache is torch-neuronx's on
             # S3 (NEURON_COMPILE_CACHE_URL): a copy after the first loads the graphs the first compiled. No source
             # documents a CPU compile mode for it, so it is not precompiled (NEURON166 would say so).
@@ -146,15 +158,41 @@ class LlmService(Construct):
             "Service",
             cluster=platform.cluster,
             task_definition=task,
-            rollout=Rollout.blue_green(smoke_test=SmokeTest("/v1/models")),
+            rollout=Rollout.blue_green(
+                smoke_test=SmokeTest("/v1/models"), approval=Approval(timeout=Duration.hours(8))
+            ),
         )
         self.service.attach_to_listener(
             platform.load_balancer.listener,
             conditions=[elbv2.ListenerCondition.path_patterns(["/v1/*"])],
             priority=10,
         )
-        self.service.scale_on_requests(requests_per_target=60, max_count=4)
+        # vLLM's own queue, written by the engine-metrics sidecar every copy gets: a request that waits is what users
+        # feel; requests per target say little of requests that take seconds each.
+        self.service.scale_on_waiting_requests(per_copy=2, max_count=4)
         self.service.scale_on_neuron_utilization(max_count=4)
+
+
+class DevModel(Construct):
+    """The same engine for the team's experiments, served as ``tinyllama-dev`` on ``/dev/v1/*``: scaled to zero
+    copies after 30 minutes without a request, and back to one when a request finds none (that request, and those
+    until the copy is healthy, get the load balancer's 503). The platform's listener is internal HTTP; behind HTTPS
+    (context ``certificateArn``) it serves production names, and the team accepts the cold start there explicitly."""
+
+    def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
+        super().__init__(scope, id)
+        task = ManagedNeuronTaskDefinition(self, "Vllm", cpu=8192, memory_mib=16384)
+        task.add_neuron_container(
+            "vllm", image=ecs.ContainerImage.from_registry(VLLM.uri), server=tinyllama("tinyllama-dev")
+        )
+        self.service = NeuronService(self, "Service", cluster=platform.cluster, task_definition=task)
+        self.service.attach_to_listener(
+            platform.load_balancer.listener,
+            conditions=[elbv2.ListenerCondition.path_patterns(["/dev/v1/*"])],
+            priority=40,
+        )
+        self.service.scale_on_waiting_requests(per_copy=2, min_count=0, max_count=1)
+        self.service.scale_to_zero(idle=Duration.minutes(30), on_production_listener=platform.https)
 
 
 class EmbeddingFleet(Construct):
@@ -236,19 +274,22 @@ def build_app(app: App, *, split: str = SPLITS[0], certificate_arn: str | None =
     if split == "one stack":
         stacks["Team"] = stack("Team")
         platform = Platform(stacks["Team"], "Platform", certificate_arn=certificate_arn)
-        workloads: dict[str, Any] = {"LlmService": stacks["Team"], "EmbeddingFleet": stacks["Team"]}
+        workloads: dict[str, Any] = {
+            "LlmService": stacks["Team"],
+            "DevModel": stacks["Team"],
+            "EmbeddingFleet": stacks["Team"],
+        }
         workloads["Training"] = stacks["Team"]
     else:
         stacks["Platform"] = stack("Platform")
         platform = Platform(stacks["Platform"], "Platform", certificate_arn=certificate_arn)
         if split == "platform and workloads":
             stacks["Workloads"] = stack("Workloads")
-            workloads = dict.fromkeys(("LlmService", "EmbeddingFleet", "Training"), stacks["Workloads"])
+            workloads = dict.fromkeys(WORKLOADS, stacks["Workloads"])
         else:
-            workloads = {
-                name: stacks.setdefault(name, stack(name)) for name in ("LlmService", "EmbeddingFleet", "Training")
-            }
+            workloads = {name: stacks.setdefault(name, stack(name)) for name in WORKLOADS}
     LlmService(workloads["LlmService"], "LlmService", platform=platform)
+    DevModel(workloads["DevModel"], "DevModel", platform=platform)
     EmbeddingFleet(workloads["EmbeddingFleet"], "EmbeddingFleet", platform=platform)
     Training(workloads["Training"], "Training", platform=platform)
     if app.node.try_get_context("cdkNag") in (True, "true"):
