@@ -29,6 +29,7 @@ TEAM_CONTEXT = json.loads((ROOT / "examples" / "team_app" / "cdk.json").read_tex
 """The context ``cdk synth`` gives the team app (its ``cdk.json``)."""
 pytestmark = pytest.mark.xdist_group("composition")  # one worker synthesizes each layout of the team app once
 IMAGE = ecs.ContainerImage.from_registry("public.ecr.aws/docker/library/busybox:1.37")
+DASHBOARD_PICTURE_TITLE = "NeuronMonitoring dashboard of the team app's platform"
 
 
 @functools.cache
@@ -323,3 +324,19 @@ def test_every_load_balanced_workload_is_reachable_across_the_stacks_and_found_w
         if resource["Type"] == "AWS::ECS::Service" and resource["Properties"].get("LoadBalancers")
     }
     assert found == registered and len(registered) > 2
+
+
+def test_the_docs_picture_of_the_dashboard_is_the_team_platform_s() -> None:
+    """docs/_static/dashboard.svg is the dashboard the team app's platform synthesizes, drawn by
+    ``neuron_constructs.tools.dashboard_picture``; regenerate it with the command in docs/serving-llms.md."""
+    from neuron_constructs.tools.dashboard_picture import dashboards_of, metric_names, picture
+
+    (body,) = dashboards_of(synthesized(team.SPLITS[0])["Platform"]["template"]).values()
+    titles = [w["properties"].get("title", "") for w in body["widgets"]]
+    queue = body["widgets"][titles.index("Requests per copy of each model: waiting, running; KV cache used (%)")]
+    assert metric_names(queue) == ["WaitingRequests", "RunningRequests", "KvCacheUsage"]
+    drawn = picture(body, title=DASHBOARD_PICTURE_TITLE)
+    assert (ROOT / "docs" / "_static" / "dashboard.svg").read_text() == drawn, (
+        "run: python -m neuron_constructs.tools.dashboard_picture cdk.out/Platform.template.json "
+        f"--title '{DASHBOARD_PICTURE_TITLE}' --out docs/_static/dashboard.svg"
+    )

@@ -153,14 +153,13 @@ class LlmService(Construct):
             # documents a CPU compile mode for it, so it is not precompiled (NEURON166 would say so).
             compile_cache=CompileCache.in_new_bucket(self, "CompileCache"),
         )
+        rollout = Rollout.blue_green(smoke_test=SmokeTest("/v1/models"), approval=Approval(timeout=Duration.hours(8)))
         self.service = NeuronService(
             self,
             "Service",
             cluster=platform.cluster,
             task_definition=task,
-            rollout=Rollout.blue_green(
-                smoke_test=SmokeTest("/v1/models"), approval=Approval(timeout=Duration.hours(8))
-            ),
+            rollout=rollout,
         )
         self.service.attach_to_listener(
             platform.load_balancer.listener,
