@@ -346,11 +346,13 @@ def _model_name_with_a_space(s: Stack) -> None:
     _scaled_service(s, model_name="my model")
 
 
-def _engine_metrics_service(s: Stack, image: str, ports: tuple[int, ...], **service: Any) -> None:
-    """A trn2 service of ``image`` mapping ``ports``, with ``service`` options."""
+def _engine_metrics_service(
+    s: Stack, image: str, ports: tuple[int, ...], instance_type: str = "trn2.48xlarge", **service: Any
+) -> None:
+    """A service of ``image`` on one device of ``instance_type`` mapping ``ports``, with ``service`` options."""
     cluster = NeuronCluster(s, "C")
-    cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
-    task = ManualNeuronTaskDefinition(s, "T", instance_type="trn2.48xlarge", devices=[0], memory_mib=8192)
+    cluster.add_ec2_capacity("Neuron", instance_type=instance_type, max_capacity=1)
+    task = ManualNeuronTaskDefinition(s, "T", instance_type=instance_type, devices=[0], memory_mib=8192)
     task.add_neuron_container(
         "m",
         image=ecs.ContainerImage.from_registry(image),
@@ -373,15 +375,7 @@ def _compile_alarm_on_vllm_on_nxd_inference(s: Stack) -> None:
     from neuron_constructs import EngineMetrics
     from neuron_constructs.knowledge.container_images import VLLM
 
-    cluster = NeuronCluster(s, "C")
-    cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
-    task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", devices=[0], memory_mib=8192)
-    task.add_neuron_container(
-        "m",
-        image=ecs.ContainerImage.from_registry(VLLM.reference),
-        port_mappings=[ecs.PortMapping(container_port=8000)],
-    )
-    NeuronService(s, "Svc", cluster=cluster, task_definition=task, engine_metrics=EngineMetrics(expect_warm=True))
+    _engine_metrics_service(s, VLLM.reference, (8000,), "inf2.xlarge", engine_metrics=EngineMetrics(expect_warm=True))
 
 
 def _scaled_service(s: Stack, **service: Any) -> NeuronService:
