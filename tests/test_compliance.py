@@ -205,6 +205,8 @@ def test_the_library_environment_names_are_those_the_compute_package_writes() ->
     from neuron_constructs.monitoring import engine_metrics as sidecar
     from neuron_constructs.programs import engine_metrics as collector
 
-    written |= {sidecar.PROGRAM_VARIABLE, *(v for k, v in vars(collector).items() if k.endswith("_VARIABLE"))}
-    written -= {collector.METADATA_VARIABLE}  # ECS sets it, not the library
-    assert all(compliance.library_s_own(name) for name in written)
+    collected = {sidecar.PROGRAM_VARIABLE, *(v for k, v in vars(collector).items() if k.endswith("_VARIABLE"))}
+    collected -= {collector.METADATA_VARIABLE}  # ECS sets it, not the library
+    assert collected == compliance.ENGINE_METRICS_ENVIRONMENT
+    assert all(compliance.library_s_own(name) for name in written | collected)
+    assert not compliance.library_s_own("ENGINE_METRICS_TOKEN")  # a user's own variable is left to the user

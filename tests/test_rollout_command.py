@@ -60,7 +60,21 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
         "deploymentConfiguration": {"strategy": "ROLLING"},
         "finishedAt": NOW - 600,
     },
+    "returning": {"status": "ROLLBACK_IN_PROGRESS", "lifecycleStage": "PRODUCTION_TRAFFIC_SHIFT"},
+    "refusing": {
+        "status": "IN_PROGRESS",
+        "lifecycleStage": "POST_SCALE_UP",
+        "lifecycleHookDetails": [{"hookId": "pause-2", "targetType": "PAUSE", "status": "AWAITING_ACTION"}],
+    },
+    "idless": {
+        "status": "IN_PROGRESS",
+        "lifecycleStage": "POST_SCALE_UP",
+        "lifecycleHookDetails": [{"targetType": "PAUSE", "status": "AWAITING_ACTION"}],
+    },
 }
+PAGED = "paged"
+"""A service whose newest deployment ECS lists on a second page."""
+STACKS = {"Llm": ["paused"], "Bare": [], "Team": ["paused", "shifting", "refusing"]}
 
 
 class StandIn:
@@ -100,6 +114,11 @@ class StandIn:
         self.calls.append((operation, request))
         if operation == "ListServiceDeployments":
             name = str(request["service"]).rsplit("/", 1)[-1]
+            if name == PAGED:  # an older deployment first, the newest on the next page
+                if "nextToken" not in request:
+                    old = {"serviceDeploymentArn": _deployment("finished"), "createdAt": NOW - 86400}
+                    return 200, {"serviceDeployments": [old], "nextToken": "page-2"}
+                return 200, {"serviceDeployments": [{"serviceDeploymentArn": _deployment("paused"), "createdAt": NOW}]}
             if name not in DEPLOYMENTS:
                 return 200, {"serviceDeployments": []}
             return 200, {"serviceDeployments": [{"serviceDeploymentArn": _deployment(name), "createdAt": NOW - 1800}]}
@@ -114,6 +133,8 @@ class StandIn:
             }
             return 200, {"serviceDeployments": [deployment], "failures": []}
         if operation in ("ContinueServiceDeployment", "StopServiceDeployment"):
+            if "/refusing/" in request["serviceDeploymentArn"]:
+                return 400, {"__type": "ConflictException", "message": "the deployment is changing"}
             return 200, {"serviceDeploymentArn": request["serviceDeploymentArn"]}
         return 400, {"__type": "InvalidParameterException", "message": f"{operation} is not modelled"}
 
@@ -123,7 +144,7 @@ class StandIn:
             f"<member><LogicalResourceId>{name}</LogicalResourceId><PhysicalResourceId>{_service(name)}"
             "</PhysicalResourceId><ResourceType>AWS::ECS::Service</ResourceType><LastUpdatedTimestamp>"
             "2026-12-07T20:00:00Z</LastUpdatedTimestamp><ResourceStatus>CREATE_COMPLETE</ResourceStatus></member>"
-            for name in ({"Llm": ["paused"], "Bare": []}.get(form.get("StackName", ""), []))
+            for name in STACKS.get(form.get("StackName", ""), [])
         )
         return (
             '<ListStackResourcesResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
@@ -215,3 +236,31 @@ def test_a_stack_without_a_service_is_a_usage_error_and_json_is_plain(stand_in: 
     (read,) = json.loads(out)
     assert read["service"] == f"{CLUSTER}/paused"
     assert read["deployment"]["lifecycleHookDetails"][1]["expiresAt"].endswith("+00:00")
+
+
+def test_on_a_stack_each_service_is_answered_in_turn_and_a_running_one_is_left_unless_named(stand_in: StandIn) -> None:
+    status, out, _ = _run(stand_in, "rollback", "Team")
+    lines = out.splitlines()
+    # THEN the paused one is rolled back, the running one left (several services: it must be named), and the error
+    # on the third said in its own line after the first two were answered
+    assert lines[0].startswith(f"{CLUSTER}/paused: rolled back at the approval")
+    assert "the stack holds several services, so name this one (CLUSTER/SERVICE) to roll it back" in lines[1]
+    assert lines[2].startswith(f"{CLUSTER}/refusing: ") and "ConflictException" in lines[2]
+    assert status == 1
+    assert not any(
+        op == "StopServiceDeployment" and "/shifting/" in r["serviceDeploymentArn"] for op, r in stand_in.calls
+    )
+    status, out, _ = _run(stand_in, "approve", "Team", "--json")
+    answered = {r["service"]: r for r in json.loads(out)}
+    assert answered[f"{CLUSTER}/paused"]["acted"] is True and answered[f"{CLUSTER}/refusing"]["failed"] is True
+    assert status == 1
+
+
+def test_the_newest_deployment_is_found_on_a_later_page_and_odd_answers_get_a_sentence(stand_in: StandIn) -> None:
+    status, out, _ = _run(stand_in, "status", f"{CLUSTER}/{PAGED}")
+    assert status == 0 and "stage POST_TEST_TRAFFIC_SHIFT" in out and "SUCCESSFUL" not in out
+    status, out, _ = _run(stand_in, "rollback", f"{CLUSTER}/returning")
+    assert status == 3 and "the deployment is already ROLLBACK_IN_PROGRESS: nothing to rollback" in out
+    status, out, err = _run(stand_in, "approve", f"{CLUSTER}/idless")
+    assert status == 3 and "a paused approval without its hook id; nothing was answered" in out and not err
+    assert not any(op in ("ContinueServiceDeployment", "StopServiceDeployment") for op, _ in stand_in.calls)

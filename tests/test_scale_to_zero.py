@@ -113,17 +113,20 @@ def test_the_model_stack_depends_on_the_platform_only_and_its_target_reaches_zer
     assert [t["TargetTrackingScalingPolicyConfiguration"]["DisableScaleIn"] for t in tracking] == [True]
 
 
-def test_the_idle_alarm_counts_both_target_groups_requests_while_a_copy_runs_and_sets_zero() -> None:
-    alarm = _alarm("The model ran and received no request")
+def test_the_idle_alarm_counts_both_target_groups_requests_while_a_copy_is_healthy_and_sets_zero() -> None:
+    alarm = _alarm("A healthy copy of the model received no request")
     expression, stats = _queries(alarm)
-    assert expression == "IF(FILL(running, 0) >= 1 AND (FILL(requests0, 0) + FILL(requests1, 0)) < 1, 1, 0)"
-    assert stats["running"]["Metric"]["Namespace"] == "ECS/ContainerInsights"
-    assert stats["running"]["Metric"]["MetricName"] == "RunningTaskCount"
-    assert {d["Name"] for d in stats["running"]["Metric"]["Dimensions"]} == {"ClusterName", "ServiceName"}
-    for name in ("requests0", "requests1"):  # blue's and green's target groups: ECS swaps them at each deployment
-        metric = stats[name]["Metric"]
-        assert metric["MetricName"] == "RequestCount" and stats[name]["Stat"] == "Sum"
-        assert {d["Name"] for d in metric["Dimensions"]} == {"LoadBalancer", "TargetGroup"}
+    assert expression == (
+        "IF((FILL(healthy0, 0) + FILL(healthy1, 0)) >= 1 AND (FILL(requests0, 0) + FILL(requests1, 0)) < 1, 1, 0)"
+    )
+    for index in ("0", "1"):  # blue's and green's target groups: ECS swaps them at each deployment
+        for name, metric_name, statistic in (
+            ("requests", "RequestCount", "Sum"),
+            ("healthy", "HealthyHostCount", "Minimum"),
+        ):
+            stat = stats[name + index]
+            assert (stat["Metric"]["MetricName"], stat["Stat"]) == (metric_name, statistic)
+            assert {d["Name"] for d in stat["Metric"]["Dimensions"]} == {"LoadBalancer", "TargetGroup"}
     assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == IDLE_MINUTES
     assert alarm["Threshold"] == 1 and alarm["TreatMissingData"] == "notBreaching"
     policy = _policy(alarm)["StepScalingPolicyConfiguration"]
@@ -135,6 +138,9 @@ def test_the_wake_alarm_reads_the_load_balancer_s_503s_while_no_copy_runs_and_se
     alarm = _alarm("The load balancer answered 503")
     expression, stats = _queries(alarm)
     assert expression == "IF(FILL(e503, 0) >= 1 AND FILL(running, 0) < 1, 1, 0)"
+    running = stats["running"]["Metric"]
+    assert (running["Namespace"], running["MetricName"]) == ("ECS/ContainerInsights", "RunningTaskCount")
+    assert {d["Name"] for d in running["Dimensions"]} == {"ClusterName", "ServiceName"}
     metric = stats["e503"]["Metric"]
     assert (metric["Namespace"], metric["MetricName"]) == ("AWS/ApplicationELB", "HTTPCode_ELB_503_Count")
     assert [d["Name"] for d in metric["Dimensions"]] == ["LoadBalancer"]  # no TargetGroup dimension exists for it
@@ -152,25 +158,33 @@ def _evaluate(expression: str, values: dict[str, float | None]) -> float:
     return float(eval(python, {"__builtins__": {}}, scope))
 
 
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=180))
-def test_a_copy_goes_exactly_after_the_idle_time_and_a_request_at_zero_always_wakes_one(traffic: list[int]) -> None:
-    """Minute by minute: ``traffic`` requests arrive; with no copy they get 503s. The alarms' own expressions and
-    periods decide the desired count, which takes effect the next minute."""
-    idle_expression, _ = _queries(_alarm("The model ran and received no request"))
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=180), st.integers(0, 2 * IDLE_MINUTES))
+def test_a_copy_goes_exactly_after_a_whole_idle_time_healthy_and_never_while_it_starts(
+    traffic: list[int], start_minutes: int
+) -> None:
+    """Minute by minute: ``traffic`` requests arrive; a copy runs ``start_minutes`` before it is healthy, and until
+    then, as with no copy, requests get 503s (not counted per target group). The alarms' own expressions and periods
+    decide the desired count, which takes effect the next minute."""
+    idle_expression, _ = _queries(_alarm("A healthy copy of the model received no request"))
     wake_expression, _ = _queries(_alarm("The load balancer answered 503"))
-    running, breaching, quiet = 1, 0, 0
+    running, started, breaching, quiet = 1, start_minutes, 0, 0  # the first copy was deployed healthy
     for requests in traffic:
-        served = requests if running else 0
-        refused = 0 if running else requests
-        quiet = quiet + 1 if running and not served else 0  # minutes a copy ran without a request
-        idle = _evaluate(idle_expression, {"running": running, "requests0": served or None, "requests1": None})
+        healthy = running and started >= start_minutes
+        served = requests if healthy else 0
+        refused = requests - served
+        quiet = quiet + 1 if healthy and not served else 0  # minutes a healthy copy received no request
+        idle = _evaluate(
+            idle_expression,
+            {"healthy0": 1 if healthy else None, "healthy1": None, "requests0": served or None, "requests1": None},
+        )
         breaching = breaching + 1 if idle >= 1 else 0
         wake = _evaluate(wake_expression, {"e503": refused or None, "running": running})
         desired = 0 if breaching >= IDLE_MINUTES else running
         desired = 1 if wake >= 1 else desired
-        # THEN a copy is taken away exactly when it ran a whole idle time without a request: never sooner, not later
+        # THEN a copy goes exactly when it was healthy and unasked a whole idle time: never sooner, never while starting
         assert (running == 1 and desired == 0) == (quiet >= IDLE_MINUTES)
-        assert not refused or desired == 1  # THEN a request that found no copy wakes one
+        assert not (refused and not running) or desired == 1  # THEN a request that found no copy wakes one
+        started = started + 1 if running and desired else 0
         running = desired
 
 
@@ -222,3 +236,25 @@ def test_a_zero_minimum_without_scale_to_zero_is_refused_at_synth_and_no_wake_is
     assert made.wake_alarm is None and made.wake_action is None
     warnings = [str(m.entry.data) for s in quiet.synth().stacks for m in s.messages]
     assert any(r.WAKE_BY_HAND.id in w for w in warnings)
+
+
+def test_a_fleet_model_is_refused_a_zero_minimum() -> None:
+    from neuron_constructs import NeuronFleet
+
+    app = App(analytics_reporting=False)
+    platform = _platform(app)
+    fleet = NeuronFleet(
+        Stack(app, "Fleet", env=ENV),
+        "Fleet",
+        cluster=platform["cluster"],
+        instance_type="inf2.48xlarge",
+        capacity=platform["capacity"],
+    )
+    model = fleet.add_model(
+        "Model",
+        cores_per_task=1,
+        copies=2,
+        image=ecs.ContainerImage.from_registry(VLLM.reference),
+        port_mappings=[ecs.PortMapping(container_port=8000)],
+    )
+    _refused(lambda: model.scale_on_neuron_utilization(min_count=0, max_count=2), "min_count=0 on a fleet model")

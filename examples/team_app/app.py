@@ -47,9 +47,9 @@ from neuron_constructs import (
 from neuron_constructs.knowledge.container_images import EMBEDDING, PYTORCH_TRAINING, VLLM, NeuronImage
 
 SPLITS = ("a stack each", "platform and workloads", "one stack")
+"""The ways the app lays its resources out in stacks (context ``split``)."""
 WORKLOADS = ("LlmService", "DevModel", "EmbeddingFleet", "Training")
 """The workloads, each in a stack of its own by default."""
-"""The ways the app lays its resources out in stacks (context ``split``)."""
 PORT = 8080
 TEST_PORT = 8443
 """The load balancer's test listener: rollout test traffic only, from the smoke tests' security groups."""

@@ -364,23 +364,37 @@ LIBRARY_ENVIRONMENT = frozenset(
     }
 )
 """The environment variables the library sets on Neuron containers (names, core lists, an S3 location, a path);
-those of the driver check and of the engine-metrics collector start with one of
-:data:`LIBRARY_ENVIRONMENT_PREFIXES`. A test keeps these equal to the names the
+those of the driver check start with :data:`LIBRARY_ENVIRONMENT_PREFIX`, the engine-metrics collector's are
+:data:`ENGINE_METRICS_ENVIRONMENT`. A test keeps these equal to the names the
 compute package writes."""
 _VLLM_NEURON_CACHE = frozenset({"NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_CACHE_ROOT", "VLLM_NEURON_BACKEND"})
 _CACHE_HIT_ONLY = frozenset({"NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND", "VLLM_NEURON_DISABLE_WARMUP_COMPILE"})
 """The cache-hit-only switches of a precompiled model (``serving.service_precompile``), explained where they are set."""
 """The variables of vLLM Neuron's compile cache (``compute.compile_cache_tiers``): their reason is given only where
 they are set, so the reason on every other task definition stays as it was."""
-LIBRARY_ENVIRONMENT_PREFIXES = ("NEURON_DRIVER_CHECK_", "ENGINE_METRICS_")
-"""The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates) and the
-engine-metrics collector's (its code, the engine's URL, the model's and cluster's names, its metric table, a period
-and a threshold)."""
+LIBRARY_ENVIRONMENT_PREFIX = "NEURON_DRIVER_CHECK_"
+"""The driver check's variables (an SDK release's driver range, its runtime, the container's name, AMI dates)."""
+ENGINE_METRICS_ENVIRONMENT = frozenset(
+    {
+        "ENGINE_METRICS_PROGRAM",
+        "ENGINE_METRICS_URL",
+        "ENGINE_METRICS_MODEL",
+        "ENGINE_METRICS_CLUSTER",
+        "ENGINE_METRICS_PERIOD",
+        "ENGINE_METRICS_TABLE",
+        "ENGINE_METRICS_COMPILED_ABOVE",
+        "ENGINE_METRICS_EXPECT_WARM",
+    }
+)
+"""The engine-metrics collector's variables (its code, the engine's URL, the model's and cluster's names, its metric
+table, a period and a threshold); a test keeps them equal to the names the sidecar writes."""
 
 
 def library_s_own(name: str) -> bool:
     """Whether the environment variable ``name`` is one the library sets."""
-    return name in LIBRARY_ENVIRONMENT or name.startswith(LIBRARY_ENVIRONMENT_PREFIXES)
+    return (
+        name in LIBRARY_ENVIRONMENT or name in ENGINE_METRICS_ENVIRONMENT or name.startswith(LIBRARY_ENVIRONMENT_PREFIX)
+    )
 
 
 def acknowledge_library_environment(task_definition: IConstruct) -> None:
@@ -432,7 +446,7 @@ def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
                 + (
                     " ENGINE_METRICS_* are the engine-metrics sidecar's: its code, the engine's local URL, the "
                     "model's and cluster's names, its metric table, a period and a threshold."
-                    if any(name.startswith("ENGINE_METRICS_") for name in names)
+                    if ENGINE_METRICS_ENVIRONMENT & set(names)
                     else ""
                 )
                 + (

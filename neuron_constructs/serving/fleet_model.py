@@ -542,7 +542,14 @@ class FleetModel(Construct, ListenerTarget):
         self._check_instances(max_count)
         self._check_instances(min_count)
         inputs.check_bounds(construct_path(self), ("min_count", min_count), ("max_count", max_count))
-        counts = range(max(1, min_count), max_count + 1)
+        if min_count == 0:
+            raise rules.SCALE_TO_ZERO.error(
+                construct_path(self),
+                "min_count=0 on a fleet model, whose copies hold their cores on a fleet that stays up: nothing would "
+                "wake a copy scaled to zero, and target tracking on waiting requests would take a busy one away",
+                fix="keep min_count at 1 or more, or serve the model as a NeuronService and call scale_to_zero",
+            )
+        counts = range(min_count, max_count + 1)
         if not self._min_healthy_percent_passed and counts:
             fitting = min(self.copy_services[0].largest_minimum_healthy_percent(n, 100) for n in counts)
             if fitting < self.min_healthy_percent:

@@ -83,9 +83,10 @@ def check_server_degree_on_managed_instances(
     NeuronCore of whichever type ECS picks, so a type with fewer cores than the degree fails the copy at start."""
     for container, plan in task.servers.items():
         fitting = [t for t in capacity.instance_types if t.cpu_units >= task.cpu and t.memory_mib >= task.memory_mib]
-        small = [t for t in fitting if t.cores() < plan.tensor_parallel_size]
+        most = {t.name: max(t.cores(lnc) for lnc in t.lnc_options) for t in fitting}  # LNC 1 where it may be set
+        small = [t for t in fitting if most[t.name] < plan.tensor_parallel_size]
         if small:
-            shown = ", ".join(f"{t.name} ({t.cores()})" for t in small)
+            shown = ", ".join(f"{t.name} ({most[t.name]})" for t in small)
             raise rules.TENSOR_PARALLEL_CORES.error(
                 construct_path(service),
                 f"container {container!r} runs tensor_parallel_size={plan.tensor_parallel_size}, and "

@@ -165,8 +165,10 @@ class Approval:
     ``ContinueServiceDeployment`` CONTINUE) or ``neuron-ecs rollout rollback`` (ROLLBACK), and after ``timeout`` does
     ``on_timeout``.
 
-    ``stage``: default ``POST_TEST_TRAFFIC_SHIFT``: green runs at the full count and answers the test listener (after
-    the smoke test, when there is one), and no production traffic has reached it; ``PRE_PRODUCTION_TRAFFIC_SHIFT``
+    ``stage``: default ``POST_TEST_TRAFFIC_SHIFT``: green runs at the full count and answers the test listener, and
+    no production traffic has reached it; a smoke test runs at the same stage, and ECS names no order between two
+    hooks of one stage, only that both complete before the deployment goes on (an approval given while the smoke test
+    still runs waits for it; ``neuron-ecs rollout status`` shows both); ``PRE_PRODUCTION_TRAFFIC_SHIFT``
     pauses before every production shift of a canary or linear rollout; ``POST_SCALE_UP``, ``PRE_SCALE_UP``,
     ``RECONCILE_SERVICE`` and ``POST_PRODUCTION_TRAFFIC_SHIFT`` are ECS's other stages a pause takes. ``timeout``:
     default 24 hours (ECS's), 1 minute to 14 days in whole minutes; blue and green both run while it waits, and

@@ -17,9 +17,11 @@ What AWS documents, and what follows from it:
   count is the load balancer's, so a request that finds no copy wakes every model at zero behind that load
   balancer. SageMaker's scale to zero is built the same way: a step policy on an alarm over a metric of requests
   that found no instance ("Scale an endpoint to zero instances").
-* The scale-in is a step scaling policy (``ExactCapacity`` 0) on an alarm that the service ran a task and its target
-  groups counted no request, in every minute of the idle time: ``IF(FILL(running, 0) >= 1 AND requests < 1, 1,
-  0)``. A copy just woken runs for the whole idle time before it can be taken back to zero.
+* The scale-in is a step scaling policy (``ExactCapacity`` 0) on an alarm that the service's target groups held a
+  healthy target and counted no request, in every minute of the idle time: ``IF(healthy >= 1 AND requests < 1, 1,
+  0)``, ``healthy`` their ``HealthyHostCount`` ("Reported if there are registered targets"). A copy still starting
+  (its image, weights, compile and load, tens of minutes cold) is not healthy yet, so its start never counts as idle
+  time, however short the idle time; a copy just woken serves for the whole idle time before it can be taken back.
 * ``MinCapacity`` 0 is allowed for ECS services, and target tracking "can scale in to 0" on a metric with real
   zeros (Application Auto Scaling guide, target tracking): a model's waiting requests are 0 whenever its batch has
   room, so with ``min_count=0`` every target-tracking policy of the service scales out only, and the idle rule alone
@@ -34,7 +36,7 @@ warm pool and a precompiled model, tens of minutes without.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -116,21 +118,29 @@ def running_tasks_metric(cluster_name: str, service_name: str) -> cloudwatch.Met
     )
 
 
-def _requests(
-    target_groups: Sequence[elbv2.ApplicationTargetGroup], load_balancer_full_name: str
+def _per_target_group(
+    prefix: str,
+    metric_name: str,
+    statistic: str,
+    target_groups: Sequence[elbv2.ApplicationTargetGroup],
+    load_balancer_full_name: str,
 ) -> dict[str, cloudwatch.IMetric]:
-    """Each target group's requests a minute (``RequestCount`` by ``LoadBalancer, TargetGroup``; a rollout's green
-    group is attached through ECS, not a listener rule, so its metric is named here rather than asked of it)."""
+    """Each target group's ``metric_name`` a minute (by ``LoadBalancer, TargetGroup``; a rollout's green group is
+    attached through ECS, not a listener rule, so its metric is named here rather than asked of it)."""
     return {
-        f"requests{index}": cloudwatch.Metric(
+        f"{prefix}{index}": cloudwatch.Metric(
             namespace="AWS/ApplicationELB",
-            metric_name="RequestCount",
+            metric_name=metric_name,
             dimensions_map={"LoadBalancer": load_balancer_full_name, "TargetGroup": group.target_group_full_name},
-            statistic="Sum",
+            statistic=statistic,
             period=Duration.minutes(1),
         )
         for index, group in enumerate(target_groups)
     }
+
+
+def _sum(metrics: Mapping[str, cloudwatch.IMetric]) -> str:
+    return " + ".join(f"FILL({name}, 0)" for name in metrics)
 
 
 def _step(owner: Construct, id: str, target: appscaling.ScalableTarget, copies: int) -> appscaling.StepScalingAction:
@@ -161,23 +171,24 @@ def scale_to_zero(
     target = scaling.node.find_child("Target")
     assert isinstance(target, appscaling.ScalableTarget)
     running = running_tasks_metric(cluster_name, service_name)
-    requests = _requests(target_groups, load_balancer_full_name)
-    received = " + ".join(f"FILL({name}, 0)" for name in requests)
+    requests = _per_target_group("requests", "RequestCount", "Sum", target_groups, load_balancer_full_name)
+    healthy = _per_target_group("healthy", "HealthyHostCount", "Minimum", target_groups, load_balancer_full_name)
     idle_alarm = cloudwatch.Alarm(
         owner,
         "IdleAlarm",
         metric=cloudwatch.MathExpression(
-            expression=f"IF(FILL(running, 0) >= 1 AND ({received}) < 1, 1, 0)",
-            using_metrics={"running": running, **requests},
+            expression=f"IF(({_sum(healthy)}) >= 1 AND ({_sum(requests)}) < 1, 1, 0)",
+            using_metrics={**healthy, **requests},
             period=Duration.minutes(1),
-            label="ran a copy and received no request",
+            label="a healthy copy received no request",
         ),
         threshold=1,
         evaluation_periods=idle,
         datapoints_to_alarm=idle,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description=f"The model ran and received no request for {idle} minutes: it is scaled to zero copies",
+        alarm_description=f"A healthy copy of the model received no request for {idle} minutes: it is scaled to zero "
+        "copies",
     )
     idle_action = _step(owner, "ScaleToZero", target, 0)
     idle_alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(idle_action))

@@ -300,8 +300,9 @@ class NeuronService(Construct, ListenerTarget):
     def scale_to_zero(
         self, *, idle: Duration = IDLE, wake_on_request: bool = True, on_production_listener: bool = False
     ) -> ScaleToZero:
-        """Scale the model in to zero copies after ``idle`` (default 30 minutes, 1 to 1,440 whole minutes) in which it
-        ran and its target groups counted no request, and back to one copy on the first request that finds none
+        """Scale the model in to zero copies after ``idle`` (default 30 minutes, 1 to 1,440 whole minutes) in which its
+        target groups held a healthy copy and counted no request (a copy still starting is not idle), and back to one
+        copy on the first request that finds none
         (``wake_on_request``, default true; ``False`` warns, NEURON183): :mod:`~neuron_constructs.serving.scale_to_zero`
         says how, with its sources. That request, and every one until a copy is healthy, gets the load balancer's
         503: the alarm's minute, an instance, the copy's start.

@@ -16,8 +16,10 @@ newest service deployment (``ListServiceDeployments``, ``DescribeServiceDeployme
   the rollback option").
 
 Exit status: 0 when it printed or did what was asked, 3 when there was nothing to approve or roll back (no
-deployment, one that ended, or one in progress at no pause: the sentence says which, and what to run instead), 2 for a
-stack without an ECS service, 1 for an AWS error.
+deployment, one that ended or is already rolling back, or one in progress at no pause: the sentence says which, and
+what to run instead), 2 for a stack without an ECS service, 1 for an AWS error. On a stack of several services each is
+answered and its sentence printed before the next, an AWS error on one said and the others still answered; a rollback
+there stops only deployments paused at an approval, unless the service is named.
 
 Sources: ECS API reference (botocore 1.44.8): ``ListServiceDeployments``, ``DescribeServiceDeployments``
 (``ServiceDeployment``: ``status``, ``lifecycleStage``, ``lifecycleHookDetails``, ``alarms``, ``rollback``),
@@ -32,15 +34,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from neuron_constructs.tools.commands.aws import _region, _session
-from neuron_constructs.tools.commands.output import EXIT_CONFLICT, EXIT_OK, _Output, _print_json, _UsageError
+from neuron_constructs.tools.commands.aws import _explain, _region, _session
+from neuron_constructs.tools.commands.output import (
+    EXIT_AWS_ERROR,
+    EXIT_CONFLICT,
+    EXIT_OK,
+    _Output,
+    _print_json,
+    _UsageError,
+)
 
 __all__ = ["IN_PROGRESS", "MAX_STACK_PAGES", "ServiceTarget", "act", "describe", "find_services"]
 
 MAX_STACK_PAGES = 20
 """The most pages of a stack's resources read (100 resources a page)."""
-IN_PROGRESS = ("PENDING", "IN_PROGRESS", "ROLLBACK_REQUESTED", "ROLLBACK_IN_PROGRESS", "STOP_REQUESTED")
-"""Deployment statuses that have not ended."""
+IN_PROGRESS = ("PENDING", "IN_PROGRESS")
+"""Deployment statuses a person can still continue or roll back."""
+WINDING_DOWN = ("ROLLBACK_REQUESTED", "ROLLBACK_IN_PROGRESS", "STOP_REQUESTED")
+"""Deployment statuses already on their way back or to a stop."""
+MAX_DEPLOYMENT_PAGES = 10
+"""The most pages of a service's deployments read (100 a page), looking for the newest."""
 _SERVICE_ARN_PARTS = 3  # service/CLUSTER/NAME
 
 
@@ -113,10 +126,16 @@ def _ago(value: Any, now: datetime) -> str:
 
 def describe(ecs: Any, target: ServiceTarget) -> dict[str, Any] | None:
     """The newest service deployment of ``target``, or ``None`` when it has none."""
-    options: dict[str, Any] = {"service": target.service, "maxResults": 20}
+    options: dict[str, Any] = {"service": target.service, "maxResults": 100}
     if target.cluster:
         options["cluster"] = target.cluster
-    briefs = ecs.list_service_deployments(**options).get("serviceDeployments") or []
+    briefs: list[Any] = []
+    for _ in range(MAX_DEPLOYMENT_PAGES):  # the API names no order: read them all, within a bound
+        page = ecs.list_service_deployments(**options)
+        briefs += page.get("serviceDeployments") or []
+        if not page.get("nextToken"):
+            break
+        options["nextToken"] = page["nextToken"]
     dated = [b for b in briefs if isinstance(b, dict) and b.get("serviceDeploymentArn")]
     if not dated:
         return None
@@ -198,20 +217,27 @@ def status_lines(target: ServiceTarget, deployment: Mapping[str, Any] | None, no
     return lines
 
 
-def act(ecs: Any, action: str, target: ServiceTarget, deployment: Mapping[str, Any] | None) -> tuple[bool, str]:
+def act(
+    ecs: Any, action: str, target: ServiceTarget, deployment: Mapping[str, Any] | None, *, stop_running: bool = True
+) -> tuple[bool, str]:
     """``approve`` or ``rollback`` ``target``'s ``deployment``: whether it acted, and the sentence saying what it did
-    or why it did nothing."""
+    or why it did nothing. ``stop_running``: a rollback may stop a deployment in progress that waits for no one (the
+    service was named, or is its stack's only one)."""
     if deployment is None:
         return False, f"{target.shown}: no service deployment to {action}"
     arn = str(deployment.get("serviceDeploymentArn"))
     status = str(deployment.get("status"))
-    paused = _paused(deployment)
+    paused = _paused(deployment) if status in IN_PROGRESS else []
     if paused:
-        hook = paused[0]
+        hook_id = paused[0].get("hookId")
+        if not isinstance(hook_id, str) or not hook_id:
+            return False, f"{target.shown}: ECS shows a paused approval without its hook id; nothing was answered"
         answer = "CONTINUE" if action == "approve" else "ROLLBACK"
-        ecs.continue_service_deployment(serviceDeploymentArn=arn, hookId=hook["hookId"], action=answer)
+        ecs.continue_service_deployment(serviceDeploymentArn=arn, hookId=hook_id, action=answer)
         done = "continued past" if action == "approve" else "rolled back at"
         return True, f"{target.shown}: {done} the approval at {deployment.get('lifecycleStage')} ({arn})"
+    if status in WINDING_DOWN:
+        return False, f"{target.shown}: the deployment is already {status}: nothing to {action}"
     if status not in IN_PROGRESS:
         ended = _time(deployment.get("finishedAt") or deployment.get("stoppedAt"))
         fix = (
@@ -224,6 +250,11 @@ def act(ecs: Any, action: str, target: ServiceTarget, deployment: Mapping[str, A
         return False, (
             f"{target.shown}: the deployment is {status} at stage {deployment.get('lifecycleStage')}, with no "
             "approval waiting: it goes on by itself (neuron-ecs rollout status shows where)"
+        )
+    if not stop_running:
+        return False, (
+            f"{target.shown}: the deployment is {status} at stage {deployment.get('lifecycleStage')} with no approval "
+            "waiting; the stack holds several services, so name this one (CLUSTER/SERVICE) to roll it back"
         )
     ecs.stop_service_deployment(serviceDeploymentArn=arn, stopType="ROLLBACK")
     return True, f"{target.shown}: rollback asked of the deployment in progress ({arn})"
@@ -249,8 +280,8 @@ def _rollout(args: argparse.Namespace, out: _Output) -> int:
     ecs = session.client("ecs", endpoint_url=args.endpoint_url, config=client_config())
     targets = find_services(cloudformation, args.target, args.cluster)
     now = datetime.now(UTC)
-    read = [(t, describe(ecs, t)) for t in targets]
     if args.action == "status":
+        read = [(t, describe(ecs, t)) for t in targets]
         if args.json:
             _print_json([{"service": t.shown, "deployment": _plain(d)} for t, d in read], out)
         else:
@@ -258,13 +289,26 @@ def _rollout(args: argparse.Namespace, out: _Output) -> int:
                 for line in status_lines(target, deployment, now):
                     out.line(line)
         return EXIT_OK
-    results = [act(ecs, args.action, target, deployment) for target, deployment in read]
-    if args.json:
-        _print_json([{"acted": acted, "said": said} for acted, said in results], out)
-    else:
-        for _, said in results:
+    named = _from_arn(args.target) is not None or args.cluster is not None or args.target.count("/") == 1
+    results: list[dict[str, Any]] = []
+    for target in targets:  # each answered and said before the next: an error later leaves the earlier on record
+        try:
+            acted, said = act(ecs, args.action, target, describe(ecs, target), stop_running=named or len(targets) == 1)
+        except Exception as error:
+            sentence = _explain(error, "rollout", args)
+            if sentence is None:
+                raise
+            acted, said, failed = False, f"{target.shown}: {sentence}", True
+        else:
+            failed = False
+        results.append({"service": target.shown, "acted": acted, "said": said, "failed": failed})
+        if not args.json:
             out.line(said)
-    return EXIT_OK if any(acted for acted, _ in results) else EXIT_CONFLICT
+    if args.json:
+        _print_json(results, out)
+    if any(r["failed"] for r in results):
+        return EXIT_AWS_ERROR
+    return EXIT_OK if any(r["acted"] for r in results) else EXIT_CONFLICT
 
 
 def add_parser(commands: Any, aws_options: Any) -> None:
