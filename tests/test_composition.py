@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import io
 import json
 from typing import Any
 
@@ -340,3 +341,15 @@ def test_the_docs_picture_of_the_dashboard_is_the_team_platform_s() -> None:
         "run: python -m neuron_constructs.tools.dashboard_picture cdk.out/Platform.template.json "
         f"--title '{DASHBOARD_PICTURE_TITLE}' --out docs/_static/dashboard.svg"
     )
+
+
+def test_the_cli_page_shows_the_quotas_plan_prints_for_the_team_app() -> None:
+    from neuron_constructs.tools.commands.output import _Output
+    from neuron_constructs.tools.quota_planning import quota_templates
+
+    templates = {f"{name}.template.json": s["template"] for name, s in synthesized(team.SPLITS[0]).items()}
+    result = quota_templates(templates)
+    out = io.StringIO()
+    _Output(out).table(result.TABLE_HEADERS, result.table_rows())
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert out.getvalue() in page

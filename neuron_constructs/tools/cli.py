@@ -6,7 +6,7 @@ Commands::
     neuron-ecs ami [--releases [--limit N]] [--region R] [--deadline SECONDS] [--json]
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
-    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup] [--json]
+    neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup | --quotas] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
     neuron-ecs precompile TEMPLATE [--model PATH] [--stack NAME] [--region R] [--endpoint-url URL] [--json]
     neuron-ecs rollout status|approve|rollback SERVICE_OR_STACK [--cluster C] [--region R] [--endpoint-url URL] [--json]
@@ -161,6 +161,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
         "before its tasks start, whether a warm pool fetched them ahead, the sizes stated and the root volume's room",
+    )
+    plan.add_argument(
+        "--quotas",
+        action="store_true",
+        help="the EC2 vCPU quotas (Inf, Trn; On-Demand, Spot) the app needs at its capacities' maximum and at a "
+        "rollout's peak, with the Service Quotas codes to ask for them",
     )
     plan.add_argument(
         "--startup",

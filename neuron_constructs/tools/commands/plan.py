@@ -1,7 +1,7 @@
 """``neuron-ecs plan``: the NeuronCores of one planned instance of every Neuron capacity in templates, and which
 service's task holds each; with ``--rollout`` the peak of every service's next deployment, with ``--fetches`` what a
 new instance fetches before its tasks start, with ``--startup`` the steps a new copy of every model takes before it
-serves."""
+serves, with ``--quotas`` the EC2 vCPU quotas per family and purchase option the app needs."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 def _plan(args: argparse.Namespace, out: _Output) -> int:
     if args.rollout:
         return _plan_rollout(args, out)
+    if getattr(args, "quotas", False):
+        return _plan_quotas(args, out)
     if getattr(args, "startup", False):
         return _plan_startup(args, out)
     from neuron_constructs.tools.planning import plan_paths
@@ -263,3 +265,44 @@ def _print_startup(result: StartupResult, out: _Output) -> None:
     )
     for number, reference in enumerate(references, 1):
         out.line(f"[{number}] {reference}")
+
+
+def _plan_quotas(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.knowledge.quotas import quota_of
+    from neuron_constructs.tools.quota_planning import quota_paths
+
+    result = quota_paths(args.templates)
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if args.json:
+        _print_json(result.to_json(), out)
+        return EXIT_USAGE if result.unreadable else EXIT_OK
+    if not result.needs:
+        out.line("No Neuron capacity in these templates, so no Inf or Trn vCPU quota to ask for.")
+        return EXIT_USAGE if result.unreadable else EXIT_OK
+
+    def shown(value: int | None) -> str:
+        return "unknown" if value is None else str(value)
+
+    out.line(out.style("EC2 vCPU quotas the app needs in its account and Region (Service Quotas, service ec2)", "1"))
+    totals = result.totals()
+    out.table(result.TABLE_HEADERS, result.table_rows())
+    out.line()
+    out.line(out.style("Per capacity", "1"))
+    for need in result.needs:
+        out.line(
+            f"  {terminal_safe(need.capacity)} ({need.kind}, {need.purchase} {need.family}): "
+            f"{shown(need.vcpus)} vCPUs, {shown(need.peak_vcpus)} at the peak: {terminal_safe(need.how)}"
+        )
+    out.line()
+    out.line(
+        "To ask for one (the value is in vCPUs; the account's current value: aws service-quotas get-service-quota):"
+    )
+    for family, purchase, vcpus, peak in totals:
+        wanted = peak if peak is not None else vcpus
+        if wanted is not None:
+            out.line(
+                "  aws service-quotas request-service-quota-increase --service-code ec2 "
+                f"--quota-code {quota_of(family, purchase).code} --desired-value {wanted}"
+            )
+    return EXIT_USAGE if result.unreadable else EXIT_OK
