@@ -10,12 +10,14 @@ Commands::
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
     neuron-ecs precompile TEMPLATE [--model PATH] [--stack NAME] [--region R] [--endpoint-url URL] [--json]
     neuron-ecs rollout status|approve|rollback SERVICE_OR_STACK [--cluster C] [--region R] [--endpoint-url URL] [--json]
+    neuron-ecs doctor TEMPLATE_OR_DIR... [--deadline SECONDS] [--region R] [--endpoint-url URL] [--json]
 
 Exit status: 0 clean, 3 when ``inspect`` finds a NeuronCore held by two tasks on one instance,
 ``lint`` finds an error, ``plan`` holds a NeuronCore twice (with ``--rollout``: or a rollout's peak does
 not fit its capacity, or ECS refuses its configuration; with ``--startup``: a health check grace period is shorter
 than the start stated for its copies), ``digests`` finds a pinned tag that moved or ``rollout approve|rollback`` finds
-nothing to answer, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url`` included), 1 when AWS or a
+nothing to answer or ``doctor`` a problem, 2 for usage errors (a malformed ``--region`` or ``--endpoint-url``
+included), 1 when AWS or a
 registry cannot answer (the message says why, in a sentence), 130 on Ctrl-C. Calls to AWS give up on
 an endpoint that does not answer within about 30 s (5 s to connect, 10 s to read, 3 attempts); a
 long ``inspect`` prints progress on stderr; ``ami --releases`` reads at most 40 pages within 60 s and says when
@@ -46,6 +48,8 @@ from neuron_constructs.tools.commands.ami import AMI_DEADLINE_S, _ami_within_dea
 from neuron_constructs.tools.commands.aws import _explain
 from neuron_constructs.tools.commands.catalog import _catalog
 from neuron_constructs.tools.commands.digests import _digests
+from neuron_constructs.tools.commands.doctor import _doctor
+from neuron_constructs.tools.commands.doctor import add_parser as add_doctor_parser
 from neuron_constructs.tools.commands.inspect import _inspect
 from neuron_constructs.tools.commands.lint import _lint
 from neuron_constructs.tools.commands.output import EXIT_AWS_ERROR as EXIT_AWS_ERROR
@@ -214,6 +218,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     aws_options(precompile)
     add_rollout_parser(commands, aws_options)
+    add_doctor_parser(commands, aws_options, _seconds)
     return parser
 
 
@@ -276,6 +281,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
     "digests": _digests,
     "precompile": _precompile,
     "rollout": _rollout,
+    "doctor": _doctor,
 }
 
 

@@ -11,6 +11,7 @@ _REQUIRED_PERMISSIONS = {
     "inspect": "ecs:ListContainerInstances, ecs:DescribeContainerInstances, ecs:ListTasks, ecs:DescribeTasks "
     "and ecs:DescribeTaskDefinition",
     "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
+    "doctor": "the doctor policy's read-only calls (DoctorPolicy, or neuron_constructs/knowledge/doctor-policy.json)",
     "rollout": "cloudformation:ListStackResources on the stack, ecs:ListServiceDeployments and "
     "ecs:DescribeServiceDeployments, and to answer ecs:ContinueServiceDeployment or ecs:StopServiceDeployment",
     "precompile": "cloudformation:DescribeStackResource on the model's stack, batch:SubmitJob on its precompile job "

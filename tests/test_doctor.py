@@ -1,0 +1,317 @@
+"""``neuron-ecs doctor``: every check against the local endpoint (moto, with a stand-in for the EC2 quotas and
+capacity reservations moto does not model), for a ready account and a staged one with a problem per check; the calls
+it makes equal to the doctor policy; and what a hostile or closed endpoint gets."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from doctor_stand_in import StandIn
+
+from neuron_constructs.knowledge.doctor_permissions import DOCTOR_PERMISSIONS, POLICY_FILE, policy_text
+from neuron_constructs.tools.cli import main
+from neuron_constructs.tools.doctor import CHECKS, run_doctor
+
+REGION = "us-east-2"
+REPOSITORY = "models"
+ECR_IMAGE = f"123456789012.dkr.ecr.{REGION}.amazonaws.com/{REPOSITORY}:v1"
+RESERVED = "cr-0123456789abcdef0"
+MISSING_RELEASE = "2023.0.20250102"
+"""An ECS Neuron AMI release the local endpoint does not publish."""
+
+
+def _synthesize(outdir: Path, *, staged: bool) -> None:
+    """One stack: an inf2.48xlarge group of at most 2 in a reservation, running a private ECR image, and a
+    trn1.32xlarge training queue. ``staged``: no NAT gateway (isolated subnets, no endpoints), a pinned AMI release the
+    Region does not publish."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+
+    from neuron_constructs import (
+        CapacityReservation,
+        ManualNeuronTaskDefinition,
+        NeuronAmi,
+        NeuronCluster,
+        NeuronService,
+        NeuronTrainingQueue,
+    )
+
+    app = App(analytics_reporting=False, outdir=str(outdir))
+    stack = Stack(app, "Account")
+    if staged:
+        vpc = ec2.Vpc(
+            stack,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+            ],
+        )
+    else:
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) if staged else None
+    cluster = NeuronCluster(stack, "Neuron", vpc=vpc, **({"capacity_subnets": subnets} if subnets else {}))
+    capacity = cluster.add_ec2_capacity(
+        "Inf2",
+        instance_type="inf2.48xlarge",
+        max_capacity=2,
+        capacity_reservation=CapacityReservation.on_demand(RESERVED),
+        **({"machine_image": NeuronAmi.release(MISSING_RELEASE)} if staged else {}),
+    )
+    task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
+    task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(ECR_IMAGE))
+    NeuronService(stack, "Model", cluster=cluster, task_definition=task, capacity=capacity)
+    if staged:
+        isolated = vpc.isolated_subnets[0]  # us-east-2a: trn1.32xlarge is offered in use2-az3 only
+        NeuronTrainingQueue(stack, "Train", instance_type="trn1.32xlarge", max_nodes=1, vpc=vpc, subnet=isolated)
+    app.synth()
+
+
+@functools.cache
+def _assemblies(root: str) -> dict[str, Path]:
+    made = {}
+    for name in ("ready", "staged"):
+        outdir = Path(root) / name
+        _synthesize(outdir, staged=name == "staged")
+        made[name] = outdir
+    return made
+
+
+@pytest.fixture(scope="module")
+def assemblies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _assemblies(str(tmp_path_factory.mktemp("doctor")))
+
+
+@pytest.fixture(scope="module")
+def account(assemblies: dict[str, Path]) -> Iterator[dict[str, Any]]:
+    """A moto server behind the stand-in, the ready account's state seeded: quotas, the reservation, the image, the
+    service-linked roles and the CDK bootstrap version."""
+    from neuron_constructs.local_endpoint.start_or_attach import local_aws_endpoint
+
+    with local_aws_endpoint(region=REGION) as endpoint:
+        stand_in = StandIn(behind=endpoint.url)
+        try:
+            session = endpoint.session()
+            ecr = session.client("ecr", endpoint_url=endpoint.url, region_name=REGION)
+            ecr.create_repository(repositoryName=REPOSITORY)
+            manifest = json.dumps(
+                {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"}
+            )
+            ecr.put_image(repositoryName=REPOSITORY, imageManifest=manifest, imageTag="v1")
+            iam = session.client("iam", endpoint_url=endpoint.url, region_name=REGION)
+            for role, service in (("AWSServiceRoleForECS", "ecs"), ("AWSServiceRoleForAutoScaling", "autoscaling")):
+                trust = {"Statement": [{"Effect": "Allow", "Principal": {"Service": f"{service}.amazonaws.com"}}]}
+                iam.create_role(
+                    RoleName=role,
+                    Path=f"/aws-service-role/{service}.amazonaws.com/",
+                    AssumeRolePolicyDocument=json.dumps(trust),
+                )
+            ssm = session.client("ssm", endpoint_url=endpoint.url, region_name=REGION)
+            ssm.put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="27", Type="String")
+            yield {"endpoint": endpoint, "stand_in": stand_in, "session": session}
+        finally:
+            stand_in.close()
+
+
+def _ready_state(stand_in: StandIn) -> None:
+    stand_in.quotas = {"L-1945791B": 1024, "L-2C3B7624": 512, "L-B5D1601B": 0, "L-6B0D517C": 0}
+    now = datetime.now(UTC)
+    stand_in.reservations = [
+        {
+            "capacityReservationId": RESERVED,
+            "instanceType": "inf2.48xlarge",
+            "availabilityZone": f"{REGION}a",
+            "availabilityZoneId": "use2-az1",
+            "state": "active",
+            "totalInstanceCount": 2,
+            "availableInstanceCount": 2,
+            "reservationType": "default",
+            "startDate": (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        }
+    ]
+
+
+def _doctor(account: dict[str, Any], assembly: Path) -> tuple[Any, list[str]]:
+    """run_doctor against the stand-in, with every operation the clients call recorded as its IAM action."""
+    called: list[str] = []
+    session = account["session"]
+    prefixes = {"service-quotas": "servicequotas"}
+
+    @functools.cache
+    def clients(service: str) -> Any:
+        client = session.client(service, endpoint_url=account["stand_in"].url, region_name=REGION)
+        client.meta.events.register(
+            "before-call",
+            lambda model, **_: called.append(f"{prefixes.get(service, service)}:{model.name}"),
+        )
+        return client
+
+    return run_doctor([str(assembly)], clients, region=REGION), called
+
+
+def _by_check(report: Any) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for finding in report.findings:
+        found.setdefault(finding.check, []).append(finding)
+    return found
+
+
+@pytest.mark.e2e
+def test_a_ready_account_answers_every_check_ok(account: dict[str, Any], assemblies: dict[str, Path]) -> None:
+    _ready_state(account["stand_in"])
+    report, called = _doctor(account, assemblies["ready"])
+    found = _by_check(report)
+    assert set(found) == set(CHECKS), found
+    assert [f for f in report.findings if f.status != "ok"] == []
+    assert "inf2.48xlarge offered in its subnets' zones use2-az1, use2-az2" in found["zones"][0].said
+    assert found["quota"][0].said == "1024 vCPUs, the app needs 384 at a rollout's peak"
+    assert found["reservation"][0].said.startswith("active, inf2.48xlarge in use2-az1, 2 available")
+    # THEN every call it made is one of the doctor policy's actions (the staged run below makes the rest)
+    assert set(called) <= {p.action for p in DOCTOR_PERMISSIONS}
+
+
+@pytest.mark.e2e
+def test_a_staged_account_gets_a_problem_with_its_fix_for_each_check(
+    account: dict[str, Any], assemblies: dict[str, Path]
+) -> None:
+    stand_in = account["stand_in"]
+    _ready_state(stand_in)
+    stand_in.quotas["L-1945791B"] = 0  # a new account
+    stand_in.reservations[0] |= {"availabilityZoneId": "use2-az3", "availabilityZone": f"{REGION}c"}
+    report, called = _doctor(account, assemblies["staged"])
+    problems = {f.check: f for f in report.problems}
+    assert problems["quota"].fix == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1945791B "
+        "--desired-value 384"
+    )
+    assert "it is in use2-az3, the capacity's subnets in use2-az1, use2-az2" in problems["reservation"].said
+    assert (
+        problems["ami"].subject.endswith(MISSING_RELEASE + "-kernel-6.1-x86_64")
+        or MISSING_RELEASE in problems["ami"].subject
+    )
+    assert "neuron-ecs ami --releases" in (problems["ami"].fix or "")
+    assert "no NAT or internet route" in problems["pull path"].said and "ecr.api" in (problems["pull path"].fix or "")
+    assert "trn1.32xlarge is not offered in use2-az1" in problems["zones"].said  # the queue's zones; trn1 is in az3
+    assert problems["service-linked role"].subject in ("AWSServiceRoleForBatch", "AWSServiceRoleForEC2Spot")
+    # THEN the runs together (the ready one, and one whose capacity names a subnet by id) make every call the policy
+    # allows, and no other
+    _ready_state(stand_in)
+    _, ready_calls = _doctor(account, assemblies["ready"])
+    imported, imported_calls = _doctor(account, _with_a_subnet_named_by_id(account, assemblies["ready"]))
+    assert set(called) | set(ready_calls) | set(imported_calls) == {p.action for p in DOCTOR_PERMISSIONS}
+    (path,) = [f for f in imported.findings if f.check == "pull path"]
+    assert path.status == "problem" and "subnet-" in path.said  # a new VPC's subnet: no route out, no endpoints
+    assert any(f.check == "zones" and f.status == "ok" and "use2-az1" in f.said for f in imported.findings)
+
+
+def _with_a_subnet_named_by_id(account: dict[str, Any], assembly: Path) -> Path:
+    """A copy of ``assembly`` whose Auto Scaling group launches into a subnet of a new VPC of the local endpoint, named
+    by id, as a template of a platform made elsewhere would."""
+    ec2 = account["session"].client("ec2", endpoint_url=account["endpoint"].url, region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone=f"{REGION}a")["Subnet"]["SubnetId"]
+    copy = assembly.parent / "imported"
+    copy.mkdir(exist_ok=True)
+    template = json.loads((assembly / "Account.template.json").read_text())
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::AutoScaling::AutoScalingGroup":
+            resource["Properties"]["VPCZoneIdentifier"] = [subnet]
+    (copy / "Account.template.json").write_text(json.dumps(template))
+    return copy
+
+
+@pytest.mark.e2e
+def test_the_command_line_prints_each_answer_and_exits_3_on_a_problem(
+    account: dict[str, Any], assemblies: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ready_state(account["stand_in"])
+    for name, value in account["endpoint"].credentials().items():
+        monkeypatch.setenv(name, value)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["doctor", str(assemblies["staged"]), "--region", REGION, "--endpoint-url", account["stand_in"].url]
+    assert main(argv, stdout=out, stderr=err) == 3
+    text = out.getvalue()
+    assert text.startswith(f"What would stop this app's Neuron capacity starting in {REGION}")
+    assert "problem  pull path" in text and "fix: give the VPC a NAT gateway" in text
+    assert "neuron-ecs doctor: checking quota" in err.getvalue()
+    out = io.StringIO()
+    assert main([*argv[:1], str(assemblies["ready"]), *argv[2:], "--json"], stdout=out, stderr=io.StringIO()) == 0
+    assert {f["status"] for f in json.loads(out.getvalue())["findings"]} == {"ok"}
+
+
+@pytest.fixture
+def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    server = StandIn()
+    yield server
+    server.close()
+
+
+def _ready_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _assemblies(str(tmp_path_factory.getbasetemp() / "doctor-hostile"))["ready"]
+
+
+@pytest.mark.parametrize(
+    ("canned", "sentence"),
+    [
+        (
+            (400, "application/x-amz-json-1.1", b'{"__type": "AccessDeniedException", "message": "no"}'),
+            "not allowed to call servicequotas:GetServiceQuota (the doctor policy allows it)",
+        ),
+        (
+            (400, "application/x-amz-json-1.1", b'{"__type": "ThrottlingException", "message": "slow down"}'),
+            "AWS kept throttling servicequotas:GetServiceQuota after retries",
+        ),
+        ((200, "application/x-amz-json-1.1", b"<html>a captive portal</html>"), "servicequotas:GetServiceQuota"),
+    ],
+)
+def test_a_refusal_throttling_or_garbage_is_an_unknown_with_a_sentence_never_a_traceback(
+    hostile: StandIn, tmp_path_factory: pytest.TempPathFactory, canned: tuple[int, str, bytes], sentence: str
+) -> None:
+    import boto3
+    from botocore.config import Config
+
+    hostile.canned = canned
+    session = boto3.Session(region_name=REGION)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=2, read_timeout=2)
+    report = run_doctor(
+        [str(_ready_only(tmp_path_factory))],
+        lambda service: session.client(service, endpoint_url=hostile.url, config=config),
+        region=REGION,
+    )
+    (quota,) = [f for f in report.findings if f.check == "quota"]
+    assert quota.status == "unknown" and sentence in quota.said
+    # THEN every check that asks AWS is unknown, with its sentence; the pull path of subnets the template makes is read
+    # from the template alone
+    assert {f.status for f in report.findings if f.check != "pull path"} == {"unknown"}
+    assert all(f.said for f in report.findings)
+
+
+def test_a_run_past_its_deadline_says_which_checks_it_did_not_run(
+    hostile: StandIn, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    ticks = iter(range(0, 1000, 100))
+    report = run_doctor(
+        [str(_ready_only(tmp_path_factory))], lambda _: None, region=REGION, deadline_s=50, clock=lambda: next(ticks)
+    )
+    assert [f.check for f in report.findings] == list(CHECKS)
+    assert {f.said for f in report.findings} == {"not run: the run passed its 50 s deadline"}
+
+
+def test_the_policy_file_is_the_policy_the_library_writes() -> None:
+    assert POLICY_FILE.read_text() == policy_text()
+    document = json.loads(POLICY_FILE.read_text())
+    assert all(s["Effect"] == "Allow" for s in document["Statement"])
+    actions = [s["Action"] for s in document["Statement"]]
+    assert all(a.split(":")[1].startswith(("Get", "Describe")) for a in actions)  # read only
