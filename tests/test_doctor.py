@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import MEASURED_IN_CI
 from doctor_stand_in import StandIn
 
 from neuron_constructs.knowledge.doctor_permissions import DOCTOR_PERMISSIONS, POLICY_FILE, policy_text
@@ -258,8 +259,9 @@ def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
     server.close()
 
 
-def _ready_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _assemblies(str(tmp_path_factory.getbasetemp() / "doctor-hostile"))["ready"]
+ACCOUNT_TEMPLATE = Path(__file__).parent / "data" / "doctor-account.template.json"
+"""The ready account's capacity, service and VPC as synthesized (its other resources and metadata left out): what the
+tests of a hostile endpoint check, without a synth."""
 
 
 @pytest.mark.parametrize(
@@ -277,7 +279,7 @@ def _ready_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ],
 )
 def test_a_refusal_throttling_or_garbage_is_an_unknown_with_a_sentence_never_a_traceback(
-    hostile: StandIn, tmp_path_factory: pytest.TempPathFactory, canned: tuple[int, str, bytes], sentence: str
+    hostile: StandIn, canned: tuple[int, str, bytes], sentence: str
 ) -> None:
     import boto3
     from botocore.config import Config
@@ -286,7 +288,7 @@ def test_a_refusal_throttling_or_garbage_is_an_unknown_with_a_sentence_never_a_t
     session = boto3.Session(region_name=REGION)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=2, read_timeout=2)
     report = run_doctor(
-        [str(_ready_only(tmp_path_factory))],
+        [str(ACCOUNT_TEMPLATE)],
         lambda service: session.client(service, endpoint_url=hostile.url, config=config),
         region=REGION,
     )
@@ -298,12 +300,31 @@ def test_a_refusal_throttling_or_garbage_is_an_unknown_with_a_sentence_never_a_t
     assert all(f.said for f in report.findings)
 
 
-def test_a_run_past_its_deadline_says_which_checks_it_did_not_run(
-    hostile: StandIn, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+@MEASURED_IN_CI
+def test_an_endpoint_that_drips_its_answer_is_cut_off_at_the_deadline(hostile: StandIn) -> None:
+    """A byte every 0.2 s never trips a socket timeout; the run's deadline ends the check waiting on it."""
+    import time
+
+    import boto3
+
+    hostile.canned = (200, "application/x-amz-json-1.1", b'{"Quota": {"Value": 4096}}' + b" " * 200)
+    hostile.drip_s = 0.2
+    session = boto3.Session(region_name=REGION)
+    began = time.monotonic()
+    report = run_doctor(
+        [str(ACCOUNT_TEMPLATE)], lambda service: session.client(service, endpoint_url=hostile.url), region=REGION,
+        deadline_s=3,
+    )  # fmt: skip
+    assert time.monotonic() - began < 6
+    (quota,) = [f for f in report.findings if f.check == "quota"]
+    assert quota.said == "did not finish within the 3 s deadline: servicequotas:GetServiceQuota was slow"
+    assert all(f.said.startswith("not run: the run passed its 3 s deadline") for f in report.findings[1:])
+
+
+def test_a_run_past_its_deadline_says_which_checks_it_did_not_run() -> None:
     ticks = iter(range(0, 1000, 100))
     report = run_doctor(
-        [str(_ready_only(tmp_path_factory))], lambda _: None, region=REGION, deadline_s=50, clock=lambda: next(ticks)
+        [str(ACCOUNT_TEMPLATE)], lambda _: None, region=REGION, deadline_s=50, clock=lambda: next(ticks)
     )
     assert [f.check for f in report.findings] == list(CHECKS)
     assert {f.said for f in report.findings} == {"not run: the run passed its 50 s deadline"}

@@ -24,7 +24,8 @@ The checks, against what the templates will launch:
 * **bootstrap**: the CDK bootstrap version a cloud assembly requires against the account's
   (``/cdk-bootstrap/<qualifier>/version``).
 
-Bounded: one deadline for the whole run (the checks after it are ``unknown``: not run), every paginated call capped,
+Bounded: one deadline for the whole run (a check still waiting on a slow answer then is ``unknown``, and the checks
+after it are not run), every paginated call capped,
 each client with the command line's timeouts and retries (throttling retried with backoff); an AWS error is a
 sentence on the check it stopped, never a traceback. Every call is one of
 :data:`~neuron_constructs.knowledge.doctor_permissions.DOCTOR_PERMISSIONS`.
@@ -32,7 +33,9 @@ sentence on the check it stopped, never a traceback. Every call is one of
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -63,6 +66,26 @@ _RUN: dict[str, tuple[str, Callable[[CheckedApp, Callable[[str], Any], datetime]
     "service-linked role": ("iam:GetRole", check_roles),
     "bootstrap": ("ssm:GetParameters", check_bootstrap),
 }
+
+
+def _within(seconds: float, work: Callable[[], list[Finding]]) -> list[Finding] | BaseException | None:
+    """``work()``'s findings, or the exception it raised, if it ends within ``seconds``; ``None`` otherwise.
+
+    botocore's timeouts bound each read of a socket, not an answer: an endpoint that sends a byte every few seconds
+    holds a call for as long as it likes. So each check runs in a daemon thread, joined on the monotonic clock, and
+    one that does not end in time is left to end with the process."""
+    outcome: list[list[Finding] | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # handed to the caller, which answers with a sentence
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, name="neuron-ecs-doctor", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return outcome[0] if outcome else None
 
 
 def _manifests(paths: Sequence[str]) -> list[dict[str, Any]]:
@@ -104,17 +127,25 @@ def run_doctor(
     started, moment = clock(), now or datetime.now(UTC)
     for check in CHECKS:
         action, run = _RUN[check]
-        if clock() - started > deadline_s:
+        left = deadline_s - (clock() - started)
+        if left <= 0:
             report.findings.append(
                 Finding(check, "-", "unknown", f"not run: the run passed its {deadline_s:g} s deadline")
             )
             continue
         progress(check)
-        try:
-            report.findings += run(app, clients, moment)
-        except Exception as error:
-            sentence = error_sentence(error, action)
+        outcome = _within(left, functools.partial(run, app, clients, moment))
+        if outcome is None:
+            report.findings.append(
+                Finding(
+                    check, "-", "unknown", f"did not finish within the {deadline_s:g} s deadline: {action} was slow"
+                )
+            )
+        elif isinstance(outcome, BaseException):
+            sentence = error_sentence(outcome, action)
             if sentence is None:
-                raise
+                raise outcome
             report.findings.append(Finding(check, "-", "unknown", sentence))
+        else:
+            report.findings += outcome
     return report
