@@ -35,6 +35,8 @@ NeuronTrainingQueue, NeuronTrainingJob
 NeuronMonitoring
     Neuron metrics in CloudWatch, a dashboard, alarms and hardware-problem recovery on every Neuron
     instance of a cluster.
+DoctorPolicy
+    The least-privilege managed policy ``neuron-ecs doctor`` runs with: read-only, every call it makes and no other.
 VllmServer, VllmLora
     vLLM's OpenAI server as typed options (``add_neuron_container(server=...)``): the library writes its command, port
     and health check, with the tensor-parallel degree checked against the NeuronCores the container holds.
@@ -70,6 +72,7 @@ from neuron_constructs.knowledge.rules import RULES, Rule
 from neuron_constructs.knowledge.vllm_server import VllmLora, VllmServer
 
 if TYPE_CHECKING:
+    from neuron_constructs.base.doctor_policy import DoctorPolicy
     from neuron_constructs.base.synth_checks import enable_template_checks
     from neuron_constructs.compute.ami_rollout import AmiRollout
     from neuron_constructs.compute.auto_scaling import AutoScalingCapacity
@@ -107,6 +110,7 @@ __all__ = [
     "CapacityReservation",
     "CompileCache",
     "ContainerOptions",
+    "DoctorPolicy",
     "EngineMetrics",
     "FleetModel",
     "LustreStorage",
@@ -149,6 +153,7 @@ _LAZY = {
     "WarmPool": "neuron_constructs.compute.warm_pool",
     "CompileCache": "neuron_constructs.compute.model_sources",
     "ContainerOptions": "neuron_constructs.compute.options",
+    "DoctorPolicy": "neuron_constructs.base.doctor_policy",
     "EngineMetrics": "neuron_constructs.monitoring.engine_metrics",
     "FleetModel": "neuron_constructs.serving.fleet_model",
     "LustreStorage": "neuron_constructs.training.storage",

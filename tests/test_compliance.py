@@ -14,7 +14,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
-from neuron_constructs import CompileCache, ManagedNeuronTaskDefinition, NeuronCluster, NeuronMonitoring
+from neuron_constructs import CompileCache, DoctorPolicy, ManagedNeuronTaskDefinition, NeuronCluster, NeuronMonitoring
 from neuron_constructs.base import compliance
 from neuron_constructs.training.queue import NeuronTrainingQueue
 
@@ -44,6 +44,7 @@ def _build(stack: Stack) -> dict[str, iam.IRole]:
     )
     queue = NeuronTrainingQueue(stack, "Queue", instance_type="trn1.2xlarge", max_nodes=1, vpc=cluster.vpc)
     job = queue.add_job("Train", nodes=1, image=IMAGE, command=["python", "train.py"])
+    DoctorPolicy(stack, "Doctor")
     return {
         "Auto Scaling capacity role": auto_scaling.role,
         "Managed Instances capacity role": managed.role,

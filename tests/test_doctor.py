@@ -336,3 +336,23 @@ def test_the_policy_file_is_the_policy_the_library_writes() -> None:
     assert all(s["Effect"] == "Allow" for s in document["Statement"])
     actions = [s["Action"] for s in document["Statement"]]
     assert all(a.split(":")[1].startswith(("Get", "Describe")) for a in actions)  # read only
+
+
+def test_the_doctor_policy_construct_allows_the_file_s_actions_on_its_resources_to_whom_it_is_given() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+
+    from neuron_constructs import DoctorPolicy
+
+    stack = Stack(App(analytics_reporting=False), "Pipeline")
+    role = iam.Role(stack, "Runner", assumed_by=iam.AccountRootPrincipal())
+    DoctorPolicy(stack, "Doctor", roles=[role])
+    template = stack.node.root.synth().get_stack_by_name("Pipeline").template  # type: ignore[attr-defined]
+    (policy,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::IAM::ManagedPolicy"]
+    statements = policy["PolicyDocument"]["Statement"]
+    assert [s["Action"] for s in statements] == [p.action for p in DOCTOR_PERMISSIONS]
+    assert policy["Roles"] == [
+        {"Ref": next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role")}
+    ]
+    quota = statements[0]["Resource"]
+    assert quota[0] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":servicequotas:*:*:ec2/L-1945791B"]]}

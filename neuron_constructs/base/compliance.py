@@ -466,6 +466,43 @@ def _acknowledge_if_the_library_s_alone(resource: CfnResource) -> None:
     )
 
 
+def acknowledge_doctor_policy(policy: IConstruct) -> None:
+    """The ``neuron-ecs doctor`` policy (:class:`~neuron_constructs.base.doctor_policy.DoctorPolicy`): its wildcards
+    are the resources it reads that no narrower ARN names."""
+    _acknowledge(
+        policy,
+        {
+            "IAM5[Resource::*]": (
+                "ec2:DescribeAvailabilityZones, DescribeInstanceTypeOfferings, DescribeSubnets, "
+                "DescribeCapacityReservations, DescribeRouteTables and DescribeVpcEndpoints support no resource-level "
+                "permissions (service authorization reference); every action of the policy is a read."
+            ),
+            "IAM5[Resource::arn:<AWS::Partition>:servicequotas:*:*:ec2/L-1945791B]": _QUOTA_REASON,
+            "IAM5[Resource::arn:<AWS::Partition>:servicequotas:*:*:ec2/L-2C3B7624]": _QUOTA_REASON,
+            "IAM5[Resource::arn:<AWS::Partition>:servicequotas:*:*:ec2/L-B5D1601B]": _QUOTA_REASON,
+            "IAM5[Resource::arn:<AWS::Partition>:servicequotas:*:*:ec2/L-6B0D517C]": _QUOTA_REASON,
+            "IAM5[Resource::arn:<AWS::Partition>:ssm:*::parameter/aws/service/*]": (
+                "AWS's public parameters (the ECS Neuron AMIs) of the Region doctor checks; read only."
+            ),
+            "IAM5[Resource::arn:<AWS::Partition>:ssm:*:*:parameter/cdk-bootstrap/*]": (
+                "The CDK bootstrap version parameter of any qualifier; read only."
+            ),
+            "IAM5[Resource::arn:<AWS::Partition>:ecr:*:*:repository/*]": (
+                "The repositories the app's task definitions name, known only from the templates doctor reads; "
+                "ecr:DescribeImages only."
+            ),
+            "IAM5[Resource::arn:<AWS::Partition>:iam::*:role/aws-service-role/*]": (
+                "Service-linked roles live under this path; iam:GetRole only."
+            ),
+        },
+    )
+
+
+_QUOTA_REASON = (
+    "The Neuron vCPU quota of the account and Region doctor checks, in any Region; servicequotas:GetServiceQuota only."
+)
+
+
 def acknowledge_training_queue(agent_policy: IConstruct, batch_cluster: str) -> None:
     """The ECS agent policy of a training queue's instance role (``grant_ecs_agent``'s policy), scoped to the
     ``batch_cluster`` ARN pattern."""
