@@ -271,9 +271,10 @@ tests of a hostile endpoint check, without a synth."""
             (400, "application/x-amz-json-1.1", b'{"__type": "AccessDeniedException", "message": "no"}'),
             "not allowed to call servicequotas:GetServiceQuota (the doctor policy allows it)",
         ),
-        (
+        pytest.param(
             (400, "application/x-amz-json-1.1", b'{"__type": "ThrottlingException", "message": "slow down"}'),
             "AWS kept throttling servicequotas:GetServiceQuota after retries",
+            marks=MEASURED_IN_CI,  # waits out botocore's backoff between attempts
         ),
         ((200, "application/x-amz-json-1.1", b"<html>a captive portal</html>"), "servicequotas:GetServiceQuota"),
     ],
