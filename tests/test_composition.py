@@ -11,6 +11,7 @@ import functools
 import importlib.util
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -353,3 +354,75 @@ def test_the_cli_page_shows_the_quotas_plan_prints_for_the_team_app() -> None:
     _Output(out).table(result.TABLE_HEADERS, result.table_rows())
     page = (ROOT / "docs" / "cli.md").read_text()
     assert out.getvalue() in page
+
+
+# --- plan --diff: the team app's week-to-week change -------------------------------------------------------------
+
+
+def _week(directory: Path, *, release: str = "2023.0.20260701", vllm: str = "", embedding: str = "") -> Path:
+    """The team app's templates as ``a stack each`` synthesizes them, with the AMI release and two image tags moved."""
+    from neuron_constructs.knowledge.container_images import EMBEDDING, VLLM
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, stack in synthesized(team.SPLITS[0]).items():
+        text = json.dumps(stack["template"])
+        text = text.replace("2023.0.20260701", release).replace("2023020260701", release.replace(".", ""))
+        text = text.replace(VLLM.tag, vllm or VLLM.tag).replace(EMBEDDING.tag, embedding or EMBEDDING.tag)
+        (directory / f"{name}.template.json").write_text(text)
+    return directory
+
+
+def test_plan_diff_names_the_refresh_the_rolled_services_their_stages_the_peak_and_the_terms(tmp_path: Path) -> None:
+    from neuron_constructs.knowledge.container_images import EMBEDDING, VLLM
+    from neuron_constructs.tools.diff_planning import diff_paths
+
+    old = _week(tmp_path / "week1")
+    new = _week(tmp_path / "week2", release="2023.0.20260722", vllm="0.16.1-neuronx", embedding=EMBEDDING.tag + "-r2")
+    result = diff_paths([str(old)], [str(new)], {"inf2.48xlarge": 12.98})
+    (refresh,) = result.capacities
+    assert refresh.instance_type == "inf2.48xlarge" and "2023.0.20260722" in refresh.what[0]
+    assert (refresh.instances, refresh.batch, refresh.batches, refresh.warmup_s, refresh.launch_first) == (
+        2,
+        1,
+        2,
+        600,
+        True,
+    )
+    services = {s.name.split("/")[0]: s for s in result.services}
+    assert set(services) == {"LlmService", "DevModel", "EmbeddingFleet"}  # Training's image did not move
+    llm = services["LlmService"]
+    assert any(w.startswith(f"image vllm: {VLLM.uri} -> ") for w in llm.what)
+    assert llm.wait_minutes == 10 + 8 * 60 and llm.extra_instances == 4  # bake, the approval's timeout; blue and green
+    assert [len(stage) for stage in services["EmbeddingFleet"].stages] == [2, 6]  # canary 25 %: two copies, then six
+    refresh_term, minutes, complete = result.duration_terms()[0]
+    assert "instance refresh, 2 batches x 10 min warm-up, + each new instance's launch" in refresh_term
+    assert (minutes, complete) == (20.0, False)  # the launch itself is the user's to measure
+    assert result.least_minutes() == 20 + 490
+    assert result.instance_hours()[0][2] == pytest.approx(1 * 20 / 60)
+    out = io.StringIO()
+    from neuron_constructs.tools.cli import main
+
+    assert main(["plan", "--diff", str(old), str(new), "--price", "inf2.48xlarge=12.98"], stdout=out) == 0
+    text = out.getvalue()
+    assert "instance refresh of up to 2 instances, 1 at a time (2 batches), launched before the old one stops" in text
+    (first,) = [line for line in text.splitlines() if line.strip().startswith("stage 1: ")]
+    assert first.count(",") == 1 and first.endswith("out of service while they start")  # two copies
+    assert "0.33 instance-hours of inf2.48xlarge = $4.33 at $12.98/h" in text
+
+
+def test_plan_diff_flags_a_removed_model_whose_listener_rule_forwards_requests(tmp_path: Path) -> None:
+    from neuron_constructs.tools.diff_planning import diff_paths
+
+    old = _week(tmp_path / "before")
+    new = _week(tmp_path / "after")
+    (new / "DevModel.template.json").unlink()  # the team drops the dev model
+    result = diff_paths([str(old)], [str(new)])
+    removed = {(r.kind, r.serves) for r in result.removed}
+    assert ("service", None) in removed
+    assert any(kind == "listener rule" and serves and "/dev/v1/*" in serves for kind, serves in removed)
+    assert not result.services and not result.capacities
+    out = io.StringIO()
+    from neuron_constructs.tools.cli import main
+
+    assert main(["plan", "--diff", str(old), str(new)], stdout=out) == 0
+    assert "serves traffic listener rule" in out.getvalue()

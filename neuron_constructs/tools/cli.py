@@ -7,6 +7,7 @@ Commands::
     neuron-ecs inspect --cluster NAME [--metrics] [--region R] [--json]
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup | --quotas] [--json]
+    neuron-ecs plan --diff OLD NEW [--price TYPE=USD_PER_HOUR]... [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
     neuron-ecs precompile TEMPLATE [--model PATH] [--stack NAME] [--region R] [--endpoint-url URL] [--json]
     neuron-ecs rollout status|approve|rollback SERVICE_OR_STACK [--cluster C] [--region R] [--endpoint-url URL] [--json]
@@ -165,6 +166,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list, per Neuron capacity, the container images and model-artifact S3 prefixes a new instance fetches "
         "before its tasks start, whether a warm pool fetched them ahead, the sizes stated and the root volume's room",
+    )
+    plan.add_argument(
+        "--diff",
+        action="store_true",
+        help="with two versions, OLD NEW (templates or cdk.out directories): the services the change rolls and how, "
+        "the capacities it refreshes, what it removes, how long it takes term by term and its instance-hours",
+    )
+    plan.add_argument(
+        "--price",
+        action="append",
+        metavar="TYPE=USD_PER_HOUR",
+        help="with --diff: an instance type's hourly price, for the cost in dollars (repeat per type)",
     )
     plan.add_argument(
         "--quotas",

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from neuron_constructs.checks.terminal import terminal_safe
-from neuron_constructs.tools.commands.output import EXIT_CONFLICT, EXIT_OK, EXIT_USAGE, _Output, _print_json
+from neuron_constructs.tools.commands.output import (
+    EXIT_CONFLICT,
+    EXIT_OK,
+    EXIT_USAGE,
+    _Output,
+    _print_json,
+    _UsageError,
+)
 
 if TYPE_CHECKING:
     from neuron_constructs.tools.rollout_result import RolloutResult
@@ -22,6 +29,8 @@ def _plan(args: argparse.Namespace, out: _Output) -> int:
         return _plan_rollout(args, out)
     if getattr(args, "quotas", False):
         return _plan_quotas(args, out)
+    if getattr(args, "diff", False):
+        return _plan_diff(args, out)
     if getattr(args, "startup", False):
         return _plan_startup(args, out)
     from neuron_constructs.tools.planning import plan_paths
@@ -306,3 +315,124 @@ def _plan_quotas(args: argparse.Namespace, out: _Output) -> int:
                 f"--quota-code {quota_of(family, purchase).code} --desired-value {wanted}"
             )
     return EXIT_USAGE if result.unreadable else EXIT_OK
+
+
+def _prices(given: Sequence[str]) -> dict[str, float]:
+    prices: dict[str, float] = {}
+    for item in given:
+        kind, _, value = item.partition("=")
+        try:
+            price = float(value)
+        except ValueError:
+            price = float("nan")
+        if not kind or not price >= 0 or price > 10_000:
+            raise _UsageError(f"--price {item!r} is not TYPE=USD_PER_HOUR (like trn1.32xlarge=21.50)")
+        prices[kind] = price
+    return prices
+
+
+def _plan_diff(args: argparse.Namespace, out: _Output) -> int:
+    from neuron_constructs.tools.diff_planning import diff_paths
+
+    if len(args.templates) != 2:
+        raise _UsageError("--diff takes two versions: OLD NEW (each a template or a cdk.out)")
+    result = diff_paths([args.templates[0]], [args.templates[1]], _prices(args.price or []))
+    for problem in result.unreadable:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if args.json:
+        _print_json(_diff_json(result), out)
+    else:
+        _print_diff(result, out)
+    if result.unreadable:
+        return EXIT_USAGE
+    return EXIT_OK if result.fits else EXIT_CONFLICT
+
+
+def _diff_json(result: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {
+        "capacities": [asdict(c) for c in result.capacities],
+        "services": [asdict(s) for s in result.services],
+        "removed": [asdict(r) for r in result.removed],
+        "duration_terms": [{"term": t, "minutes": m, "complete": c} for t, m, c in result.duration_terms()],
+        "least_minutes": result.least_minutes(),
+        "instance_hours": [
+            {"what": w, "instance_type": k, "instance_hours": h, "complete": c, "usd": _usd(result, k, h)}
+            for w, k, h, c in result.instance_hours()
+        ],
+        "fits": result.fits,
+        "unreadable": result.unreadable,
+    }
+
+
+def _usd(result: Any, kind: str, hours: float) -> float | None:
+    price = result.prices.get(kind)
+    return None if price is None else round(price * hours, 2)
+
+
+def _print_diff(result: Any, out: _Output) -> None:
+    safe = terminal_safe
+    if not (result.capacities or result.services or result.removed):
+        out.line("The change rolls no Neuron service, refreshes no capacity and removes nothing.")
+        return
+    if result.capacities:
+        out.line(out.style("Capacities the change refreshes", "1"))
+        for c in result.capacities:
+            out.line(f"  {safe(c.name)} ({c.instance_type}): {safe('; '.join(c.what))}")
+            first = "launched before the old one stops" if c.launch_first else "stopped before its replacement starts"
+            above = f", {c.batch} above the group's instances" if c.launch_first else ""
+            reserved = (
+                "; it launches into a reservation only: the reservation needs room for the batch"
+                if c.launch_first and c.reservation_only
+                else ""
+            )
+            warmup = "?" if c.warmup_s is None else f"{c.warmup_s / 60:g} min"
+            out.line(
+                f"    instance refresh of up to {c.instances} instances, {c.batch} at a time ({c.batches} batches), "
+                f"{first}{above}; {warmup} warm-up each{reserved}"
+            )
+    if result.services:
+        out.line(out.style("Services the change rolls", "1"))
+        for s in result.services:
+            out.line(f"  {safe(s.name)}: {safe('; '.join(s.what))}")
+            peak = (
+                f"; peak {s.extra_instances} instance{'s' if s.extra_instances != 1 else ''} and {s.extra_chips} "
+                f"chip{'s' if s.extra_chips != 1 else ''} "
+                "above the steady state"
+                if s.extra_instances
+                else ""
+            )
+            verdict = "" if s.fits is not False else "; the peak does NOT fit its capacity (plan --rollout)"
+            out.line(f"    {safe(s.how)}{peak}{verdict}")
+            for index, stage in enumerate(s.stages, 1):
+                copies = ", ".join(safe(c.rsplit("/", 2)[-2] if c.endswith("/Service") else c) for c in stage)
+                out.line(f"    stage {index}: {copies} out of service while they start")
+    if result.removed:
+        out.line(out.style("What the change removes", "1"))
+        for r in result.removed:
+            serving = (
+                f": it forwards {safe(r.serves)}; clients still sent there get the listener's default answer"
+                if r.serves
+                else ""
+            )
+            flag = out.style("serves traffic", "31") + " " if r.serves else ""
+            out.line(f"  {flag}{r.kind} {safe(r.name)}{serving}")
+    out.line(out.style("How long it takes (each term; none invented)", "1"))
+    for term, minutes, complete in result.duration_terms():
+        more = "" if complete else " + what to measure"
+        out.line(f"  {safe(term)}: {minutes:g} min{more}")
+    every = all(complete for _, _, complete in result.duration_terms())
+    out.line(f"  {'' if every else 'at least '}{result.least_minutes():g} min: the refreshes, then the longest rollout")
+    hours = result.instance_hours()
+    if hours:
+        out.line(out.style("What it costs beyond the steady state", "1"))
+        for what, kind, value, complete in hours:
+            dollars = _usd(result, kind, value)
+            price = (
+                f" = ${dollars:.2f} at ${result.prices[kind]:g}/h"
+                if dollars is not None
+                else f" (--price {kind}=USD_PER_HOUR for dollars)"
+            )
+            more = "" if complete else ", + the time to measure"
+            out.line(f"  {safe(what)}: {value:.2f} instance-hours of {kind}{price}{more}")
