@@ -8,6 +8,7 @@ platform's cluster behind the platform's listener. The endpoint is stopped at th
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -158,3 +159,55 @@ def test_attaching_an_app_whose_stack_the_endpoint_holds_is_refused_before_deplo
     assert again.returncode == 1
     assert "deploy-local failed: the endpoint holds stack Chat in aws://123456789012/us-east-1 already" in again.stderr
     assert "Chat: creating CloudFormation changeset" not in again.stdout + again.stderr
+
+
+def _neuron_ecs(two_apps: TwoApps, *argv: str) -> tuple[int, str, str]:
+    import io
+
+    from neuron_constructs.tools.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")}
+    os.environ.update(two_apps.endpoint.credentials())
+    try:
+        status = main(
+            [*argv, "--region", two_apps.endpoint.region, "--endpoint-url", two_apps.url], stdout=out, stderr=err
+        )
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_plan_diff_against_the_deployed_stacks_sees_no_change_then_the_week_s_change(two_apps: TwoApps) -> None:
+    from neuron_constructs.knowledge.container_images import VLLM
+
+    deployed = two_apps.tmp / "team.out"
+    status, out, err = _neuron_ecs(two_apps, "plan", "--diff", "--deployed", str(deployed))
+    assert (status, err) == (0, ""), out
+    assert out.startswith("The change rolls no Neuron service, refreshes no capacity and removes nothing.")
+    week = two_apps.tmp / "week2"
+    week.mkdir(exist_ok=True)
+    for template in deployed.glob("*.template.json"):
+        text = template.read_text().replace("2023.0.20260701", "2023.0.20260722")
+        text = text.replace("2023020260701", "2023020260722").replace(VLLM.tag, "0.16.1-neuronx")
+        (week / template.name).write_text(text)
+    status, out, err = _neuron_ecs(two_apps, "plan", "--diff", "--deployed", str(week))
+    assert status == 0, err
+    assert "instance refresh of up to 2 instances, 1 at a time (2 batches)" in out
+    assert "blue/green: all traffic to green at once" in out and "-> public.ecr.aws/neuron/" in out
+
+
+def test_doctor_answers_every_check_against_the_deployed_team_app(two_apps: TwoApps) -> None:
+    from neuron_constructs.tools.doctor import CHECKS
+
+    status, out, err = _neuron_ecs(two_apps, "doctor", str(two_apps.tmp / "team.out"), "--json")
+    assert status in (0, 3) and "Traceback" not in err
+    findings = json.loads(out)["findings"]
+    assert {f["check"] for f in findings} == set(CHECKS)
+    # moto models no EC2 quota: the quota is unknown with AWS's sentence; the zones of the deployed subnets are known
+    assert any(f["check"] == "quota" and f["status"] == "unknown" for f in findings)
+    assert any(f["check"] == "ami" and f["status"] == "ok" for f in findings)

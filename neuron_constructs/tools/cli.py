@@ -8,6 +8,7 @@ Commands::
     neuron-ecs lint TEMPLATE_OR_DIR... [--json | --format parseable] [--ignore RULE]...
     neuron-ecs plan TEMPLATE_OR_DIR... [--rollout | --fetches | --startup | --quotas] [--json]
     neuron-ecs plan --diff OLD NEW [--price TYPE=USD_PER_HOUR]... [--json]
+    neuron-ecs plan --diff --deployed NEW [--region R] [--endpoint-url URL] [--price ...] [--json]
     neuron-ecs digests [--endpoint-url URL] [--deadline SECONDS] [--json]
     neuron-ecs precompile TEMPLATE [--model PATH] [--stack NAME] [--region R] [--endpoint-url URL] [--json]
     neuron-ecs rollout status|approve|rollback SERVICE_OR_STACK [--cluster C] [--region R] [--endpoint-url URL] [--json]
@@ -174,6 +175,15 @@ def _parser() -> argparse.ArgumentParser:
         "the capacities it refreshes, what it removes, how long it takes term by term and its instance-hours",
     )
     plan.add_argument(
+        "--deployed",
+        action="store_true",
+        help="with --diff and one version, NEW: compare it with its stacks as deployed (CloudFormation GetTemplate)",
+    )
+    plan.add_argument("--region", type=_region_name, help="with --deployed: the AWS region of the stacks")
+    plan.add_argument(
+        "--endpoint-url", type=_endpoint_url, help="with --deployed: a different endpoint, e.g. the local one"
+    )
+    plan.add_argument(
         "--price",
         action="append",
         metavar="TYPE=USD_PER_HOUR",
@@ -319,7 +329,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         if isinstance(error, _UsageError | LintUsageError):
             err.write(f"neuron-ecs {args.command}: {terminal_safe(error)}\n")
             return EXIT_USAGE
-        if args.command in ("catalog", "lint", "plan"):
+        if args.command in ("catalog", "lint") or (args.command == "plan" and not getattr(args, "deployed", False)):
             if isinstance(error, RecursionError | MemoryError):  # the readers bound both: a last line of defence
                 err.write(f"neuron-ecs {args.command}: the input is too large or nested too deeply to check\n")
                 return EXIT_USAGE

@@ -146,6 +146,8 @@ def run_doctor(
             if sentence is None:
                 raise outcome
             report.findings.append(Finding(check, "-", "unknown", sentence))
-        else:
+        elif outcome:
             report.findings += outcome
+        else:
+            report.findings.append(Finding(check, "-", "ok", "nothing of the kind in these templates"))
     return report

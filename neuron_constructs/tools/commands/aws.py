@@ -12,6 +12,7 @@ _REQUIRED_PERMISSIONS = {
     "and ecs:DescribeTaskDefinition",
     "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
     "doctor": "the doctor policy's read-only calls (DoctorPolicy, or neuron_constructs/knowledge/doctor-policy.json)",
+    "plan": "cloudformation:GetTemplate on the app's stacks",
     "rollout": "cloudformation:ListStackResources on the stack, ecs:ListServiceDeployments and "
     "ecs:DescribeServiceDeployments, and to answer ecs:ContinueServiceDeployment or ecs:StopServiceDeployment",
     "precompile": "cloudformation:DescribeStackResource on the model's stack, batch:SubmitJob on its precompile job "

@@ -334,9 +334,19 @@ def _prices(given: Sequence[str]) -> dict[str, float]:
 def _plan_diff(args: argparse.Namespace, out: _Output) -> int:
     from neuron_constructs.tools.diff_planning import diff_paths
 
-    if len(args.templates) != 2:
-        raise _UsageError("--diff takes two versions: OLD NEW (each a template or a cdk.out)")
-    result = diff_paths([args.templates[0]], [args.templates[1]], _prices(args.price or []))
+    prices = _prices(args.price or [])
+    if getattr(args, "deployed", False):
+        if len(args.templates) != 1:
+            raise _UsageError("--diff --deployed takes one version, NEW: it is compared with the deployed stacks")
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="neuron-ecs-deployed-") as deployed:
+            _read_deployed(args, args.templates[0], deployed)
+            result = diff_paths([deployed], [args.templates[0]], prices)
+    elif len(args.templates) != 2:
+        raise _UsageError("--diff takes two versions: OLD NEW (each a template or a cdk.out), or NEW with --deployed")
+    else:
+        result = diff_paths([args.templates[0]], [args.templates[1]], prices)
     for problem in result.unreadable:
         args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
     if args.json:
@@ -346,6 +356,40 @@ def _plan_diff(args: argparse.Namespace, out: _Output) -> int:
     if result.unreadable:
         return EXIT_USAGE
     return EXIT_OK if result.fits else EXIT_CONFLICT
+
+
+MAX_DEPLOYED_TEMPLATE_BYTES = 1 << 20
+"""The largest template CloudFormation keeps (1 MB, from S3): a larger answer is not one."""
+
+
+def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
+    """Each stack of ``new`` (a template's file name is its stack's name) as deployed (CloudFormation
+    ``GetTemplate``, the original template), written to ``into``; a stack not deployed is left out."""
+    import json
+    from pathlib import Path
+
+    from botocore.exceptions import ClientError
+
+    from neuron_constructs.tools.commands.aws import _region, _session
+    from neuron_constructs.tools.inspection import client_config
+
+    source = Path(new)
+    files = sorted(source.glob("*.template.json")) if source.is_dir() else [source]
+    session = _session(args)
+    _region(session)
+    cloudformation = session.client("cloudformation", endpoint_url=args.endpoint_url, config=client_config())
+    for file in files:
+        stack = file.name.removesuffix(".template.json")
+        try:
+            body = cloudformation.get_template(StackName=stack, TemplateStage="Original").get("TemplateBody")
+        except ClientError as error:
+            if "does not exist" in str(error.response.get("Error", {}).get("Message", "")):
+                continue
+            raise
+        text = body if isinstance(body, str) else json.dumps(body)
+        if len(text) > MAX_DEPLOYED_TEMPLATE_BYTES:
+            raise _UsageError(f"the deployed template of {stack} is larger than CloudFormation keeps: not a template")
+        (Path(into) / file.name).write_text(text)
 
 
 def _diff_json(result: Any) -> dict[str, Any]:
