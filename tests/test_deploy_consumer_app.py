@@ -28,6 +28,8 @@ from neuron_constructs.local_endpoint import LocalAwsEndpoint
 pytestmark = pytest.mark.e2e
 
 ENDPOINT = ("-m", "neuron_constructs.local_endpoint")
+VLLM_TAG = "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+"""The vLLM image's tag the team app runs (``container_images.VLLM``), which its next week moves."""
 TEAM_STACKS = ("Platform", "LlmService", "DevModel", "EmbeddingFleet", "Training")
 """The whole team app: the platform the consumer stands on, and workloads holding listener priorities of their own."""
 _SERVING = re.compile(r"The endpoint stays up at (http://127\.0\.0\.1:\d+) until Ctrl-C")
@@ -185,20 +187,40 @@ def _neuron_ecs(two_apps: TwoApps, *argv: str) -> tuple[int, str, str]:
 def test_plan_diff_against_the_deployed_stacks_sees_no_change_then_the_week_s_change(two_apps: TwoApps) -> None:
     from neuron_constructs.knowledge.container_images import VLLM
 
+    assert VLLM.tag == VLLM_TAG
     deployed = two_apps.tmp / "team.out"
     status, out, err = _neuron_ecs(two_apps, "plan", "--diff", "--deployed", str(deployed))
     assert (status, err) == (0, ""), out
     assert out.startswith("The change rolls no Neuron service, refreshes no capacity and removes nothing.")
-    week = two_apps.tmp / "week2"
-    week.mkdir(exist_ok=True)
-    for template in deployed.glob("*.template.json"):
-        text = template.read_text().replace("2023.0.20260701", "2023.0.20260722")
-        text = text.replace("2023020260701", "2023020260722").replace(VLLM.tag, "0.16.1-neuronx")
-        (week / template.name).write_text(text)
+    week = _next_week(deployed, two_apps.tmp / "week2")
     status, out, err = _neuron_ecs(two_apps, "plan", "--diff", "--deployed", str(week))
     assert status == 0, err
     assert "instance refresh of up to 2 instances, 1 at a time (2 batches)" in out
     assert "blue/green: all traffic to green at once" in out and "-> public.ecr.aws/neuron/" in out
+    # THEN the page shows what the command prints for this change, cloud assembly to cloud assembly
+    status, printed, _ = _neuron_ecs(two_apps, "plan", "--diff", str(deployed), str(week), "--price", PRICE)
+    page = (ROOT / "docs" / "before-each-deploy.md").read_text()
+    shown = page.split("```text\n$ .venv/bin/neuron-ecs plan --diff cdk.out week2.out", 1)[1].split("\n", 1)[1]
+    assert printed == shown.split("```", 1)[0]
+
+
+PRICE = "inf2.48xlarge=12.98"
+"""The price the page's example gives the refresh (an example, not a current price)."""
+
+
+def _next_week(cloud_assembly: Path, into: Path) -> Path:
+    """The team app's next week: the AMI release and the vLLM and embedding images' tags moved, manifest kept."""
+    import shutil
+
+    from neuron_constructs.knowledge.container_images import EMBEDDING
+
+    shutil.copytree(cloud_assembly, into, dirs_exist_ok=True)
+    for template in into.glob("*.template.json"):
+        text = template.read_text().replace("2023.0.20260701", "2023.0.20260722")
+        text = text.replace("2023020260701", "2023020260722").replace(VLLM_TAG, "0.16.1-neuronx")
+        text = text.replace(EMBEDDING.tag, EMBEDDING.tag.replace("transformers4.43.2", "transformers4.46.0"))
+        template.write_text(text)
+    return into
 
 
 def test_doctor_answers_every_check_against_the_deployed_team_app(two_apps: TwoApps) -> None:

@@ -84,6 +84,9 @@ class Removed:
 
 @dataclass
 class DiffResult:
+    """What the change does: the services it rolls, the capacities it refreshes, what it removes, the files that could
+    not be read, and the hourly prices given (by instance type)."""
+
     services: list[ServiceChange] = field(default_factory=list)
     capacities: list[CapacityChange] = field(default_factory=list)
     removed: list[Removed] = field(default_factory=list)
