@@ -202,8 +202,14 @@ def test_plan_diff_against_the_deployed_stacks_sees_no_change_then_the_week_s_ch
     page = (ROOT / "docs" / "before-each-deploy.md").read_text()
     shown = page.split("```text\n$ .venv/bin/neuron-ecs plan --diff cdk.out week2.out", 1)[1].split("\n", 1)[1]
     assert printed == shown.split("```", 1)[0]
+    from neuron_constructs.tools.diff_picture import picture
+    from neuron_constructs.tools.diff_planning import diff_paths
+
+    drawn = picture(diff_paths([str(deployed)], [str(week)]), title=WEEK_PICTURE_TITLE)
+    assert (ROOT / "docs" / "_static" / "week-diff.svg").read_text() == drawn
 
 
+WEEK_PICTURE_TITLE = "The team app's week: the AMI release and two images moved"
 PRICE = "inf2.48xlarge=12.98"
 """The price the page's example gives the refresh (an example, not a current price)."""
 
