@@ -433,3 +433,11 @@ def distinct_layouts() -> list[NeuronInstanceType]:
         )
         seen.setdefault(key, entry)
     return list(seen.values())
+
+
+@pytest.fixture
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials botocore signs with for a local endpoint or stand-in, and no profile of the user's."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)

@@ -250,10 +250,7 @@ def test_the_command_line_prints_each_answer_and_exits_3_on_a_problem(
 
 
 @pytest.fixture
-def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def hostile(fake_aws_credentials: None) -> Iterator[StandIn]:
     server = StandIn()
     yield server
     server.close()

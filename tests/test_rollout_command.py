@@ -159,10 +159,7 @@ class StandIn:
 
 
 @pytest.fixture
-def stand_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def stand_in(fake_aws_credentials: None) -> Iterator[StandIn]:
     server = StandIn()
     yield server
     server.close()

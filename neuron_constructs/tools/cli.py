@@ -179,7 +179,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --diff and one version, NEW: compare it with its stacks as deployed (CloudFormation GetTemplate)",
     )
-    plan.add_argument("--region", type=_region_name, help="with --deployed: the AWS region of the stacks")
+    plan.add_argument(
+        "--prices-from-aws",
+        action="store_true",
+        help="with --diff: the instance types' hourly On-Demand prices from the AWS Price List API, at the time of the "
+        "run (a --price given wins)",
+    )
+    plan.add_argument(
+        "--region", type=_region_name, help="with --deployed or --prices-from-aws: the AWS region of the stacks"
+    )
     plan.add_argument(
         "--endpoint-url", type=_endpoint_url, help="with --deployed: a different endpoint, e.g. the local one"
     )
@@ -329,7 +337,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         if isinstance(error, _UsageError | LintUsageError):
             err.write(f"neuron-ecs {args.command}: {terminal_safe(error)}\n")
             return EXIT_USAGE
-        if args.command in ("catalog", "lint") or (args.command == "plan" and not getattr(args, "deployed", False)):
+        asks_aws = getattr(args, "deployed", False) or getattr(args, "prices_from_aws", False)
+        if args.command in ("catalog", "lint") or (args.command == "plan" and not asks_aws):
             if isinstance(error, RecursionError | MemoryError):  # the readers bound both: a last line of defence
                 err.write(f"neuron-ecs {args.command}: the input is too large or nested too deeply to check\n")
                 return EXIT_USAGE

@@ -18,7 +18,7 @@ _WIDTH = 980
 def picture(result: DiffResult, *, title: str = "") -> str:
     """``result``'s duration terms as an SVG timeline."""
     terms = result.duration_terms()
-    refreshes = len(result.capacities)
+    refreshes = sum(1 for c in result.capacities if c.refreshed)
     refresh_minutes = sum(minutes for _, minutes, _ in terms[:refreshes])
     span = max(result.least_minutes(), 1.0) * 1.4
     scale = (_WIDTH - _LABEL - 40) / span

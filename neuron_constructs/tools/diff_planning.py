@@ -70,6 +70,9 @@ class CapacityChange:
     warmup_s: int | None
     launch_first: bool
     reservation_only: bool
+    refreshed: bool = True
+    """The group has an instance refresh policy; without one, running instances keep the old launch template until
+    they are replaced, and only new launches take the new one."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class DiffResult:
         other at once, so the longest of them counts)."""
         terms: list[tuple[str, float, bool]] = []
         for capacity in self.capacities:
+            if not capacity.refreshed:
+                continue
             if capacity.batches is None or capacity.warmup_s is None:
                 terms.append((f"{capacity.name}: instance refresh, batches or warm-up not in the template", 0.0, False))
             else:
@@ -133,8 +138,8 @@ class DiffResult:
     def least_minutes(self) -> float:
         """The stated part of the change's duration: the refreshes one after another, then the longest rollout."""
         terms = self.duration_terms()
-        refresh = sum(m for t, m, _ in terms[: len(self.capacities)])
-        return refresh + max((m for _, m, _ in terms[len(self.capacities) :]), default=0.0)
+        refreshes = sum(1 for c in self.capacities if c.refreshed)
+        return sum(m for _, m, _ in terms[:refreshes]) + max((m for _, m, _ in terms[refreshes:]), default=0.0)
 
     def instance_hours(self) -> list[tuple[str, str, float, bool]]:
         """(what, instance type, instance-hours stated, whether that is all) of the instances the change runs beyond
@@ -234,7 +239,9 @@ def _launch_data(model: EcsTemplate, group: dict[str, Any]) -> tuple[str | None,
 
 
 def _refresh(name: str, group: dict[str, Any], what: list[str], instance_type: str | None) -> CapacityChange:
-    policy = (group.get("UpdatePolicy") or {}).get("AutoScalingInstanceRefresh") or {}
+    policy = (group.get("UpdatePolicy") or {}).get("AutoScalingInstanceRefresh")
+    if not isinstance(policy, dict):
+        return CapacityChange(name, tuple(what), instance_type or "?", None, None, None, None, False, False, False)
     preferences = policy.get("Preferences") or {}
     maximum = _props(group).get("MaxSize")
     instances = int(maximum) if isinstance(maximum, (int, str)) and str(maximum).isdigit() else None

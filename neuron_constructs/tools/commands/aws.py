@@ -12,7 +12,7 @@ _REQUIRED_PERMISSIONS = {
     "and ecs:DescribeTaskDefinition",
     "ami": "ssm:GetParameters and ssm:GetParametersByPath on the public /aws/service/ecs/* parameters",
     "doctor": "the doctor policy's read-only calls (DoctorPolicy, or neuron_constructs/knowledge/doctor-policy.json)",
-    "plan": "cloudformation:GetTemplate on the app's stacks",
+    "plan": "cloudformation:GetTemplate on the app's stacks (--deployed), pricing:GetProducts (--prices-from-aws)",
     "rollout": "cloudformation:ListStackResources on the stack, ecs:ListServiceDeployments and "
     "ecs:DescribeServiceDeployments, and to answer ecs:ContinueServiceDeployment or ecs:StopServiceDeployment",
     "precompile": "cloudformation:DescribeStackResource on the model's stack, batch:SubmitJob on its precompile job "
@@ -21,10 +21,13 @@ _REQUIRED_PERMISSIONS = {
 
 
 def _session(args: argparse.Namespace) -> Any:
-    """A boto3 session in ``--region``, else ``AWS_REGION`` (as the AWS CLI reads it), else the SDK's default."""
+    """A boto3 session in ``--region``, else ``AWS_REGION`` (as the AWS CLI reads it), else the SDK's default; with
+    the named ``--profile`` where the command takes one."""
     import boto3
 
-    return boto3.Session(region_name=args.region or os.environ.get("AWS_REGION") or None)
+    return boto3.Session(
+        region_name=args.region or os.environ.get("AWS_REGION") or None, profile_name=getattr(args, "profile", None)
+    )
 
 
 def _region(session: Any) -> str:

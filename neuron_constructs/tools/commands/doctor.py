@@ -82,4 +82,5 @@ def add_parser(commands: Any, aws_options: Any, seconds: Any) -> None:
         metavar="SECONDS",
         help="give up on the checks not yet run when the run has taken this long (default: 120)",
     )
+    doctor.add_argument("--profile", help="the named profile of your AWS configuration to check with")
     aws_options(doctor)

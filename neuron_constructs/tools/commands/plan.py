@@ -349,6 +349,9 @@ def _plan_diff(args: argparse.Namespace, out: _Output) -> int:
         result = diff_paths([args.templates[0]], [args.templates[1]], prices)
     for problem in result.unreadable:
         args.stderr.write(f"neuron-ecs plan: {terminal_safe(problem)}\n")
+    if getattr(args, "prices_from_aws", False):
+        kinds = {c.instance_type for c in result.capacities} | {s.instance_type for s in result.services}
+        result.prices = {**_prices_from_aws(args, kinds - {"", "?"}), **prices}  # a --price given wins
     if args.json:
         _print_json(_diff_json(result), out)
     else:
@@ -356,6 +359,24 @@ def _plan_diff(args: argparse.Namespace, out: _Output) -> int:
     if result.unreadable:
         return EXIT_USAGE
     return EXIT_OK if result.fits else EXIT_CONFLICT
+
+
+def _prices_from_aws(args: argparse.Namespace, kinds: set[str]) -> dict[str, float]:
+    """The hourly On-Demand prices of ``kinds`` (the instance types the change runs more of), from the Price List API;
+    a type without one is said on stderr."""
+    from neuron_constructs.tools.commands.aws import _region, _session
+    from neuron_constructs.tools.inspection import client_config
+    from neuron_constructs.tools.prices import PRICING_REGION, on_demand_prices
+
+    session = _session(args)
+    region = _region(session)
+    client = session.client(
+        "pricing", region_name=PRICING_REGION, endpoint_url=args.endpoint_url, config=client_config()
+    )
+    prices, said = on_demand_prices(client, region, kinds)
+    for sentence in said:
+        args.stderr.write(f"neuron-ecs plan: {terminal_safe(sentence)}\n")
+    return prices
 
 
 MAX_DEPLOYED_TEMPLATE_BYTES = 1 << 20
@@ -421,9 +442,15 @@ def _print_diff(result: Any, out: _Output) -> None:
         out.line("The change rolls no Neuron service, refreshes no capacity and removes nothing.")
         return
     if result.capacities:
-        out.line(out.style("Capacities the change refreshes", "1"))
+        out.line(out.style("Capacities the change reaches", "1"))
         for c in result.capacities:
             out.line(f"  {safe(c.name)} ({c.instance_type}): {safe('; '.join(c.what))}")
+            if not c.refreshed:
+                out.line(
+                    "    no instance refresh (the group has no AutoScalingInstanceRefresh policy): instances launched "
+                    "from now on take it, the running ones keep the old until they are replaced"
+                )
+                continue
             first = "launched before the old one stops" if c.launch_first else "stopped before its replacement starts"
             above = f", {c.batch} above the group's instances" if c.launch_first else ""
             reserved = (
