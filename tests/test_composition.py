@@ -426,3 +426,22 @@ def test_plan_diff_flags_a_removed_model_whose_listener_rule_forwards_requests(t
 
     assert main(["plan", "--diff", str(old), str(new)], stdout=out) == 0
     assert "serves traffic listener rule" in out.getvalue()
+
+
+def test_an_instance_refresh_replaces_as_many_at_once_as_its_healthy_range_allows() -> None:
+    """EC2 Auto Scaling: "a large range [between the minimum and maximum healthy percentage] increases the number of
+    instances that can be replaced at the same time"; what runs above the group is the part above 100 %."""
+    from neuron_constructs.tools.diff_planning import _refresh
+
+    group = {
+        "Properties": {"MaxSize": "10"},
+        "UpdatePolicy": {
+            "AutoScalingInstanceRefresh": {"Preferences": {"MinHealthyPercentage": 90, "MaxHealthyPercentage": 110}}
+        },
+    }
+    change = _refresh("Group", group, ["AMI"], "trn1.32xlarge")
+    assert (change.batch, change.batches, change.above, change.launch_first) == (2, 5, 1, True)
+    maintained = {"Properties": {"MaxSize": 4, "InstanceMaintenancePolicy": {"MinHealthyPercentage": 50}}}
+    maintained["UpdatePolicy"] = {"AutoScalingInstanceRefresh": {"Preferences": {"MaxHealthyPercentage": 100}}}
+    # THEN what the refresh leaves out comes from the group's own maintenance policy: 50 %, two at a time
+    assert _refresh("Group", maintained, ["AMI"], "trn1.32xlarge").batch == 2

@@ -355,3 +355,23 @@ def test_the_doctor_policy_construct_allows_the_file_s_actions_on_its_resources_
     ]
     quota = statements[0]["Resource"]
     assert quota[0] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":servicequotas:*:*:ec2/L-1945791B"]]}
+
+
+@pytest.mark.parametrize(
+    ("route", "out"),
+    [
+        ({"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-1", "State": "active"}, True),
+        ({"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-1", "State": "blackhole"}, False),  # NAT deleted
+        ({"DestinationCidrBlock": "0.0.0.0/0", "TransitGatewayId": "tgw-1"}, True),
+        ({"DestinationCidrBlock": "0.0.0.0/0", "InstanceId": "i-1"}, True),  # a NAT instance
+        ({"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": "igw-1"}, True),
+        ({"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": "vgw-1"}, False),
+        ({"DestinationCidrBlock": "10.0.0.0/16", "GatewayId": "local"}, False),
+    ],
+)
+def test_a_way_out_is_an_active_default_route_through_a_nat_a_transit_gateway_or_the_internet(
+    route: dict[str, str], out: bool
+) -> None:
+    from neuron_constructs.tools.doctor_launch import _route_out
+
+    assert _route_out(route) is out

@@ -119,3 +119,19 @@ def test_a_group_without_a_refresh_policy_keeps_its_running_instances_on_the_old
     assert main(["plan", "--diff", str(old), str(new)], stdout=out) == 0
     assert "no instance refresh (the group has no AutoScalingInstanceRefresh policy)" in out.getvalue()
     assert "  0 min: the refreshes, then the longest rollout" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        json.dumps({"terms": []}),
+        json.dumps({"terms": {"OnDemand": []}}),
+        json.dumps({"terms": {"OnDemand": {"A": {"priceDimensions": {"B": {"pricePerUnit": ["1"]}}}}}}),
+        json.dumps(["a", "list"]),
+        "x" * (2 << 20),
+    ],
+)
+def test_a_product_document_of_any_other_shape_has_no_price_and_raises_nothing(document: str) -> None:
+    from neuron_constructs.tools.prices import _price
+
+    assert _price(document) is None

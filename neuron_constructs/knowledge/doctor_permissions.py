@@ -1,7 +1,7 @@
 """What ``neuron-ecs doctor`` may call, as an IAM policy: read-only, each action with the resources it can be held to.
 
-Every action is a read; the EC2 ``Describe*`` actions and ``pricing`` support no resource-level permissions (the
-service authorization reference lists no resource type for them), so they name ``*``; the others are held to the
+Every action is a read; the EC2 ``Describe*`` actions support no resource-level permissions (the service
+authorization reference lists no resource type for them), so they name ``*``; the others are held to the
 resources doctor reads: the four Neuron vCPU quotas, the public ECS AMI parameters and the CDK bootstrap version
 parameter, service-linked roles, and ECR repositories. ``tests/test_doctor.py`` runs every check against a local
 endpoint and keeps this list equal to the calls doctor makes.

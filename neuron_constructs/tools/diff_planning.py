@@ -71,6 +71,8 @@ class CapacityChange:
     launch_first: bool
     reservation_only: bool
     refreshed: bool = True
+    above: int = 0
+    """Instances the refresh runs beyond the group's at once (``MaxHealthyPercentage`` above 100)."""
     """The group has an instance refresh policy; without one, running instances keep the old launch template until
     they are replaced, and only new launches take the new one."""
 
@@ -146,9 +148,9 @@ class DiffResult:
         the steady state: a refresh's extra batch while it runs, a rollout's green instances while it holds both."""
         hours: list[tuple[str, str, float, bool]] = []
         for capacity in self.capacities:
-            if capacity.launch_first and capacity.batch and capacity.batches and capacity.warmup_s is not None:
+            if capacity.above and capacity.batches and capacity.warmup_s is not None:
                 minutes = capacity.batches * capacity.warmup_s / 60
-                hours.append((f"{capacity.name} refresh", capacity.instance_type, capacity.batch * minutes / 60, False))
+                hours.append((f"{capacity.name} refresh", capacity.instance_type, capacity.above * minutes / 60, False))
         for service in self.services:
             if service.extra_instances:
                 minutes = (service.start_minutes or 0.0) + service.wait_minutes
@@ -227,7 +229,10 @@ def _changes(old: EcsTemplate, new: EcsTemplate, old_service: dict[str, Any], ne
 
 def _launch_data(model: EcsTemplate, group: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """A group's launch template data, its ``ImageId`` resolved to the SSM parameter it reads; and its instance type."""
-    reference = _props(group).get("LaunchTemplate") or {}
+    reference = _props(group).get("LaunchTemplate")
+    if not isinstance(reference, dict):  # a mixed-instances policy names it under its own LaunchTemplate
+        mixed = _props(group).get("MixedInstancesPolicy") or {}
+        reference = (mixed.get("LaunchTemplate") or {}).get("LaunchTemplateSpecification") or {}
     template = _props(model.resources.get(_ref(reference.get("LaunchTemplateId")) or ""))
     data = dict(template.get("LaunchTemplateData") or {})
     image = data.get("ImageId")
@@ -245,16 +250,18 @@ def _refresh(name: str, group: dict[str, Any], what: list[str], instance_type: s
     preferences = policy.get("Preferences") or {}
     maximum = _props(group).get("MaxSize")
     instances = int(maximum) if isinstance(maximum, (int, str)) and str(maximum).isdigit() else None
-    high = preferences.get("MaxHealthyPercentage", 100)
-    low = preferences.get("MinHealthyPercentage", 90)
+    maintenance = _props(group).get("InstanceMaintenancePolicy") or {}  # what the refresh leaves out, it takes here
+    high = preferences.get("MaxHealthyPercentage", maintenance.get("MaxHealthyPercentage", 100))
+    low = preferences.get("MinHealthyPercentage", maintenance.get("MinHealthyPercentage", 90))
     warmup = preferences.get("InstanceWarmup")
     launch_first = isinstance(high, int) and high > 100
     batch = None
     if instances is not None and isinstance(high, int) and isinstance(low, int):
-        share = (high - 100) if launch_first else (100 - low)
-        batch = max(1, math.floor(instances * share / 100))
+        # EC2 Auto Scaling replaces as many instances at once as the range between the two percentages allows
+        batch = max(1, math.floor(instances * (high - low) / 100))
     batches = None if batch is None or instances is None else math.ceil(instances / batch)
     specification = _props(group).get("CapacityReservationSpecification") or {}
+    above = max(1, math.floor(instances * (high - 100) / 100)) if launch_first and instances is not None else 0
     return CapacityChange(
         name,
         tuple(what),
@@ -265,6 +272,7 @@ def _refresh(name: str, group: dict[str, Any], what: list[str], instance_type: s
         warmup if isinstance(warmup, int) else None,
         launch_first,
         specification.get("CapacityReservationPreference") == "capacity-reservations-only",
+        above=above,
     )
 
 

@@ -8,11 +8,20 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from neuron_constructs.knowledge.quotas import quota_family, quota_of
 from neuron_constructs.tools.doctor_findings import CheckedApp, Finding, error_sentence, pages, properties_of, ref_of
 from neuron_constructs.tools.planning import _name
 
-__all__ = ["capacity_subnets", "check_quota", "check_reservation", "check_zones", "subnet_zone"]
+__all__ = [
+    "availability_zones",
+    "capacity_subnets",
+    "check_quota",
+    "check_reservation",
+    "check_zones",
+    "subnet_zone",
+]
 
 
 def subnet_zone(
@@ -106,16 +115,20 @@ def check_quota(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -
 
 def check_zones(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -> list[Finding]:
     ec2 = clients("ec2")
-    zones = ec2.describe_availability_zones()["AvailabilityZones"]
-    by_name = {
-        z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneType", "availability-zone") == "availability-zone"
-    }
+    by_name = availability_zones(ec2)
     literal = sorted({s for _, _, subnets, _ in capacity_subnets(app) for s in subnets if isinstance(s, str)})
-    ids = (
-        {s["SubnetId"]: s["AvailabilityZoneId"] for s in pages(ec2.describe_subnets, "Subnets", SubnetIds=literal)}
-        if literal
-        else {}
-    )
+    ids: dict[str, str] = {}
+    for subnet in literal:  # one at a time: a subnet that does not exist fails a call of several
+        try:
+            ids.update(
+                {
+                    s["SubnetId"]: s["AvailabilityZoneId"]
+                    for s in pages(ec2.describe_subnets, "Subnets", SubnetIds=[subnet])
+                }
+            )
+        except ClientError as error:
+            if not str(error.response.get("Error", {}).get("Code", "")).startswith("InvalidSubnetID"):
+                raise
     findings = []
     for name, types, subnets, _ in capacity_subnets(app):
         offered: dict[str, set[str]] = {}
@@ -199,18 +212,38 @@ def _reservations(app: CheckedApp) -> list[tuple[str, str, str | None, int | Non
     return found
 
 
+def availability_zones(ec2: Any) -> dict[str, str]:
+    """The Region's Availability Zones (not Local or Wavelength Zones) by name, their zone IDs as values."""
+    zones = ec2.describe_availability_zones()["AvailabilityZones"]
+    return {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneType", "availability-zone") == "availability-zone"}
+
+
+def _described_reservations(ec2: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The reservations among ``ids`` that exist, by id: all at once, else one at a time when EC2 refuses the call for
+    one it does not know (which fails a call of several)."""
+    try:
+        items = list(pages(ec2.describe_capacity_reservations, "CapacityReservations", CapacityReservationIds=ids))
+    except ClientError as error:
+        if not str(error.response.get("Error", {}).get("Code", "")).startswith("InvalidCapacityReservationId"):
+            raise
+        items = []
+        for one in ids:
+            try:
+                items += pages(ec2.describe_capacity_reservations, "CapacityReservations", CapacityReservationIds=[one])
+            except ClientError as inner:
+                if not str(inner.response.get("Error", {}).get("Code", "")).startswith("InvalidCapacityReservationId"):
+                    raise
+    return {item["CapacityReservationId"]: item for item in items}
+
+
 def check_reservation(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -> list[Finding]:
     named = _reservations(app)
     ids = sorted({r for _, r, _, _, _ in named if r.startswith("cr-")})
     described: dict[str, dict[str, Any]] = {}
     by_name: dict[str, str] = {}
     if ids:
-        zones = clients("ec2").describe_availability_zones()["AvailabilityZones"]
-        by_name = {z["ZoneName"]: z["ZoneId"] for z in zones}
-        for item in pages(
-            clients("ec2").describe_capacity_reservations, "CapacityReservations", CapacityReservationIds=ids
-        ):
-            described[item["CapacityReservationId"]] = item
+        by_name = availability_zones(clients("ec2"))
+        described = _described_reservations(clients("ec2"), ids)
     findings = []
     for where, reservation, instance_type, maximum, subnets in named:
         subject = f"{reservation} ({where})"
@@ -246,9 +279,9 @@ def check_reservation(app: CheckedApp, clients: Callable[[str], Any], now: datet
         placed = sorted({z for z in (subnet_zone(app, s, by_name, {}) for s in subnets) if z is not None})
         if placed and item.get("AvailabilityZoneId") and item["AvailabilityZoneId"] not in placed:
             problems.append(f"it is in {item['AvailabilityZoneId']}, the capacity's subnets in {', '.join(placed)}")
-        available = item.get("AvailableInstanceCount")
-        if maximum is not None and isinstance(available, int) and available < maximum:
-            problems.append(f"{available} of its instances are available, the capacity launches up to {maximum}")
+        available, total = item.get("AvailableInstanceCount"), item.get("TotalInstanceCount")
+        if maximum is not None and isinstance(total, int) and total < maximum:  # the group's own instances count
+            problems.append(f"it holds {total} instances, the capacity launches up to {maximum}")
         end, start = item.get("EndDate"), item.get("StartDate")
         if isinstance(end, datetime) and end <= now:
             problems.append(f"it ended {end:%Y-%m-%d %H:%M} UTC")

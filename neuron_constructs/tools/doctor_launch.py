@@ -28,7 +28,7 @@ SERVICE_LINKED_ROLES = {
     "batch": ("AWSServiceRoleForBatch", "batch.amazonaws.com"),
 }
 """Role name and AWS service name of each service-linked role a kind of capacity needs."""
-ENDPOINT_SERVICES = ("ecr.api", "ecr.dkr", "s3", "logs")
+ENDPOINT_SERVICES = ("ecr.api", "ecr.dkr", "s3", "logs", "ecs", "ecs-agent", "ecs-telemetry")
 """The VPC endpoints a subnet without a NAT or internet route needs to pull an image and write its logs."""
 
 
@@ -106,6 +106,12 @@ def check_image(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -
     ecr = clients("ecr")
     findings = []
     for image, account, repository, tag in _images(app, app.region):
+        registry_region = image.split(".dkr.ecr.", 1)[1].split(".", 1)[0] if ".dkr.ecr." in image else app.region
+        if registry_region != app.region:
+            findings.append(
+                Finding("image", image, "unknown", f"a registry in {registry_region}: doctor reads {app.region}'s")
+            )
+            continue
         try:
             answer = ecr.describe_images(registryId=account, repositoryName=repository, imageIds=[{"imageTag": tag}])
         except Exception as error:
@@ -163,6 +169,17 @@ def _template_routes(app: CheckedApp) -> tuple[dict[str, str], set[str], set[str
     return table_of, routed, endpoints
 
 
+def _route_out(route: Any) -> bool:
+    """An active default route through a NAT gateway, a NAT instance, a transit gateway or an internet gateway (the
+    last reaches the registries only from an instance with a public address, which is not read here)."""
+    if not isinstance(route, dict) or route.get("DestinationCidrBlock") != "0.0.0.0/0":
+        return False
+    if route.get("State", "active") != "active":  # a blackhole: its NAT gateway or instance is gone
+        return False
+    through = ("NatGatewayId", "TransitGatewayId", "InstanceId", "NetworkInterfaceId")
+    return any(route.get(k) for k in through) or str(route.get("GatewayId", "")).startswith("igw-")
+
+
 def _endpoint_service(name: str) -> str | None:
     """Which of :data:`ENDPOINT_SERVICES` a VPC endpoint's service name (``com.amazonaws.<region>.ecr.api``) is."""
     return next((s for s in ENDPOINT_SERVICES if name.endswith(f".{s}")), None)
@@ -194,12 +211,7 @@ def check_pull_path(app: CheckedApp, clients: Callable[[str], Any], now: datetim
             elif isinstance(subnet, str):
                 ec2 = clients("ec2")
                 tables = _route_tables(ec2, subnet)
-                out = any(
-                    r.get("DestinationCidrBlock") == "0.0.0.0/0"
-                    and (r.get("NatGatewayId") or str(r.get("GatewayId", "")).startswith("igw-"))
-                    for t in tables
-                    for r in t.get("Routes") or []
-                )
+                out = any(_route_out(r) for t in tables for r in t.get("Routes") or [])
                 if not out:
                     vpc = next((t.get("VpcId") for t in tables if t.get("VpcId")), None)
                     services = {
@@ -222,8 +234,8 @@ def check_pull_path(app: CheckedApp, clients: Callable[[str], Any], now: datetim
                     "problem",
                     f"subnets {', '.join(blocked)} have no NAT or internet route, and the VPC no endpoints for "
                     f"{', '.join(ENDPOINT_SERVICES)}: no image is pulled",
-                    "give the VPC a NAT gateway, or interface endpoints for ecr.api, ecr.dkr and logs and a gateway "
-                    "endpoint for s3",
+                    "give the VPC a NAT gateway, or interface endpoints for ecr.api, ecr.dkr, logs, ecs, ecs-agent and "
+                    "ecs-telemetry and a gateway endpoint for s3",
                 )
             )
         elif unknown or not subnets:

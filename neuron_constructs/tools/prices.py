@@ -36,6 +36,14 @@ def _filters(instance_type: str, region: str) -> list[dict[str, str]]:
 
 
 def _price(document: str) -> float | None:
+    """The one hourly USD price of a product document, ``None`` for anything else (any shape it may have)."""
+    try:
+        return _read_price(document)
+    except (AttributeError, TypeError, KeyError):
+        return None
+
+
+def _read_price(document: str) -> float | None:
     if not isinstance(document, str) or len(document) > MAX_PRODUCT_BYTES:
         return None
     try:

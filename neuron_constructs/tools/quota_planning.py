@@ -173,7 +173,8 @@ def quota_templates(templates: Mapping[str, Any], *, construct_paths: Any = None
                 continue
             peak = peaks.get(name)
             vcpus = capacity.max_size * entry.vcpus if capacity.max_size is not None else None
-            peak_instances = max(peak.instances, capacity.max_size or 0) if peak is not None else capacity.max_size
+            # the group launches at most MaxSize, whatever a rollout asks (plan --rollout flags a peak beyond it)
+            peak_instances = capacity.max_size if capacity.max_size is not None else (peak.instances if peak else None)
             result.needs.append(
                 QuotaNeed(
                     name,
@@ -185,11 +186,17 @@ def quota_templates(templates: Mapping[str, Any], *, construct_paths: Any = None
                     peak_instances * entry.vcpus if peak_instances is not None else None,
                     f"{capacity.max_size if capacity.max_size is not None else 'an unknown MaxSize of'} x "
                     f"{entry.name} ({entry.vcpus} vCPUs)"
-                    + (f"; every rollout at once: {peak.instances} instances" if peak is not None else ""),
+                    + (
+                        f"; every rollout at once asks {peak.instances} instances, which MaxSize caps"
+                        if peak is not None and capacity.max_size is not None and peak.instances > capacity.max_size
+                        else f"; every rollout at once: {peak.instances} instances"
+                        if peak is not None
+                        else ""
+                    ),
                 )
             )
             continue
-        on = [s for s in rollout.services if s.capacity.startswith(name) and s.room is not None]
+        on = [s for s in rollout.services if s.capacity == name and s.room is not None]
         for service in on:
             entry = NeuronInstanceType.find(service.instance_type)
             family = quota_family(service.instance_type) if entry is not None else None

@@ -395,12 +395,13 @@ def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
     from neuron_constructs.tools.inspection import client_config
 
     source = Path(new)
+    stacks = _stack_names(source)
     files = sorted(source.glob("*.template.json")) if source.is_dir() else [source]
     session = _session(args)
     _region(session)
     cloudformation = session.client("cloudformation", endpoint_url=args.endpoint_url, config=client_config())
     for file in files:
-        stack = file.name.removesuffix(".template.json")
+        stack = stacks.get(file.name, file.name.removesuffix(".template.json"))
         try:
             body = cloudformation.get_template(StackName=stack, TemplateStage="Original").get("TemplateBody")
         except ClientError as error:
@@ -411,6 +412,26 @@ def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
         if len(text) > MAX_DEPLOYED_TEMPLATE_BYTES:
             raise _UsageError(f"the deployed template of {stack} is larger than CloudFormation keeps: not a template")
         (Path(into) / file.name).write_text(text)
+
+
+def _stack_names(assembly: Any) -> dict[str, str]:
+    """A cloud assembly's template files by name, their stacks' names as values (``manifest.json``: a stack named with
+    ``stack_name=`` has a file named for its construct id); none for a template given alone."""
+    import json
+
+    manifest = assembly / "manifest.json"
+    if not assembly.is_dir() or not manifest.is_file() or manifest.stat().st_size > 16 << 20:
+        return {}
+    try:
+        artifacts = json.loads(manifest.read_text()).get("artifacts") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    names = {}
+    for artifact in artifacts.values() if isinstance(artifacts, dict) else []:
+        properties = artifact.get("properties") if isinstance(artifact, dict) else None
+        if isinstance(properties, dict) and isinstance(properties.get("templateFile"), str):
+            names[properties["templateFile"]] = str(properties.get("stackName") or "")
+    return {file: stack for file, stack in names.items() if stack}
 
 
 def _diff_json(result: Any) -> dict[str, Any]:
@@ -452,7 +473,7 @@ def _print_diff(result: Any, out: _Output) -> None:
                 )
                 continue
             first = "launched before the old one stops" if c.launch_first else "stopped before its replacement starts"
-            above = f", {c.batch} above the group's instances" if c.launch_first else ""
+            above = f", {c.above} above the group's instances" if c.launch_first else ""
             reserved = (
                 "; it launches into a reservation only: the reservation needs room for the batch"
                 if c.launch_first and c.reservation_only
