@@ -3,15 +3,14 @@ answers ``GetProducts`` in its own protocol: one price, garbage, and two prices 
 
 from __future__ import annotations
 
-import http.server
 import io
 import json
-import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_server import Answer, LocalServer
 
 from neuron_constructs.tools.cli import main
 from neuron_constructs.tools.prices import on_demand_prices
@@ -26,41 +25,27 @@ def _product(usd: str) -> str:
     return json.dumps({"terms": {"OnDemand": {"SKU.TERM": {"priceDimensions": {"SKU.TERM.RATE": dimension}}}}})
 
 
-class PriceList:
+class PriceList(LocalServer):
     """A stand-in for the Price List API: ``answers`` by instance type, the requests it got."""
 
     def __init__(self) -> None:
         self.answers: dict[str, list[str]] = {}
         self.asked: list[dict[str, Any]] = []
-        stand_in = self
+        super().__init__(self._answer)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                stand_in.asked.append(request)
-                wanted = {f["Field"]: f["Value"] for f in request.get("Filters", [])}
-                body = json.dumps({"PriceList": stand_in.answers.get(wanted.get("instanceType", ""), [])}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/x-amz-json-1.1")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+    def _answer(self, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        request = json.loads(body or b"{}")
+        self.asked.append(request)
+        wanted = {f["Field"]: f["Value"] for f in request.get("Filters", [])}
+        answer = {"PriceList": self.answers.get(wanted.get("instanceType", ""), [])}
+        return 200, "application/x-amz-json-1.1", json.dumps(answer).encode()
 
 
 @pytest.fixture
 def price_list(fake_aws_credentials: None) -> Iterator[PriceList]:
     server = PriceList()
     yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    server.close()
 
 
 def test_one_price_per_type_is_read_and_anything_else_is_a_sentence(price_list: PriceList) -> None:

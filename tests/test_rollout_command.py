@@ -7,15 +7,14 @@ whose deployment ended."""
 
 from __future__ import annotations
 
-import http.server
 import io
 import json
-import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from local_server import Answer, LocalServer
 
 from neuron_constructs.tools.cli import main
 
@@ -77,38 +76,20 @@ PAGED = "paged"
 STACKS = {"Llm": ["paused"], "Bare": [], "Team": ["paused", "shifting", "refusing"]}
 
 
-class StandIn:
+class StandIn(LocalServer):
     """The ECS and CloudFormation calls of ``neuron-ecs rollout``, answered from :data:`DEPLOYMENTS`."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        stand_in = self
+        super().__init__(self._answer)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
-                target = self.headers.get("x-amz-target", "")
-                if target.startswith("AmazonEC2ContainerServiceV20141113."):
-                    status, answer = stand_in.ecs(target.split(".", 1)[1], json.loads(body or "{}"))
-                    self._send(status, json.dumps(answer).encode(), "application/x-amz-json-1.1")
-                else:
-                    form = {k: v[0] for k, v in parse_qs(body).items()}
-                    self._send(200, stand_in.stack_resources(form).encode(), "text/xml")
-
-            def _send(self, status: int, body: bytes, kind: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+    def _answer(self, path: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        target = {k.lower(): v for k, v in headers.items()}.get("x-amz-target", "")
+        if target.startswith("AmazonEC2ContainerServiceV20141113."):
+            status, answer = self.ecs(target.split(".", 1)[1], json.loads(body or b"{}"))
+            return status, "application/x-amz-json-1.1", json.dumps(answer).encode()
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        return 200, "text/xml", self.stack_resources(form).encode()
 
     def ecs(self, operation: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.calls.append((operation, request))
@@ -152,10 +133,6 @@ class StandIn:
             "</ListStackResourcesResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata>"
             "</ListStackResourcesResponse>"
         )
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
