@@ -16,7 +16,7 @@ from aws_cdk import Acknowledgment, App, Duration, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
-from conftest import synth_warnings
+from conftest import imported_vpc, synth_warnings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,7 +81,7 @@ def _warnings(stack: Stack, rule: rules.Rule) -> list[str]:
 
 def test_a_pinned_release_resolves_its_own_parameter_and_rolls_the_group_one_instance_at_a_time() -> None:
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", max_capacity=4, machine_image=NeuronAmi.release(RELEASE)
     )
@@ -111,8 +111,8 @@ def test_a_pinned_release_resolves_its_own_parameter_and_rolls_the_group_one_ins
 
 def test_the_recommended_ami_is_todays_template_and_warns_what_every_deploy_does() -> None:
     default, recommended = _stack(), _stack()
-    NeuronCluster(default, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
-    NeuronCluster(recommended, "C").add_ec2_capacity(
+    NeuronCluster(default, "C", vpc=imported_vpc(default)).add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    NeuronCluster(recommended, "C", vpc=imported_vpc(recommended)).add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", machine_image=NeuronAmi.recommended()
     )
     first, second = _template(default), _template(recommended)
@@ -132,7 +132,7 @@ def test_the_recommended_ami_is_todays_template_and_warns_what_every_deploy_does
 
 def test_the_recommended_ami_warning_can_be_acknowledged() -> None:
     stack = _stack()
-    capacity = NeuronCluster(stack, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    capacity = NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     Validations.of(capacity).acknowledge(
         Acknowledgment(id=rules.RECOMMENDED_AMI.warning_id, reason="the platform team rolls the AMI weekly")
     )
@@ -141,7 +141,7 @@ def test_the_recommended_ami_warning_can_be_acknowledged() -> None:
 
 def test_the_recommended_ami_with_a_rollout_warns_that_a_new_ami_replaces_every_instance() -> None:
     stack = _stack()
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", machine_image=NeuronAmi.recommended(), ami_rollout=AmiRollout()
     )
     (group,) = _groups(_template(stack)).values()
@@ -152,7 +152,7 @@ def test_the_recommended_ami_with_a_rollout_warns_that_a_new_ami_replaces_every_
 
 def test_a_pinned_release_without_a_rollout_keeps_the_group_as_it_is() -> None:
     stack = _stack()
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", machine_image=NeuronAmi.release(RELEASE), ami_rollout=False
     )
     (group,) = _groups(_template(stack)).values()
@@ -161,7 +161,7 @@ def test_a_pinned_release_without_a_rollout_keeps_the_group_as_it_is() -> None:
 
 def test_an_other_machine_image_still_warns_as_a_pinned_ami_and_not_as_the_recommended_one() -> None:
     stack = _stack()
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", machine_image=ec2.MachineImage.generic_linux({REGION: "ami-0123456789"})
     )
     assert len(_warnings(stack, rules.PINNED_AMI)) == 1 and _warnings(stack, rules.RECOMMENDED_AMI) == []
@@ -198,7 +198,7 @@ def test_a_rollout_never_replaces_more_than_stated_nor_fewer_than_one(max_capaci
 
 def test_a_rollout_refresh_waits_the_warmup_given() -> None:
     stack = _stack()
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "Inf2",
         instance_type="inf2.xlarge",
         machine_image=NeuronAmi.release(RELEASE),
@@ -223,7 +223,7 @@ def test_a_refresh_that_launches_first_into_reserved_capacity_only_warns_that_it
 ) -> None:
     """The extra instances of a launch-before-terminate batch need room the reservation may not have."""
     stack = _stack()
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "Trn1",
         instance_type="trn1.32xlarge",
         max_capacity=2,
@@ -254,7 +254,7 @@ def test_a_rollout_batch_outside_the_group_is_refused(batch: int) -> None:
 
 def _manual_service(rollout: AmiRollout, *, max_capacity: int, desired: int, minimum: int) -> Stack:
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity(
         "Inf2",
         instance_type="inf2.48xlarge",
@@ -291,7 +291,7 @@ def _packed_capacity(kind: str, batch: int, minimum: int) -> Any:
     from neuron_constructs import NeuronFleet, SlicedNeuronService
 
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity(
         "Inf2",
         instance_type="inf2.48xlarge",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from conftest import resources
+from conftest import imported_vpc, resources
 from test_service_rollouts import ENV, _manual
 
 from neuron_constructs import (
@@ -39,7 +39,7 @@ def _synthesized() -> dict[str, Any]:
     with an approval that goes on unanswered before every production shift."""
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Neuron")
+    cluster = NeuronCluster(platform, "Neuron", vpc=imported_vpc(platform))
     capacity = cluster.add_ec2_capacity("Llm", instance_type="inf2.48xlarge", max_capacity=4)
     listener = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
     services = {}

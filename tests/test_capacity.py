@@ -13,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
+from conftest import imported_vpc
 
 from neuron_constructs import (
     AutoScalingCapacity,
@@ -150,7 +151,7 @@ def test_vpc_subnets_choose_where_one_capacity_launches(choices: dict[str, Any])
 
 def test_the_returned_capacity_is_what_capacity_takes() -> None:
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     first = cluster.add_ec2_capacity("A", instance_type="inf2.48xlarge")
     second = cluster.add_ec2_capacity("B", instance_type="inf2.48xlarge")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=1024)
@@ -193,7 +194,7 @@ def test_inf1_capacity_warns_that_current_neuron_releases_dropped_it_and_names_t
     from neuron_constructs.knowledge import rules
 
     stack = Stack(App(analytics_reporting=False), "Inf1")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf1", instance_type="inf1.xlarge", max_capacity=1)
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON113"))
@@ -205,7 +206,7 @@ def test_inf1_capacity_warns_that_current_neuron_releases_dropped_it_and_names_t
 
 def test_lnc_is_written_where_the_neuron_runtime_reads_it() -> None:
     stack = Stack(App(analytics_reporting=False), "Lnc")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
     assert capacity.lnc == 1
     user_data = json.dumps(Template.from_stack(stack).find_resources("AWS::EC2::LaunchTemplate"))

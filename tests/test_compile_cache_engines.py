@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
-from conftest import resources
+from conftest import imported_vpc, resources
 
 from neuron_constructs import (
     CompileCache,
@@ -230,7 +230,7 @@ def test_the_slices_of_one_vllm_neuron_service_share_one_access_point_reached_fr
 
     # GIVEN a sliced vLLM Neuron service on EC2 capacity, its cache admitting NFS from the capacity's instances
     stack = Stack(App(analytics_reporting=False), "Sliced")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     cache = CompileCache.in_new_file_system(
         stack, "Cache", vpc=cluster.cluster.vpc, clients=[capacity.auto_scaling_group]
@@ -374,7 +374,7 @@ def test_an_efs_cache_in_the_cluster_s_vpc_is_placed() -> None:
     from neuron_constructs import NeuronCluster, NeuronService
 
     stack = Stack(App(analytics_reporting=False), "SameVpc")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
     assert cache.vpc_id == cluster.vpc.vpc_id

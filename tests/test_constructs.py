@@ -13,7 +13,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match, Template
-from conftest import ROOT, resources
+from conftest import ROOT, imported_vpc, resources
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -101,7 +101,7 @@ def _lnc_entry_points() -> dict[str, Callable[[Stack, str, int], object]]:
     """Every call that takes ``lnc=``, given an instance type and a setting."""
 
     def cluster(stack: Stack) -> NeuronCluster:
-        return NeuronCluster(stack, "C")
+        return NeuronCluster(stack, "C", vpc=imported_vpc(stack))
 
     return {
         "add_ec2_capacity": lambda s, t, lnc: cluster(s).add_ec2_capacity("Cap", instance_type=t, lnc=lnc),
@@ -157,7 +157,7 @@ def test_manual_task_extends_given_linux_parameters() -> None:
 
 def test_manual_task_on_managed_instances_needs_a_capacity_of_only_its_type() -> None:
     stack = Stack(App(), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
     exact = cluster.add_managed_instances_capacity("Inf2Large", instance_types=["inf2.8xlarge"])
     task = ManualNeuronTaskDefinition(
@@ -174,7 +174,7 @@ def test_manual_task_on_managed_instances_needs_a_capacity_of_only_its_type() ->
 
 def test_manual_task_refuses_managed_instances_capacity_of_several_types() -> None:
     stack = Stack(App(), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
     task = ManualNeuronTaskDefinition(
         stack, "T", instance_type="inf2.8xlarge", memory_mib=8192, compatibility=ecs.Compatibility.MANAGED_INSTANCES
@@ -185,7 +185,7 @@ def test_manual_task_refuses_managed_instances_capacity_of_several_types() -> No
 
 def test_ec2_and_managed_instances_task_keeps_its_pin_on_the_ec2_service() -> None:
     stack = Stack(App(), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     task = ManualNeuronTaskDefinition(
         stack,
@@ -205,7 +205,7 @@ def test_ec2_and_managed_instances_task_keeps_its_pin_on_the_ec2_service() -> No
 
 def test_service_picks_the_capacity_of_the_tasks_instance_type() -> None:
     stack = Stack(App(), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     trn1 = cluster.add_ec2_capacity("Trn1", instance_type="trn1.2xlarge")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="trn1.2xlarge", memory_mib=8192)
@@ -217,7 +217,10 @@ def test_service_picks_the_capacity_of_the_tasks_instance_type() -> None:
 
 def test_capacity_from_another_cluster_is_refused() -> None:
     stack = Stack(App(), "S")
-    cluster, other = NeuronCluster(stack, "C"), NeuronCluster(stack, "D")
+    cluster, other = (
+        NeuronCluster(stack, "C", vpc=imported_vpc(stack)),
+        NeuronCluster(stack, "D", vpc=imported_vpc(stack)),
+    )
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     foreign = other.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
@@ -239,7 +242,7 @@ def test_existing_vpc_is_used_and_insights_can_be_turned_off() -> None:
 def test_unknown_capacity_type_is_refused_with_the_construct_path() -> None:
     stack = Stack(App(), "S")
     with pytest.raises(NeuronConfigurationError, match=r"^S/C/Gpu: 'g5.xlarge' is not a Neuron instance type"):
-        NeuronCluster(stack, "C").add_ec2_capacity("Gpu", instance_type="g5.xlarge")
+        NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity("Gpu", instance_type="g5.xlarge")
 
 
 def test_catalog_rules_and_tooling_import_without_the_cdk() -> None:

@@ -16,7 +16,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from cfn import container, ecs_template, manual_task, service, with_resources
-from conftest import examples
+from conftest import examples, imported_vpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +44,7 @@ class Copy:
 def refused_at_call(first: Copy, second: Copy) -> bool:
     """Whether ``NeuronService`` refuses the second service with NEURON023 (after accepting the first)."""
     stack = Stack(App(analytics_reporting=False), "Test")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type=INSTANCE, max_capacity=2)
     for index, copy in enumerate((first, second)):
         task = ManualNeuronTaskDefinition(
@@ -119,7 +119,7 @@ def test_hand_set_disjoint_cores_synthesize_and_lint_clean() -> None:
     """GIVEN two services whose containers set NEURON_RT_VISIBLE_CORES 0 and 1 by hand on one /dev/neuron0 WHEN the
     app synthesizes (the synth checks run the template checks) THEN it does, and the template has no NEURON023."""
     stack = Stack(App(analytics_reporting=False), "Test")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
     for core in (0, 1):
         task = ManualNeuronTaskDefinition(stack, f"T{core}", instance_type="inf2.xlarge", memory_mib=2048)

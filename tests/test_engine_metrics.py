@@ -21,7 +21,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
-from conftest import MEASURED_IN_CI
+from conftest import MEASURED_IN_CI, imported_vpc
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -364,7 +364,7 @@ def test_the_table_names_the_release_and_source_of_each_metric_and_which_engines
 
 def _platform(app: App) -> tuple[Stack, NeuronCluster, NeuronMonitoring]:
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=2)
     return platform, cluster, NeuronMonitoring(platform, "Monitoring", cluster=cluster, recovery=False)
 
@@ -524,7 +524,7 @@ def test_an_image_whose_engine_publishes_nothing_is_not_measured_by_default_and_
 def test_a_vllm_on_nxd_inference_service_gets_the_serving_metrics_and_no_compile_alarm_even_with_a_cache() -> None:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(platform, "Task", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container(
@@ -650,7 +650,7 @@ def test_every_slice_of_a_vllm_neuron_model_is_measured_unless_turned_off() -> N
     assert [s.engine_metrics_container is not None for s in sliced.copy_services] == [True, True]
     off = Stack(app, "Off", env=ENV)
     other = Stack(app, "OtherCluster", env=ENV)
-    second = NeuronCluster(other, "Cluster")
+    second = NeuronCluster(other, "Cluster", vpc=imported_vpc(other))
     second.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     quiet = SlicedNeuronService(
         off,

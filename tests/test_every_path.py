@@ -18,6 +18,7 @@ from app import (
 )
 from aws_cdk import App, CfnResource, Stack
 from aws_cdk import aws_ecs as ecs
+from conftest import imported_vpc
 
 from neuron_constructs.knowledge import rules as r
 
@@ -277,7 +278,7 @@ def _mistakes_after_construction(app: App) -> dict[str, tuple[r.Rule, str]]:
     expected: dict[str, tuple[r.Rule, str]] = {}
 
     stack = PlainStack(app, "SidecarOnASlice")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
     sliced = SlicedNeuronService(
         stack, "Sliced", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=2, image=IMAGE
@@ -298,7 +299,7 @@ def _mistakes_after_construction(app: App) -> dict[str, tuple[r.Rule, str]]:
         ),
     ):
         stack = PlainStack(app, name)
-        cluster = NeuronCluster(stack, "C")
+        cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
         cluster.add_managed_instances_capacity("Mi")
         task = ManagedNeuronTaskDefinition(stack, "T", cpu=1024, memory_mib=2048)
         task.add_neuron_container("model", image=IMAGE)
@@ -336,7 +337,7 @@ def test_copies_of_a_manual_task_get_distinct_instances() -> None:
     from neuron_constructs import ManualNeuronTaskDefinition, NeuronCluster, NeuronService
 
     stack = Stack(App(analytics_reporting=False), "Copies")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=1024)
     task.add_neuron_container("model", image=IMAGE)

@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from conftest import distinct_layouts, resources
+from conftest import distinct_layouts, imported_vpc, resources
 from test_sliced_service import INSTANCES, fleet, orders, place, services_of
 
 from neuron_constructs import (
@@ -77,7 +77,7 @@ def test_mixed_models_never_share_a_device_and_hold_every_device_planned(
 
 
 def _inf2_fleet(stack: Stack) -> NeuronFleet:
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     return NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
 
@@ -109,7 +109,7 @@ def test_models_take_the_lowest_free_ranges_and_their_share_of_the_instance() ->
 
 def test_a_range_the_torus_does_not_allow_is_refused_with_the_free_devices() -> None:
     stack = Stack(App(analytics_reporting=False), "Torus")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=1)
     neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="trn1.32xlarge")
     neuron_fleet.add_model("Eight", devices_per_task=8, image=IMAGE)
@@ -342,13 +342,13 @@ def test_sizes_are_refused_where_the_runtime_cannot_have_them() -> None:
 
 def test_lnc_must_match_the_capacity_and_exist_on_the_chip() -> None:
     stack = Stack(App(analytics_reporting=False), "Lnc")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
     neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="trn2.48xlarge")
     with pytest.raises(NeuronConfigurationError, match=r"runs at LNC=2, but Lnc/Cluster/Trn2 sets LNC=1.*NEURON064"):
         neuron_fleet.add_model("Default", cores_per_task=1, image=IMAGE)
     other = Stack(App(analytics_reporting=False), "One")
-    one = NeuronCluster(other, "Cluster")
+    one = NeuronCluster(other, "Cluster", vpc=imported_vpc(other))
     one.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1, lnc=1)
     at_one = NeuronFleet(other, "Fleet", cluster=one, instance_type="trn2.48xlarge", lnc=1)
     model = at_one.add_model("Embedding", cores_per_task=1, copies=9, image=IMAGE)
@@ -367,7 +367,7 @@ def test_two_models_of_one_fleet_on_one_compile_cache_get_a_prefix_each() -> Non
 
     app = App(analytics_reporting=False)
     stack = Stack(app, "Cached")
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     cache = CompileCache.in_new_bucket(stack, "Cache")
     neuron_fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")

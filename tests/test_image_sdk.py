@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
+from conftest import imported_vpc
 
 from neuron_constructs import (
     ManualNeuronTaskDefinition,
@@ -25,7 +26,7 @@ PINNED = "2023.0.20261113"  # carries driver 2.31: SDK 2.30.0's runtime does not
 
 def _service(neuron_sdk: str | None, image: str = TEAM_IMAGE, ami: NeuronAmi | None = None) -> Stack:
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity(
         "Trn1", instance_type="trn1.32xlarge", max_capacity=2, machine_image=ami or NeuronAmi.release(PINNED)
     )
@@ -107,7 +108,7 @@ def test_the_driver_start_check_takes_the_stated_release() -> None:
 def test_a_sliced_service_s_copies_carry_the_stated_release() -> None:
     """SlicedNeuronService (and NeuronFleet.add_model, through the same options) passes neuron_sdk to every copy."""
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity(
         "Trn1", instance_type="trn1.32xlarge", max_capacity=2, machine_image=NeuronAmi.release(PINNED)
     )

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
+from conftest import imported_vpc
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -73,7 +74,7 @@ def test_an_nxd_inference_image_in_a_service_on_managed_instances_that_launch_tr
     """GIVEN a task definition that does not name its type WHEN its service is placed on Managed Instances capacity that
     launches trn2 THEN the service is refused."""
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Trn2", instance_types=["trn2.48xlarge"])
     task = ManagedNeuronTaskDefinition(stack, "T", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri))
@@ -83,7 +84,7 @@ def test_an_nxd_inference_image_in_a_service_on_managed_instances_that_launch_tr
 
 def test_an_nxd_inference_image_in_a_service_on_managed_instances_of_inf2_is_accepted() -> None:
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.xlarge"])
     task = ManagedNeuronTaskDefinition(stack, "T", cpu=2048, memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(VLLM.uri))

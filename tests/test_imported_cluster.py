@@ -19,7 +19,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_sns as sns
-from conftest import resources
+from conftest import imported_vpc, resources
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -181,7 +181,7 @@ def test_a_default_strategy_of_listed_providers_is_the_association_s() -> None:
 def _platform() -> tuple[NeuronCluster, Any]:
     """A platform app: a cluster with inf2.48xlarge capacity and a load balancer."""
     platform = Stack(App(analytics_reporting=False), "Platform")
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     return cluster, NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster).listener
 

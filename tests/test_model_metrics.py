@@ -13,7 +13,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk.assertions import Annotations, Match
-from conftest import resources
+from conftest import imported_vpc, resources
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +43,7 @@ def _environment(container: dict[str, Any]) -> dict[str, str]:
 
 def _platform(app: App, *, monitored: bool = True) -> tuple[Stack, NeuronCluster, NeuronLoadBalancer]:
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
     if monitored:
         NeuronMonitoring(platform, "Monitoring", cluster=cluster, recovery=False)
@@ -81,7 +81,7 @@ def test_a_given_model_name_or_tag_names_the_model() -> None:
     stack = Stack(app, "Tagged", env=ENV)
     task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, environment={PROCESS_TAG_VARIABLE: "mistral"})
-    mi = NeuronCluster(stack, "Mi")
+    mi = NeuronCluster(stack, "Mi", vpc=imported_vpc(stack))
     mi.add_managed_instances_capacity("Mi", instance_types=["inf2.xlarge"])
     assert NeuronService(stack, "Svc", cluster=mi, task_definition=task).model_name == "mistral"
 
@@ -105,7 +105,7 @@ def test_a_name_neuron_monitor_or_cloudwatch_cannot_carry_is_refused(model_name:
 
 def test_a_task_definition_serves_one_model() -> None:
     stack = Stack(App(analytics_reporting=False), "Model", env=ENV)
-    cluster = NeuronCluster(stack, "Mi")
+    cluster = NeuronCluster(stack, "Mi", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Mi", instance_types=["inf2.xlarge"])
     task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -250,7 +250,7 @@ def test_fleet_models_scale_their_copies_together_on_the_model_s_utilization() -
 
 def test_a_neuron_container_added_after_the_service_is_tagged_too_and_a_different_tag_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Model", env=ENV)
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.48xlarge", memory_mib=8192)
     task.add_neuron_container("first", image=IMAGE, devices=[0])
@@ -347,7 +347,7 @@ def test_fleet_models_and_sliced_services_with_a_space_in_their_id_get_a_valid_d
     with pytest.raises(NeuronConfigurationError, match=r"model_name='Llama 3' is not 1 to 255.*NEURON067"):
         fleet.add_model("Mine", image=IMAGE, cores_per_task=1, copies=1, model_name="Llama 3")
     sliced_stack = Stack(App(analytics_reporting=False), "Sliced")
-    own = NeuronCluster(sliced_stack, "C")
+    own = NeuronCluster(sliced_stack, "C", vpc=imported_vpc(sliced_stack))
     own.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         sliced_stack, "Llama 3", cluster=own, instance_type="inf2.24xlarge", devices_per_task=2, image=IMAGE

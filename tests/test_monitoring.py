@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
-from conftest import ECS_STACKS, resources
+from conftest import ECS_STACKS, imported_vpc, resources
 
 from neuron_constructs import NeuronConfigurationError, NeuronInstanceType
 from neuron_constructs.knowledge.container_images import (
@@ -616,7 +616,7 @@ def test_recovery_can_be_turned_off() -> None:
     from neuron_constructs import NeuronCluster, NeuronMonitoring
 
     stack = Stack(App(), "Metrics")
-    cluster = NeuronCluster(stack, "N")
+    cluster = NeuronCluster(stack, "N", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     cluster.add_managed_instances_capacity("Mi")
     NeuronMonitoring(cluster, "Monitoring", cluster=cluster, recovery=False)
@@ -661,7 +661,7 @@ def test_monitoring_is_registered_however_it_is_made_and_only_once() -> None:
     from neuron_constructs.monitoring.monitoring import NeuronMonitoring
 
     stack = Stack(App(), "Direct")
-    cluster = NeuronCluster(stack, "N")
+    cluster = NeuronCluster(stack, "N", vpc=imported_vpc(stack))
     monitoring = NeuronMonitoring(stack, "Mon", cluster=cluster)
     assert cluster.monitoring is monitoring
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
@@ -685,7 +685,7 @@ def test_the_managed_instances_rollout_drains_a_tenth_at_a_time_or_what_you_choo
     from neuron_constructs import NeuronCluster, NeuronMonitoring
 
     stack = Stack(App(), "Rollout")
-    cluster = NeuronCluster(stack, "N")
+    cluster = NeuronCluster(stack, "N", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Mi")
     NeuronMonitoring(cluster, "Monitoring", cluster=cluster, drain_percent=25)
     template = App.of(stack).synth().get_stack_by_name("Rollout").template  # type: ignore[union-attr]
@@ -707,7 +707,7 @@ def _monitored_app(**monitoring: Any) -> tuple[App, Stack]:
 
     app = App(analytics_reporting=False)
     stack = Stack(app, "Pins")
-    cluster = NeuronCluster(stack, "N")
+    cluster = NeuronCluster(stack, "N", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     cluster.add_managed_instances_capacity("Mi")
     NeuronMonitoring(cluster, "Monitoring", cluster=cluster, **monitoring)

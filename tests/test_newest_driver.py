@@ -11,6 +11,7 @@ from aws_cdk import Acknowledgment, App, Aws, Stack, Validations
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
+from conftest import imported_vpc
 
 from neuron_constructs import (
     ManualNeuronTaskDefinition,
@@ -68,7 +69,7 @@ def warnings() -> dict[str, list[str]]:
     on pinned capacity whose driver they run on, a current image on the recommended AMI, and two training queues;
     its warnings, by construct path."""
     stack = Stack(App(analytics_reporting=False), "Drivers")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", max_capacity=2)
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
     cluster.add_ec2_capacity(
@@ -153,7 +154,7 @@ def test_a_training_queue_on_the_recommended_ami_warns_and_a_pinned_one_does_not
 
 def test_an_image_named_by_its_ecr_repository_on_a_pinned_ami_it_does_not_run_on_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Refused")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", max_capacity=2, machine_image=NeuronAmi.release(NEWER_AMI)
     )

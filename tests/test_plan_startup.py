@@ -13,7 +13,7 @@ import pytest
 from aws_cdk import App, Duration, Stack, Token
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
-from conftest import synth_warnings
+from conftest import imported_vpc, synth_warnings
 
 from neuron_constructs import (
     CompileCache,
@@ -47,7 +47,7 @@ def _app(
 
     app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
     stack = Stack(app, "Models")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity(
         "Inf2", instance_type="inf2.xlarge", max_capacity=2, warm_pool=WarmPool() if warm_pool else None
     )
@@ -458,7 +458,7 @@ def test_a_sliced_service_s_startup_reaches_every_copy_and_plan_shows_the_model_
 
     app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
     stack = Stack(app, "Models")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         stack,
@@ -484,7 +484,7 @@ def test_plan_startup_names_vllm_neuron_s_two_cache_tiers(tmp_path: Path) -> Non
 
     app = App(analytics_reporting=False, outdir=str(tmp_path / "cdk.out"))
     stack = Stack(app, "Models")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
     task = ManualNeuronTaskDefinition(stack, "Llm", instance_type="trn2.48xlarge", memory_mib=65536)

@@ -12,7 +12,7 @@ from aws_cdk import App, Duration, Stack, Validations
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk.assertions import Annotations, Match, Template
-from conftest import resources
+from conftest import imported_vpc, resources
 
 from neuron_constructs import (
     CompileCache,
@@ -36,7 +36,7 @@ CACHE_HIT_ONLY = {"NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND": "1", "VLLM_NE
 
 
 def _platform(stack: Stack, family: str = "trn2.48xlarge") -> tuple[NeuronCluster, CompileCache]:
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Capacity", instance_type=family, max_capacity=2)
     cache = CompileCache.in_new_file_system(
         stack, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group], vpc_subnets=cluster.capacity_subnets
@@ -495,7 +495,7 @@ def test_a_size_fargate_does_not_run_is_refused(build: Any, text: str) -> None:
 
 def test_an_image_whose_engine_documents_no_cpu_compile_is_refused() -> None:
     stack = Stack(App(analytics_reporting=False), "Nxd", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Capacity", instance_type="inf2.48xlarge")
     bucket_cache = CompileCache.in_new_bucket(stack, "Cache")
     task = _task(stack, cache=bucket_cache, image=VLLM, instance_type="inf2.48xlarge")
@@ -778,7 +778,7 @@ def test_on_managed_instances_the_target_is_the_selected_family_s() -> None:
 
     # GIVEN a model on a Managed Instances capacity that admits trn2 types only
     stack = Stack(App(analytics_reporting=False), "Managed", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     capacity = cluster.add_managed_instances_capacity("Managed", instance_types=["trn2.48xlarge"])
     cache = CompileCache.in_new_file_system(stack, "Cache", vpc=cluster.vpc, clients=[capacity.security_group])
     task = ManagedNeuronTaskDefinition(stack, "Llm", cpu=8192, memory_mib=65536)

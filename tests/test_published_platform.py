@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
-from conftest import ROOT, resources
+from conftest import ROOT, imported_vpc, resources
 from hypothesis import given
 from hypothesis import strategies as st
 from test_composition import imports, synthesized, team
@@ -182,11 +182,11 @@ def test_a_cluster_only_consumer_reads_no_load_balancer_name_and_every_name_it_r
 
 def test_capacity_added_after_publishing_is_published_and_none_reads_none() -> None:
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     parameters = cluster.publish("/neuron/t")
     assert cluster.publish("/neuron/t") is parameters  # once per prefix
     empty = Stack(App(analytics_reporting=False), "Empty")
-    NeuronCluster(empty, "C").publish("/neuron/e")
+    NeuronCluster(empty, "C", vpc=imported_vpc(empty)).publish("/neuron/e")
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
     published = _published(App.of(stack).synth().get_stack_by_name("Test").template)  # type: ignore[union-attr]
     (provider,) = resources(App.of(stack).synth().get_stack_by_name("Test").template, "AWS::ECS::CapacityProvider")  # type: ignore[union-attr]
@@ -197,7 +197,7 @@ def test_capacity_added_after_publishing_is_published_and_none_reads_none() -> N
 
 def test_a_load_balancer_publishes_its_cluster_with_it_once() -> None:
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     load_balancer = NeuronLoadBalancer(stack, "Lb", cluster=cluster)
     everything = load_balancer.publish("/neuron/t")
     assert sorted(everything) == sorted(
@@ -230,7 +230,7 @@ BAD_PREFIXES = {
 def test_a_prefix_parameter_store_refuses_is_refused_at_the_call_on_both_sides(prefix: str) -> None:
     """NEURON082 at ``publish`` and at the import, naming the construct, what is wrong and the fix."""
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     for call, path in (
         (lambda: cluster.publish(prefix), "Test/C"),
         (lambda: NeuronLoadBalancer(stack, "Lb", cluster=cluster).publish(prefix), "Test/Lb"),

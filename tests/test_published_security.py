@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, CfnOutput, Environment, Stack
 from aws_cdk.assertions import Template
+from conftest import imported_vpc
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronLoadBalancer, PublishedPlatform
 from neuron_constructs.compute.published import (
@@ -62,7 +63,9 @@ BAD: dict[str, list[str]] = {
 
 def _published_stack() -> Template:
     stack = Stack(App(analytics_reporting=False), "Platform")
-    load_balancer = NeuronLoadBalancer(stack, "LoadBalancer", cluster=NeuronCluster(stack, "Cluster"))
+    load_balancer = NeuronLoadBalancer(
+        stack, "LoadBalancer", cluster=NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
+    )
     load_balancer.publish(PREFIX)
     return Template.from_stack(stack)
 
@@ -156,7 +159,7 @@ def test_a_stack_without_an_environment_and_one_with_it_publishing_one_name_are_
     NeuronCluster(Stack(app, "Anywhere"), "C").publish(PREFIX)
     fixed = Stack(app, "Fixed", env=Environment(account="111122223333", region="us-east-1"))
     with pytest.raises(NeuronConfigurationError, match=r"published by Anywhere already.*NEURON148"):
-        NeuronCluster(fixed, "C").publish(PREFIX)
+        NeuronCluster(fixed, "C", vpc=imported_vpc(fixed)).publish(PREFIX)
 
 
 def test_the_write_protection_is_a_valid_identity_policy_statement() -> None:
@@ -201,14 +204,14 @@ def test_the_write_protection_of_a_prefix_that_is_not_one_is_refused() -> None:
 
 def test_two_clusters_of_one_stack_publishing_one_prefix_are_refused_naming_the_stack() -> None:
     stack = Stack(App(analytics_reporting=False), "Platform")
-    NeuronCluster(stack, "First").publish(PREFIX)
+    NeuronCluster(stack, "First", vpc=imported_vpc(stack)).publish(PREFIX)
     with pytest.raises(NeuronConfigurationError, match=r"Platform/Second/Published: .*two constructs of Platform"):
-        NeuronCluster(stack, "Second").publish(PREFIX)
+        NeuronCluster(stack, "Second", vpc=imported_vpc(stack)).publish(PREFIX)
 
 
 def test_stacks_in_two_regions_may_publish_one_prefix_and_one_cluster_publishing_twice_is_one_set() -> None:
     app = App(analytics_reporting=False)
     for region in ("us-east-1", "eu-west-1"):
         stack = Stack(app, f"Platform-{region}", env=Environment(account="111122223333", region=region))
-        cluster = NeuronCluster(stack, "Cluster")
+        cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
         assert cluster.publish(PREFIX) is cluster.publish(PREFIX)

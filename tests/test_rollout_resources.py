@@ -19,6 +19,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
+from conftest import imported_vpc
 from hypothesis import given
 from hypothesis import strategies as st
 from test_smoke_test import Recorder, base_url
@@ -104,7 +105,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     app = App(analytics_reporting=False, outdir=str(outdir), context={REPORT_ONLY: False})
     Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     stack = Stack(app, "Rollout")
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     lb = NeuronLoadBalancer(stack, "Lb", cluster=cluster)
     traffic = _traffic(stack, lb)
     role = load_balancer_role(

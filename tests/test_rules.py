@@ -16,7 +16,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
-from conftest import synth_warnings
+from conftest import imported_vpc, synth_warnings
 
 from neuron_constructs import (
     RULES,
@@ -60,11 +60,11 @@ def _unknown_type(s: Stack) -> None:
 
 
 def _inf1_by_pattern(s: Stack) -> None:
-    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["inf1.*"])
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity("MI", instance_types=["inf1.*"])
 
 
 def _inf1_by_accelerator(s: Stack) -> None:
-    NeuronCluster(s, "C").add_managed_instances_capacity("MI", accelerators=["inferentia"])
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity("MI", accelerators=["inferentia"])
 
 
 def _inf1_manual_on_managed_instances(s: Stack) -> None:
@@ -72,11 +72,13 @@ def _inf1_manual_on_managed_instances(s: Stack) -> None:
 
 
 def _non_neuron_managed_instances(s: Stack) -> None:
-    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["g5.*"])
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity("MI", instance_types=["g5.*"])
 
 
 def _capacity_bounds(s: Stack) -> None:
-    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", min_capacity=3, max_capacity=2)
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
+        "Inf2", instance_type="inf2.xlarge", min_capacity=3, max_capacity=2
+    )
 
 
 def _second_neuron_container(s: Stack) -> None:
@@ -98,7 +100,7 @@ def _ipc_mode_in_managed_task(s: Stack) -> None:
 
 
 def _managed_task_on_auto_scaling_capacity(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     provider = cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     task = managed(s)
     task.add_neuron_container("model", image=IMAGE)
@@ -140,7 +142,7 @@ def _gpu_on_neuron_container(s: Stack) -> None:
 
 
 def _no_matching_capacity(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.8xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -148,7 +150,7 @@ def _no_matching_capacity(s: Stack) -> None:
 
 
 def _ambiguous_capacity(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_managed_instances_capacity("Inf2", instance_types=["inf2.*"])
     cluster.add_managed_instances_capacity("Trn", instance_types=["trn*"])
     task = managed(s)
@@ -157,7 +159,7 @@ def _ambiguous_capacity(s: Stack) -> None:
 
 
 def _sliced(s: Stack, instance_type: str = "inf2.48xlarge", max_capacity: int = 2, **options: Any) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Neuron", instance_type=instance_type, max_capacity=max_capacity)
     options.setdefault("devices_per_task", 2)
     SlicedNeuronService(s, "Sliced", cluster=cluster, instance_type=instance_type, image=IMAGE, **options)
@@ -176,7 +178,7 @@ def _more_instances_than_capacity(s: Stack) -> None:
 
 
 def _auto_scaling_beyond_capacity(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
@@ -209,7 +211,7 @@ def _service_beside_slices(s: Stack) -> None:
 
 
 def _slices_beside_a_service(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Neuron", instance_type="trn1.32xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="trn1.32xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -218,15 +220,15 @@ def _slices_beside_a_service(s: Stack) -> None:
 
 
 def _misspelled_type(s: Stack) -> None:
-    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="INF2.xlarge")
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity("Inf2", instance_type="INF2.xlarge")
 
 
 def _upper_case_pattern(s: Stack) -> None:
-    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types=["INF2.*"])
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity("MI", instance_types=["INF2.*"])
 
 
 def _string_for_a_pattern_list(s: Stack) -> None:
-    NeuronCluster(s, "C").add_managed_instances_capacity("MI", instance_types="inf2.*")  # type: ignore[arg-type]
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity("MI", instance_types="inf2.*")  # type: ignore[arg-type]
 
 
 def _sidecar_with_a_gpu(s: Stack) -> None:
@@ -236,7 +238,7 @@ def _sidecar_with_a_gpu(s: Stack) -> None:
 
 
 def _manual_service(s: Stack, *, desired_count: int = 1, max_capacity: int = 2) -> tuple[NeuronCluster, Any]:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=max_capacity)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -266,7 +268,7 @@ def _container_memory_above_task(s: Stack) -> None:
 
 
 def _managed_task_larger_than_its_capacity(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_managed_instances_capacity("Small", instance_types=["inf2.xlarge"])
     task = ManagedNeuronTaskDefinition(s, "T", cpu=8192, memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -274,11 +276,11 @@ def _managed_task_larger_than_its_capacity(s: Stack) -> None:
 
 
 def _neuron_type_as_non_neuron_capacity(s: Stack) -> None:
-    NeuronCluster(s, "C").add_non_neuron_capacity("Cpu", instance_type="inf2.xlarge")
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_non_neuron_capacity("Cpu", instance_type="inf2.xlarge")
 
 
 def _instance_type_ec2_does_not_offer(s: Stack) -> None:
-    NeuronCluster(s, "C").add_non_neuron_capacity("Cpu", instance_type="m7i.huge")
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_non_neuron_capacity("Cpu", instance_type="m7i.huge")
 
 
 def _bool_for_cpu(s: Stack) -> None:
@@ -298,7 +300,7 @@ def _deployment_with_no_spare_instance(s: Stack) -> None:
     _manual_service(s, desired_count=2, max_capacity=2)
     cluster = s.node.find_child("C")
     task = s.node.find_child("T")
-    other = NeuronCluster(s, "D")
+    other = NeuronCluster(s, "D", vpc=imported_vpc(s))
     other.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     NeuronService(s, "Full", cluster=other, task_definition=task, desired_count=2, min_healthy_percent=100)
     assert cluster
@@ -314,7 +316,7 @@ def _ami_release_without_its_date(s: Stack) -> None:
 
 
 def _ami_rollout_stopping_instances_the_service_needs(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity(
         "Inf2",
         instance_type="inf2.48xlarge",
@@ -333,7 +335,7 @@ def _warm_up_larger_than_the_root_volume(s: Stack) -> None:
 
     from neuron_constructs import ModelArtifacts, WarmPool
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", warm_pool=WarmPool())
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
     models = ModelArtifacts(s3.Bucket.from_bucket_name(s, "Models", "team-models"), "llama", size_gib=60)
@@ -350,7 +352,7 @@ def _engine_metrics_service(
     s: Stack, image: str, ports: tuple[int, ...], instance_type: str = "trn2.48xlarge", **service: Any
 ) -> None:
     """A service of ``image`` on one device of ``instance_type`` mapping ``ports``, with ``service`` options."""
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Neuron", instance_type=instance_type, max_capacity=1)
     task = ManualNeuronTaskDefinition(s, "T", instance_type=instance_type, devices=[0], memory_mib=8192)
     task.add_neuron_container(
@@ -416,7 +418,7 @@ def test_scaling_onto_every_instance_lowers_the_minimum_the_library_chose() -> N
 
 
 def _one_task_with_no_room_either_side(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", cpu=1024, memory_mib=2048)
     task.add_neuron_container("model", image=IMAGE)
@@ -442,7 +444,7 @@ def _security_groups_in_bridge_mode(s: Stack) -> None:
 
 
 def _auto_scale_twice(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         s, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=3, image=IMAGE
@@ -459,7 +461,7 @@ def _device_outside_the_task(s: Stack) -> None:
 def _spot_with_a_reservation(s: Stack) -> None:
     from neuron_constructs import CapacityReservation
 
-    NeuronCluster(s, "C").add_ec2_capacity(
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
         "Trn1",
         instance_type="trn1.32xlarge",
         spot=True,
@@ -470,7 +472,7 @@ def _spot_with_a_reservation(s: Stack) -> None:
 def _capacity_block_of_inf2(s: Stack) -> None:
     from neuron_constructs import CapacityReservation
 
-    NeuronCluster(s, "C").add_ec2_capacity(
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
         "Inf2", instance_type="inf2.48xlarge", capacity_reservation=CapacityReservation.capacity_block("cr-0abc")
     )
 
@@ -478,7 +480,7 @@ def _capacity_block_of_inf2(s: Stack) -> None:
 def _reservation_id_on_managed_instances(s: Stack) -> None:
     from neuron_constructs import CapacityReservation
 
-    NeuronCluster(s, "C").add_managed_instances_capacity(
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_managed_instances_capacity(
         "Mi", capacity_reservation=CapacityReservation.on_demand("cr-0123456789abcdef0")
     )
 
@@ -487,11 +489,11 @@ def _parameter_for_max_capacity(s: Stack) -> None:
     from aws_cdk import CfnParameter
 
     limit = CfnParameter(s, "Max", type="Number", default=2).value_as_number
-    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=limit)  # type: ignore[arg-type]
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=limit)  # type: ignore[arg-type]
 
 
 def _published_under_aws(s: Stack) -> None:
-    NeuronCluster(s, "C").publish("/aws/team")
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).publish("/aws/team")
 
 
 def _auto_scaling_on_a_published_cluster(s: Stack) -> None:
@@ -592,7 +594,7 @@ def _alarm_topic_of_another_region(s: Stack) -> None:
     from aws_cdk import aws_sns as sns
 
     platform = _in_region(s, "Platform", "us-east-1")
-    cluster = NeuronCluster(platform, "C")
+    cluster = NeuronCluster(platform, "C", vpc=imported_vpc(platform))
     topic = sns.Topic.from_topic_arn(platform, "Alarms", "arn:aws:sns:eu-west-1:111122223333:neuron-alarms")
     NeuronMonitoring(platform, "Monitoring", cluster=cluster, alarm_topic=topic)
 
@@ -688,7 +690,7 @@ def _load_balancer_in_a_vpc_of_unknown_range(s: Stack) -> None:
 def _model_beyond_the_free_devices(s: Stack) -> None:
     from neuron_constructs import NeuronFleet
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     fleet = NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
     fleet.add_model("Llm", devices_per_task=8, image=IMAGE)
@@ -731,7 +733,7 @@ def _parallel_degrees_beyond_the_world(s: Stack) -> None:
 def _monitoring_twice(s: Stack) -> None:
     from neuron_constructs import NeuronCluster, NeuronMonitoring
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     NeuronMonitoring(cluster, "Monitoring", cluster=cluster)
     NeuronMonitoring(s, "Again", cluster=cluster, recovery=False)
 
@@ -740,7 +742,7 @@ def _unpinned_privileged_monitor_image(s: Stack) -> None:
     from neuron_constructs import NeuronCluster, NeuronMonitoring
     from neuron_constructs.knowledge.container_images import PYTORCH_INFERENCE
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     NeuronMonitoring(cluster, "Monitoring", cluster=cluster, monitor_image=PYTORCH_INFERENCE)
 
 
@@ -767,24 +769,24 @@ def _reservation_fallback_on_a_queue(s: Stack) -> None:
 def _both_sizes_for_a_model(s: Stack) -> None:
     from neuron_constructs import NeuronFleet
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
     fleet = NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
     fleet.add_model("Embedding", devices_per_task=1, cores_per_task=1, image=IMAGE)
 
 
 def _lnc_on_trn1(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Trn1", instance_type="trn1.32xlarge", lnc=2)
 
 
 def _lnc_1_on_inf2(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", lnc=1)
 
 
 def _scaling_minimum_above_its_maximum(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -793,12 +795,12 @@ def _scaling_minimum_above_its_maximum(s: Stack) -> None:
 
 def _service_in_another_app(s: Stack) -> None:
     platform = Stack(App(analytics_reporting=False), "Platform")
-    cluster = NeuronCluster(platform, "C")
+    cluster = NeuronCluster(platform, "C", vpc=imported_vpc(platform))
     NeuronService(s, "Svc", cluster=cluster, task_definition=managed(s))
 
 
 def _spot_trn2u(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Trn2u", instance_type="trn2u.48xlarge", spot=True)
 
 
@@ -811,7 +813,7 @@ def _canary_percent_ecs_refuses(s: Stack) -> None:
 
 
 def _canary_as_the_default_action(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
@@ -822,7 +824,7 @@ def _canary_as_the_default_action(s: Stack) -> None:
 
 
 def _blue_green_without_room(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -830,7 +832,7 @@ def _blue_green_without_room(s: Stack) -> None:
 
 
 def _fail_only_alarms_next_to_a_rollout(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -863,7 +865,7 @@ def _header_test_rule_on_an_internet_facing_listener(s: Stack) -> None:
 
 
 def _blue_green_fleet_model(s: Stack) -> None:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     SlicedNeuronService(
         s,
@@ -924,7 +926,7 @@ def _training_image_on_a_current_ami(s: Stack) -> None:
     from neuron_constructs import NeuronAmi
     from neuron_constructs.knowledge.container_images import PYTORCH_TRAINING
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity(
         "Trn1", instance_type="trn1.32xlarge", max_capacity=2, machine_image=NeuronAmi.release("2023.0.20261113")
     )
@@ -1005,7 +1007,7 @@ def _precompiled_service(s: Stack, *, cache: bool = True, **precompile: Any) -> 
     from neuron_constructs import CompileCache, ManualNeuronTaskDefinition, NeuronService, Precompile
     from neuron_constructs.knowledge.container_images import VLLM_TRN2
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     capacity = cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge")
     compile_cache = (
         CompileCache.in_new_file_system(s, "Cache", vpc=cluster.vpc, clients=[capacity.auto_scaling_group])
@@ -1527,21 +1529,21 @@ CASES: list[tuple[r.Rule, Callable[[Stack], None], str]] = [
     ),
     (
         r.WARM_POOL_REUSE,
-        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+        lambda s: NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
             "Inf2", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True)
         ),
         r"Test/C/Inf2: warm_pool=WarmPool\(reuse_on_scale_in=True\).*ReuseOnScaleIn.*drop reuse_on_scale_in",
     ),
     (
         r.WARM_POOL_SPOT,
-        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+        lambda s: NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
             "Inf2", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool()
         ),
         r"Test/C/Inf2: warm_pool with spot=True.*requests Spot Instances.*spot=False",
     ),
     (
         r.WARM_POOL_HIBERNATION,
-        lambda s: NeuronCluster(s, "C").add_ec2_capacity(
+        lambda s: NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity(
             "Inf2", instance_type="inf2.xlarge", warm_pool=WarmPool(state=autoscaling.PoolState.HIBERNATED)
         ),
         r"Test/C/Inf2: WarmPool\(state=PoolState.HIBERNATED\), but inf2.xlarge is of the inf2 family.*"
@@ -1762,7 +1764,7 @@ def test_the_rules_page_prints_no_placeholder() -> None:
 def _fleet_model(s: Stack) -> Any:
     from neuron_constructs import NeuronFleet
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=3)
     return NeuronFleet(s, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=3).add_model(
         "Embedding", devices_per_task=1, image=IMAGE
@@ -1770,7 +1772,7 @@ def _fleet_model(s: Stack) -> Any:
 
 
 def _service(s: Stack, **options: Any) -> NeuronService:
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -1887,7 +1889,7 @@ def test_small_root_volume_and_pinned_ami_warn() -> None:
     from aws_cdk import aws_ec2 as ec2
 
     s = new_stack()
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity(
         "Inf2",
         instance_type="inf2.xlarge",
@@ -1986,7 +1988,7 @@ def test_public_capacity_subnets_warn() -> None:
 
 def test_private_capacity_subnets_do_not_warn() -> None:
     s = new_stack()
-    NeuronCluster(s, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
+    NeuronCluster(s, "C", vpc=imported_vpc(s)).add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     assert warnings_of(s, r.PUBLIC_SUBNETS) == []
 
 
@@ -2041,7 +2043,7 @@ def test_default_minimum_leaves_a_deployment_room_under_any_maximum(desired: int
     from aws_cdk.assertions import Template
 
     s = new_stack()
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=desired + 1)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", cpu=1024, memory_mib=2048)
     task.add_neuron_container("model", image=IMAGE)
@@ -2063,7 +2065,7 @@ def test_a_short_grace_period_on_a_load_balanced_service_warns() -> None:
     from aws_cdk import Duration
 
     s = new_stack()
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])

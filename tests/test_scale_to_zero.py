@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from conftest import resources
+from conftest import imported_vpc, resources
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,7 +34,7 @@ IDLE_MINUTES = 20
 
 def _platform(app: App, *, internet_facing: bool = False, container_insights: bool = True) -> dict[str, Any]:
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Neuron", container_insights=container_insights)
+    cluster = NeuronCluster(platform, "Neuron", container_insights=container_insights, vpc=imported_vpc(platform))
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
     balancer = NeuronLoadBalancer(platform, "LoadBalancer", cluster=cluster, internet_facing=internet_facing)
     return {"cluster": cluster, "capacity": capacity, "listener": balancer.listener}

@@ -19,7 +19,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from conftest import resources
+from conftest import imported_vpc, resources
 
 from neuron_constructs import (
     ManagedNeuronTaskDefinition,
@@ -63,7 +63,7 @@ def _manual(stack: Stack, id: str, devices: list[int]) -> ManualNeuronTaskDefini
 def synthesized() -> dict[str, Any]:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Neuron")
+    cluster = NeuronCluster(platform, "Neuron", vpc=imported_vpc(platform))
     llm_capacity = cluster.add_ec2_capacity("Llm", instance_type="inf2.48xlarge", max_capacity=4)
     fleet_capacity = cluster.add_ec2_capacity("Fleet", instance_type="inf2.48xlarge", max_capacity=2)
     sliced_capacity = cluster.add_ec2_capacity("Sliced", instance_type="inf2.24xlarge", max_capacity=2)
@@ -306,7 +306,7 @@ def test_the_monitored_app_warns_of_nothing_a_rollout_needs(app: dict[str, Any])
 def test_today_s_services_keep_the_rolling_update() -> None:
     app = App(analytics_reporting=False)
     stack = Stack(app, "Plain")
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     service = NeuronService(stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0]))
     deployment = _service(app.synth().get_stack_by_name("Plain").template)["DeploymentConfiguration"]
@@ -318,7 +318,7 @@ def test_today_s_services_keep_the_rolling_update() -> None:
 def _unmonitored(rollout: Rollout, *, attach: bool) -> list[str]:
     app = App(analytics_reporting=False)
     stack = Stack(app, "Alone", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     service = NeuronService(
         stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0]), rollout=rollout
@@ -355,7 +355,7 @@ def test_a_canary_without_a_load_balancer_is_refused_at_synth() -> None:
 
 def test_scaling_past_the_room_of_a_blue_green_rollout_is_refused_with_the_numbers() -> None:
     stack = Stack(App(analytics_reporting=False), "Room")
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=4)
     service = NeuronService(
         stack, "Service", cluster=cluster, task_definition=_manual(stack, "Task", [0, 1]), rollout=Rollout.blue_green()
@@ -380,7 +380,7 @@ def test_scaling_past_the_room_of_a_blue_green_rollout_is_refused_with_the_numbe
 )
 def test_what_a_fleet_model_cannot_take_is_refused(rollout: Rollout, text: str) -> None:
     stack = Stack(App(analytics_reporting=False), "Fleet")
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge")
     with pytest.raises(NeuronConfigurationError) as raised:
@@ -393,7 +393,7 @@ def _behind_https(test_port: int | None) -> tuple[App, NeuronService, NeuronLoad
 
     app = App(analytics_reporting=False)
     platform, model = Stack(app, "TlsPlatform", env=ENV), Stack(app, "TlsModel", env=ENV)
-    cluster = NeuronCluster(platform, "Neuron")
+    cluster = NeuronCluster(platform, "Neuron", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     certificate = acm.Certificate.from_certificate_arn(
         platform, "Certificate", "arn:aws:acm:us-east-1:111111111111:certificate/abc"
@@ -459,7 +459,7 @@ def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_
 
     app = App(analytics_reporting=False)
     stack = Stack(app, "Nlb", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     NeuronMonitoring(stack, "Monitoring", cluster=cluster)
     group = ec2.SecurityGroup(stack, "NlbGroup", vpc=cluster.vpc, allow_all_outbound=False)
@@ -490,7 +490,7 @@ def test_a_network_load_balancer_rollout_shifts_its_listener_with_a_role_scoped_
 
 def _monitored_blue_green(stack: Stack, **options: Any) -> NeuronService:
     """A monitored blue/green service on an inf2.48xlarge capacity of ``stack``, not yet attached to a listener."""
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     NeuronMonitoring(stack, "Monitoring", cluster=cluster)
     return NeuronService(
@@ -593,7 +593,7 @@ def test_a_smoke_test_on_a_service_attached_to_no_load_balancer_is_refused_at_sy
 def _header_smoke_test(*, internet_facing: bool, test_port: int | None = None, priority: int = 5) -> App:
     app = App(analytics_reporting=False)
     stack = Stack(app, "Header", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     service = NeuronService(
         stack,
@@ -644,7 +644,7 @@ def test_a_smoke_test_through_a_listener_of_an_imported_load_balancer_is_refused
 
     app = App(analytics_reporting=False)
     stack = Stack(app, "Imported", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     NeuronMonitoring(stack, "Monitoring", cluster=cluster)
     balancer = elbv2.ApplicationLoadBalancer.from_application_load_balancer_attributes(
@@ -693,7 +693,7 @@ def test_a_fleet_model_s_own_deployment_alarms_are_watched_with_its_stages_alarm
     watches the user's alarm and the model's rollout alarms."""
     app = App(analytics_reporting=False)
     stack = Stack(app, "OwnFleet", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     NeuronMonitoring(stack, "Monitoring", cluster=cluster)
     fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=capacity)
@@ -729,7 +729,7 @@ def test_a_fleet_model_s_own_alarms_that_only_fail_a_deployment_are_refused_at_a
     alarms THEN add_model refuses it once, naming service_options (NEURON135), not each copy at synth."""
     app = App(analytics_reporting=False)
     stack = Stack(app, "FailFleet", env=ENV)
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=1)
     fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", capacity=capacity)
     alarms = ecs.DeploymentAlarmConfig(alarm_names=["mine"], behavior=ecs.AlarmBehavior.FAIL_ON_ALARM)

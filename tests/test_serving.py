@@ -13,7 +13,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from conftest import EXAMPLE_STACKS, resources, workloads
+from conftest import EXAMPLE_STACKS, imported_vpc, resources, workloads
 from serving_paths import (
     DYNAMIC_PORTS,
     allowed,
@@ -48,7 +48,7 @@ SERVED_EXAMPLES = (
 
 
 def _cluster(stack: Stack, instance_type: str = "inf2.xlarge") -> NeuronCluster:
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Capacity", instance_type=instance_type, max_capacity=2)
     return cluster
 
@@ -90,7 +90,7 @@ def _awsvpc_on_auto_scaling(stack: Stack) -> None:
 
 
 def _managed_instances(stack: Stack) -> None:
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("ManagedInstances")
     task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192)
     task.add_neuron_container(
@@ -104,7 +104,7 @@ def _managed_instances(stack: Stack) -> None:
 
 
 def _managed_instances_host(stack: Stack) -> None:
-    cluster = NeuronCluster(stack, "Neuron")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("ManagedInstances")
     task = ManagedNeuronTaskDefinition(stack, "Task", cpu=4096, memory_mib=8192, network_mode=ecs.NetworkMode.HOST)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=PORT)])

@@ -20,7 +20,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
-from conftest import distinct_layouts, resources, workloads
+from conftest import distinct_layouts, imported_vpc, resources, workloads
 
 from neuron_constructs import NeuronCluster, NeuronConfigurationError, NeuronInstanceType, SlicedNeuronService
 from neuron_constructs.knowledge.cores import parse_core_list
@@ -317,7 +317,7 @@ def test_slices_share_one_log_group_and_one_pair_of_roles(stack: str, templates:
 @pytest.fixture
 def inf2_slices() -> SlicedNeuronService:
     stack = Stack(App(analytics_reporting=False), "Test")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=4)
     return SlicedNeuronService(
         stack, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", devices_per_task=2, image=IMAGE, instances=2
@@ -359,7 +359,7 @@ def test_scaling_to_one_instance_lowers_the_minimum_the_library_chose(inf2_slice
 
 def test_a_minimum_passed_that_leaves_no_room_is_refused_naming_the_call() -> None:
     stack = Stack(App(analytics_reporting=False), "Passed")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=4)
     sliced = SlicedNeuronService(
         stack,
@@ -383,7 +383,7 @@ def test_a_minimum_passed_that_leaves_no_room_is_refused_naming_the_call() -> No
 def test_core_slices_fill_every_core_each_naming_its_own() -> None:
     """cores_per_task=1 on an inf2.24xlarge (6 chips x 2 NeuronCores): 12 slices, slice i on core i of chip i // 2."""
     stack = Stack(App(analytics_reporting=False), "CoreSlices")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.24xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         stack, "Sliced", cluster=cluster, instance_type="inf2.24xlarge", cores_per_task=1, image=IMAGE
@@ -407,7 +407,7 @@ def test_core_slices_the_runtime_cannot_have_are_refused(
     instance_type: str, options: dict[str, int], message: str
 ) -> None:
     stack = Stack(App(analytics_reporting=False), "Refused")
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Capacity", instance_type=instance_type, max_capacity=1)
     with pytest.raises(NeuronConfigurationError, match=message):
         SlicedNeuronService(stack, "Sliced", cluster=cluster, instance_type=instance_type, image=IMAGE, **options)

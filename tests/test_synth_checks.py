@@ -11,7 +11,7 @@ from aws_cdk import Acknowledgment, App, NestedStack, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
-from conftest import synth_warnings
+from conftest import imported_vpc, synth_warnings
 
 from neuron_constructs import (
     ManualNeuronTaskDefinition,
@@ -79,7 +79,7 @@ def test_nested_stacks_are_checked() -> None:
     app = App(analytics_reporting=False)
     stack = Stack(app, "Parent")
     nested = NestedStack(stack, "Services")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
     _plain_copies(nested, cluster.cluster, capacity.capacity_provider.capacity_provider_name)
     report = _report(app)
@@ -90,7 +90,7 @@ def test_nested_stacks_are_checked() -> None:
 def test_stacks_that_import_from_each_other_are_checked_together() -> None:
     app = App(analytics_reporting=False)
     base = Stack(app, "Base")
-    cluster = NeuronCluster(base, "C")
+    cluster = NeuronCluster(base, "C", vpc=imported_vpc(base))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     sliced = SlicedNeuronService(
         base, "Sliced", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=6, image=IMAGE
@@ -115,7 +115,7 @@ def test_the_construct_paths_read_from_the_assembly_are_the_construct_tree_s(tmp
     app = App(analytics_reporting=False, outdir=str(tmp_path))
     stage = Stage(app, "Prod")
     stack = Stack(stage, "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
     two = Construct(stack, "Two")
     CfnResource(two, "First", type="AWS::SNS::Topic")
@@ -148,7 +148,7 @@ def test_template_warnings_show_at_synth_unless_raised_or_acknowledged() -> None
     def build(acknowledge: str | None) -> App:
         app = App(analytics_reporting=False)
         stack = Stack(app, "W")
-        cluster = NeuronCluster(stack, "C")
+        cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
         cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", root_volume_gib=40)
         (capacity,) = cluster.auto_scaling_capacities
         launch_template = capacity.node.find_child("LaunchTemplate").node.default_child
@@ -186,7 +186,9 @@ def test_a_standard_ami_resolved_at_launch_is_refused_for_neuron_capacity() -> N
     with pytest.raises(
         NeuronConfigurationError, match=r"\[NEURON030: .*add_ec2_capacity\(instance_type='inf2.xlarge'\)"
     ):
-        NeuronCluster(stack, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", machine_image=image)
+        NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
+            "Inf2", instance_type="inf2.xlarge", machine_image=image
+        )
 
 
 def test_the_neuron_ami_resolved_at_launch_needs_no_warning() -> None:
@@ -196,14 +198,16 @@ def test_the_neuron_ami_resolved_at_launch_needs_no_warning() -> None:
     image = ec2.MachineImage.resolve_ssm_parameter_at_launch(
         "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
     )
-    NeuronCluster(stack, "C").add_ec2_capacity("Inf2", instance_type="inf2.xlarge", machine_image=image)
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
+        "Inf2", instance_type="inf2.xlarge", machine_image=image
+    )
     assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("NEURON105")) == []
 
 
 def _two_slices(**options: Any) -> Stack:
     """An inf2.48xlarge group and a sliced service of two 6-chip slices on it."""
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
     SlicedNeuronService(
         stack, "V", cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=6, image=IMAGE, **options
@@ -239,7 +243,7 @@ def test_a_sliced_service_deploys_below_its_100_percent_maximum() -> None:
 
 def test_one_task_on_one_instance_deploys_by_replacing_it() -> None:
     stack = Stack(App(analytics_reporting=False), "S")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.xlarge", max_capacity=1)
     task = ManualNeuronTaskDefinition(stack, "T", instance_type="inf2.xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE)
@@ -260,7 +264,7 @@ def test_errors_in_a_stage_fail_the_app_under_the_cdk_cli(monkeypatch: pytest.Mo
     def build(*, in_stage: bool) -> None:
         app = App(analytics_reporting=False, context={"@aws-cdk/core:failSynthOnValidationErrors": False})
         stack = Stack(Stage(app, "Prod") if in_stage else app, "S")
-        cluster = NeuronCluster(stack, "C")
+        cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
         capacity = cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
         _plain_copies(stack, cluster.cluster, capacity.capacity_provider.capacity_provider_name)
         app.synth()

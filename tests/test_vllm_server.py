@@ -10,6 +10,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Annotations, Match
+from conftest import imported_vpc
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -211,7 +212,7 @@ def test_on_managed_instances_a_degree_above_the_cores_of_a_type_the_capacity_ma
     from neuron_constructs import NeuronCluster, NeuronService
 
     stack = _stack()
-    cluster = NeuronCluster(stack, "Cluster")
+    cluster = NeuronCluster(stack, "Cluster", vpc=imported_vpc(stack))
     cluster.add_managed_instances_capacity("Managed", instance_types=["inf2.*"])
     task = ManagedNeuronTaskDefinition(stack, "Task", cpu=8192, memory_mib=16384)
     _serve(task, VllmServer(model=MODEL, tensor_parallel_size=8))
@@ -256,7 +257,7 @@ def test_every_copy_of_a_fleet_model_serves_on_the_cores_one_copy_holds_under_th
     from neuron_constructs import NeuronCluster, NeuronFleet
 
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     fleet = NeuronFleet(stack, "Fleet", cluster=cluster, instance_type="inf2.48xlarge", instances=2)
     model = fleet.add_model(
@@ -276,7 +277,7 @@ def test_each_slice_serves_on_its_cores_and_a_model_name_given_is_the_served_nam
     from neuron_constructs import NeuronCluster, SlicedNeuronService
 
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     sliced = SlicedNeuronService(
         stack,
@@ -305,7 +306,7 @@ def test_the_engine_metrics_sidecar_reads_the_port_the_server_listens_on() -> No
     from neuron_constructs import NeuronCluster, NeuronService
 
     stack = _stack()
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=1)
     task = _manual(stack, instance_type="trn2.48xlarge", devices=[0])
     ports = [ecs.PortMapping(container_port=9000), ecs.PortMapping(container_port=8000)]

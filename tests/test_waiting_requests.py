@@ -10,6 +10,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk.assertions import Template
+from conftest import imported_vpc
 
 from neuron_constructs import (
     ManualNeuronTaskDefinition,
@@ -32,7 +33,7 @@ def _model(
 ) -> tuple[Stack, Stack, NeuronService]:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=4)
     model = Stack(app, "Model", env=ENV)
     task = ManualNeuronTaskDefinition(model, "Task", instance_type="trn2.48xlarge", devices=[0], memory_mib=65536)
@@ -130,7 +131,7 @@ def test_every_slice_tracks_the_model_s_waiting_requests_per_copy_from_the_model
 
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=2)
     model = Stack(app, "Model", env=ENV)
     sliced = SlicedNeuronService(
@@ -176,7 +177,7 @@ def _fleet_with(alarms: RolloutAlarms, *, engine_metrics: bool) -> Stack:
 
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform", env=ENV)
-    cluster = NeuronCluster(platform, "Cluster")
+    cluster = NeuronCluster(platform, "Cluster", vpc=imported_vpc(platform))
     cluster.add_ec2_capacity("Trn2", instance_type="trn2.48xlarge", max_capacity=2)
     model = Stack(app, "Model", env=ENV)
     fleet = NeuronFleet(model, "Fleet", cluster=cluster, instance_type="trn2.48xlarge", instances=2)

@@ -18,6 +18,7 @@ from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
+from conftest import imported_vpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,7 +64,7 @@ def built() -> dict[str, Any]:
     app = App(analytics_reporting=False)
     made: dict[str, Any] = {"app": app}
     stack = Stack(app, "Warm")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     made["capacity"] = capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
     NeuronService(
         stack,
@@ -73,13 +74,13 @@ def built() -> dict[str, Any]:
         capacity=capacity,
     )
     cold = Stack(app, "NoPrefetch")
-    NeuronCluster(cold, "C").add_ec2_capacity(
+    NeuronCluster(cold, "C", vpc=imported_vpc(cold)).add_ec2_capacity(
         "Neuron",
         instance_type="inf2.xlarge",
         warm_pool=WarmPool(min_size=2, max_prepared=4, state=autoscaling.PoolState.RUNNING, prefetch=False),
     )
     platform = Stack(app, "Platform")
-    shared = NeuronCluster(platform, "C")
+    shared = NeuronCluster(platform, "C", vpc=imported_vpc(platform))
     made["platform_capacity"] = shared_capacity = shared.add_ec2_capacity(
         "Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool()
     )
@@ -94,7 +95,7 @@ def built() -> dict[str, Any]:
         capacity=shared_capacity,
     )
     managed = Stack(app, "Managed")
-    mi = NeuronCluster(managed, "C")
+    mi = NeuronCluster(managed, "C", vpc=imported_vpc(managed))
     made["mi"] = {
         "Default": mi.add_managed_instances_capacity("Default"),
         "Never": mi.add_managed_instances_capacity("Never", scale_in_after=-1, auto_repair=False),
@@ -194,7 +195,7 @@ def test_no_value_in_the_warm_up_can_end_the_command_that_writes_it(tmp_path: Pa
     hostile = f"registry.example/model:1\nNEURON_WARM_UP\ntouch {tmp_path}/owned\n"
     app = App(analytics_reporting=False)
     stack = Stack(app, "Hostile")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
     task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(hostile))
@@ -221,7 +222,7 @@ def test_a_bucket_named_at_deploy_time_from_elsewhere_is_not_written_into_the_wa
 
     app = App(analytics_reporting=False)
     stack = Stack(app, "Buckets")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.24xlarge", warm_pool=WarmPool())
     given = s3.Bucket.from_bucket_name(stack, "Given", CfnParameter(stack, "BucketName").value_as_string)
     own = s3.Bucket(stack, "Own", enforce_ssl=True)
@@ -357,7 +358,7 @@ def _hibernated_group(instance_type: str) -> dict[str, Any]:
     from neuron_constructs import AutoScalingCapacity
 
     stack = Stack(App(analytics_reporting=False), "Hibernates")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     AutoScalingCapacity(
         stack,
         "Cpu",
@@ -404,7 +405,9 @@ def test_the_warm_up_s_own_cli_image_runs_by_its_tag_only_with_a_warning() -> No
     """GIVEN a prefetching warm pool with the library's AWS CLI image, for which no source gives a digest, THEN the
     capacity warns NEURON116 (the warm-up runs it as root in the host network), naming the fix."""
     stack = Stack(App(analytics_reporting=False), "S")
-    NeuronCluster(stack, "C").add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool())
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
+        "N", instance_type="inf2.xlarge", warm_pool=WarmPool()
+    )
     (warning,) = _warnings(stack, "NEURON116")
     assert f"the warm-up runs {AWS_CLI.uri} as root in the host network, by its tag" in warning
     assert 'WarmPool(cli_image=AWS_CLI.pinned("sha256:...")' in warning
@@ -414,7 +417,7 @@ def test_a_pinned_warm_up_image_runs_by_its_digest_without_a_warning() -> None:
     digest = "sha256:" + "ab" * 32
     app = App(analytics_reporting=False)
     stack = Stack(app, "S")
-    NeuronCluster(stack, "C").add_ec2_capacity(
+    NeuronCluster(stack, "C", vpc=imported_vpc(stack)).add_ec2_capacity(
         "N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=AWS_CLI.pinned(digest))
     )
     assert _warnings(stack, "NEURON116") == []
@@ -516,7 +519,7 @@ def test_neuron115_reads_user_data_as_the_instance_runs_it(user_data: object, re
 
 def _capacity_running(images: list[str], *, prefetch: bool = True) -> Stack:
     stack = Stack(App(analytics_reporting=False), "Tags")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(prefetch=prefetch))
     task = ManualNeuronTaskDefinition(stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=ecs.ContainerImage.from_registry(images[0]))
@@ -808,7 +811,7 @@ def test_the_warm_up_leaves_no_open_aws_solutions_finding(tmp_path: Path) -> Non
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     stack = Stack(app, "Nag")
-    cluster = NeuronCluster(stack, "C")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
     NeuronService(
         stack,

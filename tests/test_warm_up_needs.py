@@ -17,6 +17,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
+from conftest import imported_vpc
 
 from neuron_constructs import ManualNeuronTaskDefinition, ModelArtifacts, NeuronCluster, NeuronService, WarmPool
 from neuron_constructs.knowledge.warm_start import MODELS_DIRECTORY, Prefetch, warm_up_script
@@ -259,7 +260,7 @@ def _two_stacks(
 ) -> dict[str, Any]:
     app = App(analytics_reporting=False)
     platform = Stack(app, "Platform")
-    cluster = NeuronCluster(platform, "C")
+    cluster = NeuronCluster(platform, "C", vpc=imported_vpc(platform))
     capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
     if publish:
         cluster.publish(PREFIX)
@@ -540,7 +541,7 @@ def test_the_model_stack_s_grants_leave_no_open_aws_solutions_finding(tmp_path: 
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     platform = Stack(app, "Platform")
-    cluster = NeuronCluster(platform, "C")
+    cluster = NeuronCluster(platform, "C", vpc=imported_vpc(platform))
     capacity = cluster.add_ec2_capacity("Neuron", instance_type="inf2.xlarge", warm_pool=WarmPool())
     cluster.publish(PREFIX)
     model = Stack(app, "Model")

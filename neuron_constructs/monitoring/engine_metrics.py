@@ -232,9 +232,13 @@ def add_engine_metrics(
     compiled_above = _seconds(
         path, options.compiled_above, collector.DEFAULT_COMPILED_ABOVE, "compiled_above", 1, 86_400
     )
-    has_cache = any(_environment(model).get(v) for v in CACHE_VARIABLES)
-    expect_warm = has_cache and table.reports_compiles(engine) if options.expect_warm is None else options.expect_warm
-    if options.expect_warm and not table.reports_compiles(engine):
+    reports_compiles = table.reports_compiles(engine)
+    # Rendering the container to read its variables is about fifty round trips to the CDK's runtime: only where
+    # the answer decides something (the default of an engine that reports compiles, or a warm start asked for).
+    asks_cache = options.expect_warm if options.expect_warm is not None else reports_compiles
+    has_cache = asks_cache and any(_environment(model).get(v) for v in CACHE_VARIABLES)
+    expect_warm = has_cache if options.expect_warm is None else options.expect_warm
+    if options.expect_warm and not reports_compiles:
         raise rules.COMPILE_ALARM_WITHOUT_COMPILE_METRIC.error(
             path, f"EngineMetrics(expect_warm=True) for engine {engine.name if engine else 'unknown'}"
         )
