@@ -375,3 +375,54 @@ def test_a_way_out_is_an_active_default_route_through_a_nat_a_transit_gateway_or
     from neuron_constructs.tools.doctor_launch import _route_out
 
     assert _route_out(route) is out
+
+
+# --- the zones Fn::GetAZs lists ------------------------------------------------------------------------------------
+
+
+def _capacity_in_get_azs_zones(outdir: Path) -> Path:
+    """An inf2.48xlarge group in the VPC a cluster makes without an environment: its subnets' zones are ``Fn::Select``
+    0 and 1 of ``Fn::GetAZs``."""
+    from aws_cdk import App, Stack
+
+    from neuron_constructs import NeuronCluster
+
+    app = App(analytics_reporting=False, outdir=str(outdir))
+    NeuronCluster(Stack(app, "Zones"), "Neuron").add_ec2_capacity("Inf2", instance_type="inf2.48xlarge")
+    app.synth()
+    return outdir
+
+
+@pytest.mark.xdist_group("moto")
+@pytest.mark.parametrize(
+    ("default_subnets_in", "subnets_in"),
+    [
+        ("abcdef", "ab"),  # every zone has its default subnet: the first two zones
+        ("cef", "ce"),  # only zones with a default subnet are listed
+        ("", "ab"),  # none has one: every zone is listed
+    ],
+)
+def test_subnets_made_in_the_zones_fn_getazs_lists_are_placed_as_cloudformation_lists_them(
+    aws: Any, tmp_path: Path, default_subnets_in: str, subnets_in: str
+) -> None:
+    """CloudFormation's ``Fn::GetAZs`` "returns only Availability Zones that have a default subnet unless none of the
+    Availability Zones has a default subnet; in that case, all Availability Zones are returned", in alphabetical
+    order: the zones check names the zones the capacity's subnets will be in."""
+    ec2 = aws.client("ec2")
+    zone_ids = {z["ZoneName"]: z["ZoneId"] for z in ec2.describe_availability_zones()["AvailabilityZones"]}
+    assert sorted(zone_ids) == [f"us-east-1{letter}" for letter in "abcdef"]  # moto's Region, a default subnet each
+    for subnet in ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]:
+        if subnet["AvailabilityZone"][-1] not in default_subnets_in:
+            ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+    report = run_doctor(
+        [str(_capacity_in_get_azs_zones(tmp_path / "cdk.out"))], lambda service: aws.client(service), region="us-east-1"
+    )
+    (zones,) = [f for f in report.findings if f.check == "zones"]
+    expected = sorted(zone_ids[f"us-east-1{letter}"] for letter in subnets_in)
+    if zones.status == "ok":  # "... offered in its subnets' zones use1-az1, use1-az2"
+        named = zones.said.split("its subnets' zones ", 1)[1].split(", ")
+        assert named == expected, zones
+    else:  # "... is not offered in use1-az2, a zone of its subnets; it is in ..."
+        assert zones.status == "problem", zones
+        missing = zones.said.split(" is not offered in ", 1)[1].split(", a zone of its subnets", 1)[0].split(", ")
+        assert missing and set(missing) <= set(expected), zones

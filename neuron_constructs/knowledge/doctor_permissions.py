@@ -38,7 +38,11 @@ DOCTOR_PERMISSIONS: tuple[DoctorPermission, ...] = (
     ),
     DoctorPermission("ec2:DescribeAvailabilityZones", ("*",), "the zone IDs of the Region's zones"),
     DoctorPermission("ec2:DescribeInstanceTypeOfferings", ("*",), "which zones offer each Neuron instance type"),
-    DoctorPermission("ec2:DescribeSubnets", ("*",), "the zones of subnets the templates name by id"),
+    DoctorPermission(
+        "ec2:DescribeSubnets",
+        ("*",),
+        "the zones of subnets the templates name by id, and the zones with a default subnet (Fn::GetAZs lists those)",
+    ),
     DoctorPermission("ec2:DescribeCapacityReservations", ("*",), "reservations and Capacity Blocks the templates name"),
     DoctorPermission("ec2:DescribeRouteTables", ("*",), "a NAT or internet route from subnets named by id"),
     DoctorPermission("ec2:DescribeVpcEndpoints", ("*",), "ECR, S3 and CloudWatch Logs endpoints of their VPC"),

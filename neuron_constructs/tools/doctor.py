@@ -9,8 +9,9 @@ The checks, against what the templates will launch:
   (:mod:`neuron_constructs.tools.quota_planning`);
 * **zones**: each capacity's instance types offered in the zones of its subnets, compared by zone ID
   (``DescribeInstanceTypeOfferings`` by ``availability-zone-id``; zone names map to IDs per account,
-  ``DescribeAvailabilityZones``; a subnet the template makes in ``Fn::Select`` of ``Fn::GetAZs`` is in the Region's
-  zones in alphabetical order, as CloudFormation lists them);
+  ``DescribeAvailabilityZones``; a subnet the template makes in ``Fn::Select`` of ``Fn::GetAZs`` is in the zones
+  CloudFormation lists, in alphabetical order: those with a default subnet, or every zone when none has one,
+  ``DescribeSubnets``);
 * **reservation**: each On-Demand Capacity Reservation and Capacity Block the templates name: its state, instance
   type, zone and instances available against the capacity, and a block's window against now
   (``DescribeCapacityReservations``); a reservation group is said to be unread;

@@ -4,7 +4,7 @@ reads)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,29 +20,65 @@ __all__ = [
     "check_quota",
     "check_reservation",
     "check_zones",
+    "get_azs",
     "subnet_zone",
 ]
 
 
 def subnet_zone(
-    app: CheckedApp, subnet: object, zones_by_name: Mapping[str, str], ids: Mapping[str, str]
+    app: CheckedApp,
+    subnet: object,
+    zones_by_name: Mapping[str, str],
+    ids: Mapping[str, str],
+    get_azs: Sequence[str] | None = None,
 ) -> str | None:
     """The zone ID of a subnet a capacity names: one the template makes (its ``AvailabilityZone``, a name or
-    ``Fn::Select`` of ``Fn::GetAZs``), or one named by id (looked up)."""
+    ``Fn::Select`` of ``Fn::GetAZs``, whose zones are ``get_azs``: default every zone of the Region, by name), or one
+    named by id (looked up)."""
     logical = ref_of(subnet)
     if logical is not None:
         zone = properties_of(app.model.resources.get(logical)).get("AvailabilityZone")
         if isinstance(zone, str):
             return zones_by_name.get(zone)
         select = zone.get("Fn::Select") if isinstance(zone, dict) else None
-        if isinstance(select, list) and len(select) == 2 and isinstance(select[0], int):
-            names = sorted(zones_by_name)  # Fn::GetAZs lists the Region's zones in alphabetical order
-            return zones_by_name[names[select[0]]] if 0 <= select[0] < len(names) else None
+        if isinstance(select, list) and len(select) == 2 and isinstance(select[0], int) and _lists_zones(select[1]):
+            names = list(get_azs) if get_azs is not None else sorted(zones_by_name)
+            return zones_by_name.get(names[select[0]]) if 0 <= select[0] < len(names) else None
         zone_id = properties_of(app.model.resources.get(logical)).get("AvailabilityZoneId")
         return zone_id if isinstance(zone_id, str) else None
     if isinstance(subnet, str):
         return ids.get(subnet)
     return None
+
+
+def _lists_zones(value: object) -> bool:
+    """Whether ``value`` is ``Fn::GetAZs`` of this stack's Region (``""`` or ``Ref AWS::Region``)."""
+    region = value.get("Fn::GetAZs", None) if isinstance(value, dict) and len(value) == 1 else None
+    return region == "" or region == {"Ref": "AWS::Region"}
+
+
+def _makes_zones_by_get_azs(app: CheckedApp) -> bool:
+    """Whether a subnet a capacity names is one the templates make in a zone ``Fn::GetAZs`` lists."""
+    for _, _, subnets, _ in capacity_subnets(app):
+        for subnet in subnets:
+            zone = properties_of(app.model.resources.get(ref_of(subnet) or "")).get("AvailabilityZone")
+            select = zone.get("Fn::Select") if isinstance(zone, dict) else None
+            if isinstance(select, list) and len(select) == 2 and _lists_zones(select[1]):
+                return True
+    return False
+
+
+def get_azs(ec2: Any, zones_by_name: Mapping[str, str]) -> list[str]:
+    """The zones ``Fn::GetAZs`` lists in this account and Region, by name: CloudFormation "returns only Availability
+    Zones that have a default subnet unless none of the Availability Zones has a default subnet; in that case, all
+    Availability Zones are returned", "in alphabetical order" (the ``Fn::GetAZs`` reference)
+    (``DescribeSubnets``, filter ``default-for-az``)."""
+    defaults = {
+        s.get("AvailabilityZone")
+        for s in pages(ec2.describe_subnets, "Subnets", Filters=[{"Name": "default-for-az", "Values": ["true"]}])
+    }
+    with_default = sorted(name for name in zones_by_name if name in defaults)
+    return with_default or sorted(zones_by_name)
 
 
 def capacity_subnets(app: CheckedApp) -> list[tuple[str, tuple[str, ...], tuple[Any, ...], str]]:
@@ -129,6 +165,7 @@ def check_zones(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -
         except ClientError as error:
             if not str(error.response.get("Error", {}).get("Code", "")).startswith("InvalidSubnetID"):
                 raise
+    listed = get_azs(ec2, by_name) if _makes_zones_by_get_azs(app) else None
     findings = []
     for name, types, subnets, _ in capacity_subnets(app):
         offered: dict[str, set[str]] = {}
@@ -140,7 +177,7 @@ def check_zones(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -
         ):
             offered.setdefault(offer["InstanceType"], set()).add(offer["Location"])
         anywhere = sorted(set().union(*offered.values())) if offered else []
-        placed = [subnet_zone(app, s, by_name, ids) for s in subnets]
+        placed = [subnet_zone(app, s, by_name, ids, listed) for s in subnets]
         known = sorted({z for z in placed if z is not None})
         shown = ", ".join(types) if len(types) <= 3 else f"{types[0]} and {len(types) - 1} more"
         if not anywhere:
@@ -241,8 +278,10 @@ def check_reservation(app: CheckedApp, clients: Callable[[str], Any], now: datet
     ids = sorted({r for _, r, _, _, _ in named if r.startswith("cr-")})
     described: dict[str, dict[str, Any]] = {}
     by_name: dict[str, str] = {}
+    listed: list[str] | None = None
     if ids:
         by_name = availability_zones(clients("ec2"))
+        listed = get_azs(clients("ec2"), by_name) if _makes_zones_by_get_azs(app) else None
         described = _described_reservations(clients("ec2"), ids)
     findings = []
     for where, reservation, instance_type, maximum, subnets in named:
@@ -276,7 +315,7 @@ def check_reservation(app: CheckedApp, clients: Callable[[str], Any], now: datet
             problems.append(f"it is {state}")
         if instance_type and item.get("InstanceType") != instance_type:
             problems.append(f"it is for {item.get('InstanceType')}, the capacity launches {instance_type}")
-        placed = sorted({z for z in (subnet_zone(app, s, by_name, {}) for s in subnets) if z is not None})
+        placed = sorted({z for z in (subnet_zone(app, s, by_name, {}, listed) for s in subnets) if z is not None})
         if placed and item.get("AvailabilityZoneId") and item["AvailabilityZoneId"] not in placed:
             problems.append(f"it is in {item['AvailabilityZoneId']}, the capacity's subnets in {', '.join(placed)}")
         available, total = item.get("AvailableInstanceCount"), item.get("TotalInstanceCount")
