@@ -428,6 +428,63 @@ def test_plan_diff_flags_a_removed_model_whose_listener_rule_forwards_requests(t
     assert "serves traffic listener rule" in out.getvalue()
 
 
+def _staged_platform(outdir: Path, release: str) -> Path:
+    """A platform stack in a Stage (``Prod``): its template in the nested assembly ``assembly-Prod/``, its stack
+    named ``Prod-Platform``."""
+    from aws_cdk import Stage
+    from conftest import imported_vpc
+
+    from neuron_constructs import NeuronAmi
+
+    app = App(analytics_reporting=False, outdir=str(outdir))
+    stack = Stack(Stage(app, "Prod"), "Platform")
+    cluster = NeuronCluster(stack, "Neuron", vpc=imported_vpc(stack))
+    cluster.add_ec2_capacity(
+        "Inf2", instance_type="inf2.xlarge", max_capacity=2, machine_image=NeuronAmi.release(release)
+    )
+    app.synth()
+    return outdir
+
+
+def test_plan_diff_deployed_finds_the_stacks_of_a_stage_s_nested_assembly(
+    tmp_path: Path, fake_aws_credentials: None
+) -> None:
+    """``--deployed`` reads each stack of the new version by its name, the stacks of Stages' nested assemblies too."""
+    from urllib.parse import parse_qs
+    from xml.sax.saxutils import escape
+
+    from local_server import LocalServer
+
+    from neuron_constructs.tools.cli import main
+
+    deployed = _staged_platform(tmp_path / "deployed", "2023.0.20260701")
+    new = _staged_platform(tmp_path / "new", "2023.0.20260722")
+    (template,) = (deployed / "assembly-Prod").glob("*.template.json")
+    asked: list[str] = []
+
+    def answer(path: str, headers: Any, body: bytes) -> tuple[int, str, bytes]:
+        stack = parse_qs(body.decode()).get("StackName", [""])[0]
+        asked.append(stack)
+        if stack != "Prod-Platform":
+            error = (
+                f"<Error><Code>ValidationError</Code><Message>Stack with id {stack} does not exist</Message></Error>"
+            )
+            return 400, "text/xml", f"<ErrorResponse>{error}</ErrorResponse>".encode()
+        result = f"<GetTemplateResult><TemplateBody>{escape(template.read_text())}</TemplateBody></GetTemplateResult>"
+        return 200, "text/xml", f"<GetTemplateResponse>{result}</GetTemplateResponse>".encode()
+
+    server = LocalServer(answer)
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["plan", "--diff", "--deployed", str(new), "--region", "us-east-1", "--endpoint-url", server.url]
+        status = main(argv, stdout=out, stderr=err)
+    finally:
+        server.close()
+    assert status == 0, err.getvalue()
+    assert asked == ["Prod-Platform"]
+    assert "2023.0.20260722" in out.getvalue() and "instance refresh" in out.getvalue(), out.getvalue()
+
+
 def test_an_instance_refresh_replaces_as_many_at_once_as_its_healthy_range_allows() -> None:
     """EC2 Auto Scaling: "a large range [between the minimum and maximum healthy percentage] increases the number of
     instances that can be replaced at the same time"; what runs above the group is the part above 100 %."""

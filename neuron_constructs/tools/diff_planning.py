@@ -303,6 +303,20 @@ def _keyed(templates: Mapping[str, Any]) -> dict[str, Any]:
     return {name.rsplit("/", 1)[-1]: template for name, template in templates.items()}
 
 
+def _or_the_new_side_s(old: Any, new: Any) -> Any:
+    """The old version's construct path of a resource, else the new version's of the same logical id in the
+    template of the same name: a template read without its cloud assembly (the deployed one, from CloudFormation)
+    is then named as the assembly names it. A logical id in one stack is one construct path: the CDK derives it
+    from the path."""
+    if new is None:
+        return old
+
+    def construct_path(name: str, logical_id: str) -> str | None:
+        return (old(name, logical_id) if old is not None else None) or new(name, logical_id)
+
+    return construct_path
+
+
 def diff_templates(
     old_templates: Mapping[str, Any], new_templates: Mapping[str, Any], *, old_paths: Any = None, new_paths: Any = None
 ) -> DiffResult:
@@ -317,7 +331,8 @@ def diff_templates(
 
     old_keyed, new_keyed = _keyed(old_templates), _keyed(new_templates)
     new_construct_paths = paths_of(new_paths, {n: n.rsplit("/", 1)[-1] for n in new_templates})
-    old = app_model(old_keyed, construct_paths=paths_of(old_paths, renamed))
+    old_construct_paths = _or_the_new_side_s(paths_of(old_paths, renamed), new_construct_paths)
+    old = app_model(old_keyed, construct_paths=old_construct_paths)
     new = app_model(new_keyed, construct_paths=new_construct_paths)
     rollouts: RolloutResult = rollout_templates(new_keyed, construct_paths=new_construct_paths)
     by_service: dict[str, ServiceRollout] = {r.logical_id: r for r in rollouts.services}

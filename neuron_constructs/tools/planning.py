@@ -97,7 +97,7 @@ def read_app(
             construct_paths[name] = {}
             if str(error) not in unreadable:
                 unreadable.append(str(error))
-    return loaded, lambda name, lid: construct_paths[name].get(lid), unreadable
+    return loaded, lambda name, lid: construct_paths.get(name, {}).get(lid), unreadable
 
 
 def assembly_paths(template: Path) -> dict[str, str]:

@@ -394,14 +394,20 @@ def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
     from neuron_constructs.tools.commands.aws import _region, _session
     from neuron_constructs.tools.inspection import client_config
 
+    from neuron_constructs.checks.lint import LintUsageError, template_files
+
     source = Path(new)
     stacks = _stack_names(source)
-    files = sorted(source.glob("*.template.json")) if source.is_dir() else [source]
+    try:
+        files = template_files([new])
+    except LintUsageError as error:
+        raise _UsageError(str(error)) from None
     session = _session(args)
     _region(session)
     cloudformation = session.client("cloudformation", endpoint_url=args.endpoint_url, config=client_config())
     for file in files:
-        stack = stacks.get(file.name, file.name.removesuffix(".template.json"))
+        relative = file.relative_to(source).as_posix() if source.is_dir() else file.name
+        stack = stacks.get(relative, file.name.removesuffix(".template.json"))
         try:
             body = cloudformation.get_template(StackName=stack, TemplateStage="Original").get("TemplateBody")
         except ClientError as error:
@@ -414,24 +420,40 @@ def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
         (Path(into) / file.name).write_text(text)
 
 
+MAX_NESTED_ASSEMBLIES = 4
+"""How deep ``--deployed`` follows the nested cloud assemblies of Stages (a Stage in a Stage in ...)."""
+
+
 def _stack_names(assembly: Any) -> dict[str, str]:
-    """A cloud assembly's template files by name, their stacks' names as values (``manifest.json``: a stack named with
-    ``stack_name=`` has a file named for its construct id); none for a template given alone."""
+    """A cloud assembly's template files by their path in it, their stacks' names as values (``manifest.json``: a
+    stack named with ``stack_name=`` has a file named for its construct id), the stacks of its Stages' nested
+    assemblies (``assembly-Prod/``) included; none for a template given alone."""
+    names: dict[str, str] = {}
+    if assembly.is_dir():
+        _read_manifest(assembly, assembly, names, MAX_NESTED_ASSEMBLIES)
+    return names
+
+
+def _read_manifest(root: Any, directory: Any, names: dict[str, str], depth: int) -> None:
     import json
 
-    manifest = assembly / "manifest.json"
-    if not assembly.is_dir() or not manifest.is_file() or manifest.stat().st_size > 16 << 20:
-        return {}
+    manifest = directory / "manifest.json"
+    if depth < 0 or not manifest.is_file() or manifest.stat().st_size > 16 << 20:
+        return
     try:
         artifacts = json.loads(manifest.read_text()).get("artifacts") or {}
     except (OSError, ValueError, AttributeError):
-        return {}
-    names = {}
+        return
     for artifact in artifacts.values() if isinstance(artifacts, dict) else []:
         properties = artifact.get("properties") if isinstance(artifact, dict) else None
-        if isinstance(properties, dict) and isinstance(properties.get("templateFile"), str):
-            names[properties["templateFile"]] = str(properties.get("stackName") or "")
-    return {file: stack for file, stack in names.items() if stack}
+        if not isinstance(properties, dict):
+            continue
+        template, nested = properties.get("templateFile"), properties.get("directoryName")
+        if isinstance(template, str) and template == template.rsplit("/", 1)[-1] and properties.get("stackName"):
+            names[(directory / template).relative_to(root).as_posix()] = str(properties["stackName"])
+        elif artifact.get("type") == "cdk:cloud-assembly" and isinstance(nested, str) and "/" not in nested:
+            if nested.startswith("assembly-") and (directory / nested).is_dir():
+                _read_manifest(root, directory / nested, names, depth - 1)
 
 
 def _diff_json(result: Any) -> dict[str, Any]:
