@@ -384,17 +384,17 @@ MAX_DEPLOYED_TEMPLATE_BYTES = 1 << 20
 
 
 def _read_deployed(args: argparse.Namespace, new: str, into: str) -> None:
-    """Each stack of ``new`` (a template's file name is its stack's name) as deployed (CloudFormation
-    ``GetTemplate``, the original template), written to ``into``; a stack not deployed is left out."""
+    """Each stack of ``new`` (by its manifest's name, a Stage's nested assembly included; a template alone by its file
+    name) as deployed (CloudFormation ``GetTemplate``, the original template), written to ``into``; a stack not
+    deployed is left out."""
     import json
     from pathlib import Path
 
     from botocore.exceptions import ClientError
 
+    from neuron_constructs.checks.lint import LintUsageError, template_files
     from neuron_constructs.tools.commands.aws import _region, _session
     from neuron_constructs.tools.inspection import client_config
-
-    from neuron_constructs.checks.lint import LintUsageError, template_files
 
     source = Path(new)
     stacks = _stack_names(source)
@@ -451,9 +451,14 @@ def _read_manifest(root: Any, directory: Any, names: dict[str, str], depth: int)
         template, nested = properties.get("templateFile"), properties.get("directoryName")
         if isinstance(template, str) and template == template.rsplit("/", 1)[-1] and properties.get("stackName"):
             names[(directory / template).relative_to(root).as_posix()] = str(properties["stackName"])
-        elif artifact.get("type") == "cdk:cloud-assembly" and isinstance(nested, str) and "/" not in nested:
-            if nested.startswith("assembly-") and (directory / nested).is_dir():
-                _read_manifest(root, directory / nested, names, depth - 1)
+        elif (
+            artifact.get("type") == "cdk:cloud-assembly"
+            and isinstance(nested, str)
+            and nested.startswith("assembly-")
+            and "/" not in nested
+            and (directory / nested).is_dir()
+        ):
+            _read_manifest(root, directory / nested, names, depth - 1)
 
 
 def _diff_json(result: Any) -> dict[str, Any]:
