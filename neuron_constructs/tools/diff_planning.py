@@ -312,7 +312,8 @@ def _or_the_new_side_s(old: Any, new: Any) -> Any:
         return old
 
     def construct_path(name: str, logical_id: str) -> str | None:
-        return (old(name, logical_id) if old is not None else None) or new(name, logical_id)
+        found = (old(name, logical_id) if old is not None else None) or new(name, logical_id)
+        return found if isinstance(found, str) else None
 
     return construct_path
 
