@@ -15,6 +15,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_s3 as s3
+from conftest import imported_vpc
 
 from neuron_constructs import (
     AmiRollout,
@@ -41,7 +42,8 @@ def _stack() -> Stack:
 
 
 def _cluster() -> NeuronCluster:
-    return NeuronCluster(_stack(), "C")
+    stack = _stack()
+    return NeuronCluster(stack, "C", vpc=imported_vpc(stack))
 
 
 def _service(**kwargs: Any) -> NeuronService:

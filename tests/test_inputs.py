@@ -17,6 +17,7 @@ import pytest
 from aws_cdk import App, CfnParameter, Duration, Stack, Token
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from conftest import imported_vpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +44,7 @@ class World:
 
     def __init__(self) -> None:
         self.stack = Stack(App(analytics_reporting=False), "In")
-        self.cluster = NeuronCluster(self.stack, "C")
+        self.cluster = NeuronCluster(self.stack, "C", vpc=imported_vpc(self.stack))
         self.cluster.add_ec2_capacity("Big", instance_type="inf2.48xlarge", max_capacity=2)
         self.cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=2)
         self.task = ManualNeuronTaskDefinition(self.stack, "Task", instance_type="inf2.xlarge", memory_mib=8192)
@@ -325,7 +326,7 @@ def test_missing_required_argument_names_the_class(world: World) -> None:
 
 def test_catalog_entries_are_accepted_wherever_an_instance_type_is(world: World) -> None:
     big = NeuronInstanceType.of("inf2.48xlarge")
-    cluster = NeuronCluster(world.stack, world.id())
+    cluster = NeuronCluster(world.stack, world.id(), vpc=imported_vpc(world.stack))
     cluster.add_ec2_capacity("Big", instance_type=big, max_capacity=1)
     cluster.add_managed_instances_capacity("Mi", instance_types=[NeuronInstanceType.of("inf2.8xlarge")])
     sliced_service = SlicedNeuronService(
@@ -342,7 +343,7 @@ def test_tokens_are_fine_where_no_rule_reads_them(world: World) -> None:
 
 
 def test_auto_scale_bounds_are_checked(world: World) -> None:
-    cluster = NeuronCluster(world.stack, world.id())
+    cluster = NeuronCluster(world.stack, world.id(), vpc=imported_vpc(world.stack))
     cluster.add_ec2_capacity("Big", instance_type="inf2.48xlarge", max_capacity=3)
     sliced_service = SlicedNeuronService(
         world.stack, world.id(), cluster=cluster, instance_type="inf2.48xlarge", devices_per_task=12, image=IMAGE
@@ -507,7 +508,7 @@ def _scaling_kind(world: World, kind: str) -> Any:
     cluster of its own."""
     from neuron_constructs import NeuronLoadBalancer
 
-    cluster = NeuronCluster(world.stack, world.id())
+    cluster = NeuronCluster(world.stack, world.id(), vpc=imported_vpc(world.stack))
     target: Any
     if kind == "NeuronService":
         cluster.add_ec2_capacity("Small", instance_type="inf2.xlarge", max_capacity=4)

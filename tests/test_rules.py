@@ -386,7 +386,7 @@ def _scaled_service(s: Stack, **service: Any) -> NeuronService:
 
     from neuron_constructs import NeuronLoadBalancer
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])
@@ -500,11 +500,12 @@ def _auto_scaling_on_a_published_cluster(s: Stack) -> None:
     NeuronCluster.from_published(s, "C", prefix="/neuron/team").add_ec2_capacity("Inf2", instance_type="inf2.xlarge")
 
 
-def _served(s: Stack, **container: Any) -> tuple[NeuronService, Any]:
-    """A manual service on inf2.48xlarge capacity with room, and an internal load balancer's listener."""
+def _served(s: Stack, *, vpc_made: bool = False, **container: Any) -> tuple[NeuronService, Any]:
+    """A manual service on inf2.48xlarge capacity with room, and an internal load balancer's listener; the cluster in
+    a VPC of its own making with ``vpc_made``, else an imported one."""
     from neuron_constructs import NeuronLoadBalancer
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C") if vpc_made else NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0, 1], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, **container)
@@ -527,7 +528,7 @@ def _listener_rule_without_priority(s: Stack) -> None:
 def _default_action_across_stacks(s: Stack) -> None:
     from neuron_constructs import NeuronLoadBalancer
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     listener = NeuronLoadBalancer(s, "Lb", cluster=cluster).listener
     model = Stack(s.node.root, "Model")  # type: ignore[arg-type]
@@ -626,7 +627,7 @@ def _snapshot_of_a_file_system(s: Stack) -> None:
 def _load_balancer_of_another_vpc(s: Stack) -> None:
     from neuron_constructs import NeuronLoadBalancer
 
-    service, _ = _served(s, port_mappings=[ecs.PortMapping(container_port=8080)])
+    service, _ = _served(s, vpc_made=True, port_mappings=[ecs.PortMapping(container_port=8080)])
     other = NeuronCluster(s, "Other")
     listener = NeuronLoadBalancer(s, "OtherLb", cluster=other).listener
     service.attach_to_listener(listener)
@@ -851,7 +852,7 @@ def _header_test_rule_on_an_internet_facing_listener(s: Stack) -> None:
 
     from neuron_constructs import NeuronLoadBalancer
 
-    cluster = NeuronCluster(s, "C")
+    cluster = NeuronCluster(s, "C", vpc=imported_vpc(s))
     cluster.add_ec2_capacity("Inf2", instance_type="inf2.48xlarge", max_capacity=2)
     task = ManualNeuronTaskDefinition(s, "T", instance_type="inf2.48xlarge", devices=[0], memory_mib=8192)
     task.add_neuron_container("model", image=IMAGE, port_mappings=[ecs.PortMapping(container_port=8080)])

@@ -333,7 +333,8 @@ def test_a_size_that_is_not_a_positive_number_of_gib_is_refused(size: Any) -> No
 
 
 def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     with pytest.raises(NeuronConfigurationError, match=r"NEURON084.*ReuseOnScaleIn"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(reuse_on_scale_in=True))
 
@@ -342,7 +343,8 @@ def test_reuse_on_scale_in_is_refused_with_the_ecs_rule() -> None:
 def test_a_hibernated_warm_pool_of_a_neuron_type_is_refused(instance_type: str) -> None:
     """GIVEN a Neuron type, of a family EC2's hibernation prerequisites do not list, WHEN its warm pool is HIBERNATED,
     THEN NEURON141 refuses it with the pool states that work; STOPPED and RUNNING are accepted."""
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     family = instance_type.split(".")[0]
     with pytest.raises(NeuronConfigurationError, match=rf"the {family} family.*NEURON141.*PoolState.STOPPED"):
         cluster.add_ec2_capacity(
@@ -440,7 +442,8 @@ def test_another_warm_up_image_without_a_digest_is_refused() -> None:
         instance_families=("inf2",),
         source="the team's",
     )
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     with pytest.raises(NeuronConfigurationError, match=r"runs it as root in the host network.*NEURON068"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=WarmPool(cli_image=other))
     # without prefetch there is no warm-up, so nothing runs it
@@ -548,7 +551,8 @@ def test_an_image_by_a_moving_tag_without_prefetch_does_not_warn() -> None:
 
 
 def test_warm_pool_on_spot_is_refused() -> None:
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     with pytest.raises(NeuronConfigurationError, match=r"NEURON085.*Spot"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", spot=True, warm_pool=WarmPool())
 
@@ -556,7 +560,8 @@ def test_warm_pool_on_spot_is_refused() -> None:
 def test_a_warm_pool_larger_than_the_group_s_maximum_is_refused() -> None:
     """GIVEN a group of at most 4 instances, WHEN its warm pool keeps 6, THEN NEURON027 refuses it (CloudFormation
     would write MinSize 6 over MaxSize 4); a pool as large as the group is fine."""
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     with pytest.raises(NeuronConfigurationError, match=r"min_size=6\) above the group's max_capacity=4.*NEURON027"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=6))
     cluster.add_ec2_capacity("M", instance_type="inf2.xlarge", max_capacity=4, warm_pool=WarmPool(min_size=4))
@@ -564,7 +569,8 @@ def test_a_warm_pool_larger_than_the_group_s_maximum_is_refused() -> None:
 
 @pytest.mark.parametrize("pool", [WarmPool(min_size=-1), WarmPool(min_size=3, max_prepared=2)])
 def test_warm_pool_sizes_out_of_range_are_refused(pool: WarmPool) -> None:
-    cluster = NeuronCluster(Stack(App(), "S"), "C")
+    stack = Stack(App(), "S")
+    cluster = NeuronCluster(stack, "C", vpc=imported_vpc(stack))
     with pytest.raises(NeuronConfigurationError, match="NEURON027"):
         cluster.add_ec2_capacity("N", instance_type="inf2.xlarge", warm_pool=pool)
 
