@@ -37,3 +37,19 @@ def test_a_remembered_path_is_the_scope_s_and_the_id(jsii_requests: list[str]) -
     jsii_requests.clear()
     assert construct_path(construct) == "Platform/Model"
     assert jsii_requests == []
+
+
+def test_a_construct_the_runtime_made_is_asked_once_whichever_proxy_of_it_asks(jsii_requests: list[str]) -> None:
+    """jsii makes a new Python proxy each time it hands over an object the JavaScript side made (here a task
+    definition's ``AWS::ECS::TaskDefinition``): what is kept is kept under the object's reference."""
+    from aws_cdk import aws_ecs as ecs
+
+    task_definition = ecs.Ec2TaskDefinition(Stack(App(analytics_reporting=False), "Platform"), "Task")
+    first, second = task_definition.node.default_child, task_definition.node.default_child
+    assert first is not second and first.__jsii_ref__.ref == second.__jsii_ref__.ref  # type: ignore[union-attr]
+    assert first is not None and second is not None
+    jsii_requests.clear()
+    assert construct_path(first) == "Platform/Task/Resource"
+    asked = len(jsii_requests)
+    assert construct_path(second) == "Platform/Task/Resource" and node_of(second) is node_of(first)
+    assert len(jsii_requests) == asked

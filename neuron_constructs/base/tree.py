@@ -2,9 +2,11 @@
 
 Reading ``construct.node``, its path or root, or calling ``Stack.of(construct)`` is a round trip to jsii's JavaScript
 runtime every time, and the library asks them of the same constructs again and again (each acknowledgement, each
-check that two parts share an app and an environment). None of them changes once a construct exists, and jsii hands
-Python the same object for one construct every time, so the answer is kept on that object; an object that takes no
-attributes is asked every time. :func:`kept` does that for any value of a jsii object that never changes (a
+check that two parts share an app and an environment). None of them changes once a construct exists, so the answer
+is kept. jsii hands Python the same object every time only for an object Python made; for one the JavaScript side made
+(a construct's default child, a construct found in the tree) it makes a new proxy at each hand-over, all of one
+reference (``__jsii_ref__``, unique in the runtime's life). So the answer is kept on the object, and under that
+reference for the next proxy of it. :func:`kept` does that for any value of a jsii object that never changes (a
 duration's seconds, a task definition's resource).
 """
 
@@ -23,14 +25,26 @@ T = TypeVar("T")
 _UNREAD = object()
 
 
+_KEPT: dict[tuple[str, str], object] = {}
+"""What :func:`kept` read, by the object's jsii reference and the attribute's name."""
+
+
 def kept(owner: object, attribute: str, read: Callable[[], T]) -> T:
-    """``owner``'s ``attribute`` (a ``_neuron_constructs_...`` name): ``read()`` the first time, kept on ``owner`` for
-    every later call (``read()`` every time for an object that takes no attributes)."""
+    """``owner``'s ``attribute`` (a ``_neuron_constructs_...`` name): ``read()`` the first time, kept on ``owner`` and
+    under its jsii reference for every later call, through any proxy of it (``read()`` every time for an object that
+    is neither a jsii object nor takes attributes)."""
     value = getattr(owner, attribute, _UNREAD)
+    if value is not _UNREAD:
+        return value  # type: ignore[return-value]
+    reference = getattr(getattr(owner, "__jsii_ref__", None), "ref", None)
+    key = (reference, attribute) if isinstance(reference, str) else None
+    value = _KEPT.get(key, _UNREAD) if key is not None else _UNREAD
     if value is _UNREAD:
         value = read()
-        with contextlib.suppress(AttributeError):
-            setattr(owner, attribute, value)
+        if key is not None:
+            _KEPT[key] = value
+    with contextlib.suppress(AttributeError):
+        setattr(owner, attribute, value)
     return value  # type: ignore[return-value]
 
 
