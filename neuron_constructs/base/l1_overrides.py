@@ -80,13 +80,17 @@ def containers_as_synthesized(task_definition: IConstruct) -> list[dict[str, obj
     container and variable is in place: one resolution for every container, where asking each container to render
     itself is a round trip to the CDK's runtime per property (about sixty). The rendering kept, every later call
     reads it again from here: one resolution per task definition, whichever check asks first."""
-    return kept(task_definition, "_neuron_constructs_containers", lambda: _resolved_containers(task_definition))
-
-
-def _resolved_containers(task_definition: IConstruct) -> list[dict[str, object]]:
-    resource = task_definition if isinstance(task_definition, CfnResource) else node_of(task_definition).default_child
+    resource = (
+        task_definition
+        if isinstance(task_definition, CfnResource)
+        else kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
+    )
     if not isinstance(resource, CfnResource):
         return []
+    return kept(resource, "_neuron_constructs_containers", lambda: _resolved_containers(resource))
+
+
+def _resolved_containers(resource: CfnResource) -> list[dict[str, object]]:
     rendered = stack_of(resource).resolve(resource._cfn_properties.get("containerDefinitions")) or []
     return [c for c in rendered if isinstance(c, dict)] if isinstance(rendered, list) else []
 
