@@ -82,8 +82,9 @@ destroy: install
 	cdk destroy $(STACKS) $(CDK_ARGS)
 
 ## The everyday test loop (pytest -n 2 -m "not e2e") five times in a row: each run, its CPU time, the machine's pace, the medians.
+## AGAINST=<git revision>: that revision's loop and this checkout's, alternately, and the ratio of their medians.
 bench-loop: install
-	$(BIN)/python benchmarks/test_loop_benchmark.py
+	$(BIN)/python benchmarks/test_loop_benchmark.py $(if $(AGAINST),--against $(AGAINST))
 
 ## What the test harness's jsii kernel without its relay, and assemblies in memory, save on the construct tests; and
 ## what compiling the CloudFormation validation engine with V8's baseline compiler alone saves on the examples' synthesis.
