@@ -13,10 +13,16 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
-from hypothesis import settings
+# Each test process compiles the library and rewrites every test module as it imports them; with
+# PYTHONDONTWRITEBYTECODE set (as container images often set it) it wrote none of that down and did it all again in
+# every worker of every run, about a second and a half of the loop. The checkout's own modules keep their bytecode,
+# in the __pycache__ folders git ignores; nothing else changes.
+sys.dont_write_bytecode = False
 
-from neuron_constructs.knowledge.catalog import NeuronInstanceType
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from neuron_constructs.knowledge.catalog import NeuronInstanceType  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 _PINNED_NODE = ROOT / "node_modules" / ".bin" / "node"
