@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 # every worker of every run, about a second and a half of the loop. The checkout's own modules keep their bytecode,
 # in the __pycache__ folders git ignores; nothing else changes.
 sys.dont_write_bytecode = False
+# Collection imports the CDK's bindings and every test module: objects that live as long as the process, which the
+# collector would scan again and again; it scans rarely until collection ends (pytest_collection_finish).
+gc.set_threshold(200_000, 50, 50)
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
@@ -221,7 +224,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     the garbage collector stops scanning it, and scans less often. Each test builds constructs whose jsii
     references are many small objects; with the defaults a worker spent several seconds in collections."""
     gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(200_000, 50, 50)
 
 
 def _uses_examples(item: pytest.Item) -> bool:
