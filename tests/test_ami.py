@@ -520,11 +520,11 @@ def test_ami_releases_of_an_answer_that_is_not_ssm_s_is_a_sentence() -> None:
         list_neuron_ami_releases(Looping())
 
 
-def test_ami_releases_of_a_region_without_any_is_a_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ami_releases_of_a_region_without_any_is_a_sentence(
+    monkeypatch: pytest.MonkeyPatch, fake_aws_credentials: None
+) -> None:
     from neuron_constructs.knowledge import ami
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setattr(ami, "list_neuron_ami_releases", lambda ssm: ([], None))
     status, out, err = run("ami", "--releases", "--region", "eu-south-2")
     assert status == EXIT_AWS_ERROR and not out

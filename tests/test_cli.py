@@ -10,7 +10,8 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from conftest import MEASURED_IN_CI
+from local_server import Answer, LocalServer
 from moto_fleet import TaskSpec, build_fleet
 from ports import unused_port
 
@@ -329,49 +331,24 @@ def test_access_denied_names_the_permissions(monkeypatch: pytest.MonkeyPatch) ->
 # --- the CLI never breaks ----------------------------------------------------------------------------
 
 
-class _Server:
-    """A local HTTP endpoint that answers every request with ``body`` (200), or never answers (``hang``)."""
+class _Server(LocalServer):
+    """A local HTTP endpoint that answers every request with ``body`` (200), or not until it is closed (``hang``)."""
 
     def __init__(self, *, body: bytes = b"", hang: bool = False) -> None:
-        import http.server
-        import threading
-
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                server.requested.set()
-                if hang:
-                    server.release.wait(60)
-                    return
-                self.send_response(200)
-                self.send_header("content-type", "text/html")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
         self.release = threading.Event()
         self.requested = threading.Event()
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+
+        def answer(path: str, headers: Mapping[str, str], request: bytes) -> Answer:
+            self.requested.set()
+            if hang:
+                self.release.wait(60)
+            return 200, "text/html", body
+
+        super().__init__(answer)
 
     def close(self) -> None:
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+        super().close()
 
 
 @pytest.mark.parametrize(
@@ -403,7 +380,7 @@ def test_malformed_endpoint_or_region_is_a_usage_error(argv: list[str], message:
     assert time.monotonic() - started < 2
 
 
-def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> None:
+def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_aws_credentials: None) -> None:
     server = _Server(body=b"<html>captive portal</html>")
     try:
         status, out, err = run("inspect", "--cluster", "c", "--region", REGION, "--endpoint-url", server.url)
@@ -416,7 +393,7 @@ def test_a_200_that_is_not_the_ecs_api_is_a_sentence(fake_credentials: None) -> 
     )
 
 
-def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_credentials: None) -> None:
+def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_aws_credentials: None) -> None:
     """Once this said the region publishes no AMI."""
     import time
 
@@ -436,7 +413,7 @@ def test_ami_against_an_endpoint_that_answers_html_says_it_is_not_ssm(fake_crede
 
 @MEASURED_IN_CI
 def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
-    fake_credentials: None, monkeypatch: pytest.MonkeyPatch
+    fake_aws_credentials: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import time
 
@@ -453,7 +430,7 @@ def test_a_hung_endpoint_is_given_up_on_with_a_sentence(
     assert time.monotonic() - started < 10
 
 
-def test_ctrl_c_exits_130_without_a_traceback(fake_credentials: None) -> None:
+def test_ctrl_c_exits_130_without_a_traceback(fake_aws_credentials: None) -> None:
     import os
     import signal
     import time
@@ -595,7 +572,7 @@ _HOSTILE = "\x1b]0;owned\x07\x1b[2J\r\u202e"
 """A window title, a cleared screen, a carriage return and a right-to-left override."""
 
 
-def test_ami_prints_what_the_parameter_holds_with_every_control_character_escaped(fake_credentials: None) -> None:
+def test_ami_prints_what_the_parameter_holds_with_every_control_character_escaped(fake_aws_credentials: None) -> None:
     """GIVEN an endpoint whose AMI parameter holds terminal escape sequences in its values and keys WHEN ami prints
     them THEN no control character reaches the terminal: each is printed as its escape."""
     value = {"image_id": f"ami-1{_HOSTILE}", "os": f"AL2023{_HOSTILE}", f"k{_HOSTILE}": "v"}
@@ -664,7 +641,7 @@ def _dripping_ssm(connection: Any) -> None:
 
 
 @MEASURED_IN_CI
-def test_ami_against_a_dripping_endpoint_ends_at_its_deadline_with_a_sentence(fake_credentials: None) -> None:
+def test_ami_against_a_dripping_endpoint_ends_at_its_deadline_with_a_sentence(fake_aws_credentials: None) -> None:
     """GIVEN an endpoint that sends a byte every 50 ms and never finishes WHEN ami runs with a deadline of 0.5 s
     THEN it exits 1 within about that time with one sentence naming the endpoint and the deadline."""
     import contextlib
