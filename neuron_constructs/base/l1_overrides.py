@@ -66,9 +66,13 @@ NEURON_DEVICE_REQUIREMENT = {"Type": "NeuronDevice", "Value": "ALL"}
 """ECS managed Neuron device allocation: the container gets every device of its instance."""
 
 
-def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
+def _default_child(task_definition: IConstruct) -> IConstruct | None:
     """The task definition's L1, looked up once per task definition."""
-    resource = kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
+    return kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
+
+
+def _resource(task_definition: ecs.TaskDefinition) -> CfnResource:
+    resource = _default_child(task_definition)
     assert isinstance(resource, CfnResource)
     return resource
 
@@ -80,11 +84,7 @@ def containers_as_synthesized(task_definition: IConstruct) -> list[dict[str, obj
     container and variable is in place: one resolution for every container, where asking each container to render
     itself is a round trip to the CDK's runtime per property (about sixty). The rendering kept, every later call
     reads it again from here: one resolution per task definition, whichever check asks first."""
-    resource = (
-        task_definition
-        if isinstance(task_definition, CfnResource)
-        else kept(task_definition, "_neuron_constructs_resource", lambda: node_of(task_definition).default_child)
-    )
+    resource = task_definition if isinstance(task_definition, CfnResource) else _default_child(task_definition)
     if not isinstance(resource, CfnResource):
         return []
     return kept(resource, "_neuron_constructs_containers", lambda: _resolved_containers(resource))

@@ -40,10 +40,10 @@ def subnet_zone(
         zone = properties_of(app.model.resources.get(logical)).get("AvailabilityZone")
         if isinstance(zone, str):
             return zones_by_name.get(zone)
-        select = zone.get("Fn::Select") if isinstance(zone, dict) else None
-        if isinstance(select, list) and len(select) == 2 and isinstance(select[0], int) and _lists_zones(select[1]):
+        index = _get_azs_index(zone)
+        if index is not None:
             names = list(get_azs) if get_azs is not None else sorted(zones_by_name)
-            return zones_by_name.get(names[select[0]]) if 0 <= select[0] < len(names) else None
+            return zones_by_name.get(names[index]) if 0 <= index < len(names) else None
         zone_id = properties_of(app.model.resources.get(logical)).get("AvailabilityZoneId")
         return zone_id if isinstance(zone_id, str) else None
     if isinstance(subnet, str):
@@ -51,21 +51,24 @@ def subnet_zone(
     return None
 
 
-def _lists_zones(value: object) -> bool:
-    """Whether ``value`` is ``Fn::GetAZs`` of this stack's Region (``""`` or ``Ref AWS::Region``)."""
-    region = value.get("Fn::GetAZs", None) if isinstance(value, dict) and len(value) == 1 else None
-    return region == "" or region == {"Ref": "AWS::Region"}
+def _get_azs_index(zone: object) -> int | None:
+    """``i`` of a subnet's zone ``Fn::Select [i, Fn::GetAZs ""]`` (or of ``Ref AWS::Region``), else ``None``."""
+    select = zone.get("Fn::Select") if isinstance(zone, dict) else None
+    if not (isinstance(select, list) and len(select) == 2 and isinstance(select[0], int)):
+        return None
+    listed = select[1]
+    region = listed.get("Fn::GetAZs") if isinstance(listed, dict) and len(listed) == 1 else None
+    return select[0] if region == "" or region == {"Ref": "AWS::Region"} else None
 
 
-def _makes_zones_by_get_azs(app: CheckedApp) -> bool:
-    """Whether a subnet a capacity names is one the templates make in a zone ``Fn::GetAZs`` lists."""
+def _listed_zones(app: CheckedApp, ec2: Any, zones_by_name: Mapping[str, str]) -> list[str] | None:
+    """:func:`get_azs`, asked only when a subnet a capacity names is one the templates make in such a zone."""
     for _, _, subnets, _ in capacity_subnets(app):
         for subnet in subnets:
             zone = properties_of(app.model.resources.get(ref_of(subnet) or "")).get("AvailabilityZone")
-            select = zone.get("Fn::Select") if isinstance(zone, dict) else None
-            if isinstance(select, list) and len(select) == 2 and _lists_zones(select[1]):
-                return True
-    return False
+            if _get_azs_index(zone) is not None:
+                return get_azs(ec2, zones_by_name)
+    return None
 
 
 def get_azs(ec2: Any, zones_by_name: Mapping[str, str]) -> list[str]:
@@ -165,7 +168,7 @@ def check_zones(app: CheckedApp, clients: Callable[[str], Any], now: datetime) -
         except ClientError as error:
             if not str(error.response.get("Error", {}).get("Code", "")).startswith("InvalidSubnetID"):
                 raise
-    listed = get_azs(ec2, by_name) if _makes_zones_by_get_azs(app) else None
+    listed = _listed_zones(app, ec2, by_name)
     findings = []
     for name, types, subnets, _ in capacity_subnets(app):
         offered: dict[str, set[str]] = {}
@@ -281,7 +284,7 @@ def check_reservation(app: CheckedApp, clients: Callable[[str], Any], now: datet
     listed: list[str] | None = None
     if ids:
         by_name = availability_zones(clients("ec2"))
-        listed = get_azs(clients("ec2"), by_name) if _makes_zones_by_get_azs(app) else None
+        listed = _listed_zones(app, clients("ec2"), by_name)
         described = _described_reservations(clients("ec2"), ids)
     findings = []
     for where, reservation, instance_type, maximum, subnets in named:
