@@ -221,10 +221,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection loaded (the CDK's and the library's modules, every test module) lives as long as the process:
-    the garbage collector stops scanning it, and scans less often. Each test builds constructs whose jsii
-    references are many small objects; with the defaults a worker spent several seconds in collections."""
+    the garbage collector stops scanning it (it scans rarely, as set at the top of this file). Each test builds
+    constructs whose jsii references are many small objects; with the defaults a worker spent several seconds in
+    collections."""
     gc.freeze()
-    gc.set_threshold(200_000, 50, 50)
 
 
 def _uses_examples(item: pytest.Item) -> bool:
